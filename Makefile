@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: Apache-2.0
+# milometer: one Makefile, intermediates in .output/, binaries in bin/.
+#   make            build bin/milometer
+#   make demo       run the agent against a real local nginx with example CRDs
+#   make check      unit tests + BPF/integration tests (root)
+#   make unit       unit tests only (no root)
+#   make bench      agent on/off benchmark, encode/memory figures
+#   make V=1 ...    show the commands
+
+OUTPUT   := .output
+BIN      := bin
+ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+CLANG    ?= clang
+CC       ?= cc
+BPFTOOL  ?= bpftool
+PROTOC_C ?= protoc-c
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo 0.1.0)
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
+	    -Wno-missing-field-initializers -D_GNU_SOURCE \
+	    -I. -I$(OUTPUT) -DMM_VERSION='"$(VERSION)"'
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+	    -I$(OUTPUT) -Ivmlinux/$(ARCH) -I.
+
+# policy/ and exporter/ never link libbpf: they are unit-tested without root.
+POLICY_SRCS   := $(sort $(wildcard policy/*.c))
+EXPORTER_SRCS := $(sort $(wildcard exporter/*.c))
+AGENT_SRCS    := $(sort $(wildcard agent/*.c))
+BPF_SRCS      := $(sort $(wildcard bpf/*.bpf.c))
+UNIT_SRCS     := $(sort $(wildcard selftests/unit/*.c))
+TOOL_SRCS     := $(sort $(wildcard selftests/tools/*.c))
+PROTOS        := $(sort $(wildcard exporter/*.proto))
+
+PROTO_C   := $(patsubst exporter/%.proto,$(OUTPUT)/%.pb-c.c,$(PROTOS))
+PROTO_O   := $(PROTO_C:.c=.o)
+POLICY_O  := $(patsubst %.c,$(OUTPUT)/%.o,$(POLICY_SRCS))
+EXPORTER_O:= $(patsubst %.c,$(OUTPUT)/%.o,$(EXPORTER_SRCS)) $(PROTO_O)
+AGENT_O   := $(patsubst %.c,$(OUTPUT)/%.o,$(AGENT_SRCS))
+BPF_O     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
+SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+UNIT_O    := $(patsubst %.c,$(OUTPUT)/%.o,$(UNIT_SRCS))
+TOOLS     := $(patsubst selftests/tools/%.c,$(BIN)/%,$(TOOL_SRCS))
+
+PURE_LIBS  := -lyaml -lcurl -lprotobuf-c -lmicrohttpd -lz -lm -lpthread
+AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
+
+.PHONY: all deps demo check unit integration bench fuzz format vmlinux \
+	install clean
+.DEFAULT_GOAL := all
+
+all: deps-check $(BIN)/milometer $(TOOLS)
+
+# Install missing Debian packages when root; otherwise say what is missing.
+deps:
+	$(Q)deploy/install-deps.sh
+
+deps-check:
+	$(Q)deploy/install-deps.sh --build-only
+
+$(OUTPUT) $(BIN) $(OUTPUT)/policy $(OUTPUT)/exporter $(OUTPUT)/agent \
+$(OUTPUT)/selftests/unit:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/%.pb-c.c $(OUTPUT)/%.pb-c.h: exporter/%.proto | $(OUTPUT)
+	$(call msg,PROTOC,$<)
+	$(Q)$(PROTOC_C) --proto_path=exporter --c_out=$(OUTPUT) $<
+
+$(OUTPUT)/%.pb-c.o: $(OUTPUT)/%.pb-c.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -I$(OUTPUT) -c $< -o $@
+
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp
+	$(Q)rm -f $@.tmp
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .,_,$*)_bpf > $@
+
+# Every C object depends on generated headers so the first build is ordered.
+$(OUTPUT)/%.o: %.c $(PROTO_C) | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(AGENT_O): $(SKELS)
+
+$(OUTPUT)/libpolicy.a: $(POLICY_O)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(OUTPUT)/libexporter.a: $(EXPORTER_O)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BIN)/milometer: $(AGENT_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(AGENT_O) $(OUTPUT)/libpolicy.a \
+		$(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@
+
+$(BIN)/unit_tests: $(UNIT_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(UNIT_O) $(OUTPUT)/libpolicy.a \
+		$(OUTPUT)/libexporter.a $(PURE_LIBS) -o $@
+
+$(BIN)/%: selftests/tools/%.c $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $< $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
+		$(PURE_LIBS) -o $@
+
+unit: deps-check $(BIN)/unit_tests
+	$(Q)$(BIN)/unit_tests $(T)
+
+integration: all
+	$(Q)selftests/integration/run.sh $(T)
+
+check: deps all $(BIN)/unit_tests
+	$(Q)selftests/check.sh
+
+demo: deps all
+	$(Q)deploy/demo.sh
+
+bench: deps all $(BIN)/unit_tests
+	$(Q)selftests/bench/run.sh
+
+vmlinux:
+	$(Q)vmlinux/gen-vmlinux.sh $(ARCH)
+
+format:
+	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
+
+install: all
+	$(Q)install -D -m 0755 $(BIN)/milometer $(DESTDIR)/usr/local/bin/milometer
+
+clean:
+	$(Q)rm -rf $(OUTPUT) $(BIN)
+
+-include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d)

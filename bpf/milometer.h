@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * Types and constants shared by the BPF programs and user space: ring-buffer
+ * events, map keys and values, per-CPU stat indexes. Fixed-width types,
+ * explicit padding, sizes pinned with _Static_assert so both sides agree.
+ *
+ * Route table (compiled by policy/route_compile.c, looked up by BPF and by
+ * policy/route_match.c for `milometer explain`):
+ *
+ *   host  --mm_vhosts-->  vhost id          exact host, then "*.suffix"
+ *                                           longest first, then catch-all
+ *   (vhost, Exact, hash(path))         --mm_route_cands--> candidate list
+ *   (vhost, Prefix, hash(prefix))      --mm_route_cands--> candidate list
+ *
+ * Prefix keys are normalised without a trailing '/', "/" is the empty
+ * string, so the BPF parser hashes the bytes before every '/' of the path
+ * and the whole path. Candidates in one list are already in Gateway API
+ * precedence order (method, header count, query count, age, name, rule
+ * order); BPF takes the first whose method fits. A candidate flagged
+ * MM_CAND_NEEDS_USER (header or query matches) reached first means BPF
+ * cannot decide: the event carries the request head and user space finishes.
+ * Every key carries a generation: user space writes generation N+1 next to
+ * N, flips mm_config.route_gen, then deletes N — a request sees one table.
+ */
+#ifndef MM_BPF_MILOMETER_H
+#define MM_BPF_MILOMETER_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define MM_HOST_MAX        128 /* Host header bytes kept for wildcard lookup */
+#define MM_HEAD_MAX        512 /* request head bytes sent for user-space finish */
+#define MM_PATH_PREFIXES   16  /* '/' boundaries hashed per path */
+#define MM_ROUTE_CANDS     8   /* candidates per (vhost, path) key */
+#define MM_PIPELINE_DEPTH  8   /* requests in flight per connection */
+#define MM_COMM_LEN        16
+
+#define MM_ROUTE_UNMATCHED 0xffffffffu /* no route: attributed to "unmatched" */
+#define MM_ROUTE_DEFER     0xfffffffeu /* BPF could not decide: see head[] */
+#define MM_ROUTE_UNKNOWN   0xfffffffdu /* head truncated before host/path */
+
+/* FNV-1a 64, over lower-cased host bytes and raw path bytes. */
+#define MM_FNV_OFFSET 0xcbf29ce484222325ULL
+#define MM_FNV_PRIME  0x100000001b3ULL
+
+enum mm_leg {
+	MM_LEG_DOWNSTREAM = 0, /* client -> proxy (accepted socket) */
+	MM_LEG_UPSTREAM = 1,   /* proxy -> backend (connected socket) */
+};
+
+enum mm_method {
+	MM_M_OTHER = 0,
+	MM_M_GET,
+	MM_M_HEAD,
+	MM_M_POST,
+	MM_M_PUT,
+	MM_M_DELETE,
+	MM_M_CONNECT,
+	MM_M_OPTIONS,
+	MM_M_TRACE,
+	MM_M_PATCH,
+	MM_M__COUNT,
+};
+#define MM_M_ANY 0xff /* candidate matches any method */
+
+enum mm_vhost_kind {
+	MM_VH_EXACT = 0,    /* hash of the whole lower-cased host */
+	MM_VH_WILDCARD = 1, /* hash of the suffix after "*." */
+	MM_VH_CATCHALL = 2, /* hash 0: routes with no hostname anywhere */
+};
+
+struct mm_vhost_key {
+	__u32 gen;
+	__u32 kind; /* enum mm_vhost_kind */
+	__u64 hash;
+};
+_Static_assert(sizeof(struct mm_vhost_key) == 16, "mm_vhost_key");
+
+struct mm_vhost_val {
+	__u32 vhost_id;
+	__u32 flags; /* MM_VHOST_* */
+};
+_Static_assert(sizeof(struct mm_vhost_val) == 8, "mm_vhost_val");
+
+#define MM_VHOST_HAS_REGEX 0x1 /* regex paths rank between Exact and Prefix */
+#define MM_VHOST_DEEP      0x2 /* a prefix deeper than MM_PATH_PREFIXES */
+
+enum mm_path_kind {
+	MM_PATH_EXACT = 0,
+	MM_PATH_PREFIX = 1,
+};
+
+struct mm_route_key {
+	__u32 gen;
+	__u32 vhost_id;
+	__u32 kind; /* enum mm_path_kind */
+	__u32 _pad;
+	__u64 hash;
+};
+_Static_assert(sizeof(struct mm_route_key) == 24, "mm_route_key");
+
+#define MM_CAND_NEEDS_USER 0x1 /* header/query matches: user space decides */
+
+struct mm_route_cand {
+	__u32 route_id; /* index into the generation's route list */
+	__u16 rule_idx;
+	__u8 method;    /* enum mm_method or MM_M_ANY */
+	__u8 flags;     /* MM_CAND_* */
+};
+
+struct mm_route_cands {
+	__u32 n;
+	__u32 _pad;
+	struct mm_route_cand c[MM_ROUTE_CANDS];
+};
+_Static_assert(sizeof(struct mm_route_cands) == 8 + 8 * MM_ROUTE_CANDS,
+	       "mm_route_cands");
+
+/* Single-entry array map: settings that change at run time. */
+struct mm_config {
+	__u32 route_gen;
+	__u32 _pad;
+};
+
+/* Why a process is traced (value of mm_targets). */
+struct mm_target {
+	__u32 source; /* MM_TGT_* */
+	__u32 _pad;
+};
+#define MM_TGT_PID    1
+#define MM_TGT_COMM   2
+#define MM_TGT_CGROUP 3
+#define MM_TGT_FORK   4 /* inherited from a traced parent */
+
+#define MM_EV_ABORTED   0x01 /* connection closed/reset before response end */
+#define MM_EV_HEAD_TRUNC 0x02 /* request head longer than MM_HEAD_MAX */
+#define MM_EV_HAS_HEAD  0x04 /* head[] carries head_len bytes */
+#define MM_EV_CLOSE_DELIM 0x08 /* response body ended by close */
+#define MM_EV_NO_RESPONSE_START 0x10 /* aborted before any response byte */
+
+/*
+ * One completed (or aborted) HTTP exchange on one leg. Sent when the last
+ * response byte has been seen (or the connection went away).
+ */
+struct mm_http_event {
+	__u64 start_ns;    /* first request byte: downstream received / upstream sent */
+	__u64 end_ns;      /* last response byte: downstream sent / upstream received */
+	__u64 req_bytes;   /* request head + body */
+	__u64 resp_bytes;  /* response head(s) + body */
+	__u64 conn_id;     /* (tgid << 32) | fd generation-unique id */
+	__u32 tgid;
+	__u32 route_gen;
+	__u32 route_id;    /* MM_ROUTE_* when not a route */
+	__u16 rule_idx;
+	__u16 status;      /* final status; 0 when aborted before one */
+	__u8 leg;          /* enum mm_leg */
+	__u8 method;       /* enum mm_method */
+	__u8 flags;        /* MM_EV_* */
+	__u8 _pad0;
+	__u16 head_len;    /* bytes valid in head[] when MM_EV_HAS_HEAD */
+	__u16 _pad1;
+	char head[];       /* request head, only for deferred attribution */
+};
+_Static_assert(sizeof(struct mm_http_event) == 64, "mm_http_event");
+
+/* Per-CPU counters (mm_stats, an array indexed by these). */
+enum mm_stat {
+	MM_STAT_EVENTS,          /* events written to the ring buffer */
+	MM_STAT_RINGBUF_FULL,    /* events lost: ring buffer full */
+	MM_STAT_CONN_MAP_FULL,   /* connections not tracked: map full */
+	MM_STAT_HEAD_TRUNC,      /* request heads longer than MM_HEAD_MAX */
+	MM_STAT_UNPARSED,        /* connections that stopped looking like HTTP */
+	MM_STAT_PIPELINE_FULL,   /* pipelined requests past MM_PIPELINE_DEPTH */
+	MM_STAT_ABORTED,         /* exchanges ended by close before response end */
+	MM_STAT_SCAN_LIMIT,      /* bytes of a syscall past what one hook scans */
+	MM_STAT_IOV_LIMIT,       /* iovecs past what one hook walks */
+	MM_STAT_DEFERRED,        /* attributions left to user space */
+	MM_STAT_FORKS,           /* processes added by fork of a target */
+	MM_STAT__COUNT,
+};
+
+#endif /* MM_BPF_MILOMETER_H */

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The in-memory metric store every producer writes into (the data path's
+ * source metrics, the policy engine's target metrics, self-metrics) and every
+ * exporter reads from (Prometheus pull, OTLP push). Pure C, no libbpf.
+ *
+ * Model: the OpenTelemetry metrics data model. A metric has a descriptor and
+ * a set of series (one per distinct label set). Series count per metric is
+ * capped; past the cap points go to one overflow series labelled
+ * otel.metric.overflow="true", as the OTel SDK does. Series idle for longer
+ * than the expiry are dropped at collection unless a producer holds them.
+ *
+ * Locking: one mutex per store. Producers take it once per batch with
+ * mstore__lock()/mstore__unlock() around mseries_* calls; collection takes it
+ * itself.
+ */
+#ifndef MM_EXPORTER_METRIC_STORE_H
+#define MM_EXPORTER_METRIC_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum minstrument {
+	MI_COUNTER,   /* monotonic sum */
+	MI_UPDOWN,    /* non-monotonic sum */
+	MI_GAUGE,
+	MI_HISTOGRAM,
+};
+
+enum mtemporality {
+	MT_CUMULATIVE,
+	MT_DELTA,
+};
+
+enum mhist_kind {
+	MH_EXPLICIT,    /* explicit bucket bounds */
+	MH_EXPONENTIAL, /* base-2 exponential, OTel data model */
+};
+
+struct mmetric_desc {
+	const char *name;        /* OTel name, e.g. envoy.http.downstream_rq_time */
+	const char *description;
+	const char *unit;        /* UCUM-ish as written by the definition: "s", "seconds", "ms", "1", "By" */
+	enum minstrument instrument;
+	enum mtemporality temporality; /* what exporters report */
+	bool is_int;             /* sums/gauges carry int64 points */
+	enum mhist_kind hist;    /* histograms only */
+	const double *bounds;    /* MH_EXPLICIT: NULL = OTel default bounds */
+	size_t nbounds;
+	uint32_t exp_max_buckets; /* MH_EXPONENTIAL: 0 = 160 */
+	int32_t exp_max_scale;    /* MH_EXPONENTIAL: 0 = 20 */
+};
+
+struct mlabel {
+	const char *key;
+	const char *value;
+};
+
+struct mstore_opts {
+	uint32_t max_series_per_metric; /* 0 = 10000 */
+	uint64_t idle_expiry_ns;        /* 0 = never */
+	/*
+	 * Keep a second accumulator per delta series for an OTLP reader while
+	 * Prometheus reads cumulative totals; off saves memory when no OTLP.
+	 */
+	bool keep_delta;
+};
+
+struct mstore;
+struct mseries;
+
+struct mstore *mstore__new(const struct mstore_opts *opts);
+void mstore__free(struct mstore *s);
+
+/*
+ * Register a metric. The descriptor's strings and bounds are copied. The same
+ * name with an identical descriptor returns the same id; a different one
+ * returns -EEXIST. Returns metric id >= 0 or -errno.
+ */
+int mstore__add_metric(struct mstore *s, const struct mmetric_desc *desc);
+int mstore__find_metric(struct mstore *s, const char *name);
+/* Drop a metric and all its series (policy removed). Held series stay valid
+ * until released. */
+int mstore__remove_metric(struct mstore *s, int metric_id);
+
+void mstore__lock(struct mstore *s);
+void mstore__unlock(struct mstore *s);
+
+/*
+ * Find or create the series with these labels (any order; copied). Returns
+ * the overflow series past the cap, NULL only on ENOMEM. The caller holds the
+ * lock. mstore__hold() keeps a series from expiring while a producer caches
+ * the pointer; every hold is paired with mstore__release().
+ */
+struct mseries *mstore__series(struct mstore *s, int metric_id,
+			       const struct mlabel *labels, size_t nlabels);
+void mstore__hold(struct mseries *ser);
+void mstore__release(struct mstore *s, struct mseries *ser);
+
+/* Producers (lock held). now_ns is CLOCK_REALTIME in ns. */
+void mseries__add(struct mseries *ser, double v, uint64_t now_ns);     /* sums: += v */
+void mseries__set(struct mseries *ser, double v, uint64_t now_ns);     /* gauges; cumulative sums given as totals */
+void mseries__observe(struct mseries *ser, double v, uint64_t now_ns); /* histograms */
+
+/* A point as exporters see it during collection. */
+struct mhist_explicit_view {
+	const double *bounds;
+	size_t nbounds;
+	const uint64_t *counts; /* nbounds + 1 */
+};
+
+struct mhist_exp_view {
+	int32_t scale;
+	uint64_t zero_count;
+	int32_t pos_offset;
+	const uint64_t *pos_counts;
+	size_t pos_n;
+	int32_t neg_offset;
+	const uint64_t *neg_counts;
+	size_t neg_n;
+};
+
+struct mpoint_view {
+	const struct mlabel *labels; /* sorted by key */
+	size_t nlabels;
+	uint64_t start_ns;
+	uint64_t time_ns;
+	double value;    /* sums, gauges */
+	int64_t ivalue;  /* when desc->is_int */
+	/* histograms */
+	uint64_t count;
+	double sum;
+	double min, max; /* valid when count > 0 */
+	const struct mhist_explicit_view *explicit_h;
+	const struct mhist_exp_view *exp_h;
+};
+
+/*
+ * Visit every metric with its points. temporality selects the view: for a
+ * delta metric, MT_DELTA yields what accumulated since the previous MT_DELTA
+ * collection (and resets it; start_ns advances), MT_CUMULATIVE yields totals
+ * since the series started (Prometheus). Cumulative metrics are always
+ * reported cumulative. The callback returns 0 to go on, negative to stop.
+ */
+typedef int (*mstore_visit_fn)(void *ctx, const struct mmetric_desc *desc,
+			       const struct mpoint_view *points, size_t npoints);
+int mstore__collect(struct mstore *s, enum mtemporality view, uint64_t now_ns,
+		    mstore_visit_fn fn, void *ctx);
+
+struct mstore_stats {
+	uint64_t series_active;
+	uint64_t series_overflowed; /* points routed to overflow series */
+	uint64_t series_expired;
+	uint64_t bytes;             /* heap held by series, approximate */
+};
+void mstore__stats(struct mstore *s, struct mstore_stats *st);
+
+/* OTel's default explicit bounds (ms-oriented, as the SDK ships them). */
+extern const double mstore__default_bounds[];
+extern const size_t mstore__default_nbounds;
+
+#endif /* MM_EXPORTER_METRIC_STORE_H */

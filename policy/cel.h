@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The subset of CEL (github.com/google/cel-spec, doc/langdef.md) that metric
+ * policies use. Expressions are compiled once when a policy is accepted and
+ * evaluated per sample; evaluation allocates nothing: intermediate values live
+ * in a scratch area owned by the program, so a program is evaluated by one
+ * thread at a time and a result is valid until the next cel__eval() on it.
+ *
+ * Variables bound by the caller:
+ *   value       double     the data-plane sample value
+ *   attributes  map(string, string) the sample's attributes
+ *   resource    dyn        the subject object (a doc_node tree)
+ *   item        dyn        the current element inside seriesFrom
+ */
+#ifndef MM_POLICY_CEL_H
+#define MM_POLICY_CEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct doc_node;
+
+enum cel_type {
+	CEL_NULL,
+	CEL_BOOL,
+	CEL_INT,
+	CEL_UINT,
+	CEL_DOUBLE,
+	CEL_STRING,
+	CEL_BYTES,
+	CEL_LIST,
+	CEL_MAP,
+	CEL_TIMESTAMP, /* nanoseconds since the Unix epoch, UTC */
+	CEL_DURATION,  /* nanoseconds */
+	CEL_TYPE,      /* result of type(x); s holds the type name */
+};
+
+/* A string attribute of a data-plane sample. */
+struct cel_attr {
+	const char *key;
+	const char *value;
+};
+
+struct cel_value {
+	enum cel_type type;
+	union {
+		bool b;
+		int64_t i; /* INT, TIMESTAMP, DURATION */
+		uint64_t u;
+		double d;
+		struct {
+			const char *s; /* not always NUL-terminated: use len */
+			size_t len;
+		} str; /* STRING, BYTES, TYPE */
+		const struct doc_node *node; /* LIST, MAP from the bound data */
+		const void *opaque; /* LIST, MAP built by the expression */
+	};
+};
+
+struct cel_activation {
+	double value;
+	const struct cel_attr *attrs;
+	size_t nattrs;
+	const struct doc_node *resource; /* NULL: unbound */
+	const struct doc_node *item;     /* NULL: unbound */
+};
+
+/* Where and why compilation or evaluation failed. */
+struct cel_error {
+	int col; /* 1-based column in the expression, 0 if unknown */
+	char msg[256];
+};
+
+/* Which variables an expression may reference (bit mask). */
+#define CEL_VAR_VALUE (1u << 0)
+#define CEL_VAR_ATTRIBUTES (1u << 1)
+#define CEL_VAR_RESOURCE (1u << 2)
+#define CEL_VAR_ITEM (1u << 3)
+
+struct cel_program;
+
+/*
+ * Compile expr; variables outside allowed_vars are compile errors. Returns
+ * NULL and fills err on a syntax error, unknown function or variable.
+ */
+struct cel_program *cel__compile(const char *expr, unsigned allowed_vars,
+				 struct cel_error *err);
+void cel__free(struct cel_program *p);
+const char *cel__source(const struct cel_program *p);
+
+/*
+ * Evaluate. Returns 0 and sets *out, or -EINVAL when the expression evaluates
+ * to a CEL error (no such key, division by zero, no matching overload...) with
+ * the reason in err. Never aborts on any input.
+ */
+int cel__eval(struct cel_program *p, const struct cel_activation *act,
+	      struct cel_value *out, struct cel_error *err);
+
+/*
+ * If the expression is affine in `value` and uses no other variable
+ * (value, value * k, value / k, value + k, k * value - c ...), store a and b
+ * such that result == a * value + b and return true. Lets a histogram
+ * transform fold into arithmetic with no per-observation evaluation.
+ */
+bool cel__affine(const struct cel_program *p, double *a, double *b);
+
+/* Conversions used at the end of a transform. -EINVAL if not convertible. */
+int cel__to_double(const struct cel_value *v, double *out);
+/* Formats as CEL's string() would; returns length or -ENOSPC. */
+int cel__to_string(const struct cel_value *v, char *buf, size_t len);
+
+#endif /* MM_POLICY_CEL_H */
