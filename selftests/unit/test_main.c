@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Runner for the unit tests: see test.h. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdlib.h>
