@@ -133,36 +133,49 @@ struct mm_target {
 #define MM_TGT_CGROUP 3
 #define MM_TGT_FORK   4 /* inherited from a traced parent */
 
-#define MM_EV_ABORTED   0x01 /* connection closed/reset before response end */
-#define MM_EV_HEAD_TRUNC 0x02 /* request head longer than MM_HEAD_MAX */
-#define MM_EV_HAS_HEAD  0x04 /* head[] carries head_len bytes */
-#define MM_EV_CLOSE_DELIM 0x08 /* response body ended by close */
-#define MM_EV_NO_RESPONSE_START 0x10 /* aborted before any response byte */
+#define MM_EV_ABORTED     0x01 /* connection closed/reset before response end */
+#define MM_EV_HEAD_TRUNC  0x02 /* request head longer than MM_HEAD_MAX */
+#define MM_EV_CLOSE_DELIM 0x04 /* response body ended by close */
+#define MM_EV_NO_RESPONSE 0x08 /* aborted before any response byte */
+#define MM_EV_UNTRACKED   0x10 /* pipelined past MM_PIPELINE_DEPTH: no timing */
 
-/*
- * One completed (or aborted) HTTP exchange on one leg. Sent when the last
- * response byte has been seen (or the connection went away).
- */
+enum mm_event_type {
+	/*
+	 * One completed (or aborted) HTTP exchange on one leg, sent when the
+	 * last response byte has been seen or the connection went away.
+	 */
+	MM_EVT_EXCHANGE = 1,
+	/*
+	 * The head of a request BPF could not attribute (route_id ==
+	 * MM_ROUTE_DEFER), sent when the head ends; the exchange event with the
+	 * same (conn_id, req_seq) follows. Carries head_len bytes in head[].
+	 */
+	MM_EVT_HEAD = 2,
+};
+
 struct mm_http_event {
+	__u8 type;         /* enum mm_event_type */
+	__u8 leg;          /* enum mm_leg */
+	__u8 method;       /* enum mm_method */
+	__u8 flags;        /* MM_EV_* */
+	__u16 status;      /* final status; 0 when aborted before one */
+	__u16 head_len;    /* MM_EVT_HEAD: bytes valid in head[] */
+	__u32 tgid;
+	__u32 route_gen;
+	__u32 route_id;    /* or MM_ROUTE_* */
+	__u16 rule_idx;
+	__u16 _pad0;
+	__u32 req_seq;     /* request number on this connection */
+	__u32 parent_seq;  /* upstream leg: the downstream request it serves */
+	__u64 conn_id;     /* unique per connection for the agent's lifetime */
+	__u64 parent_conn_id; /* upstream leg: its downstream connection, 0 if unknown */
 	__u64 start_ns;    /* first request byte: downstream received / upstream sent */
 	__u64 end_ns;      /* last response byte: downstream sent / upstream received */
 	__u64 req_bytes;   /* request head + body */
 	__u64 resp_bytes;  /* response head(s) + body */
-	__u64 conn_id;     /* (tgid << 32) | fd generation-unique id */
-	__u32 tgid;
-	__u32 route_gen;
-	__u32 route_id;    /* MM_ROUTE_* when not a route */
-	__u16 rule_idx;
-	__u16 status;      /* final status; 0 when aborted before one */
-	__u8 leg;          /* enum mm_leg */
-	__u8 method;       /* enum mm_method */
-	__u8 flags;        /* MM_EV_* */
-	__u8 _pad0;
-	__u16 head_len;    /* bytes valid in head[] when MM_EV_HAS_HEAD */
-	__u16 _pad1;
-	char head[];       /* request head, only for deferred attribution */
+	char head[];       /* MM_EVT_HEAD only */
 };
-_Static_assert(sizeof(struct mm_http_event) == 64, "mm_http_event");
+_Static_assert(sizeof(struct mm_http_event) == 80, "mm_http_event");
 
 /* Per-CPU counters (mm_stats, an array indexed by these). */
 enum mm_stat {

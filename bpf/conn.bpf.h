@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * Kernel-side state of the data path: saved syscall arguments, per-socket
+ * HTTP/1.x parser state, the pipeline of requests awaiting responses. Only
+ * BPF reads these (bpftool can dump them thanks to BTF); user space sees
+ * struct mm_http_event.
+ */
+#ifndef MM_CONN_BPF_H
+#define MM_CONN_BPF_H
+
+#include "bpf/milometer.h"
+
+#define MM_SCRATCH      512 /* user bytes copied and scanned per window */
+#define MM_WINDOWS      32  /* windows (parse or skip steps) per syscall */
+#define MM_IOV_MAX      16  /* iovecs walked per readv/writev/recvmsg/sendmsg */
+#define MM_NAME_MAX     20  /* header name bytes compared */
+#define MM_DOTS_MAX     8   /* host labels tried as wildcard suffixes */
+
+/*
+ * clang drops "i & (N - 1)" when an earlier check already bounds i, but that
+ * check ran on a copy of i and the verifier sees the index as unbounded;
+ * hiding i's value behind an empty asm first keeps the mask.
+ */
+#ifndef barrier_var
+#define barrier_var(var) asm volatile("" : "+r"(var))
+#endif
+
+/* &arr[i & (n - 1)] with the mask kept for the verifier (n a power of 2) */
+#define IDX(arr, i, n)                                                        \
+	({                                                                    \
+		__u32 __i = (i);                                              \
+		barrier_var(__i);                                             \
+		__i &= (n) - 1;                                               \
+		&(arr)[__i];                                                  \
+	})
+
+enum mm_io {
+	MM_IO_READ = 1,     /* contiguous buffer in */
+	MM_IO_READV,        /* iovec in */
+	MM_IO_RECVMSG,      /* msghdr in */
+	MM_IO_WRITE,
+	MM_IO_WRITEV,
+	MM_IO_SENDMSG,
+	MM_IO_SENDFILE,     /* bytes only */
+	MM_IO_ACCEPT,
+	MM_IO_CONNECT,
+};
+
+struct mm_args {
+	__u64 buf;  /* buffer, iovec array or msghdr */
+	__u32 fd;
+	__u32 io;   /* enum mm_io */
+	__u64 cnt;  /* iovcnt */
+};
+
+struct mm_conn_key {
+	__u32 tgid;
+	__u32 fd;
+};
+
+/* The downstream request a thread is serving, inherited by upstream legs. */
+struct mm_link {
+	__u64 conn_id;
+	__u32 seq;
+	__u32 route_gen;
+	__u32 route_id;
+	__u16 rule_idx;
+	__u8 valid;
+	__u8 _pad;
+};
+
+enum mm_pstate {
+	PS_START = 0,    /* between messages */
+	PS_METHOD,       /* request line: method token */
+	PS_TARGET,       /* request line: path */
+	PS_QUERY,        /* request line: after '?' */
+	PS_VERSION,      /* request line: " HTTP/1.x" up to LF */
+	PS_SVERSION,     /* status line: "HTTP/1.x" */
+	PS_SCODE,        /* status line: three digits */
+	PS_SREASON,      /* status line: reason up to LF */
+	PS_LINE,         /* start of a header line */
+	PS_NAME,         /* header name */
+	PS_VALUE,        /* header value up to LF */
+	PS_END_LF,       /* CR of the empty line seen */
+	PS_BODY,         /* Content-Length body: skipped, not read */
+	PS_CSIZE,        /* chunk size line */
+	PS_CEXT,         /* chunk extension up to LF */
+	PS_CDATA,        /* chunk data: skipped */
+	PS_CDATA_END,    /* CRLF after chunk data */
+	PS_TLINE,        /* trailer line start */
+	PS_TREST,        /* trailer line rest */
+	PS_TEND_LF,      /* CR of the final empty line seen */
+	PS_CLOSE_BODY,   /* response body delimited by close: skipped */
+	PS_OPAQUE,       /* not HTTP (or upgraded): stop parsing this stream */
+};
+
+enum mm_hdr {
+	HDR_OTHER = 0,
+	HDR_HOST,
+	HDR_CL,
+	HDR_TE,
+};
+
+/* Parser of one byte stream (requests, or responses) of a connection. */
+struct mm_parser {
+	__u8 state;      /* enum mm_pstate */
+	__u8 hdr;        /* enum mm_hdr of the current header line */
+	__u8 name_len;
+	__u8 tok_len;    /* method or status digits so far */
+	__u8 chunked;    /* Transfer-Encoding ends with "chunked" */
+	__u8 has_cl;
+	__u8 cl_bad;
+	__u8 _pad;
+	__u64 tok;       /* method bytes / status code being read */
+	__u64 rem;       /* body or chunk bytes left */
+	__u64 cl;        /* Content-Length value */
+	__u64 te_tail;   /* last 8 lower-cased bytes of Transfer-Encoding */
+	char name[32];
+};
+
+/* One request awaiting its response. */
+struct mm_pending {
+	__u64 start_ns;
+	__u64 req_bytes;
+	__u64 parent_conn_id;
+	__u32 seq;
+	__u32 parent_seq;
+	__u32 route_gen;
+	__u32 route_id;
+	__u16 rule_idx;
+	__u8 method;
+	__u8 flags;      /* MM_EV_* known at request time */
+	__u8 head_done;  /* head parsed: route decided */
+	__u8 _pad[7];
+};
+
+#define MM_ROLE_UNKNOWN 0
+#define MM_ROLE_DOWN    1 /* accepted: the proxy reads requests */
+#define MM_ROLE_UP      2 /* connected: the proxy writes requests */
+
+struct mm_conn {
+	__u64 conn_id;
+	__u64 last_resp_ns;  /* time of the last response byte seen */
+	__u64 resp_bytes;    /* of the front exchange */
+	__u16 status;        /* of the front exchange (final) */
+	__u8 role;
+	__u8 resp_started;   /* a response byte of the front exchange seen */
+	__u32 next_seq;
+	__u8 head;           /* pipeline index of the oldest request */
+	__u8 count;          /* requests in the pipeline */
+	__u8 untracked;      /* requests past MM_PIPELINE_DEPTH not timed */
+	__u8 bind_valid;     /* bind set at connect() for the first request */
+	__u32 _pad;
+	struct mm_link bind;
+	struct mm_parser req;
+	struct mm_parser resp;
+	/* request being parsed: host, path hashes, head copy */
+	__u64 path_hash;
+	__u64 host_hash;
+	__u64 bounds[MM_PATH_PREFIXES];
+	__u8 nbounds;
+	__u8 host_len;
+	__u8 host_state;     /* 0 name, 1 port (ignored), 2 done */
+	__u8 ndots;
+	__u16 head_len;
+	__u8 target_ok;      /* origin-form target ("/...") */
+	__u8 head_trunc;
+	__u8 dots[MM_DOTS_MAX];
+	char host[MM_HOST_MAX];
+	char headbuf[MM_HEAD_MAX];
+	struct mm_pending slots[MM_PIPELINE_DEPTH];
+};
+
+struct mm_scratch {
+	char buf[MM_SCRATCH];
+};
+
+#endif /* MM_CONN_BPF_H */

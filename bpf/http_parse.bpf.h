@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * Incremental HTTP/1.x parser, one byte per bpf_loop() iteration. State is
+ * kept per connection, so a request split into any number of reads (down to
+ * one byte each) parses the same as one read. The byte loop runs only over
+ * heads, chunk-size lines and trailers; bodies are skipped by arithmetic in
+ * the window loop (capture.bpf.h) without copying them.
+ *
+ * bpf_loop rather than an unrolled loop: the verifier checks the callback
+ * once instead of every iteration, so the parser can be a real state machine
+ * without hitting the 1M-instruction complexity limit.
+ */
+#ifndef MM_HTTP_PARSE_BPF_H
+#define MM_HTTP_PARSE_BPF_H
+
+#include "bpf/conn.bpf.h"
+
+enum mm_bev {
+	BEV_NONE = 0,
+	BEV_HEAD_END, /* empty line after the headers */
+	BEV_SKIP,     /* entered a state whose bytes are skipped, not read */
+	BEV_MSG_END,  /* chunked body (with trailers) complete */
+	BEV_GARBAGE,  /* bytes that are not HTTP/1.x */
+};
+
+struct mm_bctx {
+	struct mm_conn *c;
+	struct mm_parser *p;
+	struct mm_scratch *s;
+	__u64 now;
+	__u32 used;
+	__u8 is_req;
+	__u8 ev;
+};
+
+static __always_inline __u64 fnv_step(__u64 h, __u8 ch)
+{
+	return (h ^ ch) * MM_FNV_PRIME;
+}
+
+static __always_inline __u8 lower(__u8 ch)
+{
+	return ch >= 'A' && ch <= 'Z' ? ch + 32 : ch;
+}
+
+#define TOK3(a, b, c) (((__u64)(a) << 16) | ((__u64)(b) << 8) | (c))
+#define TOK4(a, b, c, d) ((TOK3(a, b, c) << 8) | (d))
+#define TOK5(a, b, c, d, e) ((TOK4(a, b, c, d) << 8) | (e))
+#define TOK6(a, b, c, d, e, f) ((TOK5(a, b, c, d, e) << 8) | (f))
+#define TOK7(a, b, c, d, e, f, g) ((TOK6(a, b, c, d, e, f) << 8) | (g))
+
+static __always_inline __u8 method_of(__u64 tok)
+{
+	switch (tok) {
+	case TOK3('G', 'E', 'T'): return MM_M_GET;
+	case TOK4('H', 'E', 'A', 'D'): return MM_M_HEAD;
+	case TOK4('P', 'O', 'S', 'T'): return MM_M_POST;
+	case TOK3('P', 'U', 'T'): return MM_M_PUT;
+	case TOK6('D', 'E', 'L', 'E', 'T', 'E'): return MM_M_DELETE;
+	case TOK7('C', 'O', 'N', 'N', 'E', 'C', 'T'): return MM_M_CONNECT;
+	case TOK7('O', 'P', 'T', 'I', 'O', 'N', 'S'): return MM_M_OPTIONS;
+	case TOK5('T', 'R', 'A', 'C', 'E'): return MM_M_TRACE;
+	case TOK5('P', 'A', 'T', 'C', 'H'): return MM_M_PATCH;
+	}
+	return MM_M_OTHER;
+}
+
+/* "chunked" as the low 7 bytes of te_tail */
+#define TE_CHUNKED TOK7('c', 'h', 'u', 'n', 'k', 'e', 'd')
+
+static __always_inline void start_request(struct mm_bctx *x)
+{
+	struct mm_conn *c = x->c;
+
+	c->path_hash = MM_FNV_OFFSET;
+	c->host_hash = MM_FNV_OFFSET;
+	c->nbounds = 0;
+	c->host_len = 0;
+	c->host_state = 0;
+	c->ndots = 0;
+	c->head_len = 0;
+	c->target_ok = 0;
+	c->head_trunc = 0;
+	if (c->count < MM_PIPELINE_DEPTH) {
+		struct mm_pending *s = IDX(c->slots, c->head + c->count, MM_PIPELINE_DEPTH);
+
+		__builtin_memset(s, 0, sizeof(*s));
+		s->start_ns = x->now;
+		s->seq = c->next_seq;
+		s->route_id = MM_ROUTE_UNKNOWN;
+		c->count++;
+	} else {
+		c->untracked++;
+	}
+	c->next_seq++;
+}
+
+static __always_inline void classify_header(struct mm_parser *p)
+{
+	__u8 n = p->name_len;
+
+	p->hdr = HDR_OTHER;
+	if (n == 4 && p->name[0] == 'h' && p->name[1] == 'o' &&
+	    p->name[2] == 's' && p->name[3] == 't')
+		p->hdr = HDR_HOST;
+	else if (n == 14 && p->name[0] == 'c' && p->name[7] == '-' &&
+		 p->name[8] == 'l' && p->name[13] == 'h' &&
+		 p->name[1] == 'o' && p->name[9] == 'e')
+		p->hdr = HDR_CL;
+	else if (n == 17 && p->name[0] == 't' && p->name[9] == '-' &&
+		 p->name[10] == 'e' && p->name[16] == 'g' &&
+		 p->name[1] == 'r' && p->name[11] == 'n')
+		p->hdr = HDR_TE;
+}
+
+static __always_inline void host_byte(struct mm_conn *c, __u8 ch)
+{
+	__u8 len = c->host_len;
+
+	if (c->host_state)
+		return;
+	if (ch == ' ' || ch == '\t') {
+		if (len)
+			c->host_state = 2; /* trailing OWS */
+		return;
+	}
+	if (ch == ':') { /* port in Host is ignored */
+		c->host_state = 1;
+		return;
+	}
+	if (len >= MM_HOST_MAX) {
+		c->host_state = 3; /* too long: user space decides */
+		return;
+	}
+	ch = lower(ch);
+	*IDX(c->host, len, MM_HOST_MAX) = ch;
+	c->host_len = len + 1;
+	if (ch == '.' && c->ndots < MM_DOTS_MAX) {
+		*IDX(c->dots, c->ndots, MM_DOTS_MAX) = len;
+		c->ndots++;
+	}
+}
+
+static __always_inline int header_value_byte(struct mm_bctx *x, __u8 ch)
+{
+	struct mm_parser *p = x->p;
+
+	switch (p->hdr) {
+	case HDR_HOST:
+		if (x->is_req)
+			host_byte(x->c, ch);
+		break;
+	case HDR_CL:
+		if (ch >= '0' && ch <= '9') {
+			if (p->cl > (1ULL << 50))
+				p->cl_bad = 1;
+			p->cl = p->cl * 10 + (ch - '0');
+			p->has_cl = 1;
+		} else if (ch != ' ' && ch != '\t') {
+			p->cl_bad = 1;
+		}
+		break;
+	case HDR_TE:
+		if (ch != ' ' && ch != '\t')
+			p->te_tail = (p->te_tail << 8) | lower(ch);
+		break;
+	}
+	return 0;
+}
+
+static __always_inline void end_header_line(struct mm_parser *p)
+{
+	if (p->hdr == HDR_TE)
+		p->chunked = (p->te_tail & ((1ULL << 56) - 1)) == TE_CHUNKED;
+}
+
+static __always_inline long garbage(struct mm_bctx *x, __u32 i)
+{
+	x->p->state = PS_OPAQUE;
+	x->ev = BEV_GARBAGE;
+	x->used = i + 1;
+	return 1;
+}
+
+static long parse_byte(__u32 i, void *ctx)
+{
+	struct mm_bctx *x = ctx;
+	struct mm_parser *p = x->p;
+	struct mm_conn *c = x->c;
+	__u8 ch = *IDX(x->s->buf, i, MM_SCRATCH);
+	__u8 st = p->state;
+
+	if (x->is_req && st >= PS_METHOD && st <= PS_END_LF) {
+		if (c->head_len < MM_HEAD_MAX)
+			*IDX(c->headbuf, c->head_len, MM_HEAD_MAX) = ch;
+		else
+			c->head_trunc = 1;
+		c->head_len++;
+	}
+
+	switch (st) {
+	case PS_START:
+		if (ch == '\r' || ch == '\n')
+			return 0; /* CRLF between messages is allowed */
+		p->tok = 0;
+		p->tok_len = 0;
+		p->chunked = 0;
+		p->has_cl = 0;
+		p->cl_bad = 0;
+		p->cl = 0;
+		p->te_tail = 0;
+		if (x->is_req) {
+			start_request(x);
+			if (c->head_len < MM_HEAD_MAX)
+				c->headbuf[0] = ch;
+			c->head_len = 1;
+			p->state = PS_METHOD;
+			/* fallthrough to the method byte */
+		} else {
+			c->resp_started = 1;
+			if (ch != 'H')
+				return garbage(x, i);
+			p->state = PS_SVERSION;
+			return 0;
+		}
+		/* fallthrough */
+	case PS_METHOD:
+		if (ch == ' ') {
+			if (!p->tok_len)
+				return garbage(x, i);
+			p->state = PS_TARGET;
+			p->tok_len = 0;
+			return 0;
+		}
+		if (!(ch >= 'A' && ch <= 'Z') || p->tok_len >= 8)
+			return garbage(x, i);
+		p->tok = (p->tok << 8) | ch;
+		p->tok_len++;
+		return 0;
+	case PS_TARGET:
+		if (!p->tok_len) {
+			p->tok_len = 1;
+			c->target_ok = ch == '/';
+		}
+		if (ch == ' ') {
+			p->state = PS_VERSION;
+		} else if (ch == '?') {
+			p->state = PS_QUERY;
+		} else if (ch < 0x21 || ch == 0x7f) {
+			return garbage(x, i);
+		} else {
+			if (ch == '/') {
+				if (c->nbounds < MM_PATH_PREFIXES)
+					*IDX(c->bounds, c->nbounds, MM_PATH_PREFIXES) =
+						c->path_hash;
+				if (c->nbounds < 255)
+					c->nbounds++;
+			}
+			c->path_hash = fnv_step(c->path_hash, ch);
+		}
+		return 0;
+	case PS_QUERY:
+		if (ch == ' ')
+			p->state = PS_VERSION;
+		else if (ch < 0x21)
+			return garbage(x, i);
+		return 0;
+	case PS_VERSION:
+		if (ch == '\n')
+			p->state = PS_LINE;
+		return 0;
+	case PS_SVERSION:
+		if (ch == ' ') {
+			p->state = PS_SCODE;
+			p->tok = 0;
+			p->tok_len = 0;
+		} else if (ch == '\n' || p->tok_len++ > 10) {
+			return garbage(x, i);
+		}
+		return 0;
+	case PS_SCODE:
+		if (ch >= '0' && ch <= '9' && p->tok_len < 3) {
+			p->tok = p->tok * 10 + (ch - '0');
+			p->tok_len++;
+			return 0;
+		}
+		if (p->tok_len != 3)
+			return garbage(x, i);
+		p->state = ch == '\n' ? PS_LINE : PS_SREASON;
+		return 0;
+	case PS_SREASON:
+		if (ch == '\n')
+			p->state = PS_LINE;
+		return 0;
+	case PS_LINE:
+		if (ch == '\r') {
+			p->state = PS_END_LF;
+			return 0;
+		}
+		if (ch == '\n')
+			goto head_end;
+		p->name[0] = lower(ch);
+		p->name_len = 1;
+		p->hdr = HDR_OTHER;
+		p->state = PS_NAME;
+		return 0;
+	case PS_NAME:
+		if (ch == ':') {
+			classify_header(p);
+			if (p->hdr == HDR_HOST && (!x->is_req || c->host_len ||
+						   c->host_state))
+				p->hdr = HDR_OTHER; /* first Host wins */
+			p->state = PS_VALUE;
+			return 0;
+		}
+		if (ch == '\n')
+			return garbage(x, i);
+		if (p->name_len < MM_NAME_MAX)
+			*IDX(p->name, p->name_len, 32) = lower(ch);
+		if (p->name_len < 255)
+			p->name_len++;
+		return 0;
+	case PS_VALUE:
+		if (ch == '\n') {
+			end_header_line(p);
+			p->state = PS_LINE;
+			return 0;
+		}
+		if (ch != '\r')
+			header_value_byte(x, ch);
+		return 0;
+	case PS_END_LF:
+		if (ch != '\n')
+			return garbage(x, i);
+		goto head_end;
+	case PS_CSIZE:
+	case PS_CEXT:
+		if (ch == '\n') {
+			if (!p->rem) {
+				p->state = PS_TLINE;
+				return 0;
+			}
+			p->state = PS_CDATA;
+			x->ev = BEV_SKIP;
+			x->used = i + 1;
+			return 1;
+		}
+		if (st == PS_CEXT || ch == '\r')
+			return 0;
+		if (ch == ';' || ch == ' ' || ch == '\t') {
+			p->state = PS_CEXT;
+			return 0;
+		}
+		{
+			__u8 v;
+
+			if (ch >= '0' && ch <= '9')
+				v = ch - '0';
+			else if (lower(ch) >= 'a' && lower(ch) <= 'f')
+				v = lower(ch) - 'a' + 10;
+			else
+				return garbage(x, i);
+			if (p->rem >> 56)
+				return garbage(x, i);
+			p->rem = (p->rem << 4) | v;
+		}
+		return 0;
+	case PS_CDATA_END:
+		if (ch == '\n') {
+			p->state = PS_CSIZE;
+			p->rem = 0;
+		} else if (ch != '\r') {
+			return garbage(x, i);
+		}
+		return 0;
+	case PS_TLINE:
+		if (ch == '\r') {
+			p->state = PS_TEND_LF;
+			return 0;
+		}
+		if (ch == '\n')
+			goto msg_end;
+		p->state = PS_TREST;
+		return 0;
+	case PS_TREST:
+		if (ch == '\n')
+			p->state = PS_TLINE;
+		return 0;
+	case PS_TEND_LF:
+		if (ch != '\n')
+			return garbage(x, i);
+		goto msg_end;
+	default:
+		/* skip states never reach the byte loop */
+		x->used = i;
+		return 1;
+	}
+
+head_end:
+	x->ev = BEV_HEAD_END;
+	x->used = i + 1;
+	return 1;
+msg_end:
+	p->state = PS_START;
+	x->ev = BEV_MSG_END;
+	x->used = i + 1;
+	return 1;
+}
+
+#endif /* MM_HTTP_PARSE_BPF_H */
