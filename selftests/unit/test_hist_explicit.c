@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Explicit-bucket histograms: bucket edges, default bounds, via the store. */
+#include <math.h>
+
+#include "exporter/hist_explicit.h"
+#include "exporter/metric_store.h"
+#include "selftests/unit/test.h"
+
+TEST(hist_explicit_bucket_edges)
+{
+	const double b[] = { 0, 5, 10 };
+
+	/* (prev, bound]: a value equal to a bound belongs to that bucket */
+	ASSERT_EQ(hist_explicit__bucket(b, 3, -1), 0);
+	ASSERT_EQ(hist_explicit__bucket(b, 3, 0), 0);
+	ASSERT_EQ(hist_explicit__bucket(b, 3, 0.0001), 1);
+	ASSERT_EQ(hist_explicit__bucket(b, 3, 5), 1);
+	ASSERT_EQ(hist_explicit__bucket(b, 3, 5.5), 2);
+	ASSERT_EQ(hist_explicit__bucket(b, 3, 10), 2);
+	ASSERT_EQ(hist_explicit__bucket(b, 3, 10.01), 3);
+	ASSERT_EQ(hist_explicit__bucket(b, 3, INFINITY), 3);
+	ASSERT_EQ(hist_explicit__bucket(b, 0, 3), 0);
+}
+
+TEST(hist_explicit_observe)
+{
+	const double b[] = { 1, 2 };
+	struct {
+		struct hist_explicit h;
+		uint64_t c[3];
+	} x;
+
+	hist_explicit__reset(&x.h, 2);
+	hist_explicit__observe(&x.h, b, 2, 1.5);
+	hist_explicit__observe(&x.h, b, 2, 0.5);
+	hist_explicit__observe(&x.h, b, 2, 7);
+	hist_explicit__observe(&x.h, b, 2, NAN);
+	ASSERT_EQ(x.h.count, 3);
+	ASSERT_NEAR(x.h.sum, 9, 0);
+	ASSERT_NEAR(x.h.min, 0.5, 0);
+	ASSERT_NEAR(x.h.max, 7, 0);
+	ASSERT_EQ(x.h.counts[0], 1);
+	ASSERT_EQ(x.h.counts[1], 1);
+	ASSERT_EQ(x.h.counts[2], 1);
+}
+
+struct bounds_seen {
+	size_t nbounds;
+	double first, last;
+	uint64_t counts[32];
+};
+
+static int grab_bounds(void *ctx, const struct mmetric_desc *desc,
+		       const struct mpoint_view *p, size_t n)
+{
+	struct bounds_seen *b = ctx;
+	size_t i;
+
+	b->nbounds = desc->nbounds;
+	b->first = desc->bounds[0];
+	b->last = desc->bounds[desc->nbounds - 1];
+	for (i = 0; i <= p[0].explicit_h->nbounds && i < 32; i++)
+		b->counts[i] = p[0].explicit_h->counts[i];
+	return 0;
+}
+
+TEST(hist_explicit_default_bounds_by_unit)
+{
+	struct mstore *st = mstore__new(NULL);
+	struct mmetric_desc d = { .name = "dur", .unit = "s",
+				  .instrument = MI_HISTOGRAM };
+	struct bounds_seen b = { 0 };
+	struct mseries *ser;
+	int id = mstore__add_metric(st, &d);
+
+	mstore__lock(st);
+	ser = mstore__series(st, id, NULL, 0);
+	mseries__observe(ser, 0.005, 1);
+	mseries__observe(ser, 0.0051, 1);
+	mseries__observe(ser, 11, 1);
+	mstore__unlock(st);
+	ASSERT_EQ(mstore__collect(st, MT_CUMULATIVE, 2, grab_bounds, &b), 0);
+	ASSERT_EQ(b.nbounds, 14);
+	ASSERT_NEAR(b.first, 0.005, 0);
+	ASSERT_NEAR(b.last, 10, 0);
+	ASSERT_EQ(b.counts[0], 1);
+	ASSERT_EQ(b.counts[1], 1);
+	ASSERT_EQ(b.counts[14], 1);
+	mstore__free(st);
+
+	st = mstore__new(NULL);
+	d.unit = "ms";
+	id = mstore__add_metric(st, &d);
+	mstore__lock(st);
+	mseries__observe(mstore__series(st, id, NULL, 0), 3, 1);
+	mstore__unlock(st);
+	ASSERT_EQ(mstore__collect(st, MT_CUMULATIVE, 2, grab_bounds, &b), 0);
+	ASSERT_EQ(b.nbounds, mstore__default_nbounds);
+	ASSERT_EQ(b.nbounds, 15);
+	ASSERT_NEAR(b.first, 0, 0);
+	ASSERT_NEAR(b.last, 10000, 0);
+	ASSERT_EQ(b.counts[1], 1);
+	mstore__free(st);
+}
