@@ -266,6 +266,14 @@ static enum walk bpf_walk(const struct mm_route_cands *c, uint8_t method,
 	return W_NONE;
 }
 
+/* Host bytes BPF keeps: up to the port's ':' (trailing '.' included). */
+static size_t host_bytes(const struct http_req *r)
+{
+	const char *colon = memchr(r->host, ':', r->host_len);
+
+	return colon ? (size_t)(colon - r->host) : r->host_len;
+}
+
 /* The BPF program's steps on the map entries. */
 static void bpf_replay(const struct route_table *t, int32_t vh,
 		       uint32_t flags, const struct http_req *r,
@@ -278,8 +286,25 @@ static void bpf_replay(const struct route_table *t, int32_t vh,
 
 	res->bpf_route_id = MM_ROUTE_UNMATCHED;
 	res->bpf_rule_idx = 0;
+	if (r->absolute_form || (r->host && host_bytes(r) > MM_HOST_MAX)) {
+		why = r->absolute_form ? "absolute-form request target" :
+			"Host longer than MM_HOST_MAX";
+		goto defer;
+	}
 	if (vh < 0)
 		goto done;
+	if (flags & MM_VHOST_DEEP) {
+		size_t slashes = 0;
+
+		for (size_t i = 0; i < r->path_len; i++)
+			slashes += r->path[i] == '/';
+		/* Only then can a prefix past the hashed boundaries match. */
+		if (slashes > MM_PATH_PREFIXES) {
+			why = "vhost has a prefix deeper than MM_PATH_PREFIXES "
+			      "and the path is deeper still";
+			goto defer;
+		}
+	}
 	w = bpf_walk(find_cands(t, (uint32_t)vh, MM_PATH_EXACT,
 				route_compile__hash(r->path, r->path_len)),
 		     r->method, &res->bpf_route_id, &res->bpf_rule_idx, &why);
@@ -287,11 +312,9 @@ static void bpf_replay(const struct route_table *t, int32_t vh,
 		why = "Exact list";
 		goto done;
 	}
-	if (w == W_NONE && (flags & (MM_VHOST_HAS_REGEX | MM_VHOST_DEEP))) {
+	if (w == W_NONE && (flags & MM_VHOST_HAS_REGEX)) {
 		w = W_DEFER;
-		why = flags & MM_VHOST_HAS_REGEX ?
-		      "vhost has RegularExpression paths" :
-		      "vhost has a prefix deeper than MM_PATH_PREFIXES";
+		why = "vhost has RegularExpression paths";
 	}
 	if (w == W_DEFER)
 		goto defer;
@@ -496,6 +519,7 @@ static int parse_target(const char *t, size_t len, struct http_req *r)
 			slash = qm;
 		r->host = a;
 		r->host_len = (size_t)((slash ? slash : end) - a);
+		r->absolute_form = true;
 		t = slash ? slash : end;
 		len = (size_t)(end - t);
 		if (!len || t[0] == '?') {

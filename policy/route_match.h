@@ -46,6 +46,7 @@ struct http_req {
 	struct http_header headers[HTTP_REQ_MAX_HEADERS];
 	size_t nheaders;
 	bool truncated; /* head ended before the blank line */
+	bool absolute_form; /* target was http://host/...: BPF defers */
 };
 
 struct route_result {

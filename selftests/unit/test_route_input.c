@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Bad manifests (with the file:line the message must name), hostname
+ * intersection, request-head parsing and the `explain` command line.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/doc.h"
+#include "policy/explain.h"
+#include "policy/gateway_api.h"
+#include "policy/route_compile.h"
+#include "policy/route_match.h"
+#include "selftests/unit/test.h"
+
+static int add_yaml(struct gw_model *m, const char *yaml, char *err,
+		    size_t errlen)
+{
+	struct doc_file *f = NULL;
+	int ret;
+
+	ret = doc__parse_buf("bad.yaml", yaml, strlen(yaml), &f, err, errlen);
+	for (size_t i = 0; !ret && i < f->ndocs; i++)
+		ret = gateway_api__add_doc(m, f->docs[i], err, errlen);
+	doc__free_file(f);
+	return ret;
+}
+
+#define ROUTE_HEAD                                                        \
+	"apiVersion: gateway.networking.k8s.io/v1\n"  /* 1 */             \
+	"kind: HTTPRoute\n"                            /* 2 */             \
+	"metadata:\n"                                  /* 3 */             \
+	"  name: r\n"                                  /* 4 */             \
+	"spec:\n"                                      /* 5 */
+
+static const struct {
+	const char *what, *yaml, *want; /* want: prefix of the message */
+	int err;
+} bad[] = {
+	{ "missing name",
+	  "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+	  "metadata:\n  namespace: x\nspec: {}\n",
+	  "bad.yaml:4: metadata.name is required", -EINVAL },
+	{ "no metadata",
+	  "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n",
+	  "bad.yaml:1: HTTPRoute: metadata.name is required", -EINVAL },
+	{ "name not a string",
+	  "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
+	  "metadata:\n  name: [a]\n",
+	  "bad.yaml:4: metadata.name must be a string, not list", -EINVAL },
+	{ "hostnames not a list", ROUTE_HEAD "  hostnames: foo.com\n",
+	  "bad.yaml:6: spec.hostnames must be a list, not string", -EINVAL },
+	{ "bad hostname", ROUTE_HEAD "  hostnames: [\"foo.com:80\"]\n",
+	  "bad.yaml:6: spec.hostnames[] \"foo.com:80\" is not a hostname",
+	  -EINVAL },
+	{ "path without '/'", ROUTE_HEAD "  rules:\n  - matches:\n"
+	  "    - path:\n        type: Exact\n        value: api\n",
+	  "bad.yaml:9: path.value \"api\" must start with '/'", -EINVAL },
+	{ "unknown path type", ROUTE_HEAD "  rules:\n  - matches:\n"
+	  "    - path: {type: Prefix, value: /a}\n",
+	  "bad.yaml:8: path.type \"Prefix\": use Exact, PathPrefix or "
+	  "RegularExpression", -EINVAL },
+	{ "path value wrong type", ROUTE_HEAD "  rules:\n  - matches:\n"
+	  "    - path: {value: 12}\n",
+	  "bad.yaml:8: path.value must be a string, not int", -EINVAL },
+	{ "lower-case method", ROUTE_HEAD "  rules:\n  - matches:\n"
+	  "    - method: get\n",
+	  "bad.yaml:8: match.method \"get\": use GET", -EINVAL },
+	{ "bad regex", ROUTE_HEAD "  rules:\n  - matches:\n"
+	  "    - path: {type: RegularExpression, value: \"/(a\"}\n",
+	  "bad.yaml:8: regular expression \"/(a\"", -EINVAL },
+	{ "header without value", ROUTE_HEAD "  rules:\n  - matches:\n"
+	  "    - headers:\n      - name: x\n",
+	  "bad.yaml:9: headers.value is required", -EINVAL },
+	{ "header bad type", ROUTE_HEAD "  rules:\n  - matches:\n"
+	  "    - headers:\n      - {name: x, value: y, type: Prefix}\n",
+	  "bad.yaml:9: headers.type \"Prefix\": use Exact or RegularExpression",
+	  -EINVAL },
+	{ "rules not a list", ROUTE_HEAD "  rules: {}\n",
+	  "bad.yaml:6: spec.rules must be a list, not map", -EINVAL },
+	{ "rule not a map", ROUTE_HEAD "  rules:\n  - 3\n",
+	  "bad.yaml:7: rules[0] must be a mapping, not int", -EINVAL },
+	{ "parentRef without name", ROUTE_HEAD "  parentRefs:\n"
+	  "  - namespace: x\n",
+	  "bad.yaml:7: parentRef.name is required", -EINVAL },
+	{ "parentRef port out of range", ROUTE_HEAD "  parentRefs:\n"
+	  "  - {name: g, port: 70000}\n",
+	  "bad.yaml:7: parentRef.port must be 1..65535", -EINVAL },
+	{ "bad creationTimestamp",
+	  "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+	  "metadata:\n  name: r\n  creationTimestamp: yesterday\nspec: {}\n",
+	  "bad.yaml:5: metadata.creationTimestamp \"yesterday\" is not RFC 3339",
+	  -EINVAL },
+	{ "no spec", "apiVersion: gateway.networking.k8s.io/v1\n"
+	  "kind: HTTPRoute\nmetadata: {name: r}\n",
+	  "bad.yaml:1: HTTPRoute default/r: spec is required", -EINVAL },
+	{ "listener without port",
+	  "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
+	  "metadata: {name: g}\nspec:\n  listeners:\n"
+	  "  - {name: a, protocol: HTTP}\n",
+	  "bad.yaml:6: listener.port is required", -EINVAL },
+	{ "gateway without listeners",
+	  "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
+	  "metadata: {name: g}\nspec:\n  gatewayClassName: x\n",
+	  "bad.yaml:5: Gateway default/g: spec.listeners needs at least one",
+	  -EINVAL },
+	{ "bad allowedRoutes.from",
+	  "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
+	  "metadata: {name: g}\nspec:\n  listeners:\n"
+	  "  - name: a\n    protocol: HTTP\n    port: 80\n"
+	  "    allowedRoutes:\n      namespaces: {from: Some}\n",
+	  "bad.yaml:10: namespaces.from \"Some\": use Same, All or Selector",
+	  -EINVAL },
+	{ "duplicate route", ROUTE_HEAD "  rules: []\n---\n" ROUTE_HEAD
+	  "  rules: []\n",
+	  "bad.yaml:8: HTTPRoute default/r is already defined at bad.yaml:1",
+	  -EEXIST },
+	{ "no kind", "apiVersion: v1\nmetadata: {name: x}\n",
+	  "bad.yaml:1: manifest needs string apiVersion and kind", -EINVAL },
+};
+
+TEST(route_input_bad_manifests)
+{
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct gw_model *m = gateway_api__new();
+		char err[512] = "";
+		int ret;
+
+		ASSERT_TRUE(m != NULL);
+		ret = add_yaml(m, bad[i].yaml, err, sizeof(err));
+		gateway_api__free(m);
+		ASSERT_TRUE(ret == bad[i].err &&
+			    !strncmp(err, bad[i].want, strlen(bad[i].want)),
+			    "case \"%s\": ret %d, message \"%s\", want \"%s\"",
+			    bad[i].what, ret, err, bad[i].want);
+	}
+}
+
+TEST(route_input_defaults)
+{
+	struct gw_model *m = gateway_api__new();
+	const struct gw_route *r;
+	char err[256];
+
+	ASSERT_EQ(add_yaml(m, ROUTE_HEAD "  parentRefs: [{name: g}]\n"
+			   "  rules:\n  - backendRefs: [{name: b}]\n"
+			   "  - matches:\n    - method: GET\n"
+			   "      headers: [{name: X-A, value: '1'}, "
+			   "{name: x-a, value: '2'}]\n",
+			   err, sizeof(err)), 0);
+	r = m->routes[0];
+	ASSERT_STREQ(r->ns, "default");
+	ASSERT_STREQ(r->parents[0].ns, "default");
+	ASSERT_STREQ(r->parents[0].kind, "Gateway");
+	ASSERT_TRUE(r->created == NULL);
+	ASSERT_EQ(r->nrules, 2);
+	/* No matches: one PathPrefix "/" match. */
+	ASSERT_EQ(r->rules[0].nmatches, 1);
+	ASSERT_EQ(r->rules[0].matches[0].path_type, GW_PATH_PREFIX);
+	ASSERT_STREQ(r->rules[0].matches[0].path, "/");
+	ASSERT_EQ(r->rules[0].matches[0].method, MM_M_ANY);
+	ASSERT_EQ(r->rules[0].backends[0].weight, 1);
+	ASSERT_STREQ(r->rules[0].backends[0].ns, "default");
+	/* Match without path: PathPrefix "/"; duplicate header names: first. */
+	ASSERT_EQ(r->rules[1].matches[0].path_type, GW_PATH_PREFIX);
+	ASSERT_EQ(r->rules[1].matches[0].method, MM_M_GET);
+	ASSERT_EQ(r->rules[1].matches[0].nheaders, 1);
+	ASSERT_STREQ(r->rules[1].matches[0].headers[0].name, "x-a");
+	ASSERT_STREQ(r->rules[1].matches[0].headers[0].value, "1");
+	gateway_api__free(m);
+}
+
+TEST(route_input_load_dir_errors)
+{
+	struct gw_model *m = gateway_api__new();
+	char err[512], path[512];
+	FILE *f;
+
+	ASSERT_EQ(gateway_api__load_dir(m, "/nonexistent/dir", err,
+					sizeof(err)), -ENOENT);
+	ASSERT_TRUE(strstr(err, "/nonexistent/dir") != NULL);
+	snprintf(path, sizeof(path), "%s/b.yaml", test__tmpdir());
+	f = fopen(path, "w");
+	ASSERT_TRUE(f != NULL);
+	fputs("apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+	      "metadata: {name: r}\nspec:\n  rules:\n  - matches:\n"
+	      "    - path: {value: nope}\n", f);
+	fclose(f);
+	ASSERT_EQ(gateway_api__load_dir(m, test__tmpdir(), err, sizeof(err)),
+		  -EINVAL);
+	ASSERT_TRUE(strstr(err, "/b.yaml:7: path.value \"nope\" must start "
+			   "with '/'") != NULL, "%s", err);
+	gateway_api__free(m);
+}
+
+TEST(route_input_intersect)
+{
+	static const struct {
+		const char *l, *r, *want; /* want NULL: no intersection */
+	} c[] = {
+		{ NULL, NULL, "" },
+		{ NULL, "a.com", "a.com" },
+		{ "a.com", NULL, "a.com" },
+		{ "a.com", "A.COM", "a.com" },
+		{ "a.com", "b.com", NULL },
+		{ "*.example.com", "foo.example.com", "foo.example.com" },
+		{ "*.example.com", "a.b.example.com", "a.b.example.com" },
+		{ "*.example.com", "example.com", NULL },
+		{ "*.example.com", "fooexample.com", NULL },
+		{ "foo.example.com", "*.example.com", "foo.example.com" },
+		{ "example.com", "*.example.com", NULL },
+		{ "*.example.com", "*.example.com", "*.example.com" },
+		{ "*.example.com", "*.a.example.com", "*.a.example.com" },
+		{ "*.a.example.com", "*.example.com", "*.a.example.com" },
+		{ "*.a.com", "*.b.com", NULL },
+	};
+	char out[256];
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		bool ok = route_compile__intersect(c[i].l, c[i].r, out,
+						   sizeof(out));
+
+		ASSERT_TRUE(ok == (c[i].want != NULL) &&
+			    (!ok || !strcmp(out, c[i].want)),
+			    "%s x %s: %s %s", c[i].l ? c[i].l : "-",
+			    c[i].r ? c[i].r : "-", ok ? "got" : "none",
+			    ok ? out : "");
+	}
+}
+
+TEST(route_input_prefix_and_host)
+{
+	char h[64];
+
+	ASSERT_TRUE(route_match__prefix_matches("/foo", 4, "/foo", 4));
+	ASSERT_TRUE(route_match__prefix_matches("/foo", 4, "/foo/", 5));
+	ASSERT_TRUE(route_match__prefix_matches("/foo", 4, "/foo/bar", 8));
+	ASSERT_TRUE(!route_match__prefix_matches("/foo", 4, "/foobar", 7));
+	ASSERT_TRUE(!route_match__prefix_matches("/foo", 4, "/Foo", 4));
+	ASSERT_TRUE(route_match__prefix_matches("", 0, "/", 1));
+	ASSERT_TRUE(!route_match__prefix_matches("", 0, "*", 1));
+	ASSERT_EQ(route_match__norm_host("WWW.A.com.:8080", 15, h, sizeof(h)),
+		  9);
+	ASSERT_STREQ(h, "www.a.com");
+	ASSERT_EQ(route_match__norm_host("[::1]:80", 8, h, sizeof(h)), 5);
+	ASSERT_STREQ(h, "[::1]");
+	ASSERT_EQ(route_compile__hash("", 0), MM_FNV_OFFSET);
+	/* FNV-1a 64 reference value for "a". */
+	ASSERT_EQ(route_compile__hash("a", 1), 0xaf63dc4c8601ec8cULL);
+}
+
+TEST(route_input_parse_head)
+{
+	static const char head[] =
+		"POST /api/x?debug=1&b HTTP/1.1\r\n"
+		"host:  Www.Example.com:80 \r\n"
+		"X-Canary: true\r\n"
+		"  folded\r\n"
+		"Host: second.example\r\n"
+		"\r\n"
+		"body";
+	static const char abs[] = "GET http://h.example/p?q=1 HTTP/1.1\r\n"
+				  "Host: other\r\n\r\n";
+	static const char cut[] = "GET /a HTTP/1.1\r\nHost: h\r\nX-Lo";
+	struct http_req r;
+
+	ASSERT_EQ(route_match__parse_head(head, sizeof(head) - 1, &r), 0);
+	ASSERT_EQ(r.method, MM_M_POST);
+	ASSERT_EQ(r.path_len, 6);
+	ASSERT_TRUE(!memcmp(r.path, "/api/x", 6));
+	ASSERT_EQ(r.query_len, 9);
+	ASSERT_TRUE(!memcmp(r.query, "debug=1&b", 9));
+	ASSERT_EQ(r.host_len, 18);
+	ASSERT_TRUE(!memcmp(r.host, "Www.Example.com:80", 18));
+	ASSERT_EQ(r.nheaders, 3);
+	ASSERT_TRUE(!r.truncated && !r.absolute_form);
+
+	ASSERT_EQ(route_match__parse_head(abs, sizeof(abs) - 1, &r), 0);
+	ASSERT_TRUE(r.absolute_form);
+	ASSERT_EQ(r.host_len, 9);
+	ASSERT_TRUE(!memcmp(r.host, "h.example", 9));
+	ASSERT_EQ(r.path_len, 2);
+	ASSERT_EQ(r.query_len, 3);
+
+	ASSERT_EQ(route_match__parse_head(cut, sizeof(cut) - 1, &r), 0);
+	ASSERT_TRUE(r.truncated);
+	ASSERT_EQ(r.nheaders, 1);
+	ASSERT_EQ(r.host_len, 1);
+
+	ASSERT_EQ(route_match__parse_head("GET /a HT", 9, &r), -ENODATA);
+	ASSERT_EQ(route_match__parse_head("\x16\x03\x01", 3, &r), -EINVAL);
+	ASSERT_EQ(route_match__parse_head("GET /a\r\n\r\n", 10, &r), -EINVAL);
+	ASSERT_EQ(route_match__parse_head("GET /a SPDY/3\r\n\r\n", 17, &r),
+		  -EINVAL);
+	ASSERT_EQ(route_match__parse_head("PROPFIND / HTTP/1.1\r\n\r\n", 23,
+					  &r), 0);
+	ASSERT_EQ(r.method, MM_M_OTHER);
+	ASSERT_TRUE(r.host == NULL);
+}
+
+/* Run explain with a memory stream; returns its exit status. */
+static int explain(char **out, char **errs, const char *const *args)
+{
+	char *argv[32];
+	size_t olen, elen;
+	FILE *o = open_memstream(out, &olen);
+	FILE *e = open_memstream(errs, &elen);
+	int argc = 0, ret;
+
+	argv[argc++] = "explain";
+	while (*args && argc < 31)
+		argv[argc++] = (char *)*args++;
+	argv[argc] = NULL;
+	ret = explain__run(argc, argv, o, e);
+	fclose(o);
+	fclose(e);
+	return ret;
+}
+
+#define DIR "selftests/unit/testdata/routes/precedence"
+
+TEST(route_input_explain)
+{
+	static const struct {
+		const char *args[10];
+		int ret;
+		const char *out, *err; /* prefixes of stdout, substr of stderr */
+	} c[] = {
+		{ { "--manifests", DIR, "--gateway", "infra/gw",
+		    "http://www.example.com/login?x=1" }, 0,
+		  "apps/login rule 0\nvhost www.example.com (exact)\n", "" },
+		{ { "--manifests", DIR, "-X", "POST", "-H", "X-Canary: true",
+		    "http://www.example.com/api/x" }, 0,
+		  "apps/api rule 2\n", "" },
+		{ { "--manifests", DIR, "-H", "x-canary:true",
+		    "-H", "Host: www.example.com", "/api/x?debug=1" }, 0,
+		  "apps/api rule 4\n", "" },
+		{ { "--manifests", DIR, "--gateway", "infra/gw",
+		    "http://nothing.test/x" }, 0, "unmatched\n", "" },
+		{ { "--help" }, 0, "usage: milometer explain", "" },
+		{ { "--manifests", DIR, "www.example.com/x" }, 2, "",
+		  "use http://host/path" },
+		{ { "--manifests", DIR, "http:///x" }, 2, "", "has no host" },
+		{ { "--manifests", DIR, "-H", "NoColon", "http://a/" }, 2, "",
+		  "write it as 'Name: value'" },
+		{ { "--manifests", DIR, "-H", "Bad Name: v", "http://a/" }, 2,
+		  "", "not allowed in HTTP header names" },
+		{ { "--manifests", DIR, "-X", "G ET", "http://a/" }, 2, "",
+		  "is not an HTTP token" },
+		{ { "--manifests", "/nonexistent", "http://a/" }, 2, "",
+		  "/nonexistent: cannot read manifest directory" },
+		{ { "--manifests", DIR, "--gateway", "x/y", "http://a/" }, 2, "",
+		  "gateway x/y is not in the manifests" },
+		{ { "--manifests", DIR }, 2, "", "exactly one URL" },
+		{ { "--bogus", "http://a/" }, 2, "", "unknown or incomplete" },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		char *out = NULL, *errs = NULL;
+		int ret = explain(&out, &errs, c[i].args);
+		bool ok = ret == c[i].ret &&
+			  !strncmp(out, c[i].out, strlen(c[i].out)) &&
+			  strstr(errs, c[i].err);
+
+		if (!ok)
+			test__fail(__FILE__, __LINE__,
+				   "explain case %zu: ret %d\nstdout: %s\n"
+				   "stderr: %s", i, ret, out, errs);
+		free(out);
+		free(errs);
+		if (!ok)
+			return;
+	}
+}
+
+TEST(route_input_explain_manifest_error)
+{
+	char *out = NULL, *errs = NULL, path[512];
+	const char *args[] = { "--manifests", test__tmpdir(), "http://a/",
+			       NULL };
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/x.yml", test__tmpdir());
+	f = fopen(path, "w");
+	ASSERT_TRUE(f != NULL);
+	fputs("apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+	      "metadata: {name: r}\nspec:\n  hostnames: 3\n", f);
+	fclose(f);
+	ret = explain(&out, &errs, args);
+	ASSERT_EQ(ret, 2);
+	ASSERT_TRUE(strstr(errs, "/x.yml:5: spec.hostnames must be a list")
+		    != NULL, "%s", errs);
+	free(out);
+	free(errs);
+}
