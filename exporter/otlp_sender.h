@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * OTLP/HTTP exporter transport: POST {endpoint}/v1/metrics with
+ * Content-Type application/x-protobuf from its own thread, so a slow or dead
+ * collector never blocks the agent's capture or collection.
+ *
+ * Per the OTLP/HTTP spec: 429/502/503/504 and transport failures are retried
+ * (Retry-After honoured, seconds or HTTP-date; otherwise exponential backoff
+ * with jitter) while the batch stays in a byte-bounded queue whose oldest
+ * batches are dropped when full; other 4xx/5xx are not retried; a 2xx whose
+ * partial_success rejects points is counted and logged, not retried.
+ * Header values (credentials) are never logged.
+ */
+#ifndef MM_EXPORTER_OTLP_SENDER_H
+#define MM_EXPORTER_OTLP_SENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Levels as in <syslog.h>: LOG_ERR 3, LOG_WARNING 4, LOG_INFO 6, LOG_DEBUG 7 */
+typedef void (*otlp_log_fn)(void *ctx, int level, const char *msg);
+
+struct otlp_sender_opts {
+	/*
+	 * http://host:port or https://host:port, optionally with a path;
+	 * "/v1/metrics" is appended unless the path already ends in it.
+	 */
+	const char *endpoint;
+	/*
+	 * Extra headers "k1=v1,k2=v2" (values %-encoded). NULL: taken from
+	 * $OTEL_EXPORTER_OTLP_METRICS_HEADERS, else $OTEL_EXPORTER_OTLP_HEADERS
+	 * (unless no_env_headers).
+	 */
+	const char *headers;
+	bool no_env_headers;
+	const char *ca_file;      /* CA bundle for https (CURLOPT_CAINFO) */
+	const char *client_cert;  /* optional mTLS, PEM */
+	const char *client_key;
+	bool gzip;                /* Content-Encoding: gzip */
+	size_t queue_max_bytes;   /* 0: 16 MiB */
+	uint32_t connect_timeout_ms; /* 0: 5 s */
+	uint32_t timeout_ms;      /* whole request; 0: 10 s */
+	uint32_t backoff_initial_ms; /* 0: 1 s */
+	uint32_t backoff_max_ms;  /* 0: 30 s */
+	uint32_t retry_after_max_ms; /* cap on a server's Retry-After; 0: 5 min */
+	bool debug;               /* curl's trace to the log, headers redacted */
+	otlp_log_fn log;          /* NULL: stderr */
+	void *log_ctx;
+};
+
+struct otlp_sender_stats {
+	uint64_t attempts;          /* HTTP requests tried */
+	uint64_t successes;         /* batches delivered (2xx) */
+	uint64_t failures;          /* batches given up on (not retryable) */
+	uint64_t retries;           /* attempts that failed and were retried */
+	uint64_t partial_successes; /* 2xx with rejected points */
+	uint64_t rejected_points;   /* sum of rejected_data_points */
+	uint64_t dropped_batches;   /* queue full, too big, or left at stop */
+	uint64_t dropped_bytes;
+	uint64_t queue_batches;     /* now waiting, including in flight */
+	uint64_t queue_bytes;
+	uint64_t sent_bytes;        /* request bodies delivered, as on the wire */
+	long last_status;           /* last HTTP status; 0: transport error */
+};
+
+struct otlp_sender;
+
+/* Validates the options and starts the thread; NULL with err set on error. */
+struct otlp_sender *otlp_sender__start(const struct otlp_sender_opts *o,
+				       char *err, size_t errlen);
+
+/*
+ * Queue one encoded ExportMetricsServiceRequest; takes ownership of buf
+ * (malloc()ed) whatever the result. Never blocks on the network. Returns 0,
+ * -EMSGSIZE (bigger than the whole queue: dropped), -ESHUTDOWN or -ENOMEM.
+ */
+int otlp_sender__enqueue(struct otlp_sender *s, void *buf, size_t len);
+
+void otlp_sender__stats(struct otlp_sender *s, struct otlp_sender_stats *st);
+
+/*
+ * Send what is queued for up to flush_timeout_ms (0: not at all), aborting
+ * a request still running then, stop the thread and free everything.
+ * Batches left unsent are counted as dropped.
+ */
+void otlp_sender__stop(struct otlp_sender *s, int flush_timeout_ms);
+
+/* The resolved POST URL, e.g. for the agent's startup log line. */
+const char *otlp_sender__url(const struct otlp_sender *s);
+
+#endif /* MM_EXPORTER_OTLP_SENDER_H */
