@@ -1119,6 +1119,12 @@ int mstore__collect(struct mstore *s, enum mtemporality view, uint64_t now_ns,
 	return err;
 }
 
+void mstore__default_bounds_for_unit(const char *unit, const double **bounds,
+				     size_t *nbounds)
+{
+	hist_explicit__default_bounds(unit, bounds, nbounds);
+}
+
 void mstore__stats(struct mstore *s, struct mstore_stats *st)
 {
 	mstore__lock(s);

@@ -12,7 +12,8 @@
  *
  * Locking: one mutex per store. Producers take it once per batch with
  * mstore__lock()/mstore__unlock() around mseries_* calls; collection takes it
- * itself.
+ * itself. The mutex is recursive: mstore__add_metric/find/remove/stats lock
+ * internally and may also be called with the lock held.
  */
 #ifndef MM_EXPORTER_METRIC_STORE_H
 #define MM_EXPORTER_METRIC_STORE_H
@@ -95,10 +96,23 @@ void mstore__unlock(struct mstore *s);
  */
 struct mseries *mstore__series(struct mstore *s, int metric_id,
 			       const struct mlabel *labels, size_t nlabels);
+/*
+ * (Details of mstore__series: NULL also for an unknown or removed metric id
+ * and for more than 128 labels. A NULL key is skipped, a NULL value is "";
+ * with a repeated key the last one wins. The limit counts the overflow
+ * series as the OTel SDK does: max_series_per_metric - 1 label sets, then
+ * overflow. A series shows up in collections once something was recorded.)
+ */
 void mstore__hold(struct mseries *ser);
 void mstore__release(struct mstore *s, struct mseries *ser);
 
-/* Producers (lock held). now_ns is CLOCK_REALTIME in ns. */
+/*
+ * Producers (lock held). now_ns is CLOCK_REALTIME in ns. The first record
+ * sets the series' start time. NaN is ignored; counters ignore negative
+ * adds; a counter total given to mseries__set() that goes down is taken as
+ * a source restart (new start time). mseries__observe() on a sum adds, on a
+ * gauge sets; mseries__add() on a histogram observes.
+ */
 void mseries__add(struct mseries *ser, double v, uint64_t now_ns);     /* sums: += v */
 void mseries__set(struct mseries *ser, double v, uint64_t now_ns);     /* gauges; cumulative sums given as totals */
 void mseries__observe(struct mseries *ser, double v, uint64_t now_ns); /* histograms */
@@ -142,6 +156,15 @@ struct mpoint_view {
  * collection (and resets it; start_ns advances), MT_CUMULATIVE yields totals
  * since the series started (Prometheus). Cumulative metrics are always
  * reported cumulative. The callback returns 0 to go on, negative to stop.
+ *
+ * (Details: desc->temporality as passed to the callback says what the points
+ * are: MT_DELTA only for a delta metric collected with MT_DELTA in a store
+ * with keep_delta; otherwise MT_CUMULATIVE. Histogram descs always carry
+ * their effective bounds. A delta point starts at the previous MT_DELTA
+ * collection (or at the series' first record), and a series with nothing new
+ * has no delta point. Points are sorted by label set. Idle series expire
+ * here. The callback runs under the store lock: it must not block for long.
+ * Returns 0, the callback's negative value, or -ENOMEM.)
  */
 typedef int (*mstore_visit_fn)(void *ctx, const struct mmetric_desc *desc,
 			       const struct mpoint_view *points, size_t npoints);
@@ -150,7 +173,7 @@ int mstore__collect(struct mstore *s, enum mtemporality view, uint64_t now_ns,
 
 struct mstore_stats {
 	uint64_t series_active;
-	uint64_t series_overflowed; /* points routed to overflow series */
+	uint64_t series_overflowed; /* lookups routed to overflow series */
 	uint64_t series_expired;
 	uint64_t bytes;             /* heap held by series, approximate */
 };
@@ -159,5 +182,12 @@ void mstore__stats(struct mstore *s, struct mstore_stats *st);
 /* OTel's default explicit bounds (ms-oriented, as the SDK ships them). */
 extern const double mstore__default_bounds[];
 extern const size_t mstore__default_nbounds;
+
+/*
+ * The bounds a histogram without bounds gets: OTel HTTP semconv advice
+ * (0.005 .. 10) for unit "s" or "seconds", mstore__default_bounds otherwise.
+ */
+void mstore__default_bounds_for_unit(const char *unit, const double **bounds,
+				     size_t *nbounds);
 
 #endif /* MM_EXPORTER_METRIC_STORE_H */

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: Apache-2.0
+/* OTel -> Prometheus names: see prom_names.h. */
+#include <errno.h>
+#include <string.h>
+
+#include "exporter/prom_names.h"
+
+struct unit_word {
+	const char *ucum;
+	const char *word;
+};
+
+/* The Collector's translator tables (pkg/translator/prometheus). */
+static const struct unit_word units[] = {
+	{ "d", "days" },	 { "h", "hours" },	 { "min", "minutes" },
+	{ "s", "seconds" },	 { "ms", "milliseconds" }, { "us", "microseconds" },
+	{ "ns", "nanoseconds" }, { "By", "bytes" },	 { "KiBy", "kibibytes" },
+	{ "MiBy", "mebibytes" }, { "GiBy", "gibibytes" }, { "TiBy", "tibibytes" },
+	{ "KBy", "kilobytes" },	 { "MBy", "megabytes" }, { "GBy", "gigabytes" },
+	{ "TBy", "terabytes" },	 { "m", "meters" },	 { "V", "volts" },
+	{ "A", "amperes" },	 { "J", "joules" },	 { "W", "watts" },
+	{ "g", "grams" },	 { "Cel", "celsius" },	 { "Hz", "hertz" },
+	{ "%", "percent" },
+};
+
+static const struct unit_word per_units[] = {
+	{ "s", "second" }, { "m", "minute" }, { "h", "hour" }, { "d", "day" },
+	{ "w", "week" },   { "mo", "month" }, { "y", "year" },
+};
+
+static const char *lookup(const struct unit_word *t, size_t n, const char *u,
+			  size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (t[i].word && strlen(t[i].ucum) == len &&
+		    !strncmp(t[i].ucum, u, len))
+			return t[i].word;
+	return NULL;
+}
+
+struct out {
+	char *p;
+	size_t len, cap;
+	bool overflow;
+};
+
+static void put(struct out *o, char c)
+{
+	if (o->len + 1 >= o->cap) {
+		o->overflow = true;
+		return;
+	}
+	o->p[o->len++] = c;
+	o->p[o->len] = 0;
+}
+
+static bool name_char(char c, bool colon)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '_' || (colon && c == ':');
+}
+
+/* Sanitize n bytes of s onto o: invalid -> '_', no "__" runs. */
+static void put_sanitized(struct out *o, const char *s, size_t n, bool colon)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		char c = name_char(s[i], colon) ? s[i] : '_';
+
+		if (c == '_' && o->len && o->p[o->len - 1] == '_')
+			continue;
+		put(o, c);
+	}
+}
+
+static int finish(struct out *o)
+{
+	return o->overflow ? -ENOSPC : (int)o->len;
+}
+
+int prom_names__unit(const char *unit, enum minstrument inst, char *buf,
+		     size_t len)
+{
+	struct out o = { buf, 0, len };
+	char clean[128];
+	const char *slash, *w;
+	size_t n = 0, i;
+	int depth = 0;
+
+	if (!len)
+		return -ENOSPC;
+	buf[0] = 0;
+	if (!unit)
+		return 0;
+	/* {annotations} carry no unit */
+	for (i = 0; unit[i] && n + 1 < sizeof(clean); i++) {
+		if (unit[i] == '{')
+			depth++;
+		else if (unit[i] == '}' && depth)
+			depth--;
+		else if (!depth)
+			clean[n++] = unit[i];
+	}
+	clean[n] = 0;
+	if (!strcmp(clean, "1")) {
+		if (inst == MI_GAUGE)
+			put_sanitized(&o, "ratio", 5, false);
+		return finish(&o);
+	}
+	slash = strchr(clean, '/');
+	n = slash ? (size_t)(slash - clean) : strlen(clean);
+	if (n) {
+		w = lookup(units, sizeof(units) / sizeof(units[0]), clean, n);
+		if (w)
+			put_sanitized(&o, w, strlen(w), false);
+		else
+			put_sanitized(&o, clean, n, false);
+	}
+	if (slash && slash[1]) {
+		w = lookup(per_units, sizeof(per_units) / sizeof(per_units[0]),
+			   slash + 1, strlen(slash + 1));
+		if (o.len)
+			put(&o, '_');
+		put_sanitized(&o, "per_", 4, false);
+		if (w)
+			put_sanitized(&o, w, strlen(w), false);
+		else
+			put_sanitized(&o, slash + 1, strlen(slash + 1), false);
+	}
+	/* a unit of only invalid characters says nothing */
+	if (o.len == 1 && buf[0] == '_')
+		o.len = buf[0] = 0;
+	return finish(&o);
+}
+
+/* Does name contain word as a whole '_'-separated part sequence? */
+static bool has_part(const char *name, const char *word)
+{
+	size_t wl = strlen(word);
+	const char *p = name;
+
+	if (!wl)
+		return true;
+	while ((p = strstr(p, word))) {
+		bool start = p == name || p[-1] == '_';
+		bool end = p[wl] == 0 || p[wl] == '_';
+
+		if (start && end)
+			return true;
+		p++;
+	}
+	return false;
+}
+
+int prom_names__metric(const struct mmetric_desc *d, char *buf, size_t len)
+{
+	struct out o = { buf, 0, len };
+	char unit[128];
+	bool counter = d->instrument == MI_COUNTER;
+	int ul;
+
+	if (!len)
+		return -ENOSPC;
+	buf[0] = 0;
+	if (d->name[0] >= '0' && d->name[0] <= '9')
+		put(&o, '_');
+	put_sanitized(&o, d->name, strlen(d->name), true);
+	/* "_total" goes last, after the unit */
+	if (counter && o.len >= 6 && !strcmp(buf + o.len - 6, "_total"))
+		buf[o.len -= 6] = 0;
+	ul = prom_names__unit(d->unit, d->instrument, unit, sizeof(unit));
+	if (ul > 0 && !has_part(buf, unit)) {
+		put(&o, '_');
+		put_sanitized(&o, unit, (size_t)ul, false);
+	}
+	if (counter)
+		put_sanitized(&o, "_total", 6, false);
+	return finish(&o);
+}
+
+int prom_names__label(const char *key, char *buf, size_t len)
+{
+	struct out o = { buf, 0, len };
+
+	if (!len)
+		return -ENOSPC;
+	buf[0] = 0;
+	if (key[0] >= '0' && key[0] <= '9')
+		put(&o, '_');
+	put_sanitized(&o, key, strlen(key), false);
+	return finish(&o);
+}
+
+/* Length of the valid UTF-8 sequence at s, 0 if invalid. */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned int c = s[0], cp, n, i;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	/* overlong, surrogate or past U+10FFFF */
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return n;
+}
+
+void prom_names__write_escaped(FILE *f, const char *s, bool quotes)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		size_t n = utf8_len(p);
+
+		if (!n) {
+			fputs("\xef\xbf\xbd", f);
+			p++;
+			continue;
+		}
+		if (*p == '\\')
+			fputs("\\\\", f);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p == '"' && quotes)
+			fputs("\\\"", f);
+		else
+			fwrite(p, 1, n, f);
+		p += n;
+	}
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Prometheus exposition of the metric store's cumulative view, in the text
+ * format 0.0.4 or OpenMetrics 1.0.0.
+ *
+ * Mapping: monotonic sums -> counter (samples NAME_total), non-monotonic sums
+ * and gauges -> gauge, histograms -> histogram (_bucket with cumulative
+ * counts up to le="+Inf", _sum, _count). Exponential histograms are written
+ * as classic histograms whose le values are the exponential bucket
+ * boundaries: negative buckets (le = -base^i), then le="0" for the zero
+ * bucket when anything is at or below zero, then positive buckets
+ * (le = base^(i+1)); lossless except that a negative value exactly on a
+ * boundary is counted one bucket up. Numbers are formatted as Go's
+ * strconv.FormatFloat(v, 'g', -1, 64) (as client_golang does); OpenMetrics
+ * adds ".0" to integral floats as client_golang's OpenMetrics encoder does.
+ */
+#ifndef MM_EXPORTER_PROM_TEXT_H
+#define MM_EXPORTER_PROM_TEXT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "exporter/metric_store.h"
+
+enum prom_format {
+	PROM_FMT_TEXT,        /* text/plain; version=0.0.4 */
+	PROM_FMT_OPENMETRICS, /* application/openmetrics-text; version=1.0.0 */
+};
+
+/* OpenMetrics when the Accept header asks for it (q > 0), else text. */
+enum prom_format prom_text__negotiate(const char *accept);
+const char *prom_text__content_type(enum prom_format fmt);
+
+/* Shortest round-trip formatting of v into buf (>= 32 bytes). */
+void prom_text__format_double(char *buf, size_t len, double v,
+			      enum prom_format fmt);
+
+/*
+ * Write every metric of the store (MT_CUMULATIVE view at now_ns). A metric
+ * whose Prometheus name collides with an earlier one is skipped (the scrape
+ * would be rejected otherwise). Returns 0 or negative errno.
+ */
+int prom_text__write(FILE *out, struct mstore *s, enum prom_format fmt,
+		     uint64_t now_ns);
+
+#endif /* MM_EXPORTER_PROM_TEXT_H */
