@@ -42,8 +42,17 @@ struct cel_attr {
 	const char *value;
 };
 
+/* Which member of cel_value holds a LIST or MAP (added by the CEL module). */
+enum cel_agg {
+	CEL_AGG_DOC,   /* node: a DOC_LIST or DOC_MAP of the bound data */
+	CEL_AGG_LIST,  /* opaque: a list built by the expression */
+	CEL_AGG_MAP,   /* opaque: a map built by the expression */
+	CEL_AGG_ATTRS, /* opaque: the activation's attributes */
+};
+
 struct cel_value {
 	enum cel_type type;
+	enum cel_agg agg; /* LIST, MAP only */
 	union {
 		bool b;
 		int64_t i; /* INT, TIMESTAMP, DURATION */
