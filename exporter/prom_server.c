@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Prometheus HTTP endpoint: see prom_server.h. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exporter/prom_server.h"
+#include "exporter/prom_text.h"
+
+struct prom_server {
+	struct prom_server_opts opts;
+	struct MHD_Daemon *daemon;
+	int fd;
+	int port;
+};
+
+/* Split "host:port", "[v6]:port" or ":port"; host "" means any. */
+static int parse_listen(const char *addr, char *host, size_t hlen,
+			char *port, size_t plen, char *err, size_t errlen)
+{
+	const char *colon, *h = addr;
+	size_t n;
+	char *end;
+	long p;
+
+	if (!addr || !addr[0]) {
+		snprintf(err, errlen, "empty listen address: use HOST:PORT, "
+			 "e.g. 127.0.0.1:9464, [::1]:9464 or :9464");
+		return -EINVAL;
+	}
+	if (addr[0] == '[') {
+		const char *rb = strchr(addr, ']');
+
+		if (!rb || rb[1] != ':') {
+			snprintf(err, errlen, "listen address \"%s\": an IPv6 "
+				 "address is written [ADDR]:PORT", addr);
+			return -EINVAL;
+		}
+		h = addr + 1;
+		n = (size_t)(rb - h);
+		colon = rb + 1;
+	} else {
+		colon = strrchr(addr, ':');
+		if (!colon || memchr(addr, ':', (size_t)(colon - addr))) {
+			snprintf(err, errlen, "listen address \"%s\": use "
+				 "HOST:PORT (IPv6 as [ADDR]:PORT, all "
+				 "interfaces as :PORT)", addr);
+			return -EINVAL;
+		}
+		n = (size_t)(colon - addr);
+	}
+	errno = 0;
+	p = strtol(colon + 1, &end, 10);
+	if (!colon[1] || *end || errno || p < 0 || p > 65535) {
+		snprintf(err, errlen, "listen address \"%s\": the port must "
+			 "be a number from 0 to 65535", addr);
+		return -EINVAL;
+	}
+	if (n >= hlen) {
+		snprintf(err, errlen, "listen address \"%s\": host too long",
+			 addr);
+		return -EINVAL;
+	}
+	memcpy(host, h, n);
+	host[n] = 0;
+	snprintf(port, plen, "%ld", p);
+	return 0;
+}
+
+static int bind_one(const struct sockaddr *sa, socklen_t salen, bool dual,
+		    const char *addr, char *err, size_t errlen)
+{
+	int fd, one = 1, zero = 0, e;
+
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (dual)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind(fd, sa, salen) || listen(fd, 64)) {
+		e = errno;
+		close(fd);
+		if (e == EADDRINUSE)
+			snprintf(err, errlen, "listen address %s is already in "
+				 "use: stop the other process or choose another "
+				 "port", addr);
+		else if (e == EADDRNOTAVAIL)
+			snprintf(err, errlen, "listen address %s is not an "
+				 "address of this host", addr);
+		else if (e == EACCES)
+			snprintf(err, errlen, "listen address %s: ports below "
+				 "1024 need CAP_NET_BIND_SERVICE", addr);
+		else
+			snprintf(err, errlen, "listen address %s: %s", addr,
+				 strerror(e));
+		return -e;
+	}
+	return fd;
+}
+
+static int open_listener(const char *addr, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	char host[256], port[8];
+	struct addrinfo *res = NULL;
+	int fd, rc;
+
+	rc = parse_listen(addr, host, sizeof(host), port, sizeof(port), err,
+			  errlen);
+	if (rc)
+		return rc;
+	if (!host[0]) {
+		struct sockaddr_in6 any6 = { .sin6_family = AF_INET6,
+					     .sin6_addr = IN6ADDR_ANY_INIT,
+					     .sin6_port = htons(atoi(port)) };
+		struct sockaddr_in any4 = { .sin_family = AF_INET,
+					    .sin_addr.s_addr = INADDR_ANY,
+					    .sin_port = htons(atoi(port)) };
+
+		fd = bind_one((struct sockaddr *)&any6, sizeof(any6), true,
+			      addr, err, errlen);
+		/* hosts booted with ipv6.disable=1 */
+		if (fd == -EAFNOSUPPORT)
+			fd = bind_one((struct sockaddr *)&any4, sizeof(any4),
+				      false, addr, err, errlen);
+		return fd;
+	}
+	rc = getaddrinfo(host, port, &hints, &res);
+	if (rc) {
+		snprintf(err, errlen, "listen address %s: cannot resolve "
+			 "\"%s\": %s", addr, host, gai_strerror(rc));
+		return -EINVAL;
+	}
+	fd = bind_one(res->ai_addr, res->ai_addrlen, false, addr, err, errlen);
+	freeaddrinfo(res);
+	return fd;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
+			     const char *type, char *body, size_t len,
+			     bool owned)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(len, body, owned ?
+					    MHD_RESPMEM_MUST_FREE :
+					    MHD_RESPMEM_PERSISTENT);
+	if (!r) {
+		if (owned)
+			free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *c,
+				  unsigned int status, const char *msg)
+{
+	return reply(c, status, "text/plain; charset=utf-8", (char *)msg,
+		     strlen(msg), false);
+}
+
+static enum MHD_Result serve_metrics(struct prom_server *srv,
+				     struct MHD_Connection *c)
+{
+	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							  MHD_HTTP_HEADER_ACCEPT);
+	enum prom_format fmt = prom_text__negotiate(accept);
+	struct timespec ts;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int err;
+
+	if (srv->opts.before_collect)
+		srv->opts.before_collect(srv->opts.ctx);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  "out of memory\n");
+	err = prom_text__write(f, srv->opts.store, fmt,
+			       (uint64_t)ts.tv_sec * 1000000000ull +
+			       (uint64_t)ts.tv_nsec);
+	if (fclose(f) && !err)
+		err = -ENOMEM;
+	if (err) {
+		free(buf);
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  "collecting metrics failed\n");
+	}
+	return reply(c, MHD_HTTP_OK, prom_text__content_type(fmt), buf, len,
+		     true);
+}
+
+static enum MHD_Result serve_ready(struct prom_server *srv,
+				   struct MHD_Connection *c)
+{
+	char why[256] = "", *body;
+
+	if (!srv->opts.ready_fn || !srv->opts.ready_fn(srv->opts.ctx, why,
+						       sizeof(why)))
+		return reply_text(c, MHD_HTTP_OK, "ok\n");
+	why[sizeof(why) - 1] = 0;
+	if (asprintf(&body, "%s\n", why[0] ? why : "not ready") < 0)
+		return MHD_NO;
+	return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+		     "text/plain; charset=utf-8", body, strlen(body), true);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
+			      const char *url, const char *method,
+			      const char *version, const char *upload_data,
+			      size_t *upload_data_size, void **req_cls)
+{
+	struct prom_server *srv = cls;
+
+	if (strcmp(method, MHD_HTTP_METHOD_GET) &&
+	    strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
+				  "method not allowed: use GET\n");
+	/* libmicrohttpd leaves the body out of HEAD responses itself */
+	if (!strcmp(url, "/metrics"))
+		return serve_metrics(srv, c);
+	if (!strcmp(url, "/healthz"))
+		return reply_text(c, MHD_HTTP_OK, "ok\n");
+	if (!strcmp(url, "/readyz"))
+		return serve_ready(srv, c);
+	return reply_text(c, MHD_HTTP_NOT_FOUND,
+			  "not found: try /metrics, /healthz or /readyz\n");
+}
+
+struct prom_server *prom_server__start(const struct prom_server_opts *opts,
+				       char *err, size_t errlen)
+{
+	struct prom_server *srv;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (!opts->store) {
+		snprintf(err, errlen, "prometheus server needs a metric store");
+		return NULL;
+	}
+	srv = calloc(1, sizeof(*srv));
+	if (!srv) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	srv->opts = *opts;
+	srv->fd = open_listener(opts->listen_addr, err, errlen);
+	if (srv->fd < 0)
+		goto fail;
+	if (!getsockname(srv->fd, (struct sockaddr *)&ss, &sl))
+		srv->port = ntohs(ss.ss_family == AF_INET6 ?
+				  ((struct sockaddr_in6 *)&ss)->sin6_port :
+				  ((struct sockaddr_in *)&ss)->sin_port);
+	srv->daemon = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL,
+		handle, srv, MHD_OPTION_LISTEN_SOCKET, srv->fd,
+		/* a stuck client must not hold the single thread forever */
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
+		MHD_OPTION_END);
+	if (!srv->daemon) {
+		snprintf(err, errlen, "listen address %s: libmicrohttpd "
+			 "failed to start", opts->listen_addr);
+		close(srv->fd);
+		goto fail;
+	}
+	return srv;
+fail:
+	free(srv);
+	return NULL;
+}
+
+int prom_server__port(const struct prom_server *srv)
+{
+	return srv->port;
+}
+
+void prom_server__stop(struct prom_server *srv)
+{
+	if (!srv)
+		return;
+	/* MHD_stop_daemon closes the listen socket it was given */
+	MHD_stop_daemon(srv->daemon);
+	free(srv);
+}

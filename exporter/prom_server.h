@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The Prometheus pull endpoint, on libmicrohttpd with its own polling thread:
+ *   GET /metrics  the store's cumulative view; OpenMetrics 1.0.0 when Accept
+ *                 asks for application/openmetrics-text, else text 0.0.4
+ *   GET /healthz  200 "ok" while the server runs
+ *   GET /readyz   200 "ok", or 503 with the reason ready_fn gives
+ *   anything else 404; methods other than GET/HEAD 405
+ * Requests are served one at a time (one polling thread), so scrapes never
+ * collect concurrently.
+ */
+#ifndef MM_EXPORTER_PROM_SERVER_H
+#define MM_EXPORTER_PROM_SERVER_H
+
+#include <stddef.h>
+
+#include "exporter/metric_store.h"
+
+struct prom_server_opts {
+	/*
+	 * "127.0.0.1:9464", "[::1]:9464", "localhost:9464", or ":9464" for
+	 * every interface (IPv6 dual-stack, IPv4 when the host has no IPv6).
+	 * Port 0 picks a free port: see prom_server__port().
+	 */
+	const char *listen_addr;
+	struct mstore *store;
+	/*
+	 * Return 0 when ready; otherwise non-zero with a reason for the 503
+	 * body written into why. NULL: always ready.
+	 */
+	int (*ready_fn)(void *ctx, char *why, size_t len);
+	/*
+	 * Called before each /metrics collection, without the store lock
+	 * held: the place to refresh gauges such as self-metrics.
+	 */
+	void (*before_collect)(void *ctx);
+	void *ctx;
+};
+
+/*
+ * Bind, listen and start serving. On failure returns NULL with a message
+ * in err that says what to fix (malformed address, address in use, ...).
+ */
+struct prom_server *prom_server__start(const struct prom_server_opts *opts,
+				       char *err, size_t errlen);
+/* The port actually bound (useful with port 0). */
+int prom_server__port(const struct prom_server *srv);
+/* Stop serving and free; waits for an in-flight request. NULL is a no-op. */
+void prom_server__stop(struct prom_server *srv);
+
+#endif /* MM_EXPORTER_PROM_SERVER_H */

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The Prometheus endpoint over real HTTP (libcurl against 127.0.0.1 on an
+ * ephemeral port): routes, content negotiation, readiness, errors, address
+ * parsing and "address in use".
+ */
+#include <curl/curl.h>
+#include <stdlib.h>
+
+#include "exporter/prom_server.h"
+#include "selftests/unit/test.h"
+
+struct fetch {
+	long status;
+	char type[128];
+	char allow[64];
+	char *body;
+	size_t len;
+};
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ctx)
+{
+	struct fetch *f = ctx;
+	char *b = realloc(f->body, f->len + sz * n + 1);
+
+	if (!b)
+		return 0;
+	memcpy(b + f->len, p, sz * n);
+	f->len += sz * n;
+	b[f->len] = 0;
+	f->body = b;
+	return sz * n;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ctx)
+{
+	struct fetch *f = ctx;
+	size_t len = sz * n;
+
+	if (len > 14 && !strncasecmp(p, "Content-Type: ", 14))
+		snprintf(f->type, sizeof(f->type), "%.*s", (int)(len - 16),
+			 p + 14);
+	if (len > 7 && !strncasecmp(p, "Allow: ", 7))
+		snprintf(f->allow, sizeof(f->allow), "%.*s", (int)(len - 9),
+			 p + 7);
+	return len;
+}
+
+static int fetch(int port, const char *method, const char *path,
+		 const char *accept, struct fetch *f)
+{
+	struct curl_slist *hdr = NULL;
+	char url[128], acc[256];
+	CURL *c = curl_easy_init();
+	CURLcode rc;
+
+	memset(f, 0, sizeof(*f));
+	if (!c)
+		return -1;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, f);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+	if (!strcmp(method, "HEAD"))
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	else if (strcmp(method, "GET"))
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	if (accept) {
+		snprintf(acc, sizeof(acc), "Accept: %s", accept);
+		hdr = curl_slist_append(hdr, acc);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+	}
+	rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &f->status);
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(c);
+	if (!f->body)
+		f->body = calloc(1, 1);
+	return rc == CURLE_OK ? 0 : -1;
+}
+
+struct agent_state {
+	int ready;
+	int refreshes;
+	struct mstore *store;
+	int gauge_id;
+};
+
+static int ready_fn(void *ctx, char *why, size_t len)
+{
+	struct agent_state *a = ctx;
+
+	if (a->ready)
+		return 0;
+	snprintf(why, len, "route table not loaded yet");
+	return 1;
+}
+
+static void before_collect(void *ctx)
+{
+	struct agent_state *a = ctx;
+
+	a->refreshes++;
+	mstore__lock(a->store);
+	mseries__set(mstore__series(a->store, a->gauge_id, NULL, 0),
+		     a->refreshes, 1);
+	mstore__unlock(a->store);
+}
+
+TEST(prom_server_routes)
+{
+	struct mmetric_desc g = { .name = "milometer.scrapes",
+				  .description = "Scrapes seen.",
+				  .instrument = MI_GAUGE, .is_int = true };
+	struct agent_state a = { .store = mstore__new(NULL) };
+	struct prom_server_opts o = {
+		.listen_addr = "127.0.0.1:0", .store = a.store,
+		.ready_fn = ready_fn, .before_collect = before_collect,
+		.ctx = &a,
+	};
+	struct prom_server *srv;
+	struct fetch f;
+	char err[256];
+	int port;
+
+	a.gauge_id = mstore__add_metric(a.store, &g);
+	srv = prom_server__start(&o, err, sizeof(err));
+	ASSERT_TRUE(srv, "%s", err);
+	port = prom_server__port(srv);
+	ASSERT_TRUE(port > 0);
+
+	ASSERT_EQ(fetch(port, "GET", "/metrics", NULL, &f), 0);
+	ASSERT_EQ(f.status, 200);
+	ASSERT_STREQ(f.type, "text/plain; version=0.0.4; charset=utf-8");
+	ASSERT_STREQ(f.body, "# HELP milometer_scrapes Scrapes seen.\n"
+			     "# TYPE milometer_scrapes gauge\n"
+			     "milometer_scrapes 1\n");
+	free(f.body);
+
+	ASSERT_EQ(fetch(port, "GET", "/metrics",
+			"application/openmetrics-text;version=1.0.0,"
+			"text/plain;version=0.0.4;q=0.5", &f), 0);
+	ASSERT_EQ(f.status, 200);
+	ASSERT_STREQ(f.type,
+		     "application/openmetrics-text; version=1.0.0; charset=utf-8");
+	ASSERT_TRUE(strstr(f.body, "milometer_scrapes 2\n# EOF\n"), "%s",
+		    f.body);
+	free(f.body);
+
+	ASSERT_EQ(fetch(port, "HEAD", "/metrics", NULL, &f), 0);
+	ASSERT_EQ(f.status, 200);
+	ASSERT_EQ(f.len, 0);
+	free(f.body);
+
+	ASSERT_EQ(fetch(port, "GET", "/healthz", NULL, &f), 0);
+	ASSERT_EQ(f.status, 200);
+	ASSERT_STREQ(f.body, "ok\n");
+	free(f.body);
+
+	ASSERT_EQ(fetch(port, "GET", "/readyz", NULL, &f), 0);
+	ASSERT_EQ(f.status, 503);
+	ASSERT_STREQ(f.body, "route table not loaded yet\n");
+	free(f.body);
+	a.ready = 1;
+	ASSERT_EQ(fetch(port, "GET", "/readyz", NULL, &f), 0);
+	ASSERT_EQ(f.status, 200);
+	free(f.body);
+
+	ASSERT_EQ(fetch(port, "GET", "/nope", NULL, &f), 0);
+	ASSERT_EQ(f.status, 404);
+	free(f.body);
+	ASSERT_EQ(fetch(port, "POST", "/metrics", NULL, &f), 0);
+	ASSERT_EQ(f.status, 405);
+	ASSERT_STREQ(f.allow, "GET, HEAD");
+	free(f.body);
+
+	ASSERT_EQ(a.refreshes, 3); /* GET, GET, HEAD of /metrics */
+	prom_server__stop(srv);
+	mstore__free(a.store);
+}
+
+TEST(prom_server_address_errors)
+{
+	struct mstore *st = mstore__new(NULL);
+	struct prom_server_opts o = { .listen_addr = "127.0.0.1:0",
+				      .store = st };
+	static const char *bad[] = { "", "9464", "127.0.0.1", "[::1:9464",
+				     "::1:9464", "127.0.0.1:70000",
+				     "127.0.0.1:x" };
+	struct prom_server *a, *b;
+	char err[256], addr[64];
+	size_t i;
+	int port;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		o.listen_addr = bad[i];
+		err[0] = 0;
+		ASSERT_TRUE(!prom_server__start(&o, err, sizeof(err)),
+			    "accepted \"%s\"", bad[i]);
+		ASSERT_TRUE(err[0], "no message for \"%s\"", bad[i]);
+		test_log("\"%s\": %s\n", bad[i], err);
+	}
+	o.listen_addr = "127.0.0.1:0";
+	a = prom_server__start(&o, err, sizeof(err));
+	ASSERT_TRUE(a, "%s", err);
+	port = prom_server__port(a);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	o.listen_addr = addr;
+	b = prom_server__start(&o, err, sizeof(err));
+	ASSERT_TRUE(!b);
+	ASSERT_TRUE(strstr(err, "already in use"), "%s", err);
+	/* stop releases the port: the same address binds again */
+	prom_server__stop(a);
+	b = prom_server__start(&o, err, sizeof(err));
+	ASSERT_TRUE(b, "%s", err);
+	prom_server__stop(b);
+
+	/* all-interfaces and IPv6 loopback forms */
+	o.listen_addr = ":0";
+	b = prom_server__start(&o, err, sizeof(err));
+	ASSERT_TRUE(b, "%s", err);
+	prom_server__stop(b);
+	o.listen_addr = "localhost:0";
+	b = prom_server__start(&o, err, sizeof(err));
+	ASSERT_TRUE(b, "%s", err);
+	prom_server__stop(b);
+	o.listen_addr = "[::1]:0";
+	b = prom_server__start(&o, err, sizeof(err));
+	if (!b)
+		test_log("[::1]: %s (no IPv6 loopback here)\n", err);
+	prom_server__stop(b);
+	mstore__free(st);
+}
