@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The encoder fed by the real metric store, two delta intervals in a row. */
 #include <stdlib.h>
+#include <time.h>
 
 #include "exporter/otlp_encode.h"
 #include "exporter/otlp_pb.h"
@@ -108,6 +109,66 @@ TEST(otlp_store_delta_intervals)
 	ASSERT_EQ(m->sum->data_points[0]->as_int, 6);
 	otlp_pb_request__free(r);
 
+	otlp_encoder__free(e);
+	mstore__free(st);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * SEC + ts.tv_nsec;
+}
+
+/* What one OTLP export interval costs with 10k live series in the store:
+ * collect (delta view) + encode, the figure `make bench` reports. */
+TEST(otlp_store_bench_10k)
+{
+	enum { NS = 10000 };
+	struct mstore_opts so = { .keep_delta = true };
+	struct mmetric_desc req = {
+		.name = "http.server.requests", .unit = "{request}",
+		.instrument = MI_COUNTER, .temporality = MT_DELTA,
+		.is_int = true,
+	};
+	struct mstore *st = mstore__new(&so);
+	struct otlp_encoder *e = otlp_encoder__new(NULL);
+	uint64_t t, best = UINT64_MAX, now = T0;
+	char route[32];
+	size_t len = 0;
+	void *buf;
+	int id, i, round;
+
+	ASSERT_TRUE(st && e);
+	id = mstore__add_metric(st, &req);
+	ASSERT_TRUE(id >= 0);
+	for (round = 0; round < 5; round++) {
+		mstore__lock(st);
+		for (i = 0; i < NS; i++) {
+			struct mlabel l[3] = {
+				{ "http.request.method", "GET" },
+				{ "http.response.status_code", "200" },
+				{ "http.route", route },
+			};
+			struct mseries *ser;
+
+			snprintf(route, sizeof(route), "/api/v1/route-%05d", i);
+			ser = mstore__series(st, id, l, 3);
+			ASSERT_TRUE(ser);
+			mseries__add(ser, 1, now);
+		}
+		mstore__unlock(st);
+		now += 10 * SEC;
+		t = mono_ns();
+		ASSERT_EQ(otlp_encode__store(e, st, now, &buf, &len), NS);
+		t = mono_ns() - t;
+		if (t < best)
+			best = t;
+		free(buf);
+	}
+	test_log("otlp collect+encode, %d delta series from the store: "
+		 "%.2f ms, %zu bytes\n", NS, best / 1e6, len);
 	otlp_encoder__free(e);
 	mstore__free(st);
 }
