@@ -410,7 +410,66 @@ static void encoder_reset(struct otlp_encoder *e)
 	e->npoints = 0;
 }
 
-int otlp_encoder__finish(struct otlp_encoder *e, void **buf, size_t *len)
+static size_t metric_npoints(const otlp_pb_metric *m)
+{
+	switch (m->data_case) {
+	case OTLP_PBC(METRIC__DATA_GAUGE):
+		return m->gauge->n_data_points;
+	case OTLP_PBC(METRIC__DATA_SUM):
+		return m->sum->n_data_points;
+	case OTLP_PBC(METRIC__DATA_HISTOGRAM):
+		return m->histogram->n_data_points;
+	case OTLP_PBC(METRIC__DATA_EXPONENTIAL_HISTOGRAM):
+		return m->exponential_histogram->n_data_points;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * A shallow copy of m carrying only points [off, off + n): a metric too big
+ * for one request goes out in several, each with the full descriptor.
+ */
+static otlp_pb_metric *metric_slice(struct arena *a, const otlp_pb_metric *m,
+				    size_t off, size_t n)
+{
+	otlp_pb_metric *c;
+
+	if (off == 0 && n == metric_npoints(m))
+		return (otlp_pb_metric *)m;
+	c = arena_dup(a, m, sizeof(*m));
+	if (!c)
+		return NULL;
+#define SLICE(field, type) do {                                         \
+		type *d = arena_dup(a, m->field, sizeof(type));          \
+		if (!d)                                                  \
+			return NULL;                                     \
+		d->data_points += off;                                   \
+		d->n_data_points = n;                                    \
+		c->field = d;                                            \
+	} while (0)
+	switch (m->data_case) {
+	case OTLP_PBC(METRIC__DATA_GAUGE):
+		SLICE(gauge, otlp_pb_gauge);
+		break;
+	case OTLP_PBC(METRIC__DATA_SUM):
+		SLICE(sum, otlp_pb_sum);
+		break;
+	case OTLP_PBC(METRIC__DATA_HISTOGRAM):
+		SLICE(histogram, otlp_pb_histogram);
+		break;
+	case OTLP_PBC(METRIC__DATA_EXPONENTIAL_HISTOGRAM):
+		SLICE(exponential_histogram, otlp_pb_exp_histogram);
+		break;
+	default:
+		break;
+	}
+#undef SLICE
+	return c;
+}
+
+static int pack_request(struct otlp_encoder *e, otlp_pb_metric **metrics,
+			size_t nmetrics, void **buf, size_t *len)
 {
 	otlp_pb_request req = OTLP_PBC(EXPORT_METRICS_SERVICE_REQUEST__INIT);
 	otlp_pb_resource_metrics rm = OTLP_PBC(RESOURCE_METRICS__INIT);
@@ -420,21 +479,14 @@ int otlp_encoder__finish(struct otlp_encoder *e, void **buf, size_t *len)
 	otlp_pb_resource_metrics *rmp = &rm;
 	otlp_pb_scope_metrics *smp = &sm;
 	size_t size;
-	int ret;
 
-	*buf = NULL;
-	*len = 0;
-	if (!e->npoints) {
-		encoder_reset(e);
-		return 0;
-	}
 	res.n_attributes = e->nres;
 	res.attributes = e->res_attrs;
 	scope.name = e->scope_name;
 	scope.version = e->scope_version;
 	sm.scope = &scope;
-	sm.n_metrics = e->nmetrics;
-	sm.metrics = e->metrics;
+	sm.n_metrics = nmetrics;
+	sm.metrics = metrics;
 	rm.resource = &res;
 	rm.n_scope_metrics = 1;
 	rm.scope_metrics = &smp;
@@ -443,14 +495,88 @@ int otlp_encoder__finish(struct otlp_encoder *e, void **buf, size_t *len)
 
 	size = protobuf_c_message_get_packed_size(&req.base);
 	*buf = malloc(size ? size : 1);
-	if (!*buf) {
-		ret = -ENOMEM;
-		goto cleanup;
-	}
+	if (!*buf)
+		return -ENOMEM;
 	*len = protobuf_c_message_pack(&req.base, *buf);
-	ret = e->npoints > INT32_MAX ? INT32_MAX : (int)e->npoints;
+	return 0;
+}
+
+int otlp_encoder__finish_split(struct otlp_encoder *e, size_t max_points,
+			       otlp_emit_fn emit, void *ctx)
+{
+	otlp_pb_metric **batch = NULL;
+	size_t i = 0, off = 0, total = 0;
+	int ret = 0;
+
+	if (!max_points)
+		max_points = SIZE_MAX;
+	if (e->nmetrics) {
+		batch = arena_alloc(&e->arena, e->nmetrics * sizeof(*batch));
+		if (!batch) {
+			ret = -ENOMEM;
+			goto cleanup;
+		}
+	}
+	while (i < e->nmetrics) {
+		size_t nb = 0, taken = 0, n;
+		void *buf;
+		size_t len;
+
+		while (i < e->nmetrics && taken < max_points) {
+			size_t left = metric_npoints(e->metrics[i]) - off;
+
+			n = left < max_points - taken ? left : max_points - taken;
+			batch[nb] = metric_slice(&e->arena, e->metrics[i], off, n);
+			if (!batch[nb]) {
+				ret = -ENOMEM;
+				goto cleanup;
+			}
+			nb++;
+			taken += n;
+			off += n;
+			if (off == metric_npoints(e->metrics[i])) {
+				i++;
+				off = 0;
+			}
+		}
+		ret = pack_request(e, batch, nb, &buf, &len);
+		if (ret)
+			goto cleanup;
+		ret = emit(ctx, buf, len, taken);
+		if (ret < 0)
+			goto cleanup;
+		total += taken;
+	}
+	ret = total > INT32_MAX ? INT32_MAX : (int)total;
 cleanup:
 	encoder_reset(e);
+	return ret;
+}
+
+struct one_buf {
+	void *buf;
+	size_t len;
+};
+
+static int keep_one(void *ctx, void *buf, size_t len, size_t npoints)
+{
+	struct one_buf *ob = ctx;
+
+	ob->buf = buf;
+	ob->len = len;
+	return 0;
+}
+
+int otlp_encoder__finish(struct otlp_encoder *e, void **buf, size_t *len)
+{
+	struct one_buf ob = {};
+	int ret;
+
+	ret = otlp_encoder__finish_split(e, SIZE_MAX, keep_one, &ob);
+	*buf = ret > 0 ? ob.buf : NULL;
+	*len = ret > 0 ? ob.len : 0;
+	if (ret <= 0)
+		free(ob.buf);
 	return ret;
 }
 
@@ -467,6 +593,20 @@ int otlp_encode__store(struct otlp_encoder *e, struct mstore *s,
 		return err;
 	}
 	return otlp_encoder__finish(e, buf, len);
+}
+
+int otlp_encode__store_split(struct otlp_encoder *e, struct mstore *s,
+			     uint64_t now_ns, size_t max_points,
+			     otlp_emit_fn emit, void *ctx)
+{
+	int err;
+
+	err = mstore__collect(s, MT_DELTA, now_ns, otlp_encoder__add, e);
+	if (err < 0) {
+		encoder_reset(e);
+		return err;
+	}
+	return otlp_encoder__finish_split(e, max_points, emit, ctx);
 }
 
 static bool has_key(const struct mlabel *l, size_t n, const char *key)

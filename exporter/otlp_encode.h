@@ -58,4 +58,25 @@ int otlp_encoder__finish(struct otlp_encoder *e, void **buf, size_t *len);
 int otlp_encode__store(struct otlp_encoder *e, struct mstore *s,
 		       uint64_t now_ns, void **buf, size_t *len);
 
+/*
+ * Called once per request; buf (malloc()ed) becomes the callee's, e.g.
+ * otlp_sender__enqueue(). A negative return stops the split and is
+ * returned by finish_split.
+ */
+typedef int (*otlp_emit_fn)(void *ctx, void *buf, size_t len,
+			    size_t npoints);
+
+/*
+ * As finish/store, but in requests of at most max_points data points each
+ * (0: no limit), so a large store never makes a request bigger than the
+ * export queue or a collector's body limit (the OTel Collector refuses
+ * bodies over 20 MiB by default). A metric may span requests. Returns the
+ * number of points emitted or -errno; resets the encoder either way.
+ */
+int otlp_encoder__finish_split(struct otlp_encoder *e, size_t max_points,
+			       otlp_emit_fn emit, void *ctx);
+int otlp_encode__store_split(struct otlp_encoder *e, struct mstore *s,
+			     uint64_t now_ns, size_t max_points,
+			     otlp_emit_fn emit, void *ctx);
+
 #endif /* MM_EXPORTER_OTLP_ENCODE_H */

@@ -470,3 +470,65 @@ TEST(otlp_encode_bench_10k)
 	free(lab);
 	free(route);
 }
+
+struct split_seen {
+	int requests;
+	size_t points;
+	char names[16][64];
+	size_t npoints[16];
+	bool bad;
+};
+
+static int collect_split(void *ctx, void *buf, size_t len, size_t npoints)
+{
+	struct split_seen *ss = ctx;
+	otlp_pb_request *r = otlp_pb_request__unpack(buf, len);
+	otlp_pb_scope_metrics *sm;
+	size_t i, o = 0;
+
+	free(buf);
+	if (!r || ss->requests >= 16) {
+		ss->bad = true;
+		return -EINVAL;
+	}
+	sm = r->resource_metrics[0]->scope_metrics[0];
+	/* every request carries the resource and scope */
+	if (!r->resource_metrics[0]->resource ||
+	    strcmp(sm->scope->name, "milometer"))
+		ss->bad = true;
+	for (i = 0; i < sm->n_metrics; i++)
+		o += snprintf(ss->names[ss->requests] + o, 64 - o, "%s%s",
+			      i ? "+" : "", sm->metrics[i]->name);
+	ss->npoints[ss->requests++] = npoints;
+	ss->points += npoints;
+	otlp_pb_request__free(r);
+	return 0;
+}
+
+TEST(otlp_encode_split_requests)
+{
+	struct otlp_encoder *e = new_encoder();
+	struct split_seen ss = {};
+
+	ASSERT_TRUE(e);
+	ASSERT_EQ(feed_all_kinds(e), 0);
+	ASSERT_EQ(otlp_encoder__finish_split(e, 3, collect_split, &ss), 7);
+	ASSERT_TRUE(!ss.bad);
+	ASSERT_EQ(ss.requests, 3);
+	ASSERT_STREQ(ss.names[0], "http.server.requests+http.server.active");
+	ASSERT_STREQ(ss.names[1], "milometer.routes+http.server.request.duration");
+	ASSERT_STREQ(ss.names[2], "http.server.response.body.size");
+	ASSERT_EQ(ss.npoints[0], 3);
+	ASSERT_EQ(ss.npoints[2], 1);
+
+	/* One point per request: the 2-point metrics span two requests. */
+	memset(&ss, 0, sizeof(ss));
+	ASSERT_EQ(feed_all_kinds(e), 0);
+	ASSERT_EQ(otlp_encoder__finish_split(e, 1, collect_split, &ss), 7);
+	ASSERT_TRUE(!ss.bad);
+	ASSERT_EQ(ss.requests, 7);
+	ASSERT_STREQ(ss.names[0], "http.server.requests");
+	ASSERT_STREQ(ss.names[1], "http.server.requests");
+	ASSERT_STREQ(ss.names[5], "http.server.request.duration");
+	otlp_encoder__free(e);
+}
