@@ -311,8 +311,14 @@ static int64_t check_partial(struct otlp_sender *s)
 {
 	otlp_pb_response *r;
 	int64_t rejected = 0;
+	char *ctype = NULL;
 
 	if (!s->resp_len)
+		return 0;
+	/* A JSON or text body is not ours to parse (some proxies answer). */
+	curl_easy_getinfo(s->curl, CURLINFO_CONTENT_TYPE, &ctype);
+	if (ctype && strncasecmp(ctype, "application/x-protobuf", 22) &&
+	    strncasecmp(ctype, "application/protobuf", 20))
 		return 0;
 	r = otlp_pb_response__unpack((const uint8_t *)s->resp, s->resp_len);
 	if (!r) {
@@ -620,6 +626,7 @@ cleanup:
 
 int otlp_sender__enqueue(struct otlp_sender *s, void *buf, size_t len)
 {
+	uint64_t before, after;
 	int ret;
 
 	pthread_mutex_lock(&s->lock);
@@ -628,13 +635,23 @@ int otlp_sender__enqueue(struct otlp_sender *s, void *buf, size_t len)
 		free(buf);
 		return -ESHUTDOWN;
 	}
+	before = s->q.dropped_batches;
 	ret = otlp_queue__push(&s->q, buf, len);
+	after = s->q.dropped_batches;
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
-	if (ret == -EMSGSIZE)
+	if (ret == -EMSGSIZE) {
 		slog(s, LOG_ERR, "a %zu byte OTLP batch exceeds the whole "
-		     "queue (%zu bytes) and was dropped; raise the queue size",
-		     len, s->o.queue_max_bytes);
+		     "queue (%zu bytes) and was dropped; raise the queue size "
+		     "or send fewer points per request", len,
+		     s->o.queue_max_bytes);
+	} else if (after != before &&
+		   1ULL << (63 - __builtin_clzll(after)) > before) {
+		/* Logged at 1, 2, 4, 8, ... drops: visible, never a flood. */
+		slog(s, LOG_WARNING, "OTLP queue full (%zu bytes): %llu "
+		     "oldest batches dropped so far; is %s reachable?",
+		     s->o.queue_max_bytes, (unsigned long long)after, s->url);
+	}
 	return ret;
 }
 

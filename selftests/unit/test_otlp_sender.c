@@ -276,6 +276,9 @@ TEST(otlp_sender_unreachable_bounded_then_resumes)
 	ASSERT_EQ(st.queue_bytes, 3 * one);
 	ASSERT_EQ(st.last_status, 0);
 	ASSERT_TRUE(log_has(&lb, "will retry"));
+	/* Drops logged at the 1st and 2nd, not the 3rd. */
+	ASSERT_TRUE(log_has(&lb, "2 oldest batches dropped"), "%s", lb.text);
+	ASSERT_TRUE(!log_has(&lb, "3 oldest batches dropped"), "%s", lb.text);
 
 	ko.port = port;
 	k = otlp_sink__start(&ko, err, sizeof(err));
