@@ -2,6 +2,7 @@
 /* Metric store semantics: registration, series identity, cardinality cap,
  * idle expiry, hold/release, delta vs cumulative views and start times. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "exporter/metric_store.h"
@@ -441,5 +442,71 @@ TEST(mstore_collect_stops_on_error)
 	ASSERT_EQ(mstore__collect(st, MT_CUMULATIVE, SEC, stop_visit, &visits),
 		  -ECANCELED);
 	ASSERT_EQ(visits, 1);
+	mstore__free(st);
+}
+
+struct producer {
+	struct mstore *st;
+	int id;
+	int n;
+	int k;
+};
+
+static void *produce(void *arg)
+{
+	struct producer *p = arg;
+	char v[16];
+	struct mlabel l = { "worker", v };
+	int i;
+
+	snprintf(v, sizeof(v), "w%d", p->k);
+	for (i = 0; i < p->n; i++) {
+		mstore__lock(p->st);
+		mseries__add(mstore__series(p->st, p->id, &l, 1), 1,
+			     (uint64_t)i + 1);
+		mstore__unlock(p->st);
+	}
+	return NULL;
+}
+
+static int sum_points(void *ctx, const struct mmetric_desc *desc,
+		      const struct mpoint_view *pts, size_t n)
+{
+	double *total = ctx;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		*total += pts[i].value;
+	return 0;
+}
+
+TEST(mstore_concurrent_producers_and_collectors)
+{
+	struct mstore_opts o = { .keep_delta = true };
+	struct mstore *st = mstore__new(&o);
+	struct mmetric_desc d = counter;
+	struct producer p[4];
+	pthread_t t[4];
+	double delta_total = 0, cum = 0;
+	int i, id;
+
+	d.temporality = MT_DELTA;
+	id = mstore__add_metric(st, &d);
+	for (i = 0; i < 4; i++) {
+		p[i] = (struct producer){ st, id, 20000, i };
+		ASSERT_EQ(pthread_create(&t[i], NULL, produce, &p[i]), 0);
+	}
+	/* delta collections racing the producers lose and double nothing */
+	for (i = 0; i < 200; i++)
+		ASSERT_EQ(mstore__collect(st, MT_DELTA, SEC + i, sum_points,
+					  &delta_total), 0);
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	ASSERT_EQ(mstore__collect(st, MT_DELTA, 2 * SEC, sum_points,
+				  &delta_total), 0);
+	ASSERT_EQ(mstore__collect(st, MT_CUMULATIVE, 2 * SEC, sum_points, &cum),
+		  0);
+	ASSERT_EQ(delta_total, 80000);
+	ASSERT_EQ(cum, 80000);
 	mstore__free(st);
 }

@@ -7,6 +7,7 @@
  * which replaces malloc, so only checked when meaningful).
  */
 #include <malloc.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "exporter/metric_store.h"
@@ -29,11 +30,12 @@ static size_t heap_in_use(void)
  * status x pod; observe() once per series with value v.
  */
 static int fill(const struct mmetric_desc *d, size_t nseries, bool unique,
-		struct mem_figures *out)
+		bool keep_delta, bool spread, struct mem_figures *out)
 {
 	static const char *methods[] = { "GET", "POST", "PUT", "DELETE",
 					 "PATCH" };
-	struct mstore_opts o = { .max_series_per_metric = nseries + 1 };
+	struct mstore_opts o = { .max_series_per_metric = nseries + 1,
+				 .keep_delta = keep_delta };
 	struct mstore_stats st0, st1;
 	struct mstore *st;
 	size_t i, h0, h1;
@@ -74,6 +76,9 @@ static int fill(const struct mmetric_desc *d, size_t nseries, bool unique,
 			break;
 		mseries__observe(ser, 0.001 * (double)(i % 1000) + 0.0005,
 				 1);
+		/* spread: 1 ms .. 1 s, a full 160-bucket latency histogram */
+		for (int k = 0; spread && k < 64; k++)
+			mseries__observe(ser, 0.001 * exp2(k * 10 / 63.0), 1);
 	}
 	mstore__unlock(st);
 	mstore__stats(st, &st1);
@@ -105,7 +110,7 @@ TEST(mstore_memory_per_series)
 	struct mem_figures f;
 	bool real = malloc_measurable();
 
-	ASSERT_EQ(fill(&d, 100000, false, &f), 0);
+	ASSERT_EQ(fill(&d, 100000, false, false, false, &f), 0);
 	test_log("counter, 6 shared labels: %.0f B/series (store), %.0f "
 		 "B/series (mallinfo2)\n", f.store_per_series,
 		 f.malloc_per_series);
@@ -114,16 +119,23 @@ TEST(mstore_memory_per_series)
 		ASSERT_TRUE(f.malloc_per_series <= 200, "%.0f",
 			    f.malloc_per_series);
 
-	ASSERT_EQ(fill(&d, 100000, true, &f), 0);
+	ASSERT_EQ(fill(&d, 100000, true, false, false, &f), 0);
 	test_log("counter, one unique label value: %.0f B/series (store), "
 		 "%.0f (mallinfo2)\n", f.store_per_series,
 		 f.malloc_per_series);
 	ASSERT_TRUE(f.store_per_series <= 300, "%.0f", f.store_per_series);
 
+	d.temporality = MT_DELTA;
+	ASSERT_EQ(fill(&d, 100000, false, true, false, &f), 0);
+	test_log("counter, delta + cumulative (keep_delta): %.0f B/series\n",
+		 f.store_per_series);
+	ASSERT_TRUE(f.store_per_series <= 200, "%.0f", f.store_per_series);
+	d.temporality = MT_CUMULATIVE;
+
 	d.name = "http.server.request.duration";
 	d.unit = "s";
 	d.instrument = MI_HISTOGRAM;
-	ASSERT_EQ(fill(&d, 20000, false, &f), 0);
+	ASSERT_EQ(fill(&d, 20000, false, false, false, &f), 0);
 	test_log("explicit histogram, 14 bounds: %.0f B/series (store), "
 		 "%.0f (mallinfo2)\n", f.store_per_series,
 		 f.malloc_per_series);
@@ -132,11 +144,23 @@ TEST(mstore_memory_per_series)
 		ASSERT_TRUE(f.malloc_per_series <= 1024, "%.0f",
 			    f.malloc_per_series);
 
+	d.temporality = MT_DELTA;
+	ASSERT_EQ(fill(&d, 20000, false, true, false, &f), 0);
+	test_log("explicit histogram, delta + cumulative: %.0f B/series\n",
+		 f.store_per_series);
+	ASSERT_TRUE(f.store_per_series <= 1024, "%.0f", f.store_per_series);
+	d.temporality = MT_CUMULATIVE;
+
 	d.hist = MH_EXPONENTIAL;
-	ASSERT_EQ(fill(&d, 20000, false, &f), 0);
+	ASSERT_EQ(fill(&d, 20000, false, false, false, &f), 0);
 	test_log("exponential histogram, 1 observation: %.0f B/series "
 		 "(store), %.0f (mallinfo2); each extra populated bucket "
 		 "span costs 8 B, at most 160 per sign\n",
 		 f.store_per_series, f.malloc_per_series);
 	ASSERT_TRUE(f.store_per_series <= 1024, "%.0f", f.store_per_series);
+	ASSERT_EQ(fill(&d, 5000, false, false, true, &f), 0);
+	test_log("exponential histogram, 1 ms..1 s spread (160 buckets): "
+		 "%.0f B/series (store), %.0f (mallinfo2)\n",
+		 f.store_per_series, f.malloc_per_series);
+	ASSERT_TRUE(f.store_per_series <= 2048, "%.0f", f.store_per_series);
 }

@@ -14,6 +14,7 @@ struct fetch {
 	long status;
 	char type[128];
 	char allow[64];
+	char encoding[32];
 	char *body;
 	size_t len;
 };
@@ -40,11 +41,16 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ctx)
 	if (len > 14 && !strncasecmp(p, "Content-Type: ", 14))
 		snprintf(f->type, sizeof(f->type), "%.*s", (int)(len - 16),
 			 p + 14);
+	if (len > 18 && !strncasecmp(p, "Content-Encoding: ", 18))
+		snprintf(f->encoding, sizeof(f->encoding), "%.*s",
+			 (int)(len - 20), p + 18);
 	if (len > 7 && !strncasecmp(p, "Allow: ", 7))
 		snprintf(f->allow, sizeof(f->allow), "%.*s", (int)(len - 9),
 			 p + 7);
 	return len;
 }
+
+static const char *accept_encoding;
 
 static int fetch(int port, const char *method, const char *path,
 		 const char *accept, struct fetch *f)
@@ -64,6 +70,8 @@ static int fetch(int port, const char *method, const char *path,
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, f);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+	if (accept_encoding) /* curl then also decodes */
+		curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, accept_encoding);
 	if (!strcmp(method, "HEAD"))
 		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
 	else if (strcmp(method, "GET"))
@@ -150,6 +158,16 @@ TEST(prom_server_routes)
 		    f.body);
 	free(f.body);
 
+	accept_encoding = "gzip";
+	ASSERT_EQ(fetch(port, "GET", "/metrics", NULL, &f), 0);
+	accept_encoding = NULL;
+	ASSERT_EQ(f.status, 200);
+	ASSERT_STREQ(f.encoding, "gzip");
+	ASSERT_STREQ(f.body, "# HELP milometer_scrapes Scrapes seen.\n"
+			     "# TYPE milometer_scrapes gauge\n"
+			     "milometer_scrapes 3\n");
+	free(f.body);
+
 	ASSERT_EQ(fetch(port, "HEAD", "/metrics", NULL, &f), 0);
 	ASSERT_EQ(f.status, 200);
 	ASSERT_EQ(f.len, 0);
@@ -177,7 +195,7 @@ TEST(prom_server_routes)
 	ASSERT_STREQ(f.allow, "GET, HEAD");
 	free(f.body);
 
-	ASSERT_EQ(a.refreshes, 3); /* GET, GET, HEAD of /metrics */
+	ASSERT_EQ(a.refreshes, 4); /* GET x3, HEAD of /metrics */
 	prom_server__stop(srv);
 	mstore__free(a.store);
 }
