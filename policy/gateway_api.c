@@ -363,6 +363,13 @@ static int kv_matches(struct ctx *c, const struct doc_node *list,
 	return 0;
 }
 
+static bool ends_with(const char *s, const char *sfx)
+{
+	size_t n = strlen(s), m = strlen(sfx);
+
+	return n >= m && !strcmp(s + n - m, sfx);
+}
+
 static int path_match(struct ctx *c, const struct doc_node *mn,
 		      struct gw_match *gm)
 {
@@ -395,12 +402,17 @@ static int path_match(struct ctx *c, const struct doc_node *mn,
 	if (value[0] != '/')
 		return bad(c, p, "path.value \"%s\" must start with '/'",
 			   value);
-	/* The CRD rejects these: they would never match a normalised path. */
+	/*
+	 * The CRD's validations (httproute_types.go): a client never sends
+	 * such a path to a proxy that normalises, so it could never match.
+	 */
 	if (strstr(value, "//") || strstr(value, "/./") ||
-	    strstr(value, "/../") || strchr(value, '?') ||
-	    strchr(value, '#'))
+	    strstr(value, "/../") || strcasestr(value, "%2f") ||
+	    strchr(value, '?') || strchr(value, '#') ||
+	    ends_with(value, "/..") || ends_with(value, "/."))
 		return bad(c, p, "path.value \"%s\" must not contain '//', "
-			   "'/./', '/../', '?' or '#'", value);
+			   "'/./', '/../', '%%2F', '?' or '#', nor end in "
+			   "'/.' or '/..'", value);
 	return 0;
 }
 

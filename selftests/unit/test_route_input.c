@@ -58,6 +58,12 @@ static const struct {
 	{ "path without '/'", ROUTE_HEAD "  rules:\n  - matches:\n"
 	  "    - path:\n        type: Exact\n        value: api\n",
 	  "bad.yaml:9: path.value \"api\" must start with '/'", -EINVAL },
+	{ "path with dot segment", ROUTE_HEAD "  rules:\n  - matches:\n"
+	  "    - path: {value: /a/..}\n",
+	  "bad.yaml:8: path.value \"/a/..\" must not contain", -EINVAL },
+	{ "path with encoded slash", ROUTE_HEAD "  rules:\n  - matches:\n"
+	  "    - path: {type: Exact, value: /a%2Fb}\n",
+	  "bad.yaml:8: path.value \"/a%2Fb\" must not contain", -EINVAL },
 	{ "unknown path type", ROUTE_HEAD "  rules:\n  - matches:\n"
 	  "    - path: {type: Prefix, value: /a}\n",
 	  "bad.yaml:8: path.type \"Prefix\": use Exact, PathPrefix or "
