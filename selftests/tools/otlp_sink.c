@@ -4,7 +4,7 @@
  *
  *   bin/otlp_sink [--port N] [--port-file F] [--dir D] [--status CODE]
  *                 [--script CODE[:RETRY_AFTER],...] [--partial N[:MSG]]
- *                 [--quiet]
+ *                 [--tls-cert PEM --tls-key PEM] [--quiet]
  *
  * Listens on 127.0.0.1 (port 0: any free one, printed and written to
  * --port-file), accepts POST /v1/metrics (Content-Encoding gzip or none),
@@ -15,7 +15,8 @@
  * and prints one line per request. Answers follow --script in order (e.g.
  * "503:2,200": a 503 with Retry-After: 2, then 200), then --status
  * (default 200). --partial makes 200 answers carry a partial_success.
- * GET /stats returns "requests N\nvalid N\ninvalid N\n".
+ * GET /stats returns "requests N\nvalid N\ninvalid N\n". With --tls-cert
+ * and --tls-key it speaks https.
  *
  * The unit tests compile this file in (OTLP_SINK_NO_MAIN) and drive the same
  * code in-process through otlp_sink__start() and friends.
@@ -51,6 +52,8 @@ struct otlp_sink_opts {
 	int status;           /* after the script; 0: 200 */
 	int64_t partial;      /* rejected_data_points in 200 answers */
 	const char *partial_msg;
+	const char *tls_cert;  /* PEM files: serve https */
+	const char *tls_key;
 	bool quiet;
 };
 
@@ -82,6 +85,7 @@ struct otlp_sink {
 	pthread_cond_t cond;
 	unsigned requests, valid, invalid;
 	struct otlp_sink_req reqs[SINK_MAX_KEEP];
+	char *cert, *key;
 };
 
 struct conn {
@@ -385,6 +389,25 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 void otlp_sink__stop(struct otlp_sink *k);
 
+static char *read_file(const char *path, char *err, size_t errlen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (getdelim(&buf, &len, 0, f) < 0) {
+		snprintf(err, errlen, "%s: cannot read", path);
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
 struct otlp_sink *otlp_sink__start(const struct otlp_sink_opts *o, char *err,
 				   size_t errlen)
 {
@@ -403,13 +426,33 @@ struct otlp_sink *otlp_sink__start(const struct otlp_sink_opts *o, char *err,
 		goto fail;
 	sa.sin_port = htons(o->port);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	k->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-				MHD_USE_ERROR_LOG,
-				0, NULL, NULL, on_request, k,
-				MHD_OPTION_SOCK_ADDR, &sa,
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, k,
-				MHD_OPTION_CONNECTION_TIMEOUT, 30u,
-				MHD_OPTION_END);
+	if (!o->tls_cert != !o->tls_key) {
+		snprintf(err, errlen, "--tls-cert and --tls-key go together");
+		goto fail;
+	}
+	if (o->tls_cert) {
+		k->cert = read_file(o->tls_cert, err, errlen);
+		k->key = k->cert ? read_file(o->tls_key, err, errlen) : NULL;
+		if (!k->key)
+			goto fail;
+		k->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+					MHD_USE_ERROR_LOG | MHD_USE_TLS,
+					0, NULL, NULL, on_request, k,
+					MHD_OPTION_SOCK_ADDR, &sa,
+					MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+					k, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+					MHD_OPTION_HTTPS_MEM_CERT, k->cert,
+					MHD_OPTION_HTTPS_MEM_KEY, k->key,
+					MHD_OPTION_END);
+	} else {
+		k->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+					MHD_USE_ERROR_LOG,
+					0, NULL, NULL, on_request, k,
+					MHD_OPTION_SOCK_ADDR, &sa,
+					MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+					k, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+					MHD_OPTION_END);
+	}
 	if (!k->d) {
 		snprintf(err, errlen, "cannot listen on 127.0.0.1:%u (in use?)",
 			 o->port);
@@ -486,6 +529,8 @@ void otlp_sink__stop(struct otlp_sink *k)
 	}
 	pthread_mutex_destroy(&k->lock);
 	pthread_cond_destroy(&k->cond);
+	free(k->cert);
+	free(k->key);
 	free(k);
 }
 
@@ -502,7 +547,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: otlp_sink [--port N] [--port-file F] [--dir D] "
 		"[--status CODE]\n"
 		"                 [--script CODE[:RETRY_AFTER],...] "
-		"[--partial N[:MSG]] [--quiet]\n");
+		"[--partial N[:MSG]]\n"
+		"                 [--tls-cert PEM --tls-key PEM] [--quiet]\n");
 }
 
 int main(int argc, char **argv)
@@ -514,6 +560,8 @@ int main(int argc, char **argv)
 		{ "status", required_argument, NULL, 's' },
 		{ "script", required_argument, NULL, 'S' },
 		{ "partial", required_argument, NULL, 'r' },
+		{ "tls-cert", required_argument, NULL, 'c' },
+		{ "tls-key", required_argument, NULL, 'k' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -524,7 +572,7 @@ int main(int argc, char **argv)
 	char err[256], *colon;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "p:P:d:s:S:r:qh", lopts,
+	while ((c = getopt_long(argc, argv, "p:P:d:s:S:r:c:k:qh", lopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -551,6 +599,12 @@ int main(int argc, char **argv)
 			o.partial = strtoll(optarg, &colon, 10);
 			if (*colon == ':')
 				o.partial_msg = colon + 1;
+			break;
+		case 'c':
+			o.tls_cert = optarg;
+			break;
+		case 'k':
+			o.tls_key = optarg;
 			break;
 		case 'q':
 			o.quiet = true;

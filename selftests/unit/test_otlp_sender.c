@@ -501,3 +501,58 @@ TEST(otlp_sink_script_and_invalid_body)
 	}
 	otlp_sink__stop(k);
 }
+
+TEST(otlp_sender_tls_ca_file)
+{
+	struct otlp_sink_opts ko = { .quiet = true };
+	struct otlp_sender_opts so = { .no_env_headers = true,
+				       .backoff_initial_ms = 10,
+				       .backoff_max_ms = 50,
+				       .log = log_to_buf };
+	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct otlp_sender_stats st;
+	struct otlp_sink *k;
+	struct otlp_sender *s;
+	char err[256], url[64], cert[512], key[512], cmd[2048];
+	int rc;
+
+	so.log_ctx = &lb;
+	snprintf(cert, sizeof(cert), "%s/cert.pem", test__tmpdir());
+	snprintf(key, sizeof(key), "%s/key.pem", test__tmpdir());
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 -newkey ec -pkeyopt "
+		 "ec_paramgen_curve:prime256v1 -nodes -days 1 -subj "
+		 "/CN=localhost -addext subjectAltName=IP:127.0.0.1 "
+		 "-keyout %s -out %s >/dev/null 2>&1", key, cert);
+	rc = system(cmd);
+	ASSERT_TRUE(rc == 0, "openssl could not make a test certificate");
+	ko.tls_cert = cert;
+	ko.tls_key = key;
+	k = otlp_sink__start(&ko, err, sizeof(err));
+	ASSERT_TRUE(k, "%s", err);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u", otlp_sink__port(k));
+	so.endpoint = url;
+
+	/* Trusting our CA: delivered. */
+	so.ca_file = cert;
+	s = otlp_sender__start(&so, err, sizeof(err));
+	ASSERT_TRUE(s, "%s", err);
+	ASSERT_EQ(enqueue_named(s, "tls"), 0);
+	ASSERT_TRUE(WAIT_STATS(s, st, st.successes == 1), "%s", lb.text);
+	otlp_sender__stop(s, 0);
+	ASSERT_STREQ(first_metric_name(otlp_sink__req(k, 1)), "tls");
+
+	/* The system CAs do not know it: a transport error, retried. */
+	so.ca_file = NULL;
+	s = otlp_sender__start(&so, err, sizeof(err));
+	ASSERT_TRUE(s, "%s", err);
+	ASSERT_EQ(enqueue_named(s, "untrusted"), 0);
+	ASSERT_TRUE(WAIT_STATS(s, st, st.retries >= 2));
+	ASSERT_EQ(st.successes, 0);
+	ASSERT_EQ(st.last_status, 0);
+	otlp_sender__stop(s, 0);
+	ASSERT_EQ(otlp_sink__requests(k), 1);
+	ASSERT_TRUE(log_has(&lb, "certificate") || log_has(&lb, "SSL"),
+		    "%s", lb.text);
+	otlp_sink__stop(k);
+}
