@@ -341,7 +341,7 @@ static int dir_refresh(void *impl, struct msrc_snapshot *snap)
 	struct dir_backend *d = impl;
 	struct file_list fl = { 0 };
 	struct dir_files *df = NULL;
-	uint64_t sig;
+	uint64_t sig = 0;
 	int err;
 
 	err = collect_files(d, &fl, &sig, snap);
