@@ -250,9 +250,12 @@ static enum MHD_Result serve_metrics(struct prom_server *srv,
 	if (!f)
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				  "out of memory\n");
-	err = prom_text__write(f, srv->opts.store, fmt,
-			       (uint64_t)ts.tv_sec * 1000000000ull +
-			       (uint64_t)ts.tv_nsec);
+	err = prom_text__write_target_info(f, srv->opts.resource,
+					   srv->opts.nresource, fmt);
+	if (!err)
+		err = prom_text__write(f, srv->opts.store, fmt,
+				       (uint64_t)ts.tv_sec * 1000000000ull +
+				       (uint64_t)ts.tv_nsec);
 	if (fclose(f) && !err)
 		err = -ENOMEM;
 	if (err) {

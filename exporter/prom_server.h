@@ -35,6 +35,12 @@ struct prom_server_opts {
 	 */
 	void (*before_collect)(void *ctx);
 	void *ctx;
+	/*
+	 * Optional OTel resource attributes, exposed as target_info; the
+	 * array and strings must outlive the server.
+	 */
+	const struct mlabel *resource;
+	size_t nresource;
 };
 
 /*

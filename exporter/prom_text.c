@@ -399,6 +399,27 @@ static int write_family(void *ctx, const struct mmetric_desc *d,
 	return err;
 }
 
+int prom_text__write_target_info(FILE *out, const struct mlabel *attrs,
+				 size_t n, enum prom_format fmt)
+{
+	struct writer w = { .out = out, .fmt = fmt };
+	struct mpoint_view p = { .labels = attrs, .nlabels = n };
+	int err;
+
+	if (!n)
+		return 0;
+	fputs("# HELP target_info Target metadata\n", out);
+	fprintf(out, "# TYPE target_info %s\n",
+		fmt == PROM_FMT_OPENMETRICS ? "info" : "gauge");
+	fputs("target_info", out);
+	err = write_labels(&w, &p, NULL, NULL);
+	fputs(" 1\n", out);
+	free(w.lo);
+	if (!err && ferror(out))
+		err = -EIO;
+	return err;
+}
+
 int prom_text__write(FILE *out, struct mstore *s, enum prom_format fmt,
 		     uint64_t now_ns)
 {

@@ -43,4 +43,13 @@ void prom_text__format_double(char *buf, size_t len, double v,
 int prom_text__write(FILE *out, struct mstore *s, enum prom_format fmt,
 		     uint64_t now_ns);
 
+/*
+ * The OTel resource as the target_info family (spec: "Resource Attributes"):
+ * one sample of value 1 carrying the attributes as labels; gauge in text
+ * 0.0.4, info in OpenMetrics. Write it before prom_text__write(), which
+ * ends OpenMetrics output with "# EOF". Nothing is written for n == 0.
+ */
+int prom_text__write_target_info(FILE *out, const struct mlabel *attrs,
+				 size_t n, enum prom_format fmt);
+
 #endif /* MM_EXPORTER_PROM_TEXT_H */

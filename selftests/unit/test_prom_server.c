@@ -123,11 +123,12 @@ TEST(prom_server_routes)
 	struct mmetric_desc g = { .name = "milometer.scrapes",
 				  .description = "Scrapes seen.",
 				  .instrument = MI_GAUGE, .is_int = true };
+	static const struct mlabel res[] = { { "service.name", "milometer" } };
 	struct agent_state a = { .store = mstore__new(NULL) };
 	struct prom_server_opts o = {
 		.listen_addr = "127.0.0.1:0", .store = a.store,
 		.ready_fn = ready_fn, .before_collect = before_collect,
-		.ctx = &a,
+		.ctx = &a, .resource = res, .nresource = 1,
 	};
 	struct prom_server *srv;
 	struct fetch f;
@@ -143,7 +144,10 @@ TEST(prom_server_routes)
 	ASSERT_EQ(fetch(port, "GET", "/metrics", NULL, &f), 0);
 	ASSERT_EQ(f.status, 200);
 	ASSERT_STREQ(f.type, "text/plain; version=0.0.4; charset=utf-8");
-	ASSERT_STREQ(f.body, "# HELP milometer_scrapes Scrapes seen.\n"
+	ASSERT_STREQ(f.body, "# HELP target_info Target metadata\n"
+			     "# TYPE target_info gauge\n"
+			     "target_info{service_name=\"milometer\"} 1\n"
+			     "# HELP milometer_scrapes Scrapes seen.\n"
 			     "# TYPE milometer_scrapes gauge\n"
 			     "milometer_scrapes 1\n");
 	free(f.body);
@@ -163,9 +167,8 @@ TEST(prom_server_routes)
 	accept_encoding = NULL;
 	ASSERT_EQ(f.status, 200);
 	ASSERT_STREQ(f.encoding, "gzip");
-	ASSERT_STREQ(f.body, "# HELP milometer_scrapes Scrapes seen.\n"
-			     "# TYPE milometer_scrapes gauge\n"
-			     "milometer_scrapes 3\n");
+	ASSERT_TRUE(strstr(f.body, "# TYPE milometer_scrapes gauge\n"
+				   "milometer_scrapes 3\n"), "%s", f.body);
 	free(f.body);
 
 	ASSERT_EQ(fetch(port, "HEAD", "/metrics", NULL, &f), 0);

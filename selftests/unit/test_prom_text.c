@@ -325,3 +325,31 @@ TEST(prom_text_scrape_100k_series)
 	free(buf);
 	mstore__free(st);
 }
+
+TEST(prom_text_target_info)
+{
+	static const struct mlabel res[] = {
+		{ "k8s.node.name", "node-1" },
+		{ "service.name", "milometer" },
+	};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	ASSERT_TRUE(f);
+	ASSERT_EQ(prom_text__write_target_info(f, res, 2, PROM_FMT_TEXT), 0);
+	ASSERT_EQ(prom_text__write_target_info(f, res, 2,
+					       PROM_FMT_OPENMETRICS), 0);
+	ASSERT_EQ(prom_text__write_target_info(f, res, 0, PROM_FMT_TEXT), 0);
+	fclose(f);
+	ASSERT_STREQ(buf,
+		     "# HELP target_info Target metadata\n"
+		     "# TYPE target_info gauge\n"
+		     "target_info{k8s_node_name=\"node-1\","
+		     "service_name=\"milometer\"} 1\n"
+		     "# HELP target_info Target metadata\n"
+		     "# TYPE target_info info\n"
+		     "target_info{k8s_node_name=\"node-1\","
+		     "service_name=\"milometer\"} 1\n");
+	free(buf);
+}
