@@ -966,6 +966,9 @@ static bool expired(const struct mstore *s, struct mseries *ser,
 {
 	if (!s->opts.idle_expiry_ns || ser->holds)
 		return false;
+	/* data no delta reader has seen yet is not idle: keep it until then */
+	if (ser->m->has_delta && (ser->flags & SER_DIRTY))
+		return false;
 	/* a series nobody recorded into ages from the first collection */
 	if (!ser->last_ns)
 		ser->last_ns = now_ns;

@@ -163,7 +163,8 @@ struct mpoint_view {
  * their effective bounds. A delta point starts at the previous MT_DELTA
  * collection (or at the series' first record), and a series with nothing new
  * has no delta point. Points are sorted by label set. Idle series expire
- * here. The callback runs under the store lock: it must not block for long.
+ * here, except held ones and ones whose delta no MT_DELTA collection has
+ * reported yet. The callback runs under the store lock: it must not block for long.
  * Returns 0, the callback's negative value, or -ENOMEM.)
  */
 typedef int (*mstore_visit_fn)(void *ctx, const struct mmetric_desc *desc,

@@ -510,3 +510,29 @@ TEST(mstore_concurrent_producers_and_collectors)
 	ASSERT_EQ(cum, 80000);
 	mstore__free(st);
 }
+
+TEST(mstore_expiry_keeps_unreported_delta)
+{
+	struct mstore_opts o = { .keep_delta = true,
+				 .idle_expiry_ns = 10 * SEC };
+	struct mstore *st = mstore__new(&o);
+	struct mmetric_desc d = counter;
+	struct seen seen;
+	int id;
+
+	d.temporality = MT_DELTA;
+	id = mstore__add_metric(st, &d);
+	mstore__lock(st);
+	mseries__add(mstore__series(st, id, NULL, 0), 4, SEC);
+	mstore__unlock(st);
+	/* idle for 29 s but the delta reader has not seen the 4 yet */
+	ASSERT_EQ(collect(st, MT_CUMULATIVE, 30 * SEC, d.name, &seen), 0);
+	ASSERT_EQ(seen.n, 1);
+	ASSERT_EQ(collect(st, MT_DELTA, 31 * SEC, d.name, &seen), 0);
+	ASSERT_EQ(seen.n, 1);
+	ASSERT_EQ(seen.p[0].value, 4);
+	/* reported: now it may go */
+	ASSERT_EQ(collect(st, MT_CUMULATIVE, 32 * SEC, d.name, &seen), 0);
+	ASSERT_EQ(seen.visits, 0);
+	mstore__free(st);
+}
