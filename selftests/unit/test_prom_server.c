@@ -51,6 +51,7 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ctx)
 }
 
 static const char *accept_encoding;
+static const char *fetch_host = "127.0.0.1";
 
 static int fetch(int port, const char *method, const char *path,
 		 const char *accept, struct fetch *f)
@@ -63,7 +64,7 @@ static int fetch(int port, const char *method, const char *path,
 	memset(f, 0, sizeof(*f));
 	if (!c)
 		return -1;
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	snprintf(url, sizeof(url), "http://%s:%d%s", fetch_host, port, path);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
@@ -212,6 +213,7 @@ TEST(prom_server_address_errors)
 				     "::1:9464", "127.0.0.1:70000",
 				     "127.0.0.1:x" };
 	struct prom_server *a, *b;
+	struct fetch f;
 	char err[256], addr[64];
 	size_t i;
 	int port;
@@ -239,10 +241,13 @@ TEST(prom_server_address_errors)
 	ASSERT_TRUE(b, "%s", err);
 	prom_server__stop(b);
 
-	/* all-interfaces and IPv6 loopback forms */
+	/* all interfaces: dual-stack, so IPv4 loopback reaches it */
 	o.listen_addr = ":0";
 	b = prom_server__start(&o, err, sizeof(err));
 	ASSERT_TRUE(b, "%s", err);
+	ASSERT_EQ(fetch(prom_server__port(b), "GET", "/healthz", NULL, &f), 0);
+	free(f.body);
+	ASSERT_EQ(f.status, 200);
 	prom_server__stop(b);
 	o.listen_addr = "localhost:0";
 	b = prom_server__start(&o, err, sizeof(err));
@@ -250,8 +255,16 @@ TEST(prom_server_address_errors)
 	prom_server__stop(b);
 	o.listen_addr = "[::1]:0";
 	b = prom_server__start(&o, err, sizeof(err));
-	if (!b)
+	if (b) {
+		fetch_host = "[::1]";
+		ASSERT_EQ(fetch(prom_server__port(b), "GET", "/healthz", NULL,
+				&f), 0);
+		fetch_host = "127.0.0.1";
+		free(f.body);
+		ASSERT_EQ(f.status, 200);
+	} else {
 		test_log("[::1]: %s (no IPv6 loopback here)\n", err);
+	}
 	prom_server__stop(b);
 	mstore__free(st);
 }
