@@ -9,6 +9,7 @@
 #include <malloc.h>
 #include <math.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "exporter/metric_store.h"
 #include "selftests/unit/test.h"
@@ -163,4 +164,40 @@ TEST(mstore_memory_per_series)
 		 "%.0f B/series (store), %.0f (mallinfo2)\n",
 		 f.store_per_series, f.malloc_per_series);
 	ASSERT_TRUE(f.store_per_series <= 2048, "%.0f", f.store_per_series);
+}
+
+/* Producer cost: find an existing series by 4 labels and add to it. */
+TEST(mstore_lookup_cost)
+{
+	static const char *methods[] = { "GET", "POST", "PUT", "DELETE" };
+	struct mmetric_desc d = { .name = "reqs", .instrument = MI_COUNTER };
+	struct mstore *st = mstore__new(NULL);
+	int id = mstore__add_metric(st, &d), i;
+	char routes[100][32], codes[5][8];
+	struct timespec a, b;
+	double ns;
+
+	for (i = 0; i < 100; i++)
+		snprintf(routes[i], sizeof(routes[i]), "/api/v1/svc-%d", i);
+	for (i = 0; i < 5; i++)
+		snprintf(codes[i], sizeof(codes[i]), "%d", 200 + 100 * i);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	mstore__lock(st);
+	for (i = 0; i < 1000000; i++) {
+		struct mlabel l[] = {
+			{ "http.route", routes[i % 100] },
+			{ "http.request.method", methods[i / 100 % 4] },
+			{ "http.response.status_code", codes[i / 400 % 5] },
+			{ "k8s.namespace.name", "default" },
+		};
+
+		mseries__add(mstore__series(st, id, l, 4), 1, 1);
+	}
+	mstore__unlock(st);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	ns = ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / 1e6;
+	test_log("series lookup + add, 4 labels, 2000 series: %.0f ns/op\n",
+		 ns);
+	ASSERT_TRUE(ns < 20000, "%.0f ns", ns);
+	mstore__free(st);
 }
