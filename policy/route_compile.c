@@ -105,6 +105,7 @@ struct build {
 	const struct gw_route **routes; /* model routes sorted by ns/name */
 	struct attach *att;
 	size_t natt, catt;
+	size_t route_first; /* first attachment of the route being attached */
 	char *err;
 	size_t errlen;
 };
@@ -150,9 +151,9 @@ static int add_attach(struct build *b, uint32_t route_id, const char *host)
 {
 	struct attach *grown;
 
-	for (size_t i = 0; i < b->natt; i++)
-		if (b->att[i].route_id == route_id &&
-		    !strcmp(b->att[i].host, host))
+	/* The same hostname through two listeners is one attachment. */
+	for (size_t i = b->route_first; i < b->natt; i++)
+		if (!strcmp(b->att[i].host, host))
 			return 0;
 	if (b->natt == b->catt) {
 		size_t cap = b->catt ? b->catt * 2 : 16;
@@ -177,6 +178,7 @@ static int attach_route(struct build *b, const struct gw_route *r,
 	char host[HOST_MAX];
 	int err;
 
+	b->route_first = b->natt;
 	for (size_t p = 0; p < r->nparents; p++) {
 		const struct gw_parent_ref *pr = &r->parents[p];
 
@@ -282,16 +284,16 @@ static size_t norm_prefix_len(const char *path)
 	return len;
 }
 
-static int fill_vhost(struct build *b, struct rc_vhost *vh)
+/* Entries of the routes attached as att[from, to), all with vh's host. */
+static int fill_vhost(struct build *b, struct rc_vhost *vh, size_t from,
+		      size_t to)
 {
 	struct route_table *t = b->t;
 	size_t n = 0;
 
-	for (size_t i = 0; i < b->natt; i++) {
+	for (size_t i = from; i < to; i++) {
 		const struct gw_route *r;
 
-		if (strcmp(b->att[i].host, vh->host))
-			continue;
 		r = t->routes[b->att[i].route_id].src;
 		for (size_t k = 0; k < r->nrules; k++)
 			n += r->rules[k].nmatches;
@@ -299,12 +301,10 @@ static int fill_vhost(struct build *b, struct rc_vhost *vh)
 	vh->entries = calloc(n ? n : 1, sizeof(*vh->entries));
 	if (!vh->entries)
 		return -ENOMEM;
-	for (size_t i = 0; i < b->natt; i++) {
+	for (size_t i = from; i < to; i++) {
 		uint32_t id = b->att[i].route_id;
 		const struct gw_route *r = t->routes[id].src;
 
-		if (strcmp(b->att[i].host, vh->host))
-			continue;
 		for (size_t k = 0; k < r->nrules; k++)
 			for (size_t j = 0; j < r->rules[k].nmatches; j++) {
 				struct rc_entry *e = &vh->entries[vh->nentries++];
@@ -323,40 +323,39 @@ static int fill_vhost(struct build *b, struct rc_vhost *vh)
 	return 0;
 }
 
-static int cmp_vhost_host(const void *a, const void *b)
+static int cmp_attach(const void *a, const void *b)
 {
-	return strcmp(((const struct rc_vhost *)a)->host,
-		      ((const struct rc_vhost *)b)->host);
+	const struct attach *x = a, *y = b;
+	int c = strcmp(x->host, y->host);
+
+	if (c)
+		return c;
+	return (x->route_id > y->route_id) - (x->route_id < y->route_id);
 }
 
+/* One vhost per distinct hostname, vhost ids in hostname order. */
 static int build_vhosts(struct build *b)
 {
 	struct route_table *t = b->t;
+	size_t i, j;
 	int err;
 
 	t->vhosts = calloc(b->natt ? b->natt : 1, sizeof(*t->vhosts));
 	if (!t->vhosts)
 		return -ENOMEM;
-	for (size_t i = 0; i < b->natt; i++) {
-		bool seen = false;
-		char *h;
+	qsort(b->att, b->natt, sizeof(*b->att), cmp_attach);
+	for (i = 0; i < b->natt; i = j) {
+		struct rc_vhost *vh = &t->vhosts[t->nvhosts++];
+		char *h = strdup(b->att[i].host);
 
-		for (size_t v = 0; v < t->nvhosts; v++)
-			seen |= !strcmp(t->vhosts[v].host, b->att[i].host);
-		if (seen)
-			continue;
-		h = strdup(b->att[i].host);
 		if (!h)
 			return -ENOMEM;
-		t->vhosts[t->nvhosts].host = h;
-		t->vhosts[t->nvhosts].kind = !h[0] ? MM_VH_CATCHALL :
-					     h[0] == '*' ? MM_VH_WILDCARD :
-							   MM_VH_EXACT;
-		t->nvhosts++;
-	}
-	qsort(t->vhosts, t->nvhosts, sizeof(*t->vhosts), cmp_vhost_host);
-	for (size_t v = 0; v < t->nvhosts; v++) {
-		err = fill_vhost(b, &t->vhosts[v]);
+		vh->host = h;
+		vh->kind = !h[0] ? MM_VH_CATCHALL :
+			   h[0] == '*' ? MM_VH_WILDCARD : MM_VH_EXACT;
+		for (j = i + 1; j < b->natt && !strcmp(b->att[j].host, h); j++)
+			;
+		err = fill_vhost(b, vh, i, j);
 		if (err)
 			return err;
 	}
@@ -421,18 +420,18 @@ static int build_vhost_keys(struct build *b)
 	return 0;
 }
 
+/* One non-regex entry, keyed as BPF will look it up. */
 struct key_group {
 	uint32_t vhost_id;
 	enum mm_path_kind kind;
 	const char *path;
 	size_t len;
 	uint64_t hash;
+	const struct rc_entry *e; /* e - vh->entries is its precedence */
 };
 
-static int cmp_group(const void *a, const void *b)
+static int cmp_key(const struct key_group *x, const struct key_group *y)
 {
-	const struct key_group *x = a, *y = b;
-
 	if (x->vhost_id != y->vhost_id)
 		return x->vhost_id < y->vhost_id ? -1 : 1;
 	if (x->kind != y->kind)
@@ -440,29 +439,39 @@ static int cmp_group(const void *a, const void *b)
 	return x->hash < y->hash ? -1 : x->hash > y->hash;
 }
 
-static bool same_path(const struct key_group *g, const struct rc_entry *e)
+static bool same_path(const struct key_group *x, const struct key_group *y)
 {
-	if (g->kind == MM_PATH_EXACT)
-		return e->m->path_type == GW_PATH_EXACT &&
-		       !strcmp(e->m->path, g->path);
-	return e->m->path_type == GW_PATH_PREFIX && e->prefix_len == g->len &&
-	       !memcmp(e->m->path, g->path, g->len);
+	return x->len == y->len && !memcmp(x->path, y->path, x->len);
 }
 
-/* The candidate list of one key: the vhost's entries for that path. */
-static void fill_cands(const struct rc_vhost *vh, const struct key_group *g,
+/* By key, then path (to tell collisions apart), then precedence. */
+static int cmp_group(const void *a, const void *b)
+{
+	const struct key_group *x = a, *y = b;
+	int c = cmp_key(x, y);
+
+	if (c)
+		return c;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	c = memcmp(x->path, y->path, x->len);
+	if (c)
+		return c;
+	return (x->e > y->e) - (x->e < y->e);
+}
+
+/* The candidate list of one key from its entries g[0, n) in order. */
+static void fill_cands(const struct key_group *g, size_t n,
 		       struct mm_route_cands *c)
 {
 	uint32_t covered = 0; /* methods an unconditional candidate decided */
 	const uint32_t all = (1u << MM_M__COUNT) - 1;
 
-	for (size_t i = 0; i < vh->nentries; i++) {
-		const struct rc_entry *e = &vh->entries[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct rc_entry *e = g[i].e;
 		uint32_t bits;
 		bool user;
 
-		if (!same_path(g, e))
-			continue;
 		bits = e->m->method == MM_M_ANY ? all : 1u << e->m->method;
 		if ((covered & bits) == bits)
 			continue; /* BPF could never reach it */
@@ -512,7 +521,7 @@ static int build_route_keys(struct build *b)
 
 		for (size_t i = 0; i < vh->nentries; i++) {
 			const struct rc_entry *e = &vh->entries[i];
-			struct key_group k = { .vhost_id = (uint32_t)v };
+			struct key_group k = { .vhost_id = (uint32_t)v, .e = e };
 			size_t slashes = 0;
 
 			if (e->m->path_type == GW_PATH_REGEX)
@@ -540,16 +549,16 @@ static int build_route_keys(struct build *b)
 		ret = -ENOMEM;
 		goto cleanup;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (i && !cmp_group(&g[i - 1], &g[i])) {
-			if (g[i - 1].len == g[i].len &&
-			    !memcmp(g[i - 1].path, g[i].path, g[i].len))
-				continue;
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && !cmp_key(&g[i], &g[j]) &&
+				same_path(&g[i], &g[j]); j++)
+			;
+		if (j < n && !cmp_key(&g[i], &g[j])) {
 			snprintf(b->err, b->errlen,
 				 "paths \"%.*s\" and \"%.*s\" have the same "
 				 "FNV-1a hash in vhost \"%s\": rename one",
-				 (int)g[i - 1].len, g[i - 1].path,
 				 (int)g[i].len, g[i].path,
+				 (int)g[j].len, g[j].path,
 				 t->vhosts[g[i].vhost_id].host);
 			ret = -EEXIST;
 			goto cleanup;
@@ -558,8 +567,7 @@ static int build_route_keys(struct build *b)
 		t->route_keys[out].vhost_id = g[i].vhost_id;
 		t->route_keys[out].kind = g[i].kind;
 		t->route_keys[out].hash = g[i].hash;
-		fill_cands(&t->vhosts[g[i].vhost_id], &g[i],
-			   &t->route_cands[out]);
+		fill_cands(&g[i], j - i, &t->route_cands[out]);
 		out++;
 	}
 	t->nroute_keys = out;

@@ -78,6 +78,9 @@ static const char *const heads[] = {
 	"DELETE /m HTTP/1.1\r\nHost: many.test\r\n",
 	"POST /x HTTP/1.1\r\nHost: many.test\r\nContent-Length: 0\r\n",
 	"GET /x HTTP/1.1\r\nHost: many.test\r\n",
+	"GET /1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16/17 HTTP/1.1\r\n"
+	"Host: deep.test\r\n",
+	"GET /a HTTP/1.1\r\nHost: deep.test\r\n",
 };
 
 #define NHEADS (sizeof(heads) / sizeof(heads[0]))

@@ -146,6 +146,25 @@ static const struct rcase cases[] = {
 	  "/m", "", "unmatched", DEFER },
 	{ "second match of a rule", "POST", "many.test", "/x", "",
 	  "apps/many rule 9", KERNEL },
+	/* Deep prefixes: BPF defers only when the path is deeper still */
+	{ "deep vhost, shallow path", "GET", "deep.test", "/a/b", "",
+	  "apps/deep rule 0", KERNEL },
+	{ "deep prefix, path equal to it", "GET", "deep.test",
+	  "/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16", "", "apps/deep rule 1",
+	  KERNEL },
+	{ "deep prefix, deeper path", "GET", "deep.test",
+	  "/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16/17", "",
+	  "apps/deep rule 1", DEFER },
+	{ "deep vhost, deep path, no match", "GET", "deep.test",
+	  "/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/x/17", "", "unmatched",
+	  DEFER },
+	/* What BPF leaves to user space before any lookup */
+	{ "absolute-form target", "GET", "ignored.test",
+	  "http://www.example.com/login", "", "apps/login rule 0", DEFER },
+	{ "Host longer than MM_HOST_MAX", "GET",
+	  "a123456789a123456789a123456789a123456789a123456789a123456789"
+	  "a123456789a123456789a123456789a123456789a123456789a123456789"
+	  ".example.com", "/", "", "apps/wild rule 0", DEFER },
 };
 
 static struct gw_model *load(const char *dir, struct route_table **t,
@@ -243,7 +262,7 @@ TEST(route_precedence_table_shape)
 				     strcmp(t->routes[i - 1].name,
 					    t->routes[i].name) < 0));
 	}
-	ASSERT_EQ(t->nroutes, 16);
+	ASSERT_EQ(t->nroutes, 17);
 	ASSERT_EQ(m->skipped, 2); /* MetricDefinition, Service */
 	for (size_t k = 0; k < t->nvhost_keys; k++) {
 		ASSERT_EQ(t->vhost_keys[k].gen, 7);
@@ -254,6 +273,9 @@ TEST(route_precedence_table_shape)
 		}
 	}
 	ASSERT_TRUE(has_regex_flag);
+	for (size_t v = 0; v < t->nvhosts; v++)
+		ASSERT_EQ(!!(t->vhosts[v].flags & MM_VHOST_DEEP),
+			  !strcmp(t->vhosts[v].host, "deep.test"));
 	for (size_t k = 0; k < t->nroute_keys; k++) {
 		const struct mm_route_key *key = &t->route_keys[k];
 
