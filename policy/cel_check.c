@@ -31,10 +31,6 @@ static const char *const type_idents[] = {
 	"null_type", "type", "dyn",
 };
 
-static const char *const macros[] = {
-	"all", "exists", "exists_one", "map", "filter",
-};
-
 static int check_fail(struct cel_error *err, int col, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -201,17 +197,30 @@ static int probe(struct cel_program *p, struct cel_node *n,
 {
 	struct cel_value a, b, out;
 	struct cel_error perr = { 0 };
+	struct cel_value vscratch[2];
+	char scratch[8];
 	int r;
 
 	if (!stand_in(n->a->stype, &a) ||
 	    (n->kind == N_BINOP && !stand_in(n->b->stype, &b)))
 		return 0;
+	/* the real arena does not exist yet; stand-ins need a byte or two */
 	p->err = &perr;
+	p->arena = scratch;
+	p->arena_len = sizeof(scratch);
+	p->arena_used = 0;
+	p->vpool = vscratch;
+	p->vpool_len = 2;
+	p->vpool_used = 0;
 	if (n->kind == N_BINOP)
 		r = cel_binop(p, n->op, n->col, &a, &b, &out);
 	else
 		r = cel_neg(p, n->col, &a, &out);
 	p->err = NULL;
+	p->arena = NULL;
+	p->arena_len = 0;
+	p->vpool = NULL;
+	p->vpool_len = 0;
 	if (r == CEL_E_OVERLOAD)
 		return check_fail(err, n->col, "%s", perr.msg);
 	if (!r)
@@ -236,13 +245,8 @@ static int check_call(struct cel_program *p, struct cel_node *n,
 	const struct cel_func *f;
 	bool member = n->op;
 	int nargs = n->nargs;
-	size_t i;
+	uint32_t i;
 
-	for (i = 0; i < sizeof(macros) / sizeof(macros[0]); i++)
-		if (name_is(s, macros[i]))
-			return check_fail(err, n->col,
-					  "the '%s' macro is not supported by milometer's CEL subset",
-					  macros[i]);
 	f = cel_func_lookup(s->str.s, s->str.len);
 	if (!f)
 		return check_fail(err, n->col, "undeclared function '%.*s'",
@@ -273,7 +277,7 @@ static int check_call(struct cel_program *p, struct cel_node *n,
 
 		if (t != CEL_DYN && !(f->mask[i] & TM(t)))
 			return check_fail(err, n->args[i]->col,
-					  "no matching overload for '%s' with argument %zu of type %s",
+					  "no matching overload for '%s' with argument %u of type %s",
 					  f->name, i + 1, cel_type_name(t));
 	}
 	n->fn = f;

@@ -190,13 +190,15 @@ static int concat(struct cel_program *p, int col, const struct cel_value *l,
 	char *s;
 
 	if (l->type != CEL_LIST) {
-		s = cel_arena_alloc(p, l->str.len + r->str.len);
+		/* NUL-terminated too, for regexec() and friends */
+		s = cel_arena_alloc(p, l->str.len + r->str.len + 1);
 		if (!s)
 			return too_large(p, col);
 		if (l->str.len)
 			memcpy(s, l->str.s, l->str.len);
 		if (r->str.len)
 			memcpy(s + l->str.len, r->str.s, r->str.len);
+		s[l->str.len + r->str.len] = 0;
 		out->type = l->type;
 		out->str.s = s;
 		out->str.len = l->str.len + r->str.len;

@@ -250,10 +250,10 @@ static int fn_string(struct cel_program *p, const struct cel_node *n,
 		len = cel_fmt_value(&a[0], tmp, sizeof(tmp));
 		if (len < 0 || len >= (int)sizeof(tmp))
 			return NO_OVERLOAD(p, n, a);
-		s = cel_arena_alloc(p, len);
+		s = cel_arena_alloc(p, len + 1);
 		if (!s)
 			return cel_fail(p, n->col, "expression result too large");
-		memcpy(s, tmp, len);
+		memcpy(s, tmp, len + 1);
 		out->type = CEL_STRING;
 		out->str.s = s;
 		out->str.len = len;

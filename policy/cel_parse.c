@@ -24,6 +24,33 @@ struct parser {
 
 static struct cel_node *parse_expr(struct parser *ps);
 
+/*
+ * Reserved for embedding CEL in other languages. Like cel-go, only a bare
+ * name is refused: after '.' they are field names, and Kubernetes objects
+ * have metadata.namespace.
+ */
+static const char *const reserved[] = {
+	"as", "break", "const", "continue", "else", "for", "function", "if",
+	"import", "let", "loop", "package", "namespace", "return", "var",
+	"void", "while",
+};
+
+/* Comprehension macros, which need per-iteration scopes we do not have. */
+static const char *const macros[] = {
+	"all", "exists", "exists_one", "map", "filter",
+};
+
+static const char *find_word(const char *const *words, size_t n,
+			     const struct cel_token *t)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strlen(words[i]) == t->len && !memcmp(words[i], t->s, t->len))
+			return words[i];
+	return NULL;
+}
+
 static const char *tok_name(const struct cel_token *t, char *buf, size_t len)
 {
 	static const char *const names[] = {
@@ -232,8 +259,14 @@ static struct cel_node *call(struct parser *ps, const struct cel_token *name,
 			     struct cel_node *recv)
 {
 	struct cel_node *n, *head;
+	const char *m;
 	uint32_t cnt;
 
+	m = find_word(macros, sizeof(macros) / sizeof(macros[0]), name);
+	if (m)
+		return fail(ps, name->col,
+			    "the '%s' macro is not supported by milometer's CEL subset",
+			    m);
 	n = new_node(ps, N_CALL, name->col);
 	if (!n)
 		return NULL;
@@ -323,6 +356,10 @@ static struct cel_node *parse_primary(struct parser *ps)
 		/* fallthrough */
 	case T_IDENT:
 		t = next(ps);
+		if (find_word(reserved, sizeof(reserved) / sizeof(reserved[0]), t))
+			return fail(ps, t->col,
+				    "'%.*s' is a reserved word and cannot be used as a name",
+				    (int)t->len, t->s);
 		if (accept(ps, T_LPAREN))
 			return call(ps, t, NULL);
 		n = new_node(ps, N_VAR, t->col);
