@@ -135,6 +135,7 @@ static __always_inline void host_byte(struct mm_conn *c, __u8 ch)
 	ch = lower(ch);
 	*IDX(c->host, len, MM_HOST_MAX) = ch;
 	c->host_len = len + 1;
+	c->host_hash = fnv_step(c->host_hash, ch);
 	if (ch == '.' && c->ndots < MM_DOTS_MAX) {
 		*IDX(c->dots, c->ndots, MM_DOTS_MAX) = len;
 		c->ndots++;

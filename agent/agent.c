@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * `milometer run`: load and attach the data path, install the route table,
+ * then one thread drains the ring buffer and does 1 Hz housekeeping
+ * (manifest reloads, target rescans, series expiry, self-metrics, OTLP
+ * export), while the Prometheus server and the OTLP sender have their own
+ * threads and only ever touch the metric store under its lock.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "agent/agent.h"
+#include "agent/aggregate.h"
+#include "agent/ctl.h"
+#include "agent/loader.h"
+#include "agent/route_sync.h"
+#include "agent/self_metrics.h"
+#include "agent/targets.h"
+#include "exporter/metric_store.h"
+#include "exporter/otlp_encode.h"
+#include "exporter/otlp_sender.h"
+#include "exporter/prom_server.h"
+#include "milometer.skel.h"
+#include "policy/cluster_id.h"
+#include "policy/contract.h"
+#include "policy/manifest_source.h"
+#include "policy/policy_engine.h"
+#include "policy/route_compile.h"
+
+#define OTLP_MAX_POINTS 20000 /* points per request: well under 20 MiB */
+
+uint64_t agent__mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+uint64_t agent__real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct agent *ag = ctx;
+
+	return aggregate__event(ag->agg, data, size);
+}
+
+static void drain(struct agent *ag)
+{
+	mstore__lock(ag->store);
+	ring_buffer__consume(ag->rb);
+	mstore__unlock(ag->store);
+}
+
+static int ready_fn(void *ctx, char *why, size_t len)
+{
+	struct agent *ag = ctx;
+
+	if (ag->ready)
+		return 0;
+	snprintf(why, len, "%s", ag->not_ready);
+	return 1;
+}
+
+static int open_contract(struct agent *ag)
+{
+	const char *paths[1] = { ag->opts->manifests };
+	char err[512];
+
+	if (!ag->opts->manifests)
+		return 0;
+	ag->msrc = manifest_source__open_paths(paths, 1, err, sizeof(err));
+	if (!ag->msrc) {
+		fprintf(stderr, "milometer: %s\n", err);
+		return -EINVAL;
+	}
+	ag->contract = contract__new();
+	if (!ag->contract)
+		return -ENOMEM;
+	contract__load(ag->contract, ag->msrc);
+	if (contract__rejected(ag->contract))
+		fprintf(stderr, "milometer: some MetricDefinitions/MetricPolicies were rejected: see `milometer ctl policies` or `milometer check --manifests %s`\n",
+			ag->opts->manifests);
+	ag->engine = policy_engine__new(ag->store, ag->contract);
+	if (!ag->engine)
+		return -ENOMEM;
+	policy_engine__sync(ag->engine, ag->msrc);
+	return 0;
+}
+
+static void reload_contract(struct agent *ag)
+{
+	int r;
+
+	if (!ag->msrc)
+		return;
+	r = manifest_source__reload(ag->msrc);
+	if (r <= 0)
+		return;
+	contract__load(ag->contract, ag->msrc);
+	mstore__lock(ag->store);
+	policy_engine__sync(ag->engine, ag->msrc);
+	mstore__unlock(ag->store);
+}
+
+static int start_otlp(struct agent *ag)
+{
+	struct agent_opts *o = ag->opts;
+	struct cluster_identity ci = {};
+	struct mlabel res[8], cl[2];
+	char host[256] = "";
+	size_t n = 0, ncl;
+	struct otlp_encode_opts eo = {};
+	struct otlp_sender_opts so = {
+		.endpoint = o->otlp_endpoint,
+		.headers = o->otlp_headers,
+		.ca_file = o->otlp_ca_file,
+		.gzip = o->otlp_gzip,
+		.queue_max_bytes = o->otlp_queue_bytes,
+		.timeout_ms = o->otlp_timeout_ms,
+	};
+	char err[512];
+
+	if (!o->otlp_endpoint)
+		return 0;
+	gethostname(host, sizeof(host) - 1);
+	res[n++] = (struct mlabel){ "service.name", "milometer" };
+	res[n++] = (struct mlabel){ "service.version", MM_VERSION };
+	res[n++] = (struct mlabel){ "host.name", host };
+	if (o->node_name)
+		res[n++] = (struct mlabel){ "k8s.node.name", o->node_name };
+	if (ag->contract) {
+		contract__cluster(ag->contract, &ci);
+		ncl = cluster_id__attrs(&ci, cl);
+		for (size_t i = 0; i < ncl; i++)
+			res[n++] = cl[i];
+	}
+	eo.resource = res;
+	eo.nresource = n;
+	ag->enc = otlp_encoder__new(&eo);
+	if (!ag->enc)
+		return -ENOMEM;
+	ag->otlp = otlp_sender__start(&so, err, sizeof(err));
+	if (!ag->otlp) {
+		fprintf(stderr, "milometer: --otlp-endpoint: %s\n", err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int emit_otlp(void *ctx, void *buf, size_t len, size_t npoints)
+{
+	struct agent *ag = ctx;
+
+	otlp_sender__enqueue(ag->otlp, buf, len);
+	return 0;
+}
+
+static void export_otlp(struct agent *ag)
+{
+	if (!ag->otlp)
+		return;
+	otlp_encode__store_split(ag->enc, ag->store, agent__real_ns(),
+				 OTLP_MAX_POINTS, emit_otlp, ag);
+}
+
+static void tick(struct agent *ag, uint64_t ticks)
+{
+	uint64_t mono = agent__mono_ns(), real = agent__real_ns();
+	struct agent_opts *o = ag->opts;
+
+	route_sync__poll(ag->routes, mono);
+	reload_contract(ag);
+	if (ticks % 5 == 0)
+		targets__rescan(ag->skel, o);
+	if (ticks % 30 == 0)
+		targets__sweep_conns(ag->skel);
+	mstore__lock(ag->store);
+	aggregate__maintain(ag->agg, real, o->series_idle_s * 1000000000ULL);
+	mstore__unlock(ag->store);
+	if (ag->engine)
+		policy_engine__collect_resource_fields(ag->engine, real);
+	self_metrics__refresh(ag->self);
+	if (ag->otlp &&
+	    mono - ag->last_export_ns >= o->export_interval_s * 1000000000ULL) {
+		ag->last_export_ns = mono;
+		export_otlp(ag);
+	}
+}
+
+static int add_fd(int ep, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+static int main_loop(struct agent *ag)
+{
+	struct itimerspec its = {
+		.it_interval.tv_sec = 1, .it_value.tv_sec = 1,
+	};
+	int ep = -1, sfd = -1, tfd = -1, rbfd, err = 0;
+	uint64_t ticks = 0;
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	rbfd = ring_buffer__epoll_fd(ag->rb);
+	if (sfd < 0 || tfd < 0 || ep < 0 || timerfd_settime(tfd, 0, &its, NULL) ||
+	    add_fd(ep, sfd) || add_fd(ep, tfd) || add_fd(ep, rbfd) ||
+	    (ag->ctl_fd >= 0 && add_fd(ep, ag->ctl_fd))) {
+		err = -errno;
+		fprintf(stderr, "milometer: event loop setup failed: %s\n",
+			strerror(errno));
+		goto cleanup;
+	}
+	for (;;) {
+		struct epoll_event evs[8];
+		int n = epoll_wait(ep, evs, 8, 1000);
+
+		if (n < 0 && errno != EINTR) {
+			err = -errno;
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+
+			if (fd == rbfd) {
+				drain(ag);
+			} else if (fd == sfd) {
+				struct signalfd_siginfo si;
+
+				if (read(sfd, &si, sizeof(si)) == sizeof(si) &&
+				    si.ssi_signo != SIGHUP) {
+					fprintf(stderr, "milometer: %s, detaching\n",
+						strsignal(si.ssi_signo));
+					goto cleanup;
+				}
+				/* SIGHUP: reload now */
+				tick(ag, ++ticks);
+			} else if (fd == tfd) {
+				uint64_t exp;
+
+				if (read(tfd, &exp, sizeof(exp)) > 0)
+					tick(ag, ++ticks);
+			} else if (fd == ag->ctl_fd) {
+				ctl__serve(ag, ag->ctl_fd);
+			}
+		}
+	}
+cleanup:
+	if (ep >= 0)
+		close(ep);
+	if (sfd >= 0)
+		close(sfd);
+	if (tfd >= 0)
+		close(tfd);
+	return err;
+}
+
+int agent__run(struct agent_opts *o)
+{
+	struct loader_opts lo = {
+		.pin_dir = o->pin_dir,
+		.ringbuf_bytes = o->ringbuf_bytes,
+		.max_connections = o->max_connections,
+		.verbose = o->verbose,
+	};
+	struct mstore_opts so = {
+		.max_series_per_metric = o->max_series,
+		.idle_expiry_ns = o->series_idle_s * 1000000000ULL,
+		.keep_delta = o->otlp_endpoint != NULL,
+	};
+	struct agent ag = { .opts = o, .ctl_fd = -1 };
+	char err[1024];
+	sigset_t mask;
+	int ret;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	/* blocked before any thread starts, so only the signalfd sees them */
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	ag.start_ns = agent__real_ns();
+	snprintf(ag.not_ready, sizeof(ag.not_ready), "starting");
+
+	ag.store = mstore__new(&so);
+	if (!ag.store) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	ret = loader__start(&lo, &ag.skel);
+	if (ret)
+		goto cleanup;
+	ret = targets__init(ag.skel, o);
+	if (ret)
+		goto cleanup;
+	ag.routes = route_sync__new(ag.skel, o->manifests, o->gateway);
+	if (!ag.routes) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	ret = route_sync__load(ag.routes, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "milometer: %s\n", err);
+		ret = -EINVAL;
+		goto cleanup;
+	}
+	ret = open_contract(&ag);
+	if (ret)
+		goto cleanup;
+	ag.agg = aggregate__new(ag.store, ag.routes, o->export_source_metrics);
+	ag.self = self_metrics__new(&ag);
+	ag.rb = ring_buffer__new(bpf_map__fd(ag.skel->maps.mm_events), on_event,
+				 &ag, NULL);
+	if (!ag.agg || !ag.self || !ag.rb) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	aggregate__set_engine(ag.agg, ag.engine);
+	ag.ctl_fd = ctl__listen(o->socket_path);
+	if (ag.ctl_fd < 0) {
+		ret = ag.ctl_fd;
+		goto cleanup;
+	}
+	if (o->prometheus_listen && o->prometheus_listen[0]) {
+		struct prom_server_opts po = {
+			.listen_addr = o->prometheus_listen,
+			.store = ag.store,
+			.ready_fn = ready_fn,
+			.ctx = &ag,
+		};
+
+		ag.prom = prom_server__start(&po, err, sizeof(err));
+		if (!ag.prom) {
+			fprintf(stderr, "milometer: --prometheus-listen %s: %s\n",
+				o->prometheus_listen, err);
+			ret = -EINVAL;
+			goto cleanup;
+		}
+	}
+	ret = start_otlp(&ag);
+	if (ret)
+		goto cleanup;
+	self_metrics__refresh(ag.self);
+	ag.last_export_ns = agent__mono_ns();
+	ag.ready = true;
+	fprintf(stderr, "milometer: attached; %d proxy processes, %zu routes; metrics on %s\n",
+		targets__count(ag.skel), route_sync__current(ag.routes)->nroutes,
+		ag.prom ? o->prometheus_listen : "(no prometheus)");
+	ret = main_loop(&ag);
+	ag.ready = false;
+	/* what is already in the ring buffer still counts */
+	drain(&ag);
+	if (ag.otlp) {
+		self_metrics__refresh(ag.self);
+		export_otlp(&ag);
+	}
+cleanup:
+	prom_server__stop(ag.prom);
+	if (ag.otlp)
+		otlp_sender__stop(ag.otlp, 2000);
+	otlp_encoder__free(ag.enc);
+	ctl__close(ag.ctl_fd, o->socket_path);
+	ring_buffer__free(ag.rb);
+	aggregate__free(ag.agg);
+	self_metrics__free(ag.self);
+	if (ag.engine) {
+		policy_engine__free(ag.engine);
+	}
+	contract__free(ag.contract);
+	manifest_source__free(ag.msrc);
+	route_sync__free(ag.routes);
+	loader__stop(ag.skel, o->pin_dir);
+	mstore__free(ag.store);
+	return ret;
+}

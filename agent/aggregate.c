@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/aggregate.h"
+#include "agent/route_sync.h"
+#include "bpf/milometer.h"
+#include "exporter/metric_store.h"
+#include "policy/cel.h"
+#include "policy/policy_engine.h"
+#include "policy/route_compile.h"
+#include "policy/route_match.h"
+
+/* Envoy's default histogram buckets (source/common/stats/histogram_impl.h) */
+const double aggregate__envoy_bounds[] = {
+	0.5, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000,
+	30000, 60000, 300000, 600000, 1800000, 3600000,
+};
+const size_t aggregate__envoy_nbounds =
+	sizeof(aggregate__envoy_bounds) / sizeof(aggregate__envoy_bounds[0]);
+
+enum { SRC_DS_TOTAL, SRC_DS_TIME, SRC_US_TOTAL, SRC_US_TIME, SRC__N };
+
+static const char *const src_names[SRC__N] = {
+	"envoy.http.downstream_rq_total",
+	"envoy.http.downstream_rq_time",
+	"envoy.cluster.upstream_rq_total",
+	"envoy.cluster.upstream_rq_time",
+};
+
+static const char *const src_desc[SRC__N] = {
+	"Downstream (client to proxy) requests, by HTTPRoute rule.",
+	"Downstream request time: first request byte received to last response byte sent.",
+	"Upstream (proxy to backend) requests, by HTTPRoute rule.",
+	"Upstream request time: first upstream request byte sent to last response byte received.",
+};
+
+static const char *const method_names[MM_M__COUNT] = {
+	"_OTHER", "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT",
+	"OPTIONS", "TRACE", "PATCH",
+};
+
+struct key_entry {
+	uint64_t key;      /* 0: empty slot */
+	uint64_t last_ns;
+	struct mseries *total, *time;
+	struct pe_binding *b_total, *b_time;
+	uint64_t pe_gen;
+};
+
+struct deferred {
+	uint64_t conn_id;  /* 0: empty */
+	uint32_t seq;
+	uint32_t gen;
+	uint32_t route_id;
+	uint16_t rule_idx;
+	uint64_t at_ns;
+};
+
+#define DEFERRED_SLOTS 4096 /* in-flight deferred requests remembered */
+
+struct aggregate {
+	struct mstore *store;
+	struct route_sync *rs;
+	struct policy_engine *pe;
+	int metric[SRC__N];
+	bool export_sources;
+	struct key_entry *tab;
+	size_t cap, used;
+	struct deferred *def;
+	struct aggregate_stats st;
+};
+
+static uint64_t now_realtime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+struct aggregate *aggregate__new(struct mstore *store, struct route_sync *rs,
+				 bool export_sources)
+{
+	struct aggregate *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	a->store = store;
+	a->rs = rs;
+	a->export_sources = export_sources;
+	a->cap = 1024;
+	a->tab = calloc(a->cap, sizeof(*a->tab));
+	a->def = calloc(DEFERRED_SLOTS, sizeof(*a->def));
+	if (!a->tab || !a->def)
+		goto fail;
+	for (int i = 0; i < SRC__N; i++) {
+		struct mmetric_desc d = {
+			.name = src_names[i],
+			.description = src_desc[i],
+			.temporality = MT_CUMULATIVE,
+		};
+
+		if (i == SRC_DS_TOTAL || i == SRC_US_TOTAL) {
+			d.unit = "1";
+			d.instrument = MI_COUNTER;
+			d.is_int = true;
+		} else {
+			d.unit = "ms";
+			d.instrument = MI_HISTOGRAM;
+			d.hist = MH_EXPLICIT;
+			d.bounds = aggregate__envoy_bounds;
+			d.nbounds = aggregate__envoy_nbounds;
+		}
+		a->metric[i] = export_sources ? mstore__add_metric(store, &d) : -1;
+		if (export_sources && a->metric[i] < 0)
+			goto fail;
+	}
+	return a;
+fail:
+	aggregate__free(a);
+	return NULL;
+}
+
+static void entry_release(struct aggregate *a, struct key_entry *e)
+{
+	if (e->total)
+		mstore__release(a->store, e->total);
+	if (e->time)
+		mstore__release(a->store, e->time);
+	pe_binding__free(e->b_total);
+	pe_binding__free(e->b_time);
+	memset(e, 0, sizeof(*e));
+}
+
+void aggregate__free(struct aggregate *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->cap && a->tab; i++)
+		if (a->tab[i].key)
+			entry_release(a, &a->tab[i]);
+	free(a->tab);
+	free(a->def);
+	free(a);
+}
+
+void aggregate__set_engine(struct aggregate *a, struct policy_engine *pe)
+{
+	a->pe = pe;
+}
+
+static inline uint64_t mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return k;
+}
+
+/*
+ * Packed key, never 0: gen 16 bits | route 20 | rule 8 | method 4 |
+ * status 10 | leg 1 | aborted 1 | 1 (non-zero marker), low bit first.
+ */
+static uint64_t pack_key(uint32_t gen, uint32_t route, uint32_t rule,
+			 uint32_t method, uint32_t status, uint32_t leg,
+			 bool aborted)
+{
+	return ((uint64_t)(gen & 0xffff) << 48) |
+	       ((uint64_t)(route & 0xfffff) << 28) |
+	       ((uint64_t)(rule & 0xff) << 20) |
+	       ((uint64_t)(method & 0xf) << 16) |
+	       ((uint64_t)(status > 999 ? 999 : status) << 6) |
+	       ((uint64_t)(leg & 1) << 2) | ((uint64_t)aborted << 1) | 1;
+}
+
+static int grow(struct aggregate *a)
+{
+	size_t ncap = a->cap * 2;
+	struct key_entry *n = calloc(ncap, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->cap; i++) {
+		size_t j;
+
+		if (!a->tab[i].key)
+			continue;
+		for (j = mix(a->tab[i].key) & (ncap - 1); n[j].key;
+		     j = (j + 1) & (ncap - 1))
+			;
+		n[j] = a->tab[i];
+	}
+	free(a->tab);
+	a->tab = n;
+	a->cap = ncap;
+	return 0;
+}
+
+struct labels {
+	struct mlabel l[9];
+	struct cel_attr c[9];
+	size_t n;
+	char cluster[512], status[8], class[4];
+};
+
+static void add_label(struct labels *lb, const char *k, const char *v)
+{
+	lb->l[lb->n].key = k;
+	lb->l[lb->n].value = v;
+	lb->c[lb->n].key = k;
+	lb->c[lb->n].value = v;
+	lb->n++;
+}
+
+static void build_labels(const struct route_table *t, uint32_t route,
+			 uint32_t rule, uint32_t method, uint32_t status,
+			 bool aborted, struct labels *lb)
+{
+	lb->n = 0;
+	if (t && route < t->nroutes) {
+		const struct rc_route *r = &t->routes[route];
+
+		add_label(lb, "k8s.httproute.name", r->name);
+		add_label(lb, "k8s.namespace.name", r->ns);
+		if (r->gw_name)
+			add_label(lb, "k8s.gateway.name", r->gw_name);
+		if (!route_compile__cluster_name(t, route, rule, lb->cluster,
+						 sizeof(lb->cluster)))
+			add_label(lb, "envoy.cluster_name", lb->cluster);
+	} else {
+		add_label(lb, "k8s.httproute.name",
+			  route == MM_ROUTE_UNMATCHED ? "unmatched" : "unknown");
+	}
+	add_label(lb, "http.request.method",
+		  method_names[method < MM_M__COUNT ? method : 0]);
+	snprintf(lb->status, sizeof(lb->status), "%u", aborted ? 0 : status);
+	add_label(lb, "http.response.status_code", lb->status);
+	if (aborted) {
+		add_label(lb, "milometer.aborted", "true");
+	} else if (status >= 100 && status <= 599) {
+		snprintf(lb->class, sizeof(lb->class), "%ux", status / 100);
+		lb->class[2] = 'x';
+		add_label(lb, "http.response.status_code_class", lb->class);
+	}
+}
+
+static void bind_entry(struct aggregate *a, struct key_entry *e, int leg,
+		       const struct labels *lb)
+{
+	int total = leg ? SRC_US_TOTAL : SRC_DS_TOTAL;
+	int time = leg ? SRC_US_TIME : SRC_DS_TIME;
+
+	if (!a->pe)
+		return;
+	pe_binding__free(e->b_total);
+	pe_binding__free(e->b_time);
+	e->b_total = e->b_time = NULL;
+	policy_engine__bind(a->pe, src_names[total], lb->c, lb->n, &e->b_total);
+	policy_engine__bind(a->pe, src_names[time], lb->c, lb->n, &e->b_time);
+	e->pe_gen = policy_engine__generation(a->pe);
+}
+
+static struct key_entry *lookup(struct aggregate *a, uint64_t key,
+				const struct route_table *t, uint32_t route,
+				uint32_t rule, uint32_t method, uint32_t status,
+				int leg, bool aborted)
+{
+	size_t i = mix(key) & (a->cap - 1);
+	struct key_entry *e;
+	struct labels lb;
+
+	for (; a->tab[i].key; i = (i + 1) & (a->cap - 1))
+		if (a->tab[i].key == key)
+			return &a->tab[i];
+	if ((a->used + 1) * 2 > a->cap) {
+		if (grow(a))
+			return NULL;
+		return lookup(a, key, t, route, rule, method, status, leg,
+			      aborted);
+	}
+	e = &a->tab[i];
+	e->key = key;
+	a->used++;
+	a->st.keys = a->used;
+	build_labels(t, route, rule, method, status, aborted, &lb);
+	if (a->export_sources) {
+		e->total = mstore__series(a->store,
+					  a->metric[leg ? SRC_US_TOTAL : SRC_DS_TOTAL],
+					  lb.l, lb.n);
+		e->time = mstore__series(a->store,
+					 a->metric[leg ? SRC_US_TIME : SRC_DS_TIME],
+					 lb.l, lb.n);
+		if (e->total)
+			mstore__hold(e->total);
+		if (e->time)
+			mstore__hold(e->time);
+	}
+	bind_entry(a, e, leg, &lb);
+	return e;
+}
+
+static struct deferred *def_slot(struct aggregate *a, uint64_t conn, uint32_t seq)
+{
+	return &a->def[mix(conn ^ ((uint64_t)seq << 40)) & (DEFERRED_SLOTS - 1)];
+}
+
+static void on_head(struct aggregate *a, const struct mm_http_event *e,
+		    size_t size)
+{
+	const struct route_table *t = route_sync__table(a->rs, e->route_gen);
+	struct route_result res;
+	struct http_req req;
+	struct deferred *d = def_slot(a, e->conn_id, e->req_seq);
+	size_t len = e->head_len;
+
+	a->st.heads++;
+	if (len > size - sizeof(*e))
+		len = size - sizeof(*e);
+	d->conn_id = e->conn_id;
+	d->seq = e->req_seq;
+	d->gen = e->route_gen;
+	d->route_id = MM_ROUTE_UNKNOWN;
+	d->rule_idx = 0;
+	if (!t) {
+		a->st.retired_gen++;
+		return;
+	}
+	if (route_match__parse_head(e->head, len, &req) ||
+	    route_match__lookup(t, &req, &res) < 0) {
+		a->st.deferred_unknown++;
+		return;
+	}
+	d->route_id = res.route_id;
+	d->rule_idx = res.rule_idx;
+	a->st.deferred_resolved++;
+}
+
+static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
+{
+	uint32_t route = e->route_id, rule = e->rule_idx, gen = e->route_gen;
+	bool aborted = e->flags & MM_EV_ABORTED;
+	const struct route_table *t;
+	struct key_entry *ke;
+	uint64_t now = now_realtime();
+	double ms;
+
+	a->st.exchanges++;
+	if (aborted)
+		a->st.aborted++;
+	if (route == MM_ROUTE_DEFER) {
+		bool up = e->leg == MM_LEG_UPSTREAM;
+		uint64_t conn = up ? e->parent_conn_id : e->conn_id;
+		uint32_t seq = up ? e->parent_seq : e->req_seq;
+		struct deferred *d = def_slot(a, conn, seq);
+
+		if (d->conn_id == conn && d->seq == seq) {
+			route = d->route_id;
+			rule = d->rule_idx;
+			gen = d->gen;
+			/* the downstream exchange ends last: forget it then */
+			if (!up)
+				d->conn_id = 0;
+		} else {
+			route = MM_ROUTE_UNKNOWN;
+			a->st.deferred_unknown++;
+		}
+	}
+	if (route == MM_ROUTE_UNKNOWN && e->leg == MM_LEG_UPSTREAM)
+		a->st.unknown_upstream++;
+	t = route_sync__table(a->rs, gen);
+	if (!t && route < MM_ROUTE_UNKNOWN) {
+		a->st.retired_gen++;
+		route = MM_ROUTE_UNKNOWN;
+	}
+	if (route >= MM_ROUTE_UNKNOWN)
+		gen = 0; /* unmatched/unknown series are the same in every gen */
+	ke = lookup(a,
+		    pack_key(gen, route >= MM_ROUTE_UNKNOWN ? 0xfffff - (~route) : route,
+			     rule, e->method, e->status, e->leg, aborted),
+		    t, route, rule, e->method, e->status, e->leg, aborted);
+	if (!ke)
+		return;
+	ke->last_ns = now;
+	ms = e->end_ns > e->start_ns ? (e->end_ns - e->start_ns) / 1e6 : 0;
+	if (ke->total)
+		mseries__add(ke->total, 1, now);
+	if (ke->time)
+		mseries__observe(ke->time, ms, now);
+	if (a->pe && ke->pe_gen != policy_engine__generation(a->pe)) {
+		struct labels lb;
+
+		build_labels(t, route, rule, e->method, e->status, aborted, &lb);
+		bind_entry(a, ke, e->leg, &lb);
+	}
+	if (ke->b_total)
+		pe_binding__record(ke->b_total, 1, now);
+	if (ke->b_time)
+		pe_binding__record(ke->b_time, ms, now);
+}
+
+int aggregate__event(struct aggregate *a, const void *data, size_t size)
+{
+	const struct mm_http_event *e = data;
+
+	if (size < sizeof(*e))
+		return 0;
+	a->st.events++;
+	if (e->type == MM_EVT_HEAD)
+		on_head(a, e, size);
+	else if (e->type == MM_EVT_EXCHANGE)
+		on_exchange(a, e);
+	return 0;
+}
+
+void aggregate__maintain(struct aggregate *a, uint64_t now_ns, uint64_t idle_ns)
+{
+	bool removed = false;
+
+	if (!idle_ns)
+		return;
+	for (size_t i = 0; i < a->cap; i++) {
+		struct key_entry *e = &a->tab[i];
+
+		if (e->key && e->last_ns && now_ns - e->last_ns > idle_ns) {
+			entry_release(a, e);
+			a->used--;
+			removed = true;
+		}
+	}
+	/* linear probing cannot leave holes: rehash in place */
+	if (removed) {
+		size_t cap = a->cap;
+
+		a->cap = cap / 2 >= 1024 && a->used * 4 < cap ? cap / 2 : cap;
+		{
+			struct key_entry *old = a->tab;
+			struct key_entry *n = calloc(a->cap, sizeof(*n));
+
+			if (!n) {
+				a->cap = cap;
+				return;
+			}
+			for (size_t i = 0; i < cap; i++) {
+				size_t j;
+
+				if (!old[i].key)
+					continue;
+				for (j = mix(old[i].key) & (a->cap - 1); n[j].key;
+				     j = (j + 1) & (a->cap - 1))
+					;
+				n[j] = old[i];
+			}
+			free(old);
+			a->tab = n;
+		}
+		a->st.keys = a->used;
+	}
+}
+
+void aggregate__stats(const struct aggregate *a, struct aggregate_stats *st)
+{
+	*st = a->st;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Ring-buffer events -> Envoy-named source metrics in the store, and through
+ * the policy engine's bindings -> target metrics. Per event: one hash
+ * lookup on a packed (generation, route, rule, method, status, leg) key and
+ * a few increments; labels are built once per series, when the key is new.
+ * Requests BPF deferred are finished here from their captured head.
+ */
+#ifndef MM_AGENT_AGGREGATE_H
+#define MM_AGENT_AGGREGATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct mstore;
+struct route_sync;
+struct policy_engine;
+struct mm_http_event;
+
+struct aggregate;
+
+struct aggregate_stats {
+	uint64_t events;
+	uint64_t exchanges;
+	uint64_t heads;
+	uint64_t deferred_resolved;  /* finished in user space */
+	uint64_t deferred_unknown;   /* head lost or unparseable */
+	uint64_t retired_gen;        /* event of a generation no longer held */
+	uint64_t aborted;
+	uint64_t unknown_upstream;   /* upstream leg with no downstream link */
+	uint64_t keys;               /* distinct series keys cached */
+};
+
+struct aggregate *aggregate__new(struct mstore *store, struct route_sync *rs,
+				 bool export_sources);
+void aggregate__free(struct aggregate *a);
+/* The policy engine whose bindings target series come from (may be NULL). */
+void aggregate__set_engine(struct aggregate *a, struct policy_engine *pe);
+/* Store lock held. Handles one ring-buffer record. */
+int aggregate__event(struct aggregate *a, const void *data, size_t size);
+/* Store lock held. Drop keys idle longer than idle_ns, stale bindings. */
+void aggregate__maintain(struct aggregate *a, uint64_t now_ns,
+			 uint64_t idle_ns);
+void aggregate__stats(const struct aggregate *a, struct aggregate_stats *st);
+
+/* Envoy's default histogram bounds (ms), used for the envoy.* sources. */
+extern const double aggregate__envoy_bounds[];
+extern const size_t aggregate__envoy_nbounds;
+
+#endif /* MM_AGENT_AGGREGATE_H */

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Load, attach, pin and detach the data path's BPF programs and maps. */
+#ifndef MM_AGENT_LOADER_H
+#define MM_AGENT_LOADER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct milometer_bpf;
+
+struct loader_opts {
+	const char *pin_dir;     /* maps and programs pinned here while running */
+	uint32_t ringbuf_bytes;
+	uint32_t max_connections;
+	bool verbose;
+};
+
+/*
+ * Mount tracefs and bpffs when missing, open, size, load and attach every
+ * program, pin maps and programs. Returns 0 or -errno with a message on
+ * stderr that says what to fix.
+ */
+int loader__start(const struct loader_opts *o, struct milometer_bpf **out);
+/* Detach, unpin everything under pin_dir, free. */
+void loader__stop(struct milometer_bpf *skel, const char *pin_dir);
+/* Remove pins left by an agent that did not exit cleanly. */
+void loader__clean_pins(const char *pin_dir);
+/* Programs attached / expected. */
+void loader__attached(const struct milometer_bpf *skel, int *attached,
+		      int *total);
+
+#endif /* MM_AGENT_LOADER_H */

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+/* milometer: command dispatch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/agent.h"
+#include "agent/ctl.h"
+#include "agent/options.h"
+#include "policy/check_cmd.h"
+#include "policy/explain.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: milometer COMMAND [options]\n"
+		"\n"
+		"Per-HTTPRoute metrics of a gateway proxy, measured with eBPF.\n"
+		"\n"
+		"  run       trace the proxy and serve/export metrics (root)\n"
+		"  ctl       ask a running agent (status, targets, routes, series,\n"
+		"            stats, policies)\n"
+		"  explain   which HTTPRoute rule a request would match, and why\n"
+		"  check     validate MetricDefinitions/MetricPolicies offline\n"
+		"  version   print the version\n"
+		"\n"
+		"`milometer COMMAND --help` describes each command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd || !strcmp(cmd, "-h") || !strcmp(cmd, "--help") ||
+	    !strcmp(cmd, "help")) {
+		usage(cmd ? stdout : stderr);
+		return cmd ? 0 : 2;
+	}
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+		printf("milometer %s\n", MM_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "run")) {
+		struct agent_opts o;
+		int ret;
+
+		options__defaults(&o);
+		ret = options__parse(&o, argc - 1, argv + 1);
+		if (ret == 0)
+			ret = agent__run(&o) ? 1 : 0;
+		else
+			ret = ret > 0 ? 0 : 2;
+		options__free(&o);
+		return ret;
+	}
+	if (!strcmp(cmd, "ctl"))
+		return ctl__main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "explain"))
+		return explain__main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "check"))
+		return check__main(argc - 1, argv + 1);
+	fprintf(stderr, "milometer: unknown command \"%s\"\n\n", cmd);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,439 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * `milometer run` settings. Precedence: defaults < --config FILE < flags.
+ * The config file is YAML; an unknown key or a wrong type is an error that
+ * names file:line, so a typo never silently falls back to a default.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/options.h"
+#include "policy/doc.h"
+
+void options__defaults(struct agent_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->prometheus_listen = "127.0.0.1:9464";
+	o->socket_path = "/run/milometer/milometer.sock";
+	o->pin_dir = "/sys/fs/bpf/milometer";
+	o->export_interval_s = 60; /* OTEL_METRIC_EXPORT_INTERVAL default */
+	o->ringbuf_bytes = 4 << 20;
+	o->max_connections = 16384;
+	o->max_series = 10000;
+	o->series_idle_s = 300;
+	o->otlp_queue_bytes = 8 << 20;
+	o->otlp_timeout_ms = 10000;
+	o->export_source_metrics = true;
+	o->node_name = getenv("NODE_NAME");
+	o->otlp_headers = getenv("MILOMETER_OTLP_HEADERS");
+}
+
+void options__free(struct agent_opts *o)
+{
+	for (size_t i = 0; i < o->nowned; i++)
+		free(o->owned[i]);
+	o->nowned = 0;
+}
+
+void options__usage(FILE *out)
+{
+	fprintf(out,
+"usage: milometer run [options]\n"
+"\n"
+"Trace the gateway proxy's HTTP traffic with eBPF, attribute each request to\n"
+"its HTTPRoute rule, and export per-route metrics. Needs root (CAP_BPF,\n"
+"CAP_PERFMON, CAP_SYS_ADMIN to mount bpffs/tracefs).\n"
+"\n"
+"  --config FILE              YAML config; flags override it\n"
+"  --manifests DIR            Gateway/HTTPRoute/MetricDefinition/MetricPolicy\n"
+"                             YAML; changes are picked up while running\n"
+"  --gateway NS/NAME          the Gateway this proxy implements (default: all)\n"
+"  --proxy-exe NAME           trace processes with this executable name or\n"
+"                             path (repeatable); workers forked later too\n"
+"  --proxy-pid PID            trace this process and its children (repeatable)\n"
+"  --proxy-cgroup PATH        trace processes of this cgroup v2 (repeatable)\n"
+"  --prometheus-listen ADDR   Prometheus /metrics, /healthz, /readyz\n"
+"                             (default 127.0.0.1:9464; \"\" disables)\n"
+"  --socket PATH              debug socket for `milometer ctl`\n"
+"                             (default /run/milometer/milometer.sock)\n"
+"  --otlp-endpoint URL        push OTLP/HTTP protobuf to URL/v1/metrics\n"
+"  --otlp-headers K=V,...     extra headers (or $MILOMETER_OTLP_HEADERS)\n"
+"  --otlp-ca-file FILE        CA bundle for https endpoints\n"
+"  --otlp-gzip                gzip request bodies\n"
+"  --export-interval SECONDS  OTLP export period (default 60)\n"
+"  --ringbuf-bytes N          ring buffer size, power of 2 (default 4194304)\n"
+"  --max-connections N        sockets tracked at once (default 16384)\n"
+"  --max-series N             series per metric before overflow (default 10000)\n"
+"  --series-idle SECONDS      drop series idle this long (default 300, 0 never)\n"
+"  --no-source-metrics        export only policy targets, not envoy.* sources\n"
+"  --node-name NAME           k8s.node.name (default $NODE_NAME)\n"
+"  -v, --verbose              libbpf and debug logs\n"
+"  -h, --help                 this help\n");
+}
+
+static char *own(struct agent_opts *o, const char *s)
+{
+	char *d;
+
+	if (o->nowned >= sizeof(o->owned) / sizeof(o->owned[0]))
+		return NULL;
+	d = strdup(s);
+	if (d)
+		o->owned[o->nowned++] = d;
+	return d;
+}
+
+static int parse_u32(const char *what, const char *s, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v > UINT32_MAX || s[0] == '-') {
+		fprintf(stderr, "milometer: %s: \"%s\" is not a whole number\n",
+			what, s);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+static int cfg_err(const struct doc_node *n, const char *key, const char *msg)
+{
+	fprintf(stderr, "%s:%u: %s: %s\n", n->file ? n->file : "config",
+		n->line, key, msg);
+	return -EINVAL;
+}
+
+static int cfg_str(struct agent_opts *o, const struct doc_node *n,
+		   const char *key, const char **out)
+{
+	if (n->kind != DOC_STRING)
+		return cfg_err(n, key, "expected a string");
+	*out = own(o, n->str.s);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int cfg_u32(const struct doc_node *n, const char *key, uint32_t *out)
+{
+	if (n->kind != DOC_INT || n->i < 0 || n->i > UINT32_MAX)
+		return cfg_err(n, key, "expected a whole number");
+	*out = n->i;
+	return 0;
+}
+
+static int cfg_bool(const struct doc_node *n, const char *key, bool *out)
+{
+	if (n->kind != DOC_BOOL)
+		return cfg_err(n, key, "expected true or false");
+	*out = n->b;
+	return 0;
+}
+
+static int cfg_list(struct agent_opts *o, const struct doc_node *n,
+		    const char *key, const char **arr, size_t *cnt)
+{
+	if (n->kind == DOC_STRING)
+		return *cnt < OPT_MAX_LIST ? cfg_str(o, n, key, &arr[(*cnt)++]) :
+					     cfg_err(n, key, "too many entries");
+	if (n->kind != DOC_LIST)
+		return cfg_err(n, key, "expected a list of strings");
+	for (size_t i = 0; i < n->list.n; i++) {
+		int err;
+
+		if (*cnt >= OPT_MAX_LIST)
+			return cfg_err(n, key, "too many entries (max 32)");
+		err = cfg_str(o, n->list.items[i], key, &arr[(*cnt)++]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int cfg_proxy(struct agent_opts *o, const struct doc_node *n)
+{
+	int err = 0;
+
+	if (n->kind != DOC_MAP)
+		return cfg_err(n, "proxy", "expected a map with exe, pid, cgroup");
+	for (size_t i = 0; i < n->map.n && !err; i++) {
+		const char *k = n->map.keys[i];
+		const struct doc_node *v = n->map.vals[i];
+
+		if (!strcmp(k, "exe")) {
+			err = cfg_list(o, v, "proxy.exe", o->proxy_exe,
+				       &o->nproxy_exe);
+		} else if (!strcmp(k, "cgroup")) {
+			err = cfg_list(o, v, "proxy.cgroup", o->proxy_cgroup,
+				       &o->nproxy_cgroup);
+		} else if (!strcmp(k, "pid")) {
+			const struct doc_node *one = v;
+			size_t cnt = v->kind == DOC_LIST ? v->list.n : 1;
+
+			for (size_t j = 0; j < cnt && !err; j++) {
+				if (v->kind == DOC_LIST)
+					one = v->list.items[j];
+				if (one->kind != DOC_INT || one->i <= 0 ||
+				    one->i > INT_MAX || o->nproxy_pid >= OPT_MAX_LIST)
+					err = cfg_err(one, "proxy.pid",
+						      "expected process ids");
+				else
+					o->proxy_pid[o->nproxy_pid++] = one->i;
+			}
+		} else {
+			err = cfg_err(v, k, "unknown key under proxy (exe, pid, cgroup)");
+		}
+	}
+	return err;
+}
+
+static int cfg_otlp(struct agent_opts *o, const struct doc_node *n)
+{
+	int err = 0;
+
+	if (n->kind != DOC_MAP)
+		return cfg_err(n, "otlp", "expected a map");
+	for (size_t i = 0; i < n->map.n && !err; i++) {
+		const char *k = n->map.keys[i];
+		const struct doc_node *v = n->map.vals[i];
+
+		if (!strcmp(k, "endpoint"))
+			err = cfg_str(o, v, "otlp.endpoint", &o->otlp_endpoint);
+		else if (!strcmp(k, "headers"))
+			err = cfg_str(o, v, "otlp.headers", &o->otlp_headers);
+		else if (!strcmp(k, "caFile"))
+			err = cfg_str(o, v, "otlp.caFile", &o->otlp_ca_file);
+		else if (!strcmp(k, "gzip"))
+			err = cfg_bool(v, "otlp.gzip", &o->otlp_gzip);
+		else if (!strcmp(k, "queueBytes"))
+			err = cfg_u32(v, "otlp.queueBytes", &o->otlp_queue_bytes);
+		else if (!strcmp(k, "timeoutMs"))
+			err = cfg_u32(v, "otlp.timeoutMs", &o->otlp_timeout_ms);
+		else if (!strcmp(k, "exportInterval"))
+			err = cfg_u32(v, "otlp.exportInterval",
+				      &o->export_interval_s);
+		else
+			err = cfg_err(v, k, "unknown key under otlp (endpoint, headers, caFile, gzip, queueBytes, timeoutMs, exportInterval)");
+	}
+	return err;
+}
+
+static int load_config(struct agent_opts *o, const char *path)
+{
+	struct doc_file *f = NULL;
+	const struct doc_node *root;
+	char err[512];
+	int ret;
+
+	ret = doc__parse_file(path, &f, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "milometer: %s\n", err);
+		return -EINVAL;
+	}
+	if (f->ndocs == 0) {
+		doc__free_file(f);
+		return 0;
+	}
+	root = f->docs[0];
+	if (f->ndocs > 1 || root->kind != DOC_MAP) {
+		ret = cfg_err(root, "config", "expected one YAML map");
+		goto cleanup;
+	}
+	for (size_t i = 0; i < root->map.n && !ret; i++) {
+		const char *k = root->map.keys[i];
+		const struct doc_node *v = root->map.vals[i];
+
+		if (!strcmp(k, "manifests"))
+			ret = cfg_str(o, v, k, &o->manifests);
+		else if (!strcmp(k, "gateway"))
+			ret = cfg_str(o, v, k, &o->gateway);
+		else if (!strcmp(k, "proxy"))
+			ret = cfg_proxy(o, v);
+		else if (!strcmp(k, "prometheusListen"))
+			ret = cfg_str(o, v, k, &o->prometheus_listen);
+		else if (!strcmp(k, "socket"))
+			ret = cfg_str(o, v, k, &o->socket_path);
+		else if (!strcmp(k, "otlp"))
+			ret = cfg_otlp(o, v);
+		else if (!strcmp(k, "exportInterval"))
+			ret = cfg_u32(v, k, &o->export_interval_s);
+		else if (!strcmp(k, "ringbufBytes"))
+			ret = cfg_u32(v, k, &o->ringbuf_bytes);
+		else if (!strcmp(k, "maxConnections"))
+			ret = cfg_u32(v, k, &o->max_connections);
+		else if (!strcmp(k, "maxSeries"))
+			ret = cfg_u32(v, k, &o->max_series);
+		else if (!strcmp(k, "seriesIdleSeconds"))
+			ret = cfg_u32(v, k, &o->series_idle_s);
+		else if (!strcmp(k, "exportSourceMetrics"))
+			ret = cfg_bool(v, k, &o->export_source_metrics);
+		else if (!strcmp(k, "nodeName"))
+			ret = cfg_str(o, v, k, &o->node_name);
+		else
+			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, nodeName)");
+	}
+cleanup:
+	doc__free_file(f);
+	return ret;
+}
+
+static int validate(const struct agent_opts *o)
+{
+	uint32_t rb = o->ringbuf_bytes;
+
+	if (!o->nproxy_exe && !o->nproxy_pid && !o->nproxy_cgroup) {
+		fprintf(stderr, "milometer: say which processes are the proxy: "
+				"--proxy-exe NAME, --proxy-pid PID or --proxy-cgroup PATH\n");
+		return -EINVAL;
+	}
+	if (rb < 4096 || (rb & (rb - 1))) {
+		fprintf(stderr, "milometer: --ringbuf-bytes %u: must be a power of two >= 4096\n",
+			rb);
+		return -EINVAL;
+	}
+	if (o->max_connections < 64) {
+		fprintf(stderr, "milometer: --max-connections must be at least 64\n");
+		return -EINVAL;
+	}
+	if (o->otlp_endpoint && !o->export_interval_s) {
+		fprintf(stderr, "milometer: --export-interval must be at least 1 second\n");
+		return -EINVAL;
+	}
+	if (o->gateway && !strchr(o->gateway, '/')) {
+		fprintf(stderr, "milometer: --gateway %s: expected NAMESPACE/NAME\n",
+			o->gateway);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int options__parse(struct agent_opts *o, int argc, char **argv)
+{
+	enum {
+		O_MANIFESTS = 256, O_GATEWAY, O_EXE, O_PID, O_CGROUP, O_PROM,
+		O_SOCKET, O_OTLP, O_OTLP_HDR, O_OTLP_CA, O_OTLP_GZIP,
+		O_INTERVAL, O_RINGBUF, O_MAXCONN, O_MAXSERIES, O_IDLE,
+		O_NOSRC, O_NODE, O_CONFIG,
+	};
+	static const struct option lopts[] = {
+		{ "config", required_argument, NULL, O_CONFIG },
+		{ "manifests", required_argument, NULL, O_MANIFESTS },
+		{ "gateway", required_argument, NULL, O_GATEWAY },
+		{ "proxy-exe", required_argument, NULL, O_EXE },
+		{ "proxy-pid", required_argument, NULL, O_PID },
+		{ "proxy-cgroup", required_argument, NULL, O_CGROUP },
+		{ "prometheus-listen", required_argument, NULL, O_PROM },
+		{ "socket", required_argument, NULL, O_SOCKET },
+		{ "otlp-endpoint", required_argument, NULL, O_OTLP },
+		{ "otlp-headers", required_argument, NULL, O_OTLP_HDR },
+		{ "otlp-ca-file", required_argument, NULL, O_OTLP_CA },
+		{ "otlp-gzip", no_argument, NULL, O_OTLP_GZIP },
+		{ "export-interval", required_argument, NULL, O_INTERVAL },
+		{ "ringbuf-bytes", required_argument, NULL, O_RINGBUF },
+		{ "max-connections", required_argument, NULL, O_MAXCONN },
+		{ "max-series", required_argument, NULL, O_MAXSERIES },
+		{ "series-idle", required_argument, NULL, O_IDLE },
+		{ "no-source-metrics", no_argument, NULL, O_NOSRC },
+		{ "node-name", required_argument, NULL, O_NODE },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	int c, err = 0;
+	uint32_t u;
+
+	/* the config file first, whatever its position, so flags win */
+	for (int i = 1; i < argc; i++) {
+		const char *path = NULL;
+
+		if (!strcmp(argv[i], "--config") && i + 1 < argc)
+			path = argv[i + 1];
+		else if (!strncmp(argv[i], "--config=", 9))
+			path = argv[i] + 9;
+		if (path) {
+			o->config_file = path;
+			err = load_config(o, path);
+			if (err)
+				return err;
+		}
+	}
+	optind = 1;
+	opterr = 1;
+	while ((c = getopt_long(argc, argv, "vh", lopts, NULL)) != -1 && !err) {
+		switch (c) {
+		case O_CONFIG:
+			break;
+		case O_MANIFESTS: o->manifests = optarg; break;
+		case O_GATEWAY: o->gateway = optarg; break;
+		case O_EXE:
+			if (o->nproxy_exe >= OPT_MAX_LIST)
+				goto too_many;
+			o->proxy_exe[o->nproxy_exe++] = optarg;
+			break;
+		case O_PID:
+			if (o->nproxy_pid >= OPT_MAX_LIST)
+				goto too_many;
+			err = parse_u32("--proxy-pid", optarg, &u);
+			if (!err && (u == 0 || u > INT_MAX)) {
+				fprintf(stderr, "milometer: --proxy-pid %s: not a process id\n", optarg);
+				err = -EINVAL;
+			}
+			o->proxy_pid[o->nproxy_pid++] = u;
+			break;
+		case O_CGROUP:
+			if (o->nproxy_cgroup >= OPT_MAX_LIST)
+				goto too_many;
+			o->proxy_cgroup[o->nproxy_cgroup++] = optarg;
+			break;
+		case O_PROM: o->prometheus_listen = optarg; break;
+		case O_SOCKET: o->socket_path = optarg; break;
+		case O_OTLP: o->otlp_endpoint = optarg; break;
+		case O_OTLP_HDR: o->otlp_headers = optarg; break;
+		case O_OTLP_CA: o->otlp_ca_file = optarg; break;
+		case O_OTLP_GZIP: o->otlp_gzip = true; break;
+		case O_INTERVAL:
+			err = parse_u32("--export-interval", optarg,
+					&o->export_interval_s);
+			break;
+		case O_RINGBUF:
+			err = parse_u32("--ringbuf-bytes", optarg, &o->ringbuf_bytes);
+			break;
+		case O_MAXCONN:
+			err = parse_u32("--max-connections", optarg,
+					&o->max_connections);
+			break;
+		case O_MAXSERIES:
+			err = parse_u32("--max-series", optarg, &o->max_series);
+			break;
+		case O_IDLE:
+			err = parse_u32("--series-idle", optarg, &o->series_idle_s);
+			break;
+		case O_NOSRC: o->export_source_metrics = false; break;
+		case O_NODE: o->node_name = optarg; break;
+		case 'v': o->verbose = true; break;
+		case 'h':
+			options__usage(stdout);
+			return 1;
+		default:
+			fprintf(stderr, "see: milometer run --help\n");
+			return -EINVAL;
+		}
+	}
+	if (err)
+		return err;
+	if (optind < argc) {
+		fprintf(stderr, "milometer run: unexpected argument \"%s\" (see --help)\n",
+			argv[optind]);
+		return -EINVAL;
+	}
+	return validate(o);
+too_many:
+	fprintf(stderr, "milometer: at most %d of each --proxy-* option\n",
+		OPT_MAX_LIST);
+	return -EINVAL;
+}

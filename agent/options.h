@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `milometer run` settings: defaults, YAML config file, then flags. */
+#ifndef MM_AGENT_OPTIONS_H
+#define MM_AGENT_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define OPT_MAX_LIST 32
+
+struct agent_opts {
+	const char *config_file;
+	const char *manifests;          /* directory of YAML manifests */
+	const char *gateway;            /* "NS/NAME" or NULL: every Gateway */
+	const char *proxy_exe[OPT_MAX_LIST];
+	size_t nproxy_exe;
+	int proxy_pid[OPT_MAX_LIST];
+	size_t nproxy_pid;
+	const char *proxy_cgroup[OPT_MAX_LIST];
+	size_t nproxy_cgroup;
+	const char *prometheus_listen;  /* "" disables */
+	const char *socket_path;
+	const char *pin_dir;
+	const char *otlp_endpoint;      /* NULL: no OTLP */
+	const char *otlp_headers;       /* "k=v,k2=v2"; also $MILOMETER_OTLP_HEADERS */
+	const char *otlp_ca_file;
+	bool otlp_gzip;
+	uint32_t otlp_queue_bytes;
+	uint32_t otlp_timeout_ms;
+	uint32_t export_interval_s;
+	uint32_t ringbuf_bytes;         /* power of two, >= 4096 */
+	uint32_t max_connections;       /* mm_conns entries */
+	uint32_t max_series;            /* per metric */
+	uint32_t series_idle_s;         /* 0: never expire */
+	bool export_source_metrics;     /* envoy.* names as well as targets */
+	const char *node_name;          /* k8s.node.name; $NODE_NAME */
+	bool verbose;
+	/* owned strings from the config file */
+	char *owned[128];
+	size_t nowned;
+};
+
+void options__defaults(struct agent_opts *o);
+/*
+ * Parse `milometer run` arguments (argv[0] is "run"). A --config file is
+ * read first, so flags override it. Returns 0, 1 when --help was printed,
+ * or -EINVAL after printing what to fix.
+ */
+int options__parse(struct agent_opts *o, int argc, char **argv);
+void options__free(struct agent_opts *o);
+void options__usage(FILE *out);
+
+#endif /* MM_AGENT_OPTIONS_H */

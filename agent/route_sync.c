@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "agent/route_sync.h"
+#include "milometer.skel.h"
+#include "policy/gateway_api.h"
+#include "policy/route_compile.h"
+
+#define GENS 4 /* tables kept for in-flight events */
+#define GRACE_NS (2ULL * 1000000000ULL)
+
+struct gen_state {
+	struct gw_model *model;
+	struct route_table *table;
+	uint64_t retire_at; /* 0: installed, keys live in the maps */
+	int keys_live;
+};
+
+struct route_sync {
+	struct milometer_bpf *skel;
+	char *dir, *gateway;
+	struct gen_state gens[GENS];
+	uint32_t cur;       /* generation installed */
+	uint64_t fingerprint;
+	uint64_t reloads;
+	char last_error[512];
+};
+
+static struct gen_state *slot(struct route_sync *rs, uint32_t gen)
+{
+	return &rs->gens[gen % GENS];
+}
+
+struct route_sync *route_sync__new(struct milometer_bpf *skel, const char *dir,
+				   const char *gateway)
+{
+	struct route_sync *rs = calloc(1, sizeof(*rs));
+
+	if (!rs)
+		return NULL;
+	rs->skel = skel;
+	rs->dir = dir ? strdup(dir) : NULL;
+	rs->gateway = gateway ? strdup(gateway) : NULL;
+	return rs;
+}
+
+static void delete_keys(struct route_sync *rs, struct gen_state *g)
+{
+	int vfd = bpf_map__fd(rs->skel->maps.mm_vhosts);
+	int rfd = bpf_map__fd(rs->skel->maps.mm_routes);
+	const struct route_table *t = g->table;
+
+	if (!t || !g->keys_live)
+		return;
+	for (size_t i = 0; i < t->nvhost_keys; i++)
+		bpf_map_delete_elem(vfd, &t->vhost_keys[i]);
+	for (size_t i = 0; i < t->nroute_keys; i++)
+		bpf_map_delete_elem(rfd, &t->route_keys[i]);
+	g->keys_live = 0;
+}
+
+static void free_gen(struct gen_state *g)
+{
+	route_compile__free(g->table);
+	gateway_api__free(g->model);
+	memset(g, 0, sizeof(*g));
+}
+
+void route_sync__free(struct route_sync *rs)
+{
+	if (!rs)
+		return;
+	for (int i = 0; i < GENS; i++)
+		free_gen(&rs->gens[i]);
+	free(rs->dir);
+	free(rs->gateway);
+	free(rs);
+}
+
+static bool is_yaml(const char *n)
+{
+	size_t l = strlen(n);
+
+	return (l > 5 && !strcmp(n + l - 5, ".yaml")) ||
+	       (l > 4 && !strcmp(n + l - 4, ".yml"));
+}
+
+/* Names, sizes and mtimes of the YAML files: cheap to poll every second. */
+static uint64_t fingerprint(const char *dir)
+{
+	uint64_t h = 1469598103934665603ULL;
+	struct dirent *de;
+	DIR *d;
+
+	if (!dir || !(d = opendir(dir)))
+		return 0;
+	while ((de = readdir(d))) {
+		char path[4096];
+		struct stat st;
+		uint64_t v[3];
+
+		if (!is_yaml(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (stat(path, &st))
+			continue;
+		v[0] = route_compile__hash(de->d_name, strlen(de->d_name));
+		v[1] = st.st_size;
+		v[2] = st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
+		/* order-independent: readdir order is not stable */
+		h += route_compile__hash(v, sizeof(v));
+	}
+	closedir(d);
+	return h;
+}
+
+static int install(struct route_sync *rs, struct gw_model *m,
+		   struct route_table *t)
+{
+	int vfd = bpf_map__fd(rs->skel->maps.mm_vhosts);
+	int rfd = bpf_map__fd(rs->skel->maps.mm_routes);
+	int cfd = bpf_map__fd(rs->skel->maps.mm_config);
+	struct mm_config cfg = { .route_gen = t->gen };
+	struct gen_state *g = slot(rs, t->gen), *old;
+	__u32 zero = 0;
+	int err = 0;
+
+	/* the slot's previous occupant is GENS generations old: long retired */
+	delete_keys(rs, g);
+	free_gen(g);
+	g->model = m;
+	g->table = t;
+	g->keys_live = 1;
+	for (size_t i = 0; i < t->nvhost_keys && !err; i++)
+		if (bpf_map_update_elem(vfd, &t->vhost_keys[i], &t->vhost_vals[i],
+					BPF_ANY))
+			err = -errno;
+	for (size_t i = 0; i < t->nroute_keys && !err; i++)
+		if (bpf_map_update_elem(rfd, &t->route_keys[i],
+					&t->route_cands[i], BPF_ANY))
+			err = -errno;
+	if (err) {
+		snprintf(rs->last_error, sizeof(rs->last_error),
+			 "writing the route table to BPF maps failed: %s (too many routes for the map sizes?)",
+			 strerror(-err));
+		delete_keys(rs, g);
+		free_gen(g);
+		return err;
+	}
+	/* one 4-byte store: every request after it uses only the new keys */
+	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY)) {
+		err = -errno;
+		delete_keys(rs, g);
+		free_gen(g);
+		return err;
+	}
+	if (rs->reloads) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		old = slot(rs, rs->cur);
+		old->retire_at = ts.tv_sec * 1000000000ULL + ts.tv_nsec + GRACE_NS;
+	}
+	rs->cur = t->gen;
+	rs->reloads++;
+	return 0;
+}
+
+static int build(struct route_sync *rs, char *err, size_t errlen)
+{
+	struct gw_model *m = gateway_api__new();
+	struct route_table *t = NULL;
+	uint32_t gen = rs->reloads ? rs->cur + 1 : 1;
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	if (rs->dir) {
+		ret = gateway_api__load_dir(m, rs->dir, err, errlen);
+		if (ret)
+			goto fail;
+	}
+	ret = route_compile__build(m, rs->gateway, gen, &t, err, errlen);
+	if (ret)
+		goto fail;
+	ret = install(rs, m, t);
+	if (ret) {
+		snprintf(err, errlen, "%s", rs->last_error);
+		return ret;
+	}
+	rs->last_error[0] = 0;
+	return 0;
+fail:
+	gateway_api__free(m);
+	return ret;
+}
+
+int route_sync__load(struct route_sync *rs, char *err, size_t errlen)
+{
+	rs->fingerprint = fingerprint(rs->dir);
+	return build(rs, err, errlen);
+}
+
+int route_sync__poll(struct route_sync *rs, uint64_t now_ns)
+{
+	uint64_t fp;
+	int ret = 0;
+
+	for (int i = 0; i < GENS; i++) {
+		struct gen_state *g = &rs->gens[i];
+
+		if (g->retire_at && now_ns >= g->retire_at) {
+			delete_keys(rs, g);
+			g->retire_at = 0;
+		}
+	}
+	fp = fingerprint(rs->dir);
+	if (fp == rs->fingerprint)
+		return 0;
+	rs->fingerprint = fp;
+	ret = build(rs, rs->last_error, sizeof(rs->last_error));
+	if (ret) {
+		fprintf(stderr, "milometer: manifests rejected, keeping the previous route table: %s\n",
+			rs->last_error);
+		return ret;
+	}
+	fprintf(stderr, "milometer: route table generation %u installed (%zu routes)\n",
+		rs->cur, route_sync__current(rs)->nroutes);
+	return 1;
+}
+
+const struct route_table *route_sync__table(const struct route_sync *rs,
+					    uint32_t gen)
+{
+	const struct gen_state *g = &rs->gens[gen % GENS];
+
+	return g->table && g->table->gen == gen ? g->table : NULL;
+}
+
+const struct route_table *route_sync__current(const struct route_sync *rs)
+{
+	return route_sync__table(rs, rs->cur);
+}
+
+const char *route_sync__last_error(const struct route_sync *rs)
+{
+	return rs->last_error[0] ? rs->last_error : NULL;
+}
+
+uint64_t route_sync__reloads(const struct route_sync *rs)
+{
+	return rs->reloads;
+}
+
+void route_sync__dump(const struct route_sync *rs, FILE *out, int json)
+{
+	const struct route_table *t = route_sync__current(rs);
+
+	if (!t)
+		return;
+	if (json) {
+		fprintf(out, "{\"generation\":%u,\"routes\":[", t->gen);
+		for (size_t i = 0; i < t->nroutes; i++)
+			fprintf(out, "%s{\"id\":%zu,\"namespace\":\"%s\",\"name\":\"%s\",\"gateway\":\"%s/%s\",\"rules\":%u}",
+				i ? "," : "", i, t->routes[i].ns, t->routes[i].name,
+				t->routes[i].gw_ns ? t->routes[i].gw_ns : "",
+				t->routes[i].gw_name ? t->routes[i].gw_name : "",
+				t->routes[i].nrules);
+		fprintf(out, "],\"vhosts\":%zu,\"vhost_keys\":%zu,\"route_keys\":%zu}\n",
+			t->nvhosts, t->nvhost_keys, t->nroute_keys);
+		return;
+	}
+	fprintf(out, "generation %u: %zu routes, %zu virtual hosts, %zu+%zu map keys\n",
+		t->gen, t->nroutes, t->nvhosts, t->nvhost_keys, t->nroute_keys);
+	for (size_t v = 0; v < t->nvhosts; v++) {
+		const struct rc_vhost *vh = &t->vhosts[v];
+
+		fprintf(out, "  vhost %zu %s\n", v, vh->host[0] ? vh->host : "*");
+		for (size_t e = 0; e < vh->nentries; e++) {
+			const struct rc_entry *en = &vh->entries[e];
+			const struct rc_route *r = &t->routes[en->route_id];
+
+			fprintf(out, "    %s/%s rule %u match %u\n", r->ns, r->name,
+				en->rule_idx, en->match_idx);
+		}
+	}
+}

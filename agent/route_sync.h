@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Keeps the kernel's route table equal to the manifests: compile, write
+ * generation N+1 beside N, flip mm_config.route_gen, delete N's keys a
+ * grace period later (a request parsed just before the flip may still be
+ * looking them up). Each request is attributed by exactly one generation,
+ * so an update under load neither loses nor double-counts a request.
+ * Tables of recent generations stay available to attribute events that
+ * were produced before the flip and to finish deferred requests.
+ */
+#ifndef MM_AGENT_ROUTE_SYNC_H
+#define MM_AGENT_ROUTE_SYNC_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct milometer_bpf;
+struct route_table;
+
+struct route_sync;
+
+struct route_sync *route_sync__new(struct milometer_bpf *skel, const char *dir,
+				   const char *gateway);
+void route_sync__free(struct route_sync *rs);
+/* Load and install the manifests now. -errno with the reason in err. */
+int route_sync__load(struct route_sync *rs, char *err, size_t errlen);
+/*
+ * Reload when the manifests changed; retire old generations. Returns 1 when
+ * a new table was installed, 0 when nothing changed, -errno when the new
+ * manifests were rejected (the old table stays active; see last_error).
+ */
+int route_sync__poll(struct route_sync *rs, uint64_t now_ns);
+/* The table of generation gen, NULL if retired. */
+const struct route_table *route_sync__table(const struct route_sync *rs,
+					    uint32_t gen);
+const struct route_table *route_sync__current(const struct route_sync *rs);
+const char *route_sync__last_error(const struct route_sync *rs);
+uint64_t route_sync__reloads(const struct route_sync *rs);
+void route_sync__dump(const struct route_sync *rs, FILE *out, int json);
+
+#endif /* MM_AGENT_ROUTE_SYNC_H */

@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "agent/agent.h"
+#include "agent/aggregate.h"
+#include "agent/loader.h"
+#include "agent/route_sync.h"
+#include "agent/self_metrics.h"
+#include "agent/targets.h"
+#include "bpf/milometer.h"
+#include "exporter/metric_store.h"
+#include "exporter/otlp_sender.h"
+#include "milometer.skel.h"
+#include "policy/contract.h"
+
+static const char *const bpf_stat_names[MM_STAT__COUNT] = {
+	[MM_STAT_EVENTS] = "events",
+	[MM_STAT_RINGBUF_FULL] = "ringbuf_full",
+	[MM_STAT_CONN_MAP_FULL] = "conn_map_full",
+	[MM_STAT_HEAD_TRUNC] = "head_truncated",
+	[MM_STAT_UNPARSED] = "unparsed",
+	[MM_STAT_PIPELINE_FULL] = "pipeline_full",
+	[MM_STAT_ABORTED] = "aborted",
+	[MM_STAT_SCAN_LIMIT] = "scan_limit",
+	[MM_STAT_IOV_LIMIT] = "iov_limit",
+	[MM_STAT_DEFERRED] = "deferred",
+	[MM_STAT_FORKS] = "forks",
+};
+
+enum {
+	M_BPF,          /* milometer.bpf.<stat>: one metric per stat below */
+	M_DROPPED = MM_STAT__COUNT,
+	M_MAP_FILL,
+	M_SERIES_ACTIVE,
+	M_SERIES_OVERFLOW,
+	M_SERIES_EXPIRED,
+	M_STORE_BYTES,
+	M_USER_EVENTS,
+	M_DEFERRED_RESOLVED,
+	M_DEFERRED_UNKNOWN,
+	M_TARGETS,
+	M_ROUTE_RELOADS,
+	M_ROUTE_ERROR,
+	M_EXPORT_ATTEMPTS,
+	M_EXPORT_FAILURES,
+	M_EXPORT_RETRIES,
+	M_EXPORT_DROPPED,
+	M_EXPORT_QUEUE,
+	M_CPU,
+	M_RSS,
+	M_BPF_RUN_NS,
+	M_BPF_RUN_CNT,
+	M_CONTRACT,
+	M__N,
+};
+
+struct self_metrics {
+	struct agent *ag;
+	int id[M__N];
+	char names[MM_STAT__COUNT][64];
+	char descs[MM_STAT__COUNT][96];
+	/* last values, for ctl stats */
+	uint64_t bpf[MM_STAT__COUNT];
+	double fill[8];
+};
+
+static const char *const map_names[] = {
+	"mm_conns", "mm_args", "mm_thread_req", "mm_targets", "mm_vhosts",
+	"mm_routes",
+};
+#define NMAPS (sizeof(map_names) / sizeof(map_names[0]))
+
+static int reg(struct self_metrics *sm, int idx, const char *name,
+	       const char *desc, const char *unit, enum minstrument ins,
+	       bool is_int)
+{
+	struct mmetric_desc d = {
+		.name = name, .description = desc, .unit = unit,
+		.instrument = ins, .temporality = MT_CUMULATIVE, .is_int = is_int,
+	};
+
+	sm->id[idx] = mstore__add_metric(sm->ag->store, &d);
+	return sm->id[idx] < 0 ? sm->id[idx] : 0;
+}
+
+struct self_metrics *self_metrics__new(struct agent *ag)
+{
+	struct self_metrics *sm = calloc(1, sizeof(*sm));
+	int err = 0;
+
+	if (!sm)
+		return NULL;
+	sm->ag = ag;
+	for (int i = 0; i < MM_STAT__COUNT; i++) {
+		snprintf(sm->names[i], sizeof(sm->names[i]), "milometer.bpf.%s",
+			 bpf_stat_names[i]);
+		snprintf(sm->descs[i], sizeof(sm->descs[i]),
+			 "BPF data path: %s (summed over CPUs).", bpf_stat_names[i]);
+		err |= reg(sm, i, sm->names[i], sm->descs[i], "1", MI_COUNTER, true);
+	}
+	err |= reg(sm, M_DROPPED, "milometer.events.dropped",
+		   "Requests or events lost, by reason.", "1", MI_COUNTER, true);
+	err |= reg(sm, M_MAP_FILL, "milometer.bpf.map.fill",
+		   "Entries in use over capacity, per BPF map.", "1", MI_GAUGE, false);
+	err |= reg(sm, M_SERIES_ACTIVE, "milometer.series.active",
+		   "Series held in memory.", "1", MI_GAUGE, true);
+	err |= reg(sm, M_SERIES_OVERFLOW, "milometer.series.overflowed",
+		   "Points routed to overflow series past the per-metric cap.",
+		   "1", MI_COUNTER, true);
+	err |= reg(sm, M_SERIES_EXPIRED, "milometer.series.expired",
+		   "Series dropped after being idle.", "1", MI_COUNTER, true);
+	err |= reg(sm, M_STORE_BYTES, "milometer.series.memory",
+		   "Heap held by series (approximate).", "By", MI_GAUGE, true);
+	err |= reg(sm, M_USER_EVENTS, "milometer.events.received",
+		   "Ring-buffer events handled in user space.", "1", MI_COUNTER, true);
+	err |= reg(sm, M_DEFERRED_RESOLVED, "milometer.attribution.deferred_resolved",
+		   "Requests BPF deferred and user space attributed.", "1",
+		   MI_COUNTER, true);
+	err |= reg(sm, M_DEFERRED_UNKNOWN, "milometer.attribution.unknown",
+		   "Requests that could not be attributed (head lost or unparseable).",
+		   "1", MI_COUNTER, true);
+	err |= reg(sm, M_TARGETS, "milometer.targets",
+		   "Proxy processes traced.", "1", MI_GAUGE, true);
+	err |= reg(sm, M_ROUTE_RELOADS, "milometer.routes.reloads",
+		   "Route tables installed.", "1", MI_COUNTER, true);
+	err |= reg(sm, M_ROUTE_ERROR, "milometer.routes.rejected",
+		   "1 while the latest manifests are rejected (previous table active).",
+		   "1", MI_GAUGE, true);
+	err |= reg(sm, M_EXPORT_ATTEMPTS, "milometer.export.attempts",
+		   "OTLP export HTTP requests.", "1", MI_COUNTER, true);
+	err |= reg(sm, M_EXPORT_FAILURES, "milometer.export.failures",
+		   "OTLP export requests that failed.", "1", MI_COUNTER, true);
+	err |= reg(sm, M_EXPORT_RETRIES, "milometer.export.retries",
+		   "OTLP export retries.", "1", MI_COUNTER, true);
+	err |= reg(sm, M_EXPORT_DROPPED, "milometer.export.dropped",
+		   "OTLP batches dropped (queue full or rejected).", "1",
+		   MI_COUNTER, true);
+	err |= reg(sm, M_EXPORT_QUEUE, "milometer.export.queue",
+		   "Bytes waiting in the OTLP export queue.", "By", MI_GAUGE, true);
+	err |= reg(sm, M_CPU, "milometer.process.cpu.time",
+		   "CPU time of the agent process (user + system).", "s",
+		   MI_COUNTER, false);
+	err |= reg(sm, M_RSS, "milometer.process.memory.usage",
+		   "Resident memory of the agent process.", "By", MI_GAUGE, true);
+	err |= reg(sm, M_BPF_RUN_NS, "milometer.bpf.run.time",
+		   "Time spent in each BPF program (needs kernel.bpf_stats_enabled=1).",
+		   "s", MI_COUNTER, false);
+	err |= reg(sm, M_BPF_RUN_CNT, "milometer.bpf.run.count",
+		   "Runs of each BPF program (needs kernel.bpf_stats_enabled=1).",
+		   "1", MI_COUNTER, true);
+	err |= reg(sm, M_CONTRACT, "milometer.contract.objects",
+		   "MetricDefinitions and MetricPolicies by condition.", "1",
+		   MI_GAUGE, true);
+	if (err) {
+		free(sm);
+		return NULL;
+	}
+	return sm;
+}
+
+void self_metrics__free(struct self_metrics *sm)
+{
+	free(sm);
+}
+
+static void set1(struct self_metrics *sm, int idx, double v, uint64_t now,
+		 const struct mlabel *l, size_t n)
+{
+	struct mseries *s = mstore__series(sm->ag->store, sm->id[idx], l, n);
+
+	if (s)
+		mseries__set(s, v, now);
+}
+
+static uint64_t map_count(int fd, size_t key_size)
+{
+	char key[64], next[64];
+	void *prev = NULL;
+	uint64_t n = 0;
+
+	if (key_size > sizeof(key))
+		return 0;
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(key, next, key_size);
+		prev = key;
+		n++;
+	}
+	return n;
+}
+
+struct contract_ctx {
+	struct self_metrics *sm;
+	uint64_t now;
+};
+
+static void contract_count(void *ctx, const char *kind, const char *type,
+			   const char *status, const char *reason, uint64_t n)
+{
+	struct contract_ctx *cc = ctx;
+	struct mlabel l[] = {
+		{ "kind", kind }, { "type", type }, { "status", status },
+		{ "reason", reason ? reason : "" },
+	};
+
+	set1(cc->sm, M_CONTRACT, n, cc->now, l, 4);
+}
+
+static void read_bpf_stats(struct self_metrics *sm)
+{
+	int fd = bpf_map__fd(sm->ag->skel->maps.mm_stats);
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t vals[ncpu > 0 ? ncpu : 1];
+
+	for (__u32 k = 0; k < MM_STAT__COUNT; k++) {
+		uint64_t sum = 0;
+
+		if (ncpu <= 0 || bpf_map_lookup_elem(fd, &k, vals))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			sum += vals[c];
+		sm->bpf[k] = sum;
+	}
+}
+
+void self_metrics__refresh(struct self_metrics *sm)
+{
+	struct agent *ag = sm->ag;
+	struct milometer_bpf *skel = ag->skel;
+	uint64_t now = agent__real_ns();
+	struct aggregate_stats as = {};
+	struct mstore_stats ms;
+	struct rusage ru;
+	struct bpf_program *prog;
+	double fills[NMAPS];
+	long rss_pages = 0;
+	int targets = 0;
+	FILE *f;
+
+	read_bpf_stats(sm);
+	for (size_t i = 0; i < NMAPS; i++) {
+		struct bpf_map *m = bpf_object__find_map_by_name(skel->obj,
+								 map_names[i]);
+
+		fills[i] = m ? (double)map_count(bpf_map__fd(m),
+						 bpf_map__key_size(m)) /
+				       bpf_map__max_entries(m) :
+			       0;
+		sm->fill[i] = fills[i];
+	}
+	targets = targets__count(skel);
+	if (ag->agg)
+		aggregate__stats(ag->agg, &as);
+	getrusage(RUSAGE_SELF, &ru);
+	f = fopen("/proc/self/statm", "r");
+	if (f) {
+		long size;
+
+		if (fscanf(f, "%ld %ld", &size, &rss_pages) != 2)
+			rss_pages = 0;
+		fclose(f);
+	}
+
+	mstore__lock(ag->store);
+	for (int i = 0; i < MM_STAT__COUNT; i++)
+		set1(sm, i, sm->bpf[i], now, NULL, 0);
+	{
+		static const struct { int stat; const char *reason; } drops[] = {
+			{ MM_STAT_RINGBUF_FULL, "ringbuf_full" },
+			{ MM_STAT_CONN_MAP_FULL, "conn_map_full" },
+			{ MM_STAT_PIPELINE_FULL, "pipeline_full" },
+			{ MM_STAT_SCAN_LIMIT, "scan_limit" },
+			{ MM_STAT_IOV_LIMIT, "iov_limit" },
+			{ MM_STAT_UNPARSED, "unparsed" },
+		};
+
+		for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++) {
+			struct mlabel l = { "reason", drops[i].reason };
+
+			set1(sm, M_DROPPED, sm->bpf[drops[i].stat], now, &l, 1);
+		}
+	}
+	for (size_t i = 0; i < NMAPS; i++) {
+		struct mlabel l = { "map", map_names[i] };
+
+		set1(sm, M_MAP_FILL, fills[i], now, &l, 1);
+	}
+	mstore__unlock(ag->store);
+
+	mstore__stats(ag->store, &ms);
+	mstore__lock(ag->store);
+	set1(sm, M_SERIES_ACTIVE, ms.series_active, now, NULL, 0);
+	set1(sm, M_SERIES_OVERFLOW, ms.series_overflowed, now, NULL, 0);
+	set1(sm, M_SERIES_EXPIRED, ms.series_expired, now, NULL, 0);
+	set1(sm, M_STORE_BYTES, ms.bytes, now, NULL, 0);
+	set1(sm, M_USER_EVENTS, as.events, now, NULL, 0);
+	set1(sm, M_DEFERRED_RESOLVED, as.deferred_resolved, now, NULL, 0);
+	set1(sm, M_DEFERRED_UNKNOWN, as.deferred_unknown, now, NULL, 0);
+	set1(sm, M_TARGETS, targets, now, NULL, 0);
+	set1(sm, M_ROUTE_RELOADS, route_sync__reloads(ag->routes), now, NULL, 0);
+	set1(sm, M_ROUTE_ERROR, route_sync__last_error(ag->routes) ? 1 : 0, now,
+	     NULL, 0);
+	set1(sm, M_CPU,
+	     ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+		     ru.ru_stime.tv_usec / 1e6,
+	     now, NULL, 0);
+	set1(sm, M_RSS, (double)rss_pages * sysconf(_SC_PAGESIZE), now, NULL, 0);
+	if (ag->otlp) {
+		struct otlp_sender_stats os;
+
+		otlp_sender__stats(ag->otlp, &os);
+		set1(sm, M_EXPORT_ATTEMPTS, os.attempts, now, NULL, 0);
+		set1(sm, M_EXPORT_FAILURES, os.failures, now, NULL, 0);
+		set1(sm, M_EXPORT_RETRIES, os.retries, now, NULL, 0);
+		set1(sm, M_EXPORT_DROPPED, os.dropped_batches, now, NULL, 0);
+		set1(sm, M_EXPORT_QUEUE, os.queue_bytes, now, NULL, 0);
+	}
+	bpf_object__for_each_program(prog, skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		struct mlabel l = { "program", bpf_program__name(prog) };
+
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			continue;
+		if (!info.run_cnt)
+			continue;
+		set1(sm, M_BPF_RUN_NS, info.run_time_ns / 1e9, now, &l, 1);
+		set1(sm, M_BPF_RUN_CNT, info.run_cnt, now, &l, 1);
+	}
+	mstore__unlock(ag->store);
+
+	if (ag->contract) {
+		struct contract_ctx cc = { .sm = sm, .now = now };
+
+		mstore__lock(ag->store);
+		contract__condition_counts(ag->contract, contract_count, &cc);
+		mstore__unlock(ag->store);
+	}
+}
+
+void self_metrics__dump(struct self_metrics *sm, FILE *out, int json)
+{
+	struct aggregate_stats as = {};
+
+	read_bpf_stats(sm);
+	if (sm->ag->agg)
+		aggregate__stats(sm->ag->agg, &as);
+	if (json) {
+		fputs("{\"bpf\":{", out);
+		for (int i = 0; i < MM_STAT__COUNT; i++)
+			fprintf(out, "%s\"%s\":%llu", i ? "," : "",
+				bpf_stat_names[i], (unsigned long long)sm->bpf[i]);
+		fputs("},\"maps\":{", out);
+		for (size_t i = 0; i < NMAPS; i++)
+			fprintf(out, "%s\"%s\":%.4f", i ? "," : "", map_names[i],
+				sm->fill[i]);
+		fprintf(out,
+			"},\"user\":{\"events\":%llu,\"exchanges\":%llu,\"heads\":%llu,"
+			"\"deferred_resolved\":%llu,\"unknown\":%llu,\"aborted\":%llu,"
+			"\"keys\":%llu}}\n",
+			(unsigned long long)as.events, (unsigned long long)as.exchanges,
+			(unsigned long long)as.heads,
+			(unsigned long long)as.deferred_resolved,
+			(unsigned long long)as.deferred_unknown,
+			(unsigned long long)as.aborted, (unsigned long long)as.keys);
+		return;
+	}
+	fputs("bpf:\n", out);
+	for (int i = 0; i < MM_STAT__COUNT; i++)
+		fprintf(out, "  %-16s %llu\n", bpf_stat_names[i],
+			(unsigned long long)sm->bpf[i]);
+	fputs("map fill (last refresh):\n", out);
+	for (size_t i = 0; i < NMAPS; i++)
+		fprintf(out, "  %-16s %.2f%%\n", map_names[i], sm->fill[i] * 100);
+	fprintf(out,
+		"user space:\n  events %llu, exchanges %llu, deferred heads %llu "
+		"(resolved %llu, unknown %llu), aborted %llu, series keys %llu\n",
+		(unsigned long long)as.events, (unsigned long long)as.exchanges,
+		(unsigned long long)as.heads,
+		(unsigned long long)as.deferred_resolved,
+		(unsigned long long)as.deferred_unknown,
+		(unsigned long long)as.aborted, (unsigned long long)as.keys);
+}

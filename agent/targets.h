@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Which processes are "the proxy": by executable name or path, by pid (and
+ * its descendants), by cgroup v2 path. BPF keeps the set current as
+ * processes fork, exec and exit; user space seeds it and re-scans /proc
+ * periodically to catch anything that raced the seeding.
+ */
+#ifndef MM_AGENT_TARGETS_H
+#define MM_AGENT_TARGETS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+struct milometer_bpf;
+struct agent_opts;
+
+/* Fill mm_target_comms/mm_target_cgroups and seed mm_targets from /proc. */
+int targets__init(struct milometer_bpf *skel, const struct agent_opts *o);
+/* Re-scan /proc; returns the number of target processes. */
+int targets__rescan(struct milometer_bpf *skel, const struct agent_opts *o);
+/* Print "PID SOURCE COMM" lines (or a JSON array). */
+void targets__dump(struct milometer_bpf *skel, FILE *out, int json);
+/* Count of processes in mm_targets. */
+int targets__count(struct milometer_bpf *skel);
+/* Drop mm_conns entries of processes that are gone. */
+int targets__sweep_conns(struct milometer_bpf *skel);
+
+#endif /* MM_AGENT_TARGETS_H */
