@@ -226,6 +226,9 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 		goto cleanup;
 	}
 	print_answer(t, &res, out);
+	if (!t->nroutes)
+		fprintf(out, "note: no HTTPRoute in %s is attached to %s\n",
+			dir, gateway ? gateway : "any Gateway there");
 	ret = 0;
 cleanup:
 	route_compile__free(t);

@@ -222,6 +222,8 @@ static int32_t bpf_vhost(const struct route_table *t, const char *host,
 		goto found;
 	}
 	for (const char *p = strchr(host, '.'); p; p = strchr(p + 1, '.')) {
+		if (p == host)
+			continue; /* an empty first label is no label */
 		v = find_vhost(t, MM_VH_WILDCARD,
 			       route_compile__hash(p + 1, strlen(p + 1)));
 		if (v) {

@@ -402,3 +402,18 @@ TEST(route_input_explain_manifest_error)
 	free(out);
 	free(errs);
 }
+
+TEST(route_input_explain_nothing_attached)
+{
+	char *out = NULL, *errs = NULL;
+	const char *args[] = { "--manifests", test__tmpdir(),
+			       "http://a.example/", NULL };
+	int ret = explain(&out, &errs, args);
+
+	ASSERT_EQ(ret, 0);
+	ASSERT_TRUE(!strncmp(out, "unmatched\nno vhost for host \"a.example\"",
+			     39), "%s", out);
+	ASSERT_TRUE(strstr(out, "note: no HTTPRoute in") != NULL, "%s", out);
+	free(out);
+	free(errs);
+}

@@ -67,6 +67,8 @@ static const struct rcase cases[] = {
 	  "apps/secure rule 0", KERNEL },
 	{ "no intersection: not attached", "GET", "other.org", "/healthz", "",
 	  "apps/catchall rule 0", KERNEL },
+	{ "empty first label", "GET", ".example.com", "/healthz", "",
+	  "apps/catchall rule 0", KERNEL },
 	{ "no Host header", "GET", NULL, "/healthz", "",
 	  "apps/catchall rule 0", KERNEL },
 	/* Paths */
