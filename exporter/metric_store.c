@@ -778,9 +778,17 @@ struct mseries *mstore__series(struct mstore *s, int metric_id,
 	return ser;
 }
 
+/*
+ * Hold and release lock themselves (the mutex is recursive) so a producer
+ * dropping its cache from a teardown path cannot race a collection.
+ */
 void mstore__hold(struct mseries *ser)
 {
+	struct mstore *s = ser->m->store;
+
+	mstore__lock(s);
 	ser->holds++;
+	mstore__unlock(s);
 }
 
 void mstore__release(struct mstore *s, struct mseries *ser)
@@ -788,12 +796,13 @@ void mstore__release(struct mstore *s, struct mseries *ser)
 	struct mmetric *m = ser->m;
 	int i;
 
+	mstore__lock(s);
 	if (!ser->holds || --ser->holds || !(ser->flags & SER_ORPHAN))
-		return;
+		goto cleanup;
 	table_unlink(m, ser);
 	ser_free(s, ser);
 	if (--m->nheld_dead)
-		return;
+		goto cleanup;
 	for (i = 0; i < s->nmetrics; i++) {
 		if (s->metrics[i] == m) {
 			s->metrics[i] = NULL;
@@ -801,6 +810,8 @@ void mstore__release(struct mstore *s, struct mseries *ser)
 		}
 	}
 	metric_free(s, m);
+cleanup:
+	mstore__unlock(s);
 }
 
 /* -------------------------------------------------------------- producers */

@@ -12,8 +12,9 @@
  *
  * Locking: one mutex per store. Producers take it once per batch with
  * mstore__lock()/mstore__unlock() around mseries_* calls; collection takes it
- * itself. The mutex is recursive: mstore__add_metric/find/remove/stats lock
- * internally and may also be called with the lock held.
+ * itself. The mutex is recursive: mstore__add_metric/find/remove/stats and
+ * mstore__hold/release lock internally and may also be called with the lock
+ * held.
  */
 #ifndef MM_EXPORTER_METRIC_STORE_H
 #define MM_EXPORTER_METRIC_STORE_H
