@@ -343,7 +343,8 @@ static int build_vhosts(struct build *b)
 	t->vhosts = calloc(b->natt ? b->natt : 1, sizeof(*t->vhosts));
 	if (!t->vhosts)
 		return -ENOMEM;
-	qsort(b->att, b->natt, sizeof(*b->att), cmp_attach);
+	if (b->natt)
+		qsort(b->att, b->natt, sizeof(*b->att), cmp_attach);
 	for (i = 0; i < b->natt; i = j) {
 		struct rc_vhost *vh = &t->vhosts[t->nvhosts++];
 		char *h = strdup(b->att[i].host);
@@ -626,7 +627,9 @@ static int build_routes(struct build *b)
 			   sizeof(*t->routes));
 	if (!b->routes || !t->routes)
 		return -ENOMEM;
-	memcpy(b->routes, b->m->routes, b->m->nroutes * sizeof(*b->routes));
+	if (b->m->nroutes)
+		memcpy(b->routes, b->m->routes,
+		       b->m->nroutes * sizeof(*b->routes));
 	qsort(b->routes, b->m->nroutes, sizeof(*b->routes), cmp_route_name);
 	for (size_t i = 0; i < b->m->nroutes; i++) {
 		const struct gw_route *r = b->routes[i];
