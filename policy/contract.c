@@ -213,14 +213,17 @@ static void resolve_metric_names(struct contract *c, struct table *t)
 {
 	for (size_t i = 0; i < t->n; i++) {
 		struct cobj *o = &t->objs[i], *win = NULL, *inc;
+		struct metric_def *od;
 
 		if (!o->def || o->active)
 			continue;
-		inc = incumbent(c, KIND_DEF, o->def->name, false, NULL);
+		/* o itself may lose below: keep its name alive */
+		od = crd_definition__get(o->def);
+		inc = incumbent(c, KIND_DEF, od->name, false, NULL);
 		for (size_t j = 0; j < t->n; j++) {
 			struct cobj *p = &t->objs[j];
 
-			if (!p->def || strcmp(p->def->name, o->def->name))
+			if (!p->def || strcmp(p->def->name, od->name))
 				continue;
 			if (inc && !strcmp(p->name, inc->name)) {
 				win = p;
@@ -233,7 +236,7 @@ static void resolve_metric_names(struct contract *c, struct table *t)
 		for (size_t j = 0; j < t->n; j++) {
 			struct cobj *p = &t->objs[j];
 
-			if (!p->def || strcmp(p->def->name, o->def->name))
+			if (!p->def || strcmp(p->def->name, od->name))
 				continue;
 			if (p == win) {
 				p->active = true;
@@ -253,6 +256,7 @@ static void resolve_metric_names(struct contract *c, struct table *t)
 			crd_definition__put(p->def);
 			p->def = NULL;
 		}
+		crd_definition__put(od);
 	}
 }
 
@@ -400,15 +404,18 @@ static int load_table(struct contract *c, const struct manifest_source *src,
 			    m->api_version[glen] == '/';
 		struct crd_err e;
 		struct cobj *o, *dup;
+		size_t dupi;
 
 		if (!ours && !cluster_id__is_property(m))
 			continue; /* HTTPRoutes etc.: subjects, not contract */
 		dup = find(t->objs, t->n, m->kind, m->name ? m->name : "",
 			   m->ns);
+		dupi = dup ? (size_t)(dup - t->objs) : 0;
 		o = table_add(t, m);
 		if (!o)
 			return -ENOMEM;
 		if (dup) {
+			dup = &t->objs[dupi]; /* table_add() may move it */
 			conditions__set(&o->conds, COND_ACCEPTED, COND_FALSE,
 					"DuplicateObject",
 					"%s:%u: %s %s is also defined at %s:%u; the first one is used",

@@ -314,7 +314,8 @@ static int collect_files(struct dir_backend *d, struct file_list *fl,
 		if (err)
 			return err;
 	}
-	qsort(fl->paths, fl->n, sizeof(*fl->paths), name_cmp);
+	if (fl->n)
+		qsort(fl->paths, fl->n, sizeof(*fl->paths), name_cmp);
 	for (size_t i = 0; i < fl->n; i++) {
 		struct stat st;
 

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Bad input never disturbs good objects: malformed YAML, wrong shapes,
+ * deep or huge documents. Plus `milometer check` output and exit codes,
+ * the JSON view, condition counts and the derived uid.
+ */
+#include <sys/stat.h>
+
+#include "policy/check_cmd.h"
+#include "policy/contract_uid.h"
+#include "selftests/unit/test.h"
+#include "selftests/unit/test_contract_util.h"
+
+#define GOOD_DEF                                                          \
+	"apiVersion: telemetry.miloapis.com/v1alpha1\n"                    \
+	"kind: MetricDefinition\n"                                         \
+	"metadata: {name: good}\n"                                         \
+	"spec:\n"                                                          \
+	"  resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n" \
+	"  metric:\n"                                                      \
+	"    name: gateway.networking.k8s.io.httproute.good\n"             \
+	"    instrument: {type: Gauge, unit: \"1\"}\n"
+
+TEST(contract_bad_yaml_next_to_good_objects)
+{
+	const char *dir = test__tmpdir();
+	char *deep;
+	size_t depth = 200, off = 0;
+	struct tc_ctx t;
+	bool saw_broken = false, saw_deep = false, saw_scalar = false,
+	     saw_nokind = false;
+
+	tc_write(dir, "00-good.yaml", GOOD_DEF);
+	tc_write(dir, "10-broken.yaml",
+		 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		 "kind: MetricDefinition\n"
+		 "metadata: {name: broken\n"
+		 "spec: [\n");
+	tc_write(dir, "20-scalar.yaml", "just a string\n");
+	tc_write(dir, "30-nokind.yaml", "apiVersion: v1\nmetadata: {name: x}\n");
+	tc_write(dir, "40-ignored.txt", "not: yaml: at: all: [");
+	tc_write(dir, ".hidden.yaml", "[");
+	deep = malloc(depth * 2 + 64);
+	ASSERT_TRUE(deep);
+	off += sprintf(deep, "apiVersion: v1\nkind: ConfigMap\ndata: ");
+	for (size_t i = 0; i < depth; i++)
+		deep[off++] = '[';
+	for (size_t i = 0; i < depth; i++)
+		deep[off++] = ']';
+	deep[off++] = '\n';
+	deep[off] = 0;
+	tc_write(dir, "50-deep.yaml", deep);
+	free(deep);
+
+	ASSERT_EQ(tc_open1(&t, dir), 0);
+	ASSERT_STREQ(tc_status(&t, "MetricDefinition", "good", COND_ACCEPTED),
+		     "True");
+	for (size_t i = 0; i < manifest_source__nerrors(t.src); i++) {
+		const char *e = manifest_source__error(t.src, i);
+
+		test_log("%s\n", e);
+		saw_broken |= strstr(e, "10-broken.yaml:") != NULL;
+		saw_scalar |= strstr(e, "20-scalar.yaml:1:") != NULL;
+		saw_nokind |= strstr(e, "30-nokind.yaml:1:") != NULL;
+		saw_deep |= strstr(e, "50-deep.yaml:") != NULL;
+		ASSERT_TRUE(!strstr(e, "hidden") && !strstr(e, ".txt"));
+	}
+	ASSERT_TRUE(saw_broken && saw_scalar && saw_nokind && saw_deep);
+	ASSERT_EQ(manifest_source__nerrors(t.src), 4);
+	ASSERT_EQ(contract__rejected(t.c), 4);
+	tc_close(&t);
+}
+
+TEST(contract_huge_document_rejected_cleanly)
+{
+	const char *dir = test__tmpdir();
+	static char chunk[1025];
+	char path[512];
+	struct tc_ctx t;
+	FILE *f;
+
+	tc_write(dir, "00-good.yaml", GOOD_DEF);
+	snprintf(path, sizeof(path), "%s/99-huge.yaml", dir);
+	f = fopen(path, "w");
+	ASSERT_TRUE(f);
+	fputs("apiVersion: v1\nkind: ConfigMap\ndata:\n  blob: \"", f);
+	memset(chunk, 'x', sizeof(chunk) - 1);
+	chunk[sizeof(chunk) - 1] = 0;
+	for (int i = 0; i < (17 << 10); i++)
+		fputs(chunk, f);
+	fputs("\"\n", f);
+	fclose(f);
+	ASSERT_EQ(tc_open1(&t, dir), 0);
+	ASSERT_STREQ(tc_status(&t, "MetricDefinition", "good", COND_ACCEPTED),
+		     "True");
+	ASSERT_EQ(manifest_source__nerrors(t.src), 1);
+	test_log("%s\n", manifest_source__error(t.src, 0));
+	ASSERT_TRUE(strstr(manifest_source__error(t.src, 0), "99-huge.yaml"));
+	tc_close(&t);
+}
+
+TEST(contract_wrong_types_everywhere)
+{
+	static const char *const specs[] = {
+		"spec: []\n",
+		"spec: {resource: HTTPRoute}\n",
+		"spec:\n  resource: {group: g.io, kind: A, resource: as}\n",
+		"spec:\n  resource: {group: g.io, kind: A}\n  metric: {name: 3}\n",
+		"spec:\n  resource: {group: g.io, kind: A}\n  metric:\n    name: g.io.a.x\n    instrument: {type: Gauge, unit: 1}\n",
+		"spec:\n  resource: {group: g.io, kind: A}\n  metric:\n    name: g.io.a.x\n    instrument: {type: Gauge, unit: \"1\"}\n  labels: {a: b}\n",
+		"spec:\n  resource: {group: g.io, kind: A}\n  metric:\n    name: g.io.a.x\n    instrument: {type: Gauge, unit: \"1\"}\n  labels: [{key: a, required: \"yes\"}]\n",
+		"spec:\n  resource: {group: g.io, kind: A}\n  metric:\n    name: g.io.a.x\n    instrument: {type: Gauge, unit: \"1\", aggregationTemporality: sometimes}\n",
+		"spec:\n  resource: {group: g.io, kind: A}\n  metric:\n    name: g.io.a.x\n    instrument: {type: Gauge, unit: \"1\"}\n    stability: GA\n",
+		"spec:\n  resource: {group: g.io, kind: A}\n  metric:\n    name: g.io.a.x\n    instrument: {type: Gauge, unit: \"1\"}\n  labels: [{key: a}, {key: a}]\n",
+	};
+	const char *dir = test__tmpdir();
+
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		char y[2048];
+		struct tc_ctx t;
+
+		snprintf(y, sizeof(y), GOOD_DEF "---\n"
+			 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
+			 "kind: MetricDefinition\n"
+			 "metadata: {name: bad}\n%s", specs[i]);
+		ASSERT_EQ(tc_open1(&t, tc_write(dir, "x.yaml", y)), 0);
+		test_log("%zu: %s %s\n", i,
+			 tc_reason(&t, "MetricDefinition", "bad", COND_ACCEPTED),
+			 tc_message(&t, "MetricDefinition", "bad", COND_ACCEPTED));
+		ASSERT_STREQ(tc_status(&t, "MetricDefinition", "bad",
+				       COND_ACCEPTED), "False");
+		ASSERT_TRUE(strstr(tc_message(&t, "MetricDefinition", "bad",
+					      COND_ACCEPTED), "x.yaml:"));
+		ASSERT_STREQ(tc_status(&t, "MetricDefinition", "good",
+				       COND_ACCEPTED), "True");
+		tc_close(&t);
+	}
+}
+
+TEST(contract_list_kind_is_unwrapped)
+{
+	const char *dir = test__tmpdir();
+	struct tc_ctx t;
+
+	tc_write(dir, "list.yaml",
+		 "apiVersion: v1\n"
+		 "kind: List\n"
+		 "items:\n"
+		 "  - apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		 "    kind: MetricDefinition\n"
+		 "    metadata: {name: good}\n"
+		 "    spec:\n"
+		 "      resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n"
+		 "      metric:\n"
+		 "        name: gateway.networking.k8s.io.httproute.good\n"
+		 "        instrument: {type: Gauge, unit: \"1\"}\n");
+	ASSERT_EQ(tc_open1(&t, dir), 0);
+	ASSERT_STREQ(tc_status(&t, "MetricDefinition", "good", COND_ACCEPTED),
+		     "True");
+	ASSERT_EQ(manifest_source__count(t.src), 1);
+	tc_close(&t);
+}
+
+static int run_check(const char *const *args, size_t n, char **out,
+		     char **err)
+{
+	char *argv[16] = { "check" };
+	size_t olen, elen;
+	FILE *o = open_memstream(out, &olen), *e = open_memstream(err, &elen);
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		argv[i + 1] = (char *)args[i];
+	rc = check__run((int)n + 1, argv, o, e);
+	fclose(o);
+	fclose(e);
+	return rc;
+}
+
+TEST(contract_check_exit_codes_and_output)
+{
+	const char *dir = test__tmpdir();
+	char *out, *err, bad[512];
+	int rc;
+
+	rc = run_check((const char *[]){ "--help" }, 1, &out, &err);
+	ASSERT_EQ(rc, 0);
+	ASSERT_TRUE(strstr(out, "--manifests"));
+	free(out), free(err);
+
+	rc = run_check(NULL, 0, &out, &err);
+	ASSERT_EQ(rc, 2);
+	ASSERT_TRUE(strstr(err, "--manifests PATH is required"));
+	free(out), free(err);
+
+	rc = run_check((const char *[]){ "--bogus" }, 1, &out, &err);
+	ASSERT_EQ(rc, 2);
+	free(out), free(err);
+
+	rc = run_check((const char *[]){ "-m", "/nonexistent/dir" }, 2, &out,
+		       &err);
+	ASSERT_EQ(rc, 2);
+	ASSERT_TRUE(strstr(err, "/nonexistent/dir"), "%s", err);
+	free(out), free(err);
+
+	rc = run_check((const char *[]){ "-m", dir, "extra" }, 3, &out, &err);
+	ASSERT_EQ(rc, 2);
+	free(out), free(err);
+
+	/* the scenario examples with their routes: everything accepted */
+	rc = run_check((const char *[]){
+			       "--manifests",
+			       SEED_DIR "/seed-scenario-upstream-request-count-metricdefinition.yaml",
+			       "--manifests",
+			       SEED_DIR "/seed-scenario-upstream-request-count-metricpolicy.yaml",
+			       "--manifests",
+			       SEED_DIR "/seed-scenario-condition-status-metricdefinition.yaml",
+			       "--manifests",
+			       SEED_DIR "/seed-scenario-condition-status-metricpolicy.yaml",
+			       "--manifests", ROUTES },
+		       10, &out, &err);
+	test_log("%s", out);
+	ASSERT_EQ(rc, 0);
+	ASSERT_TRUE(strstr(out, SEED_DIR "/seed-scenario-upstream-request-count-metricpolicy.yaml:1: MetricPolicy gateway-httproute-upstream-request-count-policy"));
+	ASSERT_TRUE(strstr(out, "Programmed    True    Programmed             4 series from 2 HTTPRoute object(s)"));
+	ASSERT_TRUE(strstr(out, "4 object(s), 0 rejected, 0 manifest error(s)"));
+	free(out), free(err);
+
+	/* one bad object: exit 1, the bad one named with file:line */
+	snprintf(bad, sizeof(bad), "%s", tc_write(dir, "bad.yaml",
+		 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		 "kind: MetricDefinition\n"
+		 "metadata: {name: bad}\n"
+		 "spec:\n"
+		 "  resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n"
+		 "  metric:\n"
+		 "    name: gateway.networking.k8s.io.httproute.bad\n"
+		 "    instrument: {type: Gauge, unit: \"furlongs\"}\n"));
+	rc = run_check((const char *[]){ "-m", dir }, 2, &out, &err);
+	test_log("%s", out);
+	ASSERT_EQ(rc, 1);
+	ASSERT_TRUE(strstr(out, "InvalidUnit"));
+	ASSERT_TRUE(strstr(out, "bad.yaml:8: spec.metric.instrument.unit: \"furlongs\""));
+	free(out), free(err);
+
+	rc = run_check((const char *[]){ "-m", dir, "--json" }, 3, &out, &err);
+	ASSERT_EQ(rc, 1);
+	{
+		const char *want = "{\"objects\":[{\"kind\":\"MetricDefinition\",\"name\":\"bad\",\"file\":";
+
+		ASSERT_TRUE(!strncmp(out, want, strlen(want)), "%s", out);
+	}
+	ASSERT_TRUE(strstr(out, "\"reason\":\"InvalidUnit\""));
+	ASSERT_TRUE(strstr(out, "\\\"furlongs\\\""));
+	ASSERT_TRUE(strstr(out, "\"rejected\":true"));
+	free(out), free(err);
+
+	/* a YAML error alone is also exit 1 */
+	tc_write(dir, "bad.yaml", "a: [");
+	rc = run_check((const char *[]){ "-m", dir }, 2, &out, &err);
+	ASSERT_EQ(rc, 1);
+	ASSERT_TRUE(strstr(out, "error: "));
+	free(out), free(err);
+}
+
+static void count_cb(void *ctx, const char *kind, const char *type,
+		     const char *status, const char *reason, uint64_t n)
+{
+	char *buf = ctx;
+	size_t len = strlen(buf);
+
+	snprintf(buf + len, 4096 - len, "%s/%s/%s/%s=%llu;", kind, type,
+		 status, reason, (unsigned long long)n);
+}
+
+TEST(contract_condition_counts_for_self_metrics)
+{
+	static char buf[4096];
+	struct tc_ctx t;
+
+	buf[0] = 0;
+	ASSERT_EQ(tc_open1(&t, SEED_DIR), 0);
+	contract__condition_counts(t.c, count_cb, buf);
+	test_log("%s\n", buf);
+	ASSERT_TRUE(strstr(buf, "MetricDefinition/Accepted/True/TelemetryRegistered=6;"));
+	ASSERT_TRUE(strstr(buf, "MetricDefinition/Accepted/False/DuplicateMetric=1;"));
+	ASSERT_TRUE(strstr(buf, "MetricPolicy/Accepted/False/Conflicted=2;"));
+	ASSERT_TRUE(strstr(buf, "MetricPolicy/ResolvedRefs/True/ResolvedRefs=8;"));
+	tc_close(&t);
+}
+
+TEST(contract_uid_is_uuid5)
+{
+	uint8_t h[20];
+	char uid[37], again[37];
+	static const uint8_t abc[20] = { 0xa9, 0x99, 0x3e, 0x36, 0x47, 0x06,
+					 0x81, 0x6a, 0xba, 0x3e, 0x25, 0x71,
+					 0x78, 0x50, 0xc2, 0x6c, 0x9c, 0xd0,
+					 0xd8, 0x9d };
+	const char *million = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+	static const uint8_t m2[20] = { 0x84, 0x98, 0x3e, 0x44, 0x1c, 0x3b,
+					0xd2, 0x6e, 0xba, 0xae, 0x4a, 0xa1,
+					0xf9, 0x51, 0x29, 0xe5, 0xe5, 0x46,
+					0x70, 0xf1 };
+
+	contract_uid__sha1("abc", 3, h);
+	ASSERT_TRUE(!memcmp(h, abc, 20));
+	contract_uid__sha1(million, strlen(million), h);
+	ASSERT_TRUE(!memcmp(h, m2, 20));
+	contract_uid__derive("gateway.networking.k8s.io/v1", "HTTPRoute", "demo",
+			     "catalog", uid);
+	/* python3: uuid.uuid5(UUID(CONTRACT_UID_NAMESPACE),
+	 *   "gateway.networking.k8s.io/HTTPRoute/demo/catalog") */
+	ASSERT_STREQ(uid, UID_CATALOG);
+	contract_uid__derive("gateway.networking.k8s.io/v1beta1", "HTTPRoute",
+			     "demo", "catalog", again);
+	ASSERT_STREQ(uid, again); /* the version is not part of identity */
+	contract_uid__derive("gateway.networking.k8s.io/v1", "HTTPRoute",
+			     "other", "catalog", again);
+	ASSERT_TRUE(strcmp(uid, again));
+	ASSERT_EQ(uid[14], '5');
+}
