@@ -37,6 +37,7 @@ struct otlp_sender {
 	struct otlp_headers headers;
 	struct curl_slist *hlist;
 	CURL *curl;
+	CURLM *multi; /* drives curl so stop() can cut a request short */
 	pthread_t thread;
 	bool thread_started;
 
@@ -122,15 +123,6 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 		s->resp_len += keep;
 	}
 	return len;
-}
-
-static int on_progress(void *ctx, curl_off_t dlt, curl_off_t dln,
-		       curl_off_t ult, curl_off_t uln)
-{
-	struct otlp_sender *s = ctx;
-	uint64_t at = __atomic_load_n(&s->abort_at_ns, __ATOMIC_RELAXED);
-
-	return at && mono_ns() >= at; /* nonzero aborts the transfer */
 }
 
 static int on_debug(CURL *c, curl_infotype type, char *data, size_t size,
@@ -272,6 +264,9 @@ static int setup_curl(struct otlp_sender *s)
 	if (!c)
 		return -ENOMEM;
 	s->curl = c;
+	s->multi = curl_multi_init();
+	if (!s->multi)
+		return -ENOMEM;
 #define SET(opt, val) do { if (rc == CURLE_OK) rc = curl_easy_setopt(c, opt, val); } while (0)
 	SET(CURLOPT_URL, s->url);
 	SET(CURLOPT_POST, 1L);
@@ -285,9 +280,6 @@ static int setup_curl(struct otlp_sender *s)
 	SET(CURLOPT_HEADERDATA, s);
 	SET(CURLOPT_WRITEFUNCTION, on_body);
 	SET(CURLOPT_WRITEDATA, s);
-	SET(CURLOPT_XFERINFOFUNCTION, on_progress);
-	SET(CURLOPT_XFERINFODATA, s);
-	SET(CURLOPT_NOPROGRESS, 0L);
 	/* Redirects would re-POST credentials to wherever they point. */
 	SET(CURLOPT_FOLLOWLOCATION, 0L);
 	SET(CURLOPT_PROTOCOLS_STR, "http,https");
@@ -358,8 +350,50 @@ static void body_excerpt(const struct otlp_sender *s, char *out, size_t n)
 
 enum outcome { SENT, RETRY, GIVE_UP, ABORTED };
 
+static bool abort_due(struct otlp_sender *s)
+{
+	uint64_t at = __atomic_load_n(&s->abort_at_ns, __ATOMIC_RELAXED);
+
+	return at && mono_ns() >= at;
+}
+
+/*
+ * curl_easy_perform() through our multi handle, checking the stop deadline
+ * every 50 ms: curl's own progress callback can be a second late when
+ * nothing moves. The multi handle keeps the connection cache, so the
+ * connection is still reused between requests.
+ */
+static CURLcode perform(struct otlp_sender *s)
+{
+	CURLcode rc = CURLE_OK;
+	int running = 1, left;
+	CURLMsg *msg;
+
+	if (curl_multi_add_handle(s->multi, s->curl) != CURLM_OK)
+		return CURLE_FAILED_INIT;
+	while (running) {
+		if (curl_multi_perform(s->multi, &running) != CURLM_OK) {
+			rc = CURLE_FAILED_INIT;
+			break;
+		}
+		if (!running)
+			break;
+		if (abort_due(s)) {
+			rc = CURLE_ABORTED_BY_CALLBACK;
+			goto out;
+		}
+		curl_multi_poll(s->multi, NULL, 0, 50, NULL);
+	}
+	while ((msg = curl_multi_info_read(s->multi, &left)))
+		if (msg->msg == CURLMSG_DONE && msg->easy_handle == s->curl)
+			rc = msg->data.result;
+out:
+	curl_multi_remove_handle(s->multi, s->curl);
+	return rc;
+}
+
 static enum outcome post(struct otlp_sender *s, struct otlp_batch *b,
-			 long *status)
+			 long *status, long *conns)
 {
 	CURLcode rc;
 	char excerpt[256];
@@ -370,7 +404,9 @@ static enum outcome post(struct otlp_sender *s, struct otlp_batch *b,
 	curl_easy_setopt(s->curl, CURLOPT_POSTFIELDS, b->buf);
 	curl_easy_setopt(s->curl, CURLOPT_POSTFIELDSIZE_LARGE,
 			 (curl_off_t)b->len);
-	rc = curl_easy_perform(s->curl);
+	rc = perform(s);
+	*conns = 0;
+	curl_easy_getinfo(s->curl, CURLINFO_NUM_CONNECTS, conns);
 	if (rc == CURLE_ABORTED_BY_CALLBACK)
 		return ABORTED;
 	if (rc != CURLE_OK) {
@@ -441,7 +477,7 @@ static void *sender_main(void *arg)
 	enum outcome out;
 	uint64_t now, until;
 	int64_t rej;
-	long status;
+	long status, conns = 0;
 
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
@@ -468,7 +504,7 @@ static void *sender_main(void *arg)
 			out = GIVE_UP;
 			status = 0;
 		} else {
-			out = post(s, b, &status);
+			out = post(s, b, &status, &conns);
 		}
 		/* Parsed and logged before locking: a log hook may read stats. */
 		rej = out == SENT ? check_partial(s) : 0;
@@ -480,6 +516,7 @@ static void *sender_main(void *arg)
 		}
 		s->st.attempts++;
 		s->st.last_status = status;
+		s->st.connections += conns;
 		b->attempts++;
 		switch (out) {
 		case SENT:
@@ -519,6 +556,8 @@ static void curl_init_once(void)
 
 static void sender_free(struct otlp_sender *s)
 {
+	if (s->multi)
+		curl_multi_cleanup(s->multi);
 	if (s->curl)
 		curl_easy_cleanup(s->curl);
 	curl_slist_free_all(s->hlist);

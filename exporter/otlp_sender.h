@@ -61,6 +61,7 @@ struct otlp_sender_stats {
 	uint64_t queue_batches;     /* now waiting, including in flight */
 	uint64_t queue_bytes;
 	uint64_t sent_bytes;        /* request bodies delivered, as on the wire */
+	uint64_t connections;       /* opened; stays low while reused */
 	long last_status;           /* last HTTP status; 0: transport error */
 };
 

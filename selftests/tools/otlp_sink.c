@@ -4,7 +4,7 @@
  *
  *   bin/otlp_sink [--port N] [--port-file F] [--dir D] [--status CODE]
  *                 [--script CODE[:RETRY_AFTER],...] [--partial N[:MSG]]
- *                 [--tls-cert PEM --tls-key PEM] [--quiet]
+ *                 [--tls-cert PEM --tls-key PEM] [--delay-ms N] [--quiet]
  *
  * Listens on 127.0.0.1 (port 0: any free one, printed and written to
  * --port-file), accepts POST /v1/metrics (Content-Encoding gzip or none),
@@ -16,7 +16,8 @@
  * "503:2,200": a 503 with Retry-After: 2, then 200), then --status
  * (default 200). --partial makes 200 answers carry a partial_success.
  * GET /stats returns "requests N\nvalid N\ninvalid N\n". With --tls-cert
- * and --tls-key it speaks https.
+ * and --tls-key it speaks https; --delay-ms holds every answer back (for
+ * timeout tests).
  *
  * The unit tests compile this file in (OTLP_SINK_NO_MAIN) and drive the same
  * code in-process through otlp_sink__start() and friends.
@@ -54,6 +55,7 @@ struct otlp_sink_opts {
 	const char *partial_msg;
 	const char *tls_cert;  /* PEM files: serve https */
 	const char *tls_key;
+	unsigned delay_ms;     /* before answering an export */
 	bool quiet;
 };
 
@@ -300,6 +302,8 @@ static enum MHD_Result answer_export(struct otlp_sink *k,
 		       step.retry_after >= 0 ? " (Retry-After)" : "");
 	if (req)
 		otlp_pb_request__free(req);
+	if (k->o.delay_ms)
+		usleep(k->o.delay_ms * 1000);
 
 	if (step.status >= 200 && step.status < 300) {
 		otlp_pb_response resp =
@@ -414,6 +418,7 @@ struct otlp_sink *otlp_sink__start(const struct otlp_sink_opts *o, char *err,
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	const union MHD_DaemonInfo *di;
 	struct otlp_sink *k = calloc(1, sizeof(*k));
+	unsigned int flags;
 
 	if (!k) {
 		snprintf(err, errlen, "out of memory");
@@ -430,13 +435,17 @@ struct otlp_sink *otlp_sink__start(const struct otlp_sink_opts *o, char *err,
 		snprintf(err, errlen, "--tls-cert and --tls-key go together");
 		goto fail;
 	}
+	/* A thread per connection: a --delay-ms answer holds up no other. */
+	flags = MHD_USE_INTERNAL_POLLING_THREAD |
+		MHD_USE_THREAD_PER_CONNECTION;
+	if (!o->quiet)
+		flags |= MHD_USE_ERROR_LOG;
 	if (o->tls_cert) {
 		k->cert = read_file(o->tls_cert, err, errlen);
 		k->key = k->cert ? read_file(o->tls_key, err, errlen) : NULL;
 		if (!k->key)
 			goto fail;
-		k->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-					MHD_USE_ERROR_LOG | MHD_USE_TLS,
+		k->d = MHD_start_daemon(flags | MHD_USE_TLS,
 					0, NULL, NULL, on_request, k,
 					MHD_OPTION_SOCK_ADDR, &sa,
 					MHD_OPTION_NOTIFY_COMPLETED, on_completed,
@@ -445,8 +454,7 @@ struct otlp_sink *otlp_sink__start(const struct otlp_sink_opts *o, char *err,
 					MHD_OPTION_HTTPS_MEM_KEY, k->key,
 					MHD_OPTION_END);
 	} else {
-		k->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-					MHD_USE_ERROR_LOG,
+		k->d = MHD_start_daemon(flags,
 					0, NULL, NULL, on_request, k,
 					MHD_OPTION_SOCK_ADDR, &sa,
 					MHD_OPTION_NOTIFY_COMPLETED, on_completed,
@@ -548,7 +556,8 @@ static void usage(FILE *f)
 		"[--status CODE]\n"
 		"                 [--script CODE[:RETRY_AFTER],...] "
 		"[--partial N[:MSG]]\n"
-		"                 [--tls-cert PEM --tls-key PEM] [--quiet]\n");
+		"                 [--tls-cert PEM --tls-key PEM] [--delay-ms N] "
+		"[--quiet]\n");
 }
 
 int main(int argc, char **argv)
@@ -562,6 +571,7 @@ int main(int argc, char **argv)
 		{ "partial", required_argument, NULL, 'r' },
 		{ "tls-cert", required_argument, NULL, 'c' },
 		{ "tls-key", required_argument, NULL, 'k' },
+		{ "delay-ms", required_argument, NULL, 'D' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -572,7 +582,7 @@ int main(int argc, char **argv)
 	char err[256], *colon;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "p:P:d:s:S:r:c:k:qh", lopts,
+	while ((c = getopt_long(argc, argv, "p:P:d:s:S:r:c:k:D:qh", lopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -605,6 +615,9 @@ int main(int argc, char **argv)
 			break;
 		case 'k':
 			o.tls_key = optarg;
+			break;
+		case 'D':
+			o.delay_ms = atoi(optarg);
 			break;
 		case 'q':
 			o.quiet = true;

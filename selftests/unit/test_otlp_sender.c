@@ -392,6 +392,7 @@ TEST(otlp_sender_env_headers)
 
 TEST(otlp_sender_stop_flushes_and_bounds_time)
 {
+	struct otlp_sender_stats st;
 	struct otlp_sink_opts ko = { .quiet = true };
 	struct otlp_sender_opts so = { .log = log_to_buf };
 	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -408,9 +409,14 @@ TEST(otlp_sender_stop_flushes_and_bounds_time)
 	ASSERT_TRUE(s);
 	for (i = 0; i < 5; i++)
 		ASSERT_EQ(enqueue_named(s, "f"), 0);
+	ASSERT_TRUE(WAIT_STATS(s, st, st.successes == 5));
+	/* One connection carried all five: the handle is reused. */
+	ASSERT_EQ(st.connections, 1);
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ(enqueue_named(s, "f"), 0);
 	/* stop() sends what is queued before returning. */
 	otlp_sender__stop(s, 5000);
-	ASSERT_EQ(otlp_sink__requests(k), 5);
+	ASSERT_EQ(otlp_sink__requests(k), 10);
 	otlp_sink__stop(k);
 
 	/* Nobody listening and a long backoff: stop() still returns at the
@@ -554,5 +560,47 @@ TEST(otlp_sender_tls_ca_file)
 	ASSERT_EQ(otlp_sink__requests(k), 1);
 	ASSERT_TRUE(log_has(&lb, "certificate") || log_has(&lb, "SSL"),
 		    "%s", lb.text);
+	otlp_sink__stop(k);
+}
+
+TEST(otlp_sender_timeout_retried_and_stop_aborts)
+{
+	struct otlp_sink_opts ko = { .quiet = true, .delay_ms = 3000 };
+	struct otlp_sender_opts so = { .timeout_ms = 200, .log = log_to_buf };
+	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct otlp_sender_stats st;
+	struct otlp_sink *k;
+	struct otlp_sender *s;
+	char err[256], url[64];
+	uint64_t t;
+
+	so.log_ctx = &lb;
+	k = otlp_sink__start(&ko, err, sizeof(err));
+	ASSERT_TRUE(k, "%s", err);
+	s = start_sender(&so, otlp_sink__port(k), url, sizeof(url));
+	ASSERT_TRUE(s);
+	ASSERT_EQ(enqueue_named(s, "slow"), 0);
+	/* The answer takes longer than the request timeout: retried. */
+	ASSERT_TRUE(WAIT_STATS(s, st, st.retries >= 1));
+	ASSERT_EQ(st.successes, 0);
+	ASSERT_EQ(st.last_status, 0);
+	ASSERT_TRUE(log_has(&lb, "imeout") || log_has(&lb, "timed out"),
+		    "%s", lb.text);
+	otlp_sender__stop(s, 0);
+
+	/* stop() cuts a request in flight short at the flush deadline. */
+	so.timeout_ms = 60000;
+	s = start_sender(&so, otlp_sink__port(k), url, sizeof(url));
+	ASSERT_TRUE(s);
+	ASSERT_EQ(enqueue_named(s, "slow2"), 0);
+	ASSERT_TRUE(WAIT_STATS(s, st, st.queue_batches == 1));
+	usleep(100000); /* the POST is on the wire, waiting for the answer */
+	t = sink_now_ns();
+	otlp_sender__stop(s, 200);
+	t = sink_now_ns() - t;
+	ASSERT_TRUE(t < 2500000000ULL, "stop took %llu ms",
+		    (unsigned long long)t / 1000000);
+	test_log("stop(200 ms) with a request in flight took %llu ms\n",
+		 (unsigned long long)t / 1000000);
 	otlp_sink__stop(k);
 }
