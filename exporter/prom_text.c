@@ -373,7 +373,8 @@ static int write_family(void *ctx, const struct mmetric_desc *d,
 	write_meta(w, d, family);
 	/*
 	 * OpenMetrics: with negative buckets _sum is no longer a counter and
-	 * must be left out.
+	 * must be left out, and _count goes with it ("if and only if a Sum
+	 * Value is present ... _count").
 	 */
 	if (om && d->instrument == MI_HISTOGRAM)
 		sum = !has_negative(d, pts, n);
@@ -391,7 +392,7 @@ static int write_family(void *ctx, const struct mmetric_desc *d,
 		if (!err && sum)
 			err = write_sample(w, name, "_sum", p, NULL, p->sum,
 					   NULL);
-		if (!err)
+		if (!err && sum)
 			err = write_sample(w, name, "_count", p, NULL, 0, &cnt);
 	}
 	if (ferror(w->out))
@@ -408,9 +409,12 @@ int prom_text__write_target_info(FILE *out, const struct mlabel *attrs,
 
 	if (!n)
 		return 0;
-	fputs("# HELP target_info Target metadata\n", out);
-	fprintf(out, "# TYPE target_info %s\n",
-		fmt == PROM_FMT_OPENMETRICS ? "info" : "gauge");
+	/* an OpenMetrics info family is named without its _info sample */
+	if (fmt == PROM_FMT_OPENMETRICS)
+		fputs("# HELP target Target metadata\n# TYPE target info\n", out);
+	else
+		fputs("# HELP target_info Target metadata\n"
+		      "# TYPE target_info gauge\n", out);
 	fputs("target_info", out);
 	err = write_labels(&w, &p, NULL, NULL);
 	fputs(" 1\n", out);

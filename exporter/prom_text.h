@@ -46,7 +46,7 @@ int prom_text__write(FILE *out, struct mstore *s, enum prom_format fmt,
 /*
  * The OTel resource as the target_info family (spec: "Resource Attributes"):
  * one sample of value 1 carrying the attributes as labels; gauge in text
- * 0.0.4, info in OpenMetrics. Write it before prom_text__write(), which
+ * 0.0.4, info family "target" in OpenMetrics. Write it before prom_text__write(), which
  * ends OpenMetrics output with "# EOF". Nothing is written for n == 0.
  */
 int prom_text__write_target_info(FILE *out, const struct mlabel *attrs,

@@ -132,7 +132,6 @@ static const char golden_om[] =
 	"rpc_latency_seconds_bucket{le=\"2.8284271247461903\"} 3\n"
 	"rpc_latency_seconds_bucket{le=\"4.0\"} 4\n"
 	"rpc_latency_seconds_bucket{le=\"+Inf\"} 4\n"
-	"rpc_latency_seconds_count 4\n"
 	"# EOF\n";
 
 TEST(prom_text_golden)
@@ -225,13 +224,15 @@ TEST(prom_text_skips_colliding_families)
 }
 
 /*
- * promtool is a project dependency (deploy/install-deps.sh): its absence is
- * a broken setup, so the test fails rather than skips.
+ * Output made to trip escaping and naming: label values with quotes,
+ * backslashes, newlines, invalid UTF-8; keys that need sanitizing and that
+ * collide; an exponential histogram with negative and zero buckets; an
+ * explicit one; a ratio gauge; target_info.
  */
-TEST(prom_text_promtool_accepts_tricky_output)
+static int write_tricky(const char *path, enum prom_format fmt)
 {
 	struct mmetric_desc c = {
-		.name = "gateway.requests", .description = "Requests.",
+		.name = "gateway.requests", .description = "Requests \"q\"\\\n",
 		.unit = "{request}", .instrument = MI_COUNTER,
 	};
 	struct mmetric_desc h = {
@@ -239,37 +240,78 @@ TEST(prom_text_promtool_accepts_tricky_output)
 		.unit = "s", .instrument = MI_HISTOGRAM,
 		.hist = MH_EXPONENTIAL,
 	};
+	struct mmetric_desc b = {
+		.name = "gateway.request.size", .description = "Size.",
+		.unit = "By", .instrument = MI_HISTOGRAM,
+	};
+	struct mmetric_desc t = {
+		.name = "temperature", .description = "Temp.", .unit = "Cel",
+		.instrument = MI_HISTOGRAM, .hist = MH_EXPONENTIAL,
+	};
+	struct mmetric_desc g = {
+		.name = "cpu.utilization", .description = "CPU.", .unit = "1",
+		.instrument = MI_GAUGE,
+	};
 	static const char *tricky[] = {
 		"quote\"d", "back\\slash", "new\nline", "tab\tand \xc3\xa9",
 		"bad utf8 \xff\xfe", "", "{}=,\"\\", "trailing\\",
 	};
-	char path[512], cmd[1100];
+	static const struct mlabel res[] = { { "service.name", "milometer" } };
 	struct mstore *st = mstore__new(NULL);
 	int ic = mstore__add_metric(st, &c), ih = mstore__add_metric(st, &h);
+	int ib = mstore__add_metric(st, &b), it = mstore__add_metric(st, &t);
+	int ig = mstore__add_metric(st, &g), err;
+	struct mseries *s;
 	size_t i;
 	FILE *f;
-	int rc;
 
 	mstore__lock(st);
 	for (i = 0; i < sizeof(tricky) / sizeof(tricky[0]); i++) {
 		struct mlabel l[] = { { "http.route", tricky[i] },
-				      { "9.bad-key", "v" } };
-		struct mseries *s = mstore__series(st, ih, l, 2);
+				      { "9.bad-key", "v" }, { "a.b", "1" },
+				      { "a_b", "2" } };
 		int k;
 
-		mseries__add(mstore__series(st, ic, l, 2), (double)i + 0.5,
+		mseries__add(mstore__series(st, ic, l, 4), (double)i + 0.5,
 			     1);
+		s = mstore__series(st, ih, l, 4);
 		for (k = 1; k <= 100; k++)
 			mseries__observe(s, k * 0.001 * (i + 1), 1);
 		mseries__observe(s, 0, 1);
+		s = mstore__series(st, ib, l, 4);
+		for (k = 1; k <= 100; k++)
+			mseries__observe(s, k * 97.0, 1);
 	}
+	s = mstore__series(st, it, NULL, 0);
+	mseries__observe(s, -3, 1);
+	mseries__observe(s, 0, 1);
+	mseries__observe(s, 25, 1);
+	mseries__set(mstore__series(st, ig, NULL, 0), 0.5, 1);
 	mstore__unlock(st);
-	snprintf(path, sizeof(path), "%s/metrics.prom", test__tmpdir());
 	f = fopen(path, "w");
-	ASSERT_TRUE(f);
-	ASSERT_EQ(prom_text__write(f, st, PROM_FMT_TEXT, 2), 0);
+	if (!f) {
+		mstore__free(st);
+		return -1;
+	}
+	err = prom_text__write_target_info(f, res, 1, fmt);
+	if (!err)
+		err = prom_text__write(f, st, fmt, 2);
 	fclose(f);
 	mstore__free(st);
+	return err;
+}
+
+/*
+ * promtool is a project dependency (deploy/install-deps.sh): its absence is
+ * a broken setup, so the test fails rather than skips.
+ */
+TEST(prom_text_promtool_accepts_tricky_output)
+{
+	char path[512], cmd[1100];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/metrics.prom", test__tmpdir());
+	ASSERT_EQ(write_tricky(path, PROM_FMT_TEXT), 0);
 	ASSERT_TRUE(system("command -v promtool >/dev/null") == 0,
 		  "promtool not found: run deploy/install-deps.sh "
 		  "(Debian package prometheus)");
@@ -277,6 +319,37 @@ TEST(prom_text_promtool_accepts_tricky_output)
 	rc = system(cmd);
 	ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0,
 		    "promtool rejected %s", path);
+}
+
+/*
+ * promtool 2.42 has no OpenMetrics parser; the Python client's is strict
+ * (family/sample naming, _sum/_count pairing, info families, # EOF). It is
+ * not a project dependency, so this check says when it could not run.
+ */
+TEST(prom_text_openmetrics_parser_accepts_tricky_output)
+{
+	static const char py[] =
+		"import sys\n"
+		"from prometheus_client.openmetrics.parser import "
+		"text_string_to_metric_families as p\n"
+		"fams = list(p(open(sys.argv[1]).read()))\n"
+		"assert len(fams) == 6, [f.name for f in fams]\n";
+	char path[512], cmd[1400];
+	int rc;
+
+	if (system("/usr/bin/python3 -c 'import prometheus_client' "
+		   "2>/dev/null")) {
+		test_log("not run: apt-get install python3-prometheus-client "
+			 "to validate OpenMetrics output\n");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/metrics.om", test__tmpdir());
+	ASSERT_EQ(write_tricky(path, PROM_FMT_OPENMETRICS), 0);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 -c '%s' %s >&2", py,
+		 path);
+	rc = system(cmd);
+	ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0,
+		    "OpenMetrics parser rejected %s", path);
 }
 
 /* Scrape cost at the per-metric cap times ten: the figure for make bench. */
@@ -347,8 +420,8 @@ TEST(prom_text_target_info)
 		     "# TYPE target_info gauge\n"
 		     "target_info{k8s_node_name=\"node-1\","
 		     "service_name=\"milometer\"} 1\n"
-		     "# HELP target_info Target metadata\n"
-		     "# TYPE target_info info\n"
+		     "# HELP target Target metadata\n"
+		     "# TYPE target info\n"
 		     "target_info{k8s_node_name=\"node-1\","
 		     "service_name=\"milometer\"} 1\n");
 	free(buf);
