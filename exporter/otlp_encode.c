@@ -646,25 +646,22 @@ static int build_resource(struct otlp_encoder *e, const struct otlp_encode_opts 
 	for (i = 0; i < n; i++) {
 		const struct mlabel *l = i < ndef ? &defaults[i] :
 					 &o->resource[i - ndef];
+		otlp_pb_kv *kv = &e->res_kv[k];
+		otlp_pb_any *any = &e->res_any[k];
 
 		if (!l->key || !*l->key || !l->value || !*l->value)
 			continue;
-		e->res_kv[k] = (otlp_pb_kv)OTLP_PBC(KEY_VALUE__INIT);
-		e->res_any[k] = (otlp_pb_any)OTLP_PBC(ANY_VALUE__INIT);
-		e->res_any[k].value_case =
-			OTLP_PBC(ANY_VALUE__VALUE_STRING_VALUE);
-		e->res_any[k].string_value = xstrdup(l->value);
-		e->res_kv[k].key = xstrdup(l->key);
-		e->res_kv[k].value = &e->res_any[k];
-		e->res_attrs[k] = &e->res_kv[k];
-		k++;
-		if (!e->res_kv[k - 1].key || !e->res_any[k - 1].string_value)
-			break;
-	}
-	e->nres = k;
-	for (i = 0; i < k; i++)
-		if (!e->res_kv[i].key || !e->res_any[i].string_value)
+		*kv = (otlp_pb_kv)OTLP_PBC(KEY_VALUE__INIT);
+		*any = (otlp_pb_any)OTLP_PBC(ANY_VALUE__INIT);
+		any->value_case = OTLP_PBC(ANY_VALUE__VALUE_STRING_VALUE);
+		any->string_value = strdup(l->value);
+		kv->key = strdup(l->key);
+		kv->value = any;
+		e->res_attrs[k++] = kv;
+		e->nres = k; /* otlp_encoder__free() frees what is set */
+		if (!kv->key || !any->string_value)
 			return -ENOMEM;
+	}
 	return 0;
 }
 

@@ -214,6 +214,11 @@ cleanup:
 static int load_headers(struct otlp_sender *s, const struct otlp_sender_opts *o,
 			char *err, size_t errlen)
 {
+	static const char *const fixed[] = {
+		"Content-Type: application/x-protobuf",
+		/* a 1 s stall on every large POST otherwise */
+		"Expect:",
+	};
 	const char *spec = o->headers, *origin = "OTLP headers";
 	struct curl_slist *l;
 	size_t i;
@@ -230,11 +235,6 @@ static int load_headers(struct otlp_sender *s, const struct otlp_sender_opts *o,
 	ret = otlp_headers__parse(&s->headers, spec, origin, err, errlen);
 	if (ret)
 		return ret;
-	static const char *const fixed[] = {
-		"Content-Type: application/x-protobuf",
-		/* a 1 s stall on every large POST otherwise */
-		"Expect:",
-	};
 	for (i = 0; i < 2; i++) {
 		l = curl_slist_append(s->hlist, fixed[i]);
 		if (!l)
@@ -503,6 +503,7 @@ static void *sender_main(void *arg)
 		if (s->o.gzip && !b->compressed) {
 			out = GIVE_UP;
 			status = 0;
+			conns = 0;
 		} else {
 			out = post(s, b, &status, &conns);
 		}
