@@ -85,15 +85,6 @@ static void size_scratch(struct cel_program *p)
 		p->vpool_len = CEL_ARENA_MAX / sizeof(struct cel_value);
 }
 
-static void append_col(struct cel_error *err)
-{
-	size_t n = strlen(err->msg);
-
-	if (err->col > 0 && n < sizeof(err->msg) - 24)
-		snprintf(err->msg + n, sizeof(err->msg) - n, " at column %d",
-			 err->col);
-}
-
 struct cel_program *cel__compile(const char *expr, unsigned allowed_vars,
 				 struct cel_error *err)
 {
@@ -156,7 +147,6 @@ struct cel_program *cel__compile(const char *expr, unsigned allowed_vars,
 cleanup:
 	if (r == -ENOMEM && !err->msg[0])
 		snprintf(err->msg, sizeof(err->msg), "out of memory");
-	append_col(err);
 	free(toks);
 	cel__free(p);
 	return NULL;

@@ -578,6 +578,9 @@ int cel__eval(struct cel_program *p, const struct cel_activation *act,
 	struct cel_error dummy;
 	int r;
 
+	if (!p || !out)
+		return -EINVAL;
+
 	p->err = err ? err : &dummy;
 	p->err->col = 0;
 	p->err->msg[0] = 0;

@@ -294,7 +294,7 @@ int cel_compare(const struct cel_value *a, const struct cel_value *b, int *cmp)
 int cel_fmt_double(double d, char *buf, size_t len)
 {
 	char tmp[40], digits[20], out[64];
-	int prec, exp, nd = 0, n = 0, i;
+	int prec, lo, hi, exp, nd = 0, n = 0, i;
 	const char *s;
 	bool neg;
 
@@ -304,11 +304,16 @@ int cel_fmt_double(double d, char *buf, size_t len)
 		return snprintf(buf, len, d > 0 ? "+Inf" : "-Inf");
 	if (d == 0)
 		return snprintf(buf, len, signbit(d) ? "-0" : "0");
-	for (prec = 1; prec <= 17; prec++) {
+	/* round-tripping is monotonic in the precision: bisect 1..17 */
+	for (lo = 1, hi = 17; lo < hi;) {
+		prec = (lo + hi) / 2;
 		snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, d);
 		if (strtod(tmp, NULL) == d)
-			break;
+			hi = prec;
+		else
+			lo = prec + 1;
 	}
+	snprintf(tmp, sizeof(tmp), "%.*e", lo - 1, d);
 	neg = tmp[0] == '-';
 	for (s = tmp + neg; *s && *s != 'e'; s++)
 		if (*s >= '0' && *s <= '9')
