@@ -365,10 +365,39 @@ static __always_inline int exit_io(long ret)
 		return exit_io(ctx->ret);                                     \
 	}
 
+#define EXIT_BUF(name)                                                        \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                            \
+	int mm_exit_##name(struct trace_event_raw_sys_exit *ctx)              \
+	{                                                                     \
+		return exit_io(ctx->ret);                                     \
+	}
+
+#define MSG_PEEK_ 0x2
+
 ENTER_BUF(read, MM_IO_READ)
-ENTER_BUF(recvfrom, MM_IO_READ)
 ENTER_BUF(readv, MM_IO_READV)
-ENTER_BUF(recvmsg, MM_IO_RECVMSG)
+
+/*
+ * recv(MSG_PEEK) leaves the bytes in the socket: nginx peeks to test idle
+ * keep-alive connections, and parsing peeked bytes would read them twice.
+ */
+SEC("tracepoint/syscalls/sys_enter_recvfrom")
+int mm_enter_recvfrom(struct trace_event_raw_sys_enter *ctx)
+{
+	if (!(ctx->args[3] & MSG_PEEK_))
+		save_args(ctx->args[0], ctx->args[1], MM_IO_READ, 0);
+	return 0;
+}
+EXIT_BUF(recvfrom)
+
+SEC("tracepoint/syscalls/sys_enter_recvmsg")
+int mm_enter_recvmsg(struct trace_event_raw_sys_enter *ctx)
+{
+	if (!(ctx->args[2] & MSG_PEEK_))
+		save_args(ctx->args[0], ctx->args[1], MM_IO_RECVMSG, 0);
+	return 0;
+}
+EXIT_BUF(recvmsg)
 ENTER_BUF(write, MM_IO_WRITE)
 ENTER_BUF(sendto, MM_IO_WRITE)
 ENTER_BUF(writev, MM_IO_WRITEV)
