@@ -38,6 +38,7 @@ AGENT_SRCS    := $(sort $(wildcard agent/*.c))
 BPF_SRCS      := $(sort $(wildcard bpf/*.bpf.c))
 UNIT_SRCS     := $(sort $(wildcard selftests/unit/*.c))
 TOOL_SRCS     := $(sort $(wildcard selftests/tools/*.c))
+BENCH_SRCS    := $(sort $(wildcard selftests/bench/*.c))
 PROTOS        := $(sort $(wildcard exporter/*.proto))
 
 PROTO_C   := $(patsubst exporter/%.proto,$(OUTPUT)/%.pb-c.c,$(PROTOS))
@@ -49,6 +50,9 @@ BPF_O     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 UNIT_O    := $(patsubst %.c,$(OUTPUT)/%.o,$(UNIT_SRCS))
 TOOLS     := $(patsubst selftests/tools/%.c,$(BIN)/%,$(TOOL_SRCS))
+BENCHES   := $(patsubst selftests/bench/%.c,$(BIN)/%,$(BENCH_SRCS))
+# agent objects a bench tool may link: everything but main()
+AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))
 
 PURE_LIBS  := -lyaml -lcurl -lprotobuf-c -lmicrohttpd -lz -lm -lpthread
 AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
@@ -119,6 +123,12 @@ $(BIN)/%: selftests/tools/%.c $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(
 	$(Q)$(CC) $(CFLAGS) $< $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
 		$(PURE_LIBS) -o $@
 
+# Benchmark tools link the agent's objects too (they measure its hot paths).
+$(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $< $(AGENT_LIB_O) $(OUTPUT)/libpolicy.a \
+		$(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@
+
 unit: deps-check $(BIN)/unit_tests
 	$(Q)$(BIN)/unit_tests $(T)
 
@@ -131,7 +141,7 @@ check: deps all $(BIN)/unit_tests
 demo: deps all
 	$(Q)deploy/demo.sh
 
-bench: deps all $(BIN)/unit_tests
+bench: deps all $(BIN)/unit_tests $(BENCHES)
 	$(Q)selftests/bench/run.sh
 
 vmlinux:
