@@ -145,7 +145,7 @@ static int on_debug(CURL *c, curl_infotype type, char *data, size_t size,
 }
 
 static int resolve_url(struct otlp_sender *s, const char *endpoint,
-		       char *err, size_t errlen)
+		       bool exact, char *err, size_t errlen)
 {
 	static const char suffix[] = "/v1/metrics";
 	char *scheme = NULL, *host = NULL, *path = NULL, *url = NULL;
@@ -155,7 +155,8 @@ static int resolve_url(struct otlp_sender *s, const char *endpoint,
 	size_t plen;
 
 	if (!endpoint || !*endpoint) {
-		snprintf(err, errlen, "OTLP endpoint is empty: set it to "
+		snprintf(err, errlen, "OTLP endpoint is not set: configure "
+			 "it or OTEL_EXPORTER_OTLP_ENDPOINT as "
 			 "http://COLLECTOR:4318 or https://COLLECTOR:4318");
 		return -EINVAL;
 	}
@@ -187,7 +188,15 @@ static int resolve_url(struct otlp_sender *s, const char *endpoint,
 	plen = strlen(path);
 	while (plen && path[plen - 1] == '/')
 		plen--;
-	if (asprintf(&np, "%.*s%s", (int)plen, path,
+	if (exact) {
+		/* keep the path, trailing slash and all */
+		plen = strlen(path);
+		if (asprintf(&np, "%s", path) < 0) {
+			np = NULL;
+			ret = -ENOMEM;
+			goto cleanup;
+		}
+	} else if (asprintf(&np, "%.*s%s", (int)plen, path,
 		     plen >= sizeof(suffix) - 1 &&
 		     !memcmp(path + plen - (sizeof(suffix) - 1), suffix,
 			     sizeof(suffix) - 1) ? "" : suffix) < 0) {
@@ -591,7 +600,8 @@ struct otlp_sender *otlp_sender__start(const struct otlp_sender_opts *o,
 {
 	struct otlp_sender *s;
 	pthread_condattr_t ca;
-	bool fail = false;
+	const char *endpoint;
+	bool fail = false, exact;
 	int ret;
 
 	pthread_once(&curl_once, curl_init_once);
@@ -637,7 +647,15 @@ struct otlp_sender *otlp_sender__start(const struct otlp_sender_opts *o,
 			 strerror(errno));
 		goto cleanup;
 	}
-	ret = resolve_url(s, o->endpoint, err, errlen);
+	endpoint = o->endpoint;
+	exact = o->endpoint_exact;
+	if (!endpoint) {
+		endpoint = getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
+		exact = endpoint != NULL;
+		if (!endpoint)
+			endpoint = getenv("OTEL_EXPORTER_OTLP_ENDPOINT");
+	}
+	ret = resolve_url(s, endpoint, exact, err, errlen);
 	if (ret)
 		goto cleanup;
 	ret = load_headers(s, o, err, errlen);
@@ -728,6 +746,13 @@ void otlp_sender__stop(struct otlp_sender *s, int flush_timeout_ms)
 		slog(s, LOG_WARNING, "stopping with %zu unsent OTLP batches "
 		     "(%zu bytes); dropped", s->q.batches, s->q.bytes);
 	sender_free(s);
+}
+
+int otlp_sender__emit(void *sender, void *buf, size_t len, size_t npoints)
+{
+	int ret = otlp_sender__enqueue(sender, buf, len);
+
+	return ret == -ESHUTDOWN ? ret : 0;
 }
 
 const char *otlp_sender__url(const struct otlp_sender *s)

@@ -24,9 +24,13 @@ typedef void (*otlp_log_fn)(void *ctx, int level, const char *msg);
 struct otlp_sender_opts {
 	/*
 	 * http://host:port or https://host:port, optionally with a path;
-	 * "/v1/metrics" is appended unless the path already ends in it.
+	 * "/v1/metrics" is appended unless the path already ends in it or
+	 * endpoint_exact is set. NULL: $OTEL_EXPORTER_OTLP_METRICS_ENDPOINT
+	 * (used as is), else $OTEL_EXPORTER_OTLP_ENDPOINT (appended to), as
+	 * the OTel SDKs do.
 	 */
 	const char *endpoint;
+	bool endpoint_exact;
 	/*
 	 * Extra headers "k1=v1,k2=v2" (values %-encoded). NULL: taken from
 	 * $OTEL_EXPORTER_OTLP_METRICS_HEADERS, else $OTEL_EXPORTER_OTLP_HEADERS
@@ -86,6 +90,14 @@ void otlp_sender__stats(struct otlp_sender *s, struct otlp_sender_stats *st);
  * Batches left unsent are counted as dropped.
  */
 void otlp_sender__stop(struct otlp_sender *s, int flush_timeout_ms);
+
+/*
+ * An otlp_emit_fn (otlp_encode.h) that enqueues on the sender given as ctx:
+ *   otlp_encode__store_split(enc, store, now, 5000, otlp_sender__emit, snd);
+ * A batch refused for size is counted and skipped; only a stopped sender
+ * ends the split.
+ */
+int otlp_sender__emit(void *sender, void *buf, size_t len, size_t npoints);
 
 /* The resolved POST URL, e.g. for the agent's startup log line. */
 const char *otlp_sender__url(const struct otlp_sender *s);

@@ -445,7 +445,7 @@ TEST(otlp_sender_endpoint_validation)
 		{ "http://gw:1/v1/metrics", "http://gw:1/v1/metrics" },
 		{ "ftp://gw:21", NULL, "not supported" },
 		{ "grpc://gw:4317", NULL, "http:// or https://" },
-		{ "", NULL, "empty" },
+		{ "", NULL, "not set" },
 		{ "http://", NULL, "not a URL" },
 	};
 	struct otlp_sender_opts so = { .no_env_headers = true };
@@ -467,6 +467,31 @@ TEST(otlp_sender_endpoint_validation)
 				    cases[i].in, err);
 		}
 	}
+	/* As the SDKs: METRICS_ENDPOINT as is, ENDPOINT gets the path. */
+	so.endpoint = NULL;
+	setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://env:4318", 1);
+	s = otlp_sender__start(&so, err, sizeof(err));
+	ASSERT_TRUE(s, "%s", err);
+	ASSERT_STREQ(otlp_sender__url(s), "http://env:4318/v1/metrics");
+	otlp_sender__stop(s, 0);
+	setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://env:1/custom/", 1);
+	s = otlp_sender__start(&so, err, sizeof(err));
+	unsetenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
+	unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT");
+	ASSERT_TRUE(s, "%s", err);
+	ASSERT_STREQ(otlp_sender__url(s), "http://env:1/custom/");
+	otlp_sender__stop(s, 0);
+	so.endpoint = NULL;
+	ASSERT_TRUE(!otlp_sender__start(&so, err, sizeof(err)));
+	ASSERT_TRUE(strstr(err, "OTEL_EXPORTER_OTLP_ENDPOINT"), "%s", err);
+	so.endpoint = "http://gw:4318/x";
+	so.endpoint_exact = true;
+	s = otlp_sender__start(&so, err, sizeof(err));
+	ASSERT_TRUE(s, "%s", err);
+	ASSERT_STREQ(otlp_sender__url(s), "http://gw:4318/x");
+	otlp_sender__stop(s, 0);
+	so.endpoint_exact = false;
+
 	so.endpoint = "http://gw:4318";
 	so.ca_file = "/nonexistent/ca.pem";
 	ASSERT_TRUE(!otlp_sender__start(&so, err, sizeof(err)));
@@ -603,4 +628,55 @@ TEST(otlp_sender_timeout_retried_and_stop_aborts)
 	test_log("stop(200 ms) with a request in flight took %llu ms\n",
 		 (unsigned long long)t / 1000000);
 	otlp_sink__stop(k);
+}
+
+/* The agent's export tick: store -> split requests -> sender -> collector. */
+TEST(otlp_sender_emit_split_from_store)
+{
+	struct otlp_sink_opts ko = { .quiet = true };
+	struct otlp_sender_opts so = {};
+	struct mstore_opts mo = { .keep_delta = true };
+	struct mmetric_desc d = {
+		.name = "reqs", .unit = "1", .instrument = MI_COUNTER,
+		.temporality = MT_DELTA, .is_int = true,
+	};
+	struct otlp_sender_stats st;
+	struct mstore *ms = mstore__new(&mo);
+	struct otlp_encoder *e = otlp_encoder__new(NULL);
+	struct otlp_sink *k;
+	struct otlp_sender *s;
+	char err[256], url[64], v[8];
+	size_t total = 0;
+	unsigned i;
+	int id;
+
+	ASSERT_TRUE(ms && e);
+	id = mstore__add_metric(ms, &d);
+	ASSERT_TRUE(id >= 0);
+	mstore__lock(ms);
+	for (i = 0; i < 25; i++) {
+		struct mlabel l = { "i", v };
+
+		snprintf(v, sizeof(v), "%u", i);
+		mseries__add(mstore__series(ms, id, &l, 1), 1, 1000);
+	}
+	mstore__unlock(ms);
+	k = otlp_sink__start(&ko, err, sizeof(err));
+	ASSERT_TRUE(k, "%s", err);
+	s = start_sender(&so, otlp_sink__port(k), url, sizeof(url));
+	ASSERT_TRUE(s);
+	ASSERT_EQ(otlp_encode__store_split(e, ms, 2000, 10, otlp_sender__emit,
+					   s), 25);
+	ASSERT_TRUE(WAIT_STATS(s, st, st.successes == 3));
+	otlp_sender__stop(s, 1000);
+	ASSERT_EQ(otlp_sink__requests(k), 3);
+	for (i = 1; i <= 3; i++) {
+		ASSERT_TRUE(otlp_sink__req(k, i)->valid);
+		total += otlp_sink__req(k, i)->points;
+	}
+	ASSERT_EQ(total, 25);
+	ASSERT_EQ(otlp_sink__req(k, 3)->points, 5);
+	otlp_sink__stop(k);
+	otlp_encoder__free(e);
+	mstore__free(ms);
 }
