@@ -288,9 +288,12 @@ static void bpf_replay(const struct route_table *t, int32_t vh,
 
 	res->bpf_route_id = MM_ROUTE_UNMATCHED;
 	res->bpf_rule_idx = 0;
-	if (r->absolute_form || (r->host && host_bytes(r) > MM_HOST_MAX)) {
-		why = r->absolute_form ? "absolute-form request target" :
-			"Host longer than MM_HOST_MAX";
+	if (r->absolute_form || !r->path_len || r->path[0] != '/') {
+		why = "request target is not origin-form (\"/...\")";
+		goto defer;
+	}
+	if (r->host && host_bytes(r) > MM_HOST_MAX) {
+		why = "Host longer than MM_HOST_MAX";
 		goto defer;
 	}
 	if (vh < 0)

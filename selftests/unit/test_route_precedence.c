@@ -161,6 +161,8 @@ static const struct rcase cases[] = {
 	  "/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/x/17", "", "unmatched",
 	  DEFER },
 	/* What BPF leaves to user space before any lookup */
+	{ "asterisk-form target", "OPTIONS", "www.example.com", "*", "",
+	  "unmatched", DEFER },
 	{ "absolute-form target", "GET", "ignored.test",
 	  "http://www.example.com/login", "", "apps/login rule 0", DEFER },
 	{ "Host longer than MM_HOST_MAX", "GET",
