@@ -149,7 +149,7 @@ static int resolve_url(struct otlp_sender *s, const char *endpoint,
 {
 	static const char suffix[] = "/v1/metrics";
 	char *scheme = NULL, *host = NULL, *path = NULL, *url = NULL;
-	char *np = NULL;
+	char *np = NULL, *user = NULL;
 	CURLU *u;
 	int ret = -EINVAL;
 	size_t plen;
@@ -183,6 +183,13 @@ static int resolve_url(struct otlp_sender *s, const char *endpoint,
 			 endpoint);
 		goto cleanup;
 	}
+	/* The URL is logged; credentials belong in (redacted) headers. */
+	if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK) {
+		snprintf(err, errlen, "OTLP endpoint has user:password@ in it; "
+			 "pass credentials as headers instead "
+			 "(OTEL_EXPORTER_OTLP_HEADERS=Authorization=...)");
+		goto cleanup;
+	}
 	if (curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK)
 		goto cleanup;
 	plen = strlen(path);
@@ -213,6 +220,7 @@ static int resolve_url(struct otlp_sender *s, const char *endpoint,
 cleanup:
 	free(np);
 	curl_free(scheme);
+	curl_free(user);
 	curl_free(host);
 	curl_free(path);
 	curl_free(url);

@@ -447,6 +447,7 @@ TEST(otlp_sender_endpoint_validation)
 		{ "grpc://gw:4317", NULL, "http:// or https://" },
 		{ "", NULL, "not set" },
 		{ "http://", NULL, "not a URL" },
+		{ "http://bob:pw@gw:4318", NULL, "as headers instead" },
 	};
 	struct otlp_sender_opts so = { .no_env_headers = true };
 	struct otlp_sender *s;
