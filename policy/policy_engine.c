@@ -773,8 +773,9 @@ int policy_engine__bind(struct policy_engine *e, const char *source_metric,
 			continue; /* a required label is missing: no binding */
 		ser = mstore__series(e->store, pp->metric_id, labels, nl);
 		if (!ser) {
-			err = -ENOMEM;
-			goto cleanup;
+			/* out of memory, or more than the store's label limit */
+			COUNT(pp->cnt, dropped);
+			continue;
 		}
 		mstore__hold(ser);
 		t = &b->t[b->n++];
@@ -931,8 +932,10 @@ static int rf_item(struct policy_engine *e, struct pe_policy *pp,
 		return 0;
 	}
 	ser = mstore__series(e->store, pp->metric_id, labels, nl);
-	if (!ser)
-		return -ENOMEM;
+	if (!ser) {
+		COUNT(pp->cnt, dropped);
+		return 0;
+	}
 	mseries__set(ser, value, now_ns);
 	return 1;
 }
