@@ -283,17 +283,22 @@ static enum MHD_Result answer_export(struct otlp_sink *k,
 	rq.body = body;
 	rq.body_len = blen;
 	body = NULL;
-	if (idx <= SINK_MAX_KEEP) {
+	/*
+	 * The file is there before the request counts (a test polling
+	 * /stats then reads it). Tests look at the first SINK_MAX_KEEP
+	 * requests in memory; files are written for all.
+	 */
+	if (rq.valid)
+		store_body(k, idx, rq.body, rq.body_len);
+	if (idx <= SINK_MAX_KEEP)
 		k->reqs[idx - 1] = rq;
-	} else {
-		free(rq.headers);
-		free(rq.body);
-	}
 	pthread_cond_broadcast(&k->cond);
 	pthread_mutex_unlock(&k->lock);
 
-	if (idx <= SINK_MAX_KEEP && rq.valid)
-		store_body(k, idx, rq.body, rq.body_len);
+	if (idx > SINK_MAX_KEEP) {
+		free(rq.headers);
+		free(rq.body);
+	}
 	if (!k->o.quiet)
 		printf("otlp_sink: #%u POST /v1/metrics %zu bytes%s %s "
 		       "points=%zu -> %d%s\n", idx, rq.wire_len,

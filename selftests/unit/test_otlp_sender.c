@@ -7,6 +7,7 @@
 #include "selftests/tools/otlp_sink.c"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "exporter/otlp_encode.h"
 #include "exporter/otlp_sender.h"
@@ -171,6 +172,15 @@ TEST(otlp_sender_retry_after_then_ok)
 							r1->mono_ns));
 	ASSERT_STREQ(first_metric_name(r2), "retry.me");
 	ASSERT_TRUE(strstr(r2->headers, "Content-Type: application/x-protobuf"));
+	/* Each body is on disk for protoc --decode. */
+	{
+		char path[512];
+		struct stat sb;
+
+		snprintf(path, sizeof(path), "%s/req-000002.pb", ko.dir);
+		ASSERT_TRUE(!stat(path, &sb) && (size_t)sb.st_size == len,
+			    "%s", path);
+	}
 	otlp_sink__stop(k);
 }
 
