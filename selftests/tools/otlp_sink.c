@@ -583,6 +583,7 @@ int main(int argc, char **argv)
 	};
 	struct otlp_sink_opts o = {};
 	const char *port_file = NULL;
+	sigset_t block, old;
 	struct otlp_sink *k;
 	char err[256], *colon;
 	int c;
@@ -653,10 +654,16 @@ int main(int argc, char **argv)
 		fclose(f);
 	}
 	printf("otlp_sink: listening on 127.0.0.1:%u\n", otlp_sink__port(k));
+	/* Blocked outside sigsuspend(): a signal cannot slip in between
+	 * the check and the wait. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &old);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	while (!quit)
-		pause();
+		sigsuspend(&old);
 	printf("otlp_sink: %u requests, %u valid, %u invalid\n", k->requests,
 	       k->valid, k->invalid);
 	otlp_sink__stop(k);
