@@ -242,8 +242,7 @@ static void build_labels(const struct route_table *t, uint32_t route,
 	if (aborted) {
 		add_label(lb, "milometer.aborted", "true");
 	} else if (status >= 100 && status <= 599) {
-		snprintf(lb->class, sizeof(lb->class), "%ux", status / 100);
-		lb->class[2] = 'x';
+		snprintf(lb->class, sizeof(lb->class), "%uxx", status / 100);
 		add_label(lb, "http.response.status_code_class", lb->class);
 	}
 }
