@@ -488,6 +488,29 @@ int route_match__lookup(const struct route_table *t,
 	return 0;
 }
 
+int route_match__lookup_head(const struct route_table *t, const char *head,
+			     size_t len, bool truncated,
+			     struct route_result *res)
+{
+	struct http_req req;
+	int ret = route_match__parse_head(head, len, &req);
+
+	if (ret == -ENODATA || (!ret && !req.host && (truncated ||
+						      req.truncated))) {
+		memset(res, 0, sizeof(*res));
+		res->route_id = MM_ROUTE_UNKNOWN;
+		res->bpf_route_id = MM_ROUTE_DEFER;
+		res->vhost_id = -1;
+		res->deferred = true;
+		snprintf(res->why, sizeof(res->why), "request head cut before "
+			 "%s", ret ? "the end of the request line" : "Host");
+		return 0;
+	}
+	if (ret)
+		return ret;
+	return route_match__lookup(t, &req, res);
+}
+
 /* ---- Request head parsing -------------------------------------------- */
 
 static bool is_tchar(char c)

@@ -65,6 +65,17 @@ int route_match__lookup(const struct route_table *t,
 			const struct http_req *req, struct route_result *res);
 
 /*
+ * For a deferred BPF event: parse head[0, len) and look it up. When the
+ * head was cut (truncated, or parse says -ENODATA) before the request line
+ * or a Host header was read, the answer is MM_ROUTE_UNKNOWN rather than a
+ * guess; a complete head without Host (HTTP/1.0) goes to the catch-all.
+ * Returns 0, or -EINVAL when head is not an HTTP/1.x request.
+ */
+int route_match__lookup_head(const struct route_table *t, const char *head,
+			     size_t len, bool truncated,
+			     struct route_result *res);
+
+/*
  * 0 when the request line and Host were read (headers up to where the
  * buffer ends); -EINVAL when buf does not start with an HTTP/1.x request
  * line, -ENODATA when it is cut before the end of the request line.

@@ -417,3 +417,38 @@ TEST(route_input_explain_nothing_attached)
 	free(out);
 	free(errs);
 }
+
+TEST(route_input_lookup_head)
+{
+	static const char full[] = "GET /login HTTP/1.1\r\n"
+				   "Host: www.example.com\r\n\r\n";
+	static const char nohost[] = "GET /healthz HTTP/1.0\r\n\r\n";
+	static const char cut[] = "GET /login HTTP/1.1\r\nUser-Agent: x\r\nHo";
+	struct gw_model *m = gateway_api__new();
+	struct route_table *t = NULL;
+	struct route_result res;
+	char err[256];
+
+	ASSERT_EQ(gateway_api__load_dir(m, DIR, err, sizeof(err)), 0);
+	ASSERT_EQ(route_compile__build(m, "infra/gw", 1, &t, err, sizeof(err)),
+		  0);
+	ASSERT_EQ(route_match__lookup_head(t, full, sizeof(full) - 1, false,
+					   &res), 0);
+	ASSERT_STREQ(t->routes[res.route_id].name, "login");
+	/* BPF cut the head at MM_HEAD_MAX: still complete enough. */
+	ASSERT_EQ(route_match__lookup_head(t, full, sizeof(full) - 3, true,
+					   &res), 0);
+	ASSERT_STREQ(t->routes[res.route_id].name, "login");
+	ASSERT_EQ(route_match__lookup_head(t, nohost, sizeof(nohost) - 1,
+					   false, &res), 0);
+	ASSERT_STREQ(t->routes[res.route_id].name, "catchall");
+	ASSERT_EQ(route_match__lookup_head(t, cut, sizeof(cut) - 1, true,
+					   &res), 0);
+	ASSERT_EQ(res.route_id, MM_ROUTE_UNKNOWN);
+	ASSERT_EQ(route_match__lookup_head(t, full, 8, true, &res), 0);
+	ASSERT_EQ(res.route_id, MM_ROUTE_UNKNOWN);
+	ASSERT_EQ(route_match__lookup_head(t, "\x16\x03", 2, true, &res),
+		  -EINVAL);
+	route_compile__free(t);
+	gateway_api__free(m);
+}
