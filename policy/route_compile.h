@@ -17,11 +17,14 @@
  * The BPF keys are that list cut by (kind, path): one candidate list per
  * distinct Exact path and per distinct normalised prefix, in the same order.
  * Candidates that an earlier unconditional candidate for the same method
- * already shadows are dropped. A list that still needs more than
- * MM_ROUTE_CANDS entries keeps the first MM_ROUTE_CANDS - 1 and ends with
- * a sentinel { route_id MM_ROUTE_DEFER, method MM_M_ANY,
- * MM_CAND_NEEDS_USER }: BPF reaching it defers, user space walks the full
- * list.
+ * already shadows are dropped, and the list ends after an unconditional
+ * any-method candidate. A list that still needs more than MM_ROUTE_CANDS
+ * entries keeps the first MM_ROUTE_CANDS - 1 and ends with a sentinel
+ * { route_id MM_ROUTE_DEFER, rule 0, method MM_M_ANY, MM_CAND_NEEDS_USER }
+ * (unless the 8th candidate itself ends the list): BPF reaching it defers,
+ * user space walks the full list. Regex matches get no keys; their vhost
+ * has MM_VHOST_HAS_REGEX. A PathPrefix with MM_PATH_PREFIXES or more '/'
+ * sets MM_VHOST_DEEP: BPF defers paths with more '/' than it hashes.
  */
 #ifndef MM_POLICY_ROUTE_COMPILE_H
 #define MM_POLICY_ROUTE_COMPILE_H
