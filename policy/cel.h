@@ -11,6 +11,25 @@
  *   attributes  map(string, string) the sample's attributes
  *   resource    dyn        the subject object (a doc_node tree)
  *   item        dyn        the current element inside seriesFrom
+ *
+ * Semantics worth knowing when writing policies (cel-spec langdef, as cel-go
+ * implements it today; details in policy/cel_*.c):
+ *  - no implicit numeric conversion in arithmetic: `value / 1000` is a
+ *    compile error (double / int); write `value / 1000.0`. Integer overflow
+ *    and integer division or modulus by zero are errors; double division
+ *    by zero gives +-Inf.
+ *  - == and the orderings compare int, uint and double by numeric value
+ *    (1 == 1.0); other mixed types are unequal, and ordering them is
+ *    "no matching overload".
+ *  - selecting an absent key (a.b, a['b']) is the error "no such key: b";
+ *    has(a.b) tests presence. `a.b != null` is false only when b is present
+ *    and null, and an error when b is absent.
+ *  - int(timestamp) is Unix seconds; there is no double(timestamp): write
+ *    double(int(ts)).
+ *  - matches() is POSIX ERE (regcomp REG_EXTENDED), not RE2.
+ *  - timestamps span 1677-09-21..2262-04-11 (int64 nanoseconds).
+ *  - the comprehension macros (all, exists, exists_one, map, filter) are not
+ *    supported; has() is.
  */
 #ifndef MM_POLICY_CEL_H
 #define MM_POLICY_CEL_H

@@ -467,8 +467,12 @@ static int eval_aggregate(struct cel_program *p, const struct cel_node *n,
 	return 0;
 }
 
-/* && and ||: an error on one side is absorbed if the other side decides. */
-static int eval_logic(struct cel_program *p, const struct cel_node *n,
+/*
+ * && and ||: an error on one side is absorbed if the other side decides.
+ * Not inlined: the saved error would otherwise enlarge every recursive
+ * cel_ev() frame.
+ */
+static __attribute__((noinline)) int eval_logic(struct cel_program *p, const struct cel_node *n,
 		      struct cel_value *out)
 {
 	bool decider = n->kind == N_OR; /* the value that short-circuits */
