@@ -180,11 +180,44 @@ static bool is_num(int t)
 	return t == CEL_INT || t == CEL_UINT || t == CEL_DOUBLE;
 }
 
+/* Exact order of an integer (int or uint) against a double; 2 for NaN. */
+static int int_vs_double(bool is_signed, int64_t i, uint64_t u, double d)
+{
+	double t;
+
+	if (isnan(d))
+		return 2;
+	if (d >= 18446744073709551616.0 ||
+	    (is_signed && d >= 9223372036854775808.0))
+		return -1;
+	if (d < -9223372036854775808.0 || (!is_signed && d < 0))
+		return 1;
+	/* d's integer part is representable: compare it, then the fraction */
+	t = trunc(d);
+	if (is_signed) {
+		int64_t ti = (int64_t)t;
+
+		if (i != ti)
+			return i < ti ? -1 : 1;
+	} else {
+		uint64_t tu = (uint64_t)t;
+
+		if (u != tu)
+			return u < tu ? -1 : 1;
+	}
+	return d > t ? -1 : d < t ? 1 : 0;
+}
+
 /* Numeric order across int, uint and double; 2 when a NaN is involved. */
 static int num_cmp(const struct cel_value *a, const struct cel_value *b)
 {
-	long double x, y;
+	int c;
 
+	if (a->type == CEL_DOUBLE && b->type == CEL_DOUBLE) {
+		if (isnan(a->d) || isnan(b->d))
+			return 2;
+		return (a->d > b->d) - (a->d < b->d);
+	}
 	if (a->type == CEL_INT && b->type == CEL_INT)
 		return (a->i > b->i) - (a->i < b->i);
 	if (a->type == CEL_UINT && b->type == CEL_UINT)
@@ -193,14 +226,10 @@ static int num_cmp(const struct cel_value *a, const struct cel_value *b)
 		return a->i < 0 ? -1 : ((uint64_t)a->i > b->u) - ((uint64_t)a->i < b->u);
 	if (a->type == CEL_UINT && b->type == CEL_INT)
 		return -num_cmp(b, a);
-	/* long double holds every int64 and uint64 exactly on x86 and arm64 */
-	x = a->type == CEL_INT ? (long double)a->i :
-	    a->type == CEL_UINT ? (long double)a->u : (long double)a->d;
-	y = b->type == CEL_INT ? (long double)b->i :
-	    b->type == CEL_UINT ? (long double)b->u : (long double)b->d;
-	if (isnan(x) || isnan(y))
-		return 2;
-	return (x > y) - (x < y);
+	if (b->type == CEL_DOUBLE)
+		return int_vs_double(a->type == CEL_INT, a->i, a->u, b->d);
+	c = int_vs_double(b->type == CEL_INT, b->i, b->u, a->d);
+	return c == 2 ? 2 : -c;
 }
 
 static int bytes_cmp(const struct cel_value *a, const struct cel_value *b)

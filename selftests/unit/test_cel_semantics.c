@@ -233,6 +233,16 @@ TEST(cel_comparisons)
 	CEL_EXPECT(a, "-1 < 0u", "bool:true");
 	CEL_EXPECT(a, "18446744073709551615u > 9223372036854775807", "bool:true");
 	CEL_EXPECT(a, "9007199254740993 == 9007199254740992.0", "bool:false");
+	CEL_EXPECT(a, "9007199254740993 > 9007199254740992.0", "bool:true");
+	CEL_EXPECT(a, "-9007199254740993 < -9007199254740992.0", "bool:true");
+	CEL_EXPECT(a, "2.5 > 2", "bool:true");
+	CEL_EXPECT(a, "-2.5 < -2", "bool:true");
+	CEL_EXPECT(a, "2u < 2.5", "bool:true");
+	CEL_EXPECT(a, "9223372036854775807 < 9223372036854775808.0", "bool:true");
+	CEL_EXPECT(a, "-9223372036854775808 == -9223372036854775808.0", "bool:true");
+	CEL_EXPECT(a, "18446744073709551615u < 18446744073709551616.0", "bool:true");
+	CEL_EXPECT(a, "0u > -0.5", "bool:true");
+	CEL_EXPECT(a, "1 < 0.0 / 0.0", "bool:false");
 	CEL_EXPECT(a, "1 == 'a'", "bool:false");
 	CEL_EXPECT(a, "1 != 'a'", "bool:true");
 	CEL_EXPECT(a, "null == null", "bool:true");
