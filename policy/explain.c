@@ -226,6 +226,10 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 		goto cleanup;
 	}
 	print_answer(t, &res, out);
+	for (size_t i = 0; i < t->ndetached; i++)
+		fprintf(out, "note: HTTPRoute %s/%s is not attached: %s\n",
+			t->detached[i].src->ns, t->detached[i].src->name,
+			t->detached[i].why);
 	if (!t->nroutes)
 		fprintf(out, "note: no HTTPRoute in %s is attached to %s\n",
 			dir, gateway ? gateway : "any Gateway there");

@@ -122,29 +122,45 @@ static int cmp_route_name(const void *a, const void *b)
 	return strcmp(kx, ky);
 }
 
-static bool listener_accepts(const struct gw_gateway *g,
-			     const struct gw_listener *l,
-			     const struct gw_route *r,
-			     const struct gw_parent_ref *p)
+/* NULL when the listener takes the route, else why not (into buf). */
+static const char *listener_rejects(const struct gw_gateway *g,
+				    const struct gw_listener *l,
+				    const struct gw_route *r,
+				    const struct gw_parent_ref *p, char *buf,
+				    size_t len)
 {
-	if (strcmp(l->protocol, "HTTP") && strcmp(l->protocol, "HTTPS"))
-		return false;
-	if (p->section && strcmp(p->section, l->name))
-		return false;
-	if (p->port && p->port != l->port)
-		return false;
-	if (!l->allows_httproute)
-		return false;
+	if (p->port && p->port != l->port) {
+		snprintf(buf, len, "parentRef port %u is not listener %s's "
+			 "port %u", p->port, l->name, l->port);
+		return buf;
+	}
+	if (strcmp(l->protocol, "HTTP") && strcmp(l->protocol, "HTTPS")) {
+		snprintf(buf, len, "listener %s is %s, not HTTP or HTTPS",
+			 l->name, l->protocol);
+		return buf;
+	}
+	if (!l->allows_httproute) {
+		snprintf(buf, len, "listener %s: allowedRoutes.kinds has no "
+			 "HTTPRoute", l->name);
+		return buf;
+	}
 	switch (l->from) {
 	case GW_FROM_SAME:
-		return !strcmp(r->ns, g->ns);
+		if (!strcmp(r->ns, g->ns))
+			return NULL;
+		snprintf(buf, len, "listener %s takes routes from namespace "
+			 "%s only (allowedRoutes from Same)", l->name, g->ns);
+		return buf;
 	case GW_FROM_ALL:
-		return true;
+		return NULL;
 	case GW_FROM_SELECTOR:
 		/* Namespace labels are not in the manifests: deny. */
-		return false;
+		snprintf(buf, len, "listener %s: allowedRoutes from Selector "
+			 "needs Namespace labels, which the manifests do not "
+			 "have", l->name);
+		return buf;
 	}
-	return false;
+	return buf;
 }
 
 static int add_attach(struct build *b, uint32_t route_id, const char *host)
@@ -171,13 +187,19 @@ static int add_attach(struct build *b, uint32_t route_id, const char *host)
 }
 
 /* Attachments of one route to every selected listener it refers to. */
+/*
+ * Attachments of one route to every selected listener it refers to. A
+ * route that refers to a selected Gateway but attaches nowhere gets the
+ * first reason in why; why stays "" when it refers to none.
+ */
 static int attach_route(struct build *b, const struct gw_route *r,
 			uint32_t route_id, const char **gw_ns,
-			const char **gw_name)
+			const char **gw_name, char *why, size_t whylen)
 {
-	char host[HOST_MAX];
+	char host[HOST_MAX], reason[192];
 	int err;
 
+	why[0] = '\0';
 	b->route_first = b->natt;
 	for (size_t p = 0; p < r->nparents; p++) {
 		const struct gw_parent_ref *pr = &r->parents[p];
@@ -187,13 +209,25 @@ static int attach_route(struct build *b, const struct gw_route *r,
 		for (size_t g = 0; g < b->ngws; g++) {
 			const struct gw_gateway *gw = b->gws[g];
 
+			bool named = !pr->section;
+
 			if (strcmp(pr->ns, gw->ns) || strcmp(pr->name, gw->name))
 				continue;
 			for (size_t l = 0; l < gw->nlisteners; l++) {
 				const struct gw_listener *li = &gw->listeners[l];
+				size_t before = b->natt;
+				const char *no;
 
-				if (!listener_accepts(gw, li, r, pr))
+				if (pr->section && strcmp(pr->section, li->name))
 					continue;
+				named = true;
+				no = listener_rejects(gw, li, r, pr, reason,
+						      sizeof(reason));
+				if (no) {
+					if (!why[0])
+						snprintf(why, whylen, "%s", no);
+					continue;
+				}
 				if (!r->nhostnames) {
 					if (!route_compile__intersect(
 						    li->hostname, NULL, host,
@@ -213,12 +247,20 @@ static int attach_route(struct build *b, const struct gw_route *r,
 					if (err)
 						return err;
 				}
-				if (!*gw_ns && b->natt &&
-				    b->att[b->natt - 1].route_id == route_id) {
+				if (b->natt == before && !why[0])
+					snprintf(why, whylen, "no hostname "
+						 "intersects listener %s's "
+						 "hostname %s", li->name,
+						 li->hostname);
+				if (!*gw_ns && b->natt > b->route_first) {
 					*gw_ns = gw->ns;
 					*gw_name = gw->name;
 				}
 			}
+			if (!named && !why[0])
+				snprintf(why, whylen, "Gateway %s/%s has no "
+					 "listener named %s", gw->ns, gw->name,
+					 pr->section);
 		}
 	}
 	return 0;
@@ -625,7 +667,9 @@ static int build_routes(struct build *b)
 			   sizeof(*b->routes));
 	t->routes = calloc(b->m->nroutes ? b->m->nroutes : 1,
 			   sizeof(*t->routes));
-	if (!b->routes || !t->routes)
+	t->detached = calloc(b->m->nroutes ? b->m->nroutes : 1,
+			     sizeof(*t->detached));
+	if (!b->routes || !t->routes || !t->detached)
 		return -ENOMEM;
 	if (b->m->nroutes)
 		memcpy(b->routes, b->m->routes,
@@ -637,11 +681,24 @@ static int build_routes(struct build *b)
 		size_t before = b->natt;
 		struct rc_route *rr = &t->routes[id];
 
-		err = attach_route(b, r, id, &rr->gw_ns, &rr->gw_name);
+		char why[256];
+
+		err = attach_route(b, r, id, &rr->gw_ns, &rr->gw_name, why,
+				   sizeof(why));
 		if (err)
 			return err;
-		if (b->natt == before)
-			continue; /* attached nowhere: not in this table */
+		if (b->natt == before) {
+			/* Attached nowhere: not in this table. */
+			if (why[0]) {
+				struct rc_detached *d =
+					&t->detached[t->ndetached++];
+
+				d->src = r;
+				snprintf(d->why, sizeof(d->why), "%s", why);
+			}
+			rr->gw_ns = rr->gw_name = NULL;
+			continue;
+		}
 		rr->src = r;
 		rr->ns = r->ns;
 		rr->name = r->name;
@@ -708,6 +765,7 @@ void route_compile__free(struct route_table *t)
 	}
 	free(t->vhosts);
 	free(t->routes);
+	free(t->detached);
 	free(t->vhost_keys);
 	free(t->vhost_vals);
 	free(t->route_keys);

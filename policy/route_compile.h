@@ -62,6 +62,12 @@ struct rc_vhost {
 	size_t nentries;
 };
 
+/* A route that refers to a selected Gateway but attaches to no listener. */
+struct rc_detached {
+	const struct gw_route *src;
+	char why[256]; /* the first reason, for messages */
+};
+
 struct route_table {
 	uint32_t gen;
 	const struct gw_model *model; /* borrowed: must outlive the table */
@@ -70,6 +76,9 @@ struct route_table {
 	size_t nroutes;
 	struct rc_vhost *vhosts; /* vhost_id is the index */
 	size_t nvhosts;
+
+	struct rc_detached *detached;
+	size_t ndetached;
 
 	/* mm_vhosts map contents, sorted by (kind, hash) */
 	struct mm_vhost_key *vhost_keys;

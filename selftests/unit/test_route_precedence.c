@@ -267,6 +267,22 @@ TEST(route_precedence_table_shape)
 					    t->routes[i].name) < 0));
 	}
 	ASSERT_EQ(t->nroutes, 17);
+	/* Why the ones that refer to gw are not attached. */
+	ASSERT_EQ(t->ndetached, 3);
+	for (size_t i = 0; i < t->ndetached; i++) {
+		const char *n = t->detached[i].src->name;
+		const char *want =
+			!strcmp(n, "othns") ? "listener same-only takes routes "
+				"from namespace infra only (allowedRoutes from "
+				"Same)" :
+			!strcmp(n, "sel") ? "listener selector: allowedRoutes "
+				"from Selector needs Namespace labels" :
+			!strcmp(n, "nomatch") ? "no hostname intersects "
+				"listener wild's hostname *.example.com" : "?";
+
+		ASSERT_TRUE(!strncmp(t->detached[i].why, want, strlen(want)),
+			    "%s: %s", n, t->detached[i].why);
+	}
 	ASSERT_EQ(m->skipped, 2); /* MetricDefinition, Service */
 	for (size_t k = 0; k < t->nvhost_keys; k++) {
 		ASSERT_EQ(t->vhost_keys[k].gen, 7);
