@@ -18,8 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Levels as in <syslog.h>: LOG_ERR 3, LOG_WARNING 4, LOG_INFO 6, LOG_DEBUG 7 */
-typedef void (*otlp_log_fn)(void *ctx, int level, const char *msg);
+#include "exporter/otlp_log.h"
 
 struct otlp_sender_opts {
 	/*
