@@ -599,9 +599,12 @@ int policy_engine__sync(struct policy_engine *e,
 	size_t np = 0, k = 0, nold;
 	int err;
 
+	/* lock order everywhere: store, then engine (bind runs under both) */
+	mstore__lock(e->store);
 	pthread_mutex_lock(&e->lock);
 	if (e->synced && cg == e->contract_gen && sg == e->src_gen) {
 		pthread_mutex_unlock(&e->lock);
+		mstore__unlock(e->store);
 		return 0;
 	}
 	err = contract__active_policies(e->contract, &pols, &np);
@@ -660,6 +663,7 @@ cleanup:
 		crd_policy__put(pols[i]);
 	free(pols);
 	pthread_mutex_unlock(&e->lock);
+	mstore__unlock(e->store);
 	return err;
 }
 
@@ -941,8 +945,9 @@ static int rf_item(struct policy_engine *e, struct pe_policy *pp,
 }
 
 static int rf_policy(struct policy_engine *e, struct pe_policy *pp,
-		     uint64_t now_ns)
+		     uint64_t now_ns, size_t *dropped)
 {
+	uint64_t before = __atomic_load_n(&pp->cnt->dropped, __ATOMIC_RELAXED);
 	const struct metric_policy *p = pp->pol;
 	size_t cap = p->nlabels + p->nstatic + 1;
 	struct mlabel *labels = calloc(cap, sizeof(*labels));
@@ -973,6 +978,7 @@ static int rf_policy(struct policy_engine *e, struct pe_policy *pp,
 		}
 	}
 	ret = n;
+	*dropped = __atomic_load_n(&pp->cnt->dropped, __ATOMIC_RELAXED) - before;
 cleanup:
 	free(labels);
 	free(vals);
@@ -984,15 +990,16 @@ int policy_engine__collect_resource_fields(struct policy_engine *e,
 {
 	int total = 0, err = 0;
 
-	pthread_mutex_lock(&e->lock);
 	mstore__lock(e->store);
+	pthread_mutex_lock(&e->lock);
 	for (size_t i = 0; i < e->npols; i++) {
 		struct pe_policy *pp = e->pols[i];
+		size_t dropped = 0;
 		int n;
 
 		if (pp->pol->type != MP_RESOURCE_FIELDS)
 			continue;
-		n = rf_policy(e, pp, now_ns);
+		n = rf_policy(e, pp, now_ns, &dropped);
 		if (n < 0) {
 			err = n;
 			break;
@@ -1003,12 +1010,13 @@ int policy_engine__collect_resource_fields(struct policy_engine *e,
 		if (pp->nsubjects)
 			contract__set_programmed(e->contract, pp->pol->obj_name,
 						 true, "Programmed",
-						 "%d series from %zu %s object(s)",
+						 "%d series from %zu %s object(s)%s",
 						 n, pp->nsubjects,
-						 kind_label(pp->pol));
+						 kind_label(pp->pol),
+						 dropped ? "; some dropped (dropIf, evaluation errors or missing required labels: see policy stats)" : "");
 	}
-	mstore__unlock(e->store);
 	pthread_mutex_unlock(&e->lock);
+	mstore__unlock(e->store);
 	return err ? err : total;
 }
 

@@ -55,9 +55,12 @@
  * pe_binding__generation() with the engine's and binds again.
  *
  * Threads: bind, record, binding free: store lock held (mstore__lock), one
- * thread (CEL programs keep scratch state). sync and
- * collect_resource_fields take the engine lock; collect takes the store
- * lock itself.
+ * thread (CEL programs keep scratch state), the same thread that calls
+ * sync. collect_resource_fields may run on another thread (it only uses
+ * ResourceFields programs). Lock order is store, then engine: sync and
+ * collect take both themselves (the store lock is recursive, so calling
+ * them with it held is fine), bind takes the engine lock under the
+ * caller's store lock.
  */
 #ifndef MM_POLICY_POLICY_ENGINE_H
 #define MM_POLICY_POLICY_ENGINE_H

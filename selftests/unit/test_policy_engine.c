@@ -4,6 +4,7 @@
  * the way the agent creates them, the seed's three data-plane examples and
  * its resource-fields examples, value semantics, errors and invalidation.
  */
+#include <pthread.h>
 #include <time.h>
 
 #include "exporter/metric_store.h"
@@ -642,5 +643,57 @@ TEST(policy_record_cost_affine_vs_eval)
 	pe_binding__free(fold);
 	pe_binding__free(eval);
 	mstore__unlock(x.s);
+	pe_close(&x);
+}
+
+struct race {
+	struct pe_ctx *x;
+	bool stop;
+	int collects;
+};
+
+static void *collector(void *arg)
+{
+	struct race *r = arg;
+
+	do {
+		policy_engine__collect_resource_fields(r->x->e, NOW);
+		mstore__collect(r->x->s, MT_CUMULATIVE, NOW, cap_fn,
+				&(struct capture){ .metric = "none" });
+		r->collects++;
+	} while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE));
+	return NULL;
+}
+
+/* The data path binds under the store lock while collection runs: the
+ * lock order (store, then engine) must not deadlock. */
+TEST(policy_bind_and_collect_concurrently)
+{
+	const char *paths[] = { SEED_DIR, ROUTES };
+	struct cel_attr a[] = ROUTE_ATTRS("checkout", "0", "2xx", "200");
+	struct race r = { 0 };
+	struct pe_ctx x;
+	pthread_t th;
+
+	ASSERT_EQ(pe_open(&x, paths, 2), 0);
+	r.x = &x;
+	ASSERT_EQ(pthread_create(&th, NULL, collector, &r), 0);
+	for (int i = 0; i < 2000; i++) {
+		struct pe_binding *b;
+
+		mstore__lock(x.s);
+		if (policy_engine__bind(x.e, "envoy.cluster.upstream_rq_time",
+					a, 7, &b) == 1) {
+			pe_binding__record(b, i, NOW);
+			pe_binding__free(b);
+		}
+		mstore__unlock(x.s);
+		if (i % 500 == 0)
+			policy_engine__sync(x.e, x.t.src);
+	}
+	__atomic_store_n(&r.stop, true, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	test_log("%d collections ran alongside 2000 binds\n", r.collects);
+	ASSERT_TRUE(r.collects > 0);
 	pe_close(&x);
 }
