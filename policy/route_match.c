@@ -488,6 +488,34 @@ int route_match__lookup(const struct route_table *t,
 	return 0;
 }
 
+/*
+ * Did a match that ranks above the answer fail only on its headers? With
+ * a truncated head that header may have been there.
+ */
+static bool cut_header_decides(const struct route_table *t,
+			       const struct http_req *r,
+			       const struct route_result *res)
+{
+	const struct rc_vhost *vh;
+
+	if (res->vhost_id < 0)
+		return false;
+	vh = &t->vhosts[res->vhost_id];
+	for (size_t i = 0; i < vh->nentries; i++) {
+		const struct rc_entry *e = &vh->entries[i];
+
+		if (e->route_id == res->route_id &&
+		    e->rule_idx == res->rule_idx &&
+		    e->match_idx == res->match_idx)
+			return false;
+		if (e->m->nheaders && path_matches(e, r) &&
+		    (e->m->method == MM_M_ANY || e->m->method == r->method) &&
+		    query_match(e->m, r) && !headers_match(e->m, r))
+			return true;
+	}
+	return false;
+}
+
 int route_match__lookup_head(const struct route_table *t, const char *head,
 			     size_t len, bool truncated,
 			     struct route_result *res)
@@ -508,7 +536,16 @@ int route_match__lookup_head(const struct route_table *t, const char *head,
 	}
 	if (ret)
 		return ret;
-	return route_match__lookup(t, &req, res);
+	ret = route_match__lookup(t, &req, res);
+	if (ret || !(truncated || req.truncated) || !cut_header_decides(t, &req,
+									res))
+		return ret;
+	/* A header past the cut might have picked a better rule. */
+	res->route_id = MM_ROUTE_UNKNOWN;
+	res->rule_idx = 0;
+	say(res, "request head cut: a higher-precedence match needs a header "
+	    "that may be in the lost part");
+	return 0;
 }
 
 /* ---- Request head parsing -------------------------------------------- */

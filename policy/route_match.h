@@ -69,6 +69,8 @@ int route_match__lookup(const struct route_table *t,
  * head was cut (truncated, or parse says -ENODATA) before the request line
  * or a Host header was read, the answer is MM_ROUTE_UNKNOWN rather than a
  * guess; a complete head without Host (HTTP/1.0) goes to the catch-all.
+ * Likewise MM_ROUTE_UNKNOWN when the head is cut and a match ranking above
+ * the answer failed only on a header that may have been in the lost part.
  * Returns 0, or -EINVAL when head is not an HTTP/1.x request.
  */
 int route_match__lookup_head(const struct route_table *t, const char *head,

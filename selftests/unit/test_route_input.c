@@ -424,6 +424,12 @@ TEST(route_input_lookup_head)
 				   "Host: www.example.com\r\n\r\n";
 	static const char nohost[] = "GET /healthz HTTP/1.0\r\n\r\n";
 	static const char cut[] = "GET /login HTTP/1.1\r\nUser-Agent: x\r\nHo";
+	static const char apicut[] = "GET /api/x HTTP/1.1\r\n"
+				     "Host: www.example.com\r\nX-Ca";
+	static const char apifull[] = "GET /api/x HTTP/1.1\r\n"
+				      "Host: www.example.com\r\n\r\n";
+	static const char postcut[] = "POST /api/x HTTP/1.1\r\n"
+				      "Host: www.example.com\r\nX-Ca";
 	struct gw_model *m = gateway_api__new();
 	struct route_table *t = NULL;
 	struct route_result res;
@@ -449,6 +455,19 @@ TEST(route_input_lookup_head)
 	ASSERT_EQ(res.route_id, MM_ROUTE_UNKNOWN);
 	ASSERT_EQ(route_match__lookup_head(t, "\x16\x03", 2, true, &res),
 		  -EINVAL);
+	/* Cut head, header-dependent rules above the answer: unknown. */
+	ASSERT_EQ(route_match__lookup_head(t, apicut, sizeof(apicut) - 1, true,
+					   &res), 0);
+	ASSERT_EQ(res.route_id, MM_ROUTE_UNKNOWN);
+	/* Same head complete: rule 0 with certainty. */
+	ASSERT_EQ(route_match__lookup_head(t, apifull, sizeof(apifull) - 1,
+					   false, &res), 0);
+	ASSERT_STREQ(t->routes[res.route_id].name, "api");
+	ASSERT_EQ(res.rule_idx, 0);
+	/* Cut, but POST's method rule outranks every header rule. */
+	ASSERT_EQ(route_match__lookup_head(t, postcut, sizeof(postcut) - 1,
+					   true, &res), 0);
+	ASSERT_EQ(res.rule_idx, 2);
 	route_compile__free(t);
 	gateway_api__free(m);
 }

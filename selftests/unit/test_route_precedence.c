@@ -293,6 +293,22 @@ TEST(route_precedence_table_shape)
 		}
 	}
 	ASSERT_TRUE(has_regex_flag);
+	/* Keys as BPF computes them from the Host header. */
+	for (size_t k = 0; k < t->nvhost_keys; k++) {
+		const char *h = t->vhosts[t->vhost_vals[k].vhost_id].host;
+		const struct mm_vhost_key *vk = &t->vhost_keys[k];
+
+		if (!strcmp(h, "*.example.com"))
+			ASSERT_TRUE(vk->kind == MM_VH_WILDCARD &&
+				    vk->hash == route_compile__hash(
+					    "example.com", 11));
+		else if (!strcmp(h, "www.example.com"))
+			ASSERT_TRUE(vk->kind == MM_VH_EXACT &&
+				    vk->hash == route_compile__hash(
+					    "www.example.com", 15));
+		else if (!h[0])
+			ASSERT_TRUE(vk->kind == MM_VH_CATCHALL && !vk->hash);
+	}
 	for (size_t v = 0; v < t->nvhosts; v++)
 		ASSERT_EQ(!!(t->vhosts[v].flags & MM_VHOST_DEEP),
 			  !strcmp(t->vhosts[v].host, "deep.test"));
