@@ -456,6 +456,8 @@ static int load_table(struct contract *c, const struct manifest_source *src,
 		if (t->objs[i].pol)
 			check_policy_refs(&t->objs[i], t);
 	resolve_policy_conflicts(c, t);
+	/* the engine may be writing Programmed into the old table */
+	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < t->n; i++) {
 		struct cobj *o = &t->objs[i];
 		struct cobj *old;
@@ -474,6 +476,7 @@ static int load_table(struct contract *c, const struct manifest_source *src,
 		if (old)
 			conditions__carry_over(&o->conds, &old->conds);
 	}
+	pthread_mutex_unlock(&c->lock);
 	for (size_t i = 0; i < manifest_source__nerrors(src); i++) {
 		char **e = realloc(t->errors, (t->nerrors + 1) * sizeof(*e));
 

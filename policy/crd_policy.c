@@ -261,6 +261,13 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 		}
 	}
 
+	/* without selectors a sample cannot be attributed to one object */
+	if (!p->nsels)
+		return crd__fail(e, "InvalidField", as ? as : otel,
+				 "spec.source.dataPlane.selector.otel.attributeSelectors",
+				 "at least one selector is required to attribute samples to a %s",
+				 p->subj_kind);
+
 	af = doc__get(otel, "attributeFilters");
 	if (af && af->kind != DOC_LIST)
 		return crd__fail(e, "InvalidField", af,

@@ -645,6 +645,24 @@ TEST(contract_dataplane_policy_fields)
 	ASSERT_TRUE(strstr(tc_message(&t, MP, "p", COND_ACCEPTED),
 			   "remove resourceFields"));
 	tc_close(&t);
+
+	/* no attributeSelectors: samples could not be attributed */
+	ASSERT_EQ(tc_open1(&t, tc_write(dir, "p.yaml",
+		"apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		"kind: MetricPolicy\n"
+		"metadata: {name: p}\n"
+		"spec:\n"
+		"  subject: {group: gateway.networking.k8s.io, version: v1, kind: HTTPRoute}\n"
+		"  targetMetric: {name: x}\n"
+		"  source:\n"
+		"    type: DataPlane\n"
+		"    dataPlane:\n"
+		"      selector: {otel: {metricName: a}}\n")), 0);
+	ASSERT_STREQ(tc_reason(&t, MP, "p", COND_ACCEPTED), "InvalidField");
+	ASSERT_TRUE(strstr(tc_message(&t, MP, "p", COND_ACCEPTED),
+			   "p.yaml:10: spec.source.dataPlane.selector.otel.attributeSelectors: at least one"),
+		    "%s", tc_message(&t, MP, "p", COND_ACCEPTED));
+	tc_close(&t);
 }
 
 TEST(contract_object_level_rejections)
