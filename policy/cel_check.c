@@ -28,7 +28,7 @@ static const struct {
 /* Identifiers that denote types, so that type(x) == int works. */
 static const char *const type_idents[] = {
 	"int", "uint", "double", "bool", "string", "bytes", "list", "map",
-	"null_type", "type", "dyn",
+	"null_type", "type",
 };
 
 static int check_fail(struct cel_error *err, int col, const char *fmt, ...)

@@ -237,11 +237,18 @@ int cel_timestamp_split(int64_t ns, const char *tz, size_t tzlen,
 	unsigned m, d;
 
 	if (tz && tzlen && !(tzlen == 3 && !memcmp(tz, "UTC", 3))) {
-		if (tzlen != 6 || (tz[0] != '+' && tz[0] != '-') ||
-		    tz[3] != ':' || !digits(tz + 1, 2, &oh) ||
-		    !digits(tz + 4, 2, &om) || oh > 23 || om > 59)
+		int sign = 1;
+
+		/* "+hh:mm", "-hh:mm", or "hh:mm" as cel-go also accepts */
+		if (tz[0] == '+' || tz[0] == '-') {
+			sign = tz[0] == '-' ? -1 : 1;
+			tz++;
+			tzlen--;
+		}
+		if (tzlen != 5 || tz[2] != ':' || !digits(tz, 2, &oh) ||
+		    !digits(tz + 3, 2, &om) || oh > 23 || om > 59)
 			return -EINVAL;
-		off = (tz[0] == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+		off = sign * (oh * 3600 + om * 60);
 	}
 	tm->ms = (int)((ns - secs * NS_PER_S) / 1000000);
 	secs += off;

@@ -554,3 +554,91 @@ TEST(cel_results_and_conversions_api)
 	v.type = CEL_NULL;
 	ASSERT_EQ(cel__to_string(&v, buf, sizeof(buf)), -EINVAL);
 }
+
+/* Cases from cel-spec tests/simple/testdata (parse, conversions, timestamps). */
+TEST(cel_conformance_samples)
+{
+	FIXTURE(fx);
+	const struct cel_activation *a = &fx.act;
+
+	/* parse: nesting and repetition every implementation must support */
+	CEL_EXPECT(a, "int(uint(int(uint(int(uint(int(uint(int(uint(int(uint(7))))))))))))",
+		   "int:7");
+	CEL_EXPECT(a, "size([[[[[[[[[[[[0]]]]]]]]]]]])", "int:1");
+	CEL_EXPECT(a, "size({0: {0: {0: {0: {0: {0: {0: {0: {0: {0: {0: {0: 'foo'}}}}}}}}}}}})",
+		   "int:1");
+	CEL_EXPECT(a, "((((((((((((((((((((((((((((((((7))))))))))))))))))))))))))))))))",
+		   "int:7");
+	CEL_EXPECT(a, "true ? true : true ? true : true ? true : true ? true : true ? true : "
+		      "true ? true : true ? true : true ? true : true ? true : true ? true : "
+		      "true ? true : true ? true : true ? true : true ? true : true ? true : "
+		      "true ? true : true ? true : true ? true : true ? true : true ? true : "
+		      "true ? true : true ? true : true ? true : true ? true : false",
+		   "bool:true");
+	CEL_EXPECT(a, "3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + "
+		      "3 - 3 + 3 - 3 + 3 - 3 + 3",
+		   "int:3");
+	CEL_EXPECT(a, "4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / "
+		      "4 * 4 / 4 * 4 / 4 * 4 / 4",
+		   "int:4");
+	CEL_EXPECT(a, "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!true", "bool:true");
+	CEL_EXPECT(a, "--------------------------------19", "int:19");
+	CEL_EXPECT(a, "[[[[[[[[[[[['foo']]]]]]]]]]]][0][0][0][0][0][0][0][0][0][0][0][0]",
+		   "string:foo");
+	CEL_EXPECT(a, "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, "
+		      "20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31][17]",
+		   "int:17");
+	CEL_EXPECT(a, "' \\\\ \\? \\\" \\' \\` '", "string: \\ ? \" ' ` ");
+	CEL_EXPECT(a, "''' ? \" ' ` '''", "string: ? \" ' ` ");
+	CEL_EXPECT(a, "' \\a \\b \\f \\t \\v '", "string: \a \b \f \t \v ");
+	CEL_EXPECT(a, "''' \r\n '''", "string: \r\n ");
+	CEL_EXPECT(a, "size(' \\000 \\012 \\177 ')", "int:7");
+	/* conversions */
+	CEL_EXPECT(a, "bytes('\\377') == b'\\377'", "bool:false");
+	CEL_EXPECT(a, "double(9223372036854775807)", "double:9.223372036854776e+18");
+	CEL_EXPECT(a, "double('-0.0')", "double:-0");
+	CEL_EXPECT(a, "double('6.02214e23')", "double:6.02214e+23");
+	CEL_EXPECT(a, "type(dyn([1, 'one']))", "type:list");
+	CEL_EXPECT(a, "int(-123.456)", "int:-123");
+	CEL_EXPECT(a, "int(11.5)", "int:11");
+	CEL_EXPECT_ERR(a, "int(1e99)", 2, "out of range");
+	CEL_EXPECT(a, "int(timestamp('2004-09-16T23:59:59Z'))", "int:1095379199");
+	CEL_EXPECT(a, "string(123.456)", "string:123.456");
+	CEL_EXPECT(a, "string(-4.5e-3)", "string:-0.0045");
+	CEL_EXPECT(a, "string(b'\\303\\277')", "string:\xc3\xbf");
+	CEL_EXPECT_ERR(a, "string(b'\\000\\xff')", 2, "not valid UTF-8");
+	CEL_EXPECT(a, "bool", "type:bool");
+	CEL_EXPECT_ERR(a, "dyn", 1, "undeclared reference to 'dyn'");
+	CEL_EXPECT(a, "type(7) == type(7u)", "bool:false");
+	CEL_EXPECT(a, "type(0.0) != type(-0.0)", "bool:false");
+	CEL_EXPECT(a, "type(type(7)) == type(type(7u))", "bool:true");
+	CEL_EXPECT(a, "type({'one': 1}) == type({1: 'one'})", "bool:true");
+	CEL_EXPECT(a, "type(int)", "type:type");
+	CEL_EXPECT(a, "uint(1e19)", "uint:10000000000000000000");
+	CEL_EXPECT_ERR(a, "uint(6.022e23)", 2, "out of range");
+	/* timestamps */
+	CEL_EXPECT(a, "type(timestamp('2009-02-13T23:31:30Z'))",
+		   "type:google.protobuf.Timestamp");
+	CEL_EXPECT(a, "string(duration('1000000s'))", "string:1000000s");
+	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getDayOfYear()", "int:43");
+	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:20.123456789Z').getMilliseconds()",
+		   "int:123");
+	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getDayOfMonth('+11:00')", "int:13");
+	CEL_EXPECT(a, "timestamp('2009-02-13T02:00:00Z').getDayOfMonth('-02:30')", "int:11");
+	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getFullYear('-09:30')", "int:2009");
+	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getHours('02:00')", "int:1");
+	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getSeconds('-00:00')", "int:30");
+	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getDayOfWeek('UTC')", "int:5");
+	CEL_EXPECT(a, "duration('120s') + timestamp('2009-02-13T23:01:00Z') == "
+		      "timestamp('2009-02-13T23:03:00Z')",
+		   "bool:true");
+	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:00Z') - timestamp('2009-02-13T23:29:00Z') == "
+		      "duration('120s')",
+		   "bool:true");
+	CEL_EXPECT(a, "duration('10000s').getHours()", "int:2");
+	CEL_EXPECT(a, "duration('3730s').getMinutes()", "int:62");
+	CEL_EXPECT(a, "duration('3730s').getSeconds()", "int:3730");
+	CEL_EXPECT_ERR(a, "duration('320000000000s')", 2, "out of range");
+	CEL_EXPECT_ERR(a, "timestamp('10000-01-01T00:00:00Z')", 2, "cannot convert");
+	doc__free_file(fx.f);
+}
