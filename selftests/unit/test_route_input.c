@@ -14,6 +14,7 @@
 #include "policy/route_compile.h"
 #include "policy/route_match.h"
 #include "selftests/unit/test.h"
+#include "selftests/unit/test_route_data.h"
 
 static int add_yaml(struct gw_model *m, const char *yaml, char *err,
 		    size_t errlen)
@@ -325,11 +326,11 @@ static int explain(char **out, char **errs, const char *const *args)
 	return ret;
 }
 
-#define DIR "selftests/unit/testdata/routes/precedence"
+#define DIR route_testdata()
 
 TEST(route_input_explain)
 {
-	static const struct {
+	const struct {
 		const char *args[10];
 		int ret;
 		const char *out, *err; /* prefixes of stdout, substr of stderr */

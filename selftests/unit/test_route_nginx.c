@@ -25,9 +25,10 @@
 #include "policy/route_match.h"
 #include "policy/route_nginx.h"
 #include "selftests/unit/test.h"
+#include "selftests/unit/test_route_data.h"
 
 #define NGINX "/usr/sbin/nginx"
-#define PRECEDENCE_DIR "selftests/unit/testdata/routes/precedence"
+#define PRECEDENCE_DIR route_testdata()
 
 /* Request heads: Host, method, target, extra headers. */
 static const char *const heads[] = {

@@ -15,8 +15,9 @@
 #include "policy/route_compile.h"
 #include "policy/route_match.h"
 #include "selftests/unit/test.h"
+#include "selftests/unit/test_route_data.h"
 
-#define PRECEDENCE_DIR "selftests/unit/testdata/routes/precedence"
+#define PRECEDENCE_DIR route_testdata()
 
 enum bpf_says { KERNEL, DEFER };
 
