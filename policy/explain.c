@@ -169,7 +169,7 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 
 	optind = 0; /* getopt state is global: the agent may have used it */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+X:H:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "X:H:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			dir = optarg;

@@ -346,6 +346,8 @@ TEST(route_input_explain)
 		  "apps/api rule 4\n", "" },
 		{ { "--manifests", DIR, "--gateway", "infra/gw",
 		    "http://nothing.test/x" }, 0, "unmatched\n", "" },
+		{ { "--manifests", DIR, "http://www.example.com/api",
+		    "-H", "X-Canary: true" }, 0, "apps/api rule 4\n", "" },
 		{ { "--help" }, 0, "usage: milometer explain", "" },
 		{ { "--manifests", DIR, "www.example.com/x" }, 2, "",
 		  "use http://host/path" },
