@@ -31,7 +31,7 @@ struct otlp_encode_opts {
 	 */
 	const struct mlabel *resource;
 	size_t nresource;
-	const char *scope_name;    /* NULL: "milometer" */
+	const char *scope_name; /* NULL: "milometer" */
 	const char *scope_version; /* NULL: the build version */
 };
 
@@ -63,8 +63,7 @@ int otlp_encode__store(struct otlp_encoder *e, struct mstore *s,
  * otlp_sender__enqueue(). A negative return stops the split and is
  * returned by finish_split.
  */
-typedef int (*otlp_emit_fn)(void *ctx, void *buf, size_t len,
-			    size_t npoints);
+typedef int (*otlp_emit_fn)(void *ctx, void *buf, size_t len, size_t npoints);
 
 /*
  * As finish/store, but in requests of at most max_points data points each

@@ -21,8 +21,9 @@ static char *metrics_path(const char *path)
 	while (plen && path[plen - 1] == '/')
 		plen--;
 	if (asprintf(&np, "%.*s%s", (int)plen, path,
-		     plen >= slen && !memcmp(path + plen - slen, suffix, slen) ?
-		     "" : suffix) < 0)
+		     plen >= slen && !memcmp(path + plen - slen, suffix, slen)
+			     ? ""
+			     : suffix) < 0)
 		return NULL;
 	return np;
 }
@@ -43,7 +44,8 @@ int otlp_endpoint__resolve(const char *endpoint, bool exact, char **url,
 			endpoint = getenv("OTEL_EXPORTER_OTLP_ENDPOINT");
 	}
 	if (!endpoint || !*endpoint) {
-		snprintf(err, errlen, "OTLP endpoint is not set: configure "
+		snprintf(err, errlen,
+			 "OTLP endpoint is not set: configure "
 			 "it or OTEL_EXPORTER_OTLP_ENDPOINT as "
 			 "http://COLLECTOR:4318 or https://COLLECTOR:4318");
 		return -EINVAL;
@@ -55,13 +57,15 @@ int otlp_endpoint__resolve(const char *endpoint, bool exact, char **url,
 			 CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
-		snprintf(err, errlen, "OTLP endpoint \"%s\" is not a URL: "
+		snprintf(err, errlen,
+			 "OTLP endpoint \"%s\" is not a URL: "
 			 "write it as http://HOST:4318 or https://HOST:4318",
 			 endpoint);
 		goto cleanup;
 	}
 	if (strcasecmp(scheme, "http") && strcasecmp(scheme, "https")) {
-		snprintf(err, errlen, "OTLP endpoint \"%s\": scheme \"%s\" is "
+		snprintf(err, errlen,
+			 "OTLP endpoint \"%s\": scheme \"%s\" is "
 			 "not supported; OTLP/HTTP needs http:// or https://",
 			 endpoint, scheme);
 		goto cleanup;
@@ -73,7 +77,8 @@ int otlp_endpoint__resolve(const char *endpoint, bool exact, char **url,
 	}
 	/* The URL is logged; credentials belong in (redacted) headers. */
 	if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK) {
-		snprintf(err, errlen, "OTLP endpoint has user:password@ in it; "
+		snprintf(err, errlen,
+			 "OTLP endpoint has user:password@ in it; "
 			 "pass credentials as headers instead "
 			 "(OTEL_EXPORTER_OTLP_HEADERS=Authorization=...)");
 		goto cleanup;

@@ -10,8 +10,7 @@
 /* windowBits 15 + 16 selects the gzip wrapper instead of zlib's. */
 #define GZIP_WBITS (15 + 16)
 
-int otlp_gzip__compress(const void *in, size_t len, void **out,
-			size_t *outlen)
+int otlp_gzip__compress(const void *in, size_t len, void **out, size_t *outlen)
 {
 	z_stream z = {};
 	size_t cap;

@@ -6,8 +6,7 @@
 #include <stddef.h>
 
 /* *out is malloc()ed. Return 0 or -ENOMEM/-EIO. */
-int otlp_gzip__compress(const void *in, size_t len, void **out,
-			size_t *outlen);
+int otlp_gzip__compress(const void *in, size_t len, void **out, size_t *outlen);
 /* Refuses to inflate past max_out bytes (-EFBIG): bodies come from peers. */
 int otlp_gzip__decompress(const void *in, size_t len, size_t max_out,
 			  void **out, size_t *outlen);

@@ -12,8 +12,8 @@
 
 /* The headers the sender sets itself; replacing them breaks the protocol. */
 static const char *const reserved[] = {
-	"content-type", "content-length", "content-encoding", "host",
-	"transfer-encoding", "expect",
+	"content-type", "content-length",    "content-encoding",
+	"host",		"transfer-encoding", "expect",
 };
 
 static bool is_tchar(int c)
@@ -80,17 +80,19 @@ static int add_one(struct otlp_headers *h, const char *ks, const char *ke,
 		if (!is_tchar((unsigned char)ks[i]))
 			break;
 	if (!klen || i < klen) {
-		snprintf(err, errlen, "%s: header name \"%.*s\" is not a valid "
-			 "HTTP field name; write k1=v1,k2=v2", origin,
-			 (int)klen, ks);
+		snprintf(err, errlen,
+			 "%s: header name \"%.*s\" is not a valid "
+			 "HTTP field name; write k1=v1,k2=v2",
+			 origin, (int)klen, ks);
 		return -EINVAL;
 	}
 	for (i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
 		if (strlen(reserved[i]) == klen &&
 		    !strncasecmp(reserved[i], ks, klen)) {
-			snprintf(err, errlen, "%s: header \"%.*s\" is set by the "
-				 "OTLP exporter itself; remove it", origin,
-				 (int)klen, ks);
+			snprintf(err, errlen,
+				 "%s: header \"%.*s\" is set by the "
+				 "OTLP exporter itself; remove it",
+				 origin, (int)klen, ks);
 			return -EINVAL;
 		}
 	}
@@ -101,9 +103,10 @@ static int add_one(struct otlp_headers *h, const char *ks, const char *ke,
 	memcpy(line + klen, ": ", 2);
 	if (decode_value(vs, ve, line + klen + 2) < 0) {
 		free(line);
-		snprintf(err, errlen, "%s: the value of header \"%.*s\" has a "
-			 "bad %%-escape or a control character", origin,
-			 (int)klen, ks);
+		snprintf(err, errlen,
+			 "%s: the value of header \"%.*s\" has a "
+			 "bad %%-escape or a control character",
+			 origin, (int)klen, ks);
 		return -EINVAL;
 	}
 	lines = realloc(h->lines, (h->n + 1) * sizeof(*lines));
@@ -144,9 +147,10 @@ int otlp_headers__parse(struct otlp_headers *h, const char *spec,
 		if (!eq) {
 			/* Empty members (",,", trailing ",") are tolerated. */
 			if (ks != ke) {
-				snprintf(err, errlen, "%s: \"%.*s\" has no '='; "
-					 "write k1=v1,k2=v2", origin,
-					 (int)(ke - ks), ks);
+				snprintf(err, errlen,
+					 "%s: \"%.*s\" has no '='; "
+					 "write k1=v1,k2=v2",
+					 origin, (int)(ke - ks), ks);
 				return -EINVAL;
 			}
 		} else {
@@ -197,12 +201,13 @@ size_t otlp_headers__redact(const struct otlp_headers *h, const char *text,
 
 	if (!outlen)
 		return 0;
-#define PUT(src, n) do {                                        \
-		size_t _n = (n);                                \
-		if (_n > outlen - 1 - o)                        \
-			_n = outlen - 1 - o;                    \
-		memcpy(out + o, (src), _n);                     \
-		o += _n;                                        \
+#define PUT(src, n)                                                            \
+	do {                                                                   \
+		size_t _n = (n);                                               \
+		if (_n > outlen - 1 - o)                                       \
+			_n = outlen - 1 - o;                                   \
+		memcpy(out + o, (src), _n);                                    \
+		o += _n;                                                       \
 	} while (0)
 	while (p < end) {
 		const char *nl = memchr(p, '\n', end - p);

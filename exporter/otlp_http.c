@@ -95,7 +95,8 @@ static int on_debug(CURL *c, curl_infotype type, char *data, size_t size,
 {
 	struct otlp_http *h = ctx;
 	static const char *const what[] = {
-		[CURLINFO_TEXT] = "*", [CURLINFO_HEADER_IN] = "<",
+		[CURLINFO_TEXT] = "*",
+		[CURLINFO_HEADER_IN] = "<",
 		[CURLINFO_HEADER_OUT] = ">",
 	};
 	char out[2048];
@@ -163,9 +164,10 @@ static int setup_curl(struct otlp_http *h, const struct otlp_sender_opts *o)
 	h->multi = curl_multi_init();
 	if (!h->curl || !h->multi)
 		return -ENOMEM;
-#define SET(opt, val) do {                                      \
-		if (rc == CURLE_OK)                             \
-			rc = curl_easy_setopt(c, opt, val);     \
+#define SET(opt, val)                                                          \
+	do {                                                                   \
+		if (rc == CURLE_OK)                                            \
+			rc = curl_easy_setopt(c, opt, val);                    \
 	} while (0)
 	SET(CURLOPT_URL, h->url);
 	SET(CURLOPT_POST, 1L);
@@ -199,9 +201,8 @@ static int setup_curl(struct otlp_http *h, const struct otlp_sender_opts *o)
 }
 
 struct otlp_http *otlp_http__new(const struct otlp_sender_opts *o,
-				 const char *url,
-				 const struct otlp_logger *log, char *err,
-				 size_t errlen)
+				 const char *url, const struct otlp_logger *log,
+				 char *err, size_t errlen)
 {
 	struct otlp_http *h = calloc(1, sizeof(*h));
 	int ret;
@@ -229,9 +230,12 @@ struct otlp_http *otlp_http__new(const struct otlp_sender_opts *o,
 	}
 	ret = setup_curl(h, o);
 	if (ret) {
-		snprintf(err, errlen, ret == -ENOMEM ? "out of memory" :
-			 "libcurl refused the OTLP options (older than "
-			 "7.85, without CURLOPT_PROTOCOLS_STR?)");
+		snprintf(err, errlen,
+			 ret == -ENOMEM
+				 ? "out of memory"
+				 : "libcurl refused the OTLP options (older "
+				   "than "
+				   "7.85, without CURLOPT_PROTOCOLS_STR?)");
 		goto cleanup;
 	}
 	return h;
@@ -276,9 +280,11 @@ static int64_t check_partial(struct otlp_http *h)
 		return 0;
 	r = otlp_pb_response__unpack((const uint8_t *)h->resp, h->resp_len);
 	if (!r) {
-		otlp_log(&h->log, LOG_WARNING, "%s answered 2xx with a body "
+		otlp_log(&h->log, LOG_WARNING,
+			 "%s answered 2xx with a body "
 			 "that is not an ExportMetricsServiceResponse (%zu "
-			 "bytes); ignored", h->url, h->resp_len);
+			 "bytes); ignored",
+			 h->url, h->resp_len);
 		return 0;
 	}
 	if (r->partial_success &&
@@ -286,10 +292,13 @@ static int64_t check_partial(struct otlp_http *h)
 	     (r->partial_success->error_message &&
 	      *r->partial_success->error_message))) {
 		rejected = r->partial_success->rejected_data_points;
-		otlp_log(&h->log, LOG_WARNING, "collector rejected %lld data "
-			 "points: %.300s", (long long)rejected,
-			 r->partial_success->error_message ?
-			 r->partial_success->error_message : "");
+		otlp_log(&h->log, LOG_WARNING,
+			 "collector rejected %lld data "
+			 "points: %.300s",
+			 (long long)rejected,
+			 r->partial_success->error_message
+				 ? r->partial_success->error_message
+				 : "");
 		/* A warning-only partial success counts as one too. */
 		if (rejected <= 0)
 			rejected = -1;
@@ -313,8 +322,9 @@ static void body_excerpt(const struct otlp_http *h, char *out, size_t n)
 
 static bool abort_due(const uint64_t *abort_at_ns)
 {
-	uint64_t at = abort_at_ns ?
-		__atomic_load_n(abort_at_ns, __ATOMIC_RELAXED) : 0;
+	uint64_t at = abort_at_ns
+			      ? __atomic_load_n(abort_at_ns, __ATOMIC_RELAXED)
+			      : 0;
 
 	return at && mono_ns() >= at;
 }
@@ -359,12 +369,11 @@ void otlp_http__post(struct otlp_http *h, const void *body, size_t len,
 	char excerpt[256];
 	CURLcode rc;
 
-	*r = (struct otlp_http_result){ .retry_after_ms = -1 };
+	*r = (struct otlp_http_result){.retry_after_ms = -1};
 	h->retry_after[0] = 0;
 	h->resp_len = 0;
 	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE,
-			 (curl_off_t)len);
+	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	rc = perform(h, abort_at_ns);
 	curl_easy_getinfo(h->curl, CURLINFO_NUM_CONNECTS, &r->connects);
 	if (rc == CURLE_ABORTED_BY_CALLBACK) {
@@ -388,14 +397,18 @@ void otlp_http__post(struct otlp_http *h, const void *body, size_t len,
 		if (h->retry_after[0])
 			r->retry_after_ms = otlp_retry__after_ms(h->retry_after,
 								 time(NULL));
-		otlp_log(&h->log, LOG_WARNING, "POST %s: HTTP %ld%s%s; will "
-			 "retry", h->url, r->status, h->retry_after[0] ?
-			 ", Retry-After: " : "", h->retry_after);
+		otlp_log(&h->log, LOG_WARNING,
+			 "POST %s: HTTP %ld%s%s; will "
+			 "retry",
+			 h->url, r->status,
+			 h->retry_after[0] ? ", Retry-After: " : "",
+			 h->retry_after);
 		r->outcome = OTLP_HTTP_RETRY;
 		return;
 	}
-	otlp_log(&h->log, LOG_ERR, "POST %s: HTTP %ld, batch of %zu bytes "
-		 "dropped (not retryable): %s", h->url, r->status, len,
-		 excerpt);
+	otlp_log(&h->log, LOG_ERR,
+		 "POST %s: HTTP %ld, batch of %zu bytes "
+		 "dropped (not retryable): %s",
+		 h->url, r->status, len, excerpt);
 	r->outcome = OTLP_HTTP_GIVE_UP;
 }

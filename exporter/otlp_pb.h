@@ -10,7 +10,7 @@
 
 #include "otlp_metrics.pb-c.h"
 
-#define OTLP_PB(x) Opentelemetry__Proto__Collector__Metrics__V1__##x
+#define OTLP_PB(x)  Opentelemetry__Proto__Collector__Metrics__V1__##x
 #define OTLP_PBC(x) OPENTELEMETRY__PROTO__COLLECTOR__METRICS__V1__##x
 #define OTLP_PBD(x) opentelemetry__proto__collector__metrics__v1__##x
 
@@ -33,13 +33,13 @@ typedef OTLP_PB(HistogramDataPoint) otlp_pb_histogram_dp;
 typedef OTLP_PB(ExponentialHistogramDataPoint) otlp_pb_exp_histogram_dp;
 typedef OTLP_PB(ExponentialHistogramDataPoint__Buckets) otlp_pb_exp_buckets;
 
-#define otlp_pb_request__unpack(buf, len) \
+#define otlp_pb_request__unpack(buf, len)                                      \
 	OTLP_PBD(export_metrics_service_request__unpack)(NULL, len, buf)
-#define otlp_pb_request__free(m) \
+#define otlp_pb_request__free(m)                                               \
 	OTLP_PBD(export_metrics_service_request__free_unpacked)(m, NULL)
-#define otlp_pb_response__unpack(buf, len) \
+#define otlp_pb_response__unpack(buf, len)                                     \
 	OTLP_PBD(export_metrics_service_response__unpack)(NULL, len, buf)
-#define otlp_pb_response__free(m) \
+#define otlp_pb_response__free(m)                                              \
 	OTLP_PBD(export_metrics_service_response__free_unpacked)(m, NULL)
 
 #endif /* MM_EXPORTER_OTLP_PB_H */

@@ -7,7 +7,7 @@
 
 void otlp_queue__init(struct otlp_queue *q, size_t max_bytes)
 {
-	*q = (struct otlp_queue){ .max_bytes = max_bytes };
+	*q = (struct otlp_queue){.max_bytes = max_bytes};
 }
 
 static void batch_free(struct otlp_batch *b)
@@ -80,8 +80,8 @@ struct otlp_batch *otlp_queue__claim(struct otlp_queue *q)
 	return q->head;
 }
 
-void otlp_queue__replace(struct otlp_queue *q, struct otlp_batch *b,
-			 void *buf, size_t len)
+void otlp_queue__replace(struct otlp_queue *q, struct otlp_batch *b, void *buf,
+			 size_t len)
 {
 	if (!b->dropped)
 		q->bytes = q->bytes - b->len + len;

@@ -22,16 +22,16 @@ struct otlp_batch {
 	struct otlp_batch *next;
 	void *buf;
 	size_t len;
-	uint32_t attempts;  /* sends tried so far; the sender's to update */
-	bool compressed;    /* buf already holds the gzip body */
+	uint32_t attempts; /* sends tried so far; the sender's to update */
+	bool compressed; /* buf already holds the gzip body */
 	bool inflight;
-	bool dropped;       /* dropped while in flight: done() frees it */
+	bool dropped; /* dropped while in flight: done() frees it */
 };
 
 struct otlp_queue {
 	struct otlp_batch *head, *tail;
 	size_t max_bytes;
-	size_t bytes;       /* sum of len over queued batches */
+	size_t bytes; /* sum of len over queued batches */
 	size_t batches;
 	uint64_t dropped_batches;
 	uint64_t dropped_bytes;
@@ -55,8 +55,8 @@ struct otlp_batch *otlp_queue__claim(struct otlp_queue *q);
  * Swap the in-flight batch's body (e.g. for its compressed form), taking
  * ownership of buf and freeing the old one; the queue's byte count follows.
  */
-void otlp_queue__replace(struct otlp_queue *q, struct otlp_batch *b,
-			 void *buf, size_t len);
+void otlp_queue__replace(struct otlp_queue *q, struct otlp_batch *b, void *buf,
+			 size_t len);
 
 /*
  * End the claim: remove (sent, or given up) frees the batch; otherwise it

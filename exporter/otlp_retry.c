@@ -9,8 +9,7 @@
 
 bool otlp_retry__retryable(long status)
 {
-	return status == 429 || status == 502 || status == 503 ||
-	       status == 504;
+	return status == 429 || status == 502 || status == 503 || status == 504;
 }
 
 int64_t otlp_retry__after_ms(const char *value, time_t now)

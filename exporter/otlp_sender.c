@@ -22,7 +22,7 @@
 #include "exporter/otlp_sender.h"
 
 struct otlp_sender {
-	struct otlp_sender_opts o;   /* with defaults; no borrowed strings */
+	struct otlp_sender_opts o; /* with defaults; no borrowed strings */
 	struct otlp_logger log;
 	struct otlp_http *http;
 	pthread_t thread;
@@ -32,10 +32,10 @@ struct otlp_sender {
 	pthread_cond_t cond; /* queue changed, or stop requested */
 	struct otlp_queue q;
 	struct otlp_sender_stats st; /* all but the queue_* and dropped_* */
-	uint64_t next_attempt_ns;    /* CLOCK_MONOTONIC; head waits until */
+	uint64_t next_attempt_ns; /* CLOCK_MONOTONIC; head waits until */
 	bool stopping;
 	uint64_t flush_deadline_ns;
-	uint64_t abort_at_ns;        /* atomic; 0: none */
+	uint64_t abort_at_ns; /* atomic; 0: none */
 	unsigned int seed;
 };
 
@@ -52,8 +52,9 @@ static uint64_t retry_delay_ms(struct otlp_sender *s,
 			       uint32_t attempts)
 {
 	if (r->retry_after_ms >= 0)
-		return (uint64_t)r->retry_after_ms > s->o.retry_after_max_ms ?
-			s->o.retry_after_max_ms : (uint64_t)r->retry_after_ms;
+		return (uint64_t)r->retry_after_ms > s->o.retry_after_max_ms
+			       ? s->o.retry_after_max_ms
+			       : (uint64_t)r->retry_after_ms;
 	return otlp_retry__backoff_ms(attempts, s->o.backoff_initial_ms,
 				      s->o.backoff_max_ms, &s->seed);
 }
@@ -67,8 +68,10 @@ static int maybe_compress(struct otlp_sender *s, struct otlp_batch *b)
 	if (!s->o.gzip || b->compressed)
 		return 0;
 	if (otlp_gzip__compress(b->buf, b->len, &z, &zlen) < 0) {
-		otlp_log(&s->log, LOG_ERR, "gzip of a %zu byte batch failed; "
-			 "dropped", b->len);
+		otlp_log(&s->log, LOG_ERR,
+			 "gzip of a %zu byte batch failed; "
+			 "dropped",
+			 b->len);
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&s->lock);
@@ -110,7 +113,8 @@ static void account(struct otlp_sender *s, struct otlp_batch *b,
 		break;
 	case OTLP_HTTP_RETRY:
 		s->st.retries++;
-		s->next_attempt_ns = mono_ns() +
+		s->next_attempt_ns =
+			mono_ns() +
 			retry_delay_ms(s, r, b->attempts) * 1000000ULL;
 		otlp_queue__done(&s->q, b, false);
 		break;
@@ -132,8 +136,7 @@ static void *sender_main(void *arg)
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
 		now = mono_ns();
-		if (s->stopping &&
-		    (!s->q.head || now >= s->flush_deadline_ns))
+		if (s->stopping && (!s->q.head || now >= s->flush_deadline_ns))
 			break;
 		if (!s->q.head) {
 			pthread_cond_wait(&s->cond, &s->lock);
@@ -152,7 +155,7 @@ static void *sender_main(void *arg)
 		/* Logging happens unlocked: a log hook may read the stats. */
 		if (maybe_compress(s, b) < 0)
 			r = (struct otlp_http_result){
-				.outcome = OTLP_HTTP_GIVE_UP };
+				.outcome = OTLP_HTTP_GIVE_UP};
 		else
 			otlp_http__post(s->http, b->buf, b->len,
 					&s->abort_at_ns, &r);
@@ -217,7 +220,7 @@ struct otlp_sender *otlp_sender__start(const struct otlp_sender_opts *o,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	s->log = (struct otlp_logger){ o->log, o->log_ctx };
+	s->log = (struct otlp_logger){o->log, o->log_ctx};
 	s->seed = (unsigned int)mono_ns() ^ (unsigned int)(uintptr_t)s;
 	otlp_queue__init(&s->q, full.queue_max_bytes);
 	pthread_mutex_init(&s->lock, NULL);
@@ -227,8 +230,8 @@ struct otlp_sender *otlp_sender__start(const struct otlp_sender_opts *o,
 	pthread_cond_init(&s->cond, &ca);
 	pthread_condattr_destroy(&ca);
 
-	ret = otlp_endpoint__resolve(o->endpoint, o->endpoint_exact, &url,
-				     err, errlen);
+	ret = otlp_endpoint__resolve(o->endpoint, o->endpoint_exact, &url, err,
+				     errlen);
 	if (ret) {
 		if (ret == -ENOMEM)
 			snprintf(err, errlen, "out of memory");
@@ -272,14 +275,16 @@ int otlp_sender__enqueue(struct otlp_sender *s, void *buf, size_t len)
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	if (ret == -EMSGSIZE) {
-		otlp_log(&s->log, LOG_ERR, "a %zu byte OTLP batch exceeds the "
+		otlp_log(&s->log, LOG_ERR,
+			 "a %zu byte OTLP batch exceeds the "
 			 "whole queue (%zu bytes) and was dropped; raise the "
-			 "queue size or send fewer points per request", len,
-			 s->o.queue_max_bytes);
+			 "queue size or send fewer points per request",
+			 len, s->o.queue_max_bytes);
 	} else if (after != before &&
 		   1ULL << (63 - __builtin_clzll(after)) > before) {
 		/* Logged at 1, 2, 4, 8, ... drops: visible, never a flood. */
-		otlp_log(&s->log, LOG_WARNING, "OTLP queue full (%zu bytes): "
+		otlp_log(&s->log, LOG_WARNING,
+			 "OTLP queue full (%zu bytes): "
 			 "%llu oldest batches dropped so far; is %s reachable?",
 			 s->o.queue_max_bytes, (unsigned long long)after,
 			 otlp_http__url(s->http));
@@ -324,9 +329,10 @@ void otlp_sender__stop(struct otlp_sender *s, int flush_timeout_ms)
 	if (s->thread_started)
 		pthread_join(s->thread, NULL);
 	if (s->q.batches)
-		otlp_log(&s->log, LOG_WARNING, "stopping with %zu unsent OTLP "
-			 "batches (%zu bytes); dropped", s->q.batches,
-			 s->q.bytes);
+		otlp_log(&s->log, LOG_WARNING,
+			 "stopping with %zu unsent OTLP "
+			 "batches (%zu bytes); dropped",
+			 s->q.batches, s->q.bytes);
 	sender_free(s);
 }
 

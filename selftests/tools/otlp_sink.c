@@ -42,33 +42,33 @@
 #include "exporter/otlp_gzip.h"
 #include "exporter/otlp_pb.h"
 
-#define SINK_MAX_BODY (64u << 20)
+#define SINK_MAX_BODY	(64u << 20)
 #define SINK_MAX_SCRIPT 64
-#define SINK_MAX_KEEP 256
+#define SINK_MAX_KEEP	256
 
 struct otlp_sink_opts {
-	uint16_t port;        /* 0: any free port */
-	const char *dir;      /* store bodies here; NULL: don't */
-	const char *script;   /* "503:2,200" */
-	int status;           /* after the script; 0: 200 */
-	int64_t partial;      /* rejected_data_points in 200 answers */
+	uint16_t port; /* 0: any free port */
+	const char *dir; /* store bodies here; NULL: don't */
+	const char *script; /* "503:2,200" */
+	int status; /* after the script; 0: 200 */
+	int64_t partial; /* rejected_data_points in 200 answers */
 	const char *partial_msg;
-	const char *tls_cert;  /* PEM files: serve https */
+	const char *tls_cert; /* PEM files: serve https */
 	const char *tls_key;
-	unsigned delay_ms;     /* before answering an export */
+	unsigned delay_ms; /* before answering an export */
 	bool quiet;
 };
 
 /* What one request looked like, kept for in-process tests. */
 struct otlp_sink_req {
-	uint64_t mono_ns;     /* arrival, CLOCK_MONOTONIC */
-	int status;           /* what we answered */
-	bool valid;           /* decoded as ExportMetricsServiceRequest */
+	uint64_t mono_ns; /* arrival, CLOCK_MONOTONIC */
+	int status; /* what we answered */
+	bool valid; /* decoded as ExportMetricsServiceRequest */
 	bool gzip;
-	size_t wire_len;      /* body as received */
-	void *body;           /* decompressed */
+	size_t wire_len; /* body as received */
+	void *body; /* decompressed */
 	size_t body_len;
-	char *headers;        /* "name: value\n" per request header */
+	char *headers; /* "name: value\n" per request header */
 	size_t points;
 };
 
@@ -110,7 +110,7 @@ static int parse_script(struct otlp_sink *k, const char *spec, char *err,
 	const char *p = spec;
 
 	while (p && *p) {
-		struct script_step st = { .retry_after = -1 };
+		struct script_step st = {.retry_after = -1};
 		char *end;
 
 		if (k->nscript == SINK_MAX_SCRIPT) {
@@ -134,8 +134,10 @@ static int parse_script(struct otlp_sink *k, const char *spec, char *err,
 	}
 	return 0;
 bad:
-	snprintf(err, errlen, "--script \"%s\": write CODE[:RETRY_AFTER],... "
-		 "e.g. 503:2,200", spec);
+	snprintf(err, errlen,
+		 "--script \"%s\": write CODE[:RETRY_AFTER],... "
+		 "e.g. 503:2,200",
+		 spec);
 	return -EINVAL;
 }
 
@@ -176,8 +178,10 @@ static size_t count_points(const otlp_pb_request *r)
 				case OTLP_PBC(METRIC__DATA_HISTOGRAM):
 					n += m->histogram->n_data_points;
 					break;
-				case OTLP_PBC(METRIC__DATA_EXPONENTIAL_HISTOGRAM):
-					n += m->exponential_histogram->n_data_points;
+				case OTLP_PBC(
+					METRIC__DATA_EXPONENTIAL_HISTOGRAM):
+					n += m->exponential_histogram
+						     ->n_data_points;
 					break;
 				case OTLP_PBC(METRIC__DATA_SUMMARY):
 					n += m->summary->n_data_points;
@@ -236,9 +240,9 @@ static enum MHD_Result answer_export(struct otlp_sink *k,
 {
 	const char *enc = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						      "Content-Encoding");
-	struct otlp_sink_req rq = { .mono_ns = sink_now_ns(),
-				    .wire_len = cn->len };
-	struct script_step step = { 200, -1 };
+	struct otlp_sink_req rq = {.mono_ns = sink_now_ns(),
+				   .wire_len = cn->len};
+	struct script_step step = {200, -1};
 	otlp_pb_request *req = NULL;
 	void *body = NULL;
 	size_t blen = 0, rlen;
@@ -301,8 +305,8 @@ static enum MHD_Result answer_export(struct otlp_sink *k,
 	}
 	if (!k->o.quiet)
 		printf("otlp_sink: #%u POST /v1/metrics %zu bytes%s %s "
-		       "points=%zu -> %d%s\n", idx, rq.wire_len,
-		       rq.gzip ? " gzip" : "",
+		       "points=%zu -> %d%s\n",
+		       idx, rq.wire_len, rq.gzip ? " gzip" : "",
 		       rq.valid ? "valid" : "INVALID", rq.points, step.status,
 		       step.retry_after >= 0 ? " (Retry-After)" : "");
 	if (req)
@@ -329,9 +333,10 @@ static enum MHD_Result answer_export(struct otlp_sink *k,
 		ret = reply(c, step.status, rbuf, rlen,
 			    "application/x-protobuf", -1);
 	} else {
-		const char *msg = rq.valid ? "otlp_sink: scripted error\n" :
-			"otlp_sink: body is not a gzip/plain "
-			"ExportMetricsServiceRequest\n";
+		const char *msg =
+			rq.valid ? "otlp_sink: scripted error\n"
+				 : "otlp_sink: body is not a gzip/plain "
+				   "ExportMetricsServiceRequest\n";
 
 		ret = reply(c, step.status, msg, strlen(msg), "text/plain",
 			    step.retry_after);
@@ -352,8 +357,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 	if (!strcmp(method, "GET") && !strcmp(url, "/stats")) {
 		pthread_mutex_lock(&k->lock);
 		n = snprintf(stats, sizeof(stats),
-			     "requests %u\nvalid %u\ninvalid %u\n",
-			     k->requests, k->valid, k->invalid);
+			     "requests %u\nvalid %u\ninvalid %u\n", k->requests,
+			     k->valid, k->invalid);
 		pthread_mutex_unlock(&k->lock);
 		return reply(c, 200, stats, n, "text/plain", -1);
 	}
@@ -420,7 +425,7 @@ static char *read_file(const char *path, char *err, size_t errlen)
 struct otlp_sink *otlp_sink__start(const struct otlp_sink_opts *o, char *err,
 				   size_t errlen)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct sockaddr_in sa = {.sin_family = AF_INET};
 	const union MHD_DaemonInfo *di;
 	struct otlp_sink *k = calloc(1, sizeof(*k));
 	unsigned int flags;
@@ -441,8 +446,7 @@ struct otlp_sink *otlp_sink__start(const struct otlp_sink_opts *o, char *err,
 		goto fail;
 	}
 	/* A thread per connection: a --delay-ms answer holds up no other. */
-	flags = MHD_USE_INTERNAL_POLLING_THREAD |
-		MHD_USE_THREAD_PER_CONNECTION;
+	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
 	if (!o->quiet)
 		flags |= MHD_USE_ERROR_LOG;
 	if (o->tls_cert) {
@@ -450,21 +454,18 @@ struct otlp_sink *otlp_sink__start(const struct otlp_sink_opts *o, char *err,
 		k->key = k->cert ? read_file(o->tls_key, err, errlen) : NULL;
 		if (!k->key)
 			goto fail;
-		k->d = MHD_start_daemon(flags | MHD_USE_TLS,
-					0, NULL, NULL, on_request, k,
-					MHD_OPTION_SOCK_ADDR, &sa,
-					MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-					k, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
-					MHD_OPTION_HTTPS_MEM_CERT, k->cert,
-					MHD_OPTION_HTTPS_MEM_KEY, k->key,
-					MHD_OPTION_END);
+		k->d = MHD_start_daemon(
+			flags | MHD_USE_TLS, 0, NULL, NULL, on_request, k,
+			MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
+			on_completed, k, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+			MHD_OPTION_HTTPS_MEM_CERT, k->cert,
+			MHD_OPTION_HTTPS_MEM_KEY, k->key, MHD_OPTION_END);
 	} else {
-		k->d = MHD_start_daemon(flags,
-					0, NULL, NULL, on_request, k,
-					MHD_OPTION_SOCK_ADDR, &sa,
-					MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-					k, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
-					MHD_OPTION_END);
+		k->d = MHD_start_daemon(
+			flags, 0, NULL, NULL, on_request, k,
+			MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
+			on_completed, k, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+			MHD_OPTION_END);
 	}
 	if (!k->d) {
 		snprintf(err, errlen, "cannot listen on 127.0.0.1:%u (in use?)",
@@ -558,27 +559,28 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: otlp_sink [--port N] [--port-file F] [--dir D] "
-		"[--status CODE]\n"
-		"                 [--script CODE[:RETRY_AFTER],...] "
-		"[--partial N[:MSG]]\n"
-		"                 [--tls-cert PEM --tls-key PEM] [--delay-ms N] "
-		"[--quiet]\n");
+		   "[--status CODE]\n"
+		   "                 [--script CODE[:RETRY_AFTER],...] "
+		   "[--partial N[:MSG]]\n"
+		   "                 [--tls-cert PEM --tls-key PEM] "
+		   "[--delay-ms N] "
+		   "[--quiet]\n");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "port", required_argument, NULL, 'p' },
-		{ "port-file", required_argument, NULL, 'P' },
-		{ "dir", required_argument, NULL, 'd' },
-		{ "status", required_argument, NULL, 's' },
-		{ "script", required_argument, NULL, 'S' },
-		{ "partial", required_argument, NULL, 'r' },
-		{ "tls-cert", required_argument, NULL, 'c' },
-		{ "tls-key", required_argument, NULL, 'k' },
-		{ "delay-ms", required_argument, NULL, 'D' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
+		{"port", required_argument, NULL, 'p'},
+		{"port-file", required_argument, NULL, 'P'},
+		{"dir", required_argument, NULL, 'd'},
+		{"status", required_argument, NULL, 's'},
+		{"script", required_argument, NULL, 'S'},
+		{"partial", required_argument, NULL, 'r'},
+		{"tls-cert", required_argument, NULL, 'c'},
+		{"tls-key", required_argument, NULL, 'k'},
+		{"delay-ms", required_argument, NULL, 'D'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
 		{},
 	};
 	struct otlp_sink_opts o = {};
@@ -603,8 +605,10 @@ int main(int argc, char **argv)
 		case 's':
 			o.status = atoi(optarg);
 			if (o.status < 100 || o.status > 599) {
-				fprintf(stderr, "otlp_sink: --status %s is "
-					"not an HTTP status\n", optarg);
+				fprintf(stderr,
+					"otlp_sink: --status %s is "
+					"not an HTTP status\n",
+					optarg);
 				return 2;
 			}
 			break;

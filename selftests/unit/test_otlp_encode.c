@@ -19,10 +19,10 @@
 #define T1 1700000010000000000ULL
 
 static const struct mlabel res_attrs[] = {
-	{ "host.name", "node-a" },
-	{ "k8s.node.name", "node-a" },
-	{ "k8s.cluster.uid", "c-123" },
-	{ "k8s.pod.name", "" }, /* unknown: left out */
+	{"host.name", "node-a"},
+	{"k8s.node.name", "node-a"},
+	{"k8s.cluster.uid", "c-123"},
+	{"k8s.pod.name", ""}, /* unknown: left out */
 };
 
 static struct otlp_encoder *new_encoder(void)
@@ -63,70 +63,106 @@ static otlp_pb_metric *find_metric(otlp_pb_request *r, const char *name)
 static int feed_all_kinds(struct otlp_encoder *e)
 {
 	static const struct mlabel l_get[] = {
-		{ "http.request.method", "GET" },
-		{ "http.route", "/api" },
+		{"http.request.method", "GET"},
+		{"http.route", "/api"},
 	};
 	static const struct mlabel l_post[] = {
-		{ "http.request.method", "POST" },
-		{ "http.route", "/api" },
+		{"http.request.method", "POST"},
+		{"http.route", "/api"},
 	};
-	static const double bounds[] = { 0.005, 0.01, 0.1, 1 };
-	static const uint64_t counts[] = { 1, 2, 0, 3, 4 };
-	static const uint64_t pos[] = { 5, 0, 7 };
-	static const uint64_t neg[] = { 1 };
+	static const double bounds[] = {0.005, 0.01, 0.1, 1};
+	static const uint64_t counts[] = {1, 2, 0, 3, 4};
+	static const uint64_t pos[] = {5, 0, 7};
+	static const uint64_t neg[] = {1};
 	struct mmetric_desc counter = {
-		.name = "http.server.requests", .description = "Requests",
-		.unit = "{request}", .instrument = MI_COUNTER,
-		.temporality = MT_DELTA, .is_int = true,
+		.name = "http.server.requests",
+		.description = "Requests",
+		.unit = "{request}",
+		.instrument = MI_COUNTER,
+		.temporality = MT_DELTA,
+		.is_int = true,
 	};
 	struct mmetric_desc updown = {
-		.name = "http.server.active", .unit = "{request}",
-		.instrument = MI_UPDOWN, .temporality = MT_CUMULATIVE,
+		.name = "http.server.active",
+		.unit = "{request}",
+		.instrument = MI_UPDOWN,
+		.temporality = MT_CUMULATIVE,
 		.is_int = false,
 	};
 	struct mmetric_desc gauge = {
-		.name = "milometer.routes", .unit = "1",
-		.instrument = MI_GAUGE, .is_int = true,
+		.name = "milometer.routes",
+		.unit = "1",
+		.instrument = MI_GAUGE,
+		.is_int = true,
 	};
 	struct mmetric_desc hist = {
-		.name = "http.server.request.duration", .unit = "s",
-		.instrument = MI_HISTOGRAM, .temporality = MT_DELTA,
-		.hist = MH_EXPLICIT, .bounds = bounds, .nbounds = 4,
+		.name = "http.server.request.duration",
+		.unit = "s",
+		.instrument = MI_HISTOGRAM,
+		.temporality = MT_DELTA,
+		.hist = MH_EXPLICIT,
+		.bounds = bounds,
+		.nbounds = 4,
 	};
 	struct mmetric_desc ehist = {
-		.name = "http.server.response.body.size", .unit = "By",
-		.instrument = MI_HISTOGRAM, .temporality = MT_CUMULATIVE,
+		.name = "http.server.response.body.size",
+		.unit = "By",
+		.instrument = MI_HISTOGRAM,
+		.temporality = MT_CUMULATIVE,
 		.hist = MH_EXPONENTIAL,
 	};
-	struct mhist_explicit_view hv = { bounds, 4, counts };
+	struct mhist_explicit_view hv = {bounds, 4, counts};
 	struct mhist_exp_view ev = {
-		.scale = 3, .zero_count = 2, .pos_offset = -4,
-		.pos_counts = pos, .pos_n = 3, .neg_offset = 7,
-		.neg_counts = neg, .neg_n = 1,
+		.scale = 3,
+		.zero_count = 2,
+		.pos_offset = -4,
+		.pos_counts = pos,
+		.pos_n = 3,
+		.neg_offset = 7,
+		.neg_counts = neg,
+		.neg_n = 1,
 	};
 	struct mpoint_view cp[2] = {
-		{ .labels = l_get, .nlabels = 2, .start_ns = T0,
-		  .time_ns = T1, .ivalue = 42 },
-		{ .labels = l_post, .nlabels = 2, .start_ns = T0,
-		  .time_ns = T1, .ivalue = -7 },
+		{.labels = l_get,
+		 .nlabels = 2,
+		 .start_ns = T0,
+		 .time_ns = T1,
+		 .ivalue = 42},
+		{.labels = l_post,
+		 .nlabels = 2,
+		 .start_ns = T0,
+		 .time_ns = T1,
+		 .ivalue = -7},
 	};
-	struct mpoint_view up = { .start_ns = T0, .time_ns = T1,
-				  .value = 2.5 };
-	struct mpoint_view gp = { .start_ns = T0, .time_ns = T1,
-				  .ivalue = 12 };
+	struct mpoint_view up = {.start_ns = T0, .time_ns = T1, .value = 2.5};
+	struct mpoint_view gp = {.start_ns = T0, .time_ns = T1, .ivalue = 12};
 	struct mpoint_view hp = {
-		.labels = l_get, .nlabels = 2, .start_ns = T0, .time_ns = T1,
-		.count = 10, .sum = 3.25, .min = 0.001, .max = 2.0,
+		.labels = l_get,
+		.nlabels = 2,
+		.start_ns = T0,
+		.time_ns = T1,
+		.count = 10,
+		.sum = 3.25,
+		.min = 0.001,
+		.max = 2.0,
 		.explicit_h = &hv,
 	};
 	struct mpoint_view hp_empty = {
-		.labels = l_post, .nlabels = 2, .start_ns = T0, .time_ns = T1,
+		.labels = l_post,
+		.nlabels = 2,
+		.start_ns = T0,
+		.time_ns = T1,
 		.explicit_h = &hv,
 	};
-	struct mpoint_view hps[2] = { hp, hp_empty };
+	struct mpoint_view hps[2] = {hp, hp_empty};
 	struct mpoint_view ep = {
-		.start_ns = T0, .time_ns = T1, .count = 15, .sum = 1234.5,
-		.min = -3, .max = 900, .exp_h = &ev,
+		.start_ns = T0,
+		.time_ns = T1,
+		.count = 15,
+		.sum = 1234.5,
+		.min = -3,
+		.max = 900,
+		.exp_h = &ev,
 	};
 	int err;
 
@@ -151,7 +187,7 @@ TEST(otlp_encode_round_trip)
 	otlp_pb_number_dp *np;
 	otlp_pb_histogram_dp *hp;
 	otlp_pb_exp_histogram_dp *ep;
-	static const uint64_t want_counts[] = { 1, 2, 0, 3, 4 };
+	static const uint64_t want_counts[] = {1, 2, 0, 3, 4};
 	void *buf = NULL;
 	size_t len = 0, i;
 	int n;
@@ -208,8 +244,7 @@ TEST(otlp_encode_round_trip)
 	ASSERT_TRUE(!m->sum->is_monotonic);
 	ASSERT_EQ(m->sum->aggregation_temporality, 2);
 	np = m->sum->data_points[0];
-	ASSERT_EQ(np->value_case,
-		  OTLP_PBC(NUMBER_DATA_POINT__VALUE_AS_DOUBLE));
+	ASSERT_EQ(np->value_case, OTLP_PBC(NUMBER_DATA_POINT__VALUE_AS_DOUBLE));
 	ASSERT_NEAR(np->as_double, 2.5, 0);
 	ASSERT_EQ(np->n_attributes, 0);
 
@@ -229,9 +264,11 @@ TEST(otlp_encode_round_trip)
 	ASSERT_EQ(m->histogram->n_data_points, 2);
 	hp = m->histogram->data_points[0];
 	ASSERT_EQ(hp->count, 10);
-	ASSERT_EQ(hp->opt_sum_case, OTLP_PBC(HISTOGRAM_DATA_POINT__OPT_SUM_SUM));
+	ASSERT_EQ(hp->opt_sum_case,
+		  OTLP_PBC(HISTOGRAM_DATA_POINT__OPT_SUM_SUM));
 	ASSERT_NEAR(hp->sum, 3.25, 0);
-	ASSERT_EQ(hp->opt_min_case, OTLP_PBC(HISTOGRAM_DATA_POINT__OPT_MIN_MIN));
+	ASSERT_EQ(hp->opt_min_case,
+		  OTLP_PBC(HISTOGRAM_DATA_POINT__OPT_MIN_MIN));
 	ASSERT_NEAR(hp->min, 0.001, 0);
 	ASSERT_NEAR(hp->max, 2.0, 0);
 	ASSERT_EQ(hp->start_time_unix_nano, T0);
@@ -250,8 +287,7 @@ TEST(otlp_encode_round_trip)
 
 	m = find_metric(r, "http.server.response.body.size");
 	ASSERT_TRUE(m);
-	ASSERT_EQ(m->data_case,
-		  OTLP_PBC(METRIC__DATA_EXPONENTIAL_HISTOGRAM));
+	ASSERT_EQ(m->data_case, OTLP_PBC(METRIC__DATA_EXPONENTIAL_HISTOGRAM));
 	ASSERT_EQ(m->exponential_histogram->aggregation_temporality, 2);
 	ep = m->exponential_histogram->data_points[0];
 	ASSERT_EQ(ep->count, 15);
@@ -282,17 +318,25 @@ TEST(otlp_encode_round_trip)
  * even if protobuf-c decodes its own mistake back consistently. */
 TEST(otlp_encode_wire_bytes)
 {
-	static const struct mlabel l[] = { { "k", "v" } };
+	static const struct mlabel l[] = {{"k", "v"}};
 	struct mmetric_desc d = {
-		.name = "m", .unit = "s", .instrument = MI_COUNTER,
-		.temporality = MT_DELTA, .is_int = true,
+		.name = "m",
+		.unit = "s",
+		.instrument = MI_COUNTER,
+		.temporality = MT_DELTA,
+		.is_int = true,
 	};
-	struct mpoint_view p = { .labels = l, .nlabels = 1, .start_ns = 1,
-				 .time_ns = 2, .ivalue = 3 };
+	struct mpoint_view p = {.labels = l,
+				.nlabels = 1,
+				.start_ns = 1,
+				.time_ns = 2,
+				.ivalue = 3};
 	struct otlp_encode_opts o = {
-		.resource = (struct mlabel[]){ { "service.name", "x" },
-					       { "service.version", "1" } },
-		.nresource = 2, .scope_name = "s", .scope_version = "1",
+		.resource = (struct mlabel[]){{"service.name", "x"},
+					      {"service.version", "1"}},
+		.nresource = 2,
+		.scope_name = "s",
+		.scope_version = "1",
 	};
 	struct otlp_encoder *e = otlp_encoder__new(&o);
 	otlp_pb_request *r;
@@ -313,6 +357,7 @@ TEST(otlp_encode_wire_bytes)
 	 * attributes 7.
 	 */
 	{
+		/* clang-format off */
 		static const uint8_t metric[] = {
 			0x0a, 0x01, 'm',          /* name = 1 */
 			0x1a, 0x01, 's',          /* unit = 3 */
@@ -326,6 +371,7 @@ TEST(otlp_encode_wire_bytes)
 			0x10, 0x01,               /* temporality = 2: DELTA */
 			0x18, 0x01,               /* is_monotonic = 3 */
 		};
+		/* clang-format on */
 
 		ASSERT_TRUE(memmem(b, len, metric, sizeof(metric)),
 			    "metric bytes not found in the request");
@@ -368,7 +414,8 @@ TEST(otlp_encode_protoc_decode)
 		 "protoc --proto_path=exporter --decode="
 		 "opentelemetry.proto.collector.metrics.v1."
 		 "ExportMetricsServiceRequest exporter/otlp_metrics.proto "
-		 "< %s > %s 2>&1", in, out);
+		 "< %s > %s 2>&1",
+		 in, out);
 	st = system(cmd);
 	f = fopen(out, "r");
 	ASSERT_TRUE(f);
@@ -377,8 +424,12 @@ TEST(otlp_encode_protoc_decode)
 	text[n] = 0;
 	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0, "protoc: %s", text);
 	ASSERT_TRUE(strstr(text, "name: \"http.server.requests\""));
-	ASSERT_TRUE(strstr(text, "aggregation_temporality: AGGREGATION_TEMPORALITY_DELTA"));
-	ASSERT_TRUE(strstr(text, "aggregation_temporality: AGGREGATION_TEMPORALITY_CUMULATIVE"));
+	ASSERT_TRUE(strstr(
+		text,
+		"aggregation_temporality: AGGREGATION_TEMPORALITY_DELTA"));
+	ASSERT_TRUE(strstr(
+		text,
+		"aggregation_temporality: AGGREGATION_TEMPORALITY_CUMULATIVE"));
 	ASSERT_TRUE(strstr(text, "is_monotonic: true"));
 	ASSERT_TRUE(strstr(text, "as_int: 42"));
 	ASSERT_TRUE(strstr(text, "as_int: -7"));
@@ -408,23 +459,29 @@ static uint64_t now_ns(void)
 TEST(otlp_encode_bench_10k)
 {
 	enum { NS = 10000, NH = 1000 };
-	static const double bounds[] = { 0.005, 0.01, 0.025, 0.05, 0.075, 0.1,
-					 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10 };
-	uint64_t counts[15] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 };
-	struct mhist_explicit_view hv = { bounds, 14, counts };
+	static const double bounds[] = {0.005, 0.01, 0.025, 0.05, 0.075,
+					0.1,   0.25, 0.5,   0.75, 1,
+					2.5,   5,    7.5,   10};
+	uint64_t counts[15] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+	struct mhist_explicit_view hv = {bounds, 14, counts};
 	struct mmetric_desc c = {
-		.name = "http.server.requests", .unit = "{request}",
-		.instrument = MI_COUNTER, .temporality = MT_DELTA,
+		.name = "http.server.requests",
+		.unit = "{request}",
+		.instrument = MI_COUNTER,
+		.temporality = MT_DELTA,
 		.is_int = true,
 	};
 	struct mmetric_desc h = {
-		.name = "http.server.request.duration", .unit = "s",
-		.instrument = MI_HISTOGRAM, .temporality = MT_DELTA,
-		.bounds = bounds, .nbounds = 14,
+		.name = "http.server.request.duration",
+		.unit = "s",
+		.instrument = MI_HISTOGRAM,
+		.temporality = MT_DELTA,
+		.bounds = bounds,
+		.nbounds = 14,
 	};
 	struct mpoint_view *pts = calloc(NS, sizeof(*pts));
 	struct mlabel *lab = calloc(NS * 3, sizeof(*lab));
-	char (*route)[32] = calloc(NS, 32);
+	char(*route)[32] = calloc(NS, 32);
 	struct otlp_encoder *e = new_encoder();
 	uint64_t t, best = UINT64_MAX;
 	size_t len = 0, zlen = 0;
@@ -434,14 +491,21 @@ TEST(otlp_encode_bench_10k)
 	ASSERT_TRUE(pts && lab && route && e);
 	for (i = 0; i < NS; i++) {
 		snprintf(route[i], 32, "/api/v1/route-%05d", i);
-		lab[i * 3] = (struct mlabel){ "http.request.method", "GET" };
-		lab[i * 3 + 1] = (struct mlabel){ "http.response.status_code",
-						  "200" };
-		lab[i * 3 + 2] = (struct mlabel){ "http.route", route[i] };
+		lab[i * 3] = (struct mlabel){"http.request.method", "GET"};
+		lab[i * 3 + 1] =
+			(struct mlabel){"http.response.status_code", "200"};
+		lab[i * 3 + 2] = (struct mlabel){"http.route", route[i]};
 		pts[i] = (struct mpoint_view){
-			.labels = &lab[i * 3], .nlabels = 3, .start_ns = T0,
-			.time_ns = T1, .ivalue = i, .count = 91, .sum = 12.5,
-			.min = 0.001, .max = 9, .explicit_h = &hv,
+			.labels = &lab[i * 3],
+			.nlabels = 3,
+			.start_ns = T0,
+			.time_ns = T1,
+			.ivalue = i,
+			.count = 91,
+			.sum = 12.5,
+			.min = 0.001,
+			.max = 9,
+			.explicit_h = &hv,
 		};
 	}
 	for (round = 0; round < 5; round++) {
@@ -462,9 +526,9 @@ TEST(otlp_encode_bench_10k)
 	free(z);
 	test_log("otlp encode: %d counter + %d histogram series: %.2f ms, "
 		 "%zu bytes (%.1f B/series), %.0f ns/series; gzip %.2f ms "
-		 "-> %zu bytes\n", NS, NH, best / 1e6, len,
-		 (double)len / (NS + NH), (double)best / (NS + NH), t / 1e6,
-		 zlen);
+		 "-> %zu bytes\n",
+		 NS, NH, best / 1e6, len, (double)len / (NS + NH),
+		 (double)best / (NS + NH), t / 1e6, zlen);
 	otlp_encoder__free(e);
 	free(pts);
 	free(lab);
@@ -516,7 +580,8 @@ TEST(otlp_encode_split_requests)
 	ASSERT_TRUE(!ss.bad);
 	ASSERT_EQ(ss.requests, 3);
 	ASSERT_STREQ(ss.names[0], "http.server.requests+http.server.active");
-	ASSERT_STREQ(ss.names[1], "milometer.routes+http.server.request.duration");
+	ASSERT_STREQ(ss.names[1],
+		     "milometer.routes+http.server.request.duration");
 	ASSERT_STREQ(ss.names[2], "http.server.response.body.size");
 	ASSERT_EQ(ss.npoints[0], 3);
 	ASSERT_EQ(ss.npoints[2], 1);

@@ -48,10 +48,13 @@ static bool log_has(struct logbuf *lb, const char *s)
 static void *payload(const char *name, size_t *len)
 {
 	struct mmetric_desc d = {
-		.name = name, .unit = "1", .instrument = MI_COUNTER,
-		.temporality = MT_DELTA, .is_int = true,
+		.name = name,
+		.unit = "1",
+		.instrument = MI_COUNTER,
+		.temporality = MT_DELTA,
+		.is_int = true,
 	};
-	struct mpoint_view p = { .start_ns = 1, .time_ns = 2, .ivalue = 1 };
+	struct mpoint_view p = {.start_ns = 1, .time_ns = 2, .ivalue = 1};
 	struct otlp_encoder *e = otlp_encoder__new(NULL);
 	void *buf = NULL;
 
@@ -79,8 +82,11 @@ static const char *first_metric_name(const struct otlp_sink_req *r)
 	if (req && req->n_resource_metrics &&
 	    req->resource_metrics[0]->n_scope_metrics &&
 	    req->resource_metrics[0]->scope_metrics[0]->n_metrics)
-		snprintf(name, sizeof(name), "%s", req->resource_metrics[0]
-			 ->scope_metrics[0]->metrics[0]->name);
+		snprintf(name, sizeof(name), "%s",
+			 req->resource_metrics[0]
+				 ->scope_metrics[0]
+				 ->metrics[0]
+				 ->name);
 	if (req)
 		otlp_pb_request__free(req);
 	return name;
@@ -106,19 +112,21 @@ static struct otlp_sender *start_sender(struct otlp_sender_opts *o,
 }
 
 /* Poll the sender's stats until cond holds (10 s at most). */
-#define WAIT_STATS(s, st, cond) ({                                      \
-	int _i;                                                         \
-	for (_i = 0; _i < 2000; _i++) {                                 \
-		otlp_sender__stats((s), &(st));                         \
-		if (cond)                                               \
-			break;                                          \
-		usleep(5000);                                           \
-	}                                                               \
-	(cond); })
+#define WAIT_STATS(s, st, cond)                                                \
+	({                                                                     \
+		int _i;                                                        \
+		for (_i = 0; _i < 2000; _i++) {                                \
+			otlp_sender__stats((s), &(st));                        \
+			if (cond)                                              \
+				break;                                         \
+			usleep(5000);                                          \
+		}                                                              \
+		(cond);                                                        \
+	})
 
 static uint16_t free_port(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct sockaddr_in sa = {.sin_family = AF_INET};
 	socklen_t sl = sizeof(sa);
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	uint16_t port = 0;
@@ -134,8 +142,8 @@ static uint16_t free_port(void)
 
 TEST(otlp_sender_retry_after_then_ok)
 {
-	struct otlp_sink_opts ko = { .script = "503:1,200", .quiet = true,
-				     .dir = test__tmpdir() };
+	struct otlp_sink_opts ko = {
+		.script = "503:1,200", .quiet = true, .dir = test__tmpdir()};
 	struct otlp_sender_opts so = {};
 	struct otlp_sender_stats st;
 	const struct otlp_sink_req *r1, *r2;
@@ -167,28 +175,28 @@ TEST(otlp_sender_retry_after_then_ok)
 	ASSERT_EQ(r2->status, 200);
 	ASSERT_TRUE(r1->valid && r2->valid);
 	/* Retry-After: 1 was honoured, not the 10 ms backoff. */
-	ASSERT_TRUE(r2->mono_ns - r1->mono_ns >= 1000000000ULL,
-		    "gap %llu ns", (unsigned long long)(r2->mono_ns -
-							r1->mono_ns));
+	ASSERT_TRUE(r2->mono_ns - r1->mono_ns >= 1000000000ULL, "gap %llu ns",
+		    (unsigned long long)(r2->mono_ns - r1->mono_ns));
 	ASSERT_STREQ(first_metric_name(r2), "retry.me");
-	ASSERT_TRUE(strstr(r2->headers, "Content-Type: application/x-protobuf"));
+	ASSERT_TRUE(
+		strstr(r2->headers, "Content-Type: application/x-protobuf"));
 	/* Each body is on disk for protoc --decode. */
 	{
 		char path[512];
 		struct stat sb;
 
 		snprintf(path, sizeof(path), "%s/req-000002.pb", ko.dir);
-		ASSERT_TRUE(!stat(path, &sb) && (size_t)sb.st_size == len,
-			    "%s", path);
+		ASSERT_TRUE(!stat(path, &sb) && (size_t)sb.st_size == len, "%s",
+			    path);
 	}
 	otlp_sink__stop(k);
 }
 
 TEST(otlp_sender_400_not_retried)
 {
-	struct otlp_sink_opts ko = { .status = 400, .quiet = true };
-	struct otlp_sender_opts so = { .log = log_to_buf };
-	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct otlp_sink_opts ko = {.status = 400, .quiet = true};
+	struct otlp_sender_opts so = {.log = log_to_buf};
+	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	struct otlp_sender_stats st;
 	struct otlp_sink *k;
 	struct otlp_sender *s;
@@ -217,11 +225,10 @@ TEST(otlp_sender_400_not_retried)
 
 TEST(otlp_sender_partial_success_counted)
 {
-	struct otlp_sink_opts ko = { .partial = 3,
-				     .partial_msg = "3 points too old",
-				     .quiet = true };
-	struct otlp_sender_opts so = { .log = log_to_buf };
-	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct otlp_sink_opts ko = {
+		.partial = 3, .partial_msg = "3 points too old", .quiet = true};
+	struct otlp_sender_opts so = {.log = log_to_buf};
+	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	struct otlp_sender_stats st;
 	struct otlp_sink *k;
 	struct otlp_sender *s;
@@ -249,9 +256,9 @@ TEST(otlp_sender_partial_success_counted)
 
 TEST(otlp_sender_unreachable_bounded_then_resumes)
 {
-	struct otlp_sink_opts ko = { .quiet = true };
-	struct otlp_sender_opts so = { .log = log_to_buf };
-	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct otlp_sink_opts ko = {.quiet = true};
+	struct otlp_sender_opts so = {.log = log_to_buf};
+	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	struct otlp_sender_stats st;
 	struct otlp_sink *k;
 	struct otlp_sender *s;
@@ -306,8 +313,8 @@ TEST(otlp_sender_unreachable_bounded_then_resumes)
 
 TEST(otlp_sender_gzip)
 {
-	struct otlp_sink_opts ko = { .quiet = true };
-	struct otlp_sender_opts so = { .gzip = true };
+	struct otlp_sink_opts ko = {.quiet = true};
+	struct otlp_sender_opts so = {.gzip = true};
 	struct otlp_sender_stats st;
 	const struct otlp_sink_req *r;
 	struct otlp_sink *k;
@@ -338,12 +345,14 @@ TEST(otlp_sender_gzip)
 
 TEST(otlp_sender_headers_sent_not_logged)
 {
-	struct otlp_sink_opts ko = { .script = "500,200", .quiet = true };
+	struct otlp_sink_opts ko = {.script = "500,200", .quiet = true};
 	struct otlp_sender_opts so = {
-		.headers = "X-Api-Key = s3cr3t%2Cvalue , authorization=Bearer tok123",
-		.debug = true, .log = log_to_buf,
+		.headers = "X-Api-Key = s3cr3t%2Cvalue , authorization=Bearer "
+			   "tok123",
+		.debug = true,
+		.log = log_to_buf,
 	};
-	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	struct otlp_sender_stats st;
 	const struct otlp_sink_req *r;
 	struct otlp_sink *k;
@@ -363,10 +372,10 @@ TEST(otlp_sender_headers_sent_not_logged)
 	otlp_sender__stop(s, 1000);
 	r = otlp_sink__req(k, 2);
 	ASSERT_TRUE(r);
-	ASSERT_TRUE(strstr(r->headers, "X-Api-Key: s3cr3t,value"),
-		    "%s", r->headers);
+	ASSERT_TRUE(strstr(r->headers, "X-Api-Key: s3cr3t,value"), "%s",
+		    r->headers);
 	ASSERT_TRUE(strstr(r->headers, "authorization: Bearer tok123") ||
-		    strstr(r->headers, "Authorization: Bearer tok123"),
+			    strstr(r->headers, "Authorization: Bearer tok123"),
 		    "%s", r->headers);
 	/* The debug trace shows the header lines, without their values. */
 	ASSERT_TRUE(log_has(&lb, "X-Api-Key: [redacted]"), "%s", lb.text);
@@ -378,7 +387,7 @@ TEST(otlp_sender_headers_sent_not_logged)
 
 TEST(otlp_sender_env_headers)
 {
-	struct otlp_sink_opts ko = { .quiet = true };
+	struct otlp_sink_opts ko = {.quiet = true};
 	struct otlp_sender_opts so = {};
 	struct otlp_sender_stats st;
 	struct otlp_sink *k;
@@ -403,9 +412,9 @@ TEST(otlp_sender_env_headers)
 TEST(otlp_sender_stop_flushes_and_bounds_time)
 {
 	struct otlp_sender_stats st;
-	struct otlp_sink_opts ko = { .quiet = true };
-	struct otlp_sender_opts so = { .log = log_to_buf };
-	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct otlp_sink_opts ko = {.quiet = true};
+	struct otlp_sender_opts so = {.log = log_to_buf};
+	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	struct otlp_sink *k;
 	struct otlp_sender *s;
 	char err[256], url[64];
@@ -449,17 +458,18 @@ TEST(otlp_sender_endpoint_validation)
 	static const struct {
 		const char *in, *url, *err;
 	} cases[] = {
-		{ "http://127.0.0.1:4318", "http://127.0.0.1:4318/v1/metrics" },
-		{ "https://otel.example:4318/", "https://otel.example:4318/v1/metrics" },
-		{ "http://gw/otlp", "http://gw/otlp/v1/metrics" },
-		{ "http://gw:1/v1/metrics", "http://gw:1/v1/metrics" },
-		{ "ftp://gw:21", NULL, "not supported" },
-		{ "grpc://gw:4317", NULL, "http:// or https://" },
-		{ "", NULL, "not set" },
-		{ "http://", NULL, "not a URL" },
-		{ "http://bob:pw@gw:4318", NULL, "as headers instead" },
+		{"http://127.0.0.1:4318", "http://127.0.0.1:4318/v1/metrics"},
+		{"https://otel.example:4318/",
+		 "https://otel.example:4318/v1/metrics"},
+		{"http://gw/otlp", "http://gw/otlp/v1/metrics"},
+		{"http://gw:1/v1/metrics", "http://gw:1/v1/metrics"},
+		{"ftp://gw:21", NULL, "not supported"},
+		{"grpc://gw:4317", NULL, "http:// or https://"},
+		{"", NULL, "not set"},
+		{"http://", NULL, "not a URL"},
+		{"http://bob:pw@gw:4318", NULL, "as headers instead"},
 	};
-	struct otlp_sender_opts so = { .no_env_headers = true };
+	struct otlp_sender_opts so = {.no_env_headers = true};
 	struct otlp_sender *s;
 	char err[256];
 	size_t i;
@@ -485,7 +495,8 @@ TEST(otlp_sender_endpoint_validation)
 	ASSERT_TRUE(s, "%s", err);
 	ASSERT_STREQ(otlp_sender__url(s), "http://env:4318/v1/metrics");
 	otlp_sender__stop(s, 0);
-	setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://env:1/custom/", 1);
+	setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://env:1/custom/",
+	       1);
 	s = otlp_sender__start(&so, err, sizeof(err));
 	unsetenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
 	unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT");
@@ -515,7 +526,7 @@ TEST(otlp_sender_endpoint_validation)
 
 TEST(otlp_sink_script_and_invalid_body)
 {
-	struct otlp_sink_opts ko = { .quiet = true };
+	struct otlp_sink_opts ko = {.quiet = true};
 	struct otlp_sink *k;
 	char err[256];
 
@@ -546,12 +557,12 @@ TEST(otlp_sink_script_and_invalid_body)
 
 TEST(otlp_sender_tls_ca_file)
 {
-	struct otlp_sink_opts ko = { .quiet = true };
-	struct otlp_sender_opts so = { .no_env_headers = true,
-				       .backoff_initial_ms = 10,
-				       .backoff_max_ms = 50,
-				       .log = log_to_buf };
-	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct otlp_sink_opts ko = {.quiet = true};
+	struct otlp_sender_opts so = {.no_env_headers = true,
+				      .backoff_initial_ms = 10,
+				      .backoff_max_ms = 50,
+				      .log = log_to_buf};
+	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	struct otlp_sender_stats st;
 	struct otlp_sink *k;
 	struct otlp_sender *s;
@@ -565,7 +576,8 @@ TEST(otlp_sender_tls_ca_file)
 		 "openssl req -x509 -newkey ec -pkeyopt "
 		 "ec_paramgen_curve:prime256v1 -nodes -days 1 -subj "
 		 "/CN=localhost -addext subjectAltName=IP:127.0.0.1 "
-		 "-keyout %s -out %s >/dev/null 2>&1", key, cert);
+		 "-keyout %s -out %s >/dev/null 2>&1",
+		 key, cert);
 	rc = system(cmd);
 	ASSERT_TRUE(rc == 0, "openssl could not make a test certificate");
 	ko.tls_cert = cert;
@@ -594,16 +606,16 @@ TEST(otlp_sender_tls_ca_file)
 	ASSERT_EQ(st.last_status, 0);
 	otlp_sender__stop(s, 0);
 	ASSERT_EQ(otlp_sink__requests(k), 1);
-	ASSERT_TRUE(log_has(&lb, "certificate") || log_has(&lb, "SSL"),
-		    "%s", lb.text);
+	ASSERT_TRUE(log_has(&lb, "certificate") || log_has(&lb, "SSL"), "%s",
+		    lb.text);
 	otlp_sink__stop(k);
 }
 
 TEST(otlp_sender_timeout_retried_and_stop_aborts)
 {
-	struct otlp_sink_opts ko = { .quiet = true, .delay_ms = 3000 };
-	struct otlp_sender_opts so = { .timeout_ms = 200, .log = log_to_buf };
-	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct otlp_sink_opts ko = {.quiet = true, .delay_ms = 3000};
+	struct otlp_sender_opts so = {.timeout_ms = 200, .log = log_to_buf};
+	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	struct otlp_sender_stats st;
 	struct otlp_sink *k;
 	struct otlp_sender *s;
@@ -620,8 +632,8 @@ TEST(otlp_sender_timeout_retried_and_stop_aborts)
 	ASSERT_TRUE(WAIT_STATS(s, st, st.retries >= 1));
 	ASSERT_EQ(st.successes, 0);
 	ASSERT_EQ(st.last_status, 0);
-	ASSERT_TRUE(log_has(&lb, "imeout") || log_has(&lb, "timed out"),
-		    "%s", lb.text);
+	ASSERT_TRUE(log_has(&lb, "imeout") || log_has(&lb, "timed out"), "%s",
+		    lb.text);
 	otlp_sender__stop(s, 0);
 
 	/* stop() cuts a request in flight short at the flush deadline. */
@@ -644,12 +656,15 @@ TEST(otlp_sender_timeout_retried_and_stop_aborts)
 /* The agent's export tick: store -> split requests -> sender -> collector. */
 TEST(otlp_sender_emit_split_from_store)
 {
-	struct otlp_sink_opts ko = { .quiet = true };
+	struct otlp_sink_opts ko = {.quiet = true};
 	struct otlp_sender_opts so = {};
-	struct mstore_opts mo = { .keep_delta = true };
+	struct mstore_opts mo = {.keep_delta = true};
 	struct mmetric_desc d = {
-		.name = "reqs", .unit = "1", .instrument = MI_COUNTER,
-		.temporality = MT_DELTA, .is_int = true,
+		.name = "reqs",
+		.unit = "1",
+		.instrument = MI_COUNTER,
+		.temporality = MT_DELTA,
+		.is_int = true,
 	};
 	struct otlp_sender_stats st;
 	struct mstore *ms = mstore__new(&mo);
@@ -666,7 +681,7 @@ TEST(otlp_sender_emit_split_from_store)
 	ASSERT_TRUE(id >= 0);
 	mstore__lock(ms);
 	for (i = 0; i < 25; i++) {
-		struct mlabel l = { "i", v };
+		struct mlabel l = {"i", v};
 
 		snprintf(v, sizeof(v), "%u", i);
 		mseries__add(mstore__series(ms, id, &l, 1), 1, 1000);
@@ -676,8 +691,9 @@ TEST(otlp_sender_emit_split_from_store)
 	ASSERT_TRUE(k, "%s", err);
 	s = start_sender(&so, otlp_sink__port(k), url, sizeof(url));
 	ASSERT_TRUE(s);
-	ASSERT_EQ(otlp_encode__store_split(e, ms, 2000, 10, otlp_sender__emit,
-					   s), 25);
+	ASSERT_EQ(
+		otlp_encode__store_split(e, ms, 2000, 10, otlp_sender__emit, s),
+		25);
 	ASSERT_TRUE(WAIT_STATS(s, st, st.successes == 3));
 	otlp_sender__stop(s, 1000);
 	ASSERT_EQ(otlp_sink__requests(k), 3);

@@ -8,7 +8,7 @@
 #include "selftests/unit/test.h"
 
 #define SEC 1000000000ULL
-#define T0 (1700000000ULL * SEC)
+#define T0  (1700000000ULL * SEC)
 
 static otlp_pb_metric *metric(otlp_pb_request *r, const char *name)
 {
@@ -23,23 +23,29 @@ static otlp_pb_metric *metric(otlp_pb_request *r, const char *name)
 
 TEST(otlp_store_delta_intervals)
 {
-	struct mstore_opts so = { .keep_delta = true };
+	struct mstore_opts so = {.keep_delta = true};
 	struct mmetric_desc req = {
-		.name = "http.server.requests", .unit = "{request}",
-		.instrument = MI_COUNTER, .temporality = MT_DELTA,
+		.name = "http.server.requests",
+		.unit = "{request}",
+		.instrument = MI_COUNTER,
+		.temporality = MT_DELTA,
 		.is_int = true,
 	};
 	struct mmetric_desc dur = {
-		.name = "http.server.request.duration", .unit = "s",
-		.instrument = MI_HISTOGRAM, .temporality = MT_DELTA,
+		.name = "http.server.request.duration",
+		.unit = "s",
+		.instrument = MI_HISTOGRAM,
+		.temporality = MT_DELTA,
 		.hist = MH_EXPLICIT,
 	};
 	struct mmetric_desc cum = {
-		.name = "milometer.events", .unit = "1",
-		.instrument = MI_COUNTER, .temporality = MT_CUMULATIVE,
+		.name = "milometer.events",
+		.unit = "1",
+		.instrument = MI_COUNTER,
+		.temporality = MT_CUMULATIVE,
 		.is_int = true,
 	};
-	static const struct mlabel l[] = { { "http.route", "/a" } };
+	static const struct mlabel l[] = {{"http.route", "/a"}};
 	struct mstore *st = mstore__new(&so);
 	struct otlp_encoder *e = otlp_encoder__new(NULL);
 	struct mseries *s1, *s2, *s3;
@@ -126,10 +132,12 @@ static uint64_t mono_ns(void)
 TEST(otlp_store_bench_10k)
 {
 	enum { NS = 10000 };
-	struct mstore_opts so = { .keep_delta = true };
+	struct mstore_opts so = {.keep_delta = true};
 	struct mmetric_desc req = {
-		.name = "http.server.requests", .unit = "{request}",
-		.instrument = MI_COUNTER, .temporality = MT_DELTA,
+		.name = "http.server.requests",
+		.unit = "{request}",
+		.instrument = MI_COUNTER,
+		.temporality = MT_DELTA,
 		.is_int = true,
 	};
 	struct mstore *st = mstore__new(&so);
@@ -147,9 +155,9 @@ TEST(otlp_store_bench_10k)
 		mstore__lock(st);
 		for (i = 0; i < NS; i++) {
 			struct mlabel l[3] = {
-				{ "http.request.method", "GET" },
-				{ "http.response.status_code", "200" },
-				{ "http.route", route },
+				{"http.request.method", "GET"},
+				{"http.response.status_code", "200"},
+				{"http.route", route},
 			};
 			struct mseries *ser;
 
@@ -168,7 +176,8 @@ TEST(otlp_store_bench_10k)
 		free(buf);
 	}
 	test_log("otlp collect+encode, %d delta series from the store: "
-		 "%.2f ms, %zu bytes\n", NS, best / 1e6, len);
+		 "%.2f ms, %zu bytes\n",
+		 NS, best / 1e6, len);
 	otlp_encoder__free(e);
 	mstore__free(st);
 }

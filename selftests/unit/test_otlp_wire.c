@@ -14,7 +14,8 @@ TEST(otlp_headers_parse)
 	char err[256];
 
 	ASSERT_EQ(otlp_headers__parse(&h, " a=1 ,B-2=x%3Dy%20z,,api-key=", "t",
-				      err, sizeof(err)), 0);
+				      err, sizeof(err)),
+		  0);
 	ASSERT_EQ(h.n, 3);
 	ASSERT_STREQ(h.lines[0], "a: 1");
 	ASSERT_STREQ(h.lines[1], "B-2: x=y z");
@@ -23,12 +24,13 @@ TEST(otlp_headers_parse)
 	otlp_headers__free(&h);
 
 	ASSERT_EQ(otlp_headers__parse(&h, "good=1,bad key=secretvalue", "ENV",
-				      err, sizeof(err)), -EINVAL);
+				      err, sizeof(err)),
+		  -EINVAL);
 	ASSERT_TRUE(strstr(err, "ENV") && strstr(err, "bad key"), "%s", err);
 	ASSERT_TRUE(!strstr(err, "secretvalue"), "%s", err);
 	otlp_headers__free(&h);
-	ASSERT_EQ(otlp_headers__parse(&h, "k=sec%0Aret", "t", err,
-				      sizeof(err)), -EINVAL);
+	ASSERT_EQ(otlp_headers__parse(&h, "k=sec%0Aret", "t", err, sizeof(err)),
+		  -EINVAL);
 	ASSERT_TRUE(!strstr(err, "sec"), "%s", err);
 	otlp_headers__free(&h);
 	ASSERT_EQ(otlp_headers__parse(&h, "novalue", "t", err, sizeof(err)),
@@ -50,7 +52,8 @@ TEST(otlp_headers_redact)
 	char err[64], out[512], tiny[8];
 
 	ASSERT_EQ(otlp_headers__parse(&h, "X-API-Key=hunter2", "t", err,
-				      sizeof(err)), 0);
+				      sizeof(err)),
+		  0);
 	otlp_headers__redact(&h, in, sizeof(in) - 1, out, sizeof(out));
 	ASSERT_STREQ(out, "POST /v1/metrics HTTP/1.1\r\n"
 			  "Host: x\r\n"
@@ -58,7 +61,8 @@ TEST(otlp_headers_redact)
 			  "Authorization: [redacted]\r\n"
 			  "Accept: */*\r\n");
 	ASSERT_EQ(otlp_headers__redact(&h, in, sizeof(in) - 1, tiny,
-				       sizeof(tiny)), 7);
+				       sizeof(tiny)),
+		  7);
 	otlp_headers__free(&h);
 }
 
@@ -82,9 +86,11 @@ TEST(otlp_retry_policy)
 	ASSERT_EQ(otlp_retry__after_ms("soon", 0), -1);
 	/* 784111777 = Sun, 06 Nov 1994 08:49:37 GMT (RFC 9110's example) */
 	ASSERT_EQ(otlp_retry__after_ms("Sun, 06 Nov 1994 08:49:37 GMT",
-				       784111777 - 30), 30000);
+				       784111777 - 30),
+		  30000);
 	ASSERT_EQ(otlp_retry__after_ms("Sun, 06 Nov 1994 08:49:37 GMT",
-				       784111777 + 30), 0);
+				       784111777 + 30),
+		  0);
 
 	for (i = 0; i < 100; i++) {
 		d = otlp_retry__backoff_ms(1, 1000, 30000, &seed);
