@@ -23,7 +23,7 @@
 struct pe_counters {
 	char *name;
 	uint64_t bindings, unmatched, records, eval_errors, label_errors,
-		dropped, series;
+		dropped, series, ambiguous;
 	struct pe_counters *next;
 };
 
@@ -451,6 +451,8 @@ static int build_index(struct pe_policy *pp)
 		err = index_insert(pp, key, pp->subjects[s]);
 		if (err < 0)
 			return err;
+		if (!err) /* same selector values as an earlier object */
+			COUNT(pp->cnt, ambiguous);
 	}
 	return 0;
 }
@@ -1033,6 +1035,7 @@ void policy_engine__stats(struct policy_engine *e, pe_stats_fn fn, void *ctx)
 			.label_errors = __atomic_load_n(&c->label_errors, __ATOMIC_RELAXED),
 			.dropped = __atomic_load_n(&c->dropped, __ATOMIC_RELAXED),
 			.series = __atomic_load_n(&c->series, __ATOMIC_RELAXED),
+			.ambiguous = __atomic_load_n(&c->ambiguous, __ATOMIC_RELAXED),
 		};
 
 		fn(ctx, &st);

@@ -114,6 +114,8 @@ struct pe_stats {
 	uint64_t label_errors; /* labels left out or bindings refused */
 	uint64_t dropped;      /* events or series dropped (errors, dropIf) */
 	uint64_t series;       /* ResourceFields series set at last collect */
+	uint64_t ambiguous;    /* subjects whose selector values repeat an
+				* earlier object's (the first one wins) */
 };
 typedef void (*pe_stats_fn)(void *ctx, const struct pe_stats *st);
 void policy_engine__stats(struct policy_engine *e, pe_stats_fn fn, void *ctx);

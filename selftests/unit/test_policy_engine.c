@@ -697,3 +697,39 @@ TEST(policy_bind_and_collect_concurrently)
 	ASSERT_TRUE(r.collects > 0);
 	pe_close(&x);
 }
+
+TEST(policy_ambiguous_selectors_counted)
+{
+	const char *dir = test__tmpdir();
+	const char *paths[] = { dir };
+	struct cel_attr a[] = { { "k8s.httproute.name", "web" } };
+	struct pe_binding *b;
+	struct pe_ctx x;
+	char y[4096], *p;
+
+	/* selects by name only: two namespaces have a route "web" */
+	counter_pair(y, sizeof(y), "byname", "src.a", "delta", "value",
+		     "Counter", "resource.metadata.namespace");
+	p = strstr(y, "            - {key: k8s.namespace.name");
+	ASSERT_TRUE(p);
+	*p = 0;
+	strcat(y, "      transform:\n"
+		  "        labels: {resource_name: resource.metadata.namespace}\n");
+	tc_write(dir, "a.yaml", y);
+	tc_write(dir, "routes.yaml",
+		 "apiVersion: gateway.networking.k8s.io/v1\n"
+		 "kind: HTTPRoute\n"
+		 "metadata: {name: web, namespace: a}\n"
+		 "---\n"
+		 "apiVersion: gateway.networking.k8s.io/v1\n"
+		 "kind: HTTPRoute\n"
+		 "metadata: {name: web, namespace: b}\n");
+	ASSERT_EQ(pe_open(&x, paths, 1), 0);
+	ASSERT_EQ(contract__rejected(x.t.c), 0);
+	ASSERT_EQ(stats_of(x.e, "byname-policy").ambiguous, 1);
+	mstore__lock(x.s);
+	ASSERT_EQ(policy_engine__bind(x.e, "src.a", a, 1, &b), 1);
+	pe_binding__free(b);
+	mstore__unlock(x.s);
+	pe_close(&x);
+}
