@@ -33,6 +33,7 @@ static const char usage[] =
 	"                    all Gateways merged)\n"
 	"  -X METHOD         request method (default GET)\n"
 	"  -H 'Name: value'  request header; 'Host: h' overrides the URL host\n"
+	"  -v                also print the vhost's precedence list\n"
 	"  URL               http://host[:port]/path?query, or /path?query\n"
 	"                    with -H 'Host: ...'\n"
 	"\n"
@@ -130,6 +131,52 @@ static int parse_url(const char *url, struct http_req *req, FILE *errs)
 	return 0;
 }
 
+/* -v: the vhost's whole precedence list, what matched, what won. */
+static void print_list(const struct route_table *t,
+		       const struct http_req *req,
+		       const struct route_result *res, FILE *out)
+{
+	const struct rc_vhost *vh;
+
+	if (res->vhost_id < 0)
+		return;
+	vh = &t->vhosts[res->vhost_id];
+	fprintf(out, "precedence list of vhost %s (%zu matches):\n",
+		vh->host[0] ? vh->host : "*", vh->nentries);
+	for (size_t i = 0; i < vh->nentries; i++) {
+		const struct rc_entry *e = &vh->entries[i];
+		const struct gw_match *m = e->m;
+		const struct rc_route *r = &t->routes[e->route_id];
+		bool won = e->route_id == res->route_id &&
+			   e->rule_idx == res->rule_idx &&
+			   e->match_idx == res->match_idx;
+
+		fprintf(out, "  %3zu %s %-11s %.*s%s", i + 1,
+			won ? "=>" : route_match__entry_matches(e, req) ?
+			"ok" : "  ",
+			m->path_type == GW_PATH_EXACT ? "Exact" :
+			m->path_type == GW_PATH_REGEX ? "RegularExpr" :
+			"PathPrefix",
+			(int)(m->path_type == GW_PATH_PREFIX ? e->prefix_len :
+			      strlen(m->path)), m->path,
+			m->path_type == GW_PATH_PREFIX && !e->prefix_len ?
+			"/" : "");
+		if (m->method != MM_M_ANY)
+			fprintf(out, " method=%s",
+				gateway_api__method_name(m->method));
+		for (size_t h = 0; h < m->nheaders; h++)
+			fprintf(out, " header:%s%s%s", m->headers[h].name,
+				m->headers[h].type == GW_VALUE_REGEX ? "~" :
+				"=", m->headers[h].value);
+		for (size_t q = 0; q < m->nquery; q++)
+			fprintf(out, " query:%s%s%s", m->query[q].name,
+				m->query[q].type == GW_VALUE_REGEX ? "~" : "=",
+				m->query[q].value);
+		fprintf(out, "  %s/%s rule %u match %u\n", r->ns, r->name,
+			e->rule_idx, e->match_idx);
+	}
+}
+
 static void print_answer(const struct route_table *t,
 			 const struct route_result *res, FILE *out)
 {
@@ -165,11 +212,12 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 	struct route_table *t = NULL;
 	struct route_result res;
 	char err[512] = "";
+	bool verbose = false;
 	int c, ret = 2;
 
 	optind = 0; /* getopt state is global: the agent may have used it */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "X:H:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "X:H:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			dir = optarg;
@@ -183,6 +231,9 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 		case 'H':
 			if (add_header(&req, optarg, errs))
 				goto cleanup;
+			break;
+		case 'v':
+			verbose = true;
 			break;
 		case 'h':
 			fputs(usage, out);
@@ -226,6 +277,8 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 		goto cleanup;
 	}
 	print_answer(t, &res, out);
+	if (verbose)
+		print_list(t, &req, &res, out);
 	for (size_t i = 0; i < t->ndetached; i++)
 		fprintf(out, "note: HTTPRoute %s/%s is not attached: %s\n",
 			t->detached[i].src->ns, t->detached[i].src->name,

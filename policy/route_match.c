@@ -158,7 +158,8 @@ static bool path_matches(const struct rc_entry *e, const struct http_req *r)
 	return false;
 }
 
-static bool entry_matches(const struct rc_entry *e, const struct http_req *r)
+bool route_match__entry_matches(const struct rc_entry *e,
+				const struct http_req *r)
 {
 	return path_matches(e, r) &&
 	       (e->m->method == MM_M_ANY || e->m->method == r->method) &&
@@ -450,7 +451,7 @@ int route_match__lookup(const struct route_table *t,
 		return 0;
 	vh = &t->vhosts[res->vhost_id];
 	for (size_t i = 0; i < vh->nentries && !next; i++) {
-		if (!entry_matches(&vh->entries[i], r)) {
+		if (!route_match__entry_matches(&vh->entries[i], r)) {
 			skipped += !win && path_matches(&vh->entries[i], r);
 			continue;
 		}

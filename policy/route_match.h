@@ -92,6 +92,11 @@ int route_match__parse_head(const char *buf, size_t len,
 size_t route_match__norm_host(const char *host, size_t len, char *out,
 			      size_t outlen);
 
+/* Does one precedence-list entry match the request (path, method,
+ * headers, query)? */
+bool route_match__entry_matches(const struct rc_entry *e,
+				const struct http_req *req);
+
 /* Does path match PathPrefix `prefix` element-wise (prefix normalised)? */
 bool route_match__prefix_matches(const char *prefix, size_t prefix_len,
 				 const char *path, size_t path_len);

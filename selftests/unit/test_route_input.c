@@ -474,3 +474,25 @@ TEST(route_input_lookup_head)
 	route_compile__free(t);
 	gateway_api__free(m);
 }
+
+TEST(route_input_explain_verbose)
+{
+	char *out = NULL, *errs = NULL;
+	const char *args[] = { "--manifests", DIR, "--gateway", "infra/gw",
+			       "-v", "-H", "X-Canary: true",
+			       "http://www.example.com/api/x?debug=1", NULL };
+	int ret = explain(&out, &errs, args);
+
+	ASSERT_EQ(ret, 0);
+	ASSERT_TRUE(!strncmp(out, "apps/api rule 4\n", 16), "%s", out);
+	ASSERT_TRUE(strstr(out, "precedence list of vhost www.example.com "
+			   "(18 matches):") != NULL, "%s", out);
+	ASSERT_TRUE(strstr(out, "=> PathPrefix  /api header:x-canary=true  "
+			   "apps/api rule 4 match 0") != NULL, "%s", out);
+	ASSERT_TRUE(strstr(out, "ok PathPrefix  /  apps/login rule 1") != NULL,
+		    "%s", out);
+	ASSERT_TRUE(strstr(out, "note: HTTPRoute apps/othns is not attached")
+		    != NULL, "%s", out);
+	free(out);
+	free(errs);
+}
