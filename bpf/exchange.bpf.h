@@ -117,15 +117,31 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 
 		if (!s)
 			break;
-		/* a request whose head never ended was not an exchange yet */
-		if (!s->head_done && !c->resp_started) {
-			c->count--;
-			break;
-		}
+		/*
+		 * Includes a request whose head never ended: the client gave
+		 * up mid-request (nginx logs it as 400). Its route is unknown.
+		 */
 		response_done(c, now,
 			      MM_EV_ABORTED |
 				      (c->resp_started ? 0 : MM_EV_NO_RESPONSE));
 	}
+}
+
+/*
+ * The request stream stopped being HTTP: the request it was parsing is not
+ * an exchange (the proxy's 400 to it is not one either), and responses can
+ * no longer be paired once nothing valid is pending.
+ */
+static __always_inline void request_garbage(struct mm_conn *c)
+{
+	struct mm_pending *s = c->untracked ? NULL : newest_slot(c);
+
+	if (c->untracked)
+		c->untracked--;
+	else if (s && !s->head_done)
+		c->count--;
+	if (!c->count)
+		c->resp.state = PS_OPAQUE;
 }
 
 static __always_inline void set_thread_link(struct mm_conn *c,

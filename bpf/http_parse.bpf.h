@@ -107,9 +107,9 @@ static __always_inline void classify_header(struct mm_parser *p)
 		 p->name[8] == 'l' && p->name[13] == 'h' &&
 		 p->name[1] == 'o' && p->name[9] == 'e')
 		p->hdr = HDR_CL;
-	else if (n == 17 && p->name[0] == 't' && p->name[9] == '-' &&
-		 p->name[10] == 'e' && p->name[16] == 'g' &&
-		 p->name[1] == 'r' && p->name[11] == 'n')
+	else if (n == 17 && p->name[0] == 't' && p->name[8] == '-' &&
+		 p->name[9] == 'e' && p->name[16] == 'g' &&
+		 p->name[1] == 'r' && p->name[10] == 'n')
 		p->hdr = HDR_TE;
 }
 

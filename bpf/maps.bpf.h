@@ -42,9 +42,13 @@ struct {
 	__type(value, struct mm_args);
 } mm_args SEC(".maps");
 
-/* Per-socket HTTP state, by (tgid, fd). */
+/*
+ * Per-socket HTTP state, by (tgid, fd). Not preallocated: an entry is ~3 KiB
+ * (32 pipelined requests) and most nodes use a fraction of max_entries.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
 	__type(key, struct mm_conn_key);
 	__type(value, struct mm_conn);

@@ -194,6 +194,8 @@ static long window_step(__u32 i, void *ctx)
 			response_done(c, w->now, 0);
 		break;
 	case BEV_GARBAGE:
+		if (w->is_req)
+			request_garbage(c);
 		stat_inc(MM_STAT_UNPARSED);
 		return 1;
 	}

@@ -33,7 +33,7 @@
 #define MM_HEAD_MAX        512 /* request head bytes sent for user-space finish */
 #define MM_PATH_PREFIXES   16  /* '/' boundaries hashed per path */
 #define MM_ROUTE_CANDS     8   /* candidates per (vhost, path) key */
-#define MM_PIPELINE_DEPTH  8   /* requests in flight per connection */
+#define MM_PIPELINE_DEPTH  32  /* requests in flight per connection */
 #define MM_COMM_LEN        16
 
 #define MM_ROUTE_UNMATCHED 0xffffffffu /* no route: attributed to "unmatched" */
