@@ -5,7 +5,9 @@
  *
  * Each virtual host (one per distinct hostname after listener/route
  * hostname intersection, as Envoy builds them) holds every match of every
- * attached route's rules in one list sorted by Gateway API precedence:
+ * attached route's rules in one list sorted by Gateway API precedence
+ * (apis/v1/httproute_types.go, HTTPRouteRule.Matches: "MUST prioritize
+ * matches based on the following criteria, continuing on ties"):
  *
  *   Exact path > RegularExpression path (longer expression first; the
  *   spec leaves regex ranking to implementations, this is Envoy Gateway's
@@ -13,6 +15,14 @@
  *   more header matches > more query param matches > older route
  *   (creationTimestamp; routes without one are newer than any that has one)
  *   > "namespace/name" alphabetical > rule order > match order.
+ *
+ * A request's Host selects exactly one virtual host (exact, then the
+ * longest "*." suffix, then catch-all) and never falls back to a less
+ * specific one, which is the spec's "largest number of characters in a
+ * matching (non-wildcard) hostname" across routes. Routes whose intersected
+ * hostnames are identical are ranked by the intersection, not by the
+ * hostnames they were written with (the spec allows this; the other way is
+ * its Extended GatewayRouteHostnameIntersectionPrecedence feature).
  *
  * The BPF keys are that list cut by (kind, path): one candidate list per
  * distinct Exact path and per distinct normalised prefix, in the same order.
