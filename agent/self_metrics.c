@@ -33,6 +33,7 @@ static const char *const bpf_stat_names[MM_STAT__COUNT] = {
 	[MM_STAT_IOV_LIMIT] = "iov_limit",
 	[MM_STAT_DEFERRED] = "deferred",
 	[MM_STAT_FORKS] = "forks",
+	[MM_STAT_NOT_HTTP] = "not_http",
 };
 
 enum {

@@ -150,7 +150,8 @@ struct mm_conn {
 	__u8 count;          /* requests in the pipeline */
 	__u8 untracked;      /* requests past MM_PIPELINE_DEPTH not timed */
 	__u8 bind_valid;     /* bind set at connect() for the first request */
-	__u32 _pad;
+	__u8 lazy;           /* first seen mid-stream, not at accept/connect */
+	__u8 _pad[3];
 	struct mm_link bind;
 	struct mm_parser req;
 	struct mm_parser resp;

@@ -196,7 +196,9 @@ static long window_step(__u32 i, void *ctx)
 	case BEV_GARBAGE:
 		if (w->is_req)
 			request_garbage(c);
-		stat_inc(MM_STAT_UNPARSED);
+		/* a pre-existing socket may never have been HTTP (nginx's
+		 * master/worker channel is a socketpair) */
+		stat_inc(c->lazy ? MM_STAT_NOT_HTTP : MM_STAT_UNPARSED);
 		return 1;
 	}
 	return 0;
@@ -276,6 +278,7 @@ static __always_inline void handle_io(__u64 id, struct mm_args *a, long ret)
 		c = conn_create(&key, is_read ? MM_ROLE_DOWN : MM_ROLE_UP);
 		if (!c)
 			return;
+		c->lazy = 1;
 	}
 	if (c->role == MM_ROLE_UNKNOWN)
 		c->role = is_read ? MM_ROLE_DOWN : MM_ROLE_UP;

@@ -190,6 +190,7 @@ enum mm_stat {
 	MM_STAT_IOV_LIMIT,       /* iovecs past what one hook walks */
 	MM_STAT_DEFERRED,        /* attributions left to user space */
 	MM_STAT_FORKS,           /* processes added by fork of a target */
+	MM_STAT_NOT_HTTP,        /* sockets found mid-stream that are not HTTP */
 	MM_STAT__COUNT,
 };
 
