@@ -8,7 +8,9 @@
 #include <time.h>
 
 #include "exporter/metric_store.h"
+#include "policy/contract_reload.h"
 #include "policy/contract_uid.h"
+#include "policy/doc.h"
 #include "policy/policy_engine.h"
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
@@ -731,5 +733,131 @@ TEST(policy_ambiguous_selectors_counted)
 	ASSERT_EQ(policy_engine__bind(x.e, "src.a", a, 1, &b), 1);
 	pe_binding__free(b);
 	mstore__unlock(x.s);
+	pe_close(&x);
+}
+
+/*
+ * The source interface with another backend (what the Kubernetes API
+ * source will be): objects held in memory, a change notion, errors.
+ */
+struct mem_backend {
+	int version;   /* bumped by the test to simulate a watch event */
+	int seen;
+	bool fail;
+};
+
+struct mem_owner {
+	struct doc_file *files[3];
+	struct doc_node *route;
+};
+
+static struct doc_node *route(const char *name)
+{
+	struct doc_node *r = doc__new_map(), *md = doc__new_map();
+
+	doc__map_set(r, "apiVersion", doc__new_str("gateway.networking.k8s.io/v1"));
+	doc__map_set(r, "kind", doc__new_str("HTTPRoute"));
+	doc__map_set(md, "name", doc__new_str(name));
+	doc__map_set(md, "namespace", doc__new_str("demo"));
+	doc__map_set(md, "uid", doc__new_str("uid-from-the-api-server"));
+	doc__map_set(r, "metadata", md);
+	return r;
+}
+
+static void mem_release(void *owner)
+{
+	struct mem_owner *o = owner;
+
+	for (int i = 0; i < 3; i++)
+		doc__free_file(o->files[i]);
+	doc__free(o->route);
+	free(o);
+}
+
+static void mem_add(struct msrc_snapshot *snap, const struct doc_node *n,
+		    const char *file)
+{
+	snap->objs = realloc(snap->objs, (snap->nobjs + 1) * sizeof(*snap->objs));
+	snap->objs[snap->nobjs++] = (struct mobject){
+		.root = n, .api_version = doc__str(n, "apiVersion"),
+		.kind = doc__str(n, "kind"), .name = doc__str(n, "metadata.name"),
+		.ns = doc__str(n, "metadata.namespace"), .file = file,
+		.line = n->line,
+	};
+}
+
+static int mem_refresh(void *impl, struct msrc_snapshot *snap)
+{
+	static const char *const files[] = {
+		SEED_DIR "/seed-scenario-condition-status-metricdefinition.yaml",
+		SEED_DIR "/seed-scenario-upstream-request-count-metricdefinition.yaml",
+		SEED_DIR "/seed-scenario-upstream-request-count-metricpolicy.yaml",
+	};
+	struct mem_backend *m = impl;
+	struct mem_owner *o;
+	char err[256];
+
+	if (m->fail)
+		return -ECONNREFUSED;
+	if (m->seen == m->version)
+		return 0;
+	m->seen = m->version;
+	o = calloc(1, sizeof(*o));
+	snap->owner = o;
+	snap->release = mem_release;
+	for (int i = 0; i < 3; i++) {
+		if (doc__parse_file(files[i], &o->files[i], err, sizeof(err)))
+			return -EINVAL;
+		mem_add(snap, o->files[i]->docs[0], "k8s");
+	}
+	o->route = route(m->version == 1 ? "checkout" : "checkout-v2");
+	mem_add(snap, o->route, "k8s");
+	return 1;
+}
+
+static const struct msrc_backend mem_ops = { .name = "memory",
+					     .refresh = mem_refresh };
+
+TEST(policy_other_source_backend_and_reload)
+{
+	struct mem_backend mb = { .version = 1 };
+	struct cel_attr a[] = ROUTE_ATTRS("checkout", "0", "2xx", "200");
+	struct pe_binding *b;
+	struct pe_ctx x = { 0 };
+	struct capture c;
+
+	x.t.src = manifest_source__new(&mem_ops, &mb);
+	x.t.c = contract__new();
+	x.s = mstore__new(NULL);
+	x.e = policy_engine__new(x.s, x.t.c);
+	ASSERT_EQ(contract__reload(x.t.src, x.t.c, x.e), 1);
+	ASSERT_EQ(contract__reload(x.t.src, x.t.c, x.e), 0);
+	ASSERT_EQ(contract__rejected(x.t.c), 0);
+	mstore__lock(x.s);
+	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_total",
+				      a, 7, &b), 1);
+	pe_binding__record(b, 1, NOW);
+	pe_binding__free(b);
+	mstore__unlock(x.s);
+	capture(x.s, COUNT_METRIC, &c);
+	ASSERT_EQ(c.n, 1);
+	/* the API's uid is kept, not replaced by a derived one */
+	ASSERT_STREQ(lbl(&c.pts[0], "resource_uid"), "uid-from-the-api-server");
+
+	/* a watch event renames the route */
+	mb.version = 2;
+	ASSERT_EQ(contract__reload(x.t.src, x.t.c, x.e), 1);
+	mstore__lock(x.s);
+	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_total",
+				      a, 7, &b), 0);
+	mstore__unlock(x.s);
+
+	/* the source fails: the old state stays, the error is visible */
+	mb.fail = true;
+	ASSERT_EQ(contract__reload(x.t.src, x.t.c, x.e), -ECONNREFUSED);
+	ASSERT_EQ(manifest_source__count(x.t.src), 4);
+	ASSERT_TRUE(strstr(manifest_source__error(x.t.src,
+			manifest_source__nerrors(x.t.src) - 1), "memory"));
+	ASSERT_EQ(contract__rejected(x.t.c), 0);
 	pe_close(&x);
 }
