@@ -12,6 +12,7 @@
  * Ordering of other mixed types is "no matching overload".
  */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -323,7 +324,7 @@ int cel_compare(const struct cel_value *a, const struct cel_value *b, int *cmp)
 int cel_fmt_double(double d, char *buf, size_t len)
 {
 	char tmp[40], digits[20], out[64];
-	int prec, lo, hi, exp, nd = 0, n = 0, i;
+	int prec, exp, nd = 0, n = 0, i;
 	const char *s;
 	bool neg;
 
@@ -333,16 +334,22 @@ int cel_fmt_double(double d, char *buf, size_t len)
 		return snprintf(buf, len, d > 0 ? "+Inf" : "-Inf");
 	if (d == 0)
 		return snprintf(buf, len, signbit(d) ? "-0" : "0");
-	/* round-tripping is monotonic in the precision: bisect 1..17 */
-	for (lo = 1, hi = 17; lo < hi;) {
-		prec = (lo + hi) / 2;
+	if (d == (double)(int64_t)d && d > -1e6 && d < 1e6)
+		return snprintf(buf, len, "%lld", (long long)d);
+	/*
+	 * Shortest round-trip digits: a double is within half an ulp (< 0.5e-15
+	 * relative) of any decimal of <= 15 digits that reads back as it, so
+	 * rounding to 15 digits and dropping trailing zeros finds that one;
+	 * otherwise 16 or 17 digits are needed. Subnormals have fewer
+	 * digits of precision, so for them search from 1.
+	 */
+	for (prec = fabs(d) < DBL_MIN ? 1 : 15; prec < 17; prec++) {
 		snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, d);
 		if (strtod(tmp, NULL) == d)
-			hi = prec;
-		else
-			lo = prec + 1;
+			break;
 	}
-	snprintf(tmp, sizeof(tmp), "%.*e", lo - 1, d);
+	if (prec == 17)
+		snprintf(tmp, sizeof(tmp), "%.16e", d);
 	neg = tmp[0] == '-';
 	for (s = tmp + neg; *s && *s != 'e'; s++)
 		if (*s >= '0' && *s <= '9')

@@ -362,6 +362,14 @@ TEST(cel_conversions)
 	CEL_EXPECT(a, "string(123456.0)", "string:123456");
 	CEL_EXPECT(a, "string(0.0001)", "string:0.0001");
 	CEL_EXPECT(a, "string(0.00001)", "string:1e-05");
+	CEL_EXPECT(a, "string(0.1 + 0.2)", "string:0.30000000000000004");
+	CEL_EXPECT(a, "string(1.0 / 3.0)", "string:0.3333333333333333");
+	CEL_EXPECT(a, "string(-999999.0)", "string:-999999");
+	CEL_EXPECT(a, "string(123456789.0)", "string:1.23456789e+08");
+	CEL_EXPECT(a, "string(5e-324)", "string:5e-324");
+	CEL_EXPECT(a, "string(1.7976931348623157e308)", "string:1.7976931348623157e+308");
+	CEL_EXPECT(a, "string(2.5e-5)", "string:2.5e-05");
+	CEL_EXPECT(a, "string(100.125)", "string:100.125");
 	CEL_EXPECT(a, "string(true)", "string:true");
 	CEL_EXPECT(a, "string(b'abc')", "string:abc");
 	CEL_EXPECT(a, "string('x')", "string:x");
