@@ -707,3 +707,41 @@ TEST(otlp_sender_emit_split_from_store)
 	otlp_encoder__free(e);
 	mstore__free(ms);
 }
+
+TEST(otlp_sender_429_backoff_without_retry_after)
+{
+	struct otlp_sink_opts ko = {.script = "429,502,504,200", .quiet = true};
+	struct otlp_sender_opts so = {.backoff_initial_ms = 40,
+				      .backoff_max_ms = 80,
+				      .log = log_to_buf};
+	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct otlp_sender_stats st;
+	struct otlp_sink *k;
+	struct otlp_sender *s;
+	char err[256], url[64];
+	unsigned i;
+
+	so.log_ctx = &lb;
+	k = otlp_sink__start(&ko, err, sizeof(err));
+	ASSERT_TRUE(k, "%s", err);
+	s = start_sender(&so, otlp_sink__port(k), url, sizeof(url));
+	ASSERT_TRUE(s);
+	ASSERT_EQ(enqueue_named(s, "b"), 0);
+	ASSERT_TRUE(WAIT_STATS(s, st, st.successes == 1));
+	ASSERT_EQ(st.attempts, 4);
+	ASSERT_EQ(st.retries, 3);
+	otlp_sender__stop(s, 0);
+	ASSERT_EQ(otlp_sink__requests(k), 4);
+	/* Equal jitter: attempt n waits at least half of 40 ms * 2^(n-1),
+	 * capped at 80 ms. */
+	for (i = 2; i <= 4; i++) {
+		uint64_t gap = otlp_sink__req(k, i)->mono_ns -
+			       otlp_sink__req(k, i - 1)->mono_ns;
+		uint64_t min_ms = i == 2 ? 20 : 40;
+
+		ASSERT_TRUE(gap >= min_ms * 1000000ULL, "gap %u: %llu ns", i,
+			    (unsigned long long)gap);
+	}
+	ASSERT_TRUE(log_has(&lb, "HTTP 429; will retry"), "%s", lb.text);
+	otlp_sink__stop(k);
+}
