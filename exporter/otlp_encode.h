@@ -5,14 +5,17 @@
  * one ScopeMetrics ("milometer") and one Metric per store metric that has
  * points.
  *
- * Usage, once per export interval:
+ * Usage, once per export interval (requests of at most 5000 points each):
  *
- *	n = otlp_encode__store(enc, store, now_ns, &buf, &len);
- *	if (n > 0)
- *		otlp_sender__enqueue(sender, buf, len);   (takes buf)
+ *	n = otlp_encode__store_split(enc, store, now_ns, 5000,
+ *				     otlp_sender__emit, sender);
  *
- * or, with a store of one's own making, pass otlp_encoder__add as the
- * mstore_visit_fn and call otlp_encoder__finish.
+ * Delta metrics are reported as deltas only when the store was made with
+ * keep_delta; everything else goes out cumulative, as the store says per
+ * metric (desc->temporality in the collect callback).
+ *
+ * Without a store (tests), call otlp_encoder__add() as mstore__collect
+ * would, then otlp_encoder__finish().
  */
 #ifndef MM_EXPORTER_OTLP_ENCODE_H
 #define MM_EXPORTER_OTLP_ENCODE_H

@@ -46,8 +46,8 @@ struct otlp_sender_opts {
 	uint32_t timeout_ms; /* whole request; 0: 10 s */
 	uint32_t backoff_initial_ms; /* 0: 1 s */
 	uint32_t backoff_max_ms; /* 0: 30 s */
-	uint32_t retry_after_max_ms; /* cap on a server's Retry-After; 0: 5 min
-				      */
+	/* cap on a server's Retry-After; 0: 5 min */
+	uint32_t retry_after_max_ms;
 	bool debug; /* curl's trace to the log, headers redacted */
 	otlp_log_fn log; /* NULL: stderr */
 	void *log_ctx;
