@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The POST URL for an OTLP/HTTP metrics endpoint, as the OTel SDKs derive it.
- */
+/* The POST URL for an OTLP/HTTP metrics endpoint, as OTel SDKs derive it. */
 #ifndef MM_EXPORTER_OTLP_ENDPOINT_H
 #define MM_EXPORTER_OTLP_ENDPOINT_H
 
