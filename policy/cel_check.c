@@ -88,7 +88,9 @@ static void var_list(unsigned allowed, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
-static int check_var(struct cel_program *p, struct cel_node *n,
+/* Out of line, like check_call(): cel_check() recurses and should stay small. */
+static __attribute__((noinline)) int
+check_var(struct cel_program *p, struct cel_node *n,
 		     struct cel_error *err)
 {
 	const struct cel_value *s = &n->lit;
@@ -192,7 +194,8 @@ static bool stand_in(uint8_t t, struct cel_value *v)
  * Runs the operator on stand-ins. Only "no matching overload" is a compile
  * error; other errors depend on values, so the result type stays dyn.
  */
-static int probe(struct cel_program *p, struct cel_node *n,
+static __attribute__((noinline)) int
+probe(struct cel_program *p, struct cel_node *n,
 		 struct cel_error *err)
 {
 	struct cel_value a, b, out;
@@ -238,7 +241,8 @@ static int need_bool(struct cel_node *n, const char *op, struct cel_node *arg,
 			  cel_type_name(arg->stype));
 }
 
-static int check_call(struct cel_program *p, struct cel_node *n,
+static __attribute__((noinline)) int
+check_call(struct cel_program *p, struct cel_node *n,
 		      struct cel_error *err)
 {
 	const struct cel_value *s = &n->lit;
