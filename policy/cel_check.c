@@ -90,8 +90,7 @@ static void var_list(unsigned allowed, char *buf, size_t len)
 
 /* Out of line, like check_call(): cel_check() recurses and should stay small. */
 static __attribute__((noinline)) int
-check_var(struct cel_program *p, struct cel_node *n,
-		     struct cel_error *err)
+check_var(struct cel_program *p, struct cel_node *n, struct cel_error *err)
 {
 	const struct cel_value *s = &n->lit;
 	const char *best = NULL;
@@ -195,8 +194,7 @@ static bool stand_in(uint8_t t, struct cel_value *v)
  * error; other errors depend on values, so the result type stays dyn.
  */
 static __attribute__((noinline)) int
-probe(struct cel_program *p, struct cel_node *n,
-		 struct cel_error *err)
+probe(struct cel_program *p, struct cel_node *n, struct cel_error *err)
 {
 	struct cel_value a, b, out;
 	struct cel_error perr = { 0 };
@@ -242,8 +240,7 @@ static int need_bool(struct cel_node *n, const char *op, struct cel_node *arg,
 }
 
 static __attribute__((noinline)) int
-check_call(struct cel_program *p, struct cel_node *n,
-		      struct cel_error *err)
+check_call(struct cel_program *p, struct cel_node *n, struct cel_error *err)
 {
 	const struct cel_value *s = &n->lit;
 	const struct cel_func *f;
