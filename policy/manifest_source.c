@@ -316,6 +316,17 @@ static int collect_files(struct dir_backend *d, struct file_list *fl,
 	}
 	if (fl->n)
 		qsort(fl->paths, fl->n, sizeof(*fl->paths), name_cmp);
+	/* a file named on its own and inside a listed directory: read once */
+	for (size_t i = 1; i < fl->n;) {
+		if (strcmp(fl->paths[i], fl->paths[i - 1])) {
+			i++;
+			continue;
+		}
+		free(fl->paths[i]);
+		memmove(&fl->paths[i], &fl->paths[i + 1],
+			(fl->n - i - 1) * sizeof(*fl->paths));
+		fl->n--;
+	}
 	for (size_t i = 0; i < fl->n; i++) {
 		struct stat st;
 

@@ -318,3 +318,16 @@ TEST(contract_uid_is_uuid5)
 	ASSERT_TRUE(strcmp(uid, again));
 	ASSERT_EQ(uid[14], '5');
 }
+
+TEST(contract_same_file_listed_twice_read_once)
+{
+	const char *paths[] = { SEED_DIR,
+				SEED_DIR "/seed-complete-metricdefinition.yaml",
+				SEED_DIR "/" };
+	struct tc_ctx t;
+
+	ASSERT_EQ(tc_open(&t, paths, 3), 0);
+	ASSERT_EQ(manifest_source__count(t.src), 15);
+	ASSERT_EQ(contract__rejected(t.c), 3); /* the seed's twins only */
+	tc_close(&t);
+}
