@@ -42,7 +42,10 @@
  * object: a list gives one series per element (item = element), any other
  * value one series with item = that value, a missing or null path none.
  * dropIf (resource, item) true skips the series. Values are set (gauges,
- * or cumulative totals for sums); staticLabels are added.
+ * or cumulative totals for sums); staticLabels are added. A series whose
+ * object or item disappeared is simply no longer set: it leaves the export
+ * when the store's idle expiry drops it, so run the store with
+ * mstore_opts.idle_expiry_ns of a few collection intervals.
  *
  * Subject objects are cloned from the manifest source when the engine
  * rebuilds; missing metadata.uid gets a derived UUIDv5 (contract_uid.h)
