@@ -57,6 +57,10 @@ AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))
 PURE_LIBS  := -lyaml -lcurl -lprotobuf-c -lmicrohttpd -lz -lm -lpthread
 AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
 
+# Generated sources (protoc-c, skeletons) are never "intermediate": deleting
+# them makes parallel and later builds race for them.
+.SECONDARY:
+
 .PHONY: all deps demo check unit integration bench fuzz format vmlinux \
 	install clean
 .DEFAULT_GOAL := all
