@@ -1,0 +1,44 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# What `make check` runs once everything is built: the unit tests, then the
+# integration tests (root: they load BPF and start real proxies). The last
+# line sums both: "N passed, N failed"; exit status 1 when anything failed.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+total_pass=0
+total_fail=0
+status=0
+
+# tally OUTPUT_FILE: add the runner's closing "N passed, N failed".
+tally() {
+	local line p f
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -1)
+	if [ -z "$line" ]; then
+		echo "check: no 'N passed, N failed' line from $2: counted as a failure"
+		total_fail=$((total_fail + 1))
+		return
+	fi
+	p=${line%% passed*}
+	f=${line#*, }
+	f=${f%% failed*}
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
+}
+
+out=$(mktemp /tmp/mm-check.XXXXXX)
+trap 'rm -f "$out"' EXIT
+
+echo "== unit tests"
+bin/unit_tests 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" bin/unit_tests
+
+echo "== integration tests"
+selftests/integration/run.sh "${T:-}" 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" selftests/integration/run.sh
+
+[ $total_fail -eq 0 ] || status=1
+echo "$total_pass passed, $total_fail failed"
+exit $status

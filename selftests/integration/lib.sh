@@ -1,0 +1,389 @@
+# SPDX-License-Identifier: Apache-2.0
+# Shared helpers of the integration tests; sourced by every test_*.sh.
+#
+# Each test gets its own temp dir $T, starts everything it needs (proxies,
+# backends, the agent, prometheus, sinks) through start_bg, and the EXIT
+# trap stops all of it, even when the test fails. Nothing waits with a
+# fixed sleep where a condition can be polled: wait_for TIMEOUT CMD...
+#
+# Ground truth always comes from outside the agent: the proxy's own access
+# log and the client's own counts (mmcheck.py compares).
+
+set -euo pipefail
+
+IT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$IT_DIR/../.." && pwd)
+BIN=$ROOT/bin
+PY=/usr/bin/python3
+MANIFESTS_SRC=$IT_DIR/manifests
+
+# Fixed loopback ports: tests run one at a time; port_free fails clearly
+# when something else holds one.
+PROXY_PORT=${MM_IT_PROXY_PORT:-28080}
+PY_PORT=28181     # python backend (backendRef "py")
+STATIC_PORT=28182 # nginx fixed-response backend (backendRef "static")
+AGENT_PORT=${MM_IT_AGENT_PORT:-29464}
+PROM_PORT=${MM_IT_PROM_PORT:-29090}
+SINK_PORT=${MM_IT_SINK_PORT:-24318}
+AGENT_URL=http://127.0.0.1:$AGENT_PORT
+METRICS_URL=$AGENT_URL/metrics
+PIN_DIR=/sys/fs/bpf/milometer
+
+T=$(mktemp -d /tmp/mm-it.XXXXXX)
+chmod 755 "$T"
+BG_PIDS=()
+BG_NAMES=()
+AGENT_PID=
+AGENT_STARTED=
+
+log() { printf '[%s] %s\n' "$(date +%T.%3N)" "$*" >&2; }
+
+fail() {
+	printf 'FAIL: %s\n' "$*" >&2
+	exit 1
+}
+
+# wait_for TIMEOUT_SECONDS CMD [ARGS]...: poll CMD every 0.1 s until it
+# succeeds; returns 1 (and says what) when the time runs out.
+wait_for() {
+	local timeout=$1
+	shift
+	local end=$(($(date +%s%N) + timeout * 1000000000))
+	while ! "$@" >/dev/null 2>&1; do
+		if [ "$(date +%s%N)" -gt "$end" ]; then
+			log "timed out after ${timeout}s waiting for: $*"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+port_free() {
+	local p
+	for p in "$@"; do
+		if [ -n "$(ss -Hltn "sport = :$p" 2>/dev/null)" ]; then
+			ss -ltnp "sport = :$p" >&2 || true
+			fail "TCP port $p is in use; stop what holds it or set MM_IT_*_PORT"
+		fi
+	done
+}
+
+listening() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
+
+# start_bg NAME CMD [ARGS]...: run in the background, output in $T/NAME.out.
+start_bg() {
+	local name=$1
+	shift
+	"$@" >"$T/$name.out" 2>&1 &
+	BG_PIDS+=($!)
+	BG_NAMES+=("$name")
+	LAST_PID=$!
+}
+
+alive() { kill -0 "$1" 2>/dev/null; }
+
+# stop_pid PID: SIGTERM, wait up to 10 s, then SIGKILL.
+stop_pid() {
+	local pid=$1 i
+	alive "$pid" || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	for i in $(seq 100); do
+		alive "$pid" || break
+		sleep 0.1
+	done
+	if alive "$pid"; then
+		log "pid $pid ignored SIGTERM for 10 s, killing it"
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+	local rc=$? i
+	set +e
+	if [ $rc -ne 0 ] && [ -n "$AGENT_PID" ] && alive "$AGENT_PID"; then
+		# what the agent itself says, for the failure report
+		curl -fsS "$METRICS_URL" >"$T/metrics.at-failure.txt" 2>/dev/null
+		echo "--- milometer ctl stats" >&2
+		ctl stats 2>&1 | grep -v ' 0$' | head -40 >&2
+	fi
+	# the agent first: it must detach cleanly (exit 0, no pins) while the
+	# proxies still run
+	agent_detach || rc=1
+	for ((i = ${#BG_PIDS[@]} - 1; i >= 0; i--)); do
+		stop_pid "${BG_PIDS[i]}"
+	done
+	# nginx workers of a master that died uncleanly
+	local pf
+	for pf in "$T"/*/nginx.pid; do
+		[ -f "$pf" ] && stop_pid "$(cat "$pf")"
+	done
+	if [ -n "$AGENT_STARTED" ] && [ -n "${MM_IT_SHARED_BPFFS:-}" ] &&
+		[ -e "$PIN_DIR" ]; then
+		log "BPF pins left in $PIN_DIR after the agent exited:"
+		ls -la "$PIN_DIR" >&2
+		rc=1
+	fi
+	if [ $rc -ne 0 ]; then
+		log "test failed; files kept in $T"
+		for f in "$T"/agent.out; do
+			[ -f "$f" ] && { echo "--- tail $f" >&2; tail -30 "$f" >&2; }
+		done
+	elif [ -z "${MM_IT_KEEP:-}" ]; then
+		rm -rf "$T"
+	else
+		log "files kept in $T"
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+need_root() {
+	[ "$(id -u)" = 0 ] || fail "integration tests load BPF and must run as root"
+}
+
+need_bin() {
+	local b
+	for b in "$@"; do
+		[ -x "$BIN/$b" ] || fail "$BIN/$b is missing: run make first"
+	done
+}
+
+# --- manifests -------------------------------------------------------------
+
+# use_manifests SET...: copy manifests/SET/*.yaml into $T/manifests.
+use_manifests() {
+	mkdir -p "$T/manifests"
+	local s
+	for s in "$@"; do
+		cp "$MANIFESTS_SRC/$s"/*.yaml "$T/manifests/"
+	done
+}
+
+# explain URL [ARGS]: the route the agent's compiler picks, first line.
+explain() {
+	local url=$1
+	shift
+	"$BIN/milometer" explain --manifests "$T/manifests" "$@" "$url" | head -1
+}
+
+# --- backends --------------------------------------------------------------
+
+start_py_backend() {
+	port_free $PY_PORT
+	start_bg py-backend $PY "$IT_DIR/backend.py" $PY_PORT --name py
+	wait_for 10 listening $PY_PORT || fail "python backend did not start"
+}
+
+# The fixed-response backend is nginx under another executable name, so
+# an agent told --proxy-exe nginx does not count it as the proxy.
+start_static_backend() {
+	port_free $STATIC_PORT
+	local d=$T/static
+	mkdir -p "$d/logs"
+	cp /usr/sbin/nginx "$T/mm-static"
+	cat >"$d/nginx.conf" <<-EOF
+		user root;
+		worker_processes 1;
+		pid $d/nginx.pid;
+		error_log $d/error.log warn;
+		events { worker_connections 4096; }
+		http {
+		    access_log off;
+		    keepalive_requests 1000000;
+		    server {
+		        listen 127.0.0.1:$STATIC_PORT backlog=4096;
+		        location ~ /s404 { return 404 "not found\n"; }
+		        location ~ /s500 { return 500 "boom\n"; }
+		        location ~ /s503 { return 503 "unavailable\n"; }
+		        location / { return 200 "static ok\n"; }
+		    }
+		}
+	EOF
+	start_bg static-backend "$T/mm-static" -p "$d/" -c "$d/nginx.conf" \
+		-g 'daemon off;'
+	wait_for 10 listening $STATIC_PORT || fail "static nginx backend did not start"
+}
+
+start_backends() {
+	start_py_backend
+	start_static_backend
+}
+
+# --- nginx, the proxy under test ------------------------------------------
+
+NGINX_DIR=$T/nginx
+NGINX_LOG=$NGINX_DIR/access.log
+
+# nginx_config: (re)generate $NGINX_DIR/nginx.conf from $T/manifests with
+# bin/gen_nginx, then tune what the tests need and the generator leaves at
+# nginx's defaults: two workers (the agent must follow every worker),
+# workers as root (temp dirs live in $T), upstream keep-alive (exercises
+# the upstream leg with many requests per connection), no keepalive_requests
+# cap, and $connection/$connection_requests appended to the log line.
+nginx_config() {
+	mkdir -p "$NGINX_DIR/tmp"
+	"$BIN/gen_nginx" --manifests "$T/manifests" \
+		--listen "127.0.0.1:$PROXY_PORT" --log "$NGINX_LOG" \
+		--upstream py=127.0.0.1:$PY_PORT \
+		--upstream static=127.0.0.1:$STATIC_PORT \
+		-o "$NGINX_DIR/nginx.conf.gen" ||
+		fail "gen_nginx failed on $T/manifests"
+	local ka="s/^\\(    upstream mm_.* {\\)\$/\\1\\n\\tkeepalive 16;/"
+	[ "${NGINX_UP_KEEPALIVE:-on}" = on ] || ka=
+	sed -e 's/^worker_processes 1;/user root;\nworker_processes 2;/' \
+	    -e 's/^http {/http {\n    keepalive_requests 1000000;/' \
+	    -e "$ka" \
+	    -e 's/\$request_uri";/$request_uri\\t$connection\\t$connection_requests";/' \
+	    "$NGINX_DIR/nginx.conf.gen" >"$NGINX_DIR/nginx.conf"
+	grep -q 'connection_requests' "$NGINX_DIR/nginx.conf" ||
+		fail "gen_nginx's log_format changed: update nginx_config in lib.sh"
+	/usr/sbin/nginx -t -q -p "$NGINX_DIR/" -e "$NGINX_DIR/error.log" \
+		-c "$NGINX_DIR/nginx.conf" ||
+		fail "generated nginx config does not load: $NGINX_DIR/nginx.conf"
+}
+
+# The proxy under test runs as a copy of nginx named mm-it-nginx: other
+# nginx instances on the machine (a demo, a colleague's smoke test) must not
+# add to the agent's counts, and --proxy-exe matches executable names.
+NGINX=$T/mm-it-nginx
+start_nginx() {
+	port_free $PROXY_PORT
+	[ -x "$NGINX" ] || cp /usr/sbin/nginx "$NGINX"
+	nginx_config
+	start_bg nginx "$NGINX" -p "$NGINX_DIR/" -e "$NGINX_DIR/error.log" \
+		-c "$NGINX_DIR/nginx.conf" -g 'daemon off;'
+	NGINX_PID=$LAST_PID
+	wait_for 10 listening $PROXY_PORT || fail "nginx did not start: $(tail -5 "$T/nginx.out")"
+}
+
+nginx_workers() { pgrep -P "$NGINX_PID" | sort | tr '\n' ' '; }
+
+# nginx_reload: new config, new workers; waits until the old ones are gone.
+nginx_reload() {
+	local old
+	old=$(nginx_workers)
+	nginx_config
+	kill -HUP "$NGINX_PID"
+	wait_for 20 nginx_workers_replaced "$old" ||
+		fail "nginx workers not replaced after reload (still $(nginx_workers))"
+}
+
+nginx_workers_replaced() {
+	local w
+	for w in $1; do
+		alive "$w" && return 1
+	done
+	[ -n "$(nginx_workers)" ]
+}
+
+# log_lines FILE: requests logged so far.
+log_lines() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
+
+# wait_log_lines FILE N: the proxy logged at least N requests.
+wait_log_lines() { wait_for 20 log_at_least "$1" "$2"; }
+log_at_least() { [ "$(log_lines "$1")" -ge "$2" ]; }
+
+# --- the agent -------------------------------------------------------------
+
+# start_agent [EXTRA ARGS]: the agent on $T/manifests, tracing nginx by
+# default (PROXY_EXE), ready when /readyz answers 200. It runs under
+# agent_ns.sh (private bpffs: no clash with another agent's pins, leftover
+# pins fail the test); MM_IT_SHARED_BPFFS=1 runs it on the host's bpffs.
+PROXY_EXE=${PROXY_EXE:-mm-it-nginx}
+start_agent() {
+	need_root
+	need_bin milometer
+	port_free $AGENT_PORT
+	local ns="$IT_DIR/agent_ns.sh"
+	if [ -n "${MM_IT_SHARED_BPFFS:-}" ]; then
+		ns=
+		[ -e "$PIN_DIR" ] &&
+			fail "$PIN_DIR exists: another milometer agent is running or one left its pins"
+	fi
+	# a copy named mm-it-agent: scripts that stop "milometer" processes by
+	# name (a demo, a smoke test) leave the test's agent alone
+	cp "$BIN/milometer" "$T/mm-it-agent"
+	$ns "$T/mm-it-agent" run --manifests "$T/manifests" --proxy-exe "$PROXY_EXE" \
+		--prometheus-listen "127.0.0.1:$AGENT_PORT" \
+		--socket "$T/agent.sock" "$@" >"$T/agent.out" 2>&1 &
+	AGENT_PID=$!
+	AGENT_STARTED=1
+	local end=$(($(date +%s) + 30))
+	until curl -fsS -o /dev/null "$AGENT_URL/readyz" 2>/dev/null; do
+		if ! alive "$AGENT_PID"; then
+			wait "$AGENT_PID" && rc=0 || rc=$?
+			AGENT_PID=
+			tail -30 "$T/agent.out" >&2
+			fail "the agent exited with status $rc before it was ready (BPF could not load?)"
+		fi
+		[ "$(date +%s)" -lt "$end" ] || fail "the agent was not ready within 30 s"
+		sleep 0.1
+	done
+	log "agent ready (pid $AGENT_PID)"
+}
+
+# agent_detach: SIGTERM the agent; returns 0 when it detached cleanly
+# (exit 0 within 10 s, no pins left), else says why and returns 1.
+agent_detach() {
+	local pid=$AGENT_PID rc=0 i
+	[ -n "$pid" ] || return 0
+	AGENT_PID=
+	kill -TERM "$pid" 2>/dev/null
+	for i in $(seq 100); do
+		alive "$pid" || break
+		sleep 0.1
+	done
+	if alive "$pid"; then
+		log "the agent did not exit within 10 s of SIGTERM; killing it"
+		kill -KILL "$pid"
+		wait "$pid" 2>/dev/null
+		return 1
+	fi
+	wait "$pid" || rc=$?
+	case $rc in
+	0) return 0 ;;
+	99) log "the agent left BPF pins behind after SIGTERM" ;;
+	*) log "the agent exited with status $rc on SIGTERM" ;;
+	esac
+	return 1
+}
+
+stop_agent() { agent_detach || fail "the agent did not detach cleanly"; }
+
+metrics() { curl -fsS "$METRICS_URL"; }
+
+# ctl ARGS: ask the test's agent over its debug socket.
+ctl() { "$BIN/milometer" ctl --socket "$T/agent.sock" "$@"; }
+
+# metric NAME [LABEL=VALUE]...: sum of the matching samples.
+metric() { $PY "$IT_DIR/mmcheck.py" get --url "$METRICS_URL" "$@"; }
+
+# compare_log [ARGS]: assert the agent's counts equal the access log's.
+compare_log() {
+	$PY "$IT_DIR/mmcheck.py" compare --url "$METRICS_URL" --log "$NGINX_LOG" "$@" ||
+		fail "the agent's counts differ from the access log (above)"
+}
+
+# client.py for scripted requests
+client() { $PY "$IT_DIR/client.py" "$@"; }
+
+# url HOST PATH: a URL through the proxy with Host HOST; curl's --connect-to
+# keeps the name out of DNS.
+px() {
+	local host=$1 path=$2
+	shift 2
+	curl -sS -o /dev/null -w '%{http_code}\n' -H "Host: $host" "$@" \
+		"http://127.0.0.1:$PROXY_PORT$path"
+}
+
+# mmlogcount [ROUTE]: requests in the nginx access log (for ROUTE).
+mmlogcount() { $PY "$IT_DIR/mmcheck.py" logcount --log "$NGINX_LOG" "$@"; }
+
+# metric_grew NAME BEFORE DELTA: NAME is now at least BEFORE + DELTA.
+metric_grew() {
+	awk -v now="$(metric "$1")" -v b="$2" -v d="$3" \
+		'BEGIN { exit !(now >= b + d) }'
+}
+unparsed_grew() { metric_grew milometer_bpf_unparsed_total "$@"; }

@@ -1,0 +1,22 @@
+-- SPDX-License-Identifier: Apache-2.0
+-- wrk script for test_route_update.sh: a route that stays, the host the
+-- update adds a route for, and a host that stays unmatched.
+local list = {
+	{ "api.example.com", "/v1/status" },
+	{ "new.test", "/hello" },
+	{ "nohost.test", "/" },
+	{ "foo.example.com", "/x" },
+}
+local reqs = {}
+local i = 0
+
+init = function(args)
+	for k, r in ipairs(list) do
+		reqs[k] = wrk.format("GET", r[2], { ["Host"] = r[1] })
+	end
+end
+
+request = function()
+	i = (i % #reqs) + 1
+	return reqs[i]
+end
