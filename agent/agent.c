@@ -79,6 +79,49 @@ static int ready_fn(void *ctx, char *why, size_t len)
 	return 1;
 }
 
+/* Re-read the ClusterProperties; say once when they become unusable. */
+static void refresh_cluster(struct agent *ag)
+{
+	struct cluster_identity ci = {};
+
+	if (ag->contract)
+		contract__cluster(ag->contract, &ci);
+	pthread_mutex_lock(&ag->ci_lock);
+	if (strcmp(ag->cluster_problem, ci.problem) && ci.problem[0])
+		fprintf(stderr, "milometer: cluster identity: %s (not attached)\n",
+			ci.problem);
+	if (strcmp(ag->cluster_id, ci.id))
+		fprintf(stderr, "milometer: cluster id %s\n",
+			ci.id[0] ? ci.id : "(none)");
+	snprintf(ag->cluster_id, sizeof(ag->cluster_id), "%s", ci.id);
+	snprintf(ag->clusterset, sizeof(ag->clusterset), "%s", ci.clusterset);
+	snprintf(ag->cluster_problem, sizeof(ag->cluster_problem), "%s",
+		 ci.problem);
+	pthread_mutex_unlock(&ag->ci_lock);
+}
+
+/* Prometheus: the cluster identity on every series (see cluster_id.h). */
+static size_t cluster_labels(void *ctx, struct mlabel *out, size_t max,
+			     char *buf, size_t buflen)
+{
+	struct agent *ag = ctx;
+	size_t n = 0, used = 0;
+
+	pthread_mutex_lock(&ag->ci_lock);
+	if (ag->cluster_id[0] && n < max) {
+		int w = snprintf(buf + used, buflen - used, "%s", ag->cluster_id);
+
+		out[n++] = (struct mlabel){ CLUSTER_ID_ATTR, buf + used };
+		used += w + 1;
+	}
+	if (ag->clusterset[0] && n < max && used < buflen) {
+		snprintf(buf + used, buflen - used, "%s", ag->clusterset);
+		out[n++] = (struct mlabel){ CLUSTERSET_ATTR, buf + used };
+	}
+	pthread_mutex_unlock(&ag->ci_lock);
+	return n;
+}
+
 static int open_contract(struct agent *ag)
 {
 	const char *paths[1] = { ag->opts->manifests };
@@ -118,6 +161,7 @@ static void reload_contract(struct agent *ag)
 	mstore__lock(ag->store);
 	policy_engine__sync(ag->engine, ag->msrc);
 	mstore__unlock(ag->store);
+	refresh_cluster(ag);
 }
 
 static int start_otlp(struct agent *ag)
@@ -294,7 +338,9 @@ int agent__run(struct agent_opts *o)
 		.idle_expiry_ns = o->series_idle_s * 1000000000ULL,
 		.keep_delta = o->otlp_endpoint != NULL,
 	};
-	struct agent ag = { .opts = o, .ctl_fd = -1 };
+	struct agent ag = {
+		.opts = o, .ctl_fd = -1, .ci_lock = PTHREAD_MUTEX_INITIALIZER,
+	};
 	char err[1024];
 	sigset_t mask;
 	int ret;
@@ -343,6 +389,7 @@ int agent__run(struct agent_opts *o)
 		goto cleanup;
 	}
 	aggregate__set_engine(ag.agg, ag.engine);
+	refresh_cluster(&ag);
 	ag.ctl_fd = ctl__listen(o->socket_path);
 	if (ag.ctl_fd < 0) {
 		ret = ag.ctl_fd;
@@ -353,6 +400,7 @@ int agent__run(struct agent_opts *o)
 			.listen_addr = o->prometheus_listen,
 			.store = ag.store,
 			.ready_fn = ready_fn,
+			.const_labels_fn = cluster_labels,
 			.ctx = &ag,
 		};
 

@@ -3,6 +3,7 @@
 #ifndef MM_AGENT_AGENT_H
 #define MM_AGENT_AGENT_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,6 +42,11 @@ struct agent {
 	uint64_t last_export_ns; /* CLOCK_MONOTONIC */
 	volatile bool ready;
 	char not_ready[256];
+	/* cluster identity as last read; the Prometheus thread reads it */
+	pthread_mutex_t ci_lock;
+	char cluster_id[64];
+	char clusterset[256];
+	char cluster_problem[256];
 };
 
 int agent__run(struct agent_opts *o);

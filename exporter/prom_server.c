@@ -252,10 +252,20 @@ static enum MHD_Result serve_metrics(struct prom_server *srv,
 				  "out of memory\n");
 	err = prom_text__write_target_info(f, srv->opts.resource,
 					   srv->opts.nresource, fmt);
-	if (!err)
-		err = prom_text__write(f, srv->opts.store, fmt,
-				       (uint64_t)ts.tv_sec * 1000000000ull +
-				       (uint64_t)ts.tv_nsec);
+	if (!err) {
+		struct mlabel consts[8];
+		char cbuf[1024];
+		size_t nconsts = 0;
+
+		if (srv->opts.const_labels_fn)
+			nconsts = srv->opts.const_labels_fn(srv->opts.ctx, consts,
+							    8, cbuf,
+							    sizeof(cbuf));
+		err = prom_text__write_labelled(f, srv->opts.store, fmt,
+						(uint64_t)ts.tv_sec * 1000000000ull +
+						(uint64_t)ts.tv_nsec,
+						consts, nconsts);
+	}
 	if (fclose(f) && !err)
 		err = -ENOMEM;
 	if (err) {

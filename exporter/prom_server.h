@@ -41,6 +41,13 @@ struct prom_server_opts {
 	 */
 	const struct mlabel *resource;
 	size_t nresource;
+	/*
+	 * Labels added to every series, asked for at each scrape because they
+	 * may change at run time (the cluster id): fill out[] (strings copied
+	 * into buf) and return how many. NULL: none.
+	 */
+	size_t (*const_labels_fn)(void *ctx, struct mlabel *out, size_t max,
+				  char *buf, size_t buflen);
 };
 
 /*

@@ -107,6 +107,8 @@ struct writer {
 	size_t nnames, cap;
 	struct label_out *lo;
 	size_t locap;
+	const struct mlabel *consts; /* added to every series */
+	size_t nconsts;
 };
 
 static int cmp_label_out(const void *a, const void *b)
@@ -129,14 +131,14 @@ static int write_labels(struct writer *w, const struct mpoint_view *p,
 	size_t i, n = 0;
 	bool any = false;
 
-	if (p->nlabels > w->locap) {
-		struct label_out *lo = realloc(w->lo,
-					       p->nlabels * sizeof(*lo));
+	if (p->nlabels + w->nconsts > w->locap) {
+		struct label_out *lo = realloc(w->lo, (p->nlabels + w->nconsts) *
+							      sizeof(*lo));
 
 		if (!lo)
 			return -ENOMEM;
 		w->lo = lo;
-		w->locap = p->nlabels;
+		w->locap = p->nlabels + w->nconsts;
 	}
 	for (i = 0; i < p->nlabels; i++) {
 		if (prom_names__label(p->labels[i].key, w->lo[n].key,
@@ -147,6 +149,21 @@ static int write_labels(struct writer *w, const struct mpoint_view *p,
 			continue;
 		w->lo[n].value = p->labels[i].value;
 		w->lo[n].orig = i;
+		n++;
+	}
+	/* constant labels (cluster identity) unless the series has the key */
+	for (i = 0; i < w->nconsts; i++) {
+		size_t j, had = n;
+
+		if (prom_names__label(w->consts[i].key, w->lo[n].key,
+				      sizeof(w->lo[n].key)) <= 0)
+			continue;
+		for (j = 0; j < had && strcmp(w->lo[j].key, w->lo[n].key); j++)
+			;
+		if (j < had || (extra_key && !strcmp(w->lo[n].key, extra_key)))
+			continue;
+		w->lo[n].value = w->consts[i].value;
+		w->lo[n].orig = p->nlabels + i;
 		n++;
 	}
 	if (n > 1)
@@ -427,7 +444,16 @@ int prom_text__write_target_info(FILE *out, const struct mlabel *attrs,
 int prom_text__write(FILE *out, struct mstore *s, enum prom_format fmt,
 		     uint64_t now_ns)
 {
-	struct writer w = { .out = out, .fmt = fmt };
+	return prom_text__write_labelled(out, s, fmt, now_ns, NULL, 0);
+}
+
+int prom_text__write_labelled(FILE *out, struct mstore *s,
+			      enum prom_format fmt, uint64_t now_ns,
+			      const struct mlabel *consts, size_t nconsts)
+{
+	struct writer w = {
+		.out = out, .fmt = fmt, .consts = consts, .nconsts = nconsts,
+	};
 	size_t i;
 	int err;
 

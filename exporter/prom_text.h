@@ -42,6 +42,14 @@ void prom_text__format_double(char *buf, size_t len, double v,
  */
 int prom_text__write(FILE *out, struct mstore *s, enum prom_format fmt,
 		     uint64_t now_ns);
+/*
+ * As prom_text__write, adding constant labels to every series that does not
+ * carry the key itself (the cluster identity: a per-series label is what
+ * multi-cluster PromQL selects on, target_info needs a join).
+ */
+int prom_text__write_labelled(FILE *out, struct mstore *s,
+			      enum prom_format fmt, uint64_t now_ns,
+			      const struct mlabel *consts, size_t nconsts);
 
 /*
  * The OTel resource as the target_info family (spec: "Resource Attributes"):

@@ -917,13 +917,17 @@ static int rf_item(struct policy_engine *e, struct pe_policy *pp,
 	size_t nl;
 
 	if (p->drop_if.prog) {
+		/*
+		 * A guard that cannot be evaluated does not hold: the seed's
+		 * own `resource.metadata.deletionTimestamp != null` is a "no
+		 * such key" error on every live object (CEL has no implicit
+		 * null for absent fields), and dropping on error would drop
+		 * them all. Counted, never silent.
+		 */
 		if (cel__eval(p->drop_if.prog, &act, &v, &err) ||
 		    v.type != CEL_BOOL) {
 			COUNT(pp->cnt, eval_errors);
-			COUNT(pp->cnt, dropped);
-			return 0;
-		}
-		if (v.b) {
+		} else if (v.b) {
 			COUNT(pp->cnt, dropped);
 			return 0;
 		}

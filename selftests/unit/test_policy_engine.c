@@ -861,3 +861,52 @@ TEST(policy_other_source_backend_and_reload)
 	ASSERT_EQ(contract__rejected(x.t.c), 0);
 	pe_close(&x);
 }
+
+/* The seed's commented dropIf, verbatim: live routes stay, the deleting one goes. */
+TEST(policy_seed_dropif_keeps_live_routes)
+{
+	const char *dir = test__tmpdir();
+	const char *paths[] = { dir, ROUTES, TDATA "/routes-deleting.yaml" };
+	struct pe_ctx x;
+	struct capture c;
+
+	tc_write(dir, "def.yaml",
+		 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		 "kind: MetricDefinition\n"
+		 "metadata: {name: live-routes}\n"
+		 "spec:\n"
+		 "  resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n"
+		 "  metric:\n"
+		 "    name: gateway.networking.k8s.io.httproute.live\n"
+		 "    description: Routes not being deleted.\n"
+		 "    instrument: {type: Gauge, unit: \"1\"}\n"
+		 "  labels:\n"
+		 "    - {key: resource_name, required: true}\n");
+	tc_write(dir, "pol.yaml",
+		 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		 "kind: MetricPolicy\n"
+		 "metadata: {name: live-routes-policy}\n"
+		 "spec:\n"
+		 "  subject: {group: gateway.networking.k8s.io, version: v1, kind: HTTPRoute}\n"
+		 "  targetMetric: {name: gateway.networking.k8s.io.httproute.live}\n"
+		 "  source:\n"
+		 "    type: ResourceFields\n"
+		 "    resourceFields:\n"
+		 "      seriesFrom:\n"
+		 "        path: resource\n"
+		 "        value: {cel: \"1\"}\n"
+		 "        labels: {resource_name: resource.metadata.name}\n"
+		 "      dropIf:\n"
+		 "        cel: \"resource.metadata.deletionTimestamp != null\"\n");
+	ASSERT_EQ(pe_open(&x, paths, 3), 0);
+	ASSERT_TRUE(policy_engine__collect_resource_fields(x.e, NOW) > 0);
+	capture(x.s, "gateway.networking.k8s.io.httproute.live", &c);
+	ASSERT_EQ(c.n, 2);
+	ASSERT_TRUE(find_pt(&c, "resource_name", "checkout", NULL, NULL));
+	ASSERT_TRUE(find_pt(&c, "resource_name", "catalog", NULL, NULL));
+	ASSERT_TRUE(!find_pt(&c, "resource_name", "legacy", NULL, NULL));
+	/* the two "no such key" evaluations are counted, not silent */
+	ASSERT_EQ(stats_of(x.e, "live-routes-policy").eval_errors, 2);
+	ASSERT_EQ(stats_of(x.e, "live-routes-policy").dropped, 1);
+	pe_close(&x);
+}

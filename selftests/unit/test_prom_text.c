@@ -426,3 +426,32 @@ TEST(prom_text_target_info)
 		     "service_name=\"milometer\"} 1\n");
 	free(buf);
 }
+
+TEST(prom_text_const_labels_on_every_series)
+{
+	struct mmetric_desc c = {
+		.name = "reqs", .description = "R.", .unit = "1",
+		.instrument = MI_COUNTER, .is_int = true,
+	};
+	struct mlabel own[] = { { "k8s.cluster.id", "series-own" },
+				{ "route", "a" } };
+	struct mlabel consts[] = { { "k8s.cluster.id", "edge-1" },
+				   { "k8s.clusterset.name", "set\"x" } };
+	struct mstore *st = mstore__new(NULL);
+	int id = mstore__add_metric(st, &c);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	mstore__lock(st);
+	mseries__add(mstore__series(st, id, NULL, 0), 1, 1);
+	mseries__add(mstore__series(st, id, own, 2), 2, 1);
+	mstore__unlock(st);
+	ASSERT_EQ(prom_text__write_labelled(f, st, PROM_FMT_TEXT, 2, consts, 2), 0);
+	fclose(f);
+	mstore__free(st);
+	/* the series' own value wins; labels stay sorted and escaped */
+	ASSERT_TRUE(strstr(buf, "reqs_total{k8s_cluster_id=\"edge-1\",k8s_clusterset_name=\"set\\\"x\"} 1\n"), "%s", buf);
+	ASSERT_TRUE(strstr(buf, "reqs_total{k8s_cluster_id=\"series-own\",k8s_clusterset_name=\"set\\\"x\",route=\"a\"} 2\n"), "%s", buf);
+	free(buf);
+}
