@@ -46,7 +46,7 @@ struct agent {
 	pthread_mutex_t ci_lock;
 	char cluster_id[64];
 	char clusterset[256];
-	char cluster_problem[256];
+	char cluster_problem[512];
 };
 
 int agent__run(struct agent_opts *o);
