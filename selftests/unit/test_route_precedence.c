@@ -323,6 +323,11 @@ TEST(route_precedence_table_shape)
 		    key->kind == MM_PATH_PREFIX &&
 		    key->hash == route_compile__hash("/m", 2))
 			many = &t->route_cands[k];
+		/* apps/b-tie can never be reached after apps/a-tie: dropped */
+		if (!strcmp(t->vhosts[key->vhost_id].host, "www.example.com") &&
+		    key->kind == MM_PATH_PREFIX &&
+		    key->hash == route_compile__hash("/tie", 4))
+			ASSERT_EQ(t->route_cands[k].n, 1);
 		/* "/" is stored as the empty prefix. */
 		if (!strcmp(t->vhosts[key->vhost_id].host, "www.example.com") &&
 		    key->kind == MM_PATH_PREFIX &&
