@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Run time and run count of the agent's BPF programs (bpf_stats).
+
+  bpf_stats.py list          "ID NAME" of every mm_* program loaded now
+  bpf_stats.py ids BEFORE    "ID NAME" of the mm_* programs loaded now that
+                             were not in BEFORE (a list): the agent just
+                             started, not another one (pins are shared)
+  bpf_stats.py snap IDS      JSON {name: [run_time_ns, run_cnt]} now
+
+run_time_ns/run_cnt only grow while kernel.bpf_stats_enabled=1; the bench
+takes the difference of two snapshots around a round.
+"""
+import json
+import subprocess
+import sys
+
+
+def bpftool(*args):
+    out = subprocess.run(["bpftool", "-j", *args], capture_output=True,
+                         text=True)
+    if out.returncode:
+        return None
+    return json.loads(out.stdout)
+
+
+def loaded():
+    return {p["id"]: p["name"] for p in bpftool("prog", "show") or []
+            if p.get("name", "").startswith("mm_")}
+
+
+def read_ids(path):
+    out = {}
+    with open(path) as f:
+        for line in f:
+            pid, name = line.split()
+            out[int(pid)] = name
+    return out
+
+
+def ids(before):
+    old = read_ids(before) if before else {}
+    new = {i: n for i, n in loaded().items() if i not in old}
+    for i, n in sorted(new.items()):
+        print(i, n)
+    return 0 if new else 1
+
+
+def snap(ids_file):
+    want = read_ids(ids_file)
+    out = {}
+    for p in bpftool("prog", "show") or []:
+        name = want.get(p.get("id"))
+        if name is None:
+            continue
+        t, c = out.get(name, [0, 0])
+        out[name] = [t + p.get("run_time_ns", 0), c + p.get("run_cnt", 0)]
+    json.dump(out, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["list"] and len(sys.argv) == 2:
+        sys.exit(ids(None))
+    if len(sys.argv) != 3 or sys.argv[1] not in ("ids", "snap"):
+        sys.exit(__doc__)
+    sys.exit(ids(sys.argv[2]) if sys.argv[1] == "ids" else snap(sys.argv[2]))
