@@ -17,13 +17,14 @@
 #include "policy/route_match.h"
 #include "selftests/unit/test.h"
 
-#define R_MAX 12
+#define R_MAX 16
 #define RULE_MAX 4
 #define MATCH_MAX 3
 
 static const char *const paths[] = { "/", "/a", "/a/", "/a/b", "/ab", "/b" };
 static const char *const methods[] = { NULL, "GET", "POST" };
-static const char *const hosts[] = { "a.test", "b.test" };
+static const char *const hosts[] = { "a.test", "b.test", "*.test",
+				      "*.x.test" };
 static const char *const stamps[] = { NULL, "2024-01-01T00:00:00Z",
 				       "2024-02-01T00:00:00Z" };
 
@@ -63,7 +64,7 @@ static void gen_routes(struct o_route *rt, int n)
 		snprintf(r->ns, sizeof(r->ns), "%s", rnd(2) ? "a" : "b");
 		snprintf(r->name, sizeof(r->name), "r%02u", (unsigned int)i % 100);
 		r->stamp = rnd(3);
-		r->host = rnd(3) ? (int)rnd(2) : -1;
+		r->host = rnd(2) ? (int)rnd(4) : -1;
 		r->nr = 1 + rnd(RULE_MAX);
 		for (int k = 0; k < r->nr; k++) {
 			r->r[k].nm = rnd(MATCH_MAX + 1); /* 0: default match */
@@ -99,7 +100,7 @@ static void write_yaml(FILE *f, const struct o_route *rt, int n)
 		fputs("spec:\n  parentRefs: [{name: gw, namespace: infra}]\n",
 		      f);
 		if (r->host >= 0)
-			fprintf(f, "  hostnames: [%s]\n", hosts[r->host]);
+			fprintf(f, "  hostnames: [\"%s\"]\n", hosts[r->host]);
 		fputs("  rules:\n", f);
 		for (int k = 0; k < r->nr; k++) {
 			fputs("  - backendRefs: [{name: b, port: 80}]\n", f);
@@ -209,17 +210,34 @@ static const struct o_match default_match = { false, "/", NULL, 0, 0, 0 };
 static bool oracle(const struct o_route *rt, int n, const struct o_req *q,
 		   struct o_cand *best)
 {
-	bool exact_host = false, found = false;
+	int best_host = -1, best_score = 0;
+	bool found = false;
 
-	/* One vhost per hostname; no fallback once the exact one exists. */
-	for (int i = 0; i < n; i++)
-		exact_host |= rt[i].host >= 0 && !strcmp(hosts[rt[i].host],
-							 q->host);
+	/*
+	 * One vhost per hostname: exact, else the longest "*." suffix that
+	 * matches (one or more labels, never the apex), else catch-all; no
+	 * fallback to a less specific one.
+	 */
+	for (int h = 0; h < (int)(sizeof(hosts) / sizeof(hosts[0])); h++) {
+		const char *p = hosts[h];
+		size_t hl = strlen(q->host), sl = strlen(p) - 1;
+		int score = 0;
+
+		if (!strcmp(p, q->host))
+			score = 1000;
+		else if (p[0] == '*' && hl > sl &&
+			 !strcmp(q->host + hl - sl, p + 1))
+			score = (int)sl;
+		for (int i = 0; score > best_score && i < n; i++)
+			if (rt[i].host == h) {
+				best_score = score;
+				best_host = h;
+			}
+	}
 	for (int i = 0; i < n; i++) {
 		const struct o_route *r = &rt[i];
 
-		if (exact_host ? r->host < 0 || strcmp(hosts[r->host], q->host)
-			       : r->host >= 0)
+		if (r->host != best_host)
 			continue;
 		for (int k = 0; k < r->nr; k++) {
 			int nm = r->r[k].nm ? r->r[k].nm : 1;
@@ -244,14 +262,16 @@ static bool oracle(const struct o_route *rt, int n, const struct o_req *q,
 
 static const char *const req_paths[] = { "/", "/a", "/a/", "/a/b", "/a/bc",
 					 "/ab", "/b/x", "/c" };
-static const char *const req_hosts[] = { "a.test", "b.test", "c.test" };
+static const char *const req_hosts[] = { "a.test", "b.test", "c.test",
+					 "y.x.test", "z.y.x.test", "x.test",
+					 "test" };
 static const char *const req_methods[] = { "GET", "POST", "PUT" };
 
 TEST(route_random_against_oracle)
 {
 	size_t checked = 0, deferred = 0, sentinels = 0;
 
-	for (unsigned int round = 0; round < 150; round++) {
+	for (unsigned int round = 0; round < 400; round++) {
 		struct o_route rt[R_MAX];
 		int n = 1 + (int)(round % R_MAX);
 		char *yaml = NULL, err[512];
@@ -282,7 +302,7 @@ TEST(route_random_against_oracle)
 						     .route_id == MM_ROUTE_DEFER;
 		for (int i = 0; i < 200; i++) {
 			struct o_req q = {
-				req_hosts[rnd(3)], req_methods[rnd(3)],
+				req_hosts[rnd(7)], req_methods[rnd(3)],
 				req_paths[rnd(8)], rnd(2), rnd(2), rnd(2),
 			};
 			char head[512], want[64] = "unmatched", got[64];
