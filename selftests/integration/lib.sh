@@ -35,6 +35,7 @@ BG_PIDS=()
 BG_NAMES=()
 AGENT_PID=
 AGENT_STARTED=
+AGENT_TARGET=()
 
 log() { printf '[%s] %s\n' "$(date +%T.%3N)" "$*" >&2; }
 
@@ -304,8 +305,10 @@ start_agent() {
 	fi
 	# a copy named mm-it-agent: scripts that stop "milometer" processes by
 	# name (a demo, a smoke test) leave the test's agent alone
-	cp "$BIN/milometer" "$T/mm-it-agent"
-	$ns "$T/mm-it-agent" run --manifests "$T/manifests" --proxy-exe "$PROXY_EXE" \
+	install -m 0755 "$BIN/milometer" "$T/mm-it-agent"
+	# AGENT_TARGET: how the agent finds the proxy (default by executable)
+	[ ${#AGENT_TARGET[@]} -gt 0 ] || AGENT_TARGET=(--proxy-exe "$PROXY_EXE")
+	$ns "$T/mm-it-agent" run --manifests "$T/manifests" "${AGENT_TARGET[@]}" \
 		--prometheus-listen "127.0.0.1:$AGENT_PORT" \
 		--socket "$T/agent.sock" "$@" >"$T/agent.out" 2>&1 &
 	AGENT_PID=$!

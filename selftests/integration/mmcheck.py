@@ -143,6 +143,8 @@ def agent_key(labels):
         route = "unmatched"
     elif name == "":
         route = "-"
+    elif not labels.get("k8s_namespace_name"):
+        route = name  # the agent's own marker, e.g. "unknown"
     else:
         route = "%s/%s" % (labels.get("k8s_namespace_name", ""), name)
     rule = None

@@ -8,6 +8,8 @@ need_bin milometer gen_nginx
 use_manifests base
 start_backends
 start_nginx
+# by pid this time: the master and the workers it already forked
+AGENT_TARGET=(--proxy-pid "$NGINX_PID")
 start_agent
 wrk -t1 -c2 -d3s -H 'Host: api.example.com' \
 	"http://127.0.0.1:$PROXY_PORT/v1/status" | tee "$T/wrk.txt"

@@ -13,14 +13,24 @@ start_backends
 start_nginx
 start_agent
 
-# The agent's compiler and nginx must agree on what each URL is.
+# The agent's compiler (milometer explain) and the generated nginx config
+# must agree on every URL the load uses, or the log is no ground truth.
 for c in "GET api.example.com /v1/status" "POST api.example.com /v1/orders" \
-	"GET api.example.com /v1/users" "GET foo.example.com /anything" \
-	"GET www.shop.test /" "GET www.shop.test /cart/1" "GET nohost.test /"; do
+	"GET api.example.com /v1/users" "DELETE api.example.com /v1/items/7" \
+	"GET foo.example.com /anything" "GET bar.baz.example.com /s404" \
+	"GET www.shop.test /" "GET www.shop.test /cart/1" "GET nohost.test /" \
+	"GET www.shop.test /nope" "GET canary.example.com /c X-Canary:1"; do
 	set -- $c
-	log "explain $c: $(explain "http://$2$3" -X "$1")"
+	hdr=()
+	[ $# -lt 4 ] || hdr=(-H "${4%%:*}: ${4#*:}")
+	want=$(explain "http://$2$3" -X "$1" "${hdr[@]}")
+	n=$(log_lines "$NGINX_LOG")
+	px "$2" "$3" -X "$1" "${hdr[@]}" >/dev/null
+	wait_log_lines "$NGINX_LOG" $((n + 1)) || fail "nginx did not log $c"
+	got=$(tail -1 "$NGINX_LOG" | cut -f1)
+	log "$c: explain '$want', nginx '$got'"
+	[ "$want" = "$got" ] || fail "explain and nginx disagree on $c"
 done
-
 log "wrk: 3 s, 4 connections, 11 requests in rotation"
 wrk -t2 -c4 -d3s -s "$IT_DIR/wrk_mix.lua" "http://127.0.0.1:$PROXY_PORT/" |
 	tee "$T/wrk.txt"
