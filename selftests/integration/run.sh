@@ -12,15 +12,35 @@ logs=${MM_IT_LOGS:-$(mktemp -d /tmp/mm-it-logs.XXXXXX)}
 mkdir -p "$logs"
 pass=0
 failed=0
+ports="${MM_IT_PROXY_PORT:-28080} 28181 28182 ${MM_IT_AGENT_PORT:-29464}
+       ${MM_IT_PROM_PORT:-29090} ${MM_IT_SINK_PORT:-24318}"
+
+# leftovers NAME: what a finished test left running (it must leave nothing)
+leftovers() {
+	local p left=""
+	for p in $ports; do
+		[ -z "$(ss -Hltn "sport = :$p" 2>/dev/null)" ] || left="$left port $p;"
+	done
+	for p in mm-it-nginx mm-it-haproxy mm-it-agent mm-static; do
+		! pgrep -x "$p" >/dev/null || left="$left process $p;"
+	done
+	[ -z "$left" ] || echo "$1 left behind:$left"
+}
 for t in "$dir"/test_*.sh; do
 	name=$(basename "$t" .sh)
 	case "$name" in *"$filter"*) ;; *) continue ;; esac
 	start=$(date +%s)
-	if timeout -k 10 300 bash "$t" >"$logs/$name.log" 2>&1; then
+	timeout -k 10 300 bash "$t" >"$logs/$name.log" 2>&1
+	rc=$?
+	left=$(leftovers "$name")
+	if [ -n "$left" ]; then
+		echo "$left" >>"$logs/$name.log"
+		[ $rc -ne 0 ] || rc=1
+	fi
+	if [ $rc -eq 0 ]; then
 		printf 'ok   %-28s %3ss\n' "$name" $(($(date +%s) - start))
 		pass=$((pass + 1))
 	else
-		rc=$?
 		printf 'FAIL %-28s %3ss (exit %d, log %s)\n' "$name" \
 			$(($(date +%s) - start)) $rc "$logs/$name.log"
 		tail -40 "$logs/$name.log" | sed 's/^/    /'
