@@ -146,8 +146,9 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 		return err;
 	}
 	bpf_map__set_max_entries(skel->maps.mm_events, o->ringbuf_bytes);
+	/* wake the agent at 1/8 full; below that its 50 ms drain timer reads */
+	skel->rodata->mm_wakeup_bytes = o->ringbuf_bytes / 8;
 	bpf_map__set_max_entries(skel->maps.mm_conns, o->max_connections);
-	bpf_map__set_max_entries(skel->maps.mm_args, o->max_connections);
 	bpf_map__set_max_entries(skel->maps.mm_thread_req, o->max_connections);
 
 	err = milometer_bpf__load(skel);
@@ -199,6 +200,11 @@ void loader__attached(const struct milometer_bpf *skel, int *attached,
 	if (!skel)
 		return;
 	bpf_object__for_each_program(prog, skel->obj) {
+		/* reached by tail call, never attached itself */
+		if (!strcmp(bpf_program__name(prog), "mm_io_exit")) {
+			i++;
+			continue;
+		}
 		(*total)++;
 		/* the skeleton keeps links in program order */
 		if (i < skel->skeleton->prog_cnt && *skel->skeleton->progs[i].link)

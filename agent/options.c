@@ -71,6 +71,8 @@ void options__usage(FILE *out)
 "  --series-idle SECONDS      drop series idle this long (default 300, 0 never)\n"
 "  --no-source-metrics        export only policy targets, not envoy.* sources\n"
 "  --node-name NAME           k8s.node.name (default $NODE_NAME)\n"
+"  --pin-dir DIR              where maps and programs are pinned while running\n"
+"                             (default /sys/fs/bpf/milometer; one per agent)\n"
 "  -v, --verbose              libbpf and debug logs\n"
 "  -h, --help                 this help\n");
 }
@@ -274,8 +276,10 @@ static int load_config(struct agent_opts *o, const char *path)
 			ret = cfg_bool(v, k, &o->export_source_metrics);
 		else if (!strcmp(k, "nodeName"))
 			ret = cfg_str(o, v, k, &o->node_name);
+		else if (!strcmp(k, "pinDir"))
+			ret = cfg_str(o, v, k, &o->pin_dir);
 		else
-			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, nodeName)");
+			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, nodeName, pinDir)");
 	}
 cleanup:
 	doc__free_file(f);
@@ -318,7 +322,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		O_MANIFESTS = 256, O_GATEWAY, O_EXE, O_PID, O_CGROUP, O_PROM,
 		O_SOCKET, O_OTLP, O_OTLP_HDR, O_OTLP_CA, O_OTLP_GZIP,
 		O_INTERVAL, O_RINGBUF, O_MAXCONN, O_MAXSERIES, O_IDLE,
-		O_NOSRC, O_NODE, O_CONFIG,
+		O_NOSRC, O_NODE, O_CONFIG, O_PINDIR,
 	};
 	static const struct option lopts[] = {
 		{ "config", required_argument, NULL, O_CONFIG },
@@ -340,6 +344,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		{ "series-idle", required_argument, NULL, O_IDLE },
 		{ "no-source-metrics", no_argument, NULL, O_NOSRC },
 		{ "node-name", required_argument, NULL, O_NODE },
+		{ "pin-dir", required_argument, NULL, O_PINDIR },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -415,6 +420,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 			break;
 		case O_NOSRC: o->export_source_metrics = false; break;
 		case O_NODE: o->node_name = optarg; break;
+		case O_PINDIR: o->pin_dir = optarg; break;
 		case 'v': o->verbose = true; break;
 		case 'h':
 			options__usage(stdout);

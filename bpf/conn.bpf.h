@@ -11,6 +11,7 @@
 #include "bpf/milometer.h"
 
 #define MM_SCRATCH      512 /* user bytes copied and scanned per window */
+#define MM_BLOCK        16  /* bytes parsed per bpf_loop callback (unrolled) */
 #define MM_WINDOWS      32  /* windows (parse or skip steps) per syscall */
 #define MM_IOV_MAX      16  /* iovecs walked per readv/writev/recvmsg/sendmsg */
 #define MM_NAME_MAX     20  /* header name bytes compared */
@@ -49,7 +50,7 @@ enum mm_io {
 struct mm_args {
 	__u64 buf;  /* buffer, iovec array or msghdr */
 	__u32 fd;
-	__u32 io;   /* enum mm_io */
+	__u32 io;   /* enum mm_io; 0: nothing saved (consumed at exit) */
 	__u64 cnt;  /* iovcnt */
 };
 
@@ -167,6 +168,8 @@ struct mm_conn {
 	__u8 target_ok;      /* origin-form target ("/...") */
 	__u8 head_trunc;
 	__u8 dots[MM_DOTS_MAX];
+	__u8 dots_over;      /* the host had more dots than dots[] holds */
+	__u8 _pad2[7];
 	char host[MM_HOST_MAX];
 	char headbuf[MM_HEAD_MAX];
 	struct mm_pending slots[MM_PIPELINE_DEPTH];

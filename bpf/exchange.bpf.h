@@ -21,6 +21,22 @@ static __always_inline struct mm_pending *newest_slot(struct mm_conn *c)
 			  NULL;
 }
 
+/*
+ * Set by the agent before load: wake the reader only once this many bytes
+ * are waiting. A wakeup per event is an irq_work IPI — in a VM an APIC MSR
+ * write that traps to the hypervisor, microseconds each; the agent drains on
+ * a short timer anyway.
+ */
+const volatile __u64 mm_wakeup_bytes = 0;
+
+static __always_inline __u64 submit_flags(void)
+{
+	return bpf_ringbuf_query(&mm_events, BPF_RB_AVAIL_DATA) >=
+			       mm_wakeup_bytes ?
+		       BPF_RB_FORCE_WAKEUP :
+		       BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void fill_event(struct mm_http_event *e,
 				       const struct mm_conn *c,
 				       const struct mm_pending *s, __u8 type)
@@ -61,7 +77,7 @@ static __always_inline void emit_exchange(struct mm_conn *c, struct mm_pending *
 	e->status = c->status;
 	e->end_ns = end_ns;
 	e->resp_bytes = c->resp_bytes;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, submit_flags());
 	stat_inc(MM_STAT_EVENTS);
 	if (flags & MM_EV_ABORTED)
 		stat_inc(MM_STAT_ABORTED);
@@ -82,7 +98,7 @@ static __always_inline void emit_head(struct mm_conn *c, struct mm_pending *s)
 		len = MM_HEAD_MAX;
 	e->head_len = len;
 	bpf_probe_read_kernel(e->head, MM_HEAD_MAX, c->headbuf);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, submit_flags());
 	stat_inc(MM_STAT_EVENTS);
 	stat_inc(MM_STAT_DEFERRED);
 }

@@ -28,6 +28,7 @@ struct mm_bctx {
 	struct mm_parser *p;
 	struct mm_scratch *s;
 	__u64 now;
+	__u32 n;    /* bytes in the window */
 	__u32 used;
 	__u8 is_req;
 	__u8 ev;
@@ -78,6 +79,7 @@ static __always_inline void start_request(struct mm_bctx *x)
 	c->host_len = 0;
 	c->host_state = 0;
 	c->ndots = 0;
+	c->dots_over = 0;
 	c->head_len = 0;
 	c->target_ok = 0;
 	c->head_trunc = 0;
@@ -136,9 +138,13 @@ static __always_inline void host_byte(struct mm_conn *c, __u8 ch)
 	*IDX(c->host, len, MM_HOST_MAX) = ch;
 	c->host_len = len + 1;
 	c->host_hash = fnv_step(c->host_hash, ch);
-	if (ch == '.' && c->ndots < MM_DOTS_MAX) {
-		*IDX(c->dots, c->ndots, MM_DOTS_MAX) = len;
-		c->ndots++;
+	if (ch == '.') {
+		if (c->ndots < MM_DOTS_MAX) {
+			*IDX(c->dots, c->ndots, MM_DOTS_MAX) = len;
+			c->ndots++;
+		} else {
+			c->dots_over = 1;
+		}
 	}
 }
 
@@ -183,7 +189,7 @@ static __always_inline long garbage(struct mm_bctx *x, __u32 i)
 	return 1;
 }
 
-static long parse_byte(__u32 i, void *ctx)
+static __always_inline long parse_byte(__u32 i, void *ctx)
 {
 	struct mm_bctx *x = ctx;
 	struct mm_parser *p = x->p;
@@ -406,6 +412,25 @@ msg_end:
 	x->ev = BEV_MSG_END;
 	x->used = i + 1;
 	return 1;
+}
+
+/*
+ * MM_BLOCK bytes per callback: a bpf_loop callback is an indirect call
+ * (a retpoline on most kernels), ~9 ns; unrolling makes it ~2 ns a byte.
+ */
+static long parse_block(__u32 blk, void *ctx)
+{
+	struct mm_bctx *x = ctx;
+	__u32 base = blk * MM_BLOCK;
+
+#pragma unroll
+	for (int k = 0; k < MM_BLOCK; k++) {
+		if (base + k >= x->n)
+			return 1;
+		if (parse_byte(base + k, x))
+			return 1;
+	}
+	return 0;
 }
 
 #endif /* MM_HTTP_PARSE_BPF_H */

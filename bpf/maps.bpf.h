@@ -34,11 +34,15 @@ struct {
 	__type(value, __u32);
 } mm_target_cgroups SEC(".maps");
 
-/* Syscall arguments saved at sys_enter for sys_exit, by thread. */
+/*
+ * Syscall arguments saved at sys_enter for sys_exit, in the thread's own
+ * storage: a pointer off task_struct instead of a hash update and delete
+ * per syscall (map updates are indirect calls, costly under retpolines).
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct mm_args);
 } mm_args SEC(".maps");
 

@@ -35,11 +35,31 @@ static __always_inline bool is_target(__u32 tgid)
 static __always_inline void save_args(int fd, __u64 buf, __u32 io, __u64 cnt)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct mm_args a = { .buf = buf, .fd = fd, .io = io, .cnt = cnt };
+	struct mm_args *a;
 
 	if (fd < 0 || !is_target(id >> 32))
 		return;
-	bpf_map_update_elem(&mm_args, &id, &a, BPF_ANY);
+	a = bpf_task_storage_get(&mm_args, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!a)
+		return;
+	a->buf = buf;
+	a->fd = fd;
+	a->io = io;
+	a->cnt = cnt;
+}
+
+/* The args saved at enter, consumed: NULL when this thread saved none. */
+static __always_inline struct mm_args *take_args(struct mm_args *copy)
+{
+	struct mm_args *a = bpf_task_storage_get(&mm_args,
+						 bpf_get_current_task_btf(), 0, 0);
+
+	if (!a || !a->io)
+		return NULL;
+	*copy = *a;
+	a->io = 0;
+	return copy;
 }
 
 /* Only sockets are parsed: files and pipes a proxy reads are not HTTP. */
@@ -174,10 +194,11 @@ static long window_step(__u32 i, void *ctx)
 	b.p = p;
 	b.s = w->s;
 	b.now = w->now;
+	b.n = n;
 	b.used = n;
 	b.is_req = w->is_req;
 	b.ev = BEV_NONE;
-	bpf_loop(n, parse_byte, &b, 0);
+	bpf_loop((n + MM_BLOCK - 1) / MM_BLOCK, parse_block, &b, 0);
 	if (b.used > n)
 		b.used = n;
 	w->off += b.used;
@@ -347,13 +368,43 @@ static __always_inline void handle_io(__u64 id, struct mm_args *a, long ret)
 
 static __always_inline int exit_io(long ret)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct mm_args *a = bpf_map_lookup_elem(&mm_args, &id);
+	struct mm_args copy, *a = take_args(&copy);
 
 	if (!a)
 		return 0;
-	handle_io(id, a, ret);
-	bpf_map_delete_elem(&mm_args, &id);
+	handle_io(bpf_get_current_pid_tgid(), a, ret);
+	return 0;
+}
+
+/*
+ * The HTTP parser lives in one program, mm_io_exit, that every data
+ * syscall's exit tail-calls: the verifier checks it once instead of once per
+ * hook (8 copies took 18 s to load), and the exit hooks of other processes
+ * stay a single task-storage lookup.
+ */
+SEC("tracepoint")
+int mm_io_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return exit_io(ctx->ret);
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	/* sizes, not BTF types: the kernel takes no BTF for prog arrays */
+	__uint(key_size, sizeof(__u32));
+	__array(values, int(void *));
+} mm_progs SEC(".maps") = {
+	.values = { [0] = (void *)&mm_io_exit },
+};
+
+static __always_inline int exit_data(struct trace_event_raw_sys_exit *ctx)
+{
+	struct mm_args *a = bpf_task_storage_get(&mm_args,
+						 bpf_get_current_task_btf(), 0, 0);
+
+	if (a && a->io)
+		bpf_tail_call(ctx, &mm_progs, 0);
 	return 0;
 }
 
@@ -367,14 +418,14 @@ static __always_inline int exit_io(long ret)
 	SEC("tracepoint/syscalls/sys_exit_" #name)                            \
 	int mm_exit_##name(struct trace_event_raw_sys_exit *ctx)              \
 	{                                                                     \
-		return exit_io(ctx->ret);                                     \
+		return exit_data(ctx);                                        \
 	}
 
 #define EXIT_BUF(name)                                                        \
 	SEC("tracepoint/syscalls/sys_exit_" #name)                            \
 	int mm_exit_##name(struct trace_event_raw_sys_exit *ctx)              \
 	{                                                                     \
-		return exit_io(ctx->ret);                                     \
+		return exit_data(ctx);                                        \
 	}
 
 #define MSG_PEEK_ 0x2
@@ -418,7 +469,7 @@ int mm_enter_sendfile64(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_sendfile64")
 int mm_exit_sendfile64(struct trace_event_raw_sys_exit *ctx)
 {
-	return exit_io(ctx->ret);
+	return exit_data(ctx);
 }
 
 /* accept/accept4: the new fd is a downstream connection, fresh state. */
@@ -431,12 +482,11 @@ static __always_inline int enter_accept(void)
 static __always_inline int exit_accept(long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct mm_args *a = bpf_map_lookup_elem(&mm_args, &id);
+	struct mm_args copy, *a = take_args(&copy);
 	struct mm_conn_key key = { .tgid = id >> 32 };
 
 	if (!a)
 		return 0;
-	bpf_map_delete_elem(&mm_args, &id);
 	if (ret < 0)
 		return 0;
 	key.fd = ret;
@@ -480,7 +530,7 @@ SEC("tracepoint/syscalls/sys_exit_connect")
 int mm_exit_connect(struct trace_event_raw_sys_exit *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct mm_args *a = bpf_map_lookup_elem(&mm_args, &id);
+	struct mm_args copy, *a = take_args(&copy);
 	struct mm_conn_key key = { .tgid = id >> 32 };
 	__u32 tid = (__u32)id;
 	struct mm_link *l;
@@ -490,7 +540,6 @@ int mm_exit_connect(struct trace_event_raw_sys_exit *ctx)
 	if (!a)
 		return 0;
 	key.fd = a->fd;
-	bpf_map_delete_elem(&mm_args, &id);
 	if (ret < 0 && ret != -115 /* EINPROGRESS */)
 		return 0;
 	c = conn_create(&key, MM_ROLE_UP);

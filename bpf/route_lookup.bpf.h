@@ -80,8 +80,9 @@ static long wildcard_try(__u32 i, void *ctx)
 	return x->vh ? 1 : 0;
 }
 
+/* NULL with *defer set when only user space can pick the vhost. */
 static __always_inline struct mm_vhost_val *vhost_lookup(struct mm_conn *c,
-							 __u32 gen)
+							 __u32 gen, bool *defer)
 {
 	struct mm_vhost_key key = { .gen = gen };
 	struct mm_vhost_val *vh;
@@ -108,6 +109,11 @@ static __always_inline struct mm_vhost_val *vhost_lookup(struct mm_conn *c,
 			bpf_loop(MM_DOTS_MAX, wildcard_try, &wx, 0);
 			if (wx.vh)
 				return wx.vh;
+		}
+		/* shorter suffixes past dots[] were not tried: user space */
+		if (c->dots_over) {
+			*defer = true;
+			return NULL;
 		}
 	}
 	key.kind = MM_VH_CATCHALL;
@@ -160,6 +166,7 @@ static __always_inline __u32 route_lookup(struct mm_conn *c, __u8 method,
 	struct mm_prefix_ctx px = { .c = c, .res = res, .method = method };
 	struct mm_vhost_val *vh;
 	struct mm_route_cands *rc;
+	bool defer = false;
 	int v;
 
 	if (!cfg)
@@ -169,9 +176,9 @@ static __always_inline __u32 route_lookup(struct mm_conn *c, __u8 method,
 	/* absolute-form targets, hosts past MM_HOST_MAX: user space decides */
 	if (!c->target_ok || c->host_state == 3)
 		return MM_ROUTE_DEFER;
-	vh = vhost_lookup(c, res->gen);
+	vh = vhost_lookup(c, res->gen, &defer);
 	if (!vh)
-		return MM_ROUTE_UNMATCHED;
+		return defer ? MM_ROUTE_DEFER : MM_ROUTE_UNMATCHED;
 	if ((vh->flags & MM_VHOST_DEEP) && c->nbounds > MM_PATH_PREFIXES)
 		return MM_ROUTE_DEFER;
 	key.gen = res->gen;
