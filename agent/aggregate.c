@@ -312,7 +312,6 @@ static void on_head(struct aggregate *a, const struct mm_http_event *e,
 {
 	const struct route_table *t = route_sync__table(a->rs, e->route_gen);
 	struct route_result res;
-	struct http_req req;
 	struct deferred *d = def_slot(a, e->conn_id, e->req_seq);
 	size_t len = e->head_len;
 
@@ -328,8 +327,10 @@ static void on_head(struct aggregate *a, const struct mm_http_event *e,
 		a->st.retired_gen++;
 		return;
 	}
-	if (route_match__parse_head(e->head, len, &req) ||
-	    route_match__lookup(t, &req, &res) < 0) {
+	/* a cut head that lost what decides stays "unknown", never a guess */
+	if (route_match__lookup_head(t, e->head, len,
+				     e->flags & MM_EV_HEAD_TRUNC, &res) < 0 ||
+	    res.route_id == MM_ROUTE_UNKNOWN) {
 		a->st.deferred_unknown++;
 		return;
 	}
