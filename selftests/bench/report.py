@@ -134,6 +134,9 @@ def main():
           ("all programs", total / 1e6, sum(c for _, c in progs.values()),
            sum(c for _, c in progs.values()) / served_on, "",
            total / served_on))
+    print("  (calls count the syscalls of every process on the node - wrk,"
+          " the backend,\n   anything else: each hook runs, then filters on"
+          " the target map)")
 
     agg, agg_lines = figures(args.aggregate)
     print("\n== 2. user-space aggregation (bin/bench_aggregate)")
@@ -177,6 +180,8 @@ def main():
             verdict = "PASS"
         elif higher_better:
             verdict = "MISS by %.1f%%" % ((limit - value) / limit * 100)
+        elif value > 2 * limit:
+            verdict = "MISS: %.0fx the target" % (value / limit)
         else:
             verdict = "MISS by %.0f%%" % ((value - limit) / limit * 100)
         rows.append((name, fmt % value, text, verdict))

@@ -37,6 +37,7 @@ GW_PORT=${BENCH_GW_PORT:-17080}
 BE_PORT=${BENCH_BE_PORT:-17081}
 AGENT_PORT=${BENCH_AGENT_PORT:-17464}
 PIN_DIR=/sys/fs/bpf/milometer
+PIN_ARGS=()
 URL_PATH=/api/items
 HOST=shop.example.com
 
@@ -75,7 +76,8 @@ stop_agent() {
 	stop_pid "$AGENT_PID"
 	wait "$AGENT_PID" 2>/dev/null || true
 	# a clean exit removes the pins; after SIGKILL they would stay
-	if [ -d "$PIN_DIR" ] && ! pgrep -x milometer >/dev/null 2>&1; then
+	if [ -d "$PIN_DIR" ] && { [ ${#PIN_ARGS[@]} -gt 0 ] ||
+				   ! pgrep -x milometer >/dev/null 2>&1; }; then
 		rm -rf "$PIN_DIR"
 	fi
 	AGENT_PID=
@@ -99,13 +101,24 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The agent's pins live in one fixed directory: a second agent would take
-# them over, and its programs would run in the "off" rounds too. Wait a
-# little for one started by a test to finish. BENCH_OTHER_AGENT=ok goes
-# ahead anyway (the other agent's pins are replaced by ours meanwhile).
+# Another agent's programs run in the "off" rounds too (every syscall of
+# every process enters them before they filter), so the bench waits a
+# little for one started by a test to finish. Without --pin-dir the agents
+# would also share the pin directory. BENCH_OTHER_AGENT=ok goes ahead.
+if "$BIN/milometer" run --help 2>&1 | grep -q -- --pin-dir; then
+	PIN_DIR=/sys/fs/bpf/mm-bench
+	PIN_ARGS=(--pin-dir "$PIN_DIR")
+fi
+
 wait_no_agent() {
 	local i
-	[ "${BENCH_OTHER_AGENT:-}" = ok ] && return 0
+	if [ "${BENCH_OTHER_AGENT:-}" = ok ]; then
+		if [ -z "${NOTED:-}" ] && pgrep -x milometer >/dev/null; then
+			log "note: another milometer is running (BENCH_OTHER_AGENT=ok); its BPF programs run in every round"
+			NOTED=1
+		fi
+		return 0
+	fi
 	for i in $(seq 120); do
 		pgrep -x milometer >/dev/null || return 0
 		[ "$i" = 1 ] && log "another milometer is running (pid $(pgrep -x milometer | tr '\n' ' ')); waiting up to 60 s"
@@ -194,12 +207,14 @@ start_agent() { # N; lists the agent's own BPF programs in $W/ids.N
 	"$PY" "$HERE/bpf_stats.py" list >"$W/before.$1" || true
 	"$BIN/milometer" run --manifests "$W/m" --proxy-pid "$GW_PID" \
 		--prometheus-listen "127.0.0.1:$AGENT_PORT" \
-		--socket "$W/mm.sock" >"$W/agent.$1.log" 2>&1 &
+		--socket "$W/mm.sock" "${PIN_ARGS[@]}" >"$W/agent.$1.log" 2>&1 &
 	AGENT_PID=$!
-	if ! wait_for 30 agent_ready; then
+	local t0=$(date +%s%N)
+	if ! wait_for 60 agent_ready; then
 		cat "$W/agent.$1.log" >&2
-		die "the agent did not become ready in 30 s (log above)"
+		die "the agent did not become ready in 60 s (log above)"
 	fi
+	log "agent ready in $((($(date +%s%N) - t0) / 1000000)) ms"
 	"$PY" "$HERE/bpf_stats.py" ids "$W/before.$1" >"$W/ids.$1" ||
 		die "the agent's BPF programs (mm_*) are not in bpftool prog show"
 }
