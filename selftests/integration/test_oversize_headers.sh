@@ -30,6 +30,7 @@ send 10 --host canary.example.com --path /c -H 'X-Canary: 1' -H "Cookie: a=$c600
 send 5 --host api.example.com --path /v1/orders --method POST --body x -H "Cookie: a=$c5k"
 wait_for 10 metric_grew "$trunc_metric" "$t0" 35 ||
 	fail "$trunc_metric went $t0 -> $(metric "$trunc_metric"), expected +35"
+log "$trunc_metric: $t0 -> $(metric "$trunc_metric")"
 compare_log --expect-total 35
 # Host after the cut
 send 10 --host api.example.com --path /v1/status --host-last -H "Cookie: a=$c5k"
