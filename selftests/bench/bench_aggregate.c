@@ -7,8 +7,8 @@
  *
  * The route table is compiled from generated manifests (--routes HTTPRoutes
  * with several rules, exact and wildcard hostnames) and installed by
- * route_sync into the real BPF maps (created, no program loaded or
- * attached: it needs root but traces nothing). Events are synthetic
+ * route_sync into the real BPF maps (loaded, never attached: it needs
+ * root but traces nothing). Events are synthetic
  * struct mm_http_event records with a skewed spread of routes, rules,
  * methods and status codes, both legs, log-normal-ish latencies; they are
  * generated before timing and fed through aggregate__event() in batches
@@ -326,16 +326,16 @@ cleanup:
 	return ret;
 }
 
-/* Maps only: route_sync writes the table into them; no program runs. */
+/*
+ * Loaded, never attached: route_sync writes the table into the maps; no
+ * program runs. (Programs load too: the parser's tail-call array needs them.)
+ */
 static struct milometer_bpf *open_maps(void)
 {
 	struct milometer_bpf *skel = milometer_bpf__open();
-	struct bpf_program *p;
 
 	if (!skel)
 		return NULL;
-	bpf_object__for_each_program(p, skel->obj)
-		bpf_program__set_autoload(p, false);
 	if (milometer_bpf__load(skel)) {
 		milometer_bpf__destroy(skel);
 		return NULL;
