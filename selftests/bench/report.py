@@ -83,7 +83,7 @@ def main():
     progs = {}
     for r in rounds:
         extra = ("%10s %8s %9s" % ("", "", ""))
-        if r["mode"] == "on":
+        if r["mode"] != "off":
             d = bpf_delta(r)
             tot = sum(t for t, _ in d.values())
             r["bpf_ns_rq"] = tot / max(r["served"], 1)
@@ -91,6 +91,8 @@ def main():
             r["rss_mib"] = int(r["rss_kb"]) / 1024
             r["hwm_mib"] = int(r["hwm_kb"]) / 1024
             for k, (t, c) in d.items():
+                if r["mode"] != "on":
+                    continue
                 p = progs.setdefault(k, [0, 0])
                 p[0] += t
                 p[1] += c
@@ -114,6 +116,18 @@ def main():
                                        p50_on, p99_on))
     print("throughput on/off %.4f, p50 on/off %.3f, p99 on/off %.3f" %
           (rps_on / rps_off, p50_on / p50_off, p99_on / p99_off))
+    for r in rounds:
+        if r["mode"] != "bytes":
+            continue
+        extra = int(r["extra_bytes"])
+        slope = (r["bpf_ns_rq"] - bpf_ns) / (2 * extra)
+        print("round %s: +%d request header bytes, parsed on both legs: "
+              "%.0f BPF ns/request -> %.1f ns per parsed byte;\n  at ~%d "
+              "head bytes per request (request in and out, response in and "
+              "out)\n  parsing is ~%.0f ns of the %.0f ns per request, the "
+              "rest is per hook run" %
+              (r["n"], extra, r["bpf_ns_rq"], slope, int(r["head_bytes"]),
+               slope * int(r["head_bytes"]), bpf_ns))
     print("agent (on rounds, median): %.2f CPU s per round = %.2f us of "
           "agent CPU per request; RSS %.1f MiB (peak %.1f MiB)" %
           (cpu_s, cpu_s * 1e6 / med(r["served"] for r in on),

@@ -230,18 +230,19 @@ status_kb() { # FIELD
 # One round: wrk output in $W/wrk.N, ground truth requests from the
 # gateway's access log; on rounds add BPF stats and agent CPU/RSS.
 # Appends "key=value ..." to $W/rounds.
-round() { # N off|on
-	local n=$1 mode=$2 l0 l1 t0 t1 extra=
-	if [ "$mode" = on ]; then
+round() { # N off|on|bytes
+	local n=$1 mode=$2 l0 l1 t0 t1 extra= cmd=("${WRK[@]}")
+	[ "$mode" = bytes ] && cmd=("${WRK_BYTES[@]}")
+	if [ "$mode" != off ]; then
 		start_agent "$n"
 		sysctl -qw kernel.bpf_stats_enabled=1
 		"$PY" "$HERE/bpf_stats.py" snap "$W/ids.$n" >"$W/bpf0.$n"
 		t0=$(agent_ticks)
 	fi
 	l0=$(wc -l <"$W/gw/access.log")
-	"${WRK[@]}" >"$W/wrk.$n" 2>&1 || die "wrk failed: $(cat "$W/wrk.$n")"
+	"${cmd[@]}" >"$W/wrk.$n" 2>&1 || die "wrk failed: $(cat "$W/wrk.$n")"
 	l1=$(wc -l <"$W/gw/access.log")
-	if [ "$mode" = on ]; then
+	if [ "$mode" != off ]; then
 		"$PY" "$HERE/bpf_stats.py" snap "$W/ids.$n" >"$W/bpf1.$n"
 		t1=$(agent_ticks)
 		sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD"
@@ -250,8 +251,29 @@ round() { # N off|on
 		curl -sf "http://127.0.0.1:$AGENT_PORT/metrics" >"$W/metrics.$n" || true
 		stop_agent
 	fi
+	[ "$mode" = bytes ] &&
+		extra="$extra extra_bytes=$EXTRA_BYTES head_bytes=$HEAD_BYTES"
 	echo "n=$n mode=$mode wrk=$W/wrk.$n requests=$((l1 - l0)) $extra" >>"$W/rounds"
 }
+
+# Where the BPF time goes: one more agent-on round whose requests carry
+# 16 extra 64-byte headers. nginx forwards them, so each is parsed on both
+# legs; the growth of BPF ns/request over 2 x EXTRA_BYTES is the cost per
+# parsed byte, the rest of a request's cost is per syscall/hook.
+HDRS=()
+EXTRA_BYTES=0
+for i in $(seq 10 25); do
+	v=$(printf '%064d' "$i")
+	HDRS+=(-H "X-Bench-$i: $v")
+	EXTRA_BYTES=$((EXTRA_BYTES + ${#i} + 8 + 2 + 64 + 2))
+done
+# Message-head bytes of a normal request, both legs: wrk's request (the
+# upstream one is about as long) and the response head (as relayed).
+REQ_BYTES=$(printf 'GET %s HTTP/1.1\r\nHost: %s\r\n\r\n' "$URL_PATH" "$HOST" | wc -c)
+RESP_BYTES=$(curl -s -o /dev/null -w '%{size_header}' -H "Host: $HOST" "$URL")
+HEAD_BYTES=$((2 * REQ_BYTES + 2 * RESP_BYTES))
+WRK_BYTES=(wrk --latency -t"$THREADS" -c"$CONNS" -d"${DURATION}s" -H "Host: $HOST"
+	"${HDRS[@]}" "$URL")
 
 log "warm-up (3 s, agent off)"
 wrk -t"$THREADS" -c"$CONNS" -d3s -H "Host: $HOST" "$URL" >/dev/null 2>&1
@@ -264,6 +286,9 @@ for r in $(seq "$ROUNDS"); do
 		round "$n" "$mode"
 	done
 done
+n=$((n + 1))
+log "round $n: agent on, $EXTRA_BYTES extra request header bytes (cost per parsed byte)"
+round "$n" bytes
 
 # A failing tool is reported after the figures that did come out.
 FAILED=
