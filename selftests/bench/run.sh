@@ -86,6 +86,7 @@ stop_agent() {
 cleanup() {
 	local rc=$?
 	set +e
+	[ -n "${WRK_PID:-}" ] && kill "$WRK_PID" 2>/dev/null
 	stop_agent
 	for p in gw be; do
 		[ -s "$W/$p/nginx.pid" ] && stop_pid "$(cat "$W/$p/nginx.pid")"
@@ -219,6 +220,16 @@ start_agent() { # N; lists the agent's own BPF programs in $W/ids.N
 		die "the agent's BPF programs (mm_*) are not in bpftool prog show"
 }
 
+# In the background so that a signal is handled at once, not after wrk.
+run_wrk() {
+	"$@" &
+	WRK_PID=$!
+	wait "$WRK_PID"
+	local rc=$?
+	WRK_PID=
+	return $rc
+}
+
 agent_ticks() { # utime + stime, clock ticks
 	awk '{ print $14 + $15 }' "/proc/$AGENT_PID/stat"
 }
@@ -240,7 +251,7 @@ round() { # N off|on|bytes
 		t0=$(agent_ticks)
 	fi
 	l0=$(wc -l <"$W/gw/access.log")
-	"${cmd[@]}" >"$W/wrk.$n" 2>&1 || die "wrk failed: $(cat "$W/wrk.$n")"
+	run_wrk "${cmd[@]}" >"$W/wrk.$n" 2>&1 || die "wrk failed: $(cat "$W/wrk.$n")"
 	l1=$(wc -l <"$W/gw/access.log")
 	if [ "$mode" != off ]; then
 		"$PY" "$HERE/bpf_stats.py" snap "$W/ids.$n" >"$W/bpf1.$n"
@@ -276,7 +287,7 @@ WRK_BYTES=(wrk --latency -t"$THREADS" -c"$CONNS" -d"${DURATION}s" -H "Host: $HOS
 	"${HDRS[@]}" "$URL")
 
 log "warm-up (3 s, agent off)"
-wrk -t"$THREADS" -c"$CONNS" -d3s -H "Host: $HOST" "$URL" >/dev/null 2>&1
+run_wrk wrk -t"$THREADS" -c"$CONNS" -d3s -H "Host: $HOST" "$URL" >/dev/null 2>&1
 : >"$W/rounds"
 n=0
 for r in $(seq "$ROUNDS"); do
