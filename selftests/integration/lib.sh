@@ -384,9 +384,12 @@ px() {
 # mmlogcount [ROUTE]: requests in the nginx access log (for ROUTE).
 mmlogcount() { $PY "$IT_DIR/mmcheck.py" logcount --log "$NGINX_LOG" "$@"; }
 
-# metric_grew NAME BEFORE DELTA: NAME is now at least BEFORE + DELTA.
+# metric_grew NAME BEFORE DELTA [LABEL=VALUE]...: the sum of NAME's
+# matching samples is now at least BEFORE + DELTA.
 metric_grew() {
-	awk -v now="$(metric "$1")" -v b="$2" -v d="$3" \
+	local name=$1 before=$2 delta=$3
+	shift 3
+	awk -v now="$(metric "$name" "$@")" -v b="$before" -v d="$delta" \
 		'BEGIN { exit !(now >= b + d) }'
 }
 unparsed_grew() { metric_grew milometer_bpf_unparsed_total "$@"; }

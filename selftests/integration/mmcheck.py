@@ -474,7 +474,8 @@ def cmd_contract(a):
 
 def cmd_get(a):
     match = dict(kv.split("=", 1) for kv in a.labels)
-    print("%g" % promtext.total(promtext.scrape(a.url), a.metric, **match))
+    v = promtext.total(promtext.scrape(a.url), a.metric, **match)
+    print(int(v) if v.is_integer() else repr(v))
     return 0
 
 

@@ -87,7 +87,7 @@ def cmd_points(path, name, match):
                 total += float(p.get("count", ["0"])[0])
             else:
                 total += float(p.get("as_int", p.get("as_double", ["0"]))[0])
-    print("%g" % total)
+    print(int(total) if total.is_integer() else repr(total))
 
 
 def cmd_summary(path):

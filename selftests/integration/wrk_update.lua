@@ -1,9 +1,12 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- wrk script for test_route_update.sh: a route that stays, the host the
--- update adds a route for, and a host that stays unmatched.
+-- update adds a route for, the paths the rewrite moves (/cart -> /basket),
+-- and a host that stays unmatched.
 local list = {
 	{ "api.example.com", "/v1/status" },
 	{ "new.test", "/hello" },
+	{ "www.shop.test", "/cart/1" },
+	{ "www.shop.test", "/basket/1" },
 	{ "nohost.test", "/" },
 	{ "foo.example.com", "/x" },
 }
