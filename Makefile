@@ -51,6 +51,8 @@ SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 UNIT_O    := $(patsubst %.c,$(OUTPUT)/%.o,$(UNIT_SRCS))
 TOOLS     := $(patsubst selftests/tools/%.c,$(BIN)/%,$(TOOL_SRCS))
 BENCHES   := $(patsubst selftests/bench/%.c,$(BIN)/%,$(BENCH_SRCS))
+# agent objects with no libbpf, unit-tested like policy/ and exporter/
+AGENT_PURE_O := $(OUTPUT)/agent/deferred.o
 # agent objects a bench tool may link: everything but main()
 AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))
 
@@ -117,9 +119,9 @@ $(BIN)/milometer: $(AGENT_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(B
 	$(Q)$(CC) $(CFLAGS) $(AGENT_O) $(OUTPUT)/libpolicy.a \
 		$(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@
 
-$(BIN)/unit_tests: $(UNIT_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
+$(BIN)/unit_tests: $(UNIT_O) $(AGENT_PURE_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(UNIT_O) $(OUTPUT)/libpolicy.a \
+	$(Q)$(CC) $(CFLAGS) $(UNIT_O) $(AGENT_PURE_O) $(OUTPUT)/libpolicy.a \
 		$(OUTPUT)/libexporter.a $(PURE_LIBS) -o $@
 
 $(BIN)/%: selftests/tools/%.c $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "agent/aggregate.h"
+#include "agent/deferred.h"
 #include "agent/route_sync.h"
 #include "bpf/milometer.h"
 #include "exporter/metric_store.h"
@@ -51,16 +52,7 @@ struct key_entry {
 	uint64_t pe_gen;
 };
 
-struct deferred {
-	uint64_t conn_id;  /* 0: empty */
-	uint32_t seq;
-	uint32_t gen;
-	uint32_t route_id;
-	uint16_t rule_idx;
-	uint64_t at_ns;
-};
-
-#define DEFERRED_SLOTS 4096 /* in-flight deferred requests remembered */
+#define DEFERRED_MAX_AGE_NS (300ULL * 1000000000ULL) /* a lost exchange event */
 
 struct aggregate {
 	struct mstore *store;
@@ -70,7 +62,7 @@ struct aggregate {
 	bool export_sources;
 	struct key_entry *tab;
 	size_t cap, used;
-	struct deferred *def;
+	struct deferred_tab *def;
 	struct aggregate_stats st;
 };
 
@@ -94,7 +86,7 @@ struct aggregate *aggregate__new(struct mstore *store, struct route_sync *rs,
 	a->export_sources = export_sources;
 	a->cap = 1024;
 	a->tab = calloc(a->cap, sizeof(*a->tab));
-	a->def = calloc(DEFERRED_SLOTS, sizeof(*a->def));
+	a->def = deferred__new();
 	if (!a->tab || !a->def)
 		goto fail;
 	for (int i = 0; i < SRC__N; i++) {
@@ -144,7 +136,7 @@ void aggregate__free(struct aggregate *a)
 		if (a->tab[i].key)
 			entry_release(a, &a->tab[i]);
 	free(a->tab);
-	free(a->def);
+	deferred__free(a->def);
 	free(a);
 }
 
@@ -302,41 +294,35 @@ static struct key_entry *lookup(struct aggregate *a, uint64_t key,
 	return e;
 }
 
-static struct deferred *def_slot(struct aggregate *a, uint64_t conn, uint32_t seq)
-{
-	return &a->def[mix(conn ^ ((uint64_t)seq << 40)) & (DEFERRED_SLOTS - 1)];
-}
-
 static void on_head(struct aggregate *a, const struct mm_http_event *e,
 		    size_t size)
 {
 	const struct route_table *t = route_sync__table(a->rs, e->route_gen);
 	struct route_result res;
-	struct deferred *d = def_slot(a, e->conn_id, e->req_seq);
+	struct deferred d = {
+		.conn_id = e->conn_id, .seq = e->req_seq, .gen = e->route_gen,
+		.route_id = MM_ROUTE_UNKNOWN, .at_ns = now_realtime(),
+	};
 	size_t len = e->head_len;
 
 	a->st.heads++;
 	if (len > size - sizeof(*e))
 		len = size - sizeof(*e);
-	d->conn_id = e->conn_id;
-	d->seq = e->req_seq;
-	d->gen = e->route_gen;
-	d->route_id = MM_ROUTE_UNKNOWN;
-	d->rule_idx = 0;
 	if (!t) {
 		a->st.retired_gen++;
-		return;
-	}
-	/* a cut head that lost what decides stays "unknown", never a guess */
-	if (route_match__lookup_head(t, e->head, len,
-				     e->flags & MM_EV_HEAD_TRUNC, &res) < 0 ||
-	    res.route_id == MM_ROUTE_UNKNOWN) {
+	} else if (route_match__lookup_head(t, e->head, len,
+					    e->flags & MM_EV_HEAD_TRUNC,
+					    &res) < 0 ||
+		   res.route_id == MM_ROUTE_UNKNOWN) {
+		/* a cut head that lost what decides stays "unknown" */
 		a->st.deferred_unknown++;
-		return;
+	} else {
+		d.route_id = res.route_id;
+		d.rule_idx = res.rule_idx;
+		a->st.deferred_resolved++;
 	}
-	d->route_id = res.route_id;
-	d->rule_idx = res.rule_idx;
-	a->st.deferred_resolved++;
+	if (deferred__put(a->def, &d))
+		a->st.deferred_unknown++;
 }
 
 static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
@@ -355,15 +341,15 @@ static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
 		bool up = e->leg == MM_LEG_UPSTREAM;
 		uint64_t conn = up ? e->parent_conn_id : e->conn_id;
 		uint32_t seq = up ? e->parent_seq : e->req_seq;
-		struct deferred *d = def_slot(a, conn, seq);
+		const struct deferred *d = deferred__get(a->def, conn, seq);
 
-		if (d->conn_id == conn && d->seq == seq) {
+		if (d) {
 			route = d->route_id;
 			rule = d->rule_idx;
 			gen = d->gen;
 			/* the downstream exchange ends last: forget it then */
 			if (!up)
-				d->conn_id = 0;
+				deferred__del(a->def, conn, seq);
 		} else {
 			route = MM_ROUTE_UNKNOWN;
 			a->st.deferred_unknown++;
@@ -419,6 +405,9 @@ int aggregate__event(struct aggregate *a, const void *data, size_t size)
 void aggregate__maintain(struct aggregate *a, uint64_t now_ns, uint64_t idle_ns)
 {
 	bool removed = false;
+
+	a->st.deferred_expired += deferred__expire(a->def, now_ns,
+						   DEFERRED_MAX_AGE_NS);
 
 	if (!idle_ns)
 		return;

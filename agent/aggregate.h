@@ -27,6 +27,7 @@ struct aggregate_stats {
 	uint64_t heads;
 	uint64_t deferred_resolved;  /* finished in user space */
 	uint64_t deferred_unknown;   /* head lost or unparseable */
+	uint64_t deferred_expired;   /* resolved heads whose exchange never came */
 	uint64_t retired_gen;        /* event of a generation no longer held */
 	uint64_t aborted;
 	uint64_t unknown_upstream;   /* upstream leg with no downstream link */
