@@ -188,15 +188,16 @@ static bool o_better(const struct o_cand *a, const struct o_cand *b)
 	if (x->q != y->q)
 		return x->q;
 	if (a->r != b->r) {
-		char ka[32], kb[32];
+		char ka[40], kb[40];
 
 		/* oldest; no timestamp counts as newest */
 		if (!!a->r->stamp != !!b->r->stamp)
 			return a->r->stamp != 0;
 		if (a->r->stamp != b->r->stamp)
 			return a->r->stamp < b->r->stamp;
-		snprintf(ka, sizeof(ka), "%s/%s", a->r->ns, a->r->name);
-		snprintf(kb, sizeof(kb), "%s/%s", b->r->ns, b->r->name);
+		/* ns and name are char[16]: say so, or -O2 warns of a cut */
+		snprintf(ka, sizeof(ka), "%.15s/%.15s", a->r->ns, a->r->name);
+		snprintf(kb, sizeof(kb), "%.15s/%.15s", b->r->ns, b->r->name);
 		c = strcmp(ka, kb);
 		return c < 0;
 	}
@@ -213,6 +214,7 @@ static bool oracle(const struct o_route *rt, int n, const struct o_req *q,
 	int best_host = -1, best_score = 0;
 	bool found = false;
 
+	*best = (struct o_cand){ 0 };
 	/*
 	 * One vhost per hostname: exact, else the longest "*." suffix that
 	 * matches (one or more labels, never the apex), else catch-all; no
