@@ -104,28 +104,32 @@ trap 'exit 130' INT TERM
 
 # Another agent's programs run in the "off" rounds too (every syscall of
 # every process enters them before they filter), so the bench waits a
-# little for one started by a test to finish. Without --pin-dir the agents
-# would also share the pin directory. BENCH_OTHER_AGENT=ok goes ahead.
+# little for one started by a test to finish, then goes ahead with a note
+# (BENCH_OTHER_AGENT=ok: at once). An agent without --pin-dir would share
+# the pin directory with the other one: then the bench does not go ahead.
 if "$BIN/milometer" run --help 2>&1 | grep -q -- --pin-dir; then
 	PIN_DIR=/sys/fs/bpf/mm-bench
 	PIN_ARGS=(--pin-dir "$PIN_DIR")
 fi
 
+other_agents() { pgrep -x milometer | grep -vx "${AGENT_PID:-0}" | tr '\n' ' '; }
+
 wait_no_agent() {
-	local i
-	if [ "${BENCH_OTHER_AGENT:-}" = ok ]; then
-		if [ -z "${NOTED:-}" ] && pgrep -x milometer >/dev/null; then
-			log "note: another milometer is running (BENCH_OTHER_AGENT=ok); its BPF programs run in every round"
-			NOTED=1
-		fi
-		return 0
-	fi
+	local i others
+	[ -n "${NOTED:-}" ] && return 0 # waited once already
 	for i in $(seq 120); do
-		pgrep -x milometer >/dev/null || return 0
-		[ "$i" = 1 ] && log "another milometer is running (pid $(pgrep -x milometer | tr '\n' ' ')); waiting up to 60 s"
+		others=$(other_agents)
+		[ -z "$others" ] && return 0
+		[ "${BENCH_OTHER_AGENT:-}" = ok ] && break
+		[ "$i" = 1 ] && log "another milometer is running (pid $others); waiting up to 60 s"
 		sleep 0.5
 	done
-	die "another milometer agent is still running; stop it first (they share $PIN_DIR), or set BENCH_OTHER_AGENT=ok"
+	[ ${#PIN_ARGS[@]} -gt 0 ] ||
+		die "another milometer agent is running (pid $others) and this one has no --pin-dir: they would share $PIN_DIR; stop it first"
+	if [ -z "${NOTED:-}" ]; then
+		log "note: another milometer (pid $others) is running; its BPF programs run in every round, off and on"
+		NOTED=1
+	fi
 }
 
 port_free() {
