@@ -286,6 +286,25 @@ log_lines() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
 wait_log_lines() { wait_for 20 log_at_least "$1" "$2"; }
 log_at_least() { [ "$(log_lines "$1")" -ge "$2" ]; }
 
+# --- haproxy, the other proxy ---------------------------------------------
+
+HA_LOG=$T/haproxy/access.log
+
+# start_haproxy NBTHREAD: haproxy routing like manifests/base (haproxy.cfg.in),
+# one log line per request on stdout into $HA_LOG, as mm-it-haproxy.
+start_haproxy() {
+	port_free $PROXY_PORT
+	mkdir -p "$T/haproxy"
+	sed -e "s/@PROXY_PORT@/$PROXY_PORT/g" -e "s/@PY_PORT@/$PY_PORT/g" \
+	    -e "s/@STATIC_PORT@/$STATIC_PORT/g" -e "s/@NBTHREAD@/$1/g" \
+	    "$IT_DIR/haproxy.cfg.in" >"$T/haproxy/haproxy.cfg"
+	haproxy -c -q -f "$T/haproxy/haproxy.cfg" || fail "haproxy.cfg does not load"
+	cp /usr/sbin/haproxy "$T/mm-it-haproxy"
+	start_bg haproxy sh -c "exec '$T/mm-it-haproxy' -db -f '$T/haproxy/haproxy.cfg' >'$HA_LOG'"
+	wait_for 10 listening $PROXY_PORT ||
+		fail "haproxy did not start: $(cat "$T/haproxy.out")"
+}
+
 # --- the agent -------------------------------------------------------------
 
 # start_agent [EXTRA ARGS]: the agent on $T/manifests, tracing nginx by
