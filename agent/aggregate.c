@@ -339,16 +339,25 @@ static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
 		a->st.aborted++;
 	if (route == MM_ROUTE_DEFER) {
 		bool up = e->leg == MM_LEG_UPSTREAM;
-		uint64_t conn = up ? e->parent_conn_id : e->conn_id;
-		uint32_t seq = up ? e->parent_seq : e->req_seq;
+		uint64_t conn = e->conn_id;
+		uint32_t seq = e->req_seq;
+		/* an upstream leg deferred on its own head, else its parent's */
 		const struct deferred *d = deferred__get(a->def, conn, seq);
 
+		if (!d && up) {
+			conn = e->parent_conn_id;
+			seq = e->parent_seq;
+			d = deferred__get(a->def, conn, seq);
+		}
 		if (d) {
 			route = d->route_id;
 			rule = d->rule_idx;
 			gen = d->gen;
-			/* the downstream exchange ends last: forget it then */
-			if (!up)
+			/*
+			 * Forget an entry with its own exchange; a downstream
+			 * one outlives its upstream legs (they end first).
+			 */
+			if (conn == e->conn_id)
 				deferred__del(a->def, conn, seq);
 		} else {
 			route = MM_ROUTE_UNKNOWN;

@@ -12,7 +12,7 @@
 
 #define MM_SCRATCH      512 /* user bytes copied and scanned per window */
 #define MM_BLOCK        16  /* bytes parsed per bpf_loop callback (unrolled) */
-#define MM_WINDOWS      32  /* windows (parse or skip steps) per syscall */
+#define MM_WINDOWS      64  /* windows (parse or skip steps) per syscall */
 #define MM_IOV_MAX      16  /* iovecs walked per readv/writev/recvmsg/sendmsg */
 #define MM_NAME_MAX     20  /* header name bytes compared */
 #define MM_DOTS_MAX     8   /* host labels tried as wildcard suffixes */
@@ -57,6 +57,15 @@ struct mm_args {
 struct mm_conn_key {
 	__u32 tgid;
 	__u32 fd;
+};
+
+/* A request's content, as the proxy forwards it: links the two legs. */
+struct mm_recent_key {
+	__u32 tgid;
+	__u8 method;
+	__u8 _pad[3];
+	__u64 host_hash;
+	__u64 path_hash;
 };
 
 /* The downstream request a thread is serving, inherited by upstream legs. */

@@ -160,6 +160,15 @@ static __always_inline void request_garbage(struct mm_conn *c)
 		c->resp.state = PS_OPAQUE;
 }
 
+static __always_inline void recent_key(struct mm_conn *c, __u8 method,
+				       struct mm_recent_key *k)
+{
+	k->tgid = bpf_get_current_pid_tgid() >> 32;
+	k->method = method;
+	k->host_hash = c->host_hash;
+	k->path_hash = c->path_hash;
+}
+
 static __always_inline void set_thread_link(struct mm_conn *c,
 					    struct mm_pending *s)
 {
@@ -172,8 +181,45 @@ static __always_inline void set_thread_link(struct mm_conn *c,
 		.rule_idx = s->rule_idx,
 		.valid = 1,
 	};
+	struct mm_recent_key k = {};
 
 	bpf_map_update_elem(&mm_thread_req, &tid, &l, BPF_ANY);
+	recent_key(c, s->method, &k);
+	bpf_map_update_elem(&mm_recent, &k, &l, BPF_ANY);
+}
+
+/*
+ * Which downstream request an upstream request serves. First by content:
+ * haproxy and Envoy forward Host, path and method unchanged, but may write
+ * the upstream request turns later from another thread. When the proxy
+ * rewrote Host (nginx's default proxy_pass), by thread: see inherit_link().
+ * Returns false when there was no content match.
+ */
+static __always_inline bool link_by_content(struct mm_conn *c,
+					    struct mm_pending *s)
+{
+	struct mm_recent_key k = {};
+	struct mm_link *l;
+
+	recent_key(c, s->method, &k);
+	l = bpf_map_lookup_elem(&mm_recent, &k);
+	if (!l)
+		return false;
+	s->parent_conn_id = l->conn_id;
+	s->parent_seq = l->seq;
+	s->route_gen = l->route_gen;
+	s->route_id = l->route_id;
+	s->rule_idx = l->rule_idx;
+	/* the connect() binding belonged to this request: spent */
+	c->bind_valid = 0;
+	/*
+	 * Header or query matches decided the downstream route: decide this
+	 * leg from its own head (the proxy forwards those too), since another
+	 * request with the same content may have taken the key since.
+	 */
+	if (s->route_id == MM_ROUTE_DEFER)
+		emit_head(c, s);
+	return true;
 }
 
 static __always_inline void inherit_link(struct mm_conn *c, struct mm_pending *s)
@@ -221,7 +267,8 @@ static __always_inline void request_head_done(struct mm_conn *c,
 			stat_inc(MM_STAT_HEAD_TRUNC);
 		}
 		if (c->role == MM_ROLE_UP) {
-			inherit_link(c, s);
+			if (!link_by_content(c, s))
+				inherit_link(c, s);
 		} else {
 			s->route_id = route_lookup(c, s->method, &res);
 			s->route_gen = res.gen;

@@ -348,6 +348,14 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 				return 0;
 			}
 			p->state = PS_CDATA;
+			/*
+			 * A chunk that ends inside this window is read through
+			 * here: stopping per chunk would spend one window per
+			 * chunk, and bodies of many small chunks ran out of them.
+			 * A longer one is skipped by arithmetic, not copied.
+			 */
+			if (p->rem <= x->n - (i + 1))
+				return 0;
 			x->ev = BEV_SKIP;
 			x->used = i + 1;
 			return 1;
@@ -371,6 +379,10 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 				return garbage(x, i);
 			p->rem = (p->rem << 4) | v;
 		}
+		return 0;
+	case PS_CDATA:
+		if (!--p->rem)
+			p->state = PS_CDATA_END;
 		return 0;
 	case PS_CDATA_END:
 		if (ch == '\n') {

@@ -66,6 +66,14 @@ struct {
 	__type(value, struct mm_link);
 } mm_thread_req SEC(".maps");
 
+/* Recent downstream requests by content, to link the upstream request. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct mm_recent_key);
+	__type(value, struct mm_link);
+} mm_recent SEC(".maps");
+
 /* Route table: host -> virtual host. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
