@@ -117,7 +117,8 @@ $(OUTPUT)/libexporter.a: $(EXPORTER_O)
 $(BIN)/milometer: $(AGENT_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(AGENT_O) $(OUTPUT)/libpolicy.a \
-		$(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@
+		$(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@.tmp
+	$(Q)mv -f $@.tmp $@ # a running agent keeps its (old) inode
 
 $(BIN)/unit_tests: $(UNIT_O) $(AGENT_PURE_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
 	$(call msg,LINK,$@)

@@ -66,6 +66,8 @@ static int on_event(void *ctx, void *data, size_t size)
 static void drain(struct agent *ag)
 {
 	mstore__lock(ag->store);
+	/* a batch spans at most a few ms: one time stamp for all of it */
+	aggregate__set_now(ag->agg, agent__real_ns());
 	ring_buffer__consume(ag->rb);
 	mstore__unlock(ag->store);
 }

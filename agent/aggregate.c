@@ -63,6 +63,7 @@ struct aggregate {
 	struct key_entry *tab;
 	size_t cap, used;
 	struct deferred_tab *def;
+	uint64_t now;
 	struct aggregate_stats st;
 };
 
@@ -138,6 +139,11 @@ void aggregate__free(struct aggregate *a)
 	free(a->tab);
 	deferred__free(a->def);
 	free(a);
+}
+
+void aggregate__set_now(struct aggregate *a, uint64_t now_ns)
+{
+	a->now = now_ns;
 }
 
 void aggregate__set_engine(struct aggregate *a, struct policy_engine *pe)
@@ -331,7 +337,7 @@ static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
 	bool aborted = e->flags & MM_EV_ABORTED;
 	const struct route_table *t;
 	struct key_entry *ke;
-	uint64_t now = now_realtime();
+	uint64_t now = a->now ? a->now : now_realtime();
 	double ms;
 
 	a->st.exchanges++;

@@ -39,6 +39,11 @@ struct aggregate *aggregate__new(struct mstore *store, struct route_sync *rs,
 void aggregate__free(struct aggregate *a);
 /* The policy engine whose bindings target series come from (may be NULL). */
 void aggregate__set_engine(struct aggregate *a, struct policy_engine *pe);
+/*
+ * Time stamp for the series updated by the next events (CLOCK_REALTIME ns):
+ * one clock read per drained batch, not per event. 0: read per event.
+ */
+void aggregate__set_now(struct aggregate *a, uint64_t now_ns);
 /* Store lock held. Handles one ring-buffer record. */
 int aggregate__event(struct aggregate *a, const void *data, size_t size);
 /* Store lock held. Drop keys idle longer than idle_ns, stale bindings. */
