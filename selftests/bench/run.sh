@@ -112,7 +112,8 @@ if "$BIN/milometer" run --help 2>&1 | grep -q -- --pin-dir; then
 	PIN_ARGS=(--pin-dir "$PIN_DIR")
 fi
 
-other_agents() { pgrep -x milometer | grep -vx "${AGENT_PID:-0}" | tr '\n' ' '; }
+# pgrep exits 1 when nothing matches: not an error under pipefail
+other_agents() { { pgrep -x milometer || true; } | { grep -vx "${AGENT_PID:-0}" || true; } | tr '\n' ' '; }
 
 wait_no_agent() {
 	local i others
