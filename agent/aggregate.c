@@ -334,7 +334,12 @@ static void on_head(struct aggregate *a, const struct mm_http_event *e,
 static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
 {
 	uint32_t route = e->route_id, rule = e->rule_idx, gen = e->route_gen;
-	bool aborted = e->flags & MM_EV_ABORTED;
+	/*
+	 * Cut short after the final response head: counted with that status,
+	 * as nginx logs it and Envoy counts upstream_rq_2xx on headers; only
+	 * an exchange that never got a final status is "aborted".
+	 */
+	bool aborted = (e->flags & MM_EV_ABORTED) && e->status < 100;
 	const struct route_table *t;
 	struct key_entry *ke;
 	uint64_t now = a->now ? a->now : now_realtime();

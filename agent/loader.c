@@ -149,7 +149,6 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 	/* wake the agent at 1/8 full; below that its 50 ms drain timer reads */
 	skel->rodata->mm_wakeup_bytes = o->ringbuf_bytes / 8;
 	bpf_map__set_max_entries(skel->maps.mm_conns, o->max_connections);
-	bpf_map__set_max_entries(skel->maps.mm_thread_req, o->max_connections);
 
 	err = milometer_bpf__load(skel);
 	if (err) {

@@ -172,7 +172,6 @@ static __always_inline void recent_key(struct mm_conn *c, __u8 method,
 static __always_inline void set_thread_link(struct mm_conn *c,
 					    struct mm_pending *s)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct mm_link l = {
 		.conn_id = c->conn_id,
 		.seq = s->seq,
@@ -182,8 +181,12 @@ static __always_inline void set_thread_link(struct mm_conn *c,
 		.valid = 1,
 	};
 	struct mm_recent_key k = {};
+	struct mm_link *tl;
 
-	bpf_map_update_elem(&mm_thread_req, &tid, &l, BPF_ANY);
+	tl = bpf_task_storage_get(&mm_thread_req, bpf_get_current_task_btf(),
+				  0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (tl)
+		*tl = l;
 	recent_key(c, s->method, &k);
 	bpf_map_update_elem(&mm_recent, &k, &l, BPF_ANY);
 }
@@ -224,7 +227,6 @@ static __always_inline bool link_by_content(struct mm_conn *c,
 
 static __always_inline void inherit_link(struct mm_conn *c, struct mm_pending *s)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct mm_link *l = NULL;
 
 	/*
@@ -237,7 +239,8 @@ static __always_inline void inherit_link(struct mm_conn *c, struct mm_pending *s
 		l = &c->bind;
 		c->bind_valid = 0;
 	} else {
-		l = bpf_map_lookup_elem(&mm_thread_req, &tid);
+		l = bpf_task_storage_get(&mm_thread_req,
+					 bpf_get_current_task_btf(), 0, 0);
 	}
 	if (!l || !l->valid) {
 		s->route_id = MM_ROUTE_UNKNOWN;

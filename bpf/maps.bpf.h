@@ -58,17 +58,23 @@ struct {
 	__type(value, struct mm_conn);
 } mm_conns SEC(".maps");
 
-/* The downstream request each proxy thread is handling now (upstream link). */
+/*
+ * The downstream request each proxy thread is handling now (upstream link),
+ * in the thread's own storage: written once per request without a map
+ * update call, gone with the thread.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct mm_link);
 } mm_thread_req SEC(".maps");
 
 /* Recent downstream requests by content, to link the upstream request. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	/* per-CPU LRU lists: no global lock on the proxy's hot path */
+	__uint(map_flags, BPF_F_NO_COMMON_LRU);
 	__uint(max_entries, 16384);
 	__type(key, struct mm_recent_key);
 	__type(value, struct mm_link);

@@ -532,7 +532,6 @@ int mm_exit_connect(struct trace_event_raw_sys_exit *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct mm_args copy, *a = take_args(&copy);
 	struct mm_conn_key key = { .tgid = id >> 32 };
-	__u32 tid = (__u32)id;
 	struct mm_link *l;
 	struct mm_conn *c;
 	long ret = ctx->ret;
@@ -545,7 +544,8 @@ int mm_exit_connect(struct trace_event_raw_sys_exit *ctx)
 	c = conn_create(&key, MM_ROLE_UP);
 	if (!c)
 		return 0;
-	l = bpf_map_lookup_elem(&mm_thread_req, &tid);
+	l = bpf_task_storage_get(&mm_thread_req, bpf_get_current_task_btf(), 0,
+				 0);
 	if (l && l->valid) {
 		c->bind = *l;
 		c->bind_valid = 1;
@@ -619,7 +619,7 @@ int mm_exit(void *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, tgid = id >> 32;
 
-	bpf_map_delete_elem(&mm_thread_req, &tid);
+	/* task storage (args, thread link) goes with the task itself */
 	if (tid == tgid)
 		bpf_map_delete_elem(&mm_targets, &tgid);
 	return 0;
