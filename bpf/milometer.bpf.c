@@ -195,10 +195,12 @@ static long window_step(__u32 i, void *ctx)
 	b.s = w->s;
 	b.now = w->now;
 	b.n = n;
+	b.pos = 0;
 	b.used = n;
 	b.is_req = w->is_req;
 	b.ev = BEV_NONE;
-	bpf_loop((n + MM_BLOCK - 1) / MM_BLOCK, parse_block, &b, 0);
+	/* each callback advances by at least one byte: n calls at most */
+	bpf_loop(n, parse_block, &b, 0);
 	if (b.used > n)
 		b.used = n;
 	w->off += b.used;
