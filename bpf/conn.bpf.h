@@ -11,7 +11,7 @@
 #include "bpf/milometer.h"
 
 #define MM_SCRATCH      512 /* user bytes copied and scanned per window */
-#define MM_BLOCK        16  /* bytes parsed per bpf_loop callback (unrolled) */
+#define MM_BLOCK        8  /* bytes parsed per bpf_loop callback (unrolled) */
 #define MM_WINDOWS      64  /* windows (parse or skip steps) per syscall */
 #define MM_IOV_MAX      16  /* iovecs walked per readv/writev/recvmsg/sendmsg */
 #define MM_NAME_MAX     20  /* header name bytes compared */
