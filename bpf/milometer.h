@@ -9,8 +9,8 @@
  *
  *   host  --mm_vhosts-->  vhost id          exact host, then "*.suffix"
  *                                           longest first, then catch-all
- *   (vhost, Exact, hash(path))         --mm_route_cands--> candidate list
- *   (vhost, Prefix, hash(prefix))      --mm_route_cands--> candidate list
+ *   (vhost, Exact, hash(path))         --mm_routes-->      candidate list
+ *   (vhost, Prefix, hash(prefix))      --mm_routes-->      candidate list
  *
  * Prefix keys are normalised without a trailing '/', "/" is the empty
  * string, so the BPF parser hashes the bytes before every '/' of the path
