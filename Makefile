@@ -32,12 +32,14 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	    -I$(OUTPUT) -Ivmlinux/$(ARCH) -I.
 
 # policy/ and exporter/ never link libbpf: they are unit-tested without root.
-POLICY_SRCS   := $(sort $(wildcard policy/*.c))
+POLICY_SRCS   := $(sort $(wildcard policy/*/*.c))
 EXPORTER_SRCS := $(sort $(wildcard exporter/*.c))
 AGENT_SRCS    := $(sort $(wildcard agent/*.c))
 BPF_SRCS      := $(sort $(wildcard bpf/*.bpf.c))
 UNIT_SRCS     := $(sort $(wildcard selftests/unit/*.c))
 TOOL_SRCS     := $(sort $(wildcard selftests/tools/*.c))
+# test tooling shared by the unit tests and the tools (not part of the agent)
+TOOLLIB_SRCS  := $(sort $(wildcard selftests/tools/lib/*.c))
 BENCH_SRCS    := $(sort $(wildcard selftests/bench/*.c))
 PROTOS        := $(sort $(wildcard exporter/*.proto))
 
@@ -49,6 +51,7 @@ AGENT_O   := $(patsubst %.c,$(OUTPUT)/%.o,$(AGENT_SRCS))
 BPF_O     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 UNIT_O    := $(patsubst %.c,$(OUTPUT)/%.o,$(UNIT_SRCS))
+TOOLLIB_O := $(patsubst %.c,$(OUTPUT)/%.o,$(TOOLLIB_SRCS))
 TOOLS     := $(patsubst selftests/tools/%.c,$(BIN)/%,$(TOOL_SRCS))
 BENCHES   := $(patsubst selftests/bench/%.c,$(BIN)/%,$(BENCH_SRCS))
 # agent objects with no libbpf, unit-tested like policy/ and exporter/
@@ -120,14 +123,14 @@ $(BIN)/milometer: $(AGENT_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(B
 		$(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@.tmp
 	$(Q)mv -f $@.tmp $@ # a running agent keeps its (old) inode
 
-$(BIN)/unit_tests: $(UNIT_O) $(AGENT_PURE_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
+$(BIN)/unit_tests: $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(UNIT_O) $(AGENT_PURE_O) $(OUTPUT)/libpolicy.a \
+	$(Q)$(CC) $(CFLAGS) $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libpolicy.a \
 		$(OUTPUT)/libexporter.a $(PURE_LIBS) -o $@
 
-$(BIN)/%: selftests/tools/%.c $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
+$(BIN)/%: selftests/tools/%.c $(TOOLLIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
+	$(Q)$(CC) $(CFLAGS) $< $(TOOLLIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
 		$(PURE_LIBS) -o $@
 
 # Benchmark tools link the agent's objects too (they measure its hot paths).
@@ -163,4 +166,4 @@ install: all
 clean:
 	$(Q)rm -rf $(OUTPUT) $(BIN)
 
--include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d)
+-include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d $(OUTPUT)/*/*/*/*.d)

@@ -31,11 +31,11 @@
 #include "exporter/otlp_sender.h"
 #include "exporter/prom_server.h"
 #include "milometer.skel.h"
-#include "policy/cluster_id.h"
-#include "policy/contract.h"
-#include "policy/manifest_source.h"
-#include "policy/policy_engine.h"
-#include "policy/route_compile.h"
+#include "policy/contract/cluster_id.h"
+#include "policy/contract/contract.h"
+#include "policy/source/manifest_source.h"
+#include "policy/contract/policy_engine.h"
+#include "policy/gateway/route_compile.h"
 
 #define OTLP_MAX_POINTS 20000 /* points per request: well under 20 MiB */
 #define DRAIN_MS 50             /* ring buffer read at least this often */

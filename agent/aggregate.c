@@ -10,10 +10,10 @@
 #include "agent/route_sync.h"
 #include "bpf/milometer.h"
 #include "exporter/metric_store.h"
-#include "policy/cel.h"
-#include "policy/policy_engine.h"
-#include "policy/route_compile.h"
-#include "policy/route_match.h"
+#include "policy/cel/cel.h"
+#include "policy/contract/policy_engine.h"
+#include "policy/gateway/route_compile.h"
+#include "policy/gateway/route_match.h"
 
 /* Envoy's default histogram buckets (source/common/stats/histogram_impl.h) */
 const double aggregate__envoy_bounds[] = {

@@ -19,7 +19,7 @@
 #include "agent/self_metrics.h"
 #include "agent/targets.h"
 #include "exporter/metric_store.h"
-#include "policy/contract.h"
+#include "policy/contract/contract.h"
 
 static int mkdir_parent(const char *path)
 {

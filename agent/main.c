@@ -6,8 +6,8 @@
 #include "agent/agent.h"
 #include "agent/ctl.h"
 #include "agent/options.h"
-#include "policy/check_cmd.h"
-#include "policy/explain.h"
+#include "policy/contract/check_cmd.h"
+#include "policy/gateway/explain.h"
 
 static void usage(FILE *out)
 {

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "agent/options.h"
-#include "policy/doc.h"
+#include "policy/source/doc.h"
 
 void options__defaults(struct agent_opts *o)
 {

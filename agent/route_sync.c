@@ -12,8 +12,8 @@
 
 #include "agent/route_sync.h"
 #include "milometer.skel.h"
-#include "policy/gateway_api.h"
-#include "policy/route_compile.h"
+#include "policy/gateway/gateway_api.h"
+#include "policy/gateway/route_compile.h"
 
 #define GENS 4 /* tables kept for in-flight events */
 #define GRACE_NS (2ULL * 1000000000ULL)

@@ -19,7 +19,7 @@
 #include "exporter/metric_store.h"
 #include "exporter/otlp_sender.h"
 #include "milometer.skel.h"
-#include "policy/contract.h"
+#include "policy/contract/contract.h"
 
 static const char *const bpf_stat_names[MM_STAT__COUNT] = {
 	[MM_STAT_EVENTS] = "events",

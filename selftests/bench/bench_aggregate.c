@@ -34,10 +34,10 @@
 #include "bpf/milometer.h"
 #include "exporter/metric_store.h"
 #include "milometer.skel.h"
-#include "policy/contract.h"
-#include "policy/manifest_source.h"
-#include "policy/policy_engine.h"
-#include "policy/route_compile.h"
+#include "policy/contract/contract.h"
+#include "policy/source/manifest_source.h"
+#include "policy/contract/policy_engine.h"
+#include "policy/gateway/route_compile.h"
 
 #define NEV_DISTINCT (1u << 18) /* pre-generated events, cycled */
 #define BATCH 1024              /* events per store-lock hold */

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/gateway_api.h"
-#include "policy/route_compile.h"
-#include "policy/route_nginx.h"
+#include "policy/gateway/gateway_api.h"
+#include "policy/gateway/route_compile.h"
+#include "selftests/tools/lib/route_nginx.h"
 
 static const char usage[] =
 	"usage: gen_nginx --manifests DIR --listen ADDR:PORT --log FILE\n"

@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "policy/cel.h"
-#include "policy/cel_impl.h"
-#include "policy/doc.h"
+#include "policy/cel/cel.h"
+#include "policy/cel/cel_impl.h"
+#include "policy/source/doc.h"
 #include "selftests/unit/test.h"
 
 #define CEL_ALL_VARS                                                         \

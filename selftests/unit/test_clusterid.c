@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Cluster identity from ClusterProperty objects (KEP-2149 About API). */
-#include "policy/cluster_id.h"
+#include "policy/contract/cluster_id.h"
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
 

@@ -4,7 +4,7 @@
  * validates against the CRD's openAPIV3Schema (a structural check: known
  * fields, types, required, enums) and an unknown field does not.
  */
-#include "policy/doc.h"
+#include "policy/source/doc.h"
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
 

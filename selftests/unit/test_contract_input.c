@@ -6,8 +6,8 @@
  */
 #include <sys/stat.h>
 
-#include "policy/check_cmd.h"
-#include "policy/contract_uid.h"
+#include "policy/contract/check_cmd.h"
+#include "policy/contract/contract_uid.h"
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
 

@@ -6,7 +6,7 @@
  * xorshift seed, so a failure reproduces.
  */
 #include "exporter/metric_store.h"
-#include "policy/policy_engine.h"
+#include "policy/contract/policy_engine.h"
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
 

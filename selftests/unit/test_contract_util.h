@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "policy/conditions.h"
-#include "policy/contract.h"
-#include "policy/manifest_source.h"
+#include "policy/contract/conditions.h"
+#include "policy/contract/contract.h"
+#include "policy/source/manifest_source.h"
 
 #define SEED_DIR "deploy/examples/contract"
 #define ROUTES "deploy/examples/contract-httproutes.yaml"

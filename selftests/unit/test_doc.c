@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "policy/doc.h"
+#include "policy/source/doc.h"
 #include "selftests/unit/test.h"
 
 static struct doc_file *parse(const char *y, char *err, size_t errlen, int *ret)

@@ -8,10 +8,10 @@
 #include <time.h>
 
 #include "exporter/metric_store.h"
-#include "policy/contract_reload.h"
-#include "policy/contract_uid.h"
-#include "policy/doc.h"
-#include "policy/policy_engine.h"
+#include "policy/contract/contract_reload.h"
+#include "policy/contract/contract_uid.h"
+#include "policy/source/doc.h"
+#include "policy/contract/policy_engine.h"
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
 

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/doc.h"
-#include "policy/explain.h"
-#include "policy/gateway_api.h"
-#include "policy/route_compile.h"
-#include "policy/route_match.h"
+#include "policy/source/doc.h"
+#include "policy/gateway/explain.h"
+#include "policy/gateway/gateway_api.h"
+#include "policy/gateway/route_compile.h"
+#include "policy/gateway/route_match.h"
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_route_data.h"
 

@@ -20,10 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "policy/gateway_api.h"
-#include "policy/route_compile.h"
-#include "policy/route_match.h"
-#include "policy/route_nginx.h"
+#include "policy/gateway/gateway_api.h"
+#include "policy/gateway/route_compile.h"
+#include "policy/gateway/route_match.h"
+#include "selftests/tools/lib/route_nginx.h"
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_route_data.h"
 

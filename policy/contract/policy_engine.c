@@ -1,0 +1,1048 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The policy engine: see policy_engine.h for the semantics. Compiled state
+ * (struct pe_policy) is reference counted so bindings the agent still holds
+ * after a rebuild keep working until it binds again.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/contract/contract.h"
+#include "policy/contract/contract_uid.h"
+#include "policy/source/doc.h"
+#include "policy/source/manifest_source.h"
+#include "policy/contract/policy_engine.h"
+
+#define LABEL_VALUE_MAX 256
+
+/* Per policy name, for the engine's lifetime: survives rebuilds. */
+struct pe_counters {
+	char *name;
+	uint64_t bindings, unmatched, records, eval_errors, label_errors,
+		dropped, series, ambiguous;
+	struct pe_counters *next;
+};
+
+#define COUNT(c, field) __atomic_add_fetch(&(c)->field, 1, __ATOMIC_RELAXED)
+
+/* Subject objects, cloned and completed (uid, namespace). */
+struct pe_world {
+	int refs;
+	struct doc_node **objs;
+	size_t n;
+};
+
+struct pe_entry {
+	char *key; /* selector values joined by \x1f; NULL: empty slot */
+	const struct doc_node *obj;
+};
+
+struct pe_policy {
+	int refs;
+	struct metric_policy *pol;
+	struct metric_def *def;
+	struct pe_world *world;
+	struct pe_counters *cnt;
+	int metric_id;
+	bool affine; /* also true for a pass-through value */
+	double a, b;
+	double f0;   /* f(0): baseline of cumulative sums */
+	const struct doc_node **subjects;
+	size_t nsubjects;
+	struct pe_entry *tab; /* DataPlane index, power-of-two size */
+	size_t cap;
+	bool programmed;
+};
+
+struct pe_metric {
+	char *name;
+	int id;
+	bool used;
+};
+
+struct policy_engine {
+	pthread_mutex_t lock;
+	struct mstore *store;
+	struct contract *contract;
+	struct pe_policy **pols;
+	size_t npols;
+	uint64_t generation, contract_gen, src_gen;
+	bool synced;
+	struct pe_counters *counters;
+	struct pe_metric *metrics;
+	size_t nmetrics;
+};
+
+struct pe_target {
+	struct pe_policy *pp;
+	struct mseries *ser;
+	const struct doc_node *resource;
+	double total; /* source running total (cumulative sums) */
+	double last;  /* f(total) already added */
+};
+
+struct pe_binding {
+	struct mstore *store;
+	uint64_t generation;
+	struct cel_attr *attrs; /* copies: the value transform may read them */
+	size_t nattrs;
+	char *strings;
+	size_t n;
+	struct pe_target t[];
+};
+
+/* ---- reference counted pieces ---- */
+
+static void world_put(struct pe_world *w)
+{
+	if (!w || __atomic_sub_fetch(&w->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	for (size_t i = 0; i < w->n; i++)
+		doc__free(w->objs[i]);
+	free(w->objs);
+	free(w);
+}
+
+static void pp_put(struct pe_policy *pp)
+{
+	if (!pp || __atomic_sub_fetch(&pp->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	for (size_t i = 0; i < pp->cap; i++)
+		free(pp->tab[i].key);
+	free(pp->tab);
+	free(pp->subjects);
+	world_put(pp->world);
+	crd_policy__put(pp->pol);
+	crd_definition__put(pp->def);
+	free(pp);
+}
+
+static struct pe_counters *counters_for(struct policy_engine *e,
+					const char *name)
+{
+	struct pe_counters *c;
+
+	for (c = e->counters; c; c = c->next)
+		if (!strcmp(c->name, name))
+			return c;
+	c = calloc(1, sizeof(*c));
+	if (!c || !(c->name = strdup(name))) {
+		free(c);
+		return NULL;
+	}
+	c->next = e->counters;
+	e->counters = c;
+	return c;
+}
+
+struct policy_engine *policy_engine__new(struct mstore *store,
+					 struct contract *contract)
+{
+	struct policy_engine *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	pthread_mutex_init(&e->lock, NULL);
+	e->store = store;
+	e->contract = contract;
+	return e;
+}
+
+void policy_engine__free(struct policy_engine *e)
+{
+	if (!e)
+		return;
+	for (size_t i = 0; i < e->npols; i++)
+		pp_put(e->pols[i]);
+	free(e->pols);
+	while (e->counters) {
+		struct pe_counters *c = e->counters;
+
+		e->counters = c->next;
+		free(c->name);
+		free(c);
+	}
+	for (size_t i = 0; i < e->nmetrics; i++)
+		free(e->metrics[i].name);
+	free(e->metrics);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}
+
+uint64_t policy_engine__generation(struct policy_engine *e)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&e->lock);
+	g = e->generation;
+	pthread_mutex_unlock(&e->lock);
+	return g;
+}
+
+/* ---- evaluation helpers ---- */
+
+/* CEL value to a label value; 1 when null (leave the label out). */
+static int label_string(const struct cel_value *v, char *buf, size_t len)
+{
+	if (v->type == CEL_NULL)
+		return 1;
+	if (v->type == CEL_STRING) {
+		if (v->str.len >= len)
+			return -ENOSPC;
+		memcpy(buf, v->str.s, v->str.len);
+		buf[v->str.len] = 0;
+		return 0;
+	}
+	return cel__to_string(v, buf, len) < 0 ? -EINVAL : 0;
+}
+
+/*
+ * Evaluate the policy's labels (and static labels) into out/vals. Returns 0,
+ * or -EINVAL when a label the definition requires could not be produced.
+ */
+static int eval_labels(struct pe_policy *pp, const struct cel_activation *act,
+		       struct mlabel *out, char (*vals)[LABEL_VALUE_MAX],
+		       size_t *n)
+{
+	const struct metric_policy *p = pp->pol;
+	size_t k = 0;
+
+	for (size_t i = 0; i < p->nlabels; i++) {
+		const struct mdef_label *dl =
+			crd_definition__label(pp->def, p->labels[i].key);
+		struct cel_value v;
+		struct cel_error err;
+		int ret;
+
+		ret = cel__eval(p->labels[i].e.prog, act, &v, &err);
+		if (!ret)
+			ret = label_string(&v, vals[k], LABEL_VALUE_MAX);
+		if (ret) {
+			COUNT(pp->cnt, label_errors);
+			if (dl && dl->required)
+				return -EINVAL;
+			continue;
+		}
+		out[k].key = p->labels[i].key;
+		out[k].value = vals[k];
+		k++;
+	}
+	for (size_t i = 0; i < p->nstatic; i++) {
+		out[k].key = p->static_keys[i];
+		out[k].value = p->static_vals[i];
+		k++;
+	}
+	*n = k;
+	return 0;
+}
+
+static int eval_double(struct cel_program *prog,
+		       const struct cel_activation *act, double *out)
+{
+	struct cel_value v;
+	struct cel_error err;
+
+	if (cel__eval(prog, act, &v, &err) || cel__to_double(&v, out) ||
+	    !isfinite(*out))
+		return -EINVAL;
+	return 0;
+}
+
+/* ---- rebuild ---- */
+
+static bool wanted(struct metric_policy **pols, size_t n, const char *api,
+		   const char *kind, bool *namespaced)
+{
+	bool any = false;
+
+	*namespaced = false;
+	for (size_t i = 0; i < n; i++) {
+		if (!crd_policy__subject_matches(pols[i], api, kind))
+			continue;
+		any = true;
+		if (!pols[i]->subj_cluster)
+			*namespaced = true;
+	}
+	return any;
+}
+
+static int complete_object(struct doc_node *root, const struct mobject *m,
+			   bool namespaced)
+{
+	struct doc_node *md = (struct doc_node *)doc__get(root, "metadata");
+	char uid[37];
+	int err;
+
+	if (!md) {
+		md = doc__new_map();
+		if (!md)
+			return -ENOMEM;
+		err = doc__map_set(root, "metadata", md);
+		if (err) {
+			doc__free(md);
+			return err;
+		}
+	}
+	if (md->kind != DOC_MAP)
+		return 0; /* odd object: selectors will simply not match */
+	if (namespaced && !doc__str(md, "namespace")) {
+		err = doc__map_set(md, "namespace", doc__new_str("default"));
+		if (err)
+			return err;
+	}
+	if (!doc__get(md, "uid")) {
+		contract_uid__derive(m->api_version, m->kind,
+				     doc__str(md, "namespace"), m->name, uid);
+		err = doc__map_set(md, "uid", doc__new_str(uid));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static struct pe_world *build_world(const struct manifest_source *src,
+				    struct metric_policy **pols, size_t np)
+{
+	struct pe_world *w = calloc(1, sizeof(*w));
+	const struct mobject *m = NULL;
+	size_t cap = 0;
+
+	if (!w)
+		return NULL;
+	w->refs = 1;
+	while ((m = manifest_source__next(src, NULL, m))) {
+		struct doc_node *c;
+		bool namespaced;
+
+		if (!wanted(pols, np, m->api_version, m->kind, &namespaced))
+			continue;
+		if (w->n == cap) {
+			struct doc_node **o;
+
+			cap = cap ? cap * 2 : 16;
+			o = realloc(w->objs, cap * sizeof(*o));
+			if (!o)
+				goto fail;
+			w->objs = o;
+		}
+		c = doc__clone(m->root);
+		if (!c)
+			goto fail;
+		w->objs[w->n++] = c;
+		if (complete_object(c, m, namespaced))
+			goto fail;
+	}
+	return w;
+fail:
+	world_put(w);
+	return NULL;
+}
+
+static uint64_t hash_key(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* Join the selector values; false when one is missing. */
+static bool attrs_key(const struct metric_policy *p,
+		      const struct cel_attr *attrs, size_t n, char *buf,
+		      size_t len)
+{
+	size_t off = 0;
+
+	for (size_t i = 0; i < p->nsels; i++) {
+		const char *v = NULL;
+		size_t vl;
+
+		for (size_t j = 0; j < n && !v; j++)
+			if (!strcmp(attrs[j].key, p->sels[i].key))
+				v = attrs[j].value;
+		if (!v)
+			return false;
+		vl = strlen(v);
+		if (off + vl + 2 > len)
+			return false;
+		memcpy(buf + off, v, vl);
+		off += vl;
+		buf[off++] = '\x1f';
+	}
+	buf[off] = 0;
+	return true;
+}
+
+static int index_insert(struct pe_policy *pp, const char *key,
+			const struct doc_node *obj)
+{
+	size_t i = hash_key(key) & (pp->cap - 1);
+
+	while (pp->tab[i].key) {
+		if (!strcmp(pp->tab[i].key, key))
+			return 0; /* first object wins; counted by caller */
+		i = (i + 1) & (pp->cap - 1);
+	}
+	pp->tab[i].key = strdup(key);
+	pp->tab[i].obj = obj;
+	return pp->tab[i].key ? 1 : -ENOMEM;
+}
+
+static const struct doc_node *index_find(const struct pe_policy *pp,
+					 const char *key)
+{
+	size_t i;
+
+	if (!pp->cap)
+		return NULL;
+	for (i = hash_key(key) & (pp->cap - 1); pp->tab[i].key;
+	     i = (i + 1) & (pp->cap - 1))
+		if (!strcmp(pp->tab[i].key, key))
+			return pp->tab[i].obj;
+	return NULL;
+}
+
+static int build_index(struct pe_policy *pp)
+{
+	const struct metric_policy *p = pp->pol;
+	char key[1024];
+
+	pp->cap = 16;
+	while (pp->cap < pp->nsubjects * 2 + 1)
+		pp->cap *= 2;
+	pp->tab = calloc(pp->cap, sizeof(*pp->tab));
+	if (!pp->tab)
+		return -ENOMEM;
+	for (size_t s = 0; s < pp->nsubjects; s++) {
+		struct cel_activation act = { .resource = pp->subjects[s] };
+		size_t off = 0;
+		bool ok = true;
+		int err;
+
+		for (size_t i = 0; i < p->nsels && ok; i++) {
+			struct cel_value v;
+			struct cel_error cerr;
+			char val[LABEL_VALUE_MAX];
+			size_t vl;
+
+			if (cel__eval(p->sels[i].e.prog, &act, &v, &cerr) ||
+			    label_string(&v, val, sizeof(val))) {
+				COUNT(pp->cnt, eval_errors);
+				ok = false;
+				break;
+			}
+			vl = strlen(val);
+			if (off + vl + 2 > sizeof(key)) {
+				ok = false;
+				break;
+			}
+			memcpy(key + off, val, vl);
+			off += vl;
+			key[off++] = '\x1f';
+		}
+		if (!ok)
+			continue;
+		key[off] = 0;
+		err = index_insert(pp, key, pp->subjects[s]);
+		if (err < 0)
+			return err;
+		if (!err) /* same selector values as an earlier object */
+			COUNT(pp->cnt, ambiguous);
+	}
+	return 0;
+}
+
+static int register_metric(struct policy_engine *e,
+			   const struct metric_def *d)
+{
+	struct mmetric_desc desc = {
+		.name = d->name,
+		.description = d->description,
+		.unit = d->unit,
+		.instrument = d->instrument,
+		.temporality = d->instrument == MI_GAUGE ? MT_CUMULATIVE :
+							  d->temporality,
+		.hist = MH_EXPLICIT,
+	};
+	struct pe_metric *m;
+	int id;
+
+	for (size_t i = 0; i < e->nmetrics; i++) {
+		if (strcmp(e->metrics[i].name, d->name))
+			continue;
+		id = mstore__add_metric(e->store, &desc);
+		if (id == -EEXIST) {
+			/* the definition was deleted and recreated differently */
+			mstore__remove_metric(e->store, e->metrics[i].id);
+			id = mstore__add_metric(e->store, &desc);
+		}
+		if (id < 0)
+			return id;
+		e->metrics[i].id = id;
+		e->metrics[i].used = true;
+		return id;
+	}
+	id = mstore__add_metric(e->store, &desc);
+	if (id < 0)
+		return id;
+	m = realloc(e->metrics, (e->nmetrics + 1) * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	e->metrics = m;
+	m[e->nmetrics].name = strdup(d->name);
+	if (!m[e->nmetrics].name)
+		return -ENOMEM;
+	m[e->nmetrics].id = id;
+	m[e->nmetrics].used = true;
+	e->nmetrics++;
+	return id;
+}
+
+static const char *kind_label(const struct metric_policy *p)
+{
+	return p->subj_kind;
+}
+
+static struct pe_policy *build_policy(struct policy_engine *e,
+				      struct metric_policy *pol,
+				      struct pe_world *w, int *errp)
+{
+	struct pe_policy *pp = calloc(1, sizeof(*pp));
+	int err = -ENOMEM;
+
+	if (!pp)
+		goto fail;
+	pp->refs = 1;
+	pp->pol = crd_policy__get(pol);
+	pp->def = contract__find_def(e->contract, pol->target);
+	pp->world = w;
+	__atomic_add_fetch(&w->refs, 1, __ATOMIC_RELAXED);
+	pp->cnt = counters_for(e, pol->obj_name);
+	if (!pp->cnt)
+		goto fail;
+	if (!pp->def) {
+		/* the contract changed under us: the next sync fixes it */
+		err = -EAGAIN;
+		goto fail;
+	}
+	err = register_metric(e, pp->def);
+	if (err < 0)
+		goto fail;
+	pp->metric_id = err;
+	pp->subjects = calloc(w->n + 1, sizeof(*pp->subjects));
+	if (!pp->subjects) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (size_t i = 0; i < w->n; i++)
+		if (crd_policy__subject_matches(pol, doc__str(w->objs[i],
+							      "apiVersion"),
+						doc__str(w->objs[i], "kind")))
+			pp->subjects[pp->nsubjects++] = w->objs[i];
+	if (pol->type == MP_DATA_PLANE) {
+		struct cel_activation act = { 0 };
+
+		pp->a = 1;
+		pp->affine = !pol->value.prog ||
+			     cel__affine(pol->value.prog, &pp->a, &pp->b);
+		if (pp->affine)
+			pp->f0 = pp->b;
+		else if (eval_double(pol->value.prog, &act, &pp->f0))
+			pp->f0 = 0; /* needs attributes/resource: per binding */
+		err = build_index(pp);
+		if (err)
+			goto fail;
+	}
+	return pp;
+fail:
+	*errp = err;
+	pp_put(pp);
+	return NULL;
+}
+
+static void initial_programmed(struct policy_engine *e, struct pe_policy *pp,
+			       struct pe_policy **old, size_t nold)
+{
+	const struct metric_policy *p = pp->pol;
+
+	if (!pp->nsubjects) {
+		contract__set_programmed(e->contract, p->obj_name, false,
+					 "NoSubjects",
+					 "no %s objects match spec.subject (%s)",
+					 kind_label(p), p->subj_group);
+		return;
+	}
+	if (p->type != MP_DATA_PLANE)
+		return; /* set by collect_resource_fields() */
+	for (size_t i = 0; i < nold; i++) {
+		if (old[i]->pol == p && old[i]->programmed) {
+			pp->programmed = true;
+			return;
+		}
+	}
+	contract__set_programmed(e->contract, p->obj_name, false, "NoSource",
+				 "no data-plane series %s matched a subject yet",
+				 p->src_metric);
+}
+
+int policy_engine__sync(struct policy_engine *e,
+			const struct manifest_source *src)
+{
+	uint64_t cg = contract__generation(e->contract);
+	uint64_t sg = manifest_source__generation(src);
+	struct metric_policy **pols = NULL;
+	struct pe_policy **npp = NULL, **old;
+	struct pe_world *w = NULL;
+	size_t np = 0, k = 0, nold;
+	int err;
+
+	/* lock order everywhere: store, then engine (bind runs under both) */
+	mstore__lock(e->store);
+	pthread_mutex_lock(&e->lock);
+	if (e->synced && cg == e->contract_gen && sg == e->src_gen) {
+		pthread_mutex_unlock(&e->lock);
+		mstore__unlock(e->store);
+		return 0;
+	}
+	err = contract__active_policies(e->contract, &pols, &np);
+	if (err)
+		goto cleanup;
+	w = build_world(src, pols, np);
+	npp = calloc(np + 1, sizeof(*npp));
+	if (!w || !npp) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < e->nmetrics; i++)
+		e->metrics[i].used = false;
+	for (size_t i = 0; i < np; i++) {
+		struct pe_policy *pp = build_policy(e, pols[i], w, &err);
+
+		if (!pp && err == -EAGAIN)
+			continue;
+		if (!pp)
+			goto cleanup;
+		npp[k++] = pp;
+	}
+	/* target metrics no policy feeds any more disappear */
+	for (size_t i = 0; i < e->nmetrics;) {
+		if (e->metrics[i].used) {
+			i++;
+			continue;
+		}
+		mstore__remove_metric(e->store, e->metrics[i].id);
+		free(e->metrics[i].name);
+		e->metrics[i] = e->metrics[--e->nmetrics];
+	}
+	for (size_t i = 0; i < k; i++)
+		initial_programmed(e, npp[i], e->pols, e->npols);
+	old = e->pols;
+	nold = e->npols;
+	e->pols = npp;
+	e->npols = k;
+	npp = NULL;
+	for (size_t i = 0; i < nold; i++)
+		pp_put(old[i]);
+	free(old);
+	e->contract_gen = cg;
+	e->src_gen = sg;
+	e->synced = true;
+	e->generation++;
+	err = 1;
+cleanup:
+	if (npp) {
+		for (size_t i = 0; i < k; i++)
+			pp_put(npp[i]);
+		free(npp);
+	}
+	world_put(w);
+	for (size_t i = 0; i < np; i++)
+		crd_policy__put(pols[i]);
+	free(pols);
+	pthread_mutex_unlock(&e->lock);
+	mstore__unlock(e->store);
+	return err;
+}
+
+/* ---- data plane ---- */
+
+static bool filters_pass(const struct metric_policy *p,
+			 const struct cel_attr *attrs, size_t n)
+{
+	for (size_t i = 0; i < p->nfilters; i++) {
+		const struct mp_filter *f = &p->filters[i];
+		const char *v = NULL;
+
+		for (size_t j = 0; j < n && !v; j++)
+			if (!strcmp(attrs[j].key, f->key))
+				v = attrs[j].value;
+		if (!v)
+			return false;
+		if (f->prefix && strncmp(v, f->prefix, strlen(f->prefix)))
+			return false;
+		if (f->re && regexec(f->re, v, 0, NULL, 0))
+			return false;
+	}
+	return true;
+}
+
+static struct pe_binding *binding_new(struct policy_engine *e, size_t cap,
+				      const struct cel_attr *attrs, size_t n)
+{
+	struct pe_binding *b = calloc(1, sizeof(*b) + cap * sizeof(b->t[0]));
+	size_t len = 0;
+	char *p;
+
+	if (!b)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(attrs[i].key) + strlen(attrs[i].value) + 2;
+	b->attrs = calloc(n + 1, sizeof(*b->attrs));
+	b->strings = malloc(len + 1);
+	if (!b->attrs || !b->strings) {
+		free(b->attrs);
+		free(b->strings);
+		free(b);
+		return NULL;
+	}
+	p = b->strings;
+	for (size_t i = 0; i < n; i++) {
+		b->attrs[i].key = p;
+		p = stpcpy(p, attrs[i].key) + 1;
+		b->attrs[i].value = p;
+		p = stpcpy(p, attrs[i].value) + 1;
+	}
+	b->nattrs = n;
+	b->store = e->store;
+	b->generation = e->generation;
+	return b;
+}
+
+int policy_engine__bind(struct policy_engine *e, const char *source_metric,
+			const struct cel_attr *attrs, size_t nattrs,
+			struct pe_binding **out)
+{
+	struct pe_binding *b = NULL;
+	struct mlabel *labels = NULL;
+	char(*vals)[LABEL_VALUE_MAX] = NULL;
+	size_t cap = 0;
+	int err = 0;
+
+	*out = NULL;
+	pthread_mutex_lock(&e->lock);
+	for (size_t i = 0; i < e->npols; i++) {
+		const struct metric_policy *p = e->pols[i]->pol;
+
+		if (p->type == MP_DATA_PLANE &&
+		    !strcmp(p->src_metric, source_metric))
+			cap++;
+	}
+	if (!cap)
+		goto cleanup;
+	for (size_t i = 0; i < e->npols; i++)
+		if (e->pols[i]->pol->nlabels > cap)
+			cap = e->pols[i]->pol->nlabels > cap ?
+				e->pols[i]->pol->nlabels : cap;
+	b = binding_new(e, cap, attrs, nattrs);
+	labels = calloc(cap + 1, sizeof(*labels));
+	vals = calloc(cap + 1, sizeof(*vals));
+	if (!b || !labels || !vals) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < e->npols; i++) {
+		struct pe_policy *pp = e->pols[i];
+		const struct metric_policy *p = pp->pol;
+		struct cel_activation act = { .attrs = b->attrs,
+					      .nattrs = b->nattrs };
+		struct pe_target *t;
+		struct mseries *ser;
+		char key[1024];
+		size_t nl;
+
+		if (p->type != MP_DATA_PLANE ||
+		    strcmp(p->src_metric, source_metric) ||
+		    !filters_pass(p, attrs, nattrs))
+			continue;
+		act.resource = attrs_key(p, attrs, nattrs, key, sizeof(key)) ?
+			index_find(pp, key) : NULL;
+		if (!act.resource) {
+			COUNT(pp->cnt, unmatched);
+			continue;
+		}
+		if (eval_labels(pp, &act, labels, vals, &nl))
+			continue; /* a required label is missing: no binding */
+		ser = mstore__series(e->store, pp->metric_id, labels, nl);
+		if (!ser) {
+			/* out of memory, or more than the store's label limit */
+			COUNT(pp->cnt, dropped);
+			continue;
+		}
+		mstore__hold(ser);
+		t = &b->t[b->n++];
+		t->pp = pp;
+		__atomic_add_fetch(&pp->refs, 1, __ATOMIC_RELAXED);
+		t->ser = ser;
+		t->resource = act.resource;
+		t->last = pp->f0;
+		if (!pp->affine) {
+			act.value = 0;
+			if (eval_double(p->value.prog, &act, &t->last))
+				t->last = 0;
+		}
+		COUNT(pp->cnt, bindings);
+		if (!pp->programmed) {
+			pp->programmed = true;
+			contract__set_programmed(e->contract, p->obj_name, true,
+						 "Programmed",
+						 "data-plane series %s are exported as %s",
+						 p->src_metric, p->target);
+		}
+	}
+	err = (int)b->n;
+	if (b->n) {
+		*out = b;
+		b = NULL;
+	}
+cleanup:
+	pthread_mutex_unlock(&e->lock);
+	pe_binding__free(b);
+	free(labels);
+	free(vals);
+	return err;
+}
+
+static int transform(struct pe_binding *b, struct pe_target *t, double v,
+		     double *out)
+{
+	struct pe_policy *pp = t->pp;
+	struct cel_activation act;
+
+	if (pp->affine) {
+		*out = pp->a * v + pp->b;
+		return 0;
+	}
+	act = (struct cel_activation){ .value = v, .attrs = b->attrs,
+				       .nattrs = b->nattrs,
+				       .resource = t->resource };
+	if (eval_double(pp->pol->value.prog, &act, out)) {
+		COUNT(pp->cnt, eval_errors);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void pe_binding__record(struct pe_binding *b, double value, uint64_t now_ns)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		struct pe_target *t = &b->t[i];
+		struct pe_policy *pp = t->pp;
+		enum minstrument ins = pp->def->instrument;
+		double out;
+
+		COUNT(pp->cnt, records);
+		if (ins == MI_COUNTER || ins == MI_UPDOWN) {
+			if (pp->pol->src_temporality == MT_DELTA) {
+				if (transform(b, t, value, &out))
+					goto drop;
+			} else if (pp->affine) {
+				out = pp->a * value;
+			} else {
+				double f;
+
+				if (transform(b, t, t->total + value, &f))
+					goto drop;
+				t->total += value;
+				out = f - t->last;
+				t->last = f;
+			}
+			if (ins == MI_COUNTER && out < 0)
+				goto drop; /* a counter never goes down */
+			mseries__add(t->ser, out, now_ns);
+			continue;
+		}
+		if (transform(b, t, value, &out))
+			goto drop;
+		if (ins == MI_GAUGE)
+			mseries__set(t->ser, out, now_ns);
+		else
+			mseries__observe(t->ser, out, now_ns);
+		continue;
+drop:
+		COUNT(pp->cnt, dropped);
+	}
+}
+
+uint64_t pe_binding__generation(const struct pe_binding *b)
+{
+	return b->generation;
+}
+
+size_t pe_binding__targets(const struct pe_binding *b)
+{
+	return b ? b->n : 0;
+}
+
+void pe_binding__free(struct pe_binding *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->n; i++) {
+		mstore__release(b->store, b->t[i].ser);
+		pp_put(b->t[i].pp);
+	}
+	free(b->attrs);
+	free(b->strings);
+	free(b);
+}
+
+/* ---- resource fields ---- */
+
+static int rf_item(struct policy_engine *e, struct pe_policy *pp,
+		   const struct doc_node *obj, const struct doc_node *item,
+		   struct mlabel *labels, char (*vals)[LABEL_VALUE_MAX],
+		   uint64_t now_ns)
+{
+	const struct metric_policy *p = pp->pol;
+	struct cel_activation act = { .resource = obj, .item = item };
+	struct mseries *ser;
+	struct cel_value v;
+	struct cel_error err;
+	double value;
+	size_t nl;
+
+	if (p->drop_if.prog) {
+		/*
+		 * A guard that cannot be evaluated does not hold: the seed's
+		 * own `resource.metadata.deletionTimestamp != null` is a "no
+		 * such key" error on every live object (CEL has no implicit
+		 * null for absent fields), and dropping on error would drop
+		 * them all. Counted, never silent.
+		 */
+		if (cel__eval(p->drop_if.prog, &act, &v, &err) ||
+		    v.type != CEL_BOOL) {
+			COUNT(pp->cnt, eval_errors);
+		} else if (v.b) {
+			COUNT(pp->cnt, dropped);
+			return 0;
+		}
+	}
+	if (eval_double(p->rf_value.prog, &act, &value)) {
+		COUNT(pp->cnt, eval_errors);
+		COUNT(pp->cnt, dropped);
+		return 0;
+	}
+	if (eval_labels(pp, &act, labels, vals, &nl)) {
+		COUNT(pp->cnt, dropped);
+		return 0;
+	}
+	ser = mstore__series(e->store, pp->metric_id, labels, nl);
+	if (!ser) {
+		COUNT(pp->cnt, dropped);
+		return 0;
+	}
+	mseries__set(ser, value, now_ns);
+	return 1;
+}
+
+static int rf_policy(struct policy_engine *e, struct pe_policy *pp,
+		     uint64_t now_ns, size_t *dropped)
+{
+	uint64_t before = __atomic_load_n(&pp->cnt->dropped, __ATOMIC_RELAXED);
+	const struct metric_policy *p = pp->pol;
+	size_t cap = p->nlabels + p->nstatic + 1;
+	struct mlabel *labels = calloc(cap, sizeof(*labels));
+	char(*vals)[LABEL_VALUE_MAX] = calloc(cap, sizeof(*vals));
+	int n = 0, ret = 0;
+
+	if (!labels || !vals) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t s = 0; s < pp->nsubjects; s++) {
+		const struct doc_node *obj = pp->subjects[s];
+		const struct doc_node *node =
+			*p->series_path ? doc__path(obj, p->series_path) : obj;
+		size_t nitems;
+
+		if (!node || node->kind == DOC_NULL)
+			continue;
+		nitems = node->kind == DOC_LIST ? node->list.n : 1;
+		for (size_t i = 0; i < nitems; i++) {
+			ret = rf_item(e, pp, obj,
+				      node->kind == DOC_LIST ?
+					      node->list.items[i] : node,
+				      labels, vals, now_ns);
+			if (ret < 0)
+				goto cleanup;
+			n += ret;
+		}
+	}
+	ret = n;
+	*dropped = __atomic_load_n(&pp->cnt->dropped, __ATOMIC_RELAXED) - before;
+cleanup:
+	free(labels);
+	free(vals);
+	return ret;
+}
+
+int policy_engine__collect_resource_fields(struct policy_engine *e,
+					   uint64_t now_ns)
+{
+	int total = 0, err = 0;
+
+	mstore__lock(e->store);
+	pthread_mutex_lock(&e->lock);
+	for (size_t i = 0; i < e->npols; i++) {
+		struct pe_policy *pp = e->pols[i];
+		size_t dropped = 0;
+		int n;
+
+		if (pp->pol->type != MP_RESOURCE_FIELDS)
+			continue;
+		n = rf_policy(e, pp, now_ns, &dropped);
+		if (n < 0) {
+			err = n;
+			break;
+		}
+		__atomic_store_n(&pp->cnt->series, (uint64_t)n,
+				 __ATOMIC_RELAXED);
+		total += n;
+		if (pp->nsubjects)
+			contract__set_programmed(e->contract, pp->pol->obj_name,
+						 true, "Programmed",
+						 "%d series from %zu %s object(s)%s",
+						 n, pp->nsubjects,
+						 kind_label(pp->pol),
+						 dropped ? "; some dropped (dropIf, evaluation errors or missing required labels: see policy stats)" : "");
+	}
+	pthread_mutex_unlock(&e->lock);
+	mstore__unlock(e->store);
+	return err ? err : total;
+}
+
+void policy_engine__stats(struct policy_engine *e, pe_stats_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&e->lock);
+	for (struct pe_counters *c = e->counters; c; c = c->next) {
+		struct pe_stats st = {
+			.policy = c->name,
+			.bindings = __atomic_load_n(&c->bindings, __ATOMIC_RELAXED),
+			.unmatched = __atomic_load_n(&c->unmatched, __ATOMIC_RELAXED),
+			.records = __atomic_load_n(&c->records, __ATOMIC_RELAXED),
+			.eval_errors = __atomic_load_n(&c->eval_errors, __ATOMIC_RELAXED),
+			.label_errors = __atomic_load_n(&c->label_errors, __ATOMIC_RELAXED),
+			.dropped = __atomic_load_n(&c->dropped, __ATOMIC_RELAXED),
+			.series = __atomic_load_n(&c->series, __ATOMIC_RELAXED),
+			.ambiguous = __atomic_load_n(&c->ambiguous, __ATOMIC_RELAXED),
+		};
+
+		fn(ctx, &st);
+	}
+	pthread_mutex_unlock(&e->lock);
+}

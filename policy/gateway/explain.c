@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * milometer explain --manifests DIR [--gateway NS/NAME] [-X METHOD]
+ *                   [-H 'Name: value']... URL
+ *
+ * Loads the manifests, compiles the route table exactly as the agent does,
+ * and looks the request up with route_match__lookup(): the kernel table's
+ * answer and the Gateway API walk that checks (or finishes) it.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/gateway/explain.h"
+#include "policy/gateway/gateway_api.h"
+#include "policy/gateway/route_compile.h"
+#include "policy/gateway/route_match.h"
+
+static const char usage[] =
+	"usage: milometer explain --manifests DIR [--gateway NS/NAME]\n"
+	"                         [-X METHOD] [-H 'Name: value']... URL\n"
+	"\n"
+	"Print the HTTPRoute rule a request is attributed to\n"
+	"(\"NAMESPACE/NAME rule N\" or \"unmatched\") and the Gateway API\n"
+	"precedence step that decided it.\n"
+	"\n"
+	"  --manifests DIR   every *.yaml / *.yml in DIR (Gateways, HTTPRoutes;\n"
+	"                    other kinds are ignored)\n"
+	"  --gateway NS/NAME only routes attached to this Gateway (default:\n"
+	"                    all Gateways merged)\n"
+	"  -X METHOD         request method (default GET)\n"
+	"  -H 'Name: value'  request header; 'Host: h' overrides the URL host\n"
+	"  -v                also print the vhost's precedence list\n"
+	"  URL               http://host[:port]/path?query, or /path?query\n"
+	"                    with -H 'Host: ...'\n"
+	"\n"
+	"Exit status: 0 with an answer (matched or not), 2 for bad input.\n";
+
+static bool is_tchar(char c)
+{
+	return isalnum((unsigned char)c) || strchr("!#$%&'*+-.^_`|~", c);
+}
+
+static int add_header(struct http_req *req, const char *arg, FILE *errs)
+{
+	const char *colon = strchr(arg, ':'), *v;
+	struct http_header *h;
+
+	if (!colon || colon == arg) {
+		fprintf(errs, "milometer explain: header \"%s\": write it as "
+			"'Name: value'\n", arg);
+		return -EINVAL;
+	}
+	for (const char *c = arg; c < colon; c++)
+		if (!is_tchar(*c)) {
+			fprintf(errs, "milometer explain: header name in "
+				"\"%s\" has a character not allowed in "
+				"HTTP header names\n", arg);
+			return -EINVAL;
+		}
+	if (req->nheaders == HTTP_REQ_MAX_HEADERS) {
+		fprintf(errs, "milometer explain: more than %d headers\n",
+			HTTP_REQ_MAX_HEADERS);
+		return -E2BIG;
+	}
+	for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
+		;
+	h = &req->headers[req->nheaders++];
+	h->name = arg;
+	h->name_len = (size_t)(colon - arg);
+	h->value = v;
+	h->value_len = strlen(v);
+	while (h->value_len && (v[h->value_len - 1] == ' ' ||
+				v[h->value_len - 1] == '\t'))
+		h->value_len--;
+	if (h->name_len == 4 && !strncasecmp(arg, "host", 4)) {
+		req->host = h->value;
+		req->host_len = h->value_len;
+	}
+	return 0;
+}
+
+static int parse_url(const char *url, struct http_req *req, FILE *errs)
+{
+	const char *p = url, *end, *q;
+	bool host_set = req->host != NULL;
+
+	if (!strncasecmp(p, "http://", 7) || !strncasecmp(p, "https://", 8)) {
+		const char *a = p + (p[4] == ':' ? 7 : 8);
+
+		end = a + strcspn(a, "/?#");
+		if (end == a) {
+			fprintf(errs, "milometer explain: URL \"%s\" has no "
+				"host\n", url);
+			return -EINVAL;
+		}
+		if (!host_set) {
+			req->host = a;
+			req->host_len = (size_t)(end - a);
+		}
+		p = end;
+	} else if (p[0] != '/') {
+		fprintf(errs, "milometer explain: URL \"%s\": use "
+			"http://host/path or /path with -H 'Host: ...'\n", url);
+		return -EINVAL;
+	}
+	for (const char *c = p; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f) {
+			fprintf(errs, "milometer explain: URL \"%s\" contains "
+				"a space or control character; percent-encode "
+				"it\n", url);
+			return -EINVAL;
+		}
+	/* A fragment never reaches the server. */
+	end = p + strcspn(p, "#");
+	q = memchr(p, '?', (size_t)(end - p));
+	if (p == end || *p == '?') {
+		req->path = "/";
+		req->path_len = 1;
+	} else {
+		req->path = p;
+		req->path_len = (size_t)((q ? q : end) - p);
+	}
+	if (q) {
+		req->query = q + 1;
+		req->query_len = (size_t)(end - q - 1);
+	}
+	return 0;
+}
+
+/* -v: the vhost's whole precedence list, what matched, what won. */
+static void print_list(const struct route_table *t,
+		       const struct http_req *req,
+		       const struct route_result *res, FILE *out)
+{
+	const struct rc_vhost *vh;
+
+	if (res->vhost_id < 0)
+		return;
+	vh = &t->vhosts[res->vhost_id];
+	fprintf(out, "precedence list of vhost %s (%zu matches):\n",
+		vh->host[0] ? vh->host : "*", vh->nentries);
+	for (size_t i = 0; i < vh->nentries; i++) {
+		const struct rc_entry *e = &vh->entries[i];
+		const struct gw_match *m = e->m;
+		const struct rc_route *r = &t->routes[e->route_id];
+		bool won = e->route_id == res->route_id &&
+			   e->rule_idx == res->rule_idx &&
+			   e->match_idx == res->match_idx;
+
+		fprintf(out, "  %3zu %s %-11s %.*s%s", i + 1,
+			won ? "=>" : route_match__entry_matches(e, req) ?
+			"ok" : "  ",
+			m->path_type == GW_PATH_EXACT ? "Exact" :
+			m->path_type == GW_PATH_REGEX ? "RegularExpr" :
+			"PathPrefix",
+			(int)(m->path_type == GW_PATH_PREFIX ? e->prefix_len :
+			      strlen(m->path)), m->path,
+			m->path_type == GW_PATH_PREFIX && !e->prefix_len ?
+			"/" : "");
+		if (m->method != MM_M_ANY)
+			fprintf(out, " method=%s",
+				gateway_api__method_name(m->method));
+		for (size_t h = 0; h < m->nheaders; h++)
+			fprintf(out, " header:%s%s%s", m->headers[h].name,
+				m->headers[h].type == GW_VALUE_REGEX ? "~" :
+				"=", m->headers[h].value);
+		for (size_t q = 0; q < m->nquery; q++)
+			fprintf(out, " query:%s%s%s", m->query[q].name,
+				m->query[q].type == GW_VALUE_REGEX ? "~" : "=",
+				m->query[q].value);
+		fprintf(out, "  %s/%s rule %u match %u\n", r->ns, r->name,
+			e->rule_idx, e->match_idx);
+	}
+}
+
+static void print_answer(const struct route_table *t,
+			 const struct route_result *res, FILE *out)
+{
+	const struct rc_route *r;
+	char cluster[512];
+
+	if (res->route_id == MM_ROUTE_UNMATCHED) {
+		fprintf(out, "unmatched\n%s\n", res->why);
+		return;
+	}
+	r = &t->routes[res->route_id];
+	fprintf(out, "%s/%s rule %u\n%s\n", r->ns, r->name, res->rule_idx,
+		res->why);
+	if (!route_compile__cluster_name(t, res->route_id, res->rule_idx,
+					 cluster, sizeof(cluster)))
+		fprintf(out, "cluster %s, gateway %s/%s, %s\n", cluster,
+			r->gw_ns, r->gw_name,
+			res->deferred ? "attributed by user space" :
+					"attributed in the kernel");
+}
+
+int explain__run(int argc, char **argv, FILE *out, FILE *errs)
+{
+	static const struct option opts[] = {
+		{ "manifests", required_argument, NULL, 'm' },
+		{ "gateway", required_argument, NULL, 'g' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *dir = NULL, *gateway = NULL, *method = "GET";
+	struct http_req req = { 0 };
+	struct gw_model *m = NULL;
+	struct route_table *t = NULL;
+	struct route_result res;
+	char err[512] = "";
+	bool verbose = false;
+	int c, ret = 2;
+
+	optind = 0; /* getopt state is global: the agent may have used it */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "X:H:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			dir = optarg;
+			break;
+		case 'g':
+			gateway = optarg;
+			break;
+		case 'X':
+			method = optarg;
+			break;
+		case 'H':
+			if (add_header(&req, optarg, errs))
+				goto cleanup;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			fputs(usage, out);
+			return 0;
+		default:
+			fprintf(errs, "milometer explain: unknown or incomplete "
+				"option \"%s\"\n%s", argv[optind - 1], usage);
+			goto cleanup;
+		}
+	}
+	if (!dir || optind != argc - 1) {
+		fprintf(errs, "milometer explain: need --manifests DIR and "
+			"exactly one URL\n%s", usage);
+		goto cleanup;
+	}
+	for (const char *p = method; *p; p++)
+		if (!is_tchar(*p)) {
+			fprintf(errs, "milometer explain: method \"%s\" is not "
+				"an HTTP token\n", method);
+			goto cleanup;
+		}
+	if (!*method) {
+		fprintf(errs, "milometer explain: -X needs a method\n");
+		goto cleanup;
+	}
+	req.method = gateway_api__method(method, strlen(method));
+	if (parse_url(argv[optind], &req, errs))
+		goto cleanup;
+	m = gateway_api__new();
+	if (!m) {
+		fprintf(errs, "milometer explain: out of memory\n");
+		goto cleanup;
+	}
+	if (gateway_api__load_dir(m, dir, err, sizeof(err)) ||
+	    route_compile__build(m, gateway, 1, &t, err, sizeof(err))) {
+		fprintf(errs, "milometer explain: %s\n", err);
+		goto cleanup;
+	}
+	if (route_match__lookup(t, &req, &res)) {
+		fprintf(errs, "milometer explain: %s\n", res.why);
+		goto cleanup;
+	}
+	print_answer(t, &res, out);
+	if (verbose)
+		print_list(t, &req, &res, out);
+	for (size_t i = 0; i < t->ndetached; i++)
+		fprintf(out, "note: HTTPRoute %s/%s is not attached: %s\n",
+			t->detached[i].src->ns, t->detached[i].src->name,
+			t->detached[i].why);
+	if (!t->nroutes)
+		fprintf(out, "note: no HTTPRoute in %s is attached to %s\n",
+			dir, gateway ? gateway : "any Gateway there");
+	ret = 0;
+cleanup:
+	route_compile__free(t);
+	gateway_api__free(m);
+	return ret;
+}
+
+int explain__main(int argc, char **argv)
+{
+	return explain__run(argc, argv, stdout, stderr);
+}

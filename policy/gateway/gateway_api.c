@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Gateway and HTTPRoute manifests -> struct gw_model: model lifecycle,
+ * Gateways, dispatch by kind, directory loading. HTTPRoutes are read in
+ * gateway_api_route.c, field readers are in gateway_api_fields.c.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bpf/milometer.h"
+#include "policy/gateway/gateway_api_fields.h"
+
+struct gw_model *gateway_api__new(void)
+{
+	return calloc(1, sizeof(struct gw_model));
+}
+
+void gateway_api__free(struct gw_model *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->nregexes; i++) {
+		regfree(m->regexes[i]);
+		free(m->regexes[i]);
+	}
+	free(m->regexes);
+	free(m->gateways);
+	free(m->routes);
+	gateway_api_fields__arena_free(m->arena);
+	free(m);
+}
+
+static int allowed_routes(struct gw_ctx *c, const struct doc_node *ln,
+			  struct gw_listener *l)
+{
+	const struct doc_node *ar, *ns, *kinds;
+	const char *from = "Same";
+	int err;
+
+	l->from = GW_FROM_SAME;
+	l->allows_httproute = true;
+	err = gateway_api_fields__opt_map(c, ln, "allowedRoutes", "listener",
+					  &ar);
+	if (err || !ar)
+		return err;
+	err = gateway_api_fields__opt_map(c, ar, "namespaces", "allowedRoutes",
+					  &ns);
+	if (!err && ns)
+		err = gateway_api_fields__opt_str(c, ns, "from", "namespaces",
+						  &from);
+	if (!err)
+		err = gateway_api_fields__opt_list(c, ar, "kinds",
+						   "allowedRoutes", &kinds);
+	if (err)
+		return err;
+	if (!strcmp(from, "All"))
+		l->from = GW_FROM_ALL;
+	else if (!strcmp(from, "Selector"))
+		l->from = GW_FROM_SELECTOR;
+	else if (strcmp(from, "Same"))
+		return gateway_api_fields__bad(
+			c, ns,
+			"namespaces.from \"%s\": use Same, All or "
+			"Selector",
+			from);
+	if (kinds && kinds->list.n) {
+		l->allows_httproute = false;
+		for (size_t i = 0; i < kinds->list.n; i++) {
+			const char *k = doc__str(kinds->list.items[i], "kind");
+			const char *g = doc__str(kinds->list.items[i], "group");
+
+			if (k && !strcmp(k, "HTTPRoute") &&
+			    (!g || !strcmp(g, GW_GROUP)))
+				l->allows_httproute = true;
+		}
+	}
+	return 0;
+}
+
+static int add_gateway(struct gw_ctx *c, const struct doc_node *root)
+{
+	struct gw_gateway *g = gateway_api_fields__alloc(c->m, sizeof(*g));
+	const struct doc_node *spec, *ll;
+	struct gw_gateway **grown;
+	int err;
+
+	if (!g)
+		return gateway_api_fields__oom(c);
+	g->file = c->file;
+	g->line = root->line;
+	err = gateway_api_fields__metadata(c, root, "Gateway", &g->ns,
+					   &g->name);
+	if (!err)
+		err = gateway_api_fields__opt_map(c, root, "spec", "Gateway",
+						  &spec);
+	if (err)
+		return err;
+	if (!spec)
+		return gateway_api_fields__bad(
+			c, root, "Gateway %s/%s: spec is required", g->ns,
+			g->name);
+	err = gateway_api_fields__opt_list(c, spec, "listeners", "spec", &ll);
+	if (err)
+		return err;
+	if (!ll || !ll->list.n)
+		return gateway_api_fields__bad(
+			c, spec,
+			"Gateway %s/%s: spec.listeners needs at "
+			"least one listener",
+			g->ns, g->name);
+	g->listeners = gateway_api_fields__array(c->m, ll->list.n,
+						 sizeof(*g->listeners));
+	if (!g->listeners)
+		return gateway_api_fields__oom(c);
+	for (size_t i = 0; i < ll->list.n; i++) {
+		const struct doc_node *ln = ll->list.items[i], *h;
+		struct gw_listener *l = &g->listeners[i];
+
+		err = gateway_api_fields__item_map(c, ln, "listeners", i);
+		if (!err)
+			err = gateway_api_fields__req_str(c, ln, "name",
+							  "listener", &l->name);
+		if (!err)
+			err = gateway_api_fields__req_str(
+				c, ln, "protocol", "listener", &l->protocol);
+		if (!err)
+			err = gateway_api_fields__opt_port(
+				c, ln, "port", "listener", &l->port);
+		if (!err && !l->port)
+			err = gateway_api_fields__bad(
+				c, ln, "listener.port is required");
+		if (err)
+			return err;
+		h = doc__get(ln, "hostname");
+		if (h && h->kind != DOC_NULL) {
+			err = gateway_api_fields__hostname(
+				c, h, "listener.hostname", &l->hostname);
+			if (err)
+				return err;
+		}
+		err = allowed_routes(c, ln, l);
+		if (err)
+			return err;
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(g->listeners[j].name, l->name))
+				return gateway_api_fields__bad(
+					c, ln,
+					"listener name \"%s\" is "
+					"used twice",
+					l->name);
+	}
+	g->nlisteners = ll->list.n;
+	if (gateway_api__gateway(c->m, g->ns, g->name)) {
+		gateway_api_fields__bad(c, root,
+					"Gateway %s/%s is defined twice", g->ns,
+					g->name);
+		return -EEXIST;
+	}
+	grown = realloc(c->m->gateways, (c->m->ngateways + 1) * sizeof(*grown));
+	if (!grown)
+		return gateway_api_fields__oom(c);
+	c->m->gateways = grown;
+	grown[c->m->ngateways++] = g;
+	return 0;
+}
+
+int gateway_api__add_doc(struct gw_model *m, const struct doc_node *root,
+			 char *err, size_t errlen)
+{
+	struct gw_ctx c = {.m = m, .err = err, .errlen = errlen};
+	const char *api, *kind;
+
+	if (!root || root->kind == DOC_NULL)
+		return 0; /* an empty "---" document */
+	c.file = root->file ? gateway_api_fields__strdup(m, root->file)
+			    : "<doc>";
+	if (!c.file)
+		return gateway_api_fields__oom(&c);
+	if (root->kind != DOC_MAP)
+		return gateway_api_fields__bad(
+			&c, root, "a manifest must be a mapping, not %s",
+			doc__kind_name(root->kind));
+	api = doc__str(root, "apiVersion");
+	kind = doc__str(root, "kind");
+	if (!api || !kind)
+		return gateway_api_fields__bad(
+			&c, root,
+			"manifest needs string apiVersion and "
+			"kind");
+	if (strncmp(api, GW_GROUP "/", sizeof(GW_GROUP))) {
+		m->skipped++;
+		return 0;
+	}
+	if (!strcmp(kind, "HTTPRoute"))
+		return gateway_api_route__add(&c, root);
+	if (!strcmp(kind, "Gateway"))
+		return add_gateway(&c, root);
+	m->skipped++;
+	return 0;
+}
+
+static int yaml_name(const struct dirent *d)
+{
+	size_t len = strlen(d->d_name);
+
+	if (d->d_name[0] == '.')
+		return 0;
+	return (len > 5 && !strcmp(d->d_name + len - 5, ".yaml")) ||
+	       (len > 4 && !strcmp(d->d_name + len - 4, ".yml"));
+}
+
+int gateway_api__load_dir(struct gw_model *m, const char *dir, char *err,
+			  size_t errlen)
+{
+	struct dirent **names = NULL;
+	int n, ret = 0, i;
+
+	n = scandir(dir, &names, yaml_name, alphasort);
+	if (n < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: cannot read manifest directory: %s",
+			 dir, strerror(errno));
+		return ret;
+	}
+	for (i = 0; i < n && !ret; i++) {
+		struct doc_file *f = NULL;
+		char *path;
+
+		if (asprintf(&path, "%s/%s", dir, names[i]->d_name) < 0) {
+			ret = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+			break;
+		}
+		ret = doc__parse_file(path, &f, err, errlen);
+		free(path);
+		for (size_t d = 0; !ret && d < f->ndocs; d++)
+			ret = gateway_api__add_doc(m, f->docs[d], err, errlen);
+		doc__free_file(f);
+	}
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return ret;
+}
+
+const struct gw_gateway *gateway_api__gateway(const struct gw_model *m,
+					      const char *ns, const char *name)
+{
+	for (size_t i = 0; i < m->ngateways; i++)
+		if (!strcmp(m->gateways[i]->ns, ns) &&
+		    !strcmp(m->gateways[i]->name, name))
+			return m->gateways[i];
+	return NULL;
+}
+
+static const char *const method_names[MM_M__COUNT] = {
+	[MM_M_OTHER] = "OTHER",	    [MM_M_GET] = "GET",
+	[MM_M_HEAD] = "HEAD",	    [MM_M_POST] = "POST",
+	[MM_M_PUT] = "PUT",	    [MM_M_DELETE] = "DELETE",
+	[MM_M_CONNECT] = "CONNECT", [MM_M_OPTIONS] = "OPTIONS",
+	[MM_M_TRACE] = "TRACE",	    [MM_M_PATCH] = "PATCH",
+};
+
+uint8_t gateway_api__method(const char *s, size_t len)
+{
+	/* Methods are case-sensitive (RFC 9110 9.1). */
+	for (int i = MM_M_GET; i < MM_M__COUNT; i++)
+		if (strlen(method_names[i]) == len &&
+		    !memcmp(method_names[i], s, len))
+			return (uint8_t)i;
+	return MM_M_OTHER;
+}
+
+const char *gateway_api__method_name(uint8_t m)
+{
+	if (m == MM_M_ANY)
+		return "any";
+	return m < MM_M__COUNT ? method_names[m] : "OTHER";
+}

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The part of the Gateway API (gateway.networking.k8s.io/v1) that decides
+ * which HTTPRoute rule a request belongs to: Gateways with their listeners
+ * and HTTPRoutes with parentRefs, hostnames and rules. Read from doc trees
+ * (policy/doc.h) and validated with "file:line: what to fix" messages.
+ *
+ * Defaults are applied here, as the API server's CRD defaults would be, so
+ * the compiler never has to think about a missing field:
+ *   - metadata.namespace "default"
+ *   - rules absent -> one rule; matches absent -> one match; match.path
+ *     absent or path.type absent -> PathPrefix; path.value absent -> "/"
+ *   - header/query match type Exact
+ *   - parentRef group gateway.networking.k8s.io, kind Gateway, namespace
+ *     the route's; backendRef namespace the route's, weight 1
+ *   - listener allowedRoutes.namespaces.from Same
+ * metadata.creationTimestamp is optional: a route without one counts as
+ * newer than every route that has one (see route_compile.c).
+ */
+#ifndef MM_POLICY_GATEWAY_API_H
+#define MM_POLICY_GATEWAY_API_H
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/source/doc.h"
+
+#define GW_GROUP "gateway.networking.k8s.io"
+
+enum gw_from {
+	GW_FROM_SAME,     /* routes in the Gateway's namespace */
+	GW_FROM_ALL,      /* routes in any namespace */
+	GW_FROM_SELECTOR, /* needs Namespace labels we do not have: none */
+};
+
+struct gw_listener {
+	const char *name;
+	const char *hostname; /* lower-cased; NULL: any host */
+	const char *protocol; /* HTTP or HTTPS (others are skipped) */
+	uint32_t port;
+	enum gw_from from;
+	bool allows_httproute; /* allowedRoutes.kinds permits HTTPRoute */
+};
+
+struct gw_gateway {
+	const char *ns, *name;
+	const char *file;
+	uint32_t line;
+	struct gw_listener *listeners;
+	size_t nlisteners;
+};
+
+enum gw_path_type {
+	GW_PATH_EXACT,
+	GW_PATH_PREFIX,
+	GW_PATH_REGEX,
+};
+
+enum gw_value_type {
+	GW_VALUE_EXACT,
+	GW_VALUE_REGEX,
+};
+
+/* One header or query parameter match. */
+struct gw_kv_match {
+	const char *name; /* headers: lower-cased (names are case-insensitive) */
+	const char *value;
+	enum gw_value_type type;
+	regex_t *re; /* anchored ^(value)$ POSIX ERE when type is REGEX */
+};
+
+struct gw_match {
+	enum gw_path_type path_type;
+	const char *path;
+	regex_t *path_re; /* anchored, for GW_PATH_REGEX */
+	uint8_t method;   /* enum mm_method, or MM_M_ANY */
+	struct gw_kv_match *headers;
+	size_t nheaders;
+	struct gw_kv_match *query;
+	size_t nquery;
+	uint32_t line;
+};
+
+struct gw_backend {
+	const char *ns, *name;
+	uint32_t port;
+	uint32_t weight;
+};
+
+struct gw_rule {
+	struct gw_match *matches;
+	size_t nmatches;
+	struct gw_backend *backends;
+	size_t nbackends;
+	uint32_t line;
+};
+
+struct gw_parent_ref {
+	const char *group, *kind, *ns, *name;
+	const char *section; /* NULL: every listener */
+	uint32_t port;       /* 0: any */
+};
+
+struct gw_route {
+	const char *ns, *name, *uid; /* uid "" when absent */
+	const char *created; /* creationTimestamp as written, NULL if absent */
+	int64_t created_s;   /* seconds since the epoch when created != NULL */
+	const char **hostnames; /* lower-cased */
+	size_t nhostnames;
+	struct gw_parent_ref *parents;
+	size_t nparents;
+	struct gw_rule *rules;
+	size_t nrules;
+	const char *file;
+	uint32_t line;
+};
+
+struct gw_arena;
+
+struct gw_model {
+	struct gw_gateway **gateways;
+	size_t ngateways;
+	struct gw_route **routes;
+	size_t nroutes;
+	struct gw_arena *arena;   /* every string and array above */
+	regex_t **regexes;        /* compiled patterns, freed with the model */
+	size_t nregexes;
+	size_t skipped;           /* documents of kinds we do not handle */
+};
+
+struct gw_model *gateway_api__new(void);
+void gateway_api__free(struct gw_model *m);
+
+/*
+ * Add one manifest. Gateway and HTTPRoute of GW_GROUP are taken; any other
+ * kind is counted in m->skipped and ignored (a directory of manifests holds
+ * MetricDefinitions and Services too). -EINVAL with "file:line: ..." in err
+ * for a Gateway or HTTPRoute that is not valid; -EEXIST for a duplicate.
+ */
+int gateway_api__add_doc(struct gw_model *m, const struct doc_node *root,
+			 char *err, size_t errlen);
+
+/* Every *.yaml and *.yml in dir (not recursive), in name order. */
+int gateway_api__load_dir(struct gw_model *m, const char *dir, char *err,
+			  size_t errlen);
+
+/* Lookup by namespace/name, NULL when absent. */
+const struct gw_gateway *gateway_api__gateway(const struct gw_model *m,
+					      const char *ns,
+					      const char *name);
+
+/* HTTPMethod <-> enum mm_method; MM_M_OTHER for anything else. */
+uint8_t gateway_api__method(const char *s, size_t len);
+const char *gateway_api__method_name(uint8_t m); /* "any" for MM_M_ANY */
+
+#endif /* MM_POLICY_GATEWAY_API_H */

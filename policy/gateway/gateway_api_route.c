@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * HTTPRoute manifests -> struct gw_route, with the CRD's defaults applied
+ * and its validations enforced (see gateway_api.h).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bpf/milometer.h"
+#include "policy/gateway/gateway_api_fields.h"
+
+static int kv_matches(struct gw_ctx *c, const struct doc_node *list,
+		      const char *what, bool fold_names,
+		      struct gw_kv_match **out, size_t *nout)
+{
+	struct gw_kv_match *kv;
+	size_t n = 0;
+	int err;
+
+	*out = NULL;
+	*nout = 0;
+	if (!list)
+		return 0;
+	kv = gateway_api_fields__array(c->m, list->list.n, sizeof(*kv));
+	if (!kv)
+		return gateway_api_fields__oom(c);
+	for (size_t i = 0; i < list->list.n; i++) {
+		const struct doc_node *it = list->list.items[i];
+		const char *type = "Exact", *name, *value;
+		bool dup = false;
+
+		err = gateway_api_fields__item_map(c, it, what, i);
+		if (!err)
+			err = gateway_api_fields__req_str(c, it, "name", what,
+							  &name);
+		if (!err)
+			err = gateway_api_fields__opt_str(c, it, "type", what,
+							  &type);
+		if (!err) {
+			value = NULL;
+			err = gateway_api_fields__opt_str(c, it, "value", what,
+							  &value);
+			if (!err && !value)
+				err = gateway_api_fields__bad(
+					c, it, "%s.value is required", what);
+		}
+		if (err)
+			return err;
+		if (fold_names)
+			for (char *p = (char *)name; *p; p++)
+				*p = tolower((unsigned char)*p);
+		/*
+		 * "If multiple entries specify equivalent header names, only
+		 * the first entry with an equivalent name MUST be considered"
+		 * (same for query params): later duplicates are dropped and
+		 * do not count towards the match-count precedence.
+		 */
+		for (size_t j = 0; j < n; j++)
+			dup |= !strcmp(kv[j].name, name);
+		if (dup)
+			continue;
+		kv[n].name = name;
+		kv[n].value = value;
+		if (!strcmp(type, "Exact")) {
+			kv[n].type = GW_VALUE_EXACT;
+		} else if (!strcmp(type, "RegularExpression")) {
+			kv[n].type = GW_VALUE_REGEX;
+			err = gateway_api_fields__compile_re(c, it, value,
+							     &kv[n].re);
+			if (err)
+				return err;
+		} else {
+			return gateway_api_fields__bad(
+				c, it,
+				"%s.type \"%s\": use Exact or "
+				"RegularExpression",
+				what, type);
+		}
+		n++;
+	}
+	*out = kv;
+	*nout = n;
+	return 0;
+}
+
+static bool ends_with(const char *s, const char *sfx)
+{
+	size_t n = strlen(s), m = strlen(sfx);
+
+	return n >= m && !strcmp(s + n - m, sfx);
+}
+
+static int path_match(struct gw_ctx *c, const struct doc_node *mn,
+		      struct gw_match *gm)
+{
+	const struct doc_node *p;
+	const char *type = "PathPrefix", *value = "/";
+	int err;
+
+	err = gateway_api_fields__opt_map(c, mn, "path", "match", &p);
+	if (err)
+		return err;
+	if (p) {
+		err = gateway_api_fields__opt_str(c, p, "type", "path", &type);
+		if (!err)
+			err = gateway_api_fields__opt_str(c, p, "value", "path",
+							  &value);
+		if (err)
+			return err;
+	}
+	gm->path = value;
+	if (!strcmp(type, "Exact")) {
+		gm->path_type = GW_PATH_EXACT;
+	} else if (!strcmp(type, "PathPrefix")) {
+		gm->path_type = GW_PATH_PREFIX;
+	} else if (!strcmp(type, "RegularExpression")) {
+		gm->path_type = GW_PATH_REGEX;
+		return gateway_api_fields__compile_re(c, p, value,
+						      &gm->path_re);
+	} else {
+		return gateway_api_fields__bad(
+			c, p,
+			"path.type \"%s\": use Exact, PathPrefix or "
+			"RegularExpression",
+			type);
+	}
+	if (value[0] != '/')
+		return gateway_api_fields__bad(
+			c, p, "path.value \"%s\" must start with '/'", value);
+	/*
+	 * The CRD's validations (httproute_types.go): a client never sends
+	 * such a path to a proxy that normalises, so it could never match.
+	 */
+	if (strstr(value, "//") || strstr(value, "/./") ||
+	    strstr(value, "/../") || strcasestr(value, "%2f") ||
+	    strchr(value, '?') || strchr(value, '#') ||
+	    ends_with(value, "/..") || ends_with(value, "/."))
+		return gateway_api_fields__bad(
+			c, p,
+			"path.value \"%s\" must not contain '//', "
+			"'/./', '/../', '%%2F', '?' or '#', nor end in "
+			"'/.' or '/..'",
+			value);
+	return 0;
+}
+
+static int one_match(struct gw_ctx *c, const struct doc_node *mn,
+		     struct gw_match *gm)
+{
+	const struct doc_node *hl, *ql;
+	const char *method = NULL;
+	int err;
+
+	gm->line = mn ? mn->line : 0;
+	gm->method = MM_M_ANY;
+	gm->path_type = GW_PATH_PREFIX;
+	gm->path = "/";
+	if (!mn)
+		return 0;
+	err = path_match(c, mn, gm);
+	if (!err)
+		err = gateway_api_fields__opt_str(c, mn, "method", "match",
+						  &method);
+	if (err)
+		return err;
+	if (method) {
+		gm->method = gateway_api__method(method, strlen(method));
+		if (gm->method == MM_M_OTHER)
+			return gateway_api_fields__bad(
+				c, doc__get(mn, "method"),
+				"match.method \"%s\": use GET, HEAD, POST, "
+				"PUT, DELETE, CONNECT, OPTIONS, TRACE or "
+				"PATCH",
+				method);
+	}
+	err = gateway_api_fields__opt_list(c, mn, "headers", "match", &hl);
+	if (!err)
+		err = kv_matches(c, hl, "headers", true, &gm->headers,
+				 &gm->nheaders);
+	if (!err)
+		err = gateway_api_fields__opt_list(c, mn, "queryParams",
+						   "match", &ql);
+	if (!err)
+		err = kv_matches(c, ql, "queryParams", false, &gm->query,
+				 &gm->nquery);
+	return err;
+}
+
+static int backends(struct gw_ctx *c, const struct gw_route *r,
+		    const struct doc_node *rn, struct gw_rule *gr)
+{
+	const struct doc_node *bl;
+	int err;
+
+	err = gateway_api_fields__opt_list(c, rn, "backendRefs", "rule", &bl);
+	if (err || !bl)
+		return err;
+	gr->backends = gateway_api_fields__array(c->m, bl->list.n,
+						 sizeof(*gr->backends));
+	if (!gr->backends)
+		return gateway_api_fields__oom(c);
+	for (size_t i = 0; i < bl->list.n; i++) {
+		const struct doc_node *b = bl->list.items[i];
+		const struct doc_node *w;
+		struct gw_backend *gb = &gr->backends[i];
+
+		gb->ns = r->ns;
+		gb->weight = 1;
+		err = gateway_api_fields__item_map(c, b, "backendRefs", i);
+		if (!err)
+			err = gateway_api_fields__req_str(
+				c, b, "name", "backendRef", &gb->name);
+		if (!err)
+			err = gateway_api_fields__opt_str(
+				c, b, "namespace", "backendRef", &gb->ns);
+		if (!err)
+			err = gateway_api_fields__opt_port(
+				c, b, "port", "backendRef", &gb->port);
+		if (err)
+			return err;
+		w = doc__get(b, "weight");
+		if (w && w->kind != DOC_NULL) {
+			if (w->kind != DOC_INT || w->i < 0 || w->i > 1000000)
+				return gateway_api_fields__bad(
+					c, w,
+					"backendRef.weight must be "
+					"an integer 0..1000000");
+			gb->weight = (uint32_t)w->i;
+		}
+	}
+	gr->nbackends = bl->list.n;
+	return 0;
+}
+
+static int rules(struct gw_ctx *c, struct gw_route *r,
+		 const struct doc_node *spec)
+{
+	const struct doc_node *rl;
+	int err;
+
+	err = gateway_api_fields__opt_list(c, spec, "rules", "spec", &rl);
+	if (err)
+		return err;
+	/* CRD default: one rule matching PathPrefix "/". */
+	r->nrules = rl ? rl->list.n : 1;
+	r->rules =
+		gateway_api_fields__array(c->m, r->nrules, sizeof(*r->rules));
+	if (!r->rules)
+		return gateway_api_fields__oom(c);
+	for (size_t i = 0; i < r->nrules; i++) {
+		const struct doc_node *rn = rl ? rl->list.items[i] : NULL;
+		const struct doc_node *ml = NULL;
+		struct gw_rule *gr = &r->rules[i];
+
+		if (rn) {
+			err = gateway_api_fields__item_map(c, rn, "rules", i);
+			if (!err)
+				err = gateway_api_fields__opt_list(
+					c, rn, "matches", "rule", &ml);
+			if (!err)
+				err = backends(c, r, rn, gr);
+			if (err)
+				return err;
+			gr->line = rn->line;
+		}
+		/* A rule without matches matches PathPrefix "/". */
+		gr->nmatches = ml && ml->list.n ? ml->list.n : 1;
+		gr->matches = gateway_api_fields__array(c->m, gr->nmatches,
+							sizeof(*gr->matches));
+		if (!gr->matches)
+			return gateway_api_fields__oom(c);
+		for (size_t j = 0; j < gr->nmatches; j++) {
+			const struct doc_node *mn = NULL;
+
+			if (ml && ml->list.n) {
+				mn = ml->list.items[j];
+				err = gateway_api_fields__item_map(
+					c, mn, "matches", j);
+				if (err)
+					return err;
+			}
+			err = one_match(c, mn, &gr->matches[j]);
+			if (err)
+				return err;
+			if (!mn)
+				gr->matches[j].line = gr->line;
+		}
+	}
+	return 0;
+}
+
+static int parent_refs(struct gw_ctx *c, struct gw_route *r,
+		       const struct doc_node *spec)
+{
+	const struct doc_node *pl;
+	int err;
+
+	err = gateway_api_fields__opt_list(c, spec, "parentRefs", "spec", &pl);
+	if (err || !pl)
+		return err;
+	r->parents = gateway_api_fields__array(c->m, pl->list.n,
+					       sizeof(*r->parents));
+	if (!r->parents)
+		return gateway_api_fields__oom(c);
+	for (size_t i = 0; i < pl->list.n; i++) {
+		const struct doc_node *p = pl->list.items[i];
+		struct gw_parent_ref *pr = &r->parents[i];
+
+		pr->group = GW_GROUP;
+		pr->kind = "Gateway";
+		pr->ns = r->ns;
+		err = gateway_api_fields__item_map(c, p, "parentRefs", i);
+		if (!err)
+			err = gateway_api_fields__req_str(
+				c, p, "name", "parentRef", &pr->name);
+		if (!err)
+			err = gateway_api_fields__opt_str(
+				c, p, "group", "parentRef", &pr->group);
+		if (!err)
+			err = gateway_api_fields__opt_str(
+				c, p, "kind", "parentRef", &pr->kind);
+		if (!err)
+			err = gateway_api_fields__opt_str(c, p, "namespace",
+							  "parentRef", &pr->ns);
+		if (!err)
+			err = gateway_api_fields__opt_str(
+				c, p, "sectionName", "parentRef", &pr->section);
+		if (!err)
+			err = gateway_api_fields__opt_port(
+				c, p, "port", "parentRef", &pr->port);
+		if (err)
+			return err;
+	}
+	r->nparents = pl->list.n;
+	return 0;
+}
+
+/* RFC 3339 as the API server writes it: 2024-05-01T10:00:00Z. */
+static int parse_time(const char *s, int64_t *out)
+{
+	struct tm tm = {0};
+	const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	long off = 0;
+
+	if (!p)
+		return -EINVAL;
+	if (*p == '.')
+		for (p++; isdigit((unsigned char)*p); p++)
+			;
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int hh, mm, used = 0;
+
+		if (sscanf(p + 1, "%2d:%2d%n", &hh, &mm, &used) != 2 ||
+		    used != 5)
+			return -EINVAL;
+		off = (hh * 60L + mm) * 60L * (*p == '-' ? -1 : 1);
+		p += 6;
+	} else {
+		return -EINVAL;
+	}
+	if (*p)
+		return -EINVAL;
+	*out = (int64_t)timegm(&tm) - off;
+	return 0;
+}
+
+int gateway_api_route__add(struct gw_ctx *c, const struct doc_node *root)
+{
+	struct gw_route *r = gateway_api_fields__alloc(c->m, sizeof(*r));
+	const struct doc_node *spec, *hl, *md;
+	struct gw_route **grown;
+	int err;
+
+	if (!r)
+		return gateway_api_fields__oom(c);
+	r->file = c->file;
+	r->line = root->line;
+	r->uid = "";
+	err = gateway_api_fields__metadata(c, root, "HTTPRoute", &r->ns,
+					   &r->name);
+	if (err)
+		return err;
+	md = doc__get(root, "metadata");
+	err = gateway_api_fields__opt_str(c, md, "uid", "metadata", &r->uid);
+	if (!err)
+		err = gateway_api_fields__opt_str(c, md, "creationTimestamp",
+						  "metadata", &r->created);
+	if (err)
+		return err;
+	if (r->created && parse_time(r->created, &r->created_s))
+		return gateway_api_fields__bad(
+			c, doc__get(md, "creationTimestamp"),
+			"metadata.creationTimestamp \"%s\" is not RFC 3339 "
+			"(2024-05-01T10:00:00Z)",
+			r->created);
+	err = gateway_api_fields__opt_map(c, root, "spec", "HTTPRoute", &spec);
+	if (err)
+		return err;
+	if (!spec)
+		return gateway_api_fields__bad(
+			c, root, "HTTPRoute %s/%s: spec is required", r->ns,
+			r->name);
+	err = gateway_api_fields__opt_list(c, spec, "hostnames", "spec", &hl);
+	if (err)
+		return err;
+	if (hl) {
+		r->hostnames = gateway_api_fields__array(c->m, hl->list.n,
+							 sizeof(*r->hostnames));
+		if (!r->hostnames)
+			return gateway_api_fields__oom(c);
+		for (size_t i = 0; i < hl->list.n; i++) {
+			err = gateway_api_fields__hostname(c, hl->list.items[i],
+							   "spec.hostnames[]",
+							   &r->hostnames[i]);
+			if (err)
+				return err;
+		}
+		r->nhostnames = hl->list.n;
+	}
+	err = parent_refs(c, r, spec);
+	if (!err)
+		err = rules(c, r, spec);
+	if (err)
+		return err;
+	for (size_t i = 0; i < c->m->nroutes; i++)
+		if (!strcmp(c->m->routes[i]->ns, r->ns) &&
+		    !strcmp(c->m->routes[i]->name, r->name)) {
+			gateway_api_fields__bad(
+				c, root,
+				"HTTPRoute %s/%s is already defined at "
+				"%s:%u",
+				r->ns, r->name, c->m->routes[i]->file,
+				c->m->routes[i]->line);
+			return -EEXIST;
+		}
+	grown = realloc(c->m->routes, (c->m->nroutes + 1) * sizeof(*grown));
+	if (!grown)
+		return gateway_api_fields__oom(c);
+	c->m->routes = grown;
+	grown[c->m->nroutes++] = r;
+	return 0;
+}

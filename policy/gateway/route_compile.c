@@ -1,0 +1,774 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Attach routes to listeners, build one precedence-sorted match list per
+ * virtual host, and cut those lists into the BPF map entries described in
+ * route_compile.h.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "policy/gateway/route_compile.h"
+
+#define HOST_MAX 256
+
+uint64_t route_compile__hash(const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	uint64_t h = MM_FNV_OFFSET;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= MM_FNV_PRIME;
+	}
+	return h;
+}
+
+int route_compile__cluster_name(const struct route_table *t,
+				uint32_t route_id, unsigned int rule,
+				char *buf, size_t len)
+{
+	int n;
+
+	if (route_id >= t->nroutes)
+		return -ENOENT;
+	n = snprintf(buf, len, "httproute/%s/%s/rule/%u",
+		     t->routes[route_id].ns, t->routes[route_id].name, rule);
+	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
+
+static bool ends_with_label(const char *h, const char *sfx)
+{
+	size_t hl = strlen(h), sl = strlen(sfx);
+
+	/* "*." covers one or more labels, never the bare suffix. */
+	return hl > sl + 1 && h[hl - sl - 1] == '.' &&
+	       !strcasecmp(h + hl - sl, sfx);
+}
+
+bool route_compile__host_matches(const char *pat, const char *h)
+{
+	if (pat[0] == '*' && pat[1] == '.')
+		return ends_with_label(h, pat + 2);
+	return !strcasecmp(pat, h);
+}
+
+static bool put(char *out, size_t outlen, const char *s)
+{
+	return (size_t)snprintf(out, outlen, "%s", s) < outlen;
+}
+
+bool route_compile__intersect(const char *l, const char *r, char *out,
+			      size_t outlen)
+{
+	bool lw, rw;
+
+	if (!l && !r)
+		return put(out, outlen, "");
+	if (!l)
+		return put(out, outlen, r);
+	if (!r)
+		return put(out, outlen, l);
+	lw = l[0] == '*';
+	rw = r[0] == '*';
+	if (!lw && !rw)
+		return !strcasecmp(l, r) && put(out, outlen, l);
+	if (lw && !rw)
+		return route_compile__host_matches(l, r) &&
+		       put(out, outlen, r);
+	if (!lw && rw)
+		return route_compile__host_matches(r, l) &&
+		       put(out, outlen, l);
+	/* Both wildcards: the more specific one, if one contains the other. */
+	if (!strcasecmp(l, r))
+		return put(out, outlen, l);
+	if (ends_with_label(r + 2, l + 2))
+		return put(out, outlen, r);
+	if (ends_with_label(l + 2, r + 2))
+		return put(out, outlen, l);
+	return false;
+}
+
+/* Build state: (route, vhost hostname) attachments before sorting. */
+struct attach {
+	uint32_t route_id;
+	char host[HOST_MAX];
+};
+
+struct build {
+	const struct gw_model *m;
+	struct route_table *t;
+	const struct gw_gateway **gws;
+	size_t ngws;
+	const struct gw_route **routes; /* model routes sorted by ns/name */
+	struct attach *att;
+	size_t natt, catt;
+	size_t route_first; /* first attachment of the route being attached */
+	char *err;
+	size_t errlen;
+};
+
+static int cmp_route_name(const void *a, const void *b)
+{
+	const struct gw_route *x = *(const struct gw_route *const *)a;
+	const struct gw_route *y = *(const struct gw_route *const *)b;
+	char kx[512], ky[512];
+
+	/* "{namespace}/{name}" as one string, as the spec words it. */
+	snprintf(kx, sizeof(kx), "%s/%s", x->ns, x->name);
+	snprintf(ky, sizeof(ky), "%s/%s", y->ns, y->name);
+	return strcmp(kx, ky);
+}
+
+/* NULL when the listener takes the route, else why not (into buf). */
+static const char *listener_rejects(const struct gw_gateway *g,
+				    const struct gw_listener *l,
+				    const struct gw_route *r,
+				    const struct gw_parent_ref *p, char *buf,
+				    size_t len)
+{
+	if (p->port && p->port != l->port) {
+		snprintf(buf, len, "parentRef port %u is not listener %s's "
+			 "port %u", p->port, l->name, l->port);
+		return buf;
+	}
+	if (strcmp(l->protocol, "HTTP") && strcmp(l->protocol, "HTTPS")) {
+		snprintf(buf, len, "listener %s is %s, not HTTP or HTTPS",
+			 l->name, l->protocol);
+		return buf;
+	}
+	if (!l->allows_httproute) {
+		snprintf(buf, len, "listener %s: allowedRoutes.kinds has no "
+			 "HTTPRoute", l->name);
+		return buf;
+	}
+	switch (l->from) {
+	case GW_FROM_SAME:
+		if (!strcmp(r->ns, g->ns))
+			return NULL;
+		snprintf(buf, len, "listener %s takes routes from namespace "
+			 "%s only (allowedRoutes from Same)", l->name, g->ns);
+		return buf;
+	case GW_FROM_ALL:
+		return NULL;
+	case GW_FROM_SELECTOR:
+		/* Namespace labels are not in the manifests: deny. */
+		snprintf(buf, len, "listener %s: allowedRoutes from Selector "
+			 "needs Namespace labels, which the manifests do not "
+			 "have", l->name);
+		return buf;
+	}
+	return buf;
+}
+
+static int add_attach(struct build *b, uint32_t route_id, const char *host)
+{
+	struct attach *grown;
+
+	/* The same hostname through two listeners is one attachment. */
+	for (size_t i = b->route_first; i < b->natt; i++)
+		if (!strcmp(b->att[i].host, host))
+			return 0;
+	if (b->natt == b->catt) {
+		size_t cap = b->catt ? b->catt * 2 : 16;
+
+		grown = realloc(b->att, cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		b->att = grown;
+		b->catt = cap;
+	}
+	b->att[b->natt].route_id = route_id;
+	snprintf(b->att[b->natt].host, HOST_MAX, "%s", host);
+	b->natt++;
+	return 0;
+}
+
+/* Attachments of one route to every selected listener it refers to. */
+/*
+ * Attachments of one route to every selected listener it refers to. A
+ * route that refers to a selected Gateway but attaches nowhere gets the
+ * first reason in why; why stays "" when it refers to none.
+ */
+static int attach_route(struct build *b, const struct gw_route *r,
+			uint32_t route_id, const char **gw_ns,
+			const char **gw_name, char *why, size_t whylen)
+{
+	char host[HOST_MAX], reason[192];
+	int err;
+
+	why[0] = '\0';
+	b->route_first = b->natt;
+	for (size_t p = 0; p < r->nparents; p++) {
+		const struct gw_parent_ref *pr = &r->parents[p];
+
+		if (strcmp(pr->group, GW_GROUP) || strcmp(pr->kind, "Gateway"))
+			continue;
+		for (size_t g = 0; g < b->ngws; g++) {
+			const struct gw_gateway *gw = b->gws[g];
+
+			bool named = !pr->section;
+
+			if (strcmp(pr->ns, gw->ns) || strcmp(pr->name, gw->name))
+				continue;
+			for (size_t l = 0; l < gw->nlisteners; l++) {
+				const struct gw_listener *li = &gw->listeners[l];
+				size_t before = b->natt;
+				const char *no;
+
+				if (pr->section && strcmp(pr->section, li->name))
+					continue;
+				named = true;
+				no = listener_rejects(gw, li, r, pr, reason,
+						      sizeof(reason));
+				if (no) {
+					if (!why[0])
+						snprintf(why, whylen, "%s", no);
+					continue;
+				}
+				if (!r->nhostnames) {
+					if (!route_compile__intersect(
+						    li->hostname, NULL, host,
+						    sizeof(host)))
+						continue;
+					err = add_attach(b, route_id, host);
+					if (err)
+						return err;
+				}
+				for (size_t h = 0; h < r->nhostnames; h++) {
+					if (!route_compile__intersect(
+						    li->hostname,
+						    r->hostnames[h], host,
+						    sizeof(host)))
+						continue;
+					err = add_attach(b, route_id, host);
+					if (err)
+						return err;
+				}
+				if (b->natt == before && !why[0])
+					snprintf(why, whylen, "no hostname "
+						 "intersects listener %s's "
+						 "hostname %s", li->name,
+						 li->hostname);
+				if (!*gw_ns && b->natt > b->route_first) {
+					*gw_ns = gw->ns;
+					*gw_name = gw->name;
+				}
+			}
+			if (!named && !why[0])
+				snprintf(why, whylen, "Gateway %s/%s has no "
+					 "listener named %s", gw->ns, gw->name,
+					 pr->section);
+		}
+	}
+	return 0;
+}
+
+static int cmp_rank(const void *a, const void *b, void *arg)
+{
+	const struct route_table *t = arg;
+	const struct gw_route *x = t->routes[*(const uint32_t *)a].src;
+	const struct gw_route *y = t->routes[*(const uint32_t *)b].src;
+
+	/* Oldest first; a route without a timestamp is the newest. */
+	if (!!x->created != !!y->created)
+		return x->created ? -1 : 1;
+	if (x->created && x->created_s != y->created_s)
+		return x->created_s < y->created_s ? -1 : 1;
+	/* route_id order is "{namespace}/{name}" order. */
+	return (*(const uint32_t *)a > *(const uint32_t *)b) -
+	       (*(const uint32_t *)a < *(const uint32_t *)b);
+}
+
+static int path_rank(enum gw_path_type t)
+{
+	return t == GW_PATH_EXACT ? 0 : t == GW_PATH_REGEX ? 1 : 2;
+}
+
+static int cmp_entry(const void *a, const void *b, void *arg)
+{
+	const struct route_table *t = arg;
+	const struct rc_entry *x = a, *y = b;
+	const struct gw_match *mx = x->m, *my = y->m;
+	uint32_t rx, ry;
+
+	if (path_rank(mx->path_type) != path_rank(my->path_type))
+		return path_rank(mx->path_type) - path_rank(my->path_type);
+	if (mx->path_type == GW_PATH_REGEX &&
+	    strlen(mx->path) != strlen(my->path))
+		return strlen(mx->path) > strlen(my->path) ? -1 : 1;
+	if (mx->path_type == GW_PATH_PREFIX && x->prefix_len != y->prefix_len)
+		return x->prefix_len > y->prefix_len ? -1 : 1;
+	if ((mx->method == MM_M_ANY) != (my->method == MM_M_ANY))
+		return mx->method != MM_M_ANY ? -1 : 1;
+	if (mx->nheaders != my->nheaders)
+		return mx->nheaders > my->nheaders ? -1 : 1;
+	if (mx->nquery != my->nquery)
+		return mx->nquery > my->nquery ? -1 : 1;
+	rx = t->routes[x->route_id].rank;
+	ry = t->routes[y->route_id].rank;
+	if (rx != ry)
+		return rx < ry ? -1 : 1;
+	if (x->rule_idx != y->rule_idx)
+		return x->rule_idx < y->rule_idx ? -1 : 1;
+	return x->match_idx < y->match_idx ? -1 : x->match_idx > y->match_idx;
+}
+
+static size_t norm_prefix_len(const char *path)
+{
+	size_t len = strlen(path);
+
+	/* "/foo/" and "/foo" are the same element-wise prefix; "/" is "". */
+	while (len && path[len - 1] == '/')
+		len--;
+	return len;
+}
+
+/* Entries of the routes attached as att[from, to), all with vh's host. */
+static int fill_vhost(struct build *b, struct rc_vhost *vh, size_t from,
+		      size_t to)
+{
+	struct route_table *t = b->t;
+	size_t n = 0;
+
+	for (size_t i = from; i < to; i++) {
+		const struct gw_route *r;
+
+		r = t->routes[b->att[i].route_id].src;
+		for (size_t k = 0; k < r->nrules; k++)
+			n += r->rules[k].nmatches;
+	}
+	vh->entries = calloc(n ? n : 1, sizeof(*vh->entries));
+	if (!vh->entries)
+		return -ENOMEM;
+	for (size_t i = from; i < to; i++) {
+		uint32_t id = b->att[i].route_id;
+		const struct gw_route *r = t->routes[id].src;
+
+		for (size_t k = 0; k < r->nrules; k++)
+			for (size_t j = 0; j < r->rules[k].nmatches; j++) {
+				struct rc_entry *e = &vh->entries[vh->nentries++];
+
+				e->route_id = id;
+				e->rule_idx = (uint16_t)k;
+				e->match_idx = (uint16_t)j;
+				e->m = &r->rules[k].matches[j];
+				if (e->m->path_type == GW_PATH_PREFIX)
+					e->prefix_len = norm_prefix_len(e->m->path);
+				if (e->m->path_type == GW_PATH_REGEX)
+					vh->flags |= MM_VHOST_HAS_REGEX;
+			}
+	}
+	qsort_r(vh->entries, vh->nentries, sizeof(*vh->entries), cmp_entry, t);
+	return 0;
+}
+
+static int cmp_attach(const void *a, const void *b)
+{
+	const struct attach *x = a, *y = b;
+	int c = strcmp(x->host, y->host);
+
+	if (c)
+		return c;
+	return (x->route_id > y->route_id) - (x->route_id < y->route_id);
+}
+
+/* One vhost per distinct hostname, vhost ids in hostname order. */
+static int build_vhosts(struct build *b)
+{
+	struct route_table *t = b->t;
+	size_t i, j;
+	int err;
+
+	t->vhosts = calloc(b->natt ? b->natt : 1, sizeof(*t->vhosts));
+	if (!t->vhosts)
+		return -ENOMEM;
+	if (b->natt)
+		qsort(b->att, b->natt, sizeof(*b->att), cmp_attach);
+	for (i = 0; i < b->natt; i = j) {
+		struct rc_vhost *vh = &t->vhosts[t->nvhosts++];
+		char *h = strdup(b->att[i].host);
+
+		if (!h)
+			return -ENOMEM;
+		vh->host = h;
+		vh->kind = !h[0] ? MM_VH_CATCHALL :
+			   h[0] == '*' ? MM_VH_WILDCARD : MM_VH_EXACT;
+		for (j = i + 1; j < b->natt && !strcmp(b->att[j].host, h); j++)
+			;
+		err = fill_vhost(b, vh, i, j);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int cmp_vhost_key(const void *a, const void *b)
+{
+	const struct mm_vhost_key *x = a, *y = b;
+
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return x->hash < y->hash ? -1 : x->hash > y->hash;
+}
+
+static int build_vhost_keys(struct build *b)
+{
+	struct route_table *t = b->t;
+	struct {
+		struct mm_vhost_key k;
+		struct mm_vhost_val v;
+	} *kv;
+
+	kv = calloc(t->nvhosts ? t->nvhosts : 1, sizeof(*kv));
+	t->vhost_keys = calloc(t->nvhosts ? t->nvhosts : 1,
+			       sizeof(*t->vhost_keys));
+	t->vhost_vals = calloc(t->nvhosts ? t->nvhosts : 1,
+			       sizeof(*t->vhost_vals));
+	if (!kv || !t->vhost_keys || !t->vhost_vals) {
+		free(kv);
+		return -ENOMEM;
+	}
+	for (size_t v = 0; v < t->nvhosts; v++) {
+		const struct rc_vhost *vh = &t->vhosts[v];
+		const char *h = vh->kind == MM_VH_WILDCARD ? vh->host + 2 :
+							     vh->host;
+
+		kv[v].k.gen = t->gen;
+		kv[v].k.kind = vh->kind;
+		kv[v].k.hash = vh->kind == MM_VH_CATCHALL ?
+			0 : route_compile__hash(h, strlen(h));
+		kv[v].v.vhost_id = (uint32_t)v;
+		kv[v].v.flags = vh->flags;
+	}
+	/* The key is the first member, so the pair sorts by key. */
+	qsort(kv, t->nvhosts, sizeof(*kv), cmp_vhost_key);
+	for (size_t v = 0; v < t->nvhosts; v++) {
+		if (v && !cmp_vhost_key(&kv[v - 1].k, &kv[v].k)) {
+			snprintf(b->err, b->errlen,
+				 "hostnames \"%s\" and \"%s\" have the same "
+				 "FNV-1a hash: rename one",
+				 t->vhosts[kv[v - 1].v.vhost_id].host,
+				 t->vhosts[kv[v].v.vhost_id].host);
+			free(kv);
+			return -EEXIST;
+		}
+		t->vhost_keys[v] = kv[v].k;
+		t->vhost_vals[v] = kv[v].v;
+	}
+	t->nvhost_keys = t->nvhosts;
+	free(kv);
+	return 0;
+}
+
+/* One non-regex entry, keyed as BPF will look it up. */
+struct key_group {
+	uint32_t vhost_id;
+	enum mm_path_kind kind;
+	const char *path;
+	size_t len;
+	uint64_t hash;
+	const struct rc_entry *e; /* e - vh->entries is its precedence */
+};
+
+static int cmp_key(const struct key_group *x, const struct key_group *y)
+{
+	if (x->vhost_id != y->vhost_id)
+		return x->vhost_id < y->vhost_id ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return x->hash < y->hash ? -1 : x->hash > y->hash;
+}
+
+static bool same_path(const struct key_group *x, const struct key_group *y)
+{
+	return x->len == y->len && !memcmp(x->path, y->path, x->len);
+}
+
+/* By key, then path (to tell collisions apart), then precedence. */
+static int cmp_group(const void *a, const void *b)
+{
+	const struct key_group *x = a, *y = b;
+	int c = cmp_key(x, y);
+
+	if (c)
+		return c;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	c = memcmp(x->path, y->path, x->len);
+	if (c)
+		return c;
+	return (x->e > y->e) - (x->e < y->e);
+}
+
+/* The candidate list of one key from its entries g[0, n) in order. */
+static void fill_cands(const struct key_group *g, size_t n,
+		       struct mm_route_cands *c)
+{
+	uint32_t covered = 0; /* methods an unconditional candidate decided */
+	const uint32_t all = (1u << MM_M__COUNT) - 1;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct rc_entry *e = g[i].e;
+		uint32_t bits;
+		bool user;
+
+		bits = e->m->method == MM_M_ANY ? all : 1u << e->m->method;
+		if ((covered & bits) == bits)
+			continue; /* BPF could never reach it */
+		user = e->m->nheaders || e->m->nquery;
+		if (c->n == MM_ROUTE_CANDS - 1 && covered != all) {
+			/*
+			 * Room for one more only if it ends the list for
+			 * every method; else the sentinel makes BPF defer.
+			 */
+			bool last = !user && (covered | bits) == all;
+
+			if (!last) {
+				c->c[c->n].route_id = MM_ROUTE_DEFER;
+				c->c[c->n].rule_idx = 0;
+				c->c[c->n].method = MM_M_ANY;
+				c->c[c->n].flags = MM_CAND_NEEDS_USER;
+				c->n++;
+				return;
+			}
+		}
+		c->c[c->n].route_id = e->route_id;
+		c->c[c->n].rule_idx = e->rule_idx;
+		c->c[c->n].method = e->m->method;
+		c->c[c->n].flags = user ? MM_CAND_NEEDS_USER : 0;
+		c->n++;
+		if (!user)
+			covered |= bits;
+		if (covered == all)
+			return;
+	}
+}
+
+static int build_route_keys(struct build *b)
+{
+	struct route_table *t = b->t;
+	struct key_group *g = NULL;
+	size_t n = 0, cap = 0, out = 0;
+	int ret = 0;
+
+	for (size_t v = 0; v < t->nvhosts; v++)
+		cap += t->vhosts[v].nentries;
+	g = calloc(cap ? cap : 1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	for (size_t v = 0; v < t->nvhosts; v++) {
+		struct rc_vhost *vh = &t->vhosts[v];
+
+		for (size_t i = 0; i < vh->nentries; i++) {
+			const struct rc_entry *e = &vh->entries[i];
+			struct key_group k = { .vhost_id = (uint32_t)v, .e = e };
+			size_t slashes = 0;
+
+			if (e->m->path_type == GW_PATH_REGEX)
+				continue;
+			k.kind = e->m->path_type == GW_PATH_EXACT ?
+				 MM_PATH_EXACT : MM_PATH_PREFIX;
+			k.path = e->m->path;
+			k.len = k.kind == MM_PATH_EXACT ? strlen(k.path) :
+							  e->prefix_len;
+			k.hash = route_compile__hash(k.path, k.len);
+			if (k.kind == MM_PATH_PREFIX) {
+				for (size_t c = 0; c < k.len; c++)
+					slashes += k.path[c] == '/';
+				/* Needs boundary index `slashes`. */
+				if (slashes >= MM_PATH_PREFIXES)
+					vh->flags |= MM_VHOST_DEEP;
+			}
+			g[n++] = k;
+		}
+	}
+	qsort(g, n, sizeof(*g), cmp_group);
+	t->route_keys = calloc(n ? n : 1, sizeof(*t->route_keys));
+	t->route_cands = calloc(n ? n : 1, sizeof(*t->route_cands));
+	if (!t->route_keys || !t->route_cands) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && !cmp_key(&g[i], &g[j]) &&
+				same_path(&g[i], &g[j]); j++)
+			;
+		if (j < n && !cmp_key(&g[i], &g[j])) {
+			snprintf(b->err, b->errlen,
+				 "paths \"%.*s\" and \"%.*s\" have the same "
+				 "FNV-1a hash in vhost \"%s\": rename one",
+				 (int)g[i].len, g[i].path,
+				 (int)g[j].len, g[j].path,
+				 t->vhosts[g[i].vhost_id].host);
+			ret = -EEXIST;
+			goto cleanup;
+		}
+		t->route_keys[out].gen = t->gen;
+		t->route_keys[out].vhost_id = g[i].vhost_id;
+		t->route_keys[out].kind = g[i].kind;
+		t->route_keys[out].hash = g[i].hash;
+		fill_cands(&g[i], j - i, &t->route_cands[out]);
+		out++;
+	}
+	t->nroute_keys = out;
+	/* DEEP was set above, after the vhost values were written. */
+	for (size_t k = 0; k < t->nvhost_keys; k++)
+		t->vhost_vals[k].flags =
+			t->vhosts[t->vhost_vals[k].vhost_id].flags;
+cleanup:
+	free(g);
+	return ret;
+}
+
+static int select_gateways(struct build *b, const char *gateway)
+{
+	char ns[256];
+	const char *slash;
+
+	b->gws = calloc(b->m->ngateways ? b->m->ngateways : 1,
+			sizeof(*b->gws));
+	if (!b->gws)
+		return -ENOMEM;
+	if (!gateway) {
+		for (size_t i = 0; i < b->m->ngateways; i++)
+			b->gws[b->ngws++] = b->m->gateways[i];
+		return 0;
+	}
+	slash = strchr(gateway, '/');
+	if (!slash || slash == gateway || !slash[1] ||
+	    (size_t)(slash - gateway) >= sizeof(ns)) {
+		snprintf(b->err, b->errlen,
+			 "gateway \"%s\": write it as NAMESPACE/NAME", gateway);
+		return -EINVAL;
+	}
+	snprintf(ns, sizeof(ns), "%.*s", (int)(slash - gateway), gateway);
+	b->gws[0] = gateway_api__gateway(b->m, ns, slash + 1);
+	if (!b->gws[0]) {
+		snprintf(b->err, b->errlen,
+			 "gateway %s is not in the manifests (%zu Gateway%s "
+			 "found)", gateway, b->m->ngateways,
+			 b->m->ngateways == 1 ? "" : "s");
+		return -ENOENT;
+	}
+	b->ngws = 1;
+	return 0;
+}
+
+static int build_routes(struct build *b)
+{
+	struct route_table *t = b->t;
+	uint32_t *order;
+	int err;
+
+	b->routes = calloc(b->m->nroutes ? b->m->nroutes : 1,
+			   sizeof(*b->routes));
+	t->routes = calloc(b->m->nroutes ? b->m->nroutes : 1,
+			   sizeof(*t->routes));
+	t->detached = calloc(b->m->nroutes ? b->m->nroutes : 1,
+			     sizeof(*t->detached));
+	if (!b->routes || !t->routes || !t->detached)
+		return -ENOMEM;
+	if (b->m->nroutes)
+		memcpy(b->routes, b->m->routes,
+		       b->m->nroutes * sizeof(*b->routes));
+	qsort(b->routes, b->m->nroutes, sizeof(*b->routes), cmp_route_name);
+	for (size_t i = 0; i < b->m->nroutes; i++) {
+		const struct gw_route *r = b->routes[i];
+		uint32_t id = (uint32_t)t->nroutes;
+		size_t before = b->natt;
+		struct rc_route *rr = &t->routes[id];
+
+		char why[256];
+
+		err = attach_route(b, r, id, &rr->gw_ns, &rr->gw_name, why,
+				   sizeof(why));
+		if (err)
+			return err;
+		if (b->natt == before) {
+			/* Attached nowhere: not in this table. */
+			if (why[0]) {
+				struct rc_detached *d =
+					&t->detached[t->ndetached++];
+
+				d->src = r;
+				snprintf(d->why, sizeof(d->why), "%s", why);
+			}
+			rr->gw_ns = rr->gw_name = NULL;
+			continue;
+		}
+		rr->src = r;
+		rr->ns = r->ns;
+		rr->name = r->name;
+		rr->uid = r->uid;
+		rr->nrules = (uint32_t)r->nrules;
+		t->nroutes++;
+	}
+	order = calloc(t->nroutes ? t->nroutes : 1, sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->nroutes; i++)
+		order[i] = i;
+	qsort_r(order, t->nroutes, sizeof(*order), cmp_rank, t);
+	for (uint32_t i = 0; i < t->nroutes; i++)
+		t->routes[order[i]].rank = i;
+	free(order);
+	return 0;
+}
+
+int route_compile__build(const struct gw_model *m, const char *gateway,
+			 uint32_t gen, struct route_table **out, char *err,
+			 size_t errlen)
+{
+	struct build b = { .m = m, .err = err, .errlen = errlen };
+	int ret;
+
+	*out = NULL;
+	if (errlen)
+		err[0] = '\0';
+	b.t = calloc(1, sizeof(*b.t));
+	if (!b.t)
+		return -ENOMEM;
+	b.t->gen = gen;
+	b.t->model = m;
+	ret = select_gateways(&b, gateway);
+	if (!ret)
+		ret = build_routes(&b);
+	if (!ret)
+		ret = build_vhosts(&b);
+	if (!ret)
+		ret = build_vhost_keys(&b);
+	if (!ret)
+		ret = build_route_keys(&b);
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory compiling routes");
+	free(b.gws);
+	free(b.routes);
+	free(b.att);
+	if (ret) {
+		route_compile__free(b.t);
+		return ret;
+	}
+	*out = b.t;
+	return 0;
+}
+
+void route_compile__free(struct route_table *t)
+{
+	if (!t)
+		return;
+	for (size_t v = 0; v < t->nvhosts; v++) {
+		free((char *)t->vhosts[v].host);
+		free(t->vhosts[v].entries);
+	}
+	free(t->vhosts);
+	free(t->routes);
+	free(t->detached);
+	free(t->vhost_keys);
+	free(t->vhost_vals);
+	free(t->route_keys);
+	free(t->route_cands);
+	free(t);
+}

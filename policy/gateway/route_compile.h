@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Gateway API model -> route table in the map format of bpf/milometer.h,
+ * plus what user space needs to finish the decisions BPF defers.
+ *
+ * Each virtual host (one per distinct hostname after listener/route
+ * hostname intersection, as Envoy builds them) holds every match of every
+ * attached route's rules in one list sorted by Gateway API precedence
+ * (apis/v1/httproute_types.go, HTTPRouteRule.Matches: "MUST prioritize
+ * matches based on the following criteria, continuing on ties"):
+ *
+ *   Exact path > RegularExpression path (longer expression first; the
+ *   spec leaves regex ranking to implementations, this is Envoy Gateway's
+ *   order) > PathPrefix (longer normalised prefix first) > method match >
+ *   more header matches > more query param matches > older route
+ *   (creationTimestamp; routes without one are newer than any that has one)
+ *   > "namespace/name" alphabetical > rule order > match order.
+ *
+ * A request's Host selects exactly one virtual host (exact, then the
+ * longest "*." suffix, then catch-all) and never falls back to a less
+ * specific one, which is the spec's "largest number of characters in a
+ * matching (non-wildcard) hostname" across routes. Routes whose intersected
+ * hostnames are identical are ranked by the intersection, not by the
+ * hostnames they were written with (the spec allows this; the other way is
+ * its Extended GatewayRouteHostnameIntersectionPrecedence feature).
+ *
+ * The BPF keys are that list cut by (kind, path): one candidate list per
+ * distinct Exact path and per distinct normalised prefix, in the same order.
+ * Candidates that an earlier unconditional candidate for the same method
+ * already shadows are dropped, and the list ends after an unconditional
+ * any-method candidate. A list that still needs more than MM_ROUTE_CANDS
+ * entries keeps the first MM_ROUTE_CANDS - 1 and ends with a sentinel
+ * { route_id MM_ROUTE_DEFER, rule 0, method MM_M_ANY, MM_CAND_NEEDS_USER }
+ * (unless the 8th candidate itself ends the list): BPF reaching it defers,
+ * user space walks the full list. Regex matches get no keys; their vhost
+ * has MM_VHOST_HAS_REGEX. A PathPrefix with MM_PATH_PREFIXES or more '/'
+ * sets MM_VHOST_DEEP: BPF defers paths with more '/' than it hashes.
+ */
+#ifndef MM_POLICY_ROUTE_COMPILE_H
+#define MM_POLICY_ROUTE_COMPILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpf/milometer.h"
+#include "policy/gateway/gateway_api.h"
+
+struct rc_route {
+	const struct gw_route *src;
+	const char *ns, *name, *uid;
+	const char *gw_ns, *gw_name; /* first selected Gateway it attached to */
+	uint32_t nrules;
+	uint32_t rank; /* position in age-then-name order (0 = wins ties) */
+};
+
+/* One (route, rule, match) in a virtual host. */
+struct rc_entry {
+	uint32_t route_id;
+	uint16_t rule_idx;
+	uint16_t match_idx;
+	const struct gw_match *m;
+	/* PathPrefix normalised (no trailing '/', "/" -> ""): the first
+	 * prefix_len bytes of m->path. */
+	size_t prefix_len;
+};
+
+struct rc_vhost {
+	const char *host; /* "a.example.com", "*.example.com", "" = catch-all */
+	enum mm_vhost_kind kind;
+	uint32_t flags;   /* MM_VHOST_* */
+	struct rc_entry *entries; /* precedence order */
+	size_t nentries;
+};
+
+/* A route that refers to a selected Gateway but attaches to no listener. */
+struct rc_detached {
+	const struct gw_route *src;
+	char why[256]; /* the first reason, for messages */
+};
+
+struct route_table {
+	uint32_t gen;
+	const struct gw_model *model; /* borrowed: must outlive the table */
+
+	struct rc_route *routes; /* route_id is the index */
+	size_t nroutes;
+	struct rc_vhost *vhosts; /* vhost_id is the index */
+	size_t nvhosts;
+
+	struct rc_detached *detached;
+	size_t ndetached;
+
+	/* mm_vhosts map contents, sorted by (kind, hash) */
+	struct mm_vhost_key *vhost_keys;
+	struct mm_vhost_val *vhost_vals;
+	size_t nvhost_keys;
+
+	/* mm_route_cands map contents, sorted by (vhost_id, kind, hash) */
+	struct mm_route_key *route_keys;
+	struct mm_route_cands *route_cands;
+	size_t nroute_keys;
+};
+
+/*
+ * gateway: "NS/NAME" to compile the routes of one Gateway (one proxy), or
+ * NULL for every Gateway in the model merged into one table (their
+ * listeners' virtual hosts are merged by hostname; the table has no notion
+ * of port). -ENOENT when the named Gateway is absent.
+ */
+int route_compile__build(const struct gw_model *m, const char *gateway,
+			 uint32_t gen, struct route_table **out, char *err,
+			 size_t errlen);
+void route_compile__free(struct route_table *t);
+
+/* FNV-1a 64 as BPF computes it. */
+uint64_t route_compile__hash(const void *buf, size_t len);
+
+/* Envoy Gateway's cluster name: "httproute/NS/NAME/rule/N". */
+int route_compile__cluster_name(const struct route_table *t,
+				uint32_t route_id, unsigned int rule,
+				char *buf, size_t len);
+
+/*
+ * Hostname of a listener and of a route, intersected per the Gateway API:
+ * writes the resulting vhost hostname ("" for catch-all) to out and returns
+ * true, or false when they do not intersect. lhost/rhost NULL = none.
+ */
+bool route_compile__intersect(const char *lhost, const char *rhost,
+			      char *out, size_t outlen);
+
+/* Does hostname pattern `pat` ("*.x" or exact) match host `h`? */
+bool route_compile__host_matches(const char *pat, const char *h);
+
+#endif /* MM_POLICY_ROUTE_COMPILE_H */
