@@ -81,7 +81,7 @@ struct self_metrics {
 };
 
 static const char *const map_names[] = {
-	"mm_conns", "mm_recent", "mm_targets", "mm_vhosts",
+	"mm_conns", "mm_targets", "mm_vhosts",
 	"mm_routes",
 };
 #define NMAPS (sizeof(map_names) / sizeof(map_names[0]))
