@@ -11,7 +11,9 @@
 #include "bpf/milometer.h"
 
 #define MM_SCRATCH      512 /* user bytes copied and scanned per window */
+#ifndef MM_BLOCK
 #define MM_BLOCK        8  /* bytes parsed per bpf_loop callback (unrolled) */
+#endif
 #define MM_WINDOWS      64  /* windows (parse or skip steps) per iovec */
 #define MM_IOV_MAX      1024 /* iovecs walked per readv/writev/recvmsg/sendmsg (IOV_MAX) */
 #define MM_NAME_MAX     20  /* header name bytes compared */
