@@ -25,6 +25,7 @@
 #                   (run with cwd $MM_T after the counts are checked)
 # Prints "ok   NAME" / "FAIL NAME" per step and a closing "N passed, N failed".
 T=${MM_T:-/t}
+# shellcheck source=/dev/null # written by stage.sh
 [ -f "$T/env.sh" ] && . "$T/env.sh"
 W=${MM_W:-/tmp/km}
 N=${MM_N:-10}
@@ -160,10 +161,13 @@ else
 		why="exited with status $? before it was ready"
 	fi
 	AGENT_PID=
-	bad "agent_start" "$why; its output (verifier lines first):"
-	grep -E 'combined stack|too large|Too large|invalid|unreachable|R[0-9]+ |-- END PROG LOAD LOG|failed|error' \
-		"$AGENT_OUT" | grep -v '^[0-9]*: (' | tail -15 | sed 's/^/    | /'
-	echo "    --- last 25 lines of the agent's output"
+	bad "agent_start" "$why; its output:"
+	# with -v the verifier log is long: its verdict lines first
+	if [ "$(wc -l <"$AGENT_OUT")" -gt 25 ]; then
+		grep -E 'combined stack|too large|Too large|invalid|unreachable|-- END PROG LOAD LOG|failed|error' \
+			"$AGENT_OUT" | grep -v '^[0-9]*: (' | tail -15 | sed 's/^/    | /'
+		echo "    --- last 25 lines"
+	fi
 	tail -25 "$AGENT_OUT" | sed 's/^/    | /'
 fi
 
@@ -215,21 +219,26 @@ while read -r m h p want hdr; do
 	done
 	sent=$((sent + N))
 done <"$W/cases"
+# wrk counts the responses it read: up to one request per connection may
+# be logged but cut off when its time is up
+slack=0
 if [ "${MM_WRK_SECONDS:-0}" -gt 0 ]; then
 	log "wrk: ${MM_WRK_SECONDS} s, 2 threads, 4 connections, wrk_mix.lua"
 	"$T/wrk" -t2 -c4 -d"${MM_WRK_SECONDS}s" -s "$T/wrk_mix.lua" "$URL/" >"$W/wrk.out" 2>&1 ||
 		client_bad="$client_bad wrk failed: $(tail -3 "$W/wrk.out");"
 	wrk_n=$(awk '/requests in/ { print $1 }' "$W/wrk.out")
-	log "wrk sent ${wrk_n:-?} requests"
+	log "wrk: ${wrk_n:-?} responses"
 	sent=$((sent + ${wrk_n:-0}))
+	slack=4
 fi
 log_lines() { wc -l <"$LOG"; }
 log_has() { [ "$(log_lines)" -ge "$1" ]; }
 wait_for 20 log_has $sent
-if [ -z "$client_bad" ] && [ "$(log_lines)" -eq $sent ]; then
-	ok "traffic ($sent requests, access log agrees)"
+logged=$(log_lines)
+if [ -z "$client_bad" ] && [ "$logged" -ge $sent ] && [ "$logged" -le $((sent + slack)) ]; then
+	ok "traffic ($logged requests in the access log, the clients counted $sent)"
 else
-	bad "traffic" "sent $sent, access log has $(log_lines);$client_bad"
+	bad "traffic" "the clients counted $sent, the access log has $logged;$client_bad"
 fi
 echo "  access log by route and status:"
 cut -f1,2 "$LOG" | sort | uniq -c | sed 's/^/   /'
@@ -246,7 +255,7 @@ if [ -n "$AGENT_PID" ]; then
 		cur=$(cksum <"$W/compare.out")
 		now=$(date +%s)
 		[ "$cur" = "$last" ] || { last=$cur; same_since=$now; }
-		[ $now -lt $end ] && [ $((now - same_since)) -lt 5 ] || break
+		if [ "$now" -ge $end ] || [ $((now - same_since)) -ge 5 ]; then break; fi
 		sleep 0.3
 	done
 	if awk -f "$T/compare.awk" "$LOG" "$W/metrics" >"$W/compare.out"; then

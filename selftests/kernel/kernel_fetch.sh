@@ -25,7 +25,7 @@ die() {
 # resolve META: the concrete image package (META itself when it has a
 # kernel in it, else the linux-image-* it depends on).
 resolve() {
-	apt-cache depends "$1" 2>/dev/null |
+	{ apt-cache depends "$1" 2>/dev/null || true; } |
 		awk '/^ *Depends: linux-image-/ { print $2; exit }'
 }
 
