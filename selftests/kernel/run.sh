@@ -156,10 +156,10 @@ if ! "$here/stage.sh" "$stage" >"$out/stage.log" 2>&1; then
 fi
 
 for k in $kernels; do
-	start=$(date +%s)
 	if [ "$k" = host ]; then
 		name="host $(uname -r)"
 		log=$out/host.log
+		start=$(date +%s)
 		# private network namespace (own loopback: no port clashes) and
 		# mount namespace (own bpffs: the agent's pins cannot clash);
 		# busybox tools first in PATH, as in the guest
@@ -178,6 +178,7 @@ for k in $kernels; do
 			continue
 		fi
 		name="guest $(cat "$(dirname "$vmlinuz")/package")"
+		start=$(date +%s)
 		# never KVM: this machine's /dev/kvm (kvm-pvm) cannot run it
 		"${locked[@]}" timeout -k 10 "$qemu_timeout" qemu-system-x86_64 \
 			-accel tcg,thread=multi -cpu max -m 1024 -smp 2 \
