@@ -34,6 +34,11 @@ static const char *const bpf_stat_names[MM_STAT__COUNT] = {
 	[MM_STAT_DEFERRED] = "deferred",
 	[MM_STAT_FORKS] = "forks",
 	[MM_STAT_NOT_HTTP] = "not_http",
+	[MM_STAT_PIPELINE_LOST] = "pipeline_lost",
+	[MM_STAT_NO_BUFFER] = "no_buffer",
+	[MM_STAT_LINK_FAIL] = "link_fail",
+	[MM_STAT_CONNS_OPENED] = "connections_opened",
+	[MM_STAT_CONNS_CLOSED] = "connections_closed",
 };
 
 enum {
@@ -60,6 +65,8 @@ enum {
 	M_BPF_RUN_NS,
 	M_BPF_RUN_CNT,
 	M_CONTRACT,
+	M_CAPTURE_MODE,
+	M_CONNS_OPEN,
 	M__N,
 };
 
@@ -157,6 +164,12 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 	err |= reg(sm, M_BPF_RUN_CNT, "milometer.bpf.run.count",
 		   "Runs of each BPF program (needs kernel.bpf_stats_enabled=1).",
 		   "1", MI_COUNTER, true);
+	err |= reg(sm, M_CAPTURE_MODE, "milometer.capture.mode",
+		   "1 for the capture mode in use (sock: socket tracepoints; sys-exit: fallback).",
+		   "1", MI_GAUGE, true);
+	err |= reg(sm, M_CONNS_OPEN, "milometer.bpf.connections",
+		   "Connections the data path holds state for now.", "1",
+		   MI_GAUGE, true);
 	err |= reg(sm, M_CONTRACT, "milometer.contract.objects",
 		   "MetricDefinitions and MetricPolicies by condition.", "1",
 		   MI_GAUGE, true);
@@ -280,6 +293,8 @@ void self_metrics__refresh(struct self_metrics *sm)
 			{ MM_STAT_SCAN_LIMIT, "scan_limit" },
 			{ MM_STAT_IOV_LIMIT, "iov_limit" },
 			{ MM_STAT_UNPARSED, "unparsed" },
+			{ MM_STAT_PIPELINE_LOST, "pipeline_lost" },
+			{ MM_STAT_NO_BUFFER, "no_buffer" },
 		};
 
 		for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++) {
@@ -305,6 +320,15 @@ void self_metrics__refresh(struct self_metrics *sm)
 	set1(sm, M_DEFERRED_RESOLVED, as.deferred_resolved, now, NULL, 0);
 	set1(sm, M_DEFERRED_UNKNOWN, as.deferred_unknown, now, NULL, 0);
 	set1(sm, M_TARGETS, targets, now, NULL, 0);
+	{
+		struct mlabel l = { "mode", loader__capture_mode() };
+
+		set1(sm, M_CAPTURE_MODE, 1, now, &l, 1);
+	}
+	set1(sm, M_CONNS_OPEN,
+	     sm->bpf[MM_STAT_CONNS_OPENED] > sm->bpf[MM_STAT_CONNS_CLOSED] ?
+		     sm->bpf[MM_STAT_CONNS_OPENED] - sm->bpf[MM_STAT_CONNS_CLOSED] : 0,
+	     now, NULL, 0);
 	set1(sm, M_ROUTE_RELOADS, route_sync__reloads(ag->routes), now, NULL, 0);
 	set1(sm, M_ROUTE_ERROR, route_sync__last_error(ag->routes) ? 1 : 0, now,
 	     NULL, 0);
