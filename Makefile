@@ -5,6 +5,7 @@
 #   make check      unit tests + BPF/integration tests (root)
 #   make unit       unit tests only (no root)
 #   make bench      agent on/off benchmark, encode/memory figures
+#   make kernel-matrix  the agent on Debian 12's 6.1 kernel (qemu) and the host's
 #   make V=1 ...    show the commands
 
 OUTPUT   := .output
@@ -67,7 +68,7 @@ AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
 .SECONDARY:
 
 .PHONY: all deps demo check unit integration bench fuzz format vmlinux \
-	install clean
+	install clean kernel-matrix
 .DEFAULT_GOAL := all
 
 all: deps-check $(BIN)/milometer $(TOOLS)
@@ -153,6 +154,10 @@ demo: deps all
 
 bench: deps all $(BIN)/unit_tests $(BENCHES)
 	$(Q)selftests/bench/run.sh
+
+# KERNEL_MATRIX_QUICK=1 for the bounded run `make check` does
+kernel-matrix: deps all
+	$(Q)selftests/kernel/run.sh
 
 vmlinux:
 	$(Q)vmlinux/gen-vmlinux.sh $(ARCH)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # What `make check` runs once everything is built: the unit tests, then the
-# integration tests (root: they load BPF and start real proxies). The last
+# integration tests (root: they load BPF and start real proxies), then the
+# bounded kernel matrix (selftests/kernel: qemu + the host kernel). The last
 # line sums both: "N passed, N failed"; exit status 1 when anything failed.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,6 +51,13 @@ if [ -z "${T:-}" ]; then
 	[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 	tally "$out" "selftests/integration/run.sh (sys-exit)"
 fi
+
+# bounded: the 6.1 guest and the host kernel, a few requests per route; a
+# kernel that cannot be downloaded or booted counts as a failure
+echo "== kernel matrix (quick)"
+KERNEL_MATRIX_QUICK=1 selftests/kernel/run.sh 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" selftests/kernel/run.sh
 
 [ $total_fail -eq 0 ] || status=1
 echo "$total_pass passed, $total_fail failed"
