@@ -136,6 +136,33 @@ int prom_names__unit(const char *unit, enum minstrument inst, char *buf,
 	return finish(&o);
 }
 
+/*
+ * Unit words that are a scaled form of a Prometheus base unit (seconds,
+ * bytes). Prometheus names carry base units only (promtool's linter: "use
+ * base unit seconds instead of milliseconds"), so a metric in such a unit
+ * gets no unit suffix at all: the name stays what the source calls it.
+ * That is Envoy's own exposition of its *_rq_time histograms (milliseconds,
+ * no suffix), so Envoy dashboards and queries work unchanged; the values
+ * are never rescaled.
+ */
+static const char *const scaled_units[] = {
+	"days",	     "hours",	  "minutes",   "milliseconds", "microseconds",
+	"nanoseconds", "kibibytes", "mebibytes", "gibibytes",	"tibibytes",
+	"kilobytes", "megabytes", "gigabytes", "terabytes",
+};
+
+static bool has_part(const char *name, const char *word);
+
+bool prom_names__unit_is_scaled(const char *word)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(scaled_units) / sizeof(scaled_units[0]); i++)
+		if (has_part(word, scaled_units[i]))
+			return true;
+	return false;
+}
+
 /* Does name contain word as a whole '_'-separated part sequence? */
 static bool has_part(const char *name, const char *word)
 {
@@ -172,7 +199,7 @@ int prom_names__metric(const struct mmetric_desc *d, char *buf, size_t len)
 	if (counter && o.len >= 6 && !strcmp(buf + o.len - 6, "_total"))
 		buf[o.len -= 6] = 0;
 	ul = prom_names__unit(d->unit, d->instrument, unit, sizeof(unit));
-	if (ul > 0 && !has_part(buf, unit)) {
+	if (ul > 0 && !has_part(buf, unit) && !prom_names__unit_is_scaled(unit)) {
 		put(&o, '_');
 		put_sanitized(&o, unit, (size_t)ul, false);
 	}
