@@ -389,7 +389,8 @@ int agent__run(struct agent_opts *o)
 	ret = open_contract(&ag);
 	if (ret)
 		goto cleanup;
-	ag.agg = aggregate__new(ag.store, ag.routes, o->export_source_metrics);
+	ag.agg = aggregate__new(ag.store, route_sync__table_fn, ag.routes,
+				 o->export_source_metrics);
 	ag.self = self_metrics__new(&ag);
 	ag.rb = ring_buffer__new(bpf_map__fd(ag.skel->maps.mm_events), on_event,
 				 &ag, NULL);

@@ -238,6 +238,11 @@ int route_sync__poll(struct route_sync *rs, uint64_t now_ns)
 	return 1;
 }
 
+const struct route_table *route_sync__table_fn(void *rs, uint32_t gen)
+{
+	return route_sync__table(rs, gen);
+}
+
 const struct route_table *route_sync__table(const struct route_sync *rs,
 					    uint32_t gen)
 {
