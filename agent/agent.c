@@ -33,6 +33,7 @@
 #include "milometer.skel.h"
 #include "policy/contract/cluster_id.h"
 #include "policy/contract/contract.h"
+#include "policy/contract/contract_reload.h"
 #include "policy/source/manifest_source.h"
 #include "policy/contract/policy_engine.h"
 #include "policy/gateway/route_compile.h"
@@ -151,19 +152,36 @@ static int open_contract(struct agent *ag)
 	return 0;
 }
 
+/*
+ * The periodic reload goes through contract__reload(), the path the unit
+ * tests exercise (test_policy_engine: policy_engine_reload_*). A failure
+ * keeps the previous contract and engine; it is logged when it starts and
+ * when it clears, not on every tick, and counted.
+ */
 static void reload_contract(struct agent *ag)
 {
 	int r;
 
 	if (!ag->msrc)
 		return;
-	r = manifest_source__reload(ag->msrc);
-	if (r <= 0)
+	r = contract__reload(ag->msrc, ag->contract, ag->engine);
+	if (r < 0) {
+		ag->contract_reload_failures++;
+		if (r != ag->contract_reload_err)
+			fprintf(stderr, "milometer: reloading the manifests in %s failed: %s; the previous MetricDefinitions/MetricPolicies stay in effect (fix the files; retried every tick)\n",
+				ag->opts->manifests, strerror(-r));
+		ag->contract_reload_err = r;
 		return;
-	contract__load(ag->contract, ag->msrc);
-	mstore__lock(ag->store);
-	policy_engine__sync(ag->engine, ag->msrc);
-	mstore__unlock(ag->store);
+	}
+	if (ag->contract_reload_err)
+		fprintf(stderr, "milometer: manifests in %s reload again\n",
+			ag->opts->manifests);
+	ag->contract_reload_err = 0;
+	if (!r)
+		return;
+	if (contract__rejected(ag->contract))
+		fprintf(stderr, "milometer: some MetricDefinitions/MetricPolicies were rejected: see `milometer ctl policies` or `milometer check --manifests %s`\n",
+			ag->opts->manifests);
 	refresh_cluster(ag);
 }
 

@@ -33,6 +33,8 @@ struct agent {
 	struct manifest_source *msrc;
 	struct contract *contract;
 	struct policy_engine *engine;
+	int contract_reload_err;          /* last contract__reload() error, 0 */
+	uint64_t contract_reload_failures;
 	struct prom_server *prom;
 	struct otlp_sender *otlp;
 	struct otlp_encoder *enc;

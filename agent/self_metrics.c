@@ -50,6 +50,7 @@ enum {
 	M_TARGETS,
 	M_ROUTE_RELOADS,
 	M_ROUTE_ERROR,
+	M_CONTRACT_RELOAD_FAILURES,
 	M_EXPORT_ATTEMPTS,
 	M_EXPORT_FAILURES,
 	M_EXPORT_RETRIES,
@@ -135,6 +136,10 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 	err |= reg(sm, M_ROUTE_ERROR, "milometer.routes.rejected",
 		   "1 while the latest manifests are rejected (previous table active).",
 		   "1", MI_GAUGE, true);
+	err |= reg(sm, M_CONTRACT_RELOAD_FAILURES,
+		   "milometer.contract.reload_failures",
+		   "Manifest reloads that failed (previous MetricDefinitions/MetricPolicies kept).",
+		   "1", MI_COUNTER, true);
 	err |= reg(sm, M_EXPORT_ATTEMPTS, "milometer.export.attempts",
 		   "OTLP export HTTP requests.", "1", MI_COUNTER, true);
 	err |= reg(sm, M_EXPORT_FAILURES, "milometer.export.failures",
@@ -307,6 +312,8 @@ void self_metrics__refresh(struct self_metrics *sm)
 	set1(sm, M_TARGETS, targets, now, NULL, 0);
 	set1(sm, M_ROUTE_RELOADS, route_sync__reloads(ag->routes), now, NULL, 0);
 	set1(sm, M_ROUTE_ERROR, route_sync__last_error(ag->routes) ? 1 : 0, now,
+	     NULL, 0);
+	set1(sm, M_CONTRACT_RELOAD_FAILURES, ag->contract_reload_failures, now,
 	     NULL, 0);
 	set1(sm, M_CPU,
 	     ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +

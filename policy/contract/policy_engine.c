@@ -152,6 +152,11 @@ struct policy_engine *policy_engine__new(struct mstore *store,
 	return e;
 }
 
+struct mstore *policy_engine__store(struct policy_engine *e)
+{
+	return e->store;
+}
+
 void policy_engine__free(struct policy_engine *e)
 {
 	if (!e)
