@@ -190,7 +190,7 @@ check: all $(BIN)/unit_tests other-cc | $(DEPS_STAMP)
 demo: all | $(DEPS_STAMP)
 	$(Q)deploy/demo.sh
 
-bench: all $(BIN)/unit_tests $(BENCHES) | $(DEPS_STAMP)
+bench: all $(BENCHES) | $(DEPS_STAMP)
 	$(Q)selftests/bench/run.sh
 
 vmlinux:
