@@ -9,12 +9,13 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "agent/agent.h"
 #include "agent/aggregate.h"
 #include "agent/loader.h"
 #include "agent/route_sync.h"
 #include "agent/self_metrics.h"
+#include "agent/state.h"
 #include "agent/targets.h"
+#include "exporter/json_out.h"
 #include "bpf/milometer.h"
 #include "exporter/metric_store.h"
 #include "exporter/otlp_sender.h"
@@ -240,7 +241,7 @@ void self_metrics__refresh(struct self_metrics *sm)
 {
 	struct agent *ag = sm->ag;
 	struct milometer_bpf *skel = ag->skel;
-	uint64_t now = agent__real_ns();
+	uint64_t now = state__real_ns();
 	struct aggregate_stats as = {};
 	struct mstore_stats ms;
 	struct rusage ru;
@@ -362,13 +363,17 @@ void self_metrics__dump(struct self_metrics *sm, FILE *out, int json)
 		aggregate__stats(sm->ag->agg, &as);
 	if (json) {
 		fputs("{\"bpf\":{", out);
-		for (int i = 0; i < MM_STAT__COUNT; i++)
-			fprintf(out, "%s\"%s\":%llu", i ? "," : "",
-				bpf_stat_names[i], (unsigned long long)sm->bpf[i]);
+		for (int i = 0; i < MM_STAT__COUNT; i++) {
+			fputs(i ? "," : "", out);
+			json_out__key(out, bpf_stat_names[i]);
+			fprintf(out, "%llu", (unsigned long long)sm->bpf[i]);
+		}
 		fputs("},\"maps\":{", out);
-		for (size_t i = 0; i < NMAPS; i++)
-			fprintf(out, "%s\"%s\":%.4f", i ? "," : "", map_names[i],
-				sm->fill[i]);
+		for (size_t i = 0; i < NMAPS; i++) {
+			fputs(i ? "," : "", out);
+			json_out__key(out, map_names[i]);
+			json_out__double(out, sm->fill[i]);
+		}
 		fprintf(out,
 			"},\"user\":{\"events\":%llu,\"exchanges\":%llu,\"heads\":%llu,"
 			"\"deferred_resolved\":%llu,\"unknown\":%llu,\"aborted\":%llu,"

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "exporter/prom_names.h"
+#include "exporter/utf8.h"
 
 struct unit_word {
 	const char *ucum;
@@ -221,39 +222,12 @@ int prom_names__label(const char *key, char *buf, size_t len)
 	return finish(&o);
 }
 
-/* Length of the valid UTF-8 sequence at s, 0 if invalid. */
-static size_t utf8_len(const unsigned char *s)
-{
-	unsigned int c = s[0], cp, n, i;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, cp = c & 0x07;
-	else
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	/* overlong, surrogate or past U+10FFFF */
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-		return 0;
-	return n;
-}
-
 void prom_names__write_escaped(FILE *f, const char *s, bool quotes)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
 	while (*p) {
-		size_t n = utf8_len(p);
+		size_t n = utf8__seq_len(p);
 
 		if (!n) {
 			fputs("\xef\xbf\xbd", f);

@@ -36,10 +36,10 @@ pipe 16 --host canary.example.com --path /c -H 'X-Canary: 1'
 # past the depth: one more than it, and twice it
 pipe $((depth + 1)) --host api.example.com --path /v1/status
 pipe $((depth * 2)) --host www.shop.test --path '/cart/2'
-full=$(metric milometer_bpf_pipeline_full_total)
-log "pipeline_full: $full0 -> $full (depth $depth)"
-[ "$full" -gt "$full0" ] ||
-	fail "no request took the overflow path past depth $depth (pipeline_full $full0 -> $full)"
+# (self metrics refresh once a second: poll)
+wait_for 10 metric_grew milometer_bpf_pipeline_full_total "$full0" 1 ||
+	fail "no request took the overflow path past depth $depth (pipeline_full $full0 -> $(metric milometer_bpf_pipeline_full_total))"
+log "pipeline_full: $full0 -> $(metric milometer_bpf_pipeline_full_total) (depth $depth)"
 # pipelined requests wait in nginx's buffer: nginx starts $request_time when
 # it takes a request up, the agent (as Envoy) at its first byte received, so
 # the agent's sums are longer by the queueing; reported, not asserted.
