@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exporter/fnv1a.h"
 #include "exporter/hist_exp.h"
 #include "exporter/hist_explicit.h"
 #include "exporter/metric_store.h"
@@ -55,13 +56,9 @@ static size_t heap_cost(size_t req)
 
 static uint32_t hash_str(const char *s)
 {
-	uint32_t h = 2166136261u; /* FNV-1a */
+	uint64_t h = fnv1a64_str(FNV1A64_OFFSET, s);
 
-	while (*s) {
-		h ^= (unsigned char)*s++;
-		h *= 16777619u;
-	}
-	return h;
+	return (uint32_t)(h ^ h >> 32); /* fold: both halves spread */
 }
 
 static long strtab_find(const struct strtab *t, const char *s, uint32_t h)

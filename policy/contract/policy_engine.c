@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exporter/fnv1a.h"
 #include "policy/contract/contract.h"
 #include "policy/contract/contract_uid.h"
 #include "policy/source/doc.h"
@@ -349,11 +350,7 @@ fail:
 
 static uint64_t hash_key(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
+	return fnv1a64_str(FNV1A64_OFFSET, s);
 }
 
 /* Join the selector values; false when one is missing. */
