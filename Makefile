@@ -63,7 +63,7 @@ AGENT_PURE_O := $(OUTPUT)/agent/deferred.o $(OUTPUT)/agent/aggregate.o \
 # agent objects a bench tool may link: everything but main()
 AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))
 
-PURE_LIBS  := -lyaml -lcurl -lprotobuf-c -lmicrohttpd -lz -lm -lpthread
+PURE_LIBS  := -lyaml -lcurl -lprotobuf-c -lmicrohttpd -luuid -lz -lm -lpthread
 AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
 
 # Generated sources (protoc-c, skeletons) are never "intermediate": deleting
