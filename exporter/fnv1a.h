@@ -12,7 +12,7 @@
 #define MM_EXPORTER_FNV1A_H
 
 #define FNV1A64_OFFSET 0xcbf29ce484222325ULL
-#define FNV1A64_PRIME 0x100000001b3ULL
+#define FNV1A64_PRIME  0x100000001b3ULL
 
 static inline unsigned long long fnv1a64_step(unsigned long long h,
 					      unsigned char c)
@@ -21,8 +21,8 @@ static inline unsigned long long fnv1a64_step(unsigned long long h,
 }
 
 /* Continue hash h over len bytes (start with FNV1A64_OFFSET). */
-static inline unsigned long long fnv1a64(unsigned long long h,
-					 const void *buf, unsigned long len)
+static inline unsigned long long fnv1a64(unsigned long long h, const void *buf,
+					 unsigned long len)
 {
 	const unsigned char *p = buf;
 

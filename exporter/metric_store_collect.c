@@ -84,9 +84,8 @@ static bool expired(const struct mstore *s, struct mseries *ser,
 	       now_ns - ser->last_ns > s->opts.idle_expiry_ns;
 }
 
-static void fill_point(struct mstore *s, struct mmetric *m,
-		       struct mseries *ser, bool delta, uint64_t now_ns,
-		       size_t k, struct mlabel *lv)
+static void fill_point(struct mstore *s, struct mmetric *m, struct mseries *ser,
+		       bool delta, uint64_t now_ns, size_t k, struct mlabel *lv)
 {
 	struct mpoint_view *p = &s->pv[k];
 	void *acc = ser_acc(ser, delta);
@@ -99,8 +98,8 @@ static void fill_point(struct mstore *s, struct mmetric *m,
 	}
 	p->labels = lv;
 	p->nlabels = ser->nlabels;
-	p->start_ns = delta && m->last_delta_ns ? m->last_delta_ns :
-		      ser->start_ns;
+	p->start_ns =
+		delta && m->last_delta_ns ? m->last_delta_ns : ser->start_ns;
 	p->time_ns = now_ns;
 	if (m->desc.instrument != MI_HISTOGRAM) {
 		union sum_acc *a = acc;
@@ -224,8 +223,8 @@ int mstore__collect(struct mstore *s, enum mtemporality view, uint64_t now_ns,
 	mstore__lock(s);
 	for (i = 0; i < s->nmetrics && !err; i++)
 		if (s->metrics[i] && !s->metrics[i]->dead)
-			err = collect_metric(s, s->metrics[i], view, now_ns,
-					     fn, ctx);
+			err = collect_metric(s, s->metrics[i], view, now_ns, fn,
+					     ctx);
 	mstore__unlock(s);
 	return err;
 }

@@ -15,22 +15,22 @@
 #include "exporter/strtab.h"
 
 #define DEFAULT_MAX_SERIES 10000
-#define OVERFLOW_KEY "otel.metric.overflow"
-#define OVERFLOW_VALUE "true"
-#define MAX_LABELS 128
+#define OVERFLOW_KEY	   "otel.metric.overflow"
+#define OVERFLOW_VALUE	   "true"
+#define MAX_LABELS	   128
 
 enum {
 	SER_HAS_DATA = 1 << 0, /* recorded at least once */
-	SER_DIRTY = 1 << 1,    /* recorded since the last delta collection */
+	SER_DIRTY = 1 << 1, /* recorded since the last delta collection */
 	SER_OVERFLOW = 1 << 2,
-	SER_ORPHAN = 1 << 3,   /* its metric was removed while held */
+	SER_ORPHAN = 1 << 3, /* its metric was removed while held */
 };
 
 struct mseries {
 	struct mseries *next;
 	struct mmetric *m;
 	uint64_t start_ns; /* cumulative start */
-	uint64_t last_ns;  /* last update, for idle expiry */
+	uint64_t last_ns; /* last update, for idle expiry */
 	uint32_t hash;
 	uint32_t holds;
 	uint16_t nlabels;

@@ -76,8 +76,10 @@ long strtab__get(struct strtab *t, const char *s, size_t *bytes)
 			return -ENOMEM;
 		t->free_ids = fr;
 		if (t->cap)
-			*bytes -= strtab__heap_cost(t->cap * (sizeof(*ents) + sizeof(*fr)));
-		*bytes += strtab__heap_cost(cap * (sizeof(*ents) + sizeof(*fr)));
+			*bytes -= strtab__heap_cost(
+				t->cap * (sizeof(*ents) + sizeof(*fr)));
+		*bytes +=
+			strtab__heap_cost(cap * (sizeof(*ents) + sizeof(*fr)));
 		t->cap = cap;
 	}
 	len = strlen(s);

@@ -135,8 +135,8 @@ static int label_string(const struct cel_value *v, char *buf, size_t len)
  * or -EINVAL when a label the definition requires could not be produced.
  */
 int pe_impl__eval_labels(struct pe_policy *pp, const struct cel_activation *act,
-		       struct mlabel *out, char (*vals)[LABEL_VALUE_MAX],
-		       size_t *n)
+			 struct mlabel *out, char (*vals)[LABEL_VALUE_MAX],
+			 size_t *n)
 {
 	const struct metric_policy *p = pp->pol;
 	size_t k = 0;
@@ -171,7 +171,7 @@ int pe_impl__eval_labels(struct pe_policy *pp, const struct cel_activation *act,
 }
 
 int pe_impl__eval_double(struct cel_program *prog,
-		       const struct cel_activation *act, double *out)
+			 const struct cel_activation *act, double *out)
 {
 	struct cel_value v;
 	struct cel_error err;
@@ -279,8 +279,8 @@ static uint64_t hash_key(const char *s)
 
 /* Join the selector values; false when one is missing. */
 bool pe_impl__attrs_key(const struct metric_policy *p,
-		      const struct cel_attr *attrs, size_t n, char *buf,
-		      size_t len)
+			const struct cel_attr *attrs, size_t n, char *buf,
+			size_t len)
 {
 	size_t off = 0;
 
@@ -320,7 +320,7 @@ static int index_insert(struct pe_policy *pp, const char *key,
 }
 
 const struct doc_node *pe_impl__index_find(const struct pe_policy *pp,
-					 const char *key)
+					   const char *key)
 {
 	size_t i;
 

@@ -89,8 +89,9 @@ int policy_engine__bind(struct policy_engine *e, const char *source_metric,
 		goto cleanup;
 	for (size_t i = 0; i < e->npols; i++)
 		if (e->pols[i]->pol->nlabels > cap)
-			cap = e->pols[i]->pol->nlabels > cap ?
-				e->pols[i]->pol->nlabels : cap;
+			cap = e->pols[i]->pol->nlabels > cap
+				      ? e->pols[i]->pol->nlabels
+				      : cap;
 	b = binding_new(e, cap, attrs, nattrs);
 	labels = calloc(cap + 1, sizeof(*labels));
 	vals = calloc(cap + 1, sizeof(*vals));
@@ -101,8 +102,8 @@ int policy_engine__bind(struct policy_engine *e, const char *source_metric,
 	for (size_t i = 0; i < e->npols; i++) {
 		struct pe_policy *pp = e->pols[i];
 		const struct metric_policy *p = pp->pol;
-		struct cel_activation act = { .attrs = b->attrs,
-					      .nattrs = b->nattrs };
+		struct cel_activation act = {.attrs = b->attrs,
+					     .nattrs = b->nattrs};
 		struct pe_target *t;
 		struct mseries *ser;
 		char key[1024];
@@ -112,8 +113,10 @@ int policy_engine__bind(struct policy_engine *e, const char *source_metric,
 		    strcmp(p->src_metric, source_metric) ||
 		    !filters_pass(p, attrs, nattrs))
 			continue;
-		act.resource = pe_impl__attrs_key(p, attrs, nattrs, key, sizeof(key)) ?
-			pe_impl__index_find(pp, key) : NULL;
+		act.resource =
+			pe_impl__attrs_key(p, attrs, nattrs, key, sizeof(key))
+				? pe_impl__index_find(pp, key)
+				: NULL;
 		if (!act.resource) {
 			COUNT(pp->cnt, unmatched);
 			continue;
@@ -122,7 +125,8 @@ int policy_engine__bind(struct policy_engine *e, const char *source_metric,
 			continue; /* a required label is missing: no binding */
 		ser = mstore__series(e->store, pp->metric_id, labels, nl);
 		if (!ser) {
-			/* out of memory, or more than the store's label limit */
+			/* out of memory, or more than the store's label limit
+			 */
 			COUNT(pp->cnt, dropped);
 			continue;
 		}
@@ -141,10 +145,10 @@ int policy_engine__bind(struct policy_engine *e, const char *source_metric,
 		COUNT(pp->cnt, bindings);
 		if (!pp->programmed) {
 			pp->programmed = true;
-			contract__set_programmed(e->contract, p->obj_name, true,
-						 "Programmed",
-						 "data-plane series %s are exported as %s",
-						 p->src_metric, p->target);
+			contract__set_programmed(
+				e->contract, p->obj_name, true, "Programmed",
+				"data-plane series %s are exported as %s",
+				p->src_metric, p->target);
 		}
 	}
 	err = (int)b->n;
@@ -170,9 +174,10 @@ static int transform(struct pe_binding *b, struct pe_target *t, double v,
 		*out = pp->a * v + pp->b;
 		return 0;
 	}
-	act = (struct cel_activation){ .value = v, .attrs = b->attrs,
-				       .nattrs = b->nattrs,
-				       .resource = t->resource };
+	act = (struct cel_activation){.value = v,
+				      .attrs = b->attrs,
+				      .nattrs = b->nattrs,
+				      .resource = t->resource};
 	if (pe_impl__eval_double(pp->pol->value.prog, &act, out)) {
 		COUNT(pp->cnt, eval_errors);
 		return -EINVAL;
@@ -216,7 +221,7 @@ void pe_binding__record(struct pe_binding *b, double value, uint64_t now_ns)
 		else
 			mseries__observe(t->ser, out, now_ns);
 		continue;
-drop:
+	drop:
 		COUNT(pp->cnt, dropped);
 	}
 }
@@ -243,4 +248,3 @@ void pe_binding__free(struct pe_binding *b)
 	free(b->strings);
 	free(b);
 }
-

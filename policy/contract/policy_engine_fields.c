@@ -19,7 +19,7 @@ static int rf_item(struct policy_engine *e, struct pe_policy *pp,
 		   uint64_t now_ns)
 {
 	const struct metric_policy *p = pp->pol;
-	struct cel_activation act = { .resource = obj, .item = item };
+	struct cel_activation act = {.resource = obj, .item = item};
 	struct mseries *ser;
 	struct cel_value v;
 	struct cel_error err;
@@ -85,8 +85,9 @@ static int rf_policy(struct policy_engine *e, struct pe_policy *pp,
 		nitems = node->kind == DOC_LIST ? node->list.n : 1;
 		for (size_t i = 0; i < nitems; i++) {
 			ret = rf_item(e, pp, obj,
-				      node->kind == DOC_LIST ?
-					      node->list.items[i] : node,
+				      node->kind == DOC_LIST
+					      ? node->list.items[i]
+					      : node,
 				      labels, vals, now_ns);
 			if (ret < 0)
 				goto cleanup;
@@ -94,7 +95,8 @@ static int rf_policy(struct policy_engine *e, struct pe_policy *pp,
 		}
 	}
 	ret = n;
-	*dropped = __atomic_load_n(&pp->cnt->dropped, __ATOMIC_RELAXED) - before;
+	*dropped =
+		__atomic_load_n(&pp->cnt->dropped, __ATOMIC_RELAXED) - before;
 cleanup:
 	free(labels);
 	free(vals);
@@ -124,15 +126,17 @@ int policy_engine__collect_resource_fields(struct policy_engine *e,
 				 __ATOMIC_RELAXED);
 		total += n;
 		if (pp->nsubjects)
-			contract__set_programmed(e->contract, pp->pol->obj_name,
-						 true, "Programmed",
-						 "%d series from %zu %s object(s)%s",
-						 n, pp->nsubjects,
-						 pe_impl__kind_label(pp->pol),
-						 dropped ? "; some dropped (dropIf, evaluation errors or missing required labels: see policy stats)" : "");
+			contract__set_programmed(
+				e->contract, pp->pol->obj_name, true,
+				"Programmed",
+				"%d series from %zu %s object(s)%s", n,
+				pp->nsubjects, pe_impl__kind_label(pp->pol),
+				dropped ? "; some dropped (dropIf, evaluation "
+					  "errors or missing required labels: "
+					  "see policy stats)"
+					: "");
 	}
 	pthread_mutex_unlock(&e->lock);
 	mstore__unlock(e->store);
 	return err ? err : total;
 }
-

@@ -50,7 +50,7 @@ struct pe_policy {
 	int metric_id;
 	bool affine; /* also true for a pass-through value */
 	double a, b;
-	double f0;   /* f(0): baseline of cumulative sums */
+	double f0; /* f(0): baseline of cumulative sums */
 	const struct doc_node **subjects;
 	size_t nsubjects;
 	struct pe_entry *tab; /* DataPlane index, power-of-two size */
@@ -82,7 +82,7 @@ struct pe_target {
 	struct mseries *ser;
 	const struct doc_node *resource;
 	double total; /* source running total (cumulative sums) */
-	double last;  /* f(total) already added */
+	double last; /* f(total) already added */
 };
 
 struct pe_binding {
@@ -97,20 +97,21 @@ struct pe_binding {
 
 /* Drop a reference to compiled policy state (freed with the last). */
 void pe_impl__pp_put(struct pe_policy *pp);
-/* The DataPlane index key of a binding's attributes; false when one is missing. */
+/* The DataPlane index key of a binding's attributes; false when one is missing.
+ */
 bool pe_impl__attrs_key(const struct metric_policy *p,
-		      const struct cel_attr *attrs, size_t n, char *buf,
-		      size_t len);
+			const struct cel_attr *attrs, size_t n, char *buf,
+			size_t len);
 /* The subject a DataPlane key selects, NULL when none. */
 const struct doc_node *pe_impl__index_find(const struct pe_policy *pp,
-					 const char *key);
+					   const char *key);
 /* Evaluate the policy's label expressions into strings. */
 int pe_impl__eval_labels(struct pe_policy *pp, const struct cel_activation *act,
-		       struct mlabel *out, char (*vals)[LABEL_VALUE_MAX],
-		       size_t *n);
+			 struct mlabel *out, char (*vals)[LABEL_VALUE_MAX],
+			 size_t *n);
 /* Evaluate a value expression to a finite double. */
 int pe_impl__eval_double(struct cel_program *prog,
-		       const struct cel_activation *act, double *out);
+			 const struct cel_activation *act, double *out);
 /* The resource kind a policy's subjects are, for messages. */
 const char *pe_impl__kind_label(const struct metric_policy *p);
 

@@ -24,12 +24,19 @@ int doc_field__get(const struct doc_node *map, const char *key,
 const char *doc_field__want(enum doc_kind kind)
 {
 	switch (kind) {
-	case DOC_BOOL: return "true or false";
-	case DOC_INT: return "an integer";
-	case DOC_DOUBLE: return "a number";
-	case DOC_STRING: return "a string";
-	case DOC_LIST: return "a list";
-	case DOC_MAP: return "a mapping";
-	default: return "null";
+	case DOC_BOOL:
+		return "true or false";
+	case DOC_INT:
+		return "an integer";
+	case DOC_DOUBLE:
+		return "a number";
+	case DOC_STRING:
+		return "a string";
+	case DOC_LIST:
+		return "a list";
+	case DOC_MAP:
+		return "a mapping";
+	default:
+		return "null";
 	}
 }

@@ -31,7 +31,7 @@ static bool digits(const char *s, size_t n, int *out)
 
 static int mdays(int y, int m)
 {
-	static const int d[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	static const int d[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
 	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 
 	return m == 2 && leap ? 29 : d[m - 1];
@@ -53,7 +53,8 @@ int rfc3339__parse(const char *s, size_t len, int64_t *secs, uint32_t *nanos)
 	    mi > 59 || sec > 59)
 		return -EINVAL;
 	if (s[p] == '.') {
-		for (p++, i = 0; p < len && s[p] >= '0' && s[p] <= '9'; p++, i++) {
+		for (p++, i = 0; p < len && s[p] >= '0' && s[p] <= '9';
+		     p++, i++) {
 			if (i >= 9)
 				return -EINVAL;
 			scale /= 10;

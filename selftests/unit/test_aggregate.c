@@ -47,10 +47,10 @@ static bool fixture_open(struct fixture *x, bool sources, const char *dir,
 	x->st = mstore__new(NULL);
 	if (!ASSERT_TRUE(x->m && x->st))
 		return false;
-	if (!ASSERT_EQ(gateway_api__load_dir(x->m, dir, err,
-					      sizeof(err)), 0) ||
+	if (!ASSERT_EQ(gateway_api__load_dir(x->m, dir, err, sizeof(err)), 0) ||
 	    !ASSERT_EQ(route_compile__build(x->m, gateway, 7, &x->t, err,
-					    sizeof(err)), 0))
+					    sizeof(err)),
+		       0))
 		return false;
 	x->a = aggregate__new(x->st, one_table, x->t, sources);
 	return ASSERT_TRUE(x->a != NULL);
@@ -78,9 +78,15 @@ static void exchange(struct aggregate *a, uint32_t gen, uint32_t route,
 		     uint16_t rule, uint8_t leg, uint16_t status, double ms)
 {
 	struct mm_http_event e = {
-		.type = MM_EVT_EXCHANGE, .leg = leg, .method = MM_M_GET,
-		.status = status, .route_gen = gen, .route_id = route,
-		.rule_idx = rule, .conn_id = 1, .start_ns = 1000000000ULL,
+		.type = MM_EVT_EXCHANGE,
+		.leg = leg,
+		.method = MM_M_GET,
+		.status = status,
+		.route_gen = gen,
+		.route_id = route,
+		.rule_idx = rule,
+		.conn_id = 1,
+		.start_ns = 1000000000ULL,
 	};
 
 	e.end_ns = e.start_ns + (uint64_t)(ms * 1e6);
@@ -90,12 +96,12 @@ static void exchange(struct aggregate *a, uint32_t gen, uint32_t route,
 static char *render(struct mstore *st, bool target_info)
 {
 	static const struct mlabel res[] = {
-		{ "service.name", "milometer" },
-		{ "k8s.node.name", "node-1" },
-		{ "host.name", "node-1.example" },
+		{"service.name", "milometer"},
+		{"k8s.node.name", "node-1"},
+		{"host.name", "node-1.example"},
 	};
 	static const struct mlabel consts[] = {
-		{ "k8s.cluster.uid", "7c1f2d4e-1111-5222-8333-944455556666" },
+		{"k8s.cluster.uid", "7c1f2d4e-1111-5222-8333-944455556666"},
 	};
 	char *buf = NULL;
 	size_t len = 0;
@@ -120,7 +126,7 @@ static char *render(struct mstore *st, bool target_info)
 TEST(aggregate_source_series_match_events)
 {
 	/* Envoy's buckets are (prev, bound] in ms: 0.5 1 5 10 25 50 ... */
-	static const double lat[] = { 0.2, 0.5, 0.7, 3, 3, 12, 49.9, 700 };
+	static const double lat[] = {0.2, 0.5, 0.7, 3, 3, 12, 49.9, 700};
 	struct fixture x = {};
 	struct aggregate_stats as;
 	char line[512], *text = NULL;
@@ -157,10 +163,13 @@ TEST(aggregate_source_series_match_events)
 	ASSERT_TRUE(strstr(text, "envoy_http_downstream_rq_total{") != NULL);
 	snprintf(line, sizeof(line),
 		 "envoy_http_downstream_rq_time_count{"
-		 "envoy_cluster_name=\"httproute/apps/login/rule/0\",http_request_method=\"GET\","
-		 "http_response_status_code=\"200\",http_response_status_code_class=\"2xx\","
+		 "envoy_cluster_name=\"httproute/apps/login/rule/"
+		 "0\",http_request_method=\"GET\","
+		 "http_response_status_code=\"200\",http_response_status_code_"
+		 "class=\"2xx\","
 		 "k8s_cluster_uid=\"7c1f2d4e-1111-5222-8333-944455556666\","
-		 "k8s_gateway_name=\"gw\",k8s_httproute_name=\"login\",k8s_namespace_name=\"apps\"} 8\n");
+		 "k8s_gateway_name=\"gw\",k8s_httproute_name=\"login\",k8s_"
+		 "namespace_name=\"apps\"} 8\n");
 	ASSERT_TRUE(strstr(text, line) != NULL, "no line\n%s\nin\n%s", line,
 		    text);
 	/* cumulative buckets: le=0.5 holds 0.2 and 0.5; le=1 adds 0.7 */
@@ -174,7 +183,10 @@ TEST(aggregate_source_series_match_events)
 	ASSERT_TRUE(strstr(text, line) != NULL, "sum %g\n%s", sum, text);
 	/* the upstream leg of api rule 1, and the unmatched request */
 	ASSERT_TRUE(strstr(text, "envoy_cluster_upstream_rq_total{") != NULL);
-	ASSERT_TRUE(strstr(text, "envoy_cluster_name=\"httproute/apps/api/rule/1\"") != NULL);
+	ASSERT_TRUE(
+		strstr(text,
+		       "envoy_cluster_name=\"httproute/apps/api/rule/1\"") !=
+		NULL);
 	ASSERT_TRUE(strstr(text, "k8s_httproute_name=\"unmatched\"") != NULL);
 	ASSERT_TRUE(strstr(text, "k8s_httproute_name=\"unknown\"") != NULL);
 cleanup:
@@ -208,10 +220,11 @@ cleanup:
  */
 TEST(prom_text_promtool_full_exposition)
 {
-	const char *paths[] = { "deploy/examples/contract-gateway.yaml",
-				"deploy/examples/contract-httproutes.yaml",
-				"deploy/examples/contract-clusterproperties.yaml",
-				"deploy/examples/contract" };
+	const char *paths[] = {
+		"deploy/examples/contract-gateway.yaml",
+		"deploy/examples/contract-httproutes.yaml",
+		"deploy/examples/contract-clusterproperties.yaml",
+		"deploy/examples/contract"};
 	struct manifest_source *src = NULL;
 	struct policy_engine *pe = NULL;
 	struct contract *c = NULL;
@@ -237,8 +250,8 @@ TEST(prom_text_promtool_full_exposition)
 	aggregate__set_engine(x.a, pe);
 	mstore__lock(x.st);
 	for (int i = 0; i < 50; i++) {
-		exchange(x.a, 7, i % 3, 0, MM_LEG_DOWNSTREAM,
-			 i % 7 ? 200 : 503, 0.3 * i);
+		exchange(x.a, 7, i % 3, 0, MM_LEG_DOWNSTREAM, i % 7 ? 200 : 503,
+			 0.3 * i);
 		exchange(x.a, 7, i % 3, 0, MM_LEG_UPSTREAM, i % 7 ? 200 : 503,
 			 0.2 * i);
 	}
@@ -247,11 +260,14 @@ TEST(prom_text_promtool_full_exposition)
 	text = render(x.st, true);
 	if (!ASSERT_TRUE(text != NULL))
 		goto cleanup;
-	ASSERT_TRUE(strstr(text, "envoy_cluster_upstream_rq_time_bucket{") != NULL);
+	ASSERT_TRUE(strstr(text, "envoy_cluster_upstream_rq_time_bucket{") !=
+		    NULL);
 	ASSERT_TRUE(strstr(text, "target_info{") != NULL);
 	/* a target metric of the contract (seconds, from the seed policies) */
-	ASSERT_TRUE(strstr(text, "# TYPE gateway_networking_k8s_io_httproute") != NULL,
-		    "no contract metric in\n%s", text);
+	ASSERT_TRUE(
+		strstr(text, "# TYPE gateway_networking_k8s_io_httproute") !=
+			NULL,
+		"no contract metric in\n%s", text);
 	snprintf(path, sizeof(path), "%s/metrics.prom", test__tmpdir());
 	f = fopen(path, "w");
 	if (!ASSERT_TRUE(f != NULL))
@@ -266,7 +282,8 @@ TEST(prom_text_promtool_full_exposition)
 	snprintf(cmd, sizeof(cmd),
 		 "out=$(promtool check metrics < %s 2>&1); rc=$?; "
 		 "[ -z \"$out\" ] || echo \"$out\" >&2; "
-		 "[ $rc -eq 0 ] && [ -z \"$out\" ]", path);
+		 "[ $rc -eq 0 ] && [ -z \"$out\" ]",
+		 path);
 	rc = system(cmd);
 	ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0,
 		    "promtool complains about %s", path);

@@ -39,14 +39,15 @@ TEST(json_out_escapes)
 	static const struct {
 		const char *in, *want;
 	} cases[] = {
-		{ "plain", "\"plain\"" },
-		{ "a\"b\\c", "\"a\\\"b\\\\c\"" },
-		{ "l1\nl2\r\t", "\"l1\\nl2\\r\\t\"" },
-		{ "\x01\x1f\x7f", "\"\\u0001\\u001f\\u007f\"" },
-		{ "caf\xc3\xa9", "\"caf\xc3\xa9\"" },         /* valid UTF-8 kept */
-		{ "bad\xff\xc3", "\"bad\xef\xbf\xbd\xef\xbf\xbd\"" }, /* U+FFFD */
-		{ "\xed\xa0\x80", "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"" }, /* surrogate */
-		{ "", "\"\"" },
+		{"plain", "\"plain\""},
+		{"a\"b\\c", "\"a\\\"b\\\\c\""},
+		{"l1\nl2\r\t", "\"l1\\nl2\\r\\t\""},
+		{"\x01\x1f\x7f", "\"\\u0001\\u001f\\u007f\""},
+		{"caf\xc3\xa9", "\"caf\xc3\xa9\""}, /* valid UTF-8 kept */
+		{"bad\xff\xc3", "\"bad\xef\xbf\xbd\xef\xbf\xbd\""}, /* U+FFFD */
+		{"\xed\xa0\x80",
+		 "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""}, /* surrogate */
+		{"", "\"\""},
 	};
 	char *out;
 
@@ -66,9 +67,14 @@ TEST(json_out_numbers)
 		double v;
 		const char *want;
 	} cases[] = {
-		{ 3, "3" }, { -2, "-2" }, { 1.5, "1.5" }, { 0.1, "0.10000000000000001" },
-		{ NAN, "null" }, { INFINITY, "null" }, { -INFINITY, "null" },
-		{ 1e300, "1.0000000000000001e+300" },
+		{3, "3"},
+		{-2, "-2"},
+		{1.5, "1.5"},
+		{0.1, "0.10000000000000001"},
+		{NAN, "null"},
+		{INFINITY, "null"},
+		{-INFINITY, "null"},
+		{1e300, "1.0000000000000001e+300"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -85,7 +91,8 @@ TEST(json_out_parsed_by_python)
 	static const char py[] =
 		"import json,sys\n"
 		"d = json.load(open(sys.argv[1], encoding='utf-8'))\n"
-		"assert d['k\"ey'] == 'v\\\\al\\n\\x01\\u00e9\\ufffd', repr(d)\n"
+		"assert d['k\"ey'] == 'v\\\\al\\n\\x01\\u00e9\\ufffd', "
+		"repr(d)\n"
 		"assert d['n'] is None and d['x'] == 0.5, repr(d)\n";
 	char path[512], cmd[1200];
 	FILE *f;
@@ -106,8 +113,9 @@ TEST(json_out_parsed_by_python)
 	json_out__double(f, 0.5);
 	fputs("}\n", f);
 	fclose(f);
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 -c \"$(cat <<'EOF'\n%s\nEOF\n)\" %s >&2",
-		 py, path);
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/bin/python3 -c \"$(cat <<'EOF'\n%s\nEOF\n)\" %s >&2", py,
+		 path);
 	rc = system(cmd);
 	ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0,
 		    "python3 json rejected %s", path);

@@ -36,11 +36,26 @@ static const char *write_config(const char *text)
 
 TEST(options_defaults_and_flags)
 {
-	char *argv[] = { "run", "--proxy-exe", "nginx", "--proxy-pid", "42",
-			 "--manifests", "/m", "--gateway", "ns/gw",
-			 "--max-series", "77", "--series-idle", "0",
-			 "--no-source-metrics", "--otlp-endpoint", "http://c:4318",
-			 "--export-interval", "15", "-v", NULL };
+	char *argv[] = {"run",
+			"--proxy-exe",
+			"nginx",
+			"--proxy-pid",
+			"42",
+			"--manifests",
+			"/m",
+			"--gateway",
+			"ns/gw",
+			"--max-series",
+			"77",
+			"--series-idle",
+			"0",
+			"--no-source-metrics",
+			"--otlp-endpoint",
+			"http://c:4318",
+			"--export-interval",
+			"15",
+			"-v",
+			NULL};
 	struct agent_opts o;
 
 	if (!ASSERT_EQ(parse(&o, argv), 0))
@@ -66,33 +81,32 @@ TEST(options_defaults_and_flags)
 
 TEST(options_config_file_every_key_flags_win)
 {
-	const char *path = write_config(
-		"manifests: /etc/mm/manifests\n"
-		"gateway: infra/edge\n"
-		"proxy:\n"
-		"  exe: [nginx, haproxy]\n"
-		"  pid: [10, 11]\n"
-		"  cgroup: /sys/fs/cgroup/gw\n"
-		"prometheusListen: 0.0.0.0:9999\n"
-		"socket: /tmp/mm.sock\n"
-		"otlp:\n"
-		"  endpoint: https://collector:4318\n"
-		"  headers: a=b\n"
-		"  caFile: /ca.pem\n"
-		"  gzip: true\n"
-		"  queueBytes: 1048576\n"
-		"  timeoutMs: 2500\n"
-		"  exportInterval: 30\n"
-		"ringbufBytes: 65536\n"
-		"maxConnections: 1024\n"
-		"maxSeries: 500\n"
-		"seriesIdleSeconds: 60\n"
-		"exportSourceMetrics: false\n"
-		"nodeName: node-7\n"
-		"pinDir: /sys/fs/bpf/mm2\n");
+	const char *path = write_config("manifests: /etc/mm/manifests\n"
+					"gateway: infra/edge\n"
+					"proxy:\n"
+					"  exe: [nginx, haproxy]\n"
+					"  pid: [10, 11]\n"
+					"  cgroup: /sys/fs/cgroup/gw\n"
+					"prometheusListen: 0.0.0.0:9999\n"
+					"socket: /tmp/mm.sock\n"
+					"otlp:\n"
+					"  endpoint: https://collector:4318\n"
+					"  headers: a=b\n"
+					"  caFile: /ca.pem\n"
+					"  gzip: true\n"
+					"  queueBytes: 1048576\n"
+					"  timeoutMs: 2500\n"
+					"  exportInterval: 30\n"
+					"ringbufBytes: 65536\n"
+					"maxConnections: 1024\n"
+					"maxSeries: 500\n"
+					"seriesIdleSeconds: 60\n"
+					"exportSourceMetrics: false\n"
+					"nodeName: node-7\n"
+					"pinDir: /sys/fs/bpf/mm2\n");
 	/* the flag comes before --config and still wins over the file */
-	char *argv[] = { "run", "--max-series", "9", "--config", (char *)path,
-			 NULL };
+	char *argv[] = {"run",	    "--max-series", "9",
+			"--config", (char *)path,   NULL};
 	struct agent_opts o;
 
 	if (!ASSERT_TRUE(path) || !ASSERT_EQ(parse(&o, argv), 0))
@@ -127,21 +141,21 @@ TEST(options_config_file_every_key_flags_win)
 TEST(options_rejects_what_must_be_fixed)
 {
 	static const char *const configs[] = {
-		"maxSeries: many\n",          /* not a number */
+		"maxSeries: many\n", /* not a number */
 		"proxy: {exe: nginx, port: 80}\n", /* unknown key */
-		"nope: 1\n",                  /* unknown top-level key */
-		"otlp: {gzip: 3}\n",          /* not a bool */
-		"- a\n- b\n",                 /* not a map */
+		"nope: 1\n", /* unknown top-level key */
+		"otlp: {gzip: 3}\n", /* not a bool */
+		"- a\n- b\n", /* not a map */
 	};
-	char *no_proxy[] = { "run", NULL };
-	char *bad_rb[] = { "run", "--proxy-exe", "x", "--ringbuf-bytes",
-			   "5000", NULL };
-	char *bad_gw[] = { "run", "--proxy-exe", "x", "--gateway", "gw", NULL };
-	char *bad_pid[] = { "run", "--proxy-pid", "-3", NULL };
-	char *bad_conn[] = { "run", "--proxy-exe", "x", "--max-connections",
-			     "10", NULL };
-	char *extra[] = { "run", "--proxy-exe", "x", "stray", NULL };
-	char *help[] = { "run", "--help", NULL };
+	char *no_proxy[] = {"run", NULL};
+	char *bad_rb[] = {"run",  "--proxy-exe", "x", "--ringbuf-bytes",
+			  "5000", NULL};
+	char *bad_gw[] = {"run", "--proxy-exe", "x", "--gateway", "gw", NULL};
+	char *bad_pid[] = {"run", "--proxy-pid", "-3", NULL};
+	char *bad_conn[] = {"run", "--proxy-exe", "x", "--max-connections",
+			    "10",  NULL};
+	char *extra[] = {"run", "--proxy-exe", "x", "stray", NULL};
+	char *help[] = {"run", "--help", NULL};
 	struct agent_opts o;
 
 	ASSERT_EQ(parse(&o, no_proxy), -EINVAL);
@@ -153,8 +167,8 @@ TEST(options_rejects_what_must_be_fixed)
 	ASSERT_EQ(parse(&o, help), 1);
 	for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++) {
 		const char *path = write_config(configs[i]);
-		char *argv[] = { "run", "--proxy-exe", "x", "--config",
-				 (char *)path, NULL };
+		char *argv[] = {"run",	    "--proxy-exe", "x",
+				"--config", (char *)path,  NULL};
 
 		ASSERT_EQ(parse(&o, argv), -EINVAL);
 		options__free(&o);
