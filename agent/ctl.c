@@ -327,6 +327,10 @@ static void client_read(struct ctl *c, struct agent *ag, struct ctl_client *cl)
 			client_close(c, cl);
 			return;
 		}
+		if (!n && !cl->inlen) {
+			client_close(c, cl); /* connected and left: no command */
+			return;
+		}
 		cl->inlen += n;
 		/* a line, the peer's end of writing, or a full buffer */
 		if (!n || memchr(cl->in, '\n', cl->inlen) ||
