@@ -5,47 +5,31 @@
 #include "exporter/json_out.h"
 #include "exporter/utf8.h"
 
+/* RFC 8259 section 7: quotation mark, reverse solidus, control characters. */
+static const char *json_escape(unsigned char c, char buf[8], void *ctx)
+{
+	(void)ctx;
+	switch (c) {
+	case '"': return "\\\"";
+	case '\\': return "\\\\";
+	case '\n': return "\\n";
+	case '\r': return "\\r";
+	case '\t': return "\\t";
+	}
+	if (c >= 0x20 && c != 0x7f)
+		return NULL;
+	snprintf(buf, 8, "\\u%04x", c);
+	return buf;
+}
+
 void json_out__str(FILE *f, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-
 	if (!s) {
 		fputs("null", f);
 		return;
 	}
 	fputc('"', f);
-	while (*p) {
-		size_t n = utf8__seq_len(p);
-
-		if (!n) {
-			fputs("\xef\xbf\xbd", f);
-			p++;
-			continue;
-		}
-		switch (*p) {
-		case '"':
-			fputs("\\\"", f);
-			break;
-		case '\\':
-			fputs("\\\\", f);
-			break;
-		case '\n':
-			fputs("\\n", f);
-			break;
-		case '\r':
-			fputs("\\r", f);
-			break;
-		case '\t':
-			fputs("\\t", f);
-			break;
-		default:
-			if (*p < 0x20 || *p == 0x7f)
-				fprintf(f, "\\u%04x", *p);
-			else
-				fwrite(p, 1, n, f);
-		}
-		p += n;
-	}
+	utf8__write_escaped(f, s, json_escape, NULL);
 	fputc('"', f);
 }
 

@@ -222,26 +222,19 @@ int prom_names__label(const char *key, char *buf, size_t len)
 	return finish(&o);
 }
 
+static const char *prom_escape(unsigned char c, char buf[8], void *quotes)
+{
+	(void)buf;
+	if (c == '\\')
+		return "\\\\";
+	if (c == '\n')
+		return "\\n";
+	if (c == '"' && *(bool *)quotes)
+		return "\\\"";
+	return NULL;
+}
+
 void prom_names__write_escaped(FILE *f, const char *s, bool quotes)
 {
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p) {
-		size_t n = utf8__seq_len(p);
-
-		if (!n) {
-			fputs("\xef\xbf\xbd", f);
-			p++;
-			continue;
-		}
-		if (*p == '\\')
-			fputs("\\\\", f);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p == '"' && quotes)
-			fputs("\\\"", f);
-		else
-			fwrite(p, 1, n, f);
-		p += n;
-	}
+	utf8__write_escaped(f, s, prom_escape, &quotes);
 }

@@ -4,6 +4,7 @@
 #define MM_EXPORTER_UTF8_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /*
  * Length of the valid UTF-8 sequence at s (1..4), 0 if invalid: overlong
@@ -34,5 +35,18 @@ static inline size_t utf8__seq_len(const unsigned char *s)
 		return 0;
 	return n;
 }
+
+/*
+ * What to write for the ASCII byte c (NULL: c itself); buf has room for
+ * an escape of up to 7 characters.
+ */
+typedef const char *(*utf8_escape_fn)(unsigned char c, char buf[8], void *ctx);
+
+/*
+ * Write s as valid UTF-8: invalid bytes become U+FFFD, ASCII bytes go
+ * through esc (the one loop behind the Prometheus and JSON writers).
+ */
+void utf8__write_escaped(FILE *f, const char *s, utf8_escape_fn esc,
+			 void *ctx);
 
 #endif /* MM_EXPORTER_UTF8_H */
