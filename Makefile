@@ -153,7 +153,13 @@ $(BIN)/milometer: $(AGENT_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(B
 		$(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@.tmp
 	$(Q)mv -f $@.tmp $@ # a running agent keeps its (old) inode
 
-$(BIN)/unit_tests: $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
+# The runner's own cases (one test of each outcome), run by test_runner.c.
+$(BIN)/unit_runner_cases: $(OUTPUT)/selftests/unit/runner/runner_cases.o \
+		$(OUTPUT)/selftests/unit/test_main.o | $(BIN) $(DEPS_STAMP)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@
+
+$(BIN)/unit_tests: $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP) $(BIN)/unit_runner_cases
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libpolicy.a \
 		$(OUTPUT)/libexporter.a $(PURE_LIBS) -o $@
