@@ -186,6 +186,7 @@ integration: all | $(DEPS_STAMP)
 # that $(CC) is not, into its own output dir. Both are build packages.
 other-cc: | $(DEPS_STAMP)
 	$(Q)if $(CC) --version 2>/dev/null | grep -qi clang; then o=gcc; else o=clang; fi; \
+	command -v $$o >/dev/null || { echo "make check also builds with $$o, which is missing: run deploy/install-deps.sh as root (or remove $(DEPS_STAMP) and make check again)" >&2; exit 1; }; \
 	printf '  %-8s %s\n' OTHER-CC "build-all with $$o in $(OUTPUT)/cc-$$o"; \
 	$(MAKE) --no-print-directory CC=$$o OUTPUT=$(OUTPUT)/cc-$$o \
 		BIN=$(OUTPUT)/cc-$$o/bin DEPS_STAMP=$(DEPS_STAMP) build-all
