@@ -102,7 +102,7 @@ TEST(hist_explicit_default_bounds_by_unit)
 	mseries__observe(mstore__series(st, id, NULL, 0), 3, 1);
 	mstore__unlock(st);
 	ASSERT_EQ(mstore__collect(st, MT_CUMULATIVE, 2, grab_bounds, &b), 0);
-	ASSERT_EQ(b.nbounds, mstore__default_nbounds);
+	ASSERT_EQ(b.nbounds, hist_explicit__sdk_nbounds);
 	ASSERT_EQ(b.nbounds, 15);
 	ASSERT_NEAR(b.first, 0, 0);
 	ASSERT_NEAR(b.last, 10000, 0);
