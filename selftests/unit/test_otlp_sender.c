@@ -113,16 +113,7 @@ static struct otlp_sender *start_sender(struct otlp_sender_opts *o,
 
 /* Poll the sender's stats until cond holds (10 s at most). */
 #define WAIT_STATS(s, st, cond)                                                \
-	({                                                                     \
-		int _i;                                                        \
-		for (_i = 0; _i < 2000; _i++) {                                \
-			otlp_sender__stats((s), &(st));                        \
-			if (cond)                                              \
-				break;                                         \
-			usleep(5000);                                          \
-		}                                                              \
-		(cond);                                                        \
-	})
+	WAIT_FOR((otlp_sender__stats((s), &(st)), (cond)), 10000)
 
 static uint16_t free_port(void)
 {
