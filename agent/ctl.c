@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
+/*
+ * The debug socket (`milometer ctl`): the server side on the agent's event
+ * loop, and the client command. See ctl.h, and below for why nothing here
+ * blocks.
+ */
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
