@@ -25,6 +25,7 @@
 #include "agent/loader.h"
 #include "agent/route_sync.h"
 #include "agent/self_metrics.h"
+#include "agent/state.h"
 #include "agent/targets.h"
 #include "exporter/metric_store.h"
 #include "exporter/otlp_encode.h"
@@ -33,28 +34,13 @@
 #include "milometer.skel.h"
 #include "policy/contract/cluster_id.h"
 #include "policy/contract/contract.h"
+#include "policy/contract/contract_reload.h"
 #include "policy/source/manifest_source.h"
 #include "policy/contract/policy_engine.h"
 #include "policy/gateway/route_compile.h"
 
 #define OTLP_MAX_POINTS 20000 /* points per request: well under 20 MiB */
 #define DRAIN_MS 50             /* ring buffer read at least this often */
-
-uint64_t agent__mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-uint64_t agent__real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 static int on_event(void *ctx, void *data, size_t size)
 {
@@ -67,7 +53,7 @@ static void drain(struct agent *ag)
 {
 	mstore__lock(ag->store);
 	/* a batch spans at most a few ms: one time stamp for all of it */
-	aggregate__set_now(ag->agg, agent__real_ns());
+	aggregate__set_now(ag->agg, state__real_ns());
 	ring_buffer__consume(ag->rb);
 	mstore__unlock(ag->store);
 }
@@ -151,19 +137,36 @@ static int open_contract(struct agent *ag)
 	return 0;
 }
 
+/*
+ * The periodic reload goes through contract__reload(), the path the unit
+ * tests exercise (test_policy_engine: policy_engine_reload_*). A failure
+ * keeps the previous contract and engine; it is logged when it starts and
+ * when it clears, not on every tick, and counted.
+ */
 static void reload_contract(struct agent *ag)
 {
 	int r;
 
 	if (!ag->msrc)
 		return;
-	r = manifest_source__reload(ag->msrc);
-	if (r <= 0)
+	r = contract__reload(ag->msrc, ag->contract, ag->engine);
+	if (r < 0) {
+		ag->contract_reload_failures++;
+		if (r != ag->contract_reload_err)
+			fprintf(stderr, "milometer: reloading the manifests in %s failed: %s; the previous MetricDefinitions/MetricPolicies stay in effect (fix the files; retried every tick)\n",
+				ag->opts->manifests, strerror(-r));
+		ag->contract_reload_err = r;
 		return;
-	contract__load(ag->contract, ag->msrc);
-	mstore__lock(ag->store);
-	policy_engine__sync(ag->engine, ag->msrc);
-	mstore__unlock(ag->store);
+	}
+	if (ag->contract_reload_err)
+		fprintf(stderr, "milometer: manifests in %s reload again\n",
+			ag->opts->manifests);
+	ag->contract_reload_err = 0;
+	if (!r)
+		return;
+	if (contract__rejected(ag->contract))
+		fprintf(stderr, "milometer: some MetricDefinitions/MetricPolicies were rejected: see `milometer ctl policies` or `milometer check --manifests %s`\n",
+			ag->opts->manifests);
 	refresh_cluster(ag);
 }
 
@@ -224,17 +227,18 @@ static void export_otlp(struct agent *ag)
 {
 	if (!ag->otlp)
 		return;
-	otlp_encode__store_split(ag->enc, ag->store, agent__real_ns(),
+	otlp_encode__store_split(ag->enc, ag->store, state__real_ns(),
 				 OTLP_MAX_POINTS, emit_otlp, ag);
 }
 
 static void tick(struct agent *ag, uint64_t ticks)
 {
-	uint64_t mono = agent__mono_ns(), real = agent__real_ns();
+	uint64_t mono = state__mono_ns(), real = state__real_ns();
 	struct agent_opts *o = ag->opts;
 
 	route_sync__poll(ag->routes, mono);
 	reload_contract(ag);
+	ctl__expire(ag->ctl, mono);
 	if (ticks % 5 == 0)
 		targets__rescan(ag->skel, o);
 	mstore__lock(ag->store);
@@ -276,7 +280,7 @@ static int main_loop(struct agent *ag)
 	rbfd = ring_buffer__epoll_fd(ag->rb);
 	if (sfd < 0 || tfd < 0 || ep < 0 || timerfd_settime(tfd, 0, &its, NULL) ||
 	    add_fd(ep, sfd) || add_fd(ep, tfd) || add_fd(ep, rbfd) ||
-	    (ag->ctl_fd >= 0 && add_fd(ep, ag->ctl_fd))) {
+	    (ag->ctl && ctl__attach(ag->ctl, ep))) {
 		err = -errno;
 		fprintf(stderr, "milometer: event loop setup failed: %s\n",
 			strerror(errno));
@@ -317,8 +321,8 @@ static int main_loop(struct agent *ag)
 
 				if (read(tfd, &exp, sizeof(exp)) > 0)
 					tick(ag, ++ticks);
-			} else if (fd == ag->ctl_fd) {
-				ctl__serve(ag, ag->ctl_fd);
+			} else if (ag->ctl) {
+				ctl__event(ag->ctl, ag, fd, evs[i].events);
 			}
 		}
 	}
@@ -347,7 +351,7 @@ int agent__run(struct agent_opts *o)
 		.keep_delta = o->otlp_endpoint != NULL,
 	};
 	struct agent ag = {
-		.opts = o, .ctl_fd = -1, .ci_lock = PTHREAD_MUTEX_INITIALIZER,
+		.opts = o, .ci_lock = PTHREAD_MUTEX_INITIALIZER,
 	};
 	char err[1024];
 	sigset_t mask;
@@ -360,7 +364,7 @@ int agent__run(struct agent_opts *o)
 	sigaddset(&mask, SIGHUP);
 	/* blocked before any thread starts, so only the signalfd sees them */
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
-	ag.start_ns = agent__real_ns();
+	ag.start_ns = state__real_ns();
 	snprintf(ag.not_ready, sizeof(ag.not_ready), "starting");
 
 	ag.store = mstore__new(&so);
@@ -388,7 +392,8 @@ int agent__run(struct agent_opts *o)
 	ret = open_contract(&ag);
 	if (ret)
 		goto cleanup;
-	ag.agg = aggregate__new(ag.store, ag.routes, o->export_source_metrics);
+	ag.agg = aggregate__new(ag.store, route_sync__table_fn, ag.routes,
+				 o->export_source_metrics);
 	ag.self = self_metrics__new(&ag);
 	ag.rb = ring_buffer__new(bpf_map__fd(ag.skel->maps.mm_events), on_event,
 				 &ag, NULL);
@@ -398,9 +403,9 @@ int agent__run(struct agent_opts *o)
 	}
 	aggregate__set_engine(ag.agg, ag.engine);
 	refresh_cluster(&ag);
-	ag.ctl_fd = ctl__listen(o->socket_path);
-	if (ag.ctl_fd < 0) {
-		ret = ag.ctl_fd;
+	ag.ctl = ctl__open(o->socket_path);
+	if (!ag.ctl) {
+		ret = -EINVAL;
 		goto cleanup;
 	}
 	if (o->prometheus_listen && o->prometheus_listen[0]) {
@@ -424,7 +429,7 @@ int agent__run(struct agent_opts *o)
 	if (ret)
 		goto cleanup;
 	self_metrics__refresh(ag.self);
-	ag.last_export_ns = agent__mono_ns();
+	ag.last_export_ns = state__mono_ns();
 	ag.ready = true;
 	fprintf(stderr, "milometer: attached (capture mode %s); %d proxy processes, %zu routes; metrics on %s\n",
 		loader__capture_mode(), targets__count(ag.skel),
@@ -443,7 +448,7 @@ cleanup:
 	if (ag.otlp)
 		otlp_sender__stop(ag.otlp, 2000);
 	otlp_encoder__free(ag.enc);
-	ctl__close(ag.ctl_fd, o->socket_path);
+	ctl__close(ag.ctl);
 	ring_buffer__free(ag.rb);
 	aggregate__free(ag.agg);
 	self_metrics__free(ag.self);

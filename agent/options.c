@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "agent/options.h"
-#include "policy/source/doc.h"
+#include "policy/source/doc_field.h"
 
 void options__defaults(struct agent_opts *o)
 {
@@ -117,29 +117,48 @@ static int cfg_err(const struct doc_node *n, const char *key, const char *msg)
 	return -EINVAL;
 }
 
+/* A config value of this kind (doc_field's check); null is an error here. */
+static int cfg_typed(const struct doc_node *n, const char *key,
+		     enum doc_kind kind)
+{
+	char msg[64];
+
+	if (doc_field__is(n, kind) > 0)
+		return 0;
+	snprintf(msg, sizeof(msg), "expected %s", doc_field__want(kind));
+	return cfg_err(n, key, msg);
+}
+
 static int cfg_str(struct agent_opts *o, const struct doc_node *n,
 		   const char *key, const char **out)
 {
-	if (n->kind != DOC_STRING)
-		return cfg_err(n, key, "expected a string");
+	int err = cfg_typed(n, key, DOC_STRING);
+
+	if (err)
+		return err;
 	*out = own(o, n->str.s);
 	return *out ? 0 : -ENOMEM;
 }
 
 static int cfg_u32(const struct doc_node *n, const char *key, uint32_t *out)
 {
-	if (n->kind != DOC_INT || n->i < 0 || n->i > UINT32_MAX)
-		return cfg_err(n, key, "expected a whole number");
+	int err = cfg_typed(n, key, DOC_INT);
+
+	if (err)
+		return err;
+	if (n->i < 0 || n->i > UINT32_MAX)
+		return cfg_err(n, key, "expected a whole number 0..4294967295");
 	*out = n->i;
 	return 0;
 }
 
 static int cfg_bool(const struct doc_node *n, const char *key, bool *out)
 {
-	if (n->kind != DOC_BOOL)
-		return cfg_err(n, key, "expected true or false");
-	*out = n->b;
-	return 0;
+	int err = cfg_typed(n, key, DOC_BOOL);
+
+	if (!err)
+		*out = n->b;
+	return err;
 }
 
 static int cfg_list(struct agent_opts *o, const struct doc_node *n,

@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 
 #include "agent/route_sync.h"
+#include "exporter/json_out.h"
 #include "milometer.skel.h"
 #include "policy/gateway/gateway_api.h"
 #include "policy/gateway/route_compile.h"
@@ -238,6 +239,11 @@ int route_sync__poll(struct route_sync *rs, uint64_t now_ns)
 	return 1;
 }
 
+const struct route_table *route_sync__table_fn(void *rs, uint32_t gen)
+{
+	return route_sync__table(rs, gen);
+}
+
 const struct route_table *route_sync__table(const struct route_sync *rs,
 					    uint32_t gen)
 {
@@ -269,12 +275,23 @@ void route_sync__dump(const struct route_sync *rs, FILE *out, int json)
 		return;
 	if (json) {
 		fprintf(out, "{\"generation\":%u,\"routes\":[", t->gen);
-		for (size_t i = 0; i < t->nroutes; i++)
-			fprintf(out, "%s{\"id\":%zu,\"namespace\":\"%s\",\"name\":\"%s\",\"gateway\":\"%s/%s\",\"rules\":%u}",
-				i ? "," : "", i, t->routes[i].ns, t->routes[i].name,
-				t->routes[i].gw_ns ? t->routes[i].gw_ns : "",
-				t->routes[i].gw_name ? t->routes[i].gw_name : "",
-				t->routes[i].nrules);
+		for (size_t i = 0; i < t->nroutes; i++) {
+			const struct rc_route *r = &t->routes[i];
+			char gw[512];
+
+			snprintf(gw, sizeof(gw), "%s/%s", r->gw_ns ? r->gw_ns : "",
+				 r->gw_name ? r->gw_name : "");
+			fprintf(out, "%s{\"id\":%zu,", i ? "," : "", i);
+			json_out__key(out, "namespace");
+			json_out__str(out, r->ns);
+			fputc(',', out);
+			json_out__key(out, "name");
+			json_out__str(out, r->name);
+			fputc(',', out);
+			json_out__key(out, "gateway");
+			json_out__str(out, gw);
+			fprintf(out, ",\"rules\":%u}", r->nrules);
+		}
 		fprintf(out, "],\"vhosts\":%zu,\"vhost_keys\":%zu,\"route_keys\":%zu}\n",
 			t->nvhosts, t->nvhost_keys, t->nroute_keys);
 		return;

@@ -34,6 +34,8 @@ int route_sync__poll(struct route_sync *rs, uint64_t now_ns);
 const struct route_table *route_sync__table(const struct route_sync *rs,
 					    uint32_t gen);
 const struct route_table *route_sync__current(const struct route_sync *rs);
+/* route_sync__table() in the shape aggregate__new() takes (ctx: the rs). */
+const struct route_table *route_sync__table_fn(void *rs, uint32_t gen);
 const char *route_sync__last_error(const struct route_sync *rs);
 uint64_t route_sync__reloads(const struct route_sync *rs);
 void route_sync__dump(const struct route_sync *rs, FILE *out, int json);

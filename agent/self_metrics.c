@@ -9,12 +9,13 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "agent/agent.h"
 #include "agent/aggregate.h"
 #include "agent/loader.h"
 #include "agent/route_sync.h"
 #include "agent/self_metrics.h"
+#include "agent/state.h"
 #include "agent/targets.h"
+#include "exporter/json_out.h"
 #include "bpf/milometer.h"
 #include "exporter/metric_store.h"
 #include "exporter/otlp_sender.h"
@@ -55,6 +56,7 @@ enum {
 	M_TARGETS,
 	M_ROUTE_RELOADS,
 	M_ROUTE_ERROR,
+	M_CONTRACT_RELOAD_FAILURES,
 	M_EXPORT_ATTEMPTS,
 	M_EXPORT_FAILURES,
 	M_EXPORT_RETRIES,
@@ -142,6 +144,10 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 	err |= reg(sm, M_ROUTE_ERROR, "milometer.routes.rejected",
 		   "1 while the latest manifests are rejected (previous table active).",
 		   "1", MI_GAUGE, true);
+	err |= reg(sm, M_CONTRACT_RELOAD_FAILURES,
+		   "milometer.contract.reload_failures",
+		   "Manifest reloads that failed (previous MetricDefinitions/MetricPolicies kept).",
+		   "1", MI_COUNTER, true);
 	err |= reg(sm, M_EXPORT_ATTEMPTS, "milometer.export.attempts",
 		   "OTLP export HTTP requests.", "1", MI_COUNTER, true);
 	err |= reg(sm, M_EXPORT_FAILURES, "milometer.export.failures",
@@ -248,7 +254,7 @@ void self_metrics__refresh(struct self_metrics *sm)
 {
 	struct agent *ag = sm->ag;
 	struct milometer_bpf *skel = ag->skel;
-	uint64_t now = agent__real_ns();
+	uint64_t now = state__real_ns();
 	struct aggregate_stats as = {};
 	struct mstore_stats ms;
 	struct rusage ru;
@@ -332,6 +338,8 @@ void self_metrics__refresh(struct self_metrics *sm)
 	set1(sm, M_ROUTE_RELOADS, route_sync__reloads(ag->routes), now, NULL, 0);
 	set1(sm, M_ROUTE_ERROR, route_sync__last_error(ag->routes) ? 1 : 0, now,
 	     NULL, 0);
+	set1(sm, M_CONTRACT_RELOAD_FAILURES, ag->contract_reload_failures, now,
+	     NULL, 0);
 	set1(sm, M_CPU,
 	     ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
 		     ru.ru_stime.tv_usec / 1e6,
@@ -379,13 +387,17 @@ void self_metrics__dump(struct self_metrics *sm, FILE *out, int json)
 		aggregate__stats(sm->ag->agg, &as);
 	if (json) {
 		fputs("{\"bpf\":{", out);
-		for (int i = 0; i < MM_STAT__COUNT; i++)
-			fprintf(out, "%s\"%s\":%llu", i ? "," : "",
-				bpf_stat_names[i], (unsigned long long)sm->bpf[i]);
+		for (int i = 0; i < MM_STAT__COUNT; i++) {
+			fputs(i ? "," : "", out);
+			json_out__key(out, bpf_stat_names[i]);
+			fprintf(out, "%llu", (unsigned long long)sm->bpf[i]);
+		}
 		fputs("},\"maps\":{", out);
-		for (size_t i = 0; i < NMAPS; i++)
-			fprintf(out, "%s\"%s\":%.4f", i ? "," : "", map_names[i],
-				sm->fill[i]);
+		for (size_t i = 0; i < NMAPS; i++) {
+			fputs(i ? "," : "", out);
+			json_out__key(out, map_names[i]);
+			json_out__double(out, sm->fill[i]);
+		}
 		fprintf(out,
 			"},\"user\":{\"events\":%llu,\"exchanges\":%llu,\"heads\":%llu,"
 			"\"deferred_resolved\":%llu,\"unknown\":%llu,\"aborted\":%llu,"

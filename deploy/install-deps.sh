@@ -4,9 +4,9 @@
 #   install-deps.sh --build-only packages the build needs
 # As root it runs apt-get; otherwise it names what is missing and fails.
 set -eu
-build="clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
+build="gcc clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
 libyaml-dev libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
-libmicrohttpd-dev"
+libmicrohttpd-dev uuid-dev"
 run="nginx-light haproxy wrk hey prometheus protobuf-compiler iproute2 curl
 qemu-system-x86 busybox-static
 procps psmisc python3 python3-prometheus-client openssl"

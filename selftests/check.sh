@@ -3,17 +3,19 @@
 # What `make check` runs once everything is built: the unit tests, then the
 # integration tests (root: they load BPF and start real proxies), then the
 # bounded kernel matrix (selftests/kernel: qemu + the host kernel). The last
-# line sums both: "N passed, N failed"; exit status 1 when anything failed.
+# line sums them all: "N passed, N failed, N skipped" (a skip is never a
+# pass); exit status 1 when anything failed.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 total_pass=0
 total_fail=0
+total_skip=0
 status=0
 
-# tally OUTPUT_FILE: add the runner's closing "N passed, N failed".
+# tally OUTPUT_FILE: add the runner's closing "N passed, N failed[, N skipped]".
 tally() {
-	local line p f
+	local line p f s
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -1)
 	if [ -z "$line" ]; then
 		echo "check: no 'N passed, N failed' line from $2: counted as a failure"
@@ -23,7 +25,10 @@ tally() {
 	p=${line%% passed*}
 	f=${line#*, }
 	f=${f%% failed*}
+	s=0
+	case "$line" in *" skipped"*) s=${line##*failed, }; s=${s%% skipped*} ;; esac
 	total_pass=$((total_pass + p))
+	total_skip=$((total_skip + s))
 	total_fail=$((total_fail + f))
 }
 
@@ -60,5 +65,5 @@ KERNEL_MATRIX_QUICK=1 selftests/kernel/run.sh 2>&1 | tee "$out"
 tally "$out" selftests/kernel/run.sh
 
 [ $total_fail -eq 0 ] || status=1
-echo "$total_pass passed, $total_fail failed"
+echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 exit $status
