@@ -15,7 +15,7 @@
 #include "agent/k8s/reflector.h"
 #include "agent/k8s/store.h"
 
-#define RESET_AFTER_NS (120ULL * 1000000000ULL) /* client-go: 2 min */
+#define RESET_AFTER_S 120 /* client-go: 2 min */
 #define SHORT_WATCH_NS (1000000000ULL)          /* VeryShortWatchError */
 
 enum watch_end {
@@ -132,7 +132,8 @@ static bool back_off(struct k8s_reflector *r, uint32_t retry_after_s)
 	uint64_t now = mono_ns(), d, wait;
 	uint64_t init = r->o.backoff_initial_ms, max = r->o.backoff_max_ms;
 
-	if (!r->backoff_ms || now - r->last_backoff_ns > RESET_AFTER_NS)
+	if (!r->backoff_ms ||
+	    now - r->last_backoff_ns > r->o.backoff_reset_s * 1000000000ULL)
 		r->backoff_ms = init;
 	d = r->backoff_ms;
 	wait = d + (uint64_t)((double)d * (rand_r(&r->seed) / (RAND_MAX + 1.0)));
@@ -590,6 +591,11 @@ struct k8s_reflector *k8s_reflector__start(const struct k8s_reflector_opts *o)
 		r->o.backoff_max_ms = 30000;
 	if (!r->o.idle_timeout_s)
 		r->o.idle_timeout_s = 150;
+	if (!r->o.backoff_reset_s)
+		r->o.backoff_reset_s = RESET_AFTER_S;
+	/* tests shorten the healthy stretch that resets the backoff */
+	if (getenv("MILOMETER_K8S_BACKOFF_RESET_S"))
+		r->o.backoff_reset_s = strtoul(getenv("MILOMETER_K8S_BACKOFF_RESET_S"), NULL, 10);
 	r->seed = (unsigned int)(mono_ns() ^ (uintptr_t)r);
 	r->logged_state = -1;
 	pthread_mutex_init(&r->lock, NULL);

@@ -83,6 +83,7 @@ struct k8s_reflector_opts {
 	size_t max_object_bytes;   /* 0: 4 MiB */
 	uint32_t backoff_initial_ms; /* 0: 800 */
 	uint32_t backoff_max_ms;     /* 0: 30000 */
+	uint32_t backoff_reset_s;    /* no backoff this long resets it; 0: 120 */
 	uint32_t idle_timeout_s;   /* no byte on a watch this long: 0: 150 */
 };
 

@@ -21,7 +21,7 @@ cleanup() {
 	for p in "${PIDS[@]}"; do
 		wait "$p" 2>/dev/null
 	done
-	if [ -n "${KEEP:-}" ]; then echo "kept $T"; else rm -rf "$T"; fi
+	if [ -n "${KEEP:-}" ]; then echo "kept $T"; else rm -rf "$T" 2>/dev/null; rm -rf "$T"; fi
 }
 trap cleanup EXIT
 
@@ -110,4 +110,58 @@ wait_for() {
 		[ $SECONDS -ge $deadline ] && return 1
 		sleep 0.1
 	done
+}
+
+# objects_json KIND... helpers: bulk create through the ctl port
+ns_obj() { printf '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"%s"}}' "$1"; }
+route_obj() { # NS NAME HOST [PATH]
+	printf '{"apiVersion":"gateway.networking.k8s.io/v1","kind":"HTTPRoute","metadata":{"name":"%s","namespace":"%s"},"spec":{"parentRefs":[{"name":"gw","namespace":"infra"}],"hostnames":["%s"],"rules":[{"matches":[{"path":{"type":"PathPrefix","value":"%s"}}],"backendRefs":[{"name":"py","port":18181}]}]}}' \
+		"$2" "$1" "$3" "${4:-/}"
+}
+put_objects() { # JSON objects...
+	local IFS=,
+	ctl /ctl/objects "{\"objects\":[$*]}" >/dev/null
+}
+
+# jget FILE KEY.PATH: a value from a JSON file ("" when absent)
+jget() {
+	python3 - "$1" "$2" <<'PY' 2>/dev/null
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception:
+    print(""); sys.exit(0)
+for k in sys.argv[2].split("."):
+    d = d.get(k) if isinstance(d, dict) else None
+print("" if d is None else d)
+PY
+}
+# stat_ge FILE KEY N: counter KEY in the stats file is at least N
+stat_ge() { local v; v=$(jget "$1" "$2"); [ -n "$v" ] && [ "$v" -ge "$3" ]; }
+stat_is() { [ "$(jget "$1" "$2")" = "$3" ]; }
+has_line() { grep -qE "$2" "$1"; }
+count_lines() { grep -cE "$2" "$1"; }
+
+# requests [FILTER]: "METHOD PATH CODE" per request the server saw
+requests() {
+	ctl /ctl/requests | python3 2>/dev/null -c '
+import json, sys
+for r in json.load(sys.stdin):
+    print(r["method"], r["path"], r["code"], "%.3f" % r["t"], r["bytes"], r["ua"])'
+}
+
+# run_tests NAME...: run functions, print "N passed, N failed"
+run_tests() {
+	local pass=0 failn=0 t
+	for t in "$@"; do
+		if ( "$t" ); then
+			echo "ok   $t"
+			pass=$((pass + 1))
+		else
+			echo "FAIL $t"
+			failn=$((failn + 1))
+		fi
+	done
+	echo "$pass passed, $failn failed"
+	[ $failn -eq 0 ]
 }

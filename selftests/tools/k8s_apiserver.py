@@ -56,7 +56,8 @@ Faults and state for tests, on a plain-HTTP control port (127.0.0.1 only):
   POST /ctl/close_watches                               drop watch streams
   POST /ctl/crd         {"resource": "httproutes", "installed": false}
   POST /ctl/objects     {"objects": [...]} create-or-replace in bulk
-  POST /ctl/delete      {"resource": R, "namespace": NS, "name": N}
+  POST /ctl/delete      {"resource": R, "namespace": NS, "name": N,
+                         "silent": true (no watch event: lost to compaction)}
   POST /ctl/split       {"max": N}  write watch events in random 1..N chunks
   GET  /ctl/stats       requests and bytes per user agent; POST resets
   GET  /ctl/requests    the last requests (method, path, status, bytes, ua)
@@ -430,19 +431,25 @@ class Server:
             f.write(d)
         os.replace(tmp, self.args.state)
 
-    def account(self, ua, method, path, code, nbytes, user):
+    def begin(self, ua, method, path):
+        """Log a request when it starts: a watch may never end."""
+        e = {"method": method, "path": path, "code": 0, "bytes": 0, "ua": ua,
+             "user": None, "t": time.time()}
         with self.mu:
+            self.requests.append(e)
+            if len(self.requests) > 20000:
+                del self.requests[:10000]
+        return e
+
+    def account(self, ua, method, path, code, nbytes, user, entry):
+        with self.mu:
+            entry.update(code=code, bytes=nbytes, user=user)
             s = self.stats.setdefault(ua, {"requests": 0, "bytes": 0,
                                            "watches": 0, "lists": 0})
             s["requests"] += 1
             s["bytes"] += nbytes
             if "watch=true" in path or "watch=1" in path:
                 s["watches"] += 1
-            self.requests.append({"method": method, "path": path, "code": code,
-                                  "bytes": nbytes, "ua": ua, "user": user,
-                                  "t": time.time()})
-            if len(self.requests) > 20000:
-                del self.requests[:10000]
 
     def take_fault(self, method, full):
         with self.mu:
@@ -551,6 +558,7 @@ class Handler(BaseHTTPRequestHandler):
         self.code = 0
         self.user = None
         ua = self.headers.get("User-Agent", "")
+        entry = self.srv.begin(ua, method, self.path)
         try:
             # always consume the body: DELETE carries DeleteOptions
             self._body = self.read_body()
@@ -561,7 +569,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             self.srv.account(ua, method, self.path, self.code, self.nbytes,
-                             self.user)
+                             self.user, entry)
 
     def route(self, method):
         u = urllib.parse.urlsplit(self.path)
@@ -1237,7 +1245,10 @@ class CtlHandler(BaseHTTPRequestHandler):
                 r = st.res[d["resource"]]
                 key = (d.get("namespace", "") if r.namespaced else "", d["name"])
                 o = st.objects[r.plural].pop(key, None)
-                if o:
+                if o and d.get("silent"):
+                    # an event lost to compaction: only a relist can see it
+                    st.next_rv()
+                elif o:
                     o = copy.deepcopy(o)
                     o["metadata"]["resourceVersion"] = str(st.next_rv())
                     st.record(r.plural, "DELETED", o, o)
