@@ -7,6 +7,8 @@ set -u
 K8S_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$K8S_DIR/../.." && pwd)
 APISERVER="$ROOT/selftests/tools/k8s_apiserver.py"
+# Debian's python: python3-kubernetes and python3-yaml are its packages
+PY=/usr/bin/python3
 T=$(mktemp -d /tmp/mm-k8s.XXXXXX)
 PIDS=()
 TOKEN=tok-$RANDOM$RANDOM
@@ -53,7 +55,7 @@ start_apiserver() {
 	[ -f "$T/pki/ca.crt" ] || make_certs
 	API_PORT=${API_PORT:-$(free_port)}
 	CTL_PORT=${CTL_PORT:-$(free_port)}
-	python3 "$APISERVER" --listen 127.0.0.1:$API_PORT --ctl 127.0.0.1:$CTL_PORT \
+	$PY "$APISERVER" --listen 127.0.0.1:$API_PORT --ctl 127.0.0.1:$CTL_PORT \
 		--cert "$T/pki/server.crt" --key "$T/pki/server.key" \
 		--client-ca "$T/pki/ca.crt" --token "$TOKEN" --state "$T/state.json" \
 		"$@" >>"$T/apiserver.log" 2>&1 &

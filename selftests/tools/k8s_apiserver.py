@@ -122,6 +122,12 @@ class Res:
         return f
 
 
+def qbool(v):
+    """Query booleans as Go's strconv.ParseBool reads them (python-kubernetes
+    sends watch=True)."""
+    return v in ("1", "t", "T", "TRUE", "true", "True")
+
+
 def now_iso():
     return datetime.datetime.utcnow().replace(microsecond=0).isoformat() + "Z"
 
@@ -448,7 +454,7 @@ class Server:
                                            "watches": 0, "lists": 0})
             s["requests"] += 1
             s["bytes"] += nbytes
-            if "watch=true" in path or "watch=1" in path:
+            if re.search(r"[?&]watch=(1|t|T|TRUE|true|True)(&|$)", path):
                 s["watches"] += 1
 
     def take_fault(self, method, full):
@@ -692,7 +698,7 @@ class Handler(BaseHTTPRequestHandler):
                 or (ns is not None and not res.namespaced) or (sub and sub != "status")
                 or (sub == "status" and not res.status) or len(parts) > 3):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        watch = q.get("watch") in ("true", "1")
+        watch = qbool(q.get("watch"))
         verb = {"GET": "watch" if watch else ("get" if name else "list"), "POST": "create",
                 "PUT": "update", "PATCH": "patch",
                 "DELETE": "delete"}[method]
@@ -805,10 +811,10 @@ class Handler(BaseHTTPRequestHandler):
         st = self.srv.store
         lsel = parse_label_selector(q.get("labelSelector", ""))
         fsel = parse_field_selector(q.get("fieldSelector", ""), res)
-        bookmarks = q.get("allowWatchBookmarks") == "true"
+        bookmarks = qbool(q.get("allowWatchBookmarks"))
         if "resourceVersionMatch" in q and q.get("sendInitialEvents") != "true":
             raise ApiError(422, "Invalid", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")
-        if "sendInitialEvents" in q:
+        if "sendInitialEvents" in q and qbool(q["sendInitialEvents"]):
             raise ApiError(422, "Invalid", "sendInitialEvents is not supported by this test server (WatchList off)")
         timeout = int(q.get("timeoutSeconds") or 0) or random.randint(1800, 3600)
         deadline = time.monotonic() + timeout
@@ -1062,7 +1068,7 @@ class Handler(BaseHTTPRequestHandler):
         mgr = q.get("fieldManager")
         if not mgr:
             raise ApiError(422, "Invalid", "PATCH /: fieldManager: Required value: is required for apply patch")
-        force = q.get("force") == "true"
+        force = qbool(q.get("force"))
         if cfg.get("kind") != res.kind or cfg.get("apiVersion") != res.api_version:
             raise ApiError(400, "BadRequest", f"apply patch must name kind {res.kind} and apiVersion {res.api_version}")
         if (cfg.get("metadata") or {}).get("name") not in (None, name):
