@@ -77,8 +77,9 @@ ctl_up() { curl -s -o /dev/null "http://127.0.0.1:$CTL_PORT/ctl/rv"; }
 # ctl PATH [JSON]: drive the test server
 ctl() {
 	if [ $# -gt 1 ]; then
-		curl -s -X POST -H 'Content-Type: application/json' --data "$2" \
-			"http://127.0.0.1:$CTL_PORT$1"
+		# the body on stdin: bulk object lists exceed an argument's size
+		printf '%s' "$2" | curl -s -X POST -H 'Content-Type: application/json' \
+			--data-binary @- "http://127.0.0.1:$CTL_PORT$1"
 	else
 		curl -s "http://127.0.0.1:$CTL_PORT$1"
 	fi

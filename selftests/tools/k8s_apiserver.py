@@ -442,20 +442,26 @@ class Server:
         e = {"method": method, "path": path, "code": 0, "bytes": 0, "ua": ua,
              "user": None, "t": time.time()}
         with self.mu:
+            st = self.stats.setdefault(ua, {"requests": 0, "bytes": 0,
+                                            "watches": 0, "lists": 0})
+            st["requests"] += 1
+            if re.search(r"[?&]watch=(1|t|T|TRUE|true|True)(&|$)", path):
+                st["watches"] += 1
             self.requests.append(e)
             if len(self.requests) > 20000:
                 del self.requests[:10000]
         return e
 
+    def add_bytes(self, ua, n):
+        """Bytes as they are sent: a watch's events count while it is open."""
+        with self.mu:
+            st = self.stats.setdefault(ua, {"requests": 0, "bytes": 0,
+                                            "watches": 0, "lists": 0})
+            st["bytes"] += n
+
     def account(self, ua, method, path, code, nbytes, user, entry):
         with self.mu:
             entry.update(code=code, bytes=nbytes, user=user)
-            s = self.stats.setdefault(ua, {"requests": 0, "bytes": 0,
-                                           "watches": 0, "lists": 0})
-            s["requests"] += 1
-            s["bytes"] += nbytes
-            if re.search(r"[?&]watch=(1|t|T|TRUE|true|True)(&|$)", path):
-                s["watches"] += 1
 
     def take_fault(self, method, full):
         with self.mu:
@@ -509,6 +515,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
         self.nbytes += len(body)
+        self.srv.add_bytes(self.headers.get("User-Agent", ""), len(body))
         self.code = code
 
     def body(self):
@@ -803,6 +810,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
         self.nbytes += len(data)
+        self.srv.add_bytes(self.headers.get("User-Agent", ""), len(data))
 
     def event(self, typ, obj):
         self.write_chunk(json.dumps({"type": typ, "object": obj}).encode() + b"\n")
