@@ -193,6 +193,11 @@ struct k8s_http_stats *k8s_api__http_stats(struct k8s_api *a)
 	return &a->http;
 }
 
+struct k8s_config *k8s_api__config(struct k8s_api *a)
+{
+	return a->cfg;
+}
+
 const char *k8s_api__server(const struct k8s_api *a)
 {
 	return a->cfg->server;

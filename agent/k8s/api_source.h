@@ -20,6 +20,7 @@ struct k8s_api;
 struct k8s_store;
 struct k8s_reflector;
 struct k8s_http_stats;
+struct k8s_config;
 
 struct k8s_api_opts {
 	const char *kubeconfig;  /* NULL: $KUBECONFIG, in-cluster, ~/.kube */
@@ -45,6 +46,7 @@ struct k8s_reflector *k8s_api__reflector(struct k8s_api *a, size_t i);
 struct k8s_store *k8s_api__store(struct k8s_api *a, const char *plural);
 struct k8s_http_stats *k8s_api__http_stats(struct k8s_api *a);
 const char *k8s_api__server(const struct k8s_api *a);
+struct k8s_config *k8s_api__config(struct k8s_api *a);
 /* One line per watch for `milometer ctl`, or JSON. */
 void k8s_api__dump(struct k8s_api *a, FILE *out, int json);
 

@@ -74,24 +74,24 @@ t_kubectl_status_ssa() {
 	kubectl apply -f - >/dev/null <<EOY || fail "apply policy"
 apiVersion: telemetry.miloapis.com/v1alpha1
 kind: MetricPolicy
-metadata: {name: p1, namespace: apps}
+metadata: {name: p1}
 spec: {targetRefs: [{kind: HTTPRoute, name: r1}]}
 EOY
 	cat >"$T/st.yaml" <<EOY
 apiVersion: telemetry.miloapis.com/v1alpha1
 kind: MetricPolicy
-metadata: {name: p1, namespace: apps}
+metadata: {name: p1}
 status:
   conditions:
   - {type: Accepted, status: "True", reason: Accepted, message: ok, observedGeneration: 1, lastTransitionTime: "2026-01-01T00:00:00Z"}
 EOY
 	kubectl apply --server-side --subresource=status --field-manager=milometer --force-conflicts \
 		-f "$T/st.yaml" >"$T/ssa.out" 2>&1 || fail "SSA on /status: $(cat "$T/ssa.out")"
-	requests | grep -qE 'PATCH /apis/telemetry.miloapis.com/v1alpha1/namespaces/apps/metricpolicies/p1/status\?fieldManager=milometer(&fieldValidation=Strict)?&force=true' ||
+	requests | grep -qE 'PATCH /apis/telemetry.miloapis.com/v1alpha1/metricpolicies/p1/status\?fieldManager=milometer(&fieldValidation=Strict)?&force=true' ||
 		fail "kubectl did not PATCH /status with fieldManager and force: $(requests | grep PATCH)"
-	[ "$(kubectl get metricpolicy -n apps p1 -o jsonpath='{.status.conditions[0].type}={.status.conditions[0].status} gen={.metadata.generation}')" = "Accepted=True gen=1" ] ||
+	[ "$(kubectl get metricpolicy p1 -o jsonpath='{.status.conditions[0].type}={.status.conditions[0].status} gen={.metadata.generation}')" = "Accepted=True gen=1" ] ||
 		fail "status not applied, or generation bumped by a status write"
-	kubectl get metricpolicy -n apps p1 --show-managed-fields -o json |
+	kubectl get metricpolicy p1 --show-managed-fields -o json |
 		python3 -c 'import json,sys; m=json.load(sys.stdin)["metadata"]["managedFields"]; sys.exit(0 if any(e["manager"]=="milometer" and e.get("subresource")=="status" and e["operation"]=="Apply" for e in m) else 1)' ||
 		fail "no managedFields entry for milometer on status"
 	# another manager setting the same condition differently: conflict, then force
@@ -101,23 +101,23 @@ EOY
 	grep -qi conflict "$T/c.out" || fail "conflict not reported: $(cat "$T/c.out")"
 	kubectl apply --server-side --subresource=status --field-manager=other --force-conflicts -f "$T/st2.yaml" >/dev/null ||
 		fail "force did not take ownership"
-	[ "$(kubectl get metricpolicy -n apps p1 -o jsonpath='{.status.conditions[0].status}')" = False ] || fail "forced value not applied"
+	[ "$(kubectl get metricpolicy p1 -o jsonpath='{.status.conditions[0].status}')" = False ] || fail "forced value not applied"
 	# the same apply again changes nothing (no new resourceVersion)
 	local rv1 rv2
-	rv1=$(kubectl get metricpolicy -n apps p1 -o jsonpath='{.metadata.resourceVersion}')
+	rv1=$(kubectl get metricpolicy p1 -o jsonpath='{.metadata.resourceVersion}')
 	kubectl apply --server-side --subresource=status --field-manager=other --force-conflicts -f "$T/st2.yaml" >/dev/null
-	rv2=$(kubectl get metricpolicy -n apps p1 -o jsonpath='{.metadata.resourceVersion}')
+	rv2=$(kubectl get metricpolicy p1 -o jsonpath='{.metadata.resourceVersion}')
 	[ "$rv1" = "$rv2" ] || fail "a no-op apply wrote ($rv1 -> $rv2)"
 	# merge patch on /status, and status ignored on the main resource
-	kubectl patch metricpolicy -n apps p1 --subresource=status --type merge \
+	kubectl patch metricpolicy p1 --subresource=status --type merge \
 		-p '{"status":{"conditions":[{"type":"Programmed","status":"True","reason":"Done"}]}}' >/dev/null ||
 		fail "merge patch on /status"
-	[ "$(kubectl get metricpolicy -n apps p1 -o jsonpath='{.status.conditions[*].type}')" = Programmed ] ||
+	[ "$(kubectl get metricpolicy p1 -o jsonpath='{.status.conditions[*].type}')" = Programmed ] ||
 		fail "a JSON merge patch replaces the whole conditions list"
-	kubectl patch metricpolicy -n apps p1 --type merge -p '{"status":{"conditions":[]}}' >/dev/null
-	[ "$(kubectl get metricpolicy -n apps p1 -o jsonpath='{.status.conditions[*].type}')" = Programmed ] ||
+	kubectl patch metricpolicy p1 --type merge -p '{"status":{"conditions":[]}}' >/dev/null
+	[ "$(kubectl get metricpolicy p1 -o jsonpath='{.status.conditions[*].type}')" = Programmed ] ||
 		fail "a write to the main resource changed status"
-	kubectl patch metricpolicy -n apps p1 --type strategic -p '{"spec":{"x":1}}' >"$T/smp" 2>&1 &&
+	kubectl patch metricpolicy p1 --type strategic -p '{"spec":{"x":1}}' >"$T/smp" 2>&1 &&
 		fail "strategic merge patch on a custom resource must be refused"
 	grep -q 'UnsupportedMediaType\|unknown format\|415' "$T/smp" || true
 }

@@ -154,10 +154,10 @@ t_forbidden_and_absent() {
 	ctl /ctl/crd '{"resource":"metricpolicies","installed":false}' >/dev/null
 	wait_for 40 stat_is "$T/st2.json" state absent || fail "a missing CRD is not 'absent': $(cat "$T/st2.json")"
 	ctl /ctl/crd '{"resource":"metricpolicies","installed":true}' >/dev/null
-	put_objects '{"apiVersion":"telemetry.miloapis.com/v1alpha1","kind":"MetricPolicy","metadata":{"name":"p1","namespace":"apps"},"spec":{}}'
-	wait_for 40 has_line "$T/ev2" '^ADDED apps/p1 ' || fail "the late CRD's object was not picked up"
+	put_objects '{"apiVersion":"telemetry.miloapis.com/v1alpha1","kind":"MetricPolicy","metadata":{"name":"p1"},"spec":{}}'
+	wait_for 40 has_line "$T/ev2" '^ADDED p1 ' || fail "the late CRD's object was not picked up"
 	ctl /ctl/crd '{"resource":"metricpolicies","installed":false}' >/dev/null
-	wait_for 40 has_line "$T/ev2" '^DELETED apps/p1 ' || fail "removing the CRD did not delete its objects"
+	wait_for 40 has_line "$T/ev2" '^DELETED p1 ' || fail "removing the CRD did not delete its objects"
 	[ "$(grep -c 'not served' "$T/err2")" -le 2 ] || fail "absent CRD logged more than once per absence"
 }
 

@@ -97,8 +97,9 @@ RESOURCES = [
     ("gateway.networking.k8s.io", "v1", "gateways", "Gateway", True, True, True),
     ("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", True, True, True),
     ("gateway.networking.k8s.io", "v1", "gatewayclasses", "GatewayClass", False, True, True),
-    ("telemetry.miloapis.com", "v1alpha1", "metricdefinitions", "MetricDefinition", True, True, True),
-    ("telemetry.miloapis.com", "v1alpha1", "metricpolicies", "MetricPolicy", True, True, True),
+    # deploy/crds: scope Cluster
+    ("telemetry.miloapis.com", "v1alpha1", "metricdefinitions", "MetricDefinition", False, True, True),
+    ("telemetry.miloapis.com", "v1alpha1", "metricpolicies", "MetricPolicy", False, True, True),
     ("about.k8s.io", "v1alpha1", "clusterproperties", "ClusterProperty", False, False, True),
 ]
 # list-type=map lists (x-kubernetes-list-map-keys) known to the SSA model
