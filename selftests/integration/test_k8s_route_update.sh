@@ -101,6 +101,19 @@ gone() {
 }
 wait_for 30 gone || fail "requests still counted for the deleted route"
 
+# an HTTPRoute the compiler refuses is skipped with its reason; the rest stay
+kc apply -f - >/dev/null <<EOY || fail "kubectl apply bad route"
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: bad, namespace: apps}
+spec:
+  parentRefs: [{name: gw, namespace: infra}]
+  hostnames: [bad.test]
+  rules: [{matches: [{path: {type: RegularExpression, value: "(["}}]}]
+EOY
+wait_for 20 grep -q 'k8s: skipping HTTPRoute apps/bad' "$T/agent.out" ||
+	fail "the invalid route was not reported: $(tail -5 "$T/agent.out")"
+
 # after the switches: exact per route again
 declare -A a0 l0
 for r in web unmatched; do a0[$r]=$(metric $rq k8s_httproute_name=$r); done

@@ -174,6 +174,20 @@ t_field_selector_pods() {
 	requests | grep -q 'pods?fieldSelector=spec.nodeName%3Dn1&resourceVersion=0' || fail "pods not listed by node"
 }
 
+t_in_cluster() {
+	# no kubeconfig: KUBERNETES_SERVICE_HOST/PORT and the service account's
+	# token and CA (MILOMETER_SA_DIR stands in for /var/run/secrets/...)
+	local sa="$T/sa"
+	mkdir -p "$sa"
+	cp "$T/pki/ca.crt" "$sa/ca.crt"
+	cat "$T/token" >"$sa/token"
+	env -u KUBECONFIG HOME=/nonexistent KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$API_PORT \
+		MILOMETER_SA_DIR="$sa" "$W" --resource $HR --stats "$T/st4.json" >"$T/ev4" 2>"$T/err4" &
+	PIDS+=($!)
+	wait_for 10 stat_is "$T/st4.json" synced 1 || fail "in-cluster config did not sync: $(cat "$T/err4")"
+	has_line "$T/ev4" '^ADDED apps/r1 ' || fail "in-cluster list empty"
+}
+
 run_tests t_initial_list_paged t_events_and_bookmarks t_gone_in_stream_relists_and_deletes \
 	t_gone_http_relists t_429_retry_after t_server_restart t_token_rotation t_split_events \
-	t_forbidden_and_absent t_field_selector_pods
+	t_forbidden_and_absent t_field_selector_pods t_in_cluster
