@@ -521,8 +521,7 @@ static enum watch_end do_watch(struct k8s_reflector *r, uint32_t *retry_after)
 			we = W_RETRY;
 		else
 			we = W_RELIST;
-	} else if (!r->wevents && mono_ns() - t0 < SHORT_WATCH_NS &&
-		   k8s_jstream__pending(r->js) == 0 && !r->st.bookmarks) {
+	} else if (!r->wevents && mono_ns() - t0 < SHORT_WATCH_NS) {
 		/* "very short watch": the server is not really serving */
 		we = W_RETRY;
 	} else {
