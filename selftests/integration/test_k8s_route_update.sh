@@ -88,6 +88,9 @@ grep -q 'milometer_k8s_relists_total{resource="httproutes.gateway.networking.k8s
 grep -q 'milometer_k8s_watch_state{resource="httproutes.gateway.networking.k8s.io",state="watching"} 1' "$T/m.txt" ||
 	fail "httproutes not watching at the end: $(grep k8s_watch_state "$T/m.txt" | grep ' 1$')"
 
+ctl k8s >"$T/ctl-k8s.txt"
+grep -qE 'httproutes +watching +[0-9]+ objects' "$T/ctl-k8s.txt" || fail "milometer ctl k8s: $(cat "$T/ctl-k8s.txt")"
+
 # deletion: apps/new goes away in the API and in nginx's config
 kc delete httproute -n apps new >/dev/null || fail "kubectl delete"
 rm "$T/manifests/new-route.yaml"
