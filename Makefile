@@ -39,6 +39,8 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 POLICY_SRCS   := $(sort $(wildcard policy/*/*.c))
 EXPORTER_SRCS := $(sort $(wildcard exporter/*.c))
 AGENT_SRCS    := $(sort $(wildcard agent/*.c))
+# the Kubernetes API client: no libbpf, linked into the agent, tools, tests
+K8S_SRCS      := $(sort $(wildcard agent/k8s/*.c))
 BPF_SRCS      := $(sort $(wildcard bpf/*.bpf.c))
 UNIT_SRCS     := $(sort $(wildcard selftests/unit/*.c))
 TOOL_SRCS     := $(sort $(wildcard selftests/tools/*.c))
@@ -52,6 +54,7 @@ PROTO_O   := $(PROTO_C:.c=.o)
 POLICY_O  := $(patsubst %.c,$(OUTPUT)/%.o,$(POLICY_SRCS))
 EXPORTER_O:= $(patsubst %.c,$(OUTPUT)/%.o,$(EXPORTER_SRCS)) $(PROTO_O)
 AGENT_O   := $(patsubst %.c,$(OUTPUT)/%.o,$(AGENT_SRCS))
+K8S_O     := $(patsubst %.c,$(OUTPUT)/%.o,$(K8S_SRCS))
 BPF_O     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 UNIT_O    := $(patsubst %.c,$(OUTPUT)/%.o,$(UNIT_SRCS))
@@ -64,7 +67,7 @@ AGENT_PURE_O := $(OUTPUT)/agent/deferred.o $(OUTPUT)/agent/aggregate.o \
 # agent objects a bench tool may link: everything but main()
 AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))
 
-PURE_LIBS  := -lyaml -lcurl -lprotobuf-c -lmicrohttpd -luuid -lz -lm -lpthread
+PURE_LIBS  := -ljson-c -lcrypto -lyaml -lcurl -lprotobuf-c -lmicrohttpd -luuid -lz -lm -lpthread
 AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
 
 # Generated sources (protoc-c, skeletons) are never "intermediate": deleting
@@ -144,13 +147,17 @@ $(OUTPUT)/libpolicy.a: $(POLICY_O)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(OUTPUT)/libk8s.a: $(K8S_O)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 $(OUTPUT)/libexporter.a: $(EXPORTER_O)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BIN)/milometer: $(AGENT_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
+$(BIN)/milometer: $(AGENT_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(AGENT_O) $(OUTPUT)/libpolicy.a \
+	$(Q)$(CC) $(CFLAGS) $(AGENT_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
 		$(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@.tmp
 	$(Q)mv -f $@.tmp $@ # a running agent keeps its (old) inode
 
@@ -160,20 +167,20 @@ $(BIN)/unit_runner_cases: $(OUTPUT)/selftests/unit/runner/runner_cases.o \
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@
 
-$(BIN)/unit_tests: $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP) $(BIN)/unit_runner_cases
+$(BIN)/unit_tests: $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP) $(BIN)/unit_runner_cases
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libpolicy.a \
+	$(Q)$(CC) $(CFLAGS) $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
 		$(OUTPUT)/libexporter.a $(PURE_LIBS) -o $@
 
-$(BIN)/%: selftests/tools/%.c $(TOOLLIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
+$(BIN)/%: selftests/tools/%.c $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(TOOLLIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
+	$(Q)$(CC) $(CFLAGS) $< $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
 		$(PURE_LIBS) -o $@
 
 # Benchmark tools link the agent's objects too (they measure its hot paths).
-$(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
+$(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(AGENT_LIB_O) $(OUTPUT)/libpolicy.a \
+	$(Q)$(CC) $(CFLAGS) $< $(AGENT_LIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
 		$(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@
 
 unit: $(BIN)/unit_tests

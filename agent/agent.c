@@ -27,6 +27,7 @@
 #include "agent/self_metrics.h"
 #include "agent/state.h"
 #include "agent/targets.h"
+#include "agent/k8s/api_source.h"
 #include "exporter/metric_store.h"
 #include "exporter/otlp_encode.h"
 #include "exporter/otlp_sender.h"
@@ -111,14 +112,44 @@ static size_t cluster_labels(void *ctx, struct mlabel *out, size_t max,
 	return n;
 }
 
+/* --- Kubernetes API as the manifest source (agent/k8s) --- */
+#define K8S_FIRST_SYNC_MS 10000 /* then start with what we have */
+
+static int open_api(struct agent *ag)
+{
+	struct k8s_api_opts ko = {
+		.kubeconfig = ag->opts->kubeconfig,
+		.node_name = ag->opts->node_name,
+	};
+	char err[1024];
+	int ret;
+
+	if (!ag->opts->use_api)
+		return 0;
+	ret = k8s_api__start(&ko, &ag->k8s, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "milometer: %s\n", err);
+		return ret;
+	}
+	if (!k8s_api__wait_synced(ag->k8s, K8S_FIRST_SYNC_MS))
+		fprintf(stderr, "milometer: k8s: not every watch has listed yet; starting with what arrived, the rest follows without a restart\n");
+	ag->msrc = k8s_api__manifest_source(ag->k8s);
+	if (!ag->msrc)
+		return -ENOMEM;
+	route_sync__set_source(ag->routes, ag->msrc);
+	return 0;
+}
+/* --- end Kubernetes API --- */
+
 static int open_contract(struct agent *ag)
 {
 	const char *paths[1] = { ag->opts->manifests };
 	char err[512];
 
-	if (!ag->opts->manifests)
+	if (!ag->opts->manifests && !ag->msrc)
 		return 0;
-	ag->msrc = manifest_source__open_paths(paths, 1, err, sizeof(err));
+	if (!ag->msrc)
+		ag->msrc = manifest_source__open_paths(paths, 1, err, sizeof(err));
 	if (!ag->msrc) {
 		fprintf(stderr, "milometer: %s\n", err);
 		return -EINVAL;
@@ -236,8 +267,9 @@ static void tick(struct agent *ag, uint64_t ticks)
 	uint64_t mono = state__mono_ns(), real = state__real_ns();
 	struct agent_opts *o = ag->opts;
 
-	route_sync__poll(ag->routes, mono);
+	/* the source first: an API change reaches routes in the same tick */
 	reload_contract(ag);
+	route_sync__poll(ag->routes, mono);
 	ctl__expire(ag->ctl, mono);
 	if (ticks % 5 == 0)
 		targets__rescan(ag->skel, o);
@@ -383,6 +415,9 @@ int agent__run(struct agent_opts *o)
 		ret = -ENOMEM;
 		goto cleanup;
 	}
+	ret = open_api(&ag);
+	if (ret)
+		goto cleanup;
 	ret = route_sync__load(ag.routes, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "milometer: %s\n", err);
@@ -457,6 +492,7 @@ cleanup:
 	}
 	contract__free(ag.contract);
 	manifest_source__free(ag.msrc);
+	k8s_api__free(ag.k8s);
 	route_sync__free(ag.routes);
 	loader__stop(ag.skel, o->pin_dir);
 	mstore__free(ag.store);

@@ -25,6 +25,7 @@
 #include "agent/state.h"
 #include "agent/targets.h"
 #include "exporter/json_out.h"
+#include "agent/k8s/api_source.h"
 #include "exporter/metric_store.h"
 #include "policy/contract/contract.h"
 
@@ -274,8 +275,13 @@ static void run_cmd(struct agent *ag, char *line, FILE *out)
 					 json ? CONTRACT_RENDER_JSON : 0);
 		else
 			fputs(json ? "[]\n" : "no MetricDefinitions or MetricPolicies loaded\n", out);
+	} else if (!strcmp(cmd, "k8s")) {
+		if (ag->k8s)
+			k8s_api__dump(ag->k8s, out, json);
+		else
+			fputs(json ? "{}\n" : "not watching the Kubernetes API (--manifests)\n", out);
 	} else {
-		fprintf(out, "error: unknown command \"%s\" (status, targets, routes, series, stats, policies)\n",
+		fprintf(out, "error: unknown command \"%s\" (status, targets, routes, series, stats, policies, k8s)\n",
 			cmd);
 	}
 }
@@ -419,6 +425,7 @@ static void ctl_usage(FILE *out)
 		"  series    every series with its current value\n"
 		"  stats     BPF counters, map fill, user-space counters\n"
 		"  policies  MetricDefinitions and MetricPolicies with conditions\n"
+		"  k8s       API watches: state, objects, relists, errors, sync age\n"
 		"\n"
 		"  --socket PATH  default /run/milometer/milometer.sock\n"
 		"  --json         machine-readable output\n");

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/options.h"
 #include "policy/source/doc_field.h"
@@ -71,7 +72,11 @@ void options__usage(FILE *out)
 "  --max-series N             series per metric before overflow (default 10000)\n"
 "  --series-idle SECONDS      drop series idle this long (default 300, 0 never)\n"
 "  --no-source-metrics        export only policy targets, not envoy.* sources\n"
-"  --node-name NAME           k8s.node.name (default $NODE_NAME)\n"
+"  --node-name NAME           k8s.node.name, and the node whose Pods are watched\n"
+"                             (default $NODE_NAME, then the hostname)\n"
+"  --kubeconfig FILE          take Gateways, HTTPRoutes, MetricDefinitions and\n"
+"                             MetricPolicies from this cluster's API (default\n"
+"                             without --manifests: $KUBECONFIG, else in-cluster)\n"
 "  --capture MODE             how socket I/O is seen: auto (default: sock when\n"
 "                             the kernel has it), sock (socket tracepoints,\n"
 "                             Linux 6.3+), sys-exit (any kernel 5.17+, costs\n"
@@ -304,18 +309,40 @@ static int load_config(struct agent_opts *o, const char *path)
 			ret = cfg_str(o, v, k, &o->pin_dir);
 		else if (!strcmp(k, "capture"))
 			ret = cfg_str(o, v, k, &o->capture);
+		else if (!strcmp(k, "kubeconfig"))
+			ret = cfg_str(o, v, k, &o->kubeconfig);
 		else
-			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, nodeName, pinDir, capture)");
+			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, nodeName, pinDir, capture, kubeconfig)");
 	}
 cleanup:
 	doc__free_file(f);
 	return ret;
 }
 
+/*
+ * Kubernetes: the API is the source unless --manifests says otherwise:
+ * with --kubeconfig, $KUBECONFIG, or in a pod (KUBERNETES_SERVICE_HOST).
+ */
+static void k8s_defaults(struct agent_opts *o)
+{
+	if (!o->node_name || !o->node_name[0]) {
+		if (!gethostname(o->node_buf, sizeof(o->node_buf) - 1) &&
+		    o->node_buf[0])
+			o->node_name = o->node_buf;
+	}
+	o->use_api = !o->manifests &&
+		     (o->kubeconfig || (getenv("KUBECONFIG") && getenv("KUBECONFIG")[0]) ||
+		      getenv("KUBERNETES_SERVICE_HOST"));
+}
+
 static int validate(const struct agent_opts *o)
 {
 	uint32_t rb = o->ringbuf_bytes;
 
+	if (o->kubeconfig && o->manifests) {
+		fprintf(stderr, "milometer: --kubeconfig and --manifests both name the source of routes: pick one\n");
+		return -EINVAL;
+	}
 	if (!o->nproxy_exe && !o->nproxy_pid && !o->nproxy_cgroup) {
 		fprintf(stderr, "milometer: say which processes are the proxy: "
 				"--proxy-exe NAME, --proxy-pid PID or --proxy-cgroup PATH\n");
@@ -354,7 +381,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		O_MANIFESTS = 256, O_GATEWAY, O_EXE, O_PID, O_CGROUP, O_PROM,
 		O_SOCKET, O_OTLP, O_OTLP_HDR, O_OTLP_CA, O_OTLP_GZIP,
 		O_INTERVAL, O_RINGBUF, O_MAXCONN, O_MAXSERIES, O_IDLE,
-		O_NOSRC, O_NODE, O_CONFIG, O_PINDIR, O_CAPTURE,
+		O_NOSRC, O_NODE, O_CONFIG, O_PINDIR, O_CAPTURE, O_KUBECONFIG,
 	};
 	static const struct option lopts[] = {
 		{ "config", required_argument, NULL, O_CONFIG },
@@ -378,6 +405,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		{ "node-name", required_argument, NULL, O_NODE },
 		{ "pin-dir", required_argument, NULL, O_PINDIR },
 		{ "capture", required_argument, NULL, O_CAPTURE },
+		{ "kubeconfig", required_argument, NULL, O_KUBECONFIG },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -455,6 +483,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		case O_NOSRC: o->export_source_metrics = false; break;
 		case O_NODE: o->node_name = optarg; break;
 		case O_PINDIR: o->pin_dir = optarg; break;
+		case O_KUBECONFIG: o->kubeconfig = optarg; break;
 		case 'v': o->verbose = true; break;
 		case 'h':
 			options__usage(stdout);
@@ -471,6 +500,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 			argv[optind]);
 		return -EINVAL;
 	}
+	k8s_defaults(o);
 	return validate(o);
 too_many:
 	fprintf(stderr, "milometer: at most %d of each --proxy-* option\n",

@@ -16,12 +16,20 @@
 
 struct milometer_bpf;
 struct route_table;
+struct manifest_source;
 
 struct route_sync;
 
 struct route_sync *route_sync__new(struct milometer_bpf *skel, const char *dir,
 				   const char *gateway);
 void route_sync__free(struct route_sync *rs);
+/*
+ * Read Gateways and HTTPRoutes from src (the Kubernetes API source)
+ * instead of the directory; a new table is built when its generation
+ * changes. An object that fails validation is skipped with its reason,
+ * the others keep working. Call before route_sync__load().
+ */
+void route_sync__set_source(struct route_sync *rs, struct manifest_source *src);
 /* Load and install the manifests now. -errno with the reason in err. */
 int route_sync__load(struct route_sync *rs, char *err, size_t errlen);
 /*

@@ -21,6 +21,7 @@
 #include "exporter/otlp_sender.h"
 #include "milometer.skel.h"
 #include "policy/contract/contract.h"
+#include "agent/k8s/k8s_metrics.h"
 
 static const char *const bpf_stat_names[MM_STAT__COUNT] = {
 	[MM_STAT_EVENTS] = "events",
@@ -80,6 +81,7 @@ struct self_metrics {
 	/* last values, for ctl stats */
 	uint64_t bpf[MM_STAT__COUNT];
 	double fill[8];
+	struct k8s_metrics *k8s; /* milometer_k8s_*, when the API is the source */
 };
 
 static const char *const map_names[] = {
@@ -179,6 +181,8 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 	err |= reg(sm, M_CONTRACT, "milometer.contract.objects",
 		   "MetricDefinitions and MetricPolicies by condition.", "1",
 		   MI_GAUGE, true);
+	if (!err && ag->k8s && !(sm->k8s = k8s_metrics__new(ag->store)))
+		err = -ENOMEM;
 	if (err) {
 		free(sm);
 		return NULL;
@@ -188,6 +192,8 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 
 void self_metrics__free(struct self_metrics *sm)
 {
+	if (sm)
+		k8s_metrics__free(sm->k8s);
 	free(sm);
 }
 
@@ -367,6 +373,8 @@ void self_metrics__refresh(struct self_metrics *sm)
 		set1(sm, M_BPF_RUN_NS, info.run_time_ns / 1e9, now, &l, 1);
 		set1(sm, M_BPF_RUN_CNT, info.run_cnt, now, &l, 1);
 	}
+	if (sm->k8s)
+		k8s_metrics__refresh(sm->k8s, ag->k8s, now);
 	mstore__unlock(ag->store);
 
 	if (ag->contract) {

@@ -27,6 +27,7 @@ struct prom_server;
 struct otlp_sender;
 struct otlp_encoder;
 struct self_metrics;
+struct k8s_api;
 struct ctl;
 
 struct agent {
@@ -45,6 +46,7 @@ struct agent {
 	struct otlp_sender *otlp;
 	struct otlp_encoder *enc;
 	struct self_metrics *self;
+	struct k8s_api *k8s; /* routes and policies from the API, or NULL */
 	struct ctl *ctl;         /* debug socket, NULL when off */
 	uint64_t start_ns;       /* CLOCK_REALTIME */
 	uint64_t last_export_ns; /* CLOCK_MONOTONIC */

@@ -6,10 +6,11 @@
 set -eu
 build="gcc clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
 libyaml-dev libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
-libmicrohttpd-dev uuid-dev"
+libmicrohttpd-dev uuid-dev libjson-c-dev libssl-dev"
 run="nginx-light haproxy wrk hey prometheus protobuf-compiler iproute2 curl
 qemu-system-x86 busybox-static
-procps psmisc python3 python3-prometheus-client openssl"
+procps psmisc python3 python3-prometheus-client openssl
+python3-kubernetes python3-yaml"
 want=$build
 [ "${1:-}" = "--build-only" ] || want="$build $run"
 

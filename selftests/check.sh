@@ -40,6 +40,11 @@ bin/unit_tests 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 tally "$out" bin/unit_tests
 
+echo "== Kubernetes client tests (no root)"
+selftests/k8s/run.sh 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" selftests/k8s/run.sh
+
 echo "== integration tests"
 selftests/integration/run.sh "${T:-}" 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
