@@ -22,6 +22,7 @@ struct prom_server;
 struct otlp_sender;
 struct otlp_encoder;
 struct self_metrics;
+struct features;
 
 struct agent {
 	struct agent_opts *opts;
@@ -37,6 +38,7 @@ struct agent {
 	struct otlp_sender *otlp;
 	struct otlp_encoder *enc;
 	struct self_metrics *self;
+	struct features *features; /* gates (issue 12); subscribe to act on changes */
 	int ctl_fd;
 	uint64_t start_ns;       /* CLOCK_REALTIME */
 	uint64_t last_export_ns; /* CLOCK_MONOTONIC */

@@ -14,6 +14,7 @@
 #include "agent/agent.h"
 #include "agent/aggregate.h"
 #include "agent/ctl.h"
+#include "agent/features.h"
 #include "agent/loader.h"
 #include "agent/route_sync.h"
 #include "agent/self_metrics.h"
@@ -199,6 +200,8 @@ static void run_cmd(struct agent *ag, char *line, FILE *out)
 				dump_metric, &sc);
 		if (json)
 			fputs("]\n", out);
+	} else if (!strcmp(cmd, "features")) {
+		features__dump(ag->features, out, json);
 	} else if (!strcmp(cmd, "stats")) {
 		self_metrics__dump(ag->self, out, json);
 	} else if (!strcmp(cmd, "policies")) {
@@ -208,7 +211,7 @@ static void run_cmd(struct agent *ag, char *line, FILE *out)
 		else
 			fputs(json ? "[]\n" : "no MetricDefinitions or MetricPolicies loaded\n", out);
 	} else {
-		fprintf(out, "error: unknown command \"%s\" (status, targets, routes, series, stats, policies)\n",
+		fprintf(out, "error: unknown command \"%s\" (status, targets, routes, series, stats, policies, features)\n",
 			cmd);
 	}
 }
@@ -253,6 +256,7 @@ static void ctl_usage(FILE *out)
 		"  series    every series with its current value\n"
 		"  stats     BPF counters, map fill, user-space counters\n"
 		"  policies  MetricDefinitions and MetricPolicies with conditions\n"
+		"  features  feature gates: stage, default, enabled\n"
 		"\n"
 		"  --socket PATH  default /run/milometer/milometer.sock\n"
 		"  --json         machine-readable output\n");
