@@ -135,6 +135,13 @@ $(BIN)/%: selftests/tools/%.c $(TOOLLIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libex
 	$(Q)$(CC) $(CFLAGS) $< $(TOOLLIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
 		$(PURE_LIBS) -o $@
 
+# h2_decode runs the agent's libbpf-free HTTP/2 decoder over recorded
+# connections (issue 12): it links agent/h2/ and libnghttp2.
+H2_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/h2/*.c)))
+$(BIN)/h2_decode: selftests/tools/h2_decode.c $(H2_O) | $(BIN)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $< $(H2_O) -lnghttp2 -o $@
+
 # Benchmark tools link the agent's objects too (they measure its hot paths).
 $(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
 	$(call msg,LINK,$@)
