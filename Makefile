@@ -142,6 +142,12 @@ $(BIN)/h2_decode: selftests/tools/h2_decode.c $(H2_O) | $(BIN)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $< $(H2_O) -lnghttp2 -o $@
 
+# tls_discover prints what TLS capture would hook in a process (issue 12).
+TLS_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/tls/*.c)))
+$(BIN)/tls_discover: selftests/tools/tls_discover.c $(TLS_O) | $(BIN)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $< $(TLS_O) -lelf -o $@
+
 # Benchmark tools link the agent's objects too (they measure its hot paths).
 $(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
 	$(call msg,LINK,$@)
