@@ -61,7 +61,7 @@ AGENT_PURE_O := $(OUTPUT)/agent/deferred.o $(OUTPUT)/agent/features.o \
 AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))
 
 PURE_LIBS  := -lyaml -lcurl -lprotobuf-c -lmicrohttpd -lz -lm -lpthread \
-	      -lnghttp2 -lelf
+	      -lnghttp2 -lelf -lcapstone
 AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
 
 # Generated sources (protoc-c, skeletons) are never "intermediate": deleting
@@ -146,7 +146,7 @@ $(BIN)/h2_decode: selftests/tools/h2_decode.c $(H2_O) | $(BIN)
 TLS_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/tls/*.c)))
 $(BIN)/tls_discover: selftests/tools/tls_discover.c $(TLS_O) | $(BIN)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(TLS_O) -lelf -o $@
+	$(Q)$(CC) $(CFLAGS) $< $(TLS_O) -lelf -lcapstone -o $@
 
 # Benchmark tools link the agent's objects too (they measure its hot paths).
 $(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)

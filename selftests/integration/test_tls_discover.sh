@@ -8,6 +8,10 @@
 #  - a server linked statically against libssl.a: SSL_* found in the
 #    executable's own .symtab (the Envoy-with-symbols case), offsets equal
 #    `nm`'s + segments;
+#  - Debian's caddy (Go crypto/tls, stripped: names only in .gopclntab)
+#    serving TLS with HTTP/3 off: (*Conn).Read/Write entries start with Go's
+#    stack-check prologue and their RET offsets are exactly the `ret`s
+#    objdump lists in each function;
 #  - a process with no TLS library: nothing found.
 # kTLS: the probe's answer is printed; this VM's kernel has no CONFIG_TLS.
 # No BPF is loaded: the lock is for the fixed port.
@@ -118,6 +122,69 @@ done
 echo q >&7
 exec 7>&-
 wait $SPID || true
+
+# --- Go: caddy ---
+if command -v caddy >/dev/null; then
+	stop_pid "$NGINX_PID"
+	mkdir -p "$T/caddy"
+	cat >"$T/caddy/Caddyfile" <<CADDY
+{
+	admin off
+	skip_install_trust
+	servers {
+		protocols h1 h2
+	}
+}
+https://gw.test:$PROXY_PORT {
+	tls internal
+	respond "go tls ok"
+}
+CADDY
+	# a copy with its own name: leftovers are found by name
+	cp /usr/bin/caddy "$T/mm-it-caddy"
+	XDG_DATA_HOME=$T/caddy XDG_CONFIG_HOME=$T/caddy HOME=$T/caddy \
+		start_bg caddy "$T/mm-it-caddy" run --config "$T/caddy/Caddyfile" --adapter caddyfile
+	CPID=$LAST_PID
+	wait_for 20 listening $PROXY_PORT || fail "caddy did not start: $(tail -5 "$T/caddy.out")"
+	body=$(curl -fsSk --http2 --resolve gw.test:$PROXY_PORT:127.0.0.1 "https://gw.test:$PROXY_PORT/")
+	[ "$body" = "go tls ok" ] || fail "caddy over TLS answered: $body"
+	"$BIN/tls_discover" $CPID | tee "$T/caddy.disc"
+	grep -q "^pid=$CPID go=1 magic=0xfffffff" "$T/caddy.disc" || fail "caddy not seen as Go"
+	$PY - "$T/mm-it-caddy" "$T/caddy.disc" <<'PY' || fail "Go crypto/tls offsets differ from objdump"
+import re, subprocess, sys
+exe, disc = sys.argv[1], sys.argv[2]
+segs = []
+for l in subprocess.run(["readelf", "-lW", exe], capture_output=True, text=True).stdout.splitlines():
+    m = re.match(r"\s*LOAD\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x[0-9a-f]+\s+0x([0-9a-f]+)", l)
+    if m:
+        segs.append(tuple(int(x, 16) for x in m.groups()))
+off = lambda va: [va - v + o for o, v, fsz in segs if v <= va < v + fsz][0]
+n = 0
+for line in open(disc):
+    if " gofunc=" not in line:
+        continue
+    kv = dict(x.split("=", 1) for x in line.split())
+    va, size = int(kv["vaddr"], 16), int(kv["size"])
+    assert va and size, line
+    assert off(va) == int(kv["offset"], 16), line
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "--start-address=%d" % va,
+                          "--stop-address=%d" % (va + size), exe],
+                         capture_output=True, text=True).stdout
+    insns = re.findall(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$", dis, re.M)
+    # Go's stack check (g.stackguard0 at 0x10(%r14)) opens every entry:
+    # cmp 0x10(%r14),%rsp, or lea -N(%rsp),%r12 then cmp 0x10(%r14),%r12
+    assert any(op == "cmp" and a.startswith("0x10(%r14),") for _, op, a in insns[:2]), insns[:2]
+    rets = sorted(off(int(a, 16)) for a, op, _ in insns if op.startswith("ret"))
+    got = sorted(int(x, 16) for x in kv["rets"].split(","))
+    assert rets == got, (kv["gofunc"], [hex(r) for r in rets], [hex(g) for g in got])
+    print(kv["gofunc"], "entry", kv["offset"], "rets", len(got))
+    n += 1
+assert n == 2, n
+PY
+	stop_pid "$CPID"
+else
+	fail "caddy is not installed (apt-get install caddy): the Go path is untested"
+fi
 
 # --- no TLS at all ---
 sleep 30 &

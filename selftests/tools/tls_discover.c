@@ -2,8 +2,9 @@
 /*
  * tls_discover: what TLS capture would hook in a process (agent/tls/), one
  * line per library file: kind, path, build-id and each function's file
- * offset (what a uprobe attaches at), "-" when absent. Also whether this
- * kernel can do kTLS.
+ * offset (what a uprobe attaches at), "-" when absent; for a Go executable
+ * crypto/tls.(*Conn).Read/Write with the offsets of their RETs. Also
+ * whether this kernel can do kTLS.
  *
  *   tls_discover PID...
  */
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 
 #include "agent/tls/discover.h"
+#include "agent/tls/go_tls.h"
 #include "agent/tls/ktls.h"
 
 int main(int argc, char **argv)
@@ -46,6 +48,34 @@ int main(int argc, char **argv)
 					printf(" %s=-", tls_discover__func_names[f]);
 			}
 			putchar('\n');
+		}
+		{
+			struct go_tls g;
+			char exe[64];
+			int r;
+
+			snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
+			r = go_tls__lookup(exe, &g, err, sizeof(err));
+			if (r < 0) {
+				printf("pid=%d go=unsupported %s\n", pid, err);
+				continue;
+			}
+			if (r == 0)
+				continue;
+			printf("pid=%d go=1 magic=0x%x nfunc=%llu text_start=0x%llx\n", pid,
+			       g.pclntab_magic, (unsigned long long)g.nfunc,
+			       (unsigned long long)g.text_start);
+			for (int f = 0; f < GO_TLS__COUNT; f++) {
+				printf("pid=%d gofunc=%s vaddr=0x%llx offset=0x%llx size=%llu rets=",
+				       pid, go_tls__func_names[f],
+				       (unsigned long long)g.f[f].vaddr,
+				       (unsigned long long)g.f[f].offset,
+				       (unsigned long long)g.f[f].size);
+				for (uint32_t k = 0; k < g.f[f].nret; k++)
+					printf("%s0x%llx", k ? "," : "",
+					       (unsigned long long)g.f[f].ret_offset[k]);
+				putchar('\n');
+			}
 		}
 	}
 	return rc;

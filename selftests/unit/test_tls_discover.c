@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/tls/discover.h"
+#include "agent/tls/go_tls.h"
 #include "agent/tls/ktls.h"
 #include "selftests/unit/test.h"
 
@@ -111,4 +112,32 @@ TEST(tls_ktls_probe_matches_registered_ulps)
 	ASSERT_EQ(k, strstr(ulps, "tls") != NULL);
 	test_log("kTLS %s on this kernel (tcp_available_ulp: %s)\n",
 		 k ? "available" : "NOT available", ulps);
+}
+
+TEST(tls_go_ret_finder_decodes_instructions)
+{
+	/* mov $0xc3,%eax; mov 0xc3(%rbx),%rcx; ret; nop; ret $8? no: retq */
+	static const uint8_t code[] = {
+		0xb8, 0xc3, 0x00, 0x00, 0x00,       /* mov $0xc3,%eax */
+		0x48, 0x8b, 0x8b, 0xc3, 0, 0, 0,    /* mov 0xc3(%rbx),%rcx */
+		0xc3,                               /* ret */
+		0x90,                               /* nop */
+		0xc3,                               /* ret */
+	};
+	uint64_t rets[4];
+
+	ASSERT_EQ(go_tls__find_rets(code, sizeof(code), 0x1000, rets, 4), 2);
+	ASSERT_EQ(rets[0], 12);
+	ASSERT_EQ(rets[1], 14);
+	ASSERT_EQ(go_tls__find_rets(code, sizeof(code), 0x1000, rets, 1), -E2BIG);
+}
+
+TEST(tls_go_lookup_not_go)
+{
+	struct go_tls g;
+	char err[256];
+
+	/* a C library is not Go: 0, no error */
+	ASSERT_EQ(go_tls__lookup("/usr/lib/x86_64-linux-gnu/libssl.so.3", &g, err,
+				 sizeof(err)), 0);
 }
