@@ -80,7 +80,7 @@ int h2_framer__feed(struct h2_framer *fr, const uint8_t *p, size_t len,
 			size_t n = end - p < fr->preface_left ? (size_t)(end - p) :
 								  fr->preface_left;
 
-			if (memcmp(p, H2_PREFACE + off, n)) {
+			if (memcmp(p, &H2_PREFACE[off], n)) {
 				fr->dead = true;
 				return -EPROTO;
 			}

@@ -116,7 +116,7 @@ TEST(tls_ktls_probe_matches_registered_ulps)
 
 TEST(tls_go_ret_finder_decodes_instructions)
 {
-	/* mov $0xc3,%eax; mov 0xc3(%rbx),%rcx; ret; nop; ret $8? no: retq */
+	/* 0xc3 inside an immediate and a displacement must not count */
 	static const uint8_t code[] = {
 		0xb8, 0xc3, 0x00, 0x00, 0x00,       /* mov $0xc3,%eax */
 		0x48, 0x8b, 0x8b, 0xc3, 0, 0, 0,    /* mov 0xc3(%rbx),%rcx */
