@@ -9,7 +9,7 @@ libyaml-dev libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
 libmicrohttpd-dev libnghttp2-dev libcapstone-dev"
 run="nginx-light haproxy wrk hey prometheus protobuf-compiler iproute2 curl
 procps psmisc python3 python3-prometheus-client openssl
-nghttp2-client nghttp2-server nghttp2-proxy"
+nghttp2-client nghttp2-server nghttp2-proxy libssl-dev caddy binutils"
 want=$build
 [ "${1:-}" = "--build-only" ] || want="$build $run"
 
@@ -36,7 +36,7 @@ if ! apt-get install -y -q --no-install-recommends $missing >/tmp/milometer-apt.
 	}
 fi
 # Debian starts these on install; tests start their own instances.
-for s in nginx haproxy prometheus; do
+for s in nginx haproxy prometheus caddy nghttpx; do
 	if command -v systemctl >/dev/null 2>&1 && systemctl is-active -q "$s" 2>/dev/null; then
 		systemctl stop "$s" || true
 		systemctl disable -q "$s" 2>/dev/null || true
