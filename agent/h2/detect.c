@@ -90,6 +90,15 @@ static void up_hdr(void *ctx, const char *n, size_t nl, const char *v, size_t vl
 		u->settings++;
 	else if (nl == 4 && !strncasecmp(n, "host", 4) && u->up)
 		copy(u->up->authority, sizeof(u->up->authority), v, vl);
+	else if (nl == 14 && !strncasecmp(n, "content-length", 14) && u->up) {
+		long long x = 0;
+
+		for (size_t i = 0; i < vl && x >= 0; i++)
+			x = v[i] >= '0' && v[i] <= '9' && x < (1LL << 50) ?
+				    x * 10 + (v[i] - '0') : -1;
+		u->up->body_len = vl ? x : -1;
+	} else if (nl == 17 && !strncasecmp(n, "transfer-encoding", 17) && u->up)
+		u->up->body_len = -1;
 }
 
 enum h2_detect h2_detect__client(const uint8_t *buf, size_t len,

@@ -26,6 +26,13 @@ struct h2_upgrade_head {
 	char path[1024];
 	char authority[256];
 	size_t head_len;         /* bytes of the request head (through CRLFCRLF) */
+	/*
+	 * Content-Length of the request: RFC 7540 §3.2 has the client send the
+	 * whole body in HTTP/1.1 before the switch, so HTTP/2 (the client's
+	 * preface) starts head_len + body_len bytes in. -1: a chunked body
+	 * (its end is the HTTP/1 parser's business).
+	 */
+	long long body_len;
 };
 
 /* Client's first bytes; for H2_DETECT_UPGRADE fills *up when non-NULL. */

@@ -153,7 +153,12 @@ int main(int argc, char **argv)
 				h1++;
 				continue;
 			}
-			skip[0] = up.head_len;
+			if (up.body_len < 0) {
+				fprintf(stderr, "h2_decode: %s: chunked upgrade request not followed\n",
+					argv[a]);
+				continue;
+			}
+			skip[0] = up.head_len + up.body_len;
 			skip[1] = sw;
 			ur = (struct h2_upgrade_req){ up.method, up.path, up.authority,
 						      r[0].ns, up.head_len };

@@ -594,6 +594,20 @@ TEST(h2_conn_h2c_upgrade)
 	ASSERT_STREQ(up.path, "/up/grade");
 	ASSERT_STREQ(up.authority, "up.example");
 	ASSERT_EQ(up.head_len, sizeof(req) - 1);
+	ASSERT_EQ(up.body_len, 0);
+	{
+		static const char post[] =
+			"POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n"
+			"Connection: Upgrade, HTTP2-Settings\r\nUpgrade: websocket, h2c\r\n"
+			"HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\nhello world";
+		struct h2_upgrade_head pu;
+
+		ASSERT_EQ(h2_detect__client((const uint8_t *)post, sizeof(post) - 1, &pu),
+			  H2_DETECT_UPGRADE);
+		ASSERT_EQ(pu.body_len, 11);
+		ASSERT_EQ(pu.head_len + pu.body_len, sizeof(post) - 1);
+		ASSERT_STREQ(pu.method, "POST");
+	}
 	ASSERT_EQ(h2_detect__client((const uint8_t *)plain, sizeof(plain) - 1, NULL),
 		  H2_DETECT_NO);
 	ASSERT_EQ(h2_detect__client((const uint8_t *)H2_PREFACE, 10, NULL), H2_DETECT_MORE);
