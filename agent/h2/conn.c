@@ -353,7 +353,8 @@ static void block_set(struct h2_conn *c, enum h2_dir d, uint32_t stream,
 		b->buf = nb;
 		b->cap = len;
 	}
-	memcpy(b->buf, frag, len);
+	if (len)
+		memcpy(b->buf, frag, len);
 	b->len = len;
 }
 
@@ -421,7 +422,8 @@ static void block_more(struct h2_conn *c, enum h2_dir d,
 		b->buf = nb;
 		b->cap = b->len + f->len;
 	}
-	memcpy(b->buf + b->len, f->payload, f->len);
+	if (f->len)
+		memcpy(b->buf + b->len, f->payload, f->len);
 	b->len += f->len;
 }
 

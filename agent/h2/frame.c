@@ -53,7 +53,8 @@ static void emit(struct h2_framer *fr, uint64_t ts, h2_frame_fn fn, void *ctx)
 		.stream_id = ((uint32_t)fr->hdr[5] << 24 | (uint32_t)fr->hdr[6] << 16 |
 			      (uint32_t)fr->hdr[7] << 8 | fr->hdr[8]) & 0x7fffffff,
 		.len = frame_len(fr),
-		.payload = fr->keep ? fr->buf : NULL,
+		/* an empty kept frame (SETTINGS ack) has a payload, of 0 bytes */
+		.payload = !fr->keep ? NULL : fr->buf ? fr->buf : (const uint8_t *)"",
 		.first_ns = fr->first_ns,
 		.last_ns = ts,
 	};
@@ -117,7 +118,7 @@ int h2_framer__feed(struct h2_framer *fr, const uint8_t *p, size_t len,
 			uint32_t want = frame_len(fr) - fr->have;
 			size_t n = want < (size_t)(end - p) ? want : (size_t)(end - p);
 
-			if (fr->keep)
+			if (fr->keep && n)
 				memcpy(fr->buf + fr->have, p, n);
 			fr->have += n;
 			p += n;
