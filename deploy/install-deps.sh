@@ -8,7 +8,7 @@ build="clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
 libyaml-dev libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
 libmicrohttpd-dev libnghttp2-dev libcapstone-dev"
 run="nginx-light haproxy wrk hey prometheus protobuf-compiler iproute2 curl
-procps psmisc python3 python3-prometheus-client openssl
+procps psmisc python3 python3-prometheus-client openssl android-libboringssl
 nghttp2-client nghttp2-server nghttp2-proxy libssl-dev caddy binutils"
 want=$build
 [ "${1:-}" = "--build-only" ] || want="$build $run"

@@ -141,3 +141,34 @@ TEST(tls_go_lookup_not_go)
 	ASSERT_EQ(go_tls__lookup("/usr/lib/x86_64-linux-gnu/libssl.so.3", &g, err,
 				 sizeof(err)), 0);
 }
+
+/* Debian's android-libboringssl: BoringSSL as a shared library. */
+TEST(tls_discover_finds_boringssl)
+{
+	const char *lib = "/usr/lib/x86_64-linux-gnu/android/libssl.so.0";
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	struct tls_target t[8];
+	char err[256];
+	int n, k = -1;
+
+	ASSERT_TRUE(h, "apt-get install android-libboringssl: %s", dlerror());
+	n = tls_discover__pid("/proc", getpid(), t, 8, err, sizeof(err));
+	ASSERT_TRUE(n >= 1, "%d %s", n, err);
+	for (int i = 0; i < n; i++)
+		if (t[i].lib == TLS_LIB_BORINGSSL)
+			k = i;
+	ASSERT_TRUE(k >= 0);
+	ASSERT_STREQ(t[k].mapped, lib);
+	for (int f = 0; f < TLS_F__COUNT; f++) {
+		void *sym = dlsym(h, tls_discover__func_names[f]);
+		char file[512];
+
+		if (!sym) { /* BoringSSL lacks some OpenSSL 1.1.1 functions */
+			ASSERT_EQ(t[k].f[f].offset, 0);
+			continue;
+		}
+		ASSERT_EQ(t[k].f[f].offset, maps_offset(sym, file, sizeof(file)));
+		ASSERT_STREQ(file, lib);
+	}
+	dlclose(h);
+}
