@@ -38,7 +38,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 # policy/ and exporter/ never link libbpf: they are unit-tested without root.
 POLICY_SRCS   := $(sort $(wildcard policy/*/*.c))
 EXPORTER_SRCS := $(sort $(wildcard exporter/*.c))
-AGENT_SRCS    := $(sort $(wildcard agent/*.c))
+AGENT_SRCS    := $(sort $(wildcard agent/*.c agent/h2/*.c agent/tls/*.c))
 # the Kubernetes API client: no libbpf, linked into the agent, tools, tests
 K8S_SRCS      := $(sort $(wildcard agent/k8s/*.c))
 BPF_SRCS      := $(sort $(wildcard bpf/*.bpf.c))
@@ -63,11 +63,13 @@ TOOLS     := $(patsubst selftests/tools/%.c,$(BIN)/%,$(TOOL_SRCS))
 BENCHES   := $(patsubst selftests/bench/%.c,$(BIN)/%,$(BENCH_SRCS))
 # agent objects with no libbpf, unit-tested like policy/ and exporter/
 AGENT_PURE_O := $(OUTPUT)/agent/deferred.o $(OUTPUT)/agent/aggregate.o \
-		$(OUTPUT)/agent/options.o
+		$(OUTPUT)/agent/options.o $(OUTPUT)/agent/features.o \
+		$(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/h2/*.c agent/tls/*.c)))
 # agent objects a bench tool may link: everything but main()
 AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))
 
-PURE_LIBS  := -ljson-c -lcrypto -lyaml -lcurl -lprotobuf-c -lmicrohttpd -luuid -lz -lm -lpthread
+PURE_LIBS  := -ljson-c -lcrypto -lyaml -lcurl -lprotobuf-c -lmicrohttpd -luuid -lz -lm -lpthread \
+	      -lnghttp2 -lelf -lcapstone
 AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
 
 # Generated sources (protoc-c, skeletons) are never "intermediate": deleting
@@ -176,6 +178,19 @@ $(BIN)/%: selftests/tools/%.c $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolic
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $< $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
 		$(PURE_LIBS) -o $@
+
+# h2_decode runs the agent's libbpf-free HTTP/2 decoder over recorded
+# connections (issue 12): it links agent/h2/ and libnghttp2.
+H2_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/h2/*.c)))
+$(BIN)/h2_decode: selftests/tools/h2_decode.c $(H2_O) | $(BIN)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $< $(H2_O) -lnghttp2 -o $@
+
+# tls_discover prints what TLS capture would hook in a process (issue 12).
+TLS_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/tls/*.c)))
+$(BIN)/tls_discover: selftests/tools/tls_discover.c $(TLS_O) | $(BIN)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $< $(TLS_O) -lelf -lcapstone -o $@
 
 # Benchmark tools link the agent's objects too (they measure its hot paths).
 $(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)

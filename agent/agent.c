@@ -20,6 +20,7 @@
 #include <bpf/libbpf.h>
 
 #include "agent/agent.h"
+#include "agent/features.h"
 #include "agent/aggregate.h"
 #include "agent/ctl.h"
 #include "agent/loader.h"
@@ -201,6 +202,47 @@ static void reload_contract(struct agent *ag)
 	refresh_cluster(ag);
 }
 
+/*
+ * Feature gates (issue 12): defaults < config featureGates < --feature-gates.
+ * A reload re-reads featureGates only; subscribers (the loader) act on what
+ * changed.
+ */
+static int start_feature_gates(struct agent *ag)
+{
+	char sum[256];
+	int ret;
+
+	ag->features = features__new(features__default_specs, FEATURE__COUNT);
+	if (!ag->features)
+		return -ENOMEM;
+	ret = features__apply(ag->features, &ag->opts->fg_config,
+			      &ag->opts->fg_flags);
+	features__summary(ag->features, sum, sizeof(sum));
+	fprintf(stderr, "milometer: feature gates: %s\n", sum);
+	return ret < 0 ? ret : 0;
+}
+
+static void reload_feature_gates(struct agent *ag)
+{
+	struct feature_overrides cfg;
+	char err[512], sum[256];
+	int ret;
+
+	if (!ag->opts->config_file)
+		return;
+	ret = features__read_config(features__default_specs, FEATURE__COUNT,
+				    ag->opts->config_file, &cfg, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "milometer: feature gates unchanged: %s\n", err);
+		return;
+	}
+	ag->opts->fg_config = cfg;
+	if (features__apply(ag->features, &cfg, &ag->opts->fg_flags) == 0)
+		return;
+	features__summary(ag->features, sum, sizeof(sum));
+	fprintf(stderr, "milometer: feature gates: %s\n", sum);
+}
+
 static int start_otlp(struct agent *ag)
 {
 	struct agent_opts *o = ag->opts;
@@ -347,6 +389,7 @@ static int main_loop(struct agent *ag)
 					goto cleanup;
 				}
 				/* SIGHUP: reload now */
+				reload_feature_gates(ag);
 				tick(ag, ++ticks);
 			} else if (fd == tfd) {
 				uint64_t exp;
@@ -404,6 +447,9 @@ int agent__run(struct agent_opts *o)
 		ret = -ENOMEM;
 		goto cleanup;
 	}
+	ret = start_feature_gates(&ag);
+	if (ret)
+		goto cleanup;
 	ret = loader__start(&lo, &ag.skel);
 	if (ret)
 		goto cleanup;
@@ -487,6 +533,7 @@ cleanup:
 	ring_buffer__free(ag.rb);
 	aggregate__free(ag.agg);
 	self_metrics__free(ag.self);
+	features__free(ag.features);
 	if (ag.engine) {
 		policy_engine__free(ag.engine);
 	}

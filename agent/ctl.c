@@ -19,6 +19,7 @@
 
 #include "agent/aggregate.h"
 #include "agent/ctl.h"
+#include "agent/features.h"
 #include "agent/loader.h"
 #include "agent/route_sync.h"
 #include "agent/self_metrics.h"
@@ -267,6 +268,8 @@ static void run_cmd(struct agent *ag, char *line, FILE *out)
 				dump_metric, &sc);
 		if (json)
 			fputs("]\n", out);
+	} else if (!strcmp(cmd, "features")) {
+		features__dump(ag->features, out, json);
 	} else if (!strcmp(cmd, "stats")) {
 		self_metrics__dump(ag->self, out, json);
 	} else if (!strcmp(cmd, "policies")) {
@@ -281,7 +284,7 @@ static void run_cmd(struct agent *ag, char *line, FILE *out)
 		else
 			fputs(json ? "{}\n" : "not watching the Kubernetes API (--manifests)\n", out);
 	} else {
-		fprintf(out, "error: unknown command \"%s\" (status, targets, routes, series, stats, policies, k8s)\n",
+		fprintf(out, "error: unknown command \"%s\" (status, targets, routes, series, stats, policies, k8s, features)\n",
 			cmd);
 	}
 }
@@ -426,6 +429,7 @@ static void ctl_usage(FILE *out)
 		"  stats     BPF counters, map fill, user-space counters\n"
 		"  policies  MetricDefinitions and MetricPolicies with conditions\n"
 		"  k8s       API watches: state, objects, relists, errors, sync age\n"
+		"  features  feature gates: stage, default, enabled\n"
 		"\n"
 		"  --socket PATH  default /run/milometer/milometer.sock\n"
 		"  --json         machine-readable output\n");

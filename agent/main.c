@@ -19,7 +19,7 @@ static void usage(FILE *out)
 		"\n"
 		"  run       trace the proxy and serve/export metrics (root)\n"
 		"  ctl       ask a running agent (status, targets, routes, series,\n"
-		"            stats, policies)\n"
+		"            stats, policies, features)\n"
 		"  explain   which HTTPRoute rule a request would match, and why\n"
 		"  check     validate MetricDefinitions/MetricPolicies offline\n"
 		"  controller  write MetricDefinition/MetricPolicy status (Lease-elected)\n"

@@ -83,6 +83,8 @@ void options__usage(FILE *out)
 "                             every process on the node a little)\n"
 "  --pin-dir DIR              where maps and programs are pinned while running\n"
 "                             (default /sys/fs/bpf/milometer; one per agent)\n"
+"  --feature-gates K=V,...    turn gates on/off, e.g. TLSCapture=true,HTTP2=false\n"
+"                             (repeatable; see `milometer ctl features`)\n"
 "  -v, --verbose              libbpf and debug logs\n"
 "  -h, --help                 this help\n");
 }
@@ -254,6 +256,18 @@ static int cfg_otlp(struct agent_opts *o, const struct doc_node *n)
 	return err;
 }
 
+/* featureGates: {TLSCapture: true} (issue 12) */
+static int cfg_features(struct feature_overrides *ov, const struct doc_node *n)
+{
+	char err[512];
+	int ret = features__parse_node(features__default_specs, FEATURE__COUNT,
+				       n, ov, err, sizeof(err));
+
+	if (ret)
+		fprintf(stderr, "milometer: %s\n", err);
+	return ret;
+}
+
 static int load_config(struct agent_opts *o, const char *path)
 {
 	struct doc_file *f = NULL;
@@ -311,8 +325,10 @@ static int load_config(struct agent_opts *o, const char *path)
 			ret = cfg_str(o, v, k, &o->capture);
 		else if (!strcmp(k, "kubeconfig"))
 			ret = cfg_str(o, v, k, &o->kubeconfig);
+		else if (!strcmp(k, "featureGates"))
+			ret = cfg_features(&o->fg_config, v);
 		else
-			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, nodeName, pinDir, capture, kubeconfig)");
+			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, nodeName, pinDir, capture, kubeconfig, featureGates)");
 	}
 cleanup:
 	doc__free_file(f);
@@ -381,7 +397,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		O_MANIFESTS = 256, O_GATEWAY, O_EXE, O_PID, O_CGROUP, O_PROM,
 		O_SOCKET, O_OTLP, O_OTLP_HDR, O_OTLP_CA, O_OTLP_GZIP,
 		O_INTERVAL, O_RINGBUF, O_MAXCONN, O_MAXSERIES, O_IDLE,
-		O_NOSRC, O_NODE, O_CONFIG, O_PINDIR, O_CAPTURE, O_KUBECONFIG,
+		O_NOSRC, O_NODE, O_CONFIG, O_PINDIR, O_CAPTURE, O_KUBECONFIG, O_FGATES,
 	};
 	static const struct option lopts[] = {
 		{ "config", required_argument, NULL, O_CONFIG },
@@ -406,6 +422,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		{ "pin-dir", required_argument, NULL, O_PINDIR },
 		{ "capture", required_argument, NULL, O_CAPTURE },
 		{ "kubeconfig", required_argument, NULL, O_KUBECONFIG },
+		{ "feature-gates", required_argument, NULL, O_FGATES },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -484,6 +501,16 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		case O_NODE: o->node_name = optarg; break;
 		case O_PINDIR: o->pin_dir = optarg; break;
 		case O_KUBECONFIG: o->kubeconfig = optarg; break;
+		case O_FGATES: {
+			char ferr[512];
+
+			err = features__parse(features__default_specs,
+					      FEATURE__COUNT, optarg,
+					      &o->fg_flags, ferr, sizeof(ferr));
+			if (err)
+				fprintf(stderr, "milometer: %s\n", ferr);
+			break;
+		}
 		case 'v': o->verbose = true; break;
 		case 'h':
 			options__usage(stdout);

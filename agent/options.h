@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "agent/features.h"
+
 #define OPT_MAX_LIST 32
 
 struct agent_opts {
@@ -42,6 +44,9 @@ struct agent_opts {
 	char node_buf[256];
 	const char *capture;            /* "auto", "sock" or "sys-exit" */
 	bool verbose;
+	/* feature gates (issue 12): config file's featureGates, then flags */
+	struct feature_overrides fg_config;
+	struct feature_overrides fg_flags;
 	/* owned strings from the config file */
 	char *owned[128];
 	size_t nowned;

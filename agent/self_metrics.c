@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "agent/aggregate.h"
+#include "agent/features.h"
 #include "agent/loader.h"
 #include "agent/route_sync.h"
 #include "agent/self_metrics.h"
@@ -70,6 +71,7 @@ enum {
 	M_CONTRACT,
 	M_CAPTURE_MODE,
 	M_CONNS_OPEN,
+	M_FEATURE,
 	M__N,
 };
 
@@ -183,6 +185,10 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 		   MI_GAUGE, true);
 	if (!err && ag->k8s && !(sm->k8s = k8s_metrics__new(ag->store)))
 		err = -ENOMEM;
+	/* as kubernetes_feature_enabled: 1 on, 0 off, one series per gate */
+	err |= reg(sm, M_FEATURE, "milometer.feature.enabled",
+		   "Feature gate state (1 enabled), by name and stage.", "",
+		   MI_GAUGE, true);
 	if (err) {
 		free(sm);
 		return NULL;
@@ -377,6 +383,20 @@ void self_metrics__refresh(struct self_metrics *sm)
 		k8s_metrics__refresh(sm->k8s, ag->k8s, now);
 	mstore__unlock(ag->store);
 
+	if (ag->features) {
+		mstore__lock(ag->store);
+		for (size_t i = 0; i < features__count(ag->features); i++) {
+			const struct feature_spec *fs = features__spec(ag->features, i);
+			struct mlabel l[] = {
+				{ "name", fs->name },
+				{ "stage", features__stage_name(fs->stage) },
+			};
+
+			set1(sm, M_FEATURE, features__enabled(ag->features, i),
+			     now, l, 2);
+		}
+		mstore__unlock(ag->store);
+	}
 	if (ag->contract) {
 		struct contract_ctx cc = { .sm = sm, .now = now };
 

@@ -28,6 +28,7 @@ struct otlp_sender;
 struct otlp_encoder;
 struct self_metrics;
 struct k8s_api;
+struct features;
 struct ctl;
 
 struct agent {
@@ -47,6 +48,7 @@ struct agent {
 	struct otlp_encoder *enc;
 	struct self_metrics *self;
 	struct k8s_api *k8s; /* routes and policies from the API, or NULL */
+	struct features *features; /* gates (KEP-3920); subscribe to act on changes */
 	struct ctl *ctl;         /* debug socket, NULL when off */
 	uint64_t start_ns;       /* CLOCK_REALTIME */
 	uint64_t last_export_ns; /* CLOCK_MONOTONIC */
