@@ -34,7 +34,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 # policy/ and exporter/ never link libbpf: they are unit-tested without root.
 POLICY_SRCS   := $(sort $(wildcard policy/*/*.c))
 EXPORTER_SRCS := $(sort $(wildcard exporter/*.c))
-AGENT_SRCS    := $(sort $(wildcard agent/*.c))
+AGENT_SRCS    := $(sort $(wildcard agent/*.c agent/k8s/*.c))
 BPF_SRCS      := $(sort $(wildcard bpf/*.bpf.c))
 UNIT_SRCS     := $(sort $(wildcard selftests/unit/*.c))
 TOOL_SRCS     := $(sort $(wildcard selftests/tools/*.c))
@@ -56,6 +56,8 @@ TOOLS     := $(patsubst selftests/tools/%.c,$(BIN)/%,$(TOOL_SRCS))
 BENCHES   := $(patsubst selftests/bench/%.c,$(BIN)/%,$(BENCH_SRCS))
 # agent objects with no libbpf, unit-tested like policy/ and exporter/
 AGENT_PURE_O := $(OUTPUT)/agent/deferred.o
+# node side of Kubernetes: pod -> cgroup id, own memory limit -> caps
+AGENT_PURE_O += $(OUTPUT)/agent/k8s/pod_cgroup.o $(OUTPUT)/agent/k8s/mem_limit.o
 # agent objects a bench tool may link: everything but main()
 AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))
 
@@ -132,6 +134,11 @@ $(BIN)/%: selftests/tools/%.c $(TOOLLIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libex
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $< $(TOOLLIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
 		$(PURE_LIBS) -o $@
+
+# The cgroup id probe checks agent/k8s/pod_cgroup.c against BPF.
+$(BIN)/cgroup_id_probe: selftests/tools/cgroup_id_probe.c $(OUTPUT)/agent/k8s/pod_cgroup.o | $(BIN)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@
 
 # Benchmark tools link the agent's objects too (they measure its hot paths).
 $(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
