@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "agent/k8s/mem_limit.h"
 #include "agent/options.h"
 
 struct milometer_bpf;
@@ -37,6 +38,7 @@ struct agent {
 	struct otlp_sender *otlp;
 	struct otlp_encoder *enc;
 	struct self_metrics *self;
+	struct mem_limit mem_limit; /* this pod's limit; the caps follow it */
 	int ctl_fd;
 	uint64_t start_ns;       /* CLOCK_REALTIME */
 	uint64_t last_export_ns; /* CLOCK_MONOTONIC */
