@@ -119,6 +119,26 @@ int pod_cgroup__id(const char *dir, uint64_t *cgid)
 	return 0;
 }
 
+int pod_cgroup__host_root(const char *prefix, char *out, size_t len)
+{
+	static const char *const roots[] = {
+		"/host/sys/fs/cgroup", "/host/sys/fs/cgroup/unified",
+		"/sys/fs/cgroup", "/sys/fs/cgroup/unified",
+	};
+	char probe[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		int n = snprintf(probe, sizeof(probe), "%s%s/cgroup.controllers",
+				 prefix, roots[i]);
+
+		if (n < 0 || (size_t)n >= sizeof(probe) || access(probe, F_OK))
+			continue;
+		n = snprintf(out, len, "%s%s", prefix, roots[i]);
+		return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	}
+	return -ENOENT;
+}
+
 static bool is_dir(const char *path)
 {
 	struct stat st;

@@ -232,3 +232,36 @@ TEST(pod_cgroup_bad_uid)
 	ASSERT_EQ(pod_cgroup__find("/nonexistent", UID, POD_QOS_BURSTABLE, &c,
 				   dir, sizeof(dir), &id), -ENOENT);
 }
+
+TEST(pod_cgroup_host_root)
+{
+	char base[512], out[1024], want[1024];
+	FILE *f;
+
+	/* hybrid host (this VM): v1 at /sys/fs/cgroup, v2 at .../unified */
+	snprintf(base, sizeof(base), "%s/hostroot", test__tmpdir());
+	mkdir(base, 0755);
+	mkpath(base, "sys/fs/cgroup/memory");
+	mkpath(base, "sys/fs/cgroup/unified");
+	snprintf(want, sizeof(want), "%s/sys/fs/cgroup/unified/cgroup.controllers", base);
+	f = fopen(want, "w");
+	ASSERT_TRUE(f != NULL);
+	fclose(f);
+	ASSERT_EQ(pod_cgroup__host_root(base, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s/sys/fs/cgroup/unified", base);
+	ASSERT_STREQ(out, want);
+	/* in the DaemonSet the host tree at /host wins over the pod's own */
+	mkpath(base, "host/sys/fs/cgroup");
+	snprintf(want, sizeof(want), "%s/host/sys/fs/cgroup/cgroup.controllers", base);
+	f = fopen(want, "w");
+	ASSERT_TRUE(f != NULL);
+	fclose(f);
+	ASSERT_EQ(pod_cgroup__host_root(base, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s/host/sys/fs/cgroup", base);
+	ASSERT_STREQ(out, want);
+	/* nothing v2 */
+	snprintf(base, sizeof(base), "%s/hostroot-v1", test__tmpdir());
+	mkdir(base, 0755);
+	mkpath(base, "sys/fs/cgroup/memory");
+	ASSERT_EQ(pod_cgroup__host_root(base, out, sizeof(out)), -ENOENT);
+}
