@@ -69,7 +69,7 @@ AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
 .SECONDARY:
 
 .PHONY: all deps demo check unit integration bench fuzz format vmlinux \
-	install clean
+	install clean image
 .DEFAULT_GOAL := all
 
 all: deps-check $(BIN)/milometer $(TOOLS)
@@ -166,6 +166,11 @@ vmlinux:
 
 format:
 	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
+
+# The container image (FROM scratch + binary + ldd closure), as an OCI
+# archive; selftests/integration/test_image.sh builds and runs it in check.
+image: deps $(BIN)/milometer
+	$(Q)deploy/image/build.sh $(BIN)/milometer $(BIN)/milometer-image.oci.tar
 
 install: all
 	$(Q)install -D -m 0755 $(BIN)/milometer $(DESTDIR)/usr/local/bin/milometer

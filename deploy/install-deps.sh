@@ -8,7 +8,8 @@ build="clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
 libyaml-dev libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
 libmicrohttpd-dev"
 run="nginx-light haproxy wrk hey prometheus protobuf-compiler iproute2 curl
-procps psmisc python3 python3-prometheus-client openssl"
+procps psmisc python3 python3-prometheus-client openssl
+buildah binutils ca-certificates python3-yaml"
 want=$build
 [ "${1:-}" = "--build-only" ] || want="$build $run"
 
