@@ -306,6 +306,8 @@ def walk_schema(node, path, in_atomic_list, crd):
                 bad("%s: %s: rule iterates the unbounded list %s (add maxItems)" % (crd, path, f))
             if sub.get("type") == "object" and "maxProperties" not in sub:
                 bad("%s: %s: rule iterates the unbounded map %s (add maxProperties)" % (crd, path, f))
+        if node.get("type") == "object" and "additionalProperties" in node and ".matches(" in rule:
+            bad("%s: %s: matches() over map keys (no maxLength) is costed at the request size" % (crd, path))
         if "self.matches(" in rule and node.get("type") == "string" and "maxLength" not in node:
             bad("%s: %s: matches() on a string without maxLength" % (crd, path))
         if "oldSelf" in rule and in_atomic_list:

@@ -58,6 +58,7 @@ broken agent_status "if k == 'ClusterRole' and d['metadata']['name'] == 'milomet
 broken ctl_writes "if k == 'ClusterRole' and d['metadata']['name'] == 'milometer-controller-read': d['rules'][1]['verbs'].append('update')" "controller write grants"
 broken secrets "if k == 'ClusterRole' and d['metadata']['name'] == 'milometer-controller-read': d['rules'].append({'apiGroups': [''], 'resources': ['secrets'], 'verbs': ['get']})" "reads secrets"
 broken unbounded "if k == 'CustomResourceDefinition' and d['metadata']['name'].startswith('metricdefinitions'): d['spec']['versions'][0]['schema']['openAPIV3Schema']['properties']['spec']['properties']['labels'].pop('maxItems')" "unbounded list"
+broken map_keys "if k == 'CustomResourceDefinition' and d['metadata']['name'].startswith('metricpolicies'): d['spec']['versions'][0]['schema']['openAPIV3Schema']['properties']['spec']['properties']['source']['properties']['resourceFields']['properties']['staticLabels']['x-kubernetes-validations'] = [{'rule': \"self.all(k, k.matches('^a'))\", 'message': 'm'}]" "over map keys"
 broken selector "if k == 'Service': d['spec']['selector']['app.kubernetes.io/component'] = 'nothing'" "selects 0 workloads"
 broken replicas "if k == 'Deployment': d['spec']['replicas'] = 1" "replicas"
 log "manifests render, pass the offline checks, and every check fires on its breakage"
