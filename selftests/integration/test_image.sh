@@ -22,31 +22,8 @@ log "built in ${ms} ms: $(du -h "$OCI" | cut -f1) archive"
 
 mkdir -p "$T/oci" "$T/rootfs"
 tar -xf "$OCI" -C "$T/oci"
-$PY - "$T/oci" "$T/rootfs" "$T/config.json" <<'PYEOF' || fail "not a valid OCI image layout"
-import json, os, subprocess, sys
-oci, rootfs, cfg_out = sys.argv[1:4]
-def blob(d):
-    alg, h = d.split(":")
-    return os.path.join(oci, "blobs", alg, h)
-layout = json.load(open(os.path.join(oci, "oci-layout")))
-assert layout["imageLayoutVersion"] == "1.0.0", layout
-index = json.load(open(os.path.join(oci, "index.json")))
-mans = index["manifests"]
-assert len(mans) == 1, mans
-assert mans[0]["annotations"]["org.opencontainers.image.ref.name"].endswith("milometer:test"), mans[0]
-man = json.load(open(blob(mans[0]["digest"])))
-assert man["mediaType"] == "application/vnd.oci.image.manifest.v1+json", man["mediaType"]
-cfg = json.load(open(blob(man["config"]["digest"])))
-json.dump(cfg, open(cfg_out, "w"))
-size = 0
-for l in man["layers"]:
-    mt = l["mediaType"]
-    assert mt.startswith("application/vnd.oci.image.layer.v1.tar"), mt
-    size += l["size"]
-    flag = "-xzf" if mt.endswith("+gzip") else "-xf"
-    subprocess.run(["tar", flag, blob(l["digest"]), "-C", rootfs], check=True)
-print("layers %d, compressed %d bytes" % (len(man["layers"]), size), file=sys.stderr)
-PYEOF
+$PY "$IT_DIR/oci_unpack.py" "$T/oci" "$T/rootfs" "$T/config.json" localhost/milometer:test ||
+	fail "not a valid OCI image layout"
 $PY - "$T/config.json" <<'PYEOF' || fail "image config is not what the manifests expect"
 import json, sys
 c = json.load(open(sys.argv[1]))
