@@ -237,8 +237,6 @@ static void tick(struct agent *ag, uint64_t ticks)
 	reload_contract(ag);
 	if (ticks % 5 == 0)
 		targets__rescan(ag->skel, o);
-	if (ticks % 30 == 0)
-		targets__sweep_conns(ag->skel);
 	mstore__lock(ag->store);
 	aggregate__maintain(ag->agg, real, o->series_idle_s * 1000000000ULL);
 	mstore__unlock(ag->store);
@@ -340,6 +338,7 @@ int agent__run(struct agent_opts *o)
 		.pin_dir = o->pin_dir,
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.max_connections = o->max_connections,
+		.capture = o->capture,
 		.verbose = o->verbose,
 	};
 	struct mstore_opts so = {
@@ -432,8 +431,9 @@ int agent__run(struct agent_opts *o)
 	self_metrics__refresh(ag.self);
 	ag.last_export_ns = agent__mono_ns();
 	ag.ready = true;
-	fprintf(stderr, "milometer: attached; %d proxy processes, %zu routes; metrics on %s\n",
-		targets__count(ag.skel), route_sync__current(ag.routes)->nroutes,
+	fprintf(stderr, "milometer: attached (capture mode %s); %d proxy processes, %zu routes; metrics on %s\n",
+		loader__capture_mode(), targets__count(ag.skel),
+		route_sync__current(ag.routes)->nroutes,
 		ag.prom ? o->prometheus_listen : "(no prometheus)");
 	ret = main_loop(&ag);
 	ag.ready = false;

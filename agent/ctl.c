@@ -153,9 +153,10 @@ static void cmd_status(struct agent *ag, FILE *out, int json)
 	if (json) {
 		fprintf(out, "{\"version\":\"%s\",\"uptime_s\":%llu,\"ready\":%s,"
 			     "\"programs_attached\":%d,\"programs\":%d,\"targets\":%d,"
+			     "\"capture_mode\":\"%s\","
 			     "\"route_reloads\":%llu,\"route_error\":",
 			MM_VERSION, (unsigned long long)up, ag->ready ? "true" : "false",
-			att, tot, targets__count(ag->skel),
+			att, tot, targets__count(ag->skel), loader__capture_mode(),
 			(unsigned long long)route_sync__reloads(ag->routes));
 		if (rerr)
 			json_str(out, rerr);
@@ -166,8 +167,8 @@ static void cmd_status(struct agent *ag, FILE *out, int json)
 	}
 	fprintf(out, "milometer %s, up %llus, %s\n", MM_VERSION,
 		(unsigned long long)up, ag->ready ? "ready" : ag->not_ready);
-	fprintf(out, "programs attached: %d/%d, target processes: %d\n", att,
-		tot, targets__count(ag->skel));
+	fprintf(out, "programs attached: %d/%d, target processes: %d, capture mode: %s\n",
+		att, tot, targets__count(ag->skel), loader__capture_mode());
 	fprintf(out, "route tables installed: %llu%s%s\n",
 		(unsigned long long)route_sync__reloads(ag->routes),
 		rerr ? ", latest manifests rejected: " : "", rerr ? rerr : "");

@@ -20,12 +20,14 @@
 #include <bpf/libbpf.h>
 
 #include "agent/loader.h"
+#include "bpf/milometer.h"
 #include "milometer.skel.h"
 
 #define BPF_FS_MAGIC_ 0xcafe4a11
 #define TRACEFS_MAGIC_ 0x74726163
 
 static bool verbose;
+static enum mm_capture_mode loaded_mode;
 
 static int print_fn(enum libbpf_print_level level, const char *fmt,
 		    va_list args)
@@ -112,6 +114,8 @@ static int pin_all(struct milometer_bpf *skel, const char *pin_dir)
 			return err;
 	}
 	bpf_object__for_each_program(prog, skel->obj) {
+		if (!bpf_program__autoload(prog))
+			continue;
 		snprintf(path, sizeof(path), "%s/%s", pin_dir,
 			 bpf_program__name(prog));
 		err = bpf_program__pin(prog, path);
@@ -119,6 +123,78 @@ static int pin_all(struct milometer_bpf *skel, const char *pin_dir)
 			return err;
 	}
 	return 0;
+}
+
+static bool has_tp_btf(const char *name)
+{
+	return libbpf_find_vmlinux_btf_id(name, BPF_TRACE_RAW_TP) > 0;
+}
+
+/*
+ * What every mode needs, checked before load so that an old kernel gets a
+ * sentence naming what is missing instead of a verifier log.
+ */
+static int check_kernel(void)
+{
+	static const struct {
+		enum bpf_func_id id;
+		const char *what;
+	} helpers[] = {
+		{ BPF_FUNC_loop, "bpf_loop (Linux 5.17)" },
+		{ BPF_FUNC_task_pt_regs, "bpf_task_pt_regs (Linux 5.15)" },
+		{ BPF_FUNC_task_storage_get, "task local storage (Linux 5.11)" },
+		{ BPF_FUNC_ringbuf_reserve, "BPF ring buffers (Linux 5.8)" },
+	};
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		fprintf(stderr, "milometer: this kernel has no BTF (/sys/kernel/btf/vmlinux): "
+				"it needs CONFIG_DEBUG_INFO_BTF=y (Linux 5.5+; every mainstream distribution kernel since 2021 has it)\n");
+		return -ENOTSUP;
+	}
+	for (size_t i = 0; i < sizeof(helpers) / sizeof(helpers[0]); i++) {
+		if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT,
+					    helpers[i].id, NULL) <= 0) {
+			fprintf(stderr, "milometer: this kernel lacks %s; milometer needs Linux 5.17 or newer\n",
+				helpers[i].what);
+			return -ENOTSUP;
+		}
+	}
+	if (!has_tp_btf("inet_sock_set_state") || !has_tp_btf("sys_exit")) {
+		fprintf(stderr, "milometer: this kernel's BTF has no sock:inet_sock_set_state or raw_syscalls:sys_exit tracepoint\n");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+/* Socket tracepoints when the kernel has them (6.3+), else sys_exit. */
+static int choose_mode(const char *want, enum mm_capture_mode *mode)
+{
+	bool sock = has_tp_btf("sock_recv_length") &&
+		    has_tp_btf("sock_send_length");
+
+	if (!want || !strcmp(want, "auto")) {
+		*mode = sock ? MM_CAPTURE_SOCK_TP : MM_CAPTURE_SYS_EXIT;
+		return 0;
+	}
+	if (!strcmp(want, "sys-exit")) {
+		*mode = MM_CAPTURE_SYS_EXIT;
+		return 0;
+	}
+	if (!sock) {
+		fprintf(stderr, "milometer: --capture sock needs the sock:sock_recv_length and sock:sock_send_length tracepoints (Linux 6.3+); use --capture auto or sys-exit\n");
+		return -ENOTSUP;
+	}
+	*mode = MM_CAPTURE_SOCK_TP;
+	return 0;
+}
+
+const char *loader__capture_mode(void)
+{
+	switch (loaded_mode) {
+	case MM_CAPTURE_SOCK_TP: return "sock";
+	case MM_CAPTURE_SYS_EXIT: return "sys-exit";
+	}
+	return "none";
 }
 
 int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
@@ -136,6 +212,12 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 	err = mount_fs();
 	if (err)
 		return err;
+	err = check_kernel();
+	if (err)
+		return err;
+	err = choose_mode(o->capture, &loaded_mode);
+	if (err)
+		return err;
 	loader__clean_pins(o->pin_dir);
 
 	skel = milometer_bpf__open();
@@ -148,16 +230,24 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 	bpf_map__set_max_entries(skel->maps.mm_events, o->ringbuf_bytes);
 	/* wake the agent at 1/8 full; below that its 50 ms drain timer reads */
 	skel->rodata->mm_wakeup_bytes = o->ringbuf_bytes / 8;
-	bpf_map__set_max_entries(skel->maps.mm_conns, o->max_connections);
+	skel->rodata->mm_capture_mode = loaded_mode;
+	if (loaded_mode == MM_CAPTURE_SOCK_TP) {
+		/* state lives in the sockets; the fallback's hash stays tiny */
+		bpf_map__set_max_entries(skel->maps.mm_conns, 1);
+		bpf_program__set_autoload(skel->progs.mm_sys_exit, false);
+	} else {
+		bpf_map__set_max_entries(skel->maps.mm_conns, o->max_connections);
+		bpf_program__set_autoload(skel->progs.mm_sock_recv, false);
+		bpf_program__set_autoload(skel->progs.mm_sock_send, false);
+	}
 
 	err = milometer_bpf__load(skel);
 	if (err) {
 		fprintf(stderr,
 			"milometer: loading BPF programs failed: %s\n"
-			"  the kernel needs BTF (/sys/kernel/btf/vmlinux), syscall tracepoints\n"
-			"  (CONFIG_FTRACE_SYSCALLS), ring buffers and bpf_loop (5.17+); run with -v\n"
-			"  for the verifier log\n",
-			strerror(-err));
+			"  (capture mode %s); run with -v for the verifier log, or try\n"
+			"  --capture sys-exit\n",
+			strerror(-err), loader__capture_mode());
 		goto cleanup;
 	}
 	err = milometer_bpf__attach(skel);
@@ -199,8 +289,8 @@ void loader__attached(const struct milometer_bpf *skel, int *attached,
 	if (!skel)
 		return;
 	bpf_object__for_each_program(prog, skel->obj) {
-		/* reached by tail call, never attached itself */
-		if (!strcmp(bpf_program__name(prog), "mm_io_exit")) {
+		/* the other capture mode's programs are not loaded */
+		if (!bpf_program__autoload(prog)) {
 			i++;
 			continue;
 		}

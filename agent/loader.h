@@ -12,6 +12,7 @@ struct loader_opts {
 	const char *pin_dir;     /* maps and programs pinned here while running */
 	uint32_t ringbuf_bytes;
 	uint32_t max_connections;
+	const char *capture;     /* "auto", "sock" or "sys-exit" */
 	bool verbose;
 };
 
@@ -25,6 +26,8 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out);
 void loader__stop(struct milometer_bpf *skel, const char *pin_dir);
 /* Remove pins left by an agent that did not exit cleanly. */
 void loader__clean_pins(const char *pin_dir);
+/* The capture mode loaded: "sock" or "sys-exit" (enum mm_capture_mode). */
+const char *loader__capture_mode(void);
 /* Programs attached / expected. */
 void loader__attached(const struct milometer_bpf *skel, int *attached,
 		      int *total);

@@ -23,6 +23,7 @@ void options__defaults(struct agent_opts *o)
 	o->export_interval_s = 60; /* OTEL_METRIC_EXPORT_INTERVAL default */
 	o->ringbuf_bytes = 4 << 20;
 	o->max_connections = 16384;
+	o->capture = "auto";
 	o->max_series = 10000;
 	o->series_idle_s = 300;
 	o->otlp_queue_bytes = 8 << 20;
@@ -71,6 +72,10 @@ void options__usage(FILE *out)
 "  --series-idle SECONDS      drop series idle this long (default 300, 0 never)\n"
 "  --no-source-metrics        export only policy targets, not envoy.* sources\n"
 "  --node-name NAME           k8s.node.name (default $NODE_NAME)\n"
+"  --capture MODE             how socket I/O is seen: auto (default: sock when\n"
+"                             the kernel has it), sock (socket tracepoints,\n"
+"                             Linux 6.3+), sys-exit (any kernel 5.17+, costs\n"
+"                             every process on the node a little)\n"
 "  --pin-dir DIR              where maps and programs are pinned while running\n"
 "                             (default /sys/fs/bpf/milometer; one per agent)\n"
 "  -v, --verbose              libbpf and debug logs\n"
@@ -278,8 +283,10 @@ static int load_config(struct agent_opts *o, const char *path)
 			ret = cfg_str(o, v, k, &o->node_name);
 		else if (!strcmp(k, "pinDir"))
 			ret = cfg_str(o, v, k, &o->pin_dir);
+		else if (!strcmp(k, "capture"))
+			ret = cfg_str(o, v, k, &o->capture);
 		else
-			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, nodeName, pinDir)");
+			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, nodeName, pinDir, capture)");
 	}
 cleanup:
 	doc__free_file(f);
@@ -298,6 +305,12 @@ static int validate(const struct agent_opts *o)
 	if (rb < 4096 || (rb & (rb - 1))) {
 		fprintf(stderr, "milometer: --ringbuf-bytes %u: must be a power of two >= 4096\n",
 			rb);
+		return -EINVAL;
+	}
+	if (strcmp(o->capture, "auto") && strcmp(o->capture, "sock") &&
+	    strcmp(o->capture, "sys-exit")) {
+		fprintf(stderr, "milometer: --capture %s: use auto, sock or sys-exit\n",
+			o->capture);
 		return -EINVAL;
 	}
 	if (o->max_connections < 64) {
@@ -322,7 +335,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		O_MANIFESTS = 256, O_GATEWAY, O_EXE, O_PID, O_CGROUP, O_PROM,
 		O_SOCKET, O_OTLP, O_OTLP_HDR, O_OTLP_CA, O_OTLP_GZIP,
 		O_INTERVAL, O_RINGBUF, O_MAXCONN, O_MAXSERIES, O_IDLE,
-		O_NOSRC, O_NODE, O_CONFIG, O_PINDIR,
+		O_NOSRC, O_NODE, O_CONFIG, O_PINDIR, O_CAPTURE,
 	};
 	static const struct option lopts[] = {
 		{ "config", required_argument, NULL, O_CONFIG },
@@ -345,6 +358,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		{ "no-source-metrics", no_argument, NULL, O_NOSRC },
 		{ "node-name", required_argument, NULL, O_NODE },
 		{ "pin-dir", required_argument, NULL, O_PINDIR },
+		{ "capture", required_argument, NULL, O_CAPTURE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -412,6 +426,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 			err = parse_u32("--max-connections", optarg,
 					&o->max_connections);
 			break;
+		case O_CAPTURE: o->capture = optarg; break;
 		case O_MAXSERIES:
 			err = parse_u32("--max-series", optarg, &o->max_series);
 			break;

@@ -36,6 +36,7 @@ struct agent_opts {
 	uint32_t series_idle_s;         /* 0: never expire */
 	bool export_source_metrics;     /* envoy.* names as well as targets */
 	const char *node_name;          /* k8s.node.name; $NODE_NAME */
+	const char *capture;            /* "auto", "sock" or "sys-exit" */
 	bool verbose;
 	/* owned strings from the config file */
 	char *owned[128];

@@ -34,6 +34,11 @@ static const char *const bpf_stat_names[MM_STAT__COUNT] = {
 	[MM_STAT_DEFERRED] = "deferred",
 	[MM_STAT_FORKS] = "forks",
 	[MM_STAT_NOT_HTTP] = "not_http",
+	[MM_STAT_PIPELINE_LOST] = "pipeline_lost",
+	[MM_STAT_NO_BUFFER] = "no_buffer",
+	[MM_STAT_LINK_FAIL] = "link_fail",
+	[MM_STAT_CONNS_OPENED] = "connections_opened",
+	[MM_STAT_CONNS_CLOSED] = "connections_closed",
 };
 
 enum {
@@ -60,9 +65,10 @@ enum {
 	M_BPF_RUN_NS,
 	M_BPF_RUN_CNT,
 	M_CONTRACT,
+	M_CAPTURE_MODE,
+	M_CONNS_OPEN,
 	M_MEM_LIMIT,
 	M_CAP,
-	M_CONNS,
 	M_REQUESTS,
 	M__N,
 };
@@ -78,7 +84,7 @@ struct self_metrics {
 };
 
 static const char *const map_names[] = {
-	"mm_conns", "mm_recent", "mm_targets", "mm_vhosts",
+	"mm_conns", "mm_targets", "mm_vhosts",
 	"mm_routes",
 };
 #define NMAPS (sizeof(map_names) / sizeof(map_names[0]))
@@ -161,20 +167,24 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 	err |= reg(sm, M_BPF_RUN_CNT, "milometer.bpf.run.count",
 		   "Runs of each BPF program (needs kernel.bpf_stats_enabled=1).",
 		   "1", MI_COUNTER, true);
+	err |= reg(sm, M_CAPTURE_MODE, "milometer.capture.mode",
+		   "1 for the capture mode in use (sock: socket tracepoints; sys-exit: fallback).",
+		   "1", MI_GAUGE, true);
+	err |= reg(sm, M_CONNS_OPEN, "milometer.bpf.connections",
+		   "Connections the data path holds state for now.", "1",
+		   MI_GAUGE, true);
 	err |= reg(sm, M_CONTRACT, "milometer.contract.objects",
 		   "MetricDefinitions and MetricPolicies by condition.", "1",
 		   MI_GAUGE, true);
 	/* the per-node sizing figures: the limit, the caps it gave, and the
-	 * drivers of CPU and memory (connections, requests, series, queue) */
+	 * drivers of CPU and memory (connections: milometer.bpf.connections;
+	 * requests, series, queue) */
 	err |= reg(sm, M_MEM_LIMIT, "milometer.process.memory.limit",
 		   "The agent's cgroup memory limit (0: none); the caps follow it.",
 		   "By", MI_GAUGE, true);
 	err |= reg(sm, M_CAP, "milometer.cap",
 		   "Hard caps in effect, by cap (after fitting the memory limit).",
 		   "{value}", MI_GAUGE, true);
-	err |= reg(sm, M_CONNS, "milometer.connections.tracked",
-		   "Proxy connections with HTTP state in BPF (mm_conns entries).",
-		   "{connection}", MI_GAUGE, true);
 	err |= reg(sm, M_REQUESTS, "milometer.http.exchanges",
 		   "HTTP exchanges (request and response) parsed, downstream and "
 		   "upstream legs: the CPU driver; its rate is requests/s.",
@@ -260,7 +270,6 @@ void self_metrics__refresh(struct self_metrics *sm)
 	struct rusage ru;
 	struct bpf_program *prog;
 	double fills[NMAPS];
-	uint64_t conns = 0;
 	long rss_pages = 0;
 	int targets = 0;
 	FILE *f;
@@ -270,11 +279,10 @@ void self_metrics__refresh(struct self_metrics *sm)
 		struct bpf_map *m = bpf_object__find_map_by_name(skel->obj,
 								 map_names[i]);
 
-		uint64_t n = m ? map_count(bpf_map__fd(m), bpf_map__key_size(m)) : 0;
-
-		fills[i] = m ? (double)n / bpf_map__max_entries(m) : 0;
-		if (!strcmp(map_names[i], "mm_conns"))
-			conns = n;
+		fills[i] = m ? (double)map_count(bpf_map__fd(m),
+						 bpf_map__key_size(m)) /
+				       bpf_map__max_entries(m) :
+			       0;
 		sm->fill[i] = fills[i];
 	}
 	targets = targets__count(skel);
@@ -301,6 +309,8 @@ void self_metrics__refresh(struct self_metrics *sm)
 			{ MM_STAT_SCAN_LIMIT, "scan_limit" },
 			{ MM_STAT_IOV_LIMIT, "iov_limit" },
 			{ MM_STAT_UNPARSED, "unparsed" },
+			{ MM_STAT_PIPELINE_LOST, "pipeline_lost" },
+			{ MM_STAT_NO_BUFFER, "no_buffer" },
 		};
 
 		for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++) {
@@ -326,6 +336,15 @@ void self_metrics__refresh(struct self_metrics *sm)
 	set1(sm, M_DEFERRED_RESOLVED, as.deferred_resolved, now, NULL, 0);
 	set1(sm, M_DEFERRED_UNKNOWN, as.deferred_unknown, now, NULL, 0);
 	set1(sm, M_TARGETS, targets, now, NULL, 0);
+	{
+		struct mlabel l = { "mode", loader__capture_mode() };
+
+		set1(sm, M_CAPTURE_MODE, 1, now, &l, 1);
+	}
+	set1(sm, M_CONNS_OPEN,
+	     sm->bpf[MM_STAT_CONNS_OPENED] > sm->bpf[MM_STAT_CONNS_CLOSED] ?
+		     sm->bpf[MM_STAT_CONNS_OPENED] - sm->bpf[MM_STAT_CONNS_CLOSED] : 0,
+	     now, NULL, 0);
 	set1(sm, M_ROUTE_RELOADS, route_sync__reloads(ag->routes), now, NULL, 0);
 	set1(sm, M_ROUTE_ERROR, route_sync__last_error(ag->routes) ? 1 : 0, now,
 	     NULL, 0);
@@ -335,7 +354,6 @@ void self_metrics__refresh(struct self_metrics *sm)
 	     now, NULL, 0);
 	set1(sm, M_RSS, (double)rss_pages * sysconf(_SC_PAGESIZE), now, NULL, 0);
 	set1(sm, M_MEM_LIMIT, ag->mem_limit.bytes, now, NULL, 0);
-	set1(sm, M_CONNS, conns, now, NULL, 0);
 	set1(sm, M_REQUESTS, as.exchanges, now, NULL, 0);
 	{
 		const struct agent_opts *o = ag->opts;

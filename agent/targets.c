@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,7 +16,7 @@
 
 #include "agent/options.h"
 #include "agent/targets.h"
-#include "bpf/conn.bpf.h"
+#include "bpf/milometer.h"
 #include "milometer.skel.h"
 
 #define CGROUP2_ROOTS "/sys/fs/cgroup/unified", "/sys/fs/cgroup"
@@ -44,12 +45,39 @@ static int read_small(const char *path, char *buf, size_t len)
 	return 0;
 }
 
+/* mm_target_bits, mapped: BPF sets bits at fork/exec concurrently. */
+static uint64_t *target_bits;
+
 static int add_target(struct milometer_bpf *skel, __u32 pid, __u32 source)
 {
 	struct mm_target t = { .source = source };
 
-	return bpf_map_update_elem(bpf_map__fd(skel->maps.mm_targets), &pid, &t,
-				   BPF_NOEXIST) && errno != EEXIST ? -errno : 0;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.mm_targets), &pid, &t,
+				BPF_NOEXIST) && errno != EEXIST)
+		return -errno;
+	if (target_bits && pid / 64 < MM_TARGET_WORDS)
+		__atomic_fetch_or(&target_bits[pid / 64], 1ULL << (pid % 64),
+				  __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int map_target_bits(struct milometer_bpf *skel)
+{
+	size_t len = MM_TARGET_WORDS * sizeof(uint64_t);
+	void *p;
+
+	if (target_bits)
+		munmap(target_bits, len);
+	target_bits = NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 bpf_map__fd(skel->maps.mm_target_bits), 0);
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "milometer: cannot map mm_target_bits: %s\n",
+			strerror(errno));
+		return -errno;
+	}
+	target_bits = p;
+	return 0;
 }
 
 static bool exe_matches(const struct agent_opts *o, const char *pid)
@@ -196,7 +224,10 @@ int targets__init(struct milometer_bpf *skel, const struct agent_opts *o)
 	int comms = bpf_map__fd(skel->maps.mm_target_comms);
 	int cgs = bpf_map__fd(skel->maps.mm_target_cgroups);
 	__u32 one = 1;
+	int err = map_target_bits(skel);
 
+	if (err)
+		return err;
 	for (size_t i = 0; i < o->nproxy_exe; i++) {
 		char comm[MM_COMM_LEN];
 
@@ -274,23 +305,4 @@ void targets__dump(struct milometer_bpf *skel, FILE *out, int json)
 	}
 	if (json)
 		fputs("]\n", out);
-}
-
-int targets__sweep_conns(struct milometer_bpf *skel)
-{
-	int fd = bpf_map__fd(skel->maps.mm_conns), n = 0;
-	struct mm_conn_key key, next, *prev = NULL;
-	struct mm_conn_key dead[256];
-	int ndead = 0;
-
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (kill(key.tgid, 0) && errno == ESRCH && ndead < 256)
-			dead[ndead++] = key;
-	}
-	for (int i = 0; i < ndead; i++)
-		if (!bpf_map_delete_elem(fd, &dead[i]))
-			n++;
-	return n;
 }

@@ -22,7 +22,5 @@ int targets__rescan(struct milometer_bpf *skel, const struct agent_opts *o);
 void targets__dump(struct milometer_bpf *skel, FILE *out, int json);
 /* Count of processes in mm_targets. */
 int targets__count(struct milometer_bpf *skel);
-/* Drop mm_conns entries of processes that are gone. */
-int targets__sweep_conns(struct milometer_bpf *skel);
 
 #endif /* MM_AGENT_TARGETS_H */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
 /*
- * Kernel-side state of the data path: saved syscall arguments, per-socket
- * HTTP/1.x parser state, the pipeline of requests awaiting responses. Only
- * BPF reads these (bpftool can dump them thanks to BTF); user space sees
- * struct mm_http_event.
+ * Kernel-side state of the data path: per-socket HTTP/1.x parser state, the
+ * pipeline of requests awaiting responses, the per-CPU scratch the parser
+ * loops work in. Only BPF reads these (bpftool can dump them thanks to BTF);
+ * user space sees struct mm_http_event.
  */
 #ifndef MM_CONN_BPF_H
 #define MM_CONN_BPF_H
@@ -12,10 +12,12 @@
 
 #define MM_SCRATCH      512 /* user bytes copied and scanned per window */
 #define MM_BLOCK        8  /* bytes parsed per bpf_loop callback (unrolled) */
-#define MM_WINDOWS      64  /* windows (parse or skip steps) per syscall */
-#define MM_IOV_MAX      16  /* iovecs walked per readv/writev/recvmsg/sendmsg */
+#define MM_WINDOWS      64  /* windows (parse or skip steps) per iovec */
+#define MM_IOV_MAX      1024 /* iovecs walked per readv/writev/recvmsg/sendmsg (IOV_MAX) */
 #define MM_NAME_MAX     20  /* header name bytes compared */
 #define MM_DOTS_MAX     8   /* host labels tried as wildcard suffixes */
+#define MM_RECENT_SLOTS 16384 /* mm_recent: power of 2 */
+#define MM_ROUTE_CACHE_SLOTS 1024 /* mm_route_cache per CPU: power of 2 */
 
 /*
  * clang drops "i & (N - 1)" when an earlier check already bounds i, but that
@@ -35,28 +37,13 @@
 		&(arr)[__i];                                                  \
 	})
 
+/* How the syscall behind a socket I/O hands its bytes over. */
 enum mm_io {
-	MM_IO_READ = 1,     /* contiguous buffer in */
-	MM_IO_READV,        /* iovec in */
-	MM_IO_RECVMSG,      /* msghdr in */
-	MM_IO_WRITE,
-	MM_IO_WRITEV,
-	MM_IO_SENDMSG,
-	MM_IO_SENDFILE,     /* bytes only */
-	MM_IO_ACCEPT,
-	MM_IO_CONNECT,
-};
-
-struct mm_args {
-	__u64 buf;  /* buffer, iovec array or msghdr */
-	__u32 fd;
-	__u32 io;   /* enum mm_io; 0: nothing saved (consumed at exit) */
-	__u64 cnt;  /* iovcnt */
-};
-
-struct mm_conn_key {
-	__u32 tgid;
-	__u32 fd;
+	MM_IO_NONE = 0,     /* no user buffer we can read (io_uring, splice) */
+	MM_IO_BUF,          /* contiguous buffer: read, write, recvfrom, sendto */
+	MM_IO_IOV,          /* iovec array: readv, writev */
+	MM_IO_MSG,          /* msghdr: recvmsg, sendmsg */
+	MM_IO_FILE,         /* sendfile: body bytes only, never parsed */
 };
 
 /* A request's content, as the proxy forwards it: links the two legs. */
@@ -66,6 +53,31 @@ struct mm_recent_key {
 	__u8 _pad[3];
 	__u64 host_hash;
 	__u64 path_hash;
+};
+
+/* One slot of mm_recent: a downstream request's content and its link. */
+struct mm_recent_slot {
+	struct mm_recent_key k;
+	__u64 tag;       /* hash of k: a slot half-written by another CPU
+			  * (key of one request, link of another) fails it */
+	__u64 conn_id;
+	__u32 seq;
+	__u32 route_gen;
+	__u32 route_id;
+	__u16 rule_idx;
+	__u16 _pad;
+};
+
+/* A route decision remembered by what decided it (mm_route_cache). */
+struct mm_route_memo {
+	__u64 host_hash;
+	__u64 path_hash;
+	__u32 gen;
+	__u32 route_id;  /* or MM_ROUTE_DEFER / MM_ROUTE_UNMATCHED */
+	__u16 rule_idx;
+	__u8 method;
+	__u8 valid;
+	__u32 _pad;
 };
 
 /* The downstream request a thread is serving, inherited by upstream legs. */
@@ -150,6 +162,11 @@ struct mm_pending {
 
 struct mm_conn {
 	__u64 conn_id;
+	__u32 tgid;          /* process that owns the socket (events name it) */
+	__u8 finished;       /* closed: pending requests reported, I/O ignored */
+	__u8 _pad0[3];
+	__u64 finished_ns;
+	__u64 connect_ns;    /* upstream: when connect() started */
 	__u64 last_resp_ns;  /* time of the last response byte seen */
 	__u64 resp_bytes;    /* of the front exchange */
 	__u16 status;        /* of the front exchange (final) */
@@ -161,7 +178,8 @@ struct mm_conn {
 	__u8 untracked;      /* requests past MM_PIPELINE_DEPTH not timed */
 	__u8 bind_valid;     /* bind set at connect() for the first request */
 	__u8 lazy;           /* first seen mid-stream, not at accept/connect */
-	__u8 _pad[3];
+	__u8 established;    /* upstream: connect() completed */
+	__u8 _pad[2];
 	struct mm_link bind;
 	struct mm_parser req;
 	struct mm_parser resp;
@@ -184,8 +202,54 @@ struct mm_conn {
 	struct mm_pending slots[MM_PIPELINE_DEPTH];
 };
 
+/*
+ * What every bpf_loop callback gets, on the caller's stack: pointers only,
+ * which no callback changes. What the loops accumulate lives in the per-CPU
+ * struct mm_scratch (below), never on the stack: the 6.1 verifier walks a
+ * callback once and then treats stack slots the callback wrote as if it had
+ * run once (fixed in 6.7), so a branch after the loop on such a value can be
+ * pruned as dead; map memory is never tracked as a constant. Small frames
+ * also keep program + callbacks under 6.1's 512-byte combined stack limit.
+ */
+struct mm_lctx {
+	struct mm_conn *c;
+	struct mm_parser *p;
+	struct mm_scratch *s;
+};
+
+/*
+ * Per-CPU working memory of one program run. The TCP state hook, which may
+ * interrupt a parse on the same CPU (softirq), never touches it.
+ */
 struct mm_scratch {
-	char buf[MM_SCRATCH];
+	char buf[MM_SCRATCH];  /* user bytes of the window being parsed */
+	/* window loop (one user buffer) */
+	__u64 w_ubuf;
+	__u64 now;
+	__u32 w_len;
+	__u32 w_off;
+	__u8 is_req;
+	/* block loop (buf[0, b_n)) */
+	__u8 b_ev;             /* enum mm_bev */
+	__u16 _pad0;
+	__u32 b_n;
+	__u32 b_pos;
+	__u32 b_used;
+	/* iovec loop */
+	__u64 x_iov;
+	__u64 x_left;
+	/* route lookup (route_lookup.bpf.h) */
+	__u64 sfx_hash;        /* FNV of the host suffix being hashed */
+	__u32 sfx_from;
+	__u32 vh_found;        /* a wildcard vhost matched: vh_id, vh_flags */
+	__u32 vh_id;
+	__u32 vh_flags;
+	__u32 rl_gen;
+	__u32 rl_vhost;
+	__u32 rl_route_id;
+	__u16 rl_rule_idx;
+	__u8 rl_method;
+	__u8 rl_verdict;
 };
 
 #endif /* MM_CONN_BPF_H */

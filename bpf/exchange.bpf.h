@@ -7,7 +7,11 @@
 #ifndef MM_EXCHANGE_BPF_H
 #define MM_EXCHANGE_BPF_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
 #include "bpf/conn.bpf.h"
+#include "bpf/maps.bpf.h"
 #include "bpf/route_lookup.bpf.h"
 
 static __always_inline struct mm_pending *front_slot(struct mm_conn *c)
@@ -47,7 +51,7 @@ static __always_inline void fill_event(struct mm_http_event *e,
 	e->flags = s->flags;
 	e->status = 0;
 	e->head_len = 0;
-	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->tgid = c->tgid;
 	e->route_gen = s->route_gen;
 	e->route_id = s->route_id;
 	e->rule_idx = s->rule_idx;
@@ -103,6 +107,67 @@ static __always_inline void emit_head(struct mm_conn *c, struct mm_pending *s)
 	stat_inc(MM_STAT_DEFERRED);
 }
 
+/*
+ * A request past MM_PIPELINE_DEPTH has no slot: it is still reported, with
+ * its status but no route (unknown) and no timing (MM_EV_UNTRACKED).
+ */
+static __always_inline void emit_untracked(struct mm_conn *c, __u8 flags)
+{
+	struct mm_http_event *e;
+
+	e = bpf_ringbuf_reserve(&mm_events, sizeof(*e), 0);
+	if (!e) {
+		stat_inc(MM_STAT_RINGBUF_FULL);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = MM_EVT_EXCHANGE;
+	e->leg = c->role == MM_ROLE_UP ? MM_LEG_UPSTREAM : MM_LEG_DOWNSTREAM;
+	e->flags = MM_EV_UNTRACKED | flags;
+	e->status = c->status;
+	e->tgid = c->tgid;
+	e->route_id = MM_ROUTE_UNKNOWN;
+	e->conn_id = c->conn_id;
+	e->resp_bytes = c->resp_bytes;
+	bpf_ringbuf_submit(e, submit_flags());
+	stat_inc(MM_STAT_EVENTS);
+	stat_inc(MM_STAT_PIPELINE_FULL);
+	if (flags & MM_EV_ABORTED)
+		stat_inc(MM_STAT_ABORTED);
+}
+
+/*
+ * An upstream connection opened for a request and closed before that
+ * request was written (the client went away first): the proxy did try the
+ * backend, and logs it as an upstream attempt without a status.
+ */
+static __always_inline void emit_unsent(struct mm_conn *c, __u64 now)
+{
+	struct mm_http_event *e;
+
+	e = bpf_ringbuf_reserve(&mm_events, sizeof(*e), 0);
+	if (!e) {
+		stat_inc(MM_STAT_RINGBUF_FULL);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = MM_EVT_EXCHANGE;
+	e->leg = MM_LEG_UPSTREAM;
+	e->flags = MM_EV_ABORTED | MM_EV_NO_RESPONSE;
+	e->tgid = c->tgid;
+	e->route_gen = c->bind.route_gen;
+	e->route_id = c->bind.route_id;
+	e->rule_idx = c->bind.rule_idx;
+	e->parent_seq = c->bind.seq;
+	e->conn_id = c->conn_id;
+	e->parent_conn_id = c->bind.conn_id;
+	e->start_ns = c->connect_ns;
+	e->end_ns = now;
+	bpf_ringbuf_submit(e, submit_flags());
+	stat_inc(MM_STAT_EVENTS);
+	stat_inc(MM_STAT_ABORTED);
+}
+
 /* The response to the front request is complete: report it, pop it. */
 static __always_inline void response_done(struct mm_conn *c, __u64 end_ns,
 					  __u8 flags)
@@ -114,33 +179,51 @@ static __always_inline void response_done(struct mm_conn *c, __u64 end_ns,
 		c->head = (c->head + 1) & (MM_PIPELINE_DEPTH - 1);
 		c->count--;
 	} else if (c->untracked) {
+		/* slots fill again only once the untracked ones are answered,
+		 * so with no slot left this response is the oldest untracked's */
+		emit_untracked(c, flags);
 		c->untracked--;
-		stat_inc(MM_STAT_PIPELINE_FULL);
 	}
 	c->resp_bytes = 0;
 	c->status = 0;
 	c->resp_started = 0;
 }
 
-/* Connection gone: close-delimited body ends, the rest was aborted. */
+static long finish_one(__u32 i, void *ctx)
+{
+	struct mm_conn *c = *(struct mm_conn **)ctx;
+
+	if (!c->count && !c->untracked)
+		return 1;
+	/*
+	 * Includes a request whose head never ended: the client gave up
+	 * mid-request (nginx logs it as 400). Its route is unknown.
+	 */
+	response_done(c, c->finished_ns,
+		      MM_EV_ABORTED | (c->resp_started ? 0 : MM_EV_NO_RESPONSE));
+	return 0;
+}
+
+/*
+ * Connection gone: a close-delimited body ends, every request still
+ * waiting (tracked or past the pipeline depth) is reported aborted.
+ */
 static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 {
+	struct mm_conn *cp = c;
+
+	if (c->finished)
+		return;
+	c->finished = 1;
+	c->finished_ns = now;
+	stat_inc(MM_STAT_CONNS_CLOSED);
 	if (c->resp.state == PS_CLOSE_BODY)
 		response_done(c, c->last_resp_ns, MM_EV_CLOSE_DELIM);
-#pragma unroll
-	for (int i = 0; i < MM_PIPELINE_DEPTH; i++) {
-		struct mm_pending *s = front_slot(c);
-
-		if (!s)
-			break;
-		/*
-		 * Includes a request whose head never ended: the client gave
-		 * up mid-request (nginx logs it as 400). Its route is unknown.
-		 */
-		response_done(c, now,
-			      MM_EV_ABORTED |
-				      (c->resp_started ? 0 : MM_EV_NO_RESPONSE));
-	}
+	if (c->role == MM_ROLE_UP && c->established && c->bind_valid &&
+	    !c->next_seq)
+		emit_unsent(c, now);
+	/* untracked counts up to 255 more than the pipeline */
+	bpf_loop(MM_PIPELINE_DEPTH + 256, finish_one, &cp, 0);
 }
 
 /*
@@ -163,10 +246,23 @@ static __always_inline void request_garbage(struct mm_conn *c)
 static __always_inline void recent_key(struct mm_conn *c, __u8 method,
 				       struct mm_recent_key *k)
 {
-	k->tgid = bpf_get_current_pid_tgid() >> 32;
+	k->tgid = c->tgid;
 	k->method = method;
 	k->host_hash = c->host_hash;
 	k->path_hash = c->path_hash;
+}
+
+static __always_inline __u64 recent_tag(const struct mm_recent_key *k)
+{
+	return (k->host_hash * 31 + k->path_hash) * 31 +
+	       (((__u64)k->tgid << 8) | k->method);
+}
+
+static __always_inline struct mm_recent_slot *recent_slot(__u64 tag)
+{
+	__u32 i = (tag ^ (tag >> 32)) & (MM_RECENT_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&mm_recent, &i);
 }
 
 static __always_inline void set_thread_link(struct mm_conn *c,
@@ -181,14 +277,27 @@ static __always_inline void set_thread_link(struct mm_conn *c,
 		.valid = 1,
 	};
 	struct mm_recent_key k = {};
+	struct mm_recent_slot *r;
 	struct mm_link *tl;
 
 	tl = bpf_task_storage_get(&mm_thread_req, bpf_get_current_task_btf(),
 				  0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (tl)
 		*tl = l;
+	else
+		stat_inc(MM_STAT_LINK_FAIL);
 	recent_key(c, s->method, &k);
-	bpf_map_update_elem(&mm_recent, &k, &l, BPF_ANY);
+	r = recent_slot(recent_tag(&k));
+	if (!r)
+		return;
+	r->tag = 0; /* a reader meanwhile misses rather than mixes */
+	r->k = k;
+	r->conn_id = l.conn_id;
+	r->seq = l.seq;
+	r->route_gen = l.route_gen;
+	r->route_id = l.route_id;
+	r->rule_idx = l.rule_idx;
+	r->tag = recent_tag(&k);
 }
 
 /*
@@ -202,17 +311,21 @@ static __always_inline bool link_by_content(struct mm_conn *c,
 					    struct mm_pending *s)
 {
 	struct mm_recent_key k = {};
-	struct mm_link *l;
+	struct mm_recent_slot *r;
+	__u64 tag;
 
 	recent_key(c, s->method, &k);
-	l = bpf_map_lookup_elem(&mm_recent, &k);
-	if (!l)
+	tag = recent_tag(&k);
+	r = recent_slot(tag);
+	if (!r || r->tag != tag || r->k.tgid != k.tgid ||
+	    r->k.method != k.method || r->k.host_hash != k.host_hash ||
+	    r->k.path_hash != k.path_hash)
 		return false;
-	s->parent_conn_id = l->conn_id;
-	s->parent_seq = l->seq;
-	s->route_gen = l->route_gen;
-	s->route_id = l->route_id;
-	s->rule_idx = l->rule_idx;
+	s->parent_conn_id = r->conn_id;
+	s->parent_seq = r->seq;
+	s->route_gen = r->route_gen;
+	s->route_id = r->route_id;
+	s->rule_idx = r->rule_idx;
 	/* the connect() binding belonged to this request: spent */
 	c->bind_valid = 0;
 	/*
@@ -253,11 +366,11 @@ static __always_inline void inherit_link(struct mm_conn *c, struct mm_pending *s
 	s->rule_idx = l->rule_idx;
 }
 
-static __always_inline void request_head_done(struct mm_conn *c,
-					      struct mm_parser *p)
+static __always_inline void request_head_done(struct mm_lctx *x)
 {
+	struct mm_conn *c = x->c;
+	struct mm_parser *p = x->p;
 	struct mm_pending *s = NULL;
-	struct mm_route_res res = {};
 
 	/* a request past the pipeline depth has no slot: parse only */
 	if (!c->untracked)
@@ -273,9 +386,9 @@ static __always_inline void request_head_done(struct mm_conn *c,
 			if (!link_by_content(c, s))
 				inherit_link(c, s);
 		} else {
-			s->route_id = route_lookup(c, s->method, &res);
-			s->route_gen = res.gen;
-			s->rule_idx = res.rule_idx;
+			s->route_id = route_lookup(x, s->method);
+			s->route_gen = x->s->rl_gen;
+			s->rule_idx = x->s->rl_rule_idx;
 			if (s->route_id == MM_ROUTE_DEFER)
 				emit_head(c, s);
 			set_thread_link(c, s);

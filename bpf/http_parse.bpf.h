@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
 /*
- * Incremental HTTP/1.x parser, one byte per bpf_loop() iteration. State is
+ * Incremental HTTP/1.x parser, MM_BLOCK steps per bpf_loop() callback. State is
  * kept per connection, so a request split into any number of reads (down to
  * one byte each) parses the same as one read. The byte loop runs only over
  * heads, chunk-size lines and trailers; bodies are skipped by arithmetic in
@@ -21,18 +21,6 @@ enum mm_bev {
 	BEV_SKIP,     /* entered a state whose bytes are skipped, not read */
 	BEV_MSG_END,  /* chunked body (with trailers) complete */
 	BEV_GARBAGE,  /* bytes that are not HTTP/1.x */
-};
-
-struct mm_bctx {
-	struct mm_conn *c;
-	struct mm_parser *p;
-	struct mm_scratch *s;
-	__u64 now;
-	__u32 n;    /* bytes in the window */
-	__u32 pos;  /* next byte to parse */
-	__u32 used;
-	__u8 is_req;
-	__u8 ev;
 };
 
 static __always_inline __u64 fnv_step(__u64 h, __u8 ch)
@@ -70,7 +58,7 @@ static __always_inline __u8 method_of(__u64 tok)
 /* "chunked" as the low 7 bytes of te_tail */
 #define TE_CHUNKED TOK7('c', 'h', 'u', 'n', 'k', 'e', 'd')
 
-static __always_inline void start_request(struct mm_bctx *x)
+static __always_inline void start_request(struct mm_lctx *x)
 {
 	struct mm_conn *c = x->c;
 
@@ -84,16 +72,23 @@ static __always_inline void start_request(struct mm_bctx *x)
 	c->head_len = 0;
 	c->target_ok = 0;
 	c->head_trunc = 0;
-	if (c->count < MM_PIPELINE_DEPTH) {
+	/*
+	 * Past the depth, requests wait uncounted in order; slots are used
+	 * again only once those are answered, so responses stay in order.
+	 */
+	if (c->count < MM_PIPELINE_DEPTH && !c->untracked) {
 		struct mm_pending *s = IDX(c->slots, c->head + c->count, MM_PIPELINE_DEPTH);
 
 		__builtin_memset(s, 0, sizeof(*s));
-		s->start_ns = x->now;
+		s->start_ns = x->s->now;
 		s->seq = c->next_seq;
 		s->route_id = MM_ROUTE_UNKNOWN;
 		c->count++;
-	} else {
+	} else if (c->untracked < 255) {
 		c->untracked++;
+	} else {
+		/* 287 requests unanswered: past what one connection tracks */
+		stat_inc(MM_STAT_PIPELINE_LOST);
 	}
 	c->next_seq++;
 }
@@ -149,13 +144,13 @@ static __always_inline void host_byte(struct mm_conn *c, __u8 ch)
 	}
 }
 
-static __always_inline int header_value_byte(struct mm_bctx *x, __u8 ch)
+static __always_inline int header_value_byte(struct mm_lctx *x, __u8 ch)
 {
 	struct mm_parser *p = x->p;
 
 	switch (p->hdr) {
 	case HDR_HOST:
-		if (x->is_req)
+		if (x->s->is_req)
 			host_byte(x->c, ch);
 		break;
 	case HDR_CL:
@@ -182,23 +177,23 @@ static __always_inline void end_header_line(struct mm_parser *p)
 		p->chunked = (p->te_tail & ((1ULL << 56) - 1)) == TE_CHUNKED;
 }
 
-static __always_inline long garbage(struct mm_bctx *x, __u32 i)
+static __always_inline long garbage(struct mm_lctx *x, __u32 i)
 {
 	x->p->state = PS_OPAQUE;
-	x->ev = BEV_GARBAGE;
-	x->used = i + 1;
+	x->s->b_ev = BEV_GARBAGE;
+	x->s->b_used = i + 1;
 	return 1;
 }
 
 static __always_inline long parse_byte(__u32 i, void *ctx)
 {
-	struct mm_bctx *x = ctx;
+	struct mm_lctx *x = ctx;
 	struct mm_parser *p = x->p;
 	struct mm_conn *c = x->c;
 	__u8 ch = *IDX(x->s->buf, i, MM_SCRATCH);
 	__u8 st = p->state;
 
-	if (x->is_req && st >= PS_METHOD && st <= PS_END_LF) {
+	if (x->s->is_req && st >= PS_METHOD && st <= PS_END_LF) {
 		if (c->head_len < MM_HEAD_MAX)
 			*IDX(c->headbuf, c->head_len, MM_HEAD_MAX) = ch;
 		else
@@ -217,7 +212,7 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 		p->cl_bad = 0;
 		p->cl = 0;
 		p->te_tail = 0;
-		if (x->is_req) {
+		if (x->s->is_req) {
 			start_request(x);
 			if (c->head_len < MM_HEAD_MAX)
 				c->headbuf[0] = ch;
@@ -315,7 +310,7 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 	case PS_NAME:
 		if (ch == ':') {
 			classify_header(p);
-			if (p->hdr == HDR_HOST && (!x->is_req || c->host_len ||
+			if (p->hdr == HDR_HOST && (!x->s->is_req || c->host_len ||
 						   c->host_state))
 				p->hdr = HDR_OTHER; /* first Host wins */
 			p->state = PS_VALUE;
@@ -355,10 +350,10 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 			 * chunk, and bodies of many small chunks ran out of them.
 			 * A longer one is skipped by arithmetic, not copied.
 			 */
-			if (p->rem <= x->n - (i + 1))
+			if (p->rem <= x->s->b_n - (i + 1))
 				return 0;
-			x->ev = BEV_SKIP;
-			x->used = i + 1;
+			x->s->b_ev = BEV_SKIP;
+			x->s->b_used = i + 1;
 			return 1;
 		}
 		if (st == PS_CEXT || ch == '\r')
@@ -412,18 +407,18 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 		goto msg_end;
 	default:
 		/* skip states never reach the byte loop */
-		x->used = i;
+		x->s->b_used = i;
 		return 1;
 	}
 
 head_end:
-	x->ev = BEV_HEAD_END;
-	x->used = i + 1;
+	x->s->b_ev = BEV_HEAD_END;
+	x->s->b_used = i + 1;
 	return 1;
 msg_end:
 	p->state = PS_START;
-	x->ev = BEV_MSG_END;
-	x->used = i + 1;
+	x->s->b_ev = BEV_MSG_END;
+	x->s->b_used = i + 1;
 	return 1;
 }
 
@@ -440,64 +435,142 @@ static __always_inline bool to_eol(const struct mm_parser *p)
 #define LFS 0x0a0a0a0a0a0a0a0aULL
 
 /*
- * Past 8 bytes of a header value we do not need, if none is '\n' (the
- * classic has-zero-byte test on w ^ "\n\n\n\n\n\n\n\n"). Request bytes are
- * still copied for user space. Returns false when the word holds a '\n'.
+ * Head bytes go to user space only for requests it must finish (deferred
+ * routes); the copy is kept exact for the bytes the parser steps over.
  */
-static __always_inline bool skip_word(struct mm_bctx *x, __u32 i)
+static __always_inline void copy_head(struct mm_lctx *x, __u64 w, __u32 k)
 {
 	struct mm_conn *c = x->c;
-	__u32 j = i;
-	__u64 w, v;
+	__u32 h = c->head_len;
 
-	/* the last bytes of the head copy go one by one, so it stays exact */
-	if (x->is_req && c->head_len > MM_HEAD_MAX - 8 &&
-	    c->head_len < MM_HEAD_MAX)
+	if (h <= MM_HEAD_MAX - 8) {
+		barrier_var(h);
+		h &= MM_HEAD_MAX - 1;
+		if (h <= MM_HEAD_MAX - 8)
+			__builtin_memcpy(&c->headbuf[h], &w, 8);
+	} else {
+		c->head_trunc = 1;
+	}
+	c->head_len += k;
+}
+
+/* The 8 bytes at buf[i], or false when fewer are left in the window. */
+static __always_inline bool load_word(struct mm_lctx *x, __u32 i, __u64 *w)
+{
+	__u32 j = i;
+
+	if (i + 8 > x->s->b_n)
 		return false;
 	barrier_var(j);
 	j &= MM_SCRATCH - 1;
 	if (j > MM_SCRATCH - 8)
 		return false;
-	__builtin_memcpy(&w, &x->s->buf[j], 8);
-	v = w ^ LFS;
-	if ((v - ONES) & ~v & HIGHS)
-		return false;
-	if (x->is_req) {
-		if (c->head_len <= MM_HEAD_MAX - 8) {
-			__u32 h = c->head_len;
+	__builtin_memcpy(w, &x->s->buf[j], 8);
+	return true;
+}
 
-			barrier_var(h);
-			h &= MM_HEAD_MAX - 1;
-			if (h <= MM_HEAD_MAX - 8)
-				__builtin_memcpy(&c->headbuf[h], &w, 8);
-		} else {
-			c->head_trunc = 1;
-		}
-		c->head_len += 8;
-	}
+/*
+ * In a line we do not read (a header value we do not need, the rest of a
+ * request or status line, a trailer): step over every byte before the next
+ * '\n' of the word at once. The lowest zero byte of w ^ "\n\n\n\n\n\n\n\n"
+ * (the classic has-zero-byte test: exact for the lowest one) is the first
+ * '\n'. Returns the bytes stepped over, 0 when the word starts with '\n'
+ * or the window has fewer than 8 bytes left.
+ */
+static __always_inline __u32 skip_in_line(struct mm_lctx *x, __u32 i)
+{
+	struct mm_conn *c = x->c;
+	__u64 w, v, m;
+	__u32 k;
+
+	/* the last bytes of the head copy go one by one, so it stays exact */
+	if (x->s->is_req && c->head_len > MM_HEAD_MAX - 8 &&
+	    c->head_len < MM_HEAD_MAX)
+		return 0;
+	if (!load_word(x, i, &w))
+		return 0;
+	v = w ^ LFS;
+	m = (v - ONES) & ~v & HIGHS;
+	if (!m)
+		k = 8;
+	else if (m & 0x80808080ULL)
+		k = m & 0x8080ULL ? (m & 0x80ULL ? 0 : 1) :
+				    (m & 0x800000ULL ? 2 : 3);
+	else
+		k = m & 0x808000000000ULL ? (m & 0x8000000000ULL ? 4 : 5) :
+					    (m & 0x80000000000000ULL ? 6 : 7);
+	if (k && x->s->is_req)
+		copy_head(x, w, k);
+	return k;
+}
+
+/* bytes 'A'..'Z' of w made lower case, the rest unchanged (SWAR) */
+static __always_inline __u64 lower_word(__u64 w)
+{
+	__u64 h = w & 0x7f7f7f7f7f7f7f7fULL;
+	__u64 ge_a = h + 0x3f3f3f3f3f3f3f3fULL; /* high bit: byte >= 'A' */
+	__u64 gt_z = h + 0x2525252525252525ULL; /* high bit: byte > 'Z' */
+
+	return w | (((ge_a & ~gt_z) & ~w & HIGHS) >> 2);
+}
+
+#define W_CONTENT  0x2d746e65746e6f63ULL /* "content-" little-endian */
+#define W_TRANSFER 0x726566736e617274ULL /* "transfer" */
+#define W_HOST     0x3a74736f68ULL       /* "host:" */
+#define M_HOST     0xffffffffffULL
+
+/*
+ * At the start of a header line, one word tells whether the parser needs
+ * the header at all: Host, Content-Length and Transfer-Encoding are read
+ * byte by byte, every other header (most of them) goes straight to the
+ * skipping state. Routes that match on other headers are decided in user
+ * space from the copied head. Returns true when it moved the state.
+ */
+static __always_inline bool skip_header_name(struct mm_lctx *x, __u32 i)
+{
+	struct mm_parser *p = x->p;
+	__u64 w, lw;
+
+	if (!load_word(x, i, &w))
+		return false;
+	/* '\r' or '\n' first: the empty line, parsed byte by byte */
+	if ((__u8)w == '\r' || (__u8)w == '\n')
+		return false;
+	lw = lower_word(w);
+	if (lw == W_CONTENT || lw == W_TRANSFER)
+		return false;
+	if ((lw & M_HOST) == W_HOST && x->s->is_req)
+		return false;
+	p->hdr = HDR_OTHER;
+	p->state = PS_VALUE;
 	return true;
 }
 
 /*
  * Up to MM_BLOCK steps per callback, a step being one byte or, in a line we
- * skip, 8: a bpf_loop callback is an indirect call (a retpoline on most
- * kernels, ~9 ns), the per-byte state machine ~2 ns, the word skip less.
+ * skip, up to 8: bpf_loop with a constant callback is inlined into a direct
+ * call since 5.19/6.0, the per-byte state machine ~2 ns, the word skip less.
  */
 static long parse_block(__u32 blk, void *ctx)
 {
-	struct mm_bctx *x = ctx;
+	struct mm_lctx *x = ctx;
 
 #pragma unroll
 	for (int k = 0; k < MM_BLOCK; k++) {
-		__u32 i = x->pos;
+		__u32 i = x->s->b_pos, n;
 
-		if (i >= x->n)
+		if (i >= x->s->b_n)
 			return 1;
-		if (to_eol(x->p) && i + 8 <= x->n && skip_word(x, i)) {
-			x->pos = i + 8;
-			continue;
+		if (x->p->state == PS_LINE)
+			skip_header_name(x, i);
+		if (to_eol(x->p)) {
+			n = skip_in_line(x, i);
+			if (n) {
+				x->s->b_pos = i + n;
+				continue;
+			}
 		}
-		x->pos = i + 1;
+		x->s->b_pos = i + 1;
 		if (parse_byte(i, x))
 			return 1;
 	}

@@ -7,10 +7,13 @@
 #ifndef MM_MAPS_BPF_H
 #define MM_MAPS_BPF_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
 #include "bpf/milometer.h"
 #include "bpf/conn.bpf.h"
 
-/* Processes (tgid) whose sockets are traced, and why. */
+/* Processes (tgid) whose sockets are traced, and why (for listing). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -18,12 +21,26 @@ struct {
 	__type(value, struct mm_target);
 } mm_targets SEC(".maps");
 
+/*
+ * The same set as a bitmap over every possible tgid (PID_MAX_LIMIT = 4M):
+ * the first check of every hook, an array lookup the JIT inlines. The agent
+ * writes it through mmap with atomic ors; BPF sets bits at fork and exec.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, MM_TARGET_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} mm_target_bits SEC(".maps");
+
 /* Executable names (comm) whose new processes become targets at exec. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 64);
 	__type(key, char[MM_COMM_LEN]);
 	__type(value, __u32);
+	__uint(map_flags, BPF_F_RDONLY_PROG);
 } mm_target_comms SEC(".maps");
 
 /* cgroup v2 ids whose processes become targets at exec or fork. */
@@ -32,31 +49,40 @@ struct {
 	__uint(max_entries, 256);
 	__type(key, __u64);
 	__type(value, __u32);
+	__uint(map_flags, BPF_F_RDONLY_PROG);
 } mm_target_cgroups SEC(".maps");
 
 /*
- * Syscall arguments saved at sys_enter for sys_exit, in the thread's own
- * storage: a pointer off task_struct instead of a hash update and delete
- * per syscall (map updates are indirect calls, costly under retpolines).
+ * Per-socket HTTP state, in the socket itself (socket tracepoint mode): a
+ * lookup is two loads off struct sock, and it is freed with the socket.
  */
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct mm_args);
-} mm_args SEC(".maps");
+	__type(value, struct mm_conn);
+} mm_sk_conns SEC(".maps");
 
 /*
- * Per-socket HTTP state, by (tgid, fd). Not preallocated: an entry is ~3 KiB
- * (32 pipelined requests) and most nodes use a fraction of max_entries.
+ * Per-socket HTTP state by socket address (sys_exit fallback mode, where
+ * the socket is reached by probe reads and sk storage cannot take it).
+ * Not preallocated: a node uses a fraction of max_entries.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
-	__type(key, struct mm_conn_key);
+	__type(key, __u64);
 	__type(value, struct mm_conn);
 } mm_conns SEC(".maps");
+
+/* A zeroed mm_conn to create mm_conns entries from (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mm_conn);
+} mm_conn_zero SEC(".maps");
 
 /*
  * The downstream request each proxy thread is handling now (upstream link),
@@ -70,38 +96,58 @@ struct {
 	__type(value, struct mm_link);
 } mm_thread_req SEC(".maps");
 
-/* Recent downstream requests by content, to link the upstream request. */
+/*
+ * Recent downstream requests by content, to link the upstream request: a
+ * direct-mapped array indexed by a hash of (tgid, method, host, path), read
+ * and written in place (inlined by the JIT), where an LRU hash update cost
+ * more than the rest of the request. A slot another request took since is
+ * a miss, and the link falls back to the thread's.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	/* per-CPU LRU lists: no global lock on the proxy's hot path */
-	__uint(map_flags, BPF_F_NO_COMMON_LRU);
-	__uint(max_entries, 16384);
-	__type(key, struct mm_recent_key);
-	__type(value, struct mm_link);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MM_RECENT_SLOTS);
+	__type(key, __u32);
+	__type(value, struct mm_recent_slot);
 } mm_recent SEC(".maps");
 
-/* Route table: host -> virtual host. */
+/*
+ * Route decisions by (generation, method, host hash, path hash): most
+ * requests repeat a few host/path pairs, and a hit replaces the vhost and
+ * path lookups (up to 18 hash lookups for a deep prefix). Direct-mapped,
+ * keyed by the generation, so a new route table never sees an old answer.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MM_ROUTE_CACHE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct mm_route_memo);
+} mm_route_cache SEC(".maps");
+
+/* Route table: host -> virtual host (written by the agent only). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);
 	__type(key, struct mm_vhost_key);
 	__type(value, struct mm_vhost_val);
+	__uint(map_flags, BPF_F_RDONLY_PROG);
 } mm_vhosts SEC(".maps");
 
-/* Route table: (vhost, path kind, path hash) -> ordered candidates. */
+/* Route table: (vhost, path kind, path hash) -> ordered candidates (agent). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 32768);
 	__type(key, struct mm_route_key);
 	__type(value, struct mm_route_cands);
+	__uint(map_flags, BPF_F_RDONLY_PROG);
 } mm_routes SEC(".maps");
 
-/* Run-time settings (route generation). */
+/* Run-time settings (route generation), written by the agent only. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct mm_config);
+	__uint(map_flags, BPF_F_RDONLY_PROG);
 } mm_config SEC(".maps");
 
 /* Completed exchanges and deferred request heads, to user space. */
@@ -142,12 +188,25 @@ static __always_inline void stat_inc(__u32 idx)
 		*v += 1;
 }
 
-static __always_inline void stat_add(__u32 idx, __u64 n)
+static __always_inline bool is_target(__u32 tgid)
 {
-	__u64 *v = bpf_map_lookup_elem(&mm_stats, &idx);
+	__u32 w = tgid / 64;
+	__u64 *bits = bpf_map_lookup_elem(&mm_target_bits, &w);
 
-	if (v)
-		*v += n;
+	return bits && (*bits & (1ULL << (tgid & 63)));
+}
+
+static __always_inline void target_bit_set(__u32 tgid, bool on)
+{
+	__u32 w = tgid / 64;
+	__u64 *bits = bpf_map_lookup_elem(&mm_target_bits, &w);
+
+	if (!bits)
+		return;
+	if (on)
+		__sync_fetch_and_or(bits, 1ULL << (tgid & 63));
+	else
+		__sync_fetch_and_and(bits, ~(1ULL << (tgid & 63)));
 }
 
 #endif /* MM_MAPS_BPF_H */

@@ -35,6 +35,7 @@
 #define MM_ROUTE_CANDS     8   /* candidates per (vhost, path) key */
 #define MM_PIPELINE_DEPTH  32  /* requests in flight per connection */
 #define MM_COMM_LEN        16
+#define MM_TARGET_WORDS    65536 /* u64 words of the tgid bitmap: PID_MAX_LIMIT (4M) bits */
 
 #define MM_ROUTE_UNMATCHED 0xffffffffu /* no route: attributed to "unmatched" */
 #define MM_ROUTE_DEFER     0xfffffffeu /* BPF could not decide: see head[] */
@@ -191,7 +192,31 @@ enum mm_stat {
 	MM_STAT_DEFERRED,        /* attributions left to user space */
 	MM_STAT_FORKS,           /* processes added by fork of a target */
 	MM_STAT_NOT_HTTP,        /* sockets found mid-stream that are not HTTP */
+	MM_STAT_PIPELINE_LOST,   /* requests past MM_PIPELINE_DEPTH + 255: not reported */
+	MM_STAT_NO_BUFFER,       /* I/O whose bytes could not be read (io_uring, splice, bad iovec/msghdr) */
+	MM_STAT_LINK_FAIL,       /* thread link not stored (task storage full) */
+	MM_STAT_CONNS_OPENED,    /* connections given state (open = opened - closed) */
+	MM_STAT_CONNS_CLOSED,    /* tracked connections closed */
 	MM_STAT__COUNT,
+};
+
+/*
+ * How the data path sees socket I/O, chosen by the agent at load time
+ * (const volatile mm_capture_mode) and reported by `ctl status` and
+ * milometer_capture_mode.
+ */
+enum mm_capture_mode {
+	/*
+	 * tp_btf on sock:sock_recv_length / sock:sock_send_length (Linux 6.3+):
+	 * runs only on socket I/O, state in the socket's own storage.
+	 */
+	MM_CAPTURE_SOCK_TP = 1,
+	/*
+	 * tp_btf on raw_syscalls:sys_exit with the syscall's registers (5.17+,
+	 * for bpf_loop): runs on every syscall of the node, filters on the
+	 * syscall number and the process first; state in a hash by socket.
+	 */
+	MM_CAPTURE_SYS_EXIT = 2,
 };
 
 #endif /* MM_BPF_MILOMETER_H */

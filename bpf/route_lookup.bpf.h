@@ -8,17 +8,14 @@
 #define MM_ROUTE_LOOKUP_BPF_H
 
 #include "bpf/conn.bpf.h"
+#include "bpf/maps.bpf.h"
+#include "bpf/http_parse.bpf.h"
 
 enum { RL_NONE = 0, RL_DECIDED, RL_DEFER };
 
-struct mm_route_res {
-	__u32 gen;
-	__u32 route_id;
-	__u16 rule_idx;
-};
-
+/* Decision in s->rl_route_id / s->rl_rule_idx when RL_DECIDED. */
 static __always_inline int scan_cands(const struct mm_route_cands *rc,
-				      __u8 method, struct mm_route_res *res)
+				      __u8 method, struct mm_scratch *s)
 {
 	__u32 n = rc->n;
 
@@ -32,59 +29,67 @@ static __always_inline int scan_cands(const struct mm_route_cands *rc,
 			continue;
 		if (cand->flags & MM_CAND_NEEDS_USER)
 			return RL_DEFER;
-		res->route_id = cand->route_id;
-		res->rule_idx = cand->rule_idx;
+		s->rl_route_id = cand->route_id;
+		s->rl_rule_idx = cand->rule_idx;
 		return RL_DECIDED;
 	}
 	return RL_NONE;
 }
 
-struct mm_suffix_ctx {
-	struct mm_conn *c;
-	__u32 from;
-	__u64 h;
-};
-
+/* s->sfx_hash = FNV of host[s->sfx_from, host_len) */
 static long suffix_byte(__u32 i, void *ctx)
 {
-	struct mm_suffix_ctx *x = ctx;
-	__u32 pos = x->from + i;
+	struct mm_lctx *x = ctx;
+	struct mm_scratch *s = x->s;
+	__u32 pos = s->sfx_from + i;
 
 	if (pos >= x->c->host_len)
 		return 1;
-	x->h = fnv_step(x->h, *IDX(x->c->host, pos, MM_HOST_MAX));
+	s->sfx_hash = fnv_step(s->sfx_hash, *IDX(x->c->host, pos, MM_HOST_MAX));
 	return 0;
 }
 
-struct mm_wild_ctx {
-	struct mm_conn *c;
-	__u32 gen;
-	struct mm_vhost_val *vh;
-};
+static __always_inline __u64 suffix_hash(struct mm_lctx *x, __u32 from)
+{
+	x->s->sfx_from = from;
+	x->s->sfx_hash = MM_FNV_OFFSET;
+	bpf_loop(MM_HOST_MAX, suffix_byte, x, 0);
+	return x->s->sfx_hash;
+}
 
 static long wildcard_try(__u32 i, void *ctx)
 {
-	struct mm_wild_ctx *x = ctx;
-	struct mm_suffix_ctx sx = { .c = x->c, .h = MM_FNV_OFFSET };
-	struct mm_vhost_key key = { .gen = x->gen, .kind = MM_VH_WILDCARD };
+	struct mm_lctx *x = ctx;
+	struct mm_scratch *s = x->s;
+	struct mm_vhost_key key = { .gen = s->rl_gen, .kind = MM_VH_WILDCARD };
+	struct mm_vhost_val *vh;
+	__u32 from;
 
 	if (i >= x->c->ndots || i >= MM_DOTS_MAX)
 		return 1;
-	sx.from = *IDX(x->c->dots, i, MM_DOTS_MAX) + 1;
+	from = *IDX(x->c->dots, i, MM_DOTS_MAX) + 1;
 	/* "*.example.com" never matches the apex: a label must precede */
-	if (sx.from <= 1)
+	if (from <= 1)
 		return 0;
-	bpf_loop(MM_HOST_MAX, suffix_byte, &sx, 0);
-	key.hash = sx.h;
-	x->vh = bpf_map_lookup_elem(&mm_vhosts, &key);
-	return x->vh ? 1 : 0;
+	key.hash = suffix_hash(x, from);
+	vh = bpf_map_lookup_elem(&mm_vhosts, &key);
+	if (!vh)
+		return 0;
+	s->vh_found = 1;
+	s->vh_id = vh->vhost_id;
+	s->vh_flags = vh->flags;
+	return 1;
 }
 
-/* NULL with *defer set when only user space can pick the vhost. */
-static __always_inline struct mm_vhost_val *vhost_lookup(struct mm_conn *c,
-							 __u32 gen, bool *defer)
+/*
+ * Fills s->vh_id/vh_flags and returns true when a vhost fits; false with
+ * *defer set when only user space can pick it.
+ */
+static __always_inline bool vhost_lookup(struct mm_lctx *x, bool *defer)
 {
-	struct mm_vhost_key key = { .gen = gen };
+	struct mm_conn *c = x->c;
+	struct mm_scratch *s = x->s;
+	struct mm_vhost_key key = { .gen = s->rl_gen };
 	struct mm_vhost_val *vh;
 	__u64 h = c->host_hash;
 	__u8 len = c->host_len;
@@ -92,49 +97,44 @@ static __always_inline struct mm_vhost_val *vhost_lookup(struct mm_conn *c,
 	if (len) {
 		/* "example.com." names the same host as "example.com" */
 		if (*IDX(c->host, len - 1, MM_HOST_MAX) == '.') {
-			struct mm_suffix_ctx sx = { .c = c, .h = MM_FNV_OFFSET };
-
 			c->host_len = len - 1;
-			bpf_loop(MM_HOST_MAX, suffix_byte, &sx, 0);
-			h = sx.h;
+			h = suffix_hash(x, 0);
 		}
 		key.kind = MM_VH_EXACT;
 		key.hash = h;
 		vh = bpf_map_lookup_elem(&mm_vhosts, &key);
 		if (vh)
-			return vh;
+			goto found;
 		if (c->ndots) {
-			struct mm_wild_ctx wx = { .c = c, .gen = gen };
-
-			bpf_loop(MM_DOTS_MAX, wildcard_try, &wx, 0);
-			if (wx.vh)
-				return wx.vh;
+			s->vh_found = 0;
+			bpf_loop(MM_DOTS_MAX, wildcard_try, x, 0);
+			if (s->vh_found)
+				return true;
 		}
 		/* shorter suffixes past dots[] were not tried: user space */
 		if (c->dots_over) {
 			*defer = true;
-			return NULL;
+			return false;
 		}
 	}
 	key.kind = MM_VH_CATCHALL;
 	key.hash = 0;
-	return bpf_map_lookup_elem(&mm_vhosts, &key);
+	vh = bpf_map_lookup_elem(&mm_vhosts, &key);
+	if (!vh)
+		return false;
+found:
+	s->vh_id = vh->vhost_id;
+	s->vh_flags = vh->flags;
+	return true;
 }
-
-struct mm_prefix_ctx {
-	struct mm_conn *c;
-	struct mm_route_res *res;
-	__u32 vhost;
-	__u8 method;
-	int verdict;
-};
 
 /* i = 0: the whole path; i = k: the k-th '/' boundary from the end */
 static long prefix_try(__u32 i, void *ctx)
 {
-	struct mm_prefix_ctx *x = ctx;
+	struct mm_lctx *x = ctx;
+	struct mm_scratch *s = x->s;
 	struct mm_route_key key = {
-		.gen = x->res->gen, .vhost_id = x->vhost, .kind = MM_PATH_PREFIX,
+		.gen = s->rl_gen, .vhost_id = s->rl_vhost, .kind = MM_PATH_PREFIX,
 	};
 	struct mm_route_cands *rc;
 	__u32 nb = x->c->nbounds;
@@ -148,59 +148,94 @@ static long prefix_try(__u32 i, void *ctx)
 	rc = bpf_map_lookup_elem(&mm_routes, &key);
 	if (!rc)
 		return 0;
-	x->verdict = scan_cands(rc, x->method, x->res);
-	return x->verdict != RL_NONE;
+	s->rl_verdict = scan_cands(rc, s->rl_method, s);
+	return s->rl_verdict != RL_NONE;
 }
 
 /*
- * Returns the route id (or MM_ROUTE_*) and fills res. Order: vhost by Host
- * (exact, longest wildcard, catch-all), then Exact path, then (regex paths
- * present: defer), then PathPrefix longest first.
+ * Order: vhost by Host (exact, longest wildcard, catch-all), then Exact
+ * path, then (regex paths present: defer), then PathPrefix longest first.
  */
-static __always_inline __u32 route_lookup(struct mm_conn *c, __u8 method,
-					  struct mm_route_res *res)
+static __always_inline __u32 route_decide(struct mm_lctx *x, __u8 method)
 {
-	__u32 zero = 0;
-	struct mm_config *cfg = bpf_map_lookup_elem(&mm_config, &zero);
 	struct mm_route_key key = { .kind = MM_PATH_EXACT };
-	struct mm_prefix_ctx px = { .c = c, .res = res, .method = method };
-	struct mm_vhost_val *vh;
+	struct mm_conn *c = x->c;
+	struct mm_scratch *s = x->s;
 	struct mm_route_cands *rc;
 	bool defer = false;
 	int v;
 
-	if (!cfg)
-		return MM_ROUTE_UNKNOWN;
-	res->gen = cfg->route_gen;
-	res->rule_idx = 0;
-	/* absolute-form targets, hosts past MM_HOST_MAX: user space decides */
-	if (!c->target_ok || c->host_state == 3)
-		return MM_ROUTE_DEFER;
-	vh = vhost_lookup(c, res->gen, &defer);
-	if (!vh)
+	s->rl_rule_idx = 0;
+	if (!vhost_lookup(x, &defer))
 		return defer ? MM_ROUTE_DEFER : MM_ROUTE_UNMATCHED;
-	if ((vh->flags & MM_VHOST_DEEP) && c->nbounds > MM_PATH_PREFIXES)
+	if ((s->vh_flags & MM_VHOST_DEEP) && c->nbounds > MM_PATH_PREFIXES)
 		return MM_ROUTE_DEFER;
-	key.gen = res->gen;
-	key.vhost_id = vh->vhost_id;
+	key.gen = s->rl_gen;
+	key.vhost_id = s->vh_id;
 	key.hash = c->path_hash;
 	rc = bpf_map_lookup_elem(&mm_routes, &key);
 	if (rc) {
-		v = scan_cands(rc, method, res);
+		v = scan_cands(rc, method, s);
 		if (v == RL_DECIDED)
-			return res->route_id;
+			return s->rl_route_id;
 		if (v == RL_DEFER)
 			return MM_ROUTE_DEFER;
 	}
-	if (vh->flags & MM_VHOST_HAS_REGEX)
+	if (s->vh_flags & MM_VHOST_HAS_REGEX)
 		return MM_ROUTE_DEFER;
-	px.vhost = vh->vhost_id;
-	bpf_loop(MM_PATH_PREFIXES + 1, prefix_try, &px, 0);
-	if (px.verdict == RL_DECIDED)
-		return res->route_id;
-	if (px.verdict == RL_DEFER)
+	s->rl_vhost = s->vh_id;
+	s->rl_method = method;
+	s->rl_verdict = RL_NONE;
+	bpf_loop(MM_PATH_PREFIXES + 1, prefix_try, x, 0);
+	if (s->rl_verdict == RL_DECIDED)
+		return s->rl_route_id;
+	if (s->rl_verdict == RL_DEFER)
 		return MM_ROUTE_DEFER;
 	return MM_ROUTE_UNMATCHED;
+}
+
+/*
+ * Returns the route id (or MM_ROUTE_*); s->rl_gen and s->rl_rule_idx hold
+ * the generation and rule. (generation, method, host, path) decide the
+ * answer, so it is remembered by them.
+ */
+static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method)
+{
+	__u32 zero = 0;
+	struct mm_config *cfg = bpf_map_lookup_elem(&mm_config, &zero);
+	struct mm_conn *c = x->c;
+	struct mm_scratch *s = x->s;
+	struct mm_route_memo *m;
+	__u64 h;
+	__u32 i, id;
+
+	s->rl_rule_idx = 0;
+	s->rl_gen = 0;
+	if (!cfg)
+		return MM_ROUTE_UNKNOWN;
+	s->rl_gen = cfg->route_gen;
+	/* absolute-form targets, hosts past MM_HOST_MAX: user space decides */
+	if (!c->target_ok || c->host_state == 3)
+		return MM_ROUTE_DEFER;
+	h = (c->host_hash ^ (c->path_hash * 31)) + method;
+	i = (h ^ (h >> 29)) & (MM_ROUTE_CACHE_SLOTS - 1);
+	m = bpf_map_lookup_elem(&mm_route_cache, &i);
+	if (m && m->valid && m->gen == s->rl_gen && m->method == method &&
+	    m->host_hash == c->host_hash && m->path_hash == c->path_hash) {
+		s->rl_rule_idx = m->rule_idx;
+		return m->route_id;
+	}
+	id = route_decide(x, method);
+	if (m) {
+		m->host_hash = c->host_hash;
+		m->path_hash = c->path_hash;
+		m->gen = s->rl_gen;
+		m->route_id = id;
+		m->rule_idx = s->rl_rule_idx;
+		m->method = method;
+		m->valid = 1;
+	}
+	return id;
 }
 
 #endif /* MM_ROUTE_LOOKUP_BPF_H */

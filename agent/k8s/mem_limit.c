@@ -17,11 +17,15 @@
  *   HEADROOM        a quarter of the limit stays free for allocator
  *                   fragmentation, page cache and socket buffers charged to
  *                   the cgroup
- *   CONN_BYTES      one mm_conns entry (~3 KiB value, bpf/conn.bpf.h) plus
- *                   hash-table overhead, allocated on use (no prealloc)
- *   SERIES_BYTES    one series with HTTP labels, rounded up from the
- *                   measured 123 B (counter) / 270 B (histogram) to cover
- *                   exponential histograms and the delta copy kept for OTLP
+ *   CONN_BYTES      one connection's HTTP state (~3 KiB struct mm_conn,
+ *                   bpf/conn.bpf.h) plus overhead, allocated on use; the
+ *                   cap bounds mm_conns (sys_exit fallback mode), while in
+ *                   socket mode the state lives in sk storage, freed with
+ *                   the socket, and the budget share is headroom for it
+ *   SERIES_BYTES    one series with HTTP labels: measured (make unit,
+ *                   test_mstore_memory) 123 B for a counter, 270-430 B for
+ *                   an explicit histogram, 1503 B for an exponential one
+ *                   spread over 160 buckets; 2 KiB covers the worst
  *   METRICS_HINT    metrics expected to reach the per-metric cap at once
  * The rest is split 1/8 ring buffer, 3/8 connections, 3/8 series, 1/8
  * export queue.
@@ -36,7 +40,7 @@
  */
 #define LOAD_PEAK_BYTES (160ULL << 20)
 #define CONN_BYTES 3584ULL
-#define SERIES_BYTES 1024ULL
+#define SERIES_BYTES 2048ULL
 #define METRICS_HINT 8ULL
 /* floors: below these the agent is not useful; validate() needs >= 64 */
 #define MIN_CONNS 64U

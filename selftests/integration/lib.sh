@@ -311,6 +311,7 @@ start_haproxy() {
 # default (PROXY_EXE), ready when /readyz answers 200. It runs under
 # agent_ns.sh (private bpffs: no clash with another agent's pins, leftover
 # pins fail the test); MM_IT_SHARED_BPFFS=1 runs it on the host's bpffs.
+# MM_IT_CAPTURE=sock|sys-exit forces a capture mode (default: auto).
 PROXY_EXE=${PROXY_EXE:-mm-it-nginx}
 start_agent() {
 	need_root
@@ -329,7 +330,8 @@ start_agent() {
 	[ ${#AGENT_TARGET[@]} -gt 0 ] || AGENT_TARGET=(--proxy-exe "$PROXY_EXE")
 	$ns "$T/mm-it-agent" run --manifests "$T/manifests" "${AGENT_TARGET[@]}" \
 		--prometheus-listen "127.0.0.1:$AGENT_PORT" \
-		--socket "$T/agent.sock" "$@" >"$T/agent.out" 2>&1 &
+		--socket "$T/agent.sock" ${MM_IT_CAPTURE:+--capture "$MM_IT_CAPTURE"} \
+		"$@" >"$T/agent.out" 2>&1 &
 	AGENT_PID=$!
 	AGENT_STARTED=1
 	local end=$(($(date +%s) + 30))

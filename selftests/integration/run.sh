@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # Run every selftests/integration/test_*.sh, one at a time (they share
 # ports and the BPF pin dir), each as its own test.
-#   run.sh [FILTER]   only tests whose name contains FILTER
+#   run.sh [FILTER...]   only tests whose name contains one of the FILTERs
 # Prints "ok   NAME" or "FAIL NAME" (then the tail of its log) per test and
 # a closing "N passed, N failed"; exits 1 when any failed.
 set -u
 dir=$(cd "$(dirname "$0")" && pwd)
-filter=${1:-}
+filters=("$@")
 logs=${MM_IT_LOGS:-$(mktemp -d /tmp/mm-it-logs.XXXXXX)}
 mkdir -p "$logs"
 pass=0
@@ -28,7 +28,13 @@ leftovers() {
 }
 for t in "$dir"/test_*.sh; do
 	name=$(basename "$t" .sh)
-	case "$name" in *"$filter"*) ;; *) continue ;; esac
+	if [ ${#filters[@]} -gt 0 ]; then
+		want=
+		for f in "${filters[@]}"; do
+			case "$name" in *"$f"*) want=1 ;; esac
+		done
+		[ -n "$want" ] || continue
+	fi
 	start=$(date +%s)
 	timeout -k 10 300 bash "$t" >"$logs/$name.log" 2>&1
 	rc=$?

@@ -63,7 +63,7 @@ for cap in max_connections:16384 ringbuf_bytes:4194304 max_series_per_metric:100
 done
 [ "${lowered:-0}" -ge 1 ] || fail "no cap lowered under a $((LIMIT >> 20)) MiB limit"
 
-metrics | grep -E '^milometer_(cap|connections|requests|process|series)' >&2
+metrics | grep -E '^milometer_(cap|bpf_connections|http_exchanges|process|series|export_queue)' >&2
 hey -n 300 -c 4 -host api.example.com "http://127.0.0.1:$PROXY_PORT/v1/status" >/dev/null
 hey -n 200 -c 2 -host www.shop.test "http://127.0.0.1:$PROXY_PORT/cart/x" >/dev/null
 compare_log --ignore-unrouted --expect-total 500
@@ -73,7 +73,7 @@ wait_for 10 exchanges_at_least 1000 ||
 	fail "milometer_http_exchanges_total $(metric milometer_http_exchanges_total) after 500 proxied requests, want >= 1000"
 req=$(metric milometer_http_exchanges_total)
 metrics >"$T/metrics.txt"
-for m in milometer_connections_tracked milometer_series_active_ratio \
+for m in milometer_bpf_connections_ratio milometer_series_active_ratio \
 	milometer_process_memory_usage_bytes milometer_process_cpu_time_seconds_total \
 	milometer_export_queue_bytes; do
 	grep -q "^$m[ {]" "$T/metrics.txt" || fail "self-metric $m missing"

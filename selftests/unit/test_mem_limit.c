@@ -153,7 +153,7 @@ TEST(mem_limit_derive_caps)
 	ASSERT_TRUE(c.ringbuf_bytes < defaults.ringbuf_bytes);
 	ASSERT_EQ(c.ringbuf_bytes & (c.ringbuf_bytes - 1), 0);
 	used = (uint64_t)c.max_connections * 3584 + c.ringbuf_bytes +
-	       (uint64_t)c.max_series * 1024 * 8 + c.otlp_queue_bytes;
+	       (uint64_t)c.max_series * 2048 * 8 + c.otlp_queue_bytes;
 	ASSERT_TRUE(used <= budget, "used %llu > budget %llu",
 		    (unsigned long long)used, (unsigned long long)budget);
 	/* caps only go down: a user's smaller setting stays */

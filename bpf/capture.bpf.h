@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * From "this socket moved RET bytes in this syscall" to parser steps: which
+ * user memory holds the bytes (buffer, iovec array, msghdr), the window loop
+ * over one buffer, the iovec loop, and what an I/O means for a connection
+ * (which stream, first sight, EOF). Both capture modes (socket tracepoints,
+ * sys_exit fallback) end here with the same arguments.
+ */
+#ifndef MM_CAPTURE_BPF_H
+#define MM_CAPTURE_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+
+#include "bpf/conn.bpf.h"
+#include "bpf/exchange.bpf.h"
+#include "bpf/http_parse.bpf.h"
+#include "bpf/maps.bpf.h"
+
+/* x86_64 syscall numbers of the socket I/O we read bytes from. */
+#define NR_read      0
+#define NR_write     1
+#define NR_readv     19
+#define NR_writev    20
+#define NR_sendfile  40
+#define NR_sendto    44
+#define NR_recvfrom  45
+#define NR_sendmsg   46
+#define NR_recvmsg   47
+
+#define AF_INET_  2
+#define AF_INET6_ 10
+#define SOCK_STREAM_ 1
+#define IPPROTO_TCP_ 6
+#define MSG_PEEK_ 0x2
+
+/* The arguments of the syscall behind one socket I/O. */
+struct mm_io_args {
+	__u64 buf;  /* buffer, iovec array or msghdr */
+	__u64 cnt;  /* iovcnt for MM_IO_IOV */
+	__u32 kind; /* enum mm_io */
+	__u32 _pad;
+};
+
+/* Which user memory the syscall NR moved its bytes through. */
+static __always_inline __u32 io_kind(__u64 nr)
+{
+	switch (nr) {
+	case NR_read:
+	case NR_write:
+	case NR_recvfrom:
+	case NR_sendto:
+		return MM_IO_BUF;
+	case NR_readv:
+	case NR_writev:
+		return MM_IO_IOV;
+	case NR_recvmsg:
+	case NR_sendmsg:
+		return MM_IO_MSG;
+	case NR_sendfile:
+		return MM_IO_FILE;
+	}
+	/* io_uring, splice, recvmmsg/sendmmsg, kernel callers: no buffer */
+	return MM_IO_NONE;
+}
+
+static __always_inline __u64 new_conn_id(void)
+{
+	__u32 zero = 0;
+	__u64 *ctr = bpf_map_lookup_elem(&mm_conn_ids, &zero);
+
+	if (!ctr)
+		return 0;
+	*ctr += 1;
+	return ((__u64)bpf_get_smp_processor_id() << 48) | *ctr;
+}
+
+/* A connection state fresh from its map: give it its identity. */
+static __always_inline void conn_init(struct mm_conn *c, __u32 tgid, __u8 role)
+{
+	c->conn_id = new_conn_id();
+	c->tgid = tgid;
+	c->role = role;
+	stat_inc(MM_STAT_CONNS_OPENED);
+}
+
+static __always_inline void account(struct mm_lctx *x, __u32 n)
+{
+	struct mm_conn *c = x->c;
+	struct mm_pending *s;
+
+	if (!x->s->is_req) {
+		c->resp_bytes += n;
+		return;
+	}
+	s = c->untracked ? NULL : newest_slot(c);
+	if (s)
+		s->req_bytes += n;
+}
+
+/* One step over the user buffer: skip body bytes, or parse a window. */
+static long window_step(__u32 i, void *ctx)
+{
+	struct mm_lctx *x = ctx;
+	struct mm_scratch *s = x->s;
+	struct mm_parser *p = x->p;
+	struct mm_conn *c = x->c;
+	__u32 left, n, off = s->w_off, len = s->w_len;
+	__u8 st;
+
+	if (off >= len)
+		return 1;
+	left = len - off;
+	st = p->state;
+	if (st == PS_OPAQUE)
+		return 1;
+	if (st == PS_BODY || st == PS_CDATA || st == PS_CLOSE_BODY) {
+		n = left;
+		if (st != PS_CLOSE_BODY && p->rem < n)
+			n = p->rem;
+		s->w_off = off + n;
+		account(x, n);
+		if (st == PS_CLOSE_BODY)
+			return 0;
+		p->rem -= n;
+		if (p->rem)
+			return 0;
+		if (st == PS_CDATA) {
+			p->state = PS_CDATA_END;
+		} else {
+			p->state = PS_START;
+			if (!s->is_req)
+				response_done(c, s->now, 0);
+		}
+		return 0;
+	}
+
+	n = left > MM_SCRATCH ? MM_SCRATCH : left;
+	if (bpf_probe_read_user(s->buf, n & (MM_SCRATCH - 1) ?: MM_SCRATCH,
+				(void *)(s->w_ubuf + off))) {
+		/* unreadable user memory: drop the stream's sync, loudly */
+		p->state = PS_OPAQUE;
+		stat_inc(MM_STAT_UNPARSED);
+		return 1;
+	}
+	s->b_n = n;
+	s->b_pos = 0;
+	s->b_used = n;
+	s->b_ev = BEV_NONE;
+	/* each callback advances by at least one byte: n calls at most */
+	bpf_loop(n, parse_block, x, 0);
+	n = s->b_used;
+	if (n > s->b_n)
+		n = s->b_n;
+	s->w_off = off + n;
+	account(x, n);
+	switch (s->b_ev) {
+	case BEV_HEAD_END:
+		if (s->is_req)
+			request_head_done(x);
+		else
+			response_head_done(c, p, s->now);
+		break;
+	case BEV_MSG_END:
+		if (!s->is_req)
+			response_done(c, s->now, 0);
+		break;
+	case BEV_GARBAGE:
+		if (s->is_req)
+			request_garbage(c);
+		/* a pre-existing socket may never have been HTTP */
+		stat_inc(c->lazy ? MM_STAT_NOT_HTTP : MM_STAT_UNPARSED);
+		return 1;
+	}
+	return 0;
+}
+
+static __always_inline void parse_buf(struct mm_lctx *x, __u64 ubuf, __u32 len)
+{
+	struct mm_scratch *s = x->s;
+
+	s->w_ubuf = ubuf;
+	s->w_len = len;
+	s->w_off = 0;
+	bpf_loop(MM_WINDOWS, window_step, x, 0);
+	if (s->w_off < s->w_len && x->p->state != PS_OPAQUE) {
+		/* more events in one buffer than MM_WINDOWS: resync is unsafe */
+		x->p->state = PS_OPAQUE;
+		stat_inc(MM_STAT_SCAN_LIMIT);
+	}
+}
+
+static long iov_step(__u32 i, void *ctx)
+{
+	struct mm_lctx *x = ctx;
+	struct mm_scratch *s = x->s;
+	struct iovec v;
+	__u64 n;
+
+	if (!s->x_left || x->p->state == PS_OPAQUE)
+		return 1;
+	if (bpf_probe_read_user(&v, sizeof(v),
+				(void *)(s->x_iov + i * sizeof(struct iovec)))) {
+		stat_inc(MM_STAT_NO_BUFFER);
+		return 1;
+	}
+	n = v.iov_len < s->x_left ? v.iov_len : s->x_left;
+	s->x_left -= n;
+	if (n)
+		parse_buf(x, (__u64)v.iov_base, n);
+	return 0;
+}
+
+/* Body bytes we cannot (or need not) read: only counted. */
+static __always_inline void skip_bytes(struct mm_lctx *x, __u32 n)
+{
+	struct mm_parser *p = x->p;
+	__u8 st = p->state;
+
+	if (st == PS_BODY || st == PS_CDATA || st == PS_CLOSE_BODY) {
+		x->s->w_len = n;
+		x->s->w_off = 0;
+		window_step(0, x);
+		if (x->s->w_off < n)
+			goto lost;
+		return;
+	}
+	if (st == PS_OPAQUE)
+		return;
+lost:
+	/* bytes the parser needed went by unseen: stop, loudly */
+	p->state = PS_OPAQUE;
+	stat_inc(MM_STAT_NO_BUFFER);
+}
+
+/*
+ * RET bytes (> 0) moved on connection C through the syscall arguments A:
+ * feed them to the request or response parser.
+ */
+static __always_inline void capture_io(struct mm_conn *c,
+				       const struct mm_io_args *a, long ret,
+				       bool is_read)
+{
+	struct mm_lctx x = { .c = c };
+	__u32 zero = 0;
+	bool is_req;
+
+	if (c->role == MM_ROLE_UNKNOWN)
+		c->role = is_read ? MM_ROLE_DOWN : MM_ROLE_UP;
+	is_req = (c->role == MM_ROLE_DOWN) == is_read;
+	x.p = is_req ? &c->req : &c->resp;
+	if (!is_req)
+		c->last_resp_ns = bpf_ktime_get_ns();
+	if (x.p->state == PS_OPAQUE)
+		return;
+	x.s = bpf_map_lookup_elem(&mm_scratch, &zero);
+	if (!x.s)
+		return;
+	x.s->is_req = is_req;
+	x.s->now = is_req ? bpf_ktime_get_ns() : c->last_resp_ns;
+
+	switch (a->kind) {
+	case MM_IO_BUF:
+		parse_buf(&x, a->buf, ret);
+		break;
+	case MM_IO_IOV:
+	case MM_IO_MSG: {
+		__u64 cnt = a->cnt;
+
+		x.s->x_iov = a->buf;
+		if (a->kind == MM_IO_MSG) {
+			struct user_msghdr m;
+
+			if (bpf_probe_read_user(&m, sizeof(m), (void *)a->buf)) {
+				skip_bytes(&x, ret);
+				return;
+			}
+			x.s->x_iov = (__u64)m.msg_iov;
+			cnt = m.msg_iovlen;
+		}
+		if (cnt > MM_IOV_MAX)
+			cnt = MM_IOV_MAX;
+		x.s->x_left = ret;
+		bpf_loop(cnt, iov_step, &x, 0);
+		if (x.s->x_left && x.p->state != PS_OPAQUE) {
+			x.p->state = PS_OPAQUE;
+			stat_inc(MM_STAT_IOV_LIMIT);
+		}
+		break;
+	}
+	case MM_IO_FILE:
+		/* file bytes are body bytes: counted, never parsed */
+		if (!is_req && x.p->state == PS_START)
+			c->resp_bytes += ret;
+		else
+			skip_bytes(&x, ret);
+		break;
+	default:
+		skip_bytes(&x, ret);
+		break;
+	}
+}
+
+/*
+ * Was this I/O of RET bytes the first on the socket? A connection first seen
+ * mid-stream (the agent started later) may begin inside a body: its garbage
+ * is "not HTTP", not a parse failure. Counted from the TCP sequence numbers,
+ * so no accept()/connect() hook is needed: bytes read so far are
+ * bytes_received - (rcv_nxt - copied_seq); written so far,
+ * write_seq - snd_una + bytes_acked.
+ */
+static __always_inline bool tcp_first_io(struct tcp_sock *tp, long ret,
+					 bool is_read)
+{
+	__u64 done;
+
+	if (is_read)
+		done = BPF_CORE_READ(tp, bytes_received) -
+		       (__u32)(BPF_CORE_READ(tp, rcv_nxt) -
+			       BPF_CORE_READ(tp, copied_seq));
+	else
+		done = (__u32)(BPF_CORE_READ(tp, write_seq) -
+			       BPF_CORE_READ(tp, snd_una)) +
+		       BPF_CORE_READ(tp, bytes_acked);
+	/*
+	 * Seen here: one byte more than read on fresh connections whose
+	 * client sent more than the proxy's buffer held; never more.
+	 */
+	return done - (__u64)ret <= 1;
+}
+
+/* ret == 0 on a read: EOF ends a close-delimited response from a backend. */
+static __always_inline void capture_eof(struct mm_conn *c)
+{
+	if (c->role == MM_ROLE_UP && c->resp.state == PS_CLOSE_BODY) {
+		response_done(c, c->last_resp_ns, MM_EV_CLOSE_DELIM);
+		c->resp.state = PS_START;
+	}
+}
+
+#endif /* MM_CAPTURE_BPF_H */
