@@ -138,10 +138,19 @@ TEST(mem_limit_derive_caps)
 	c = defaults;
 	ASSERT_EQ(mem_limit__derive_caps(0, &c), 0);
 	ASSERT_EQ(memcmp(&c, &defaults, sizeof(c)), 0);
-	/* the DaemonSet's default limit keeps the defaults */
+	/* 1 GiB fits every default at its worst case (full histograms) */
+	c = defaults;
+	mem_limit__derive_caps(1ULL << 30, &c);
+	ASSERT_EQ(memcmp(&c, &defaults, sizeof(c)), 0);
+	/* the DaemonSet's 512Mi: only the series cap comes down (8 metrics of
+	 * 10000 full exponential histograms would not fit) */
 	c = defaults;
 	mem_limit__derive_caps(512ULL << 20, &c);
-	ASSERT_EQ(memcmp(&c, &defaults, sizeof(c)), 0);
+	ASSERT_EQ(c.max_connections, defaults.max_connections);
+	ASSERT_EQ(c.ringbuf_bytes, defaults.ringbuf_bytes);
+	ASSERT_EQ(c.otlp_queue_bytes, defaults.otlp_queue_bytes);
+	ASSERT_TRUE(c.max_series < defaults.max_series && c.max_series > 5000,
+		    "max_series %u", c.max_series);
 	/* 64 MiB: every cap comes down, and their worst case fits the budget */
 	c = defaults;
 	budget = mem_limit__derive_caps(64ULL << 20, &c);
