@@ -161,8 +161,8 @@ def check_agent(docs):
         bad("agent: NODE_NAME does not come from the downward API spec.nodeName")
     lim = c.get("resources", {}).get("limits", {}).get("memory", "")
     m = re.fullmatch(r"(\d+)Mi", lim)
-    if not m or int(m.group(1)) < 192:
-        bad("agent memory limit %r: must be >= 192Mi (BPF load peak)" % lim)
+    if not m or int(m.group(1)) < 150:
+        bad("agent memory limit %r: must be >= 150Mi (BPF load peak)" % lim)
     ann = ds["spec"]["template"]["metadata"].get("annotations", {})
     ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
     if ann.get("prometheus.io/scrape") != "true" or \

@@ -6,7 +6,7 @@
 # as self-metrics (the per-node sizing figures a VPA uses), and still
 # counts nginx traffic exactly. The limit is set by this script through the
 # cgroup filesystem (ground truth), v2 memory.max or v1 memory.limit_in_bytes.
-# 192 MiB, not less: loading the BPF programs charges ~150 MiB of verifier
+# 192 MiB, not much less: loading the BPF programs charges ~100 MiB of verifier
 # memory to the cgroup (the peak this test logs), so a smaller limit is
 # OOM-killed at start whatever the caps (the agent warns about it).
 . "$(dirname "$0")/lib.sh"
