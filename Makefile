@@ -92,7 +92,7 @@ DEPS_STAMP ?= $(OUTPUT)/.deps-build
 endif
 
 .PHONY: all deps demo check unit integration bench fuzz format vmlinux \
-	install clean kernel-matrix build-all other-cc
+	install clean kernel-matrix build-all other-cc image
 .DEFAULT_GOAL := all
 
 all: $(BIN)/milometer $(TOOLS)
@@ -179,6 +179,11 @@ $(BIN)/%: selftests/tools/%.c $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolic
 	$(Q)$(CC) $(CFLAGS) $< $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
 		$(PURE_LIBS) -o $@
 
+# The cgroup id probe checks agent/k8s/pod_cgroup.c against BPF.
+$(BIN)/cgroup_id_probe: selftests/tools/cgroup_id_probe.c $(OUTPUT)/agent/k8s/pod_cgroup.o | $(BIN) $(DEPS_STAMP)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@
+
 # h2_decode runs the agent's libbpf-free HTTP/2 decoder over recorded
 # connections (issue 12): it links agent/h2/ and libnghttp2.
 H2_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/h2/*.c)))
@@ -232,6 +237,11 @@ vmlinux:
 
 format:
 	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
+
+# The container image (FROM scratch + binary + ldd closure), as an OCI
+# archive; selftests/integration/test_image.sh builds and runs it in check.
+image: deps $(BIN)/milometer
+	$(Q)deploy/image/build.sh $(BIN)/milometer $(BIN)/milometer-image.oci.tar
 
 install: all
 	$(Q)install -D -m 0755 $(BIN)/milometer $(DESTDIR)/usr/local/bin/milometer

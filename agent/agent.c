@@ -441,6 +441,11 @@ int agent__run(struct agent_opts *o)
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	ag.start_ns = state__real_ns();
 	snprintf(ag.not_ready, sizeof(ag.not_ready), "starting");
+	/* caps sized to the pod's memory limit before maps and store exist */
+	mem_limit__apply(o, &ag.mem_limit);
+	lo.ringbuf_bytes = o->ringbuf_bytes;
+	lo.max_connections = o->max_connections;
+	so.max_series_per_metric = o->max_series;
 
 	ag.store = mstore__new(&so);
 	if (!ag.store) {

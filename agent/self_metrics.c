@@ -72,6 +72,9 @@ enum {
 	M_CAPTURE_MODE,
 	M_CONNS_OPEN,
 	M_FEATURE,
+	M_MEM_LIMIT,
+	M_CAP,
+	M_REQUESTS,
 	M__N,
 };
 
@@ -189,6 +192,19 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 	err |= reg(sm, M_FEATURE, "milometer.feature.enabled",
 		   "Feature gate state (1 enabled), by name and stage.", "",
 		   MI_GAUGE, true);
+	/* the per-node sizing figures: the limit, the caps it gave, and the
+	 * drivers of CPU and memory (connections: milometer.bpf.connections;
+	 * requests, series, queue) */
+	err |= reg(sm, M_MEM_LIMIT, "milometer.process.memory.limit",
+		   "The agent's cgroup memory limit (0: none); the caps follow it.",
+		   "By", MI_GAUGE, true);
+	err |= reg(sm, M_CAP, "milometer.cap",
+		   "Hard caps in effect, by cap (after fitting the memory limit).",
+		   "{value}", MI_GAUGE, true);
+	err |= reg(sm, M_REQUESTS, "milometer.http.exchanges",
+		   "HTTP exchanges (request and response) parsed, downstream and "
+		   "upstream legs: the CPU driver; its rate is requests/s.",
+		   "{exchange}", MI_COUNTER, true);
 	if (err) {
 		free(sm);
 		return NULL;
@@ -357,6 +373,23 @@ void self_metrics__refresh(struct self_metrics *sm)
 		     ru.ru_stime.tv_usec / 1e6,
 	     now, NULL, 0);
 	set1(sm, M_RSS, (double)rss_pages * sysconf(_SC_PAGESIZE), now, NULL, 0);
+	set1(sm, M_MEM_LIMIT, ag->mem_limit.bytes, now, NULL, 0);
+	set1(sm, M_REQUESTS, as.exchanges, now, NULL, 0);
+	{
+		const struct agent_opts *o = ag->opts;
+		const struct { const char *name; double v; } caps[] = {
+			{ "max_connections", o->max_connections },
+			{ "ringbuf_bytes", o->ringbuf_bytes },
+			{ "max_series_per_metric", o->max_series },
+			{ "otlp_queue_bytes", o->otlp_queue_bytes },
+		};
+
+		for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+			struct mlabel l = { "cap", caps[i].name };
+
+			set1(sm, M_CAP, caps[i].v, now, &l, 1);
+		}
+	}
 	if (ag->otlp) {
 		struct otlp_sender_stats os;
 
@@ -366,6 +399,9 @@ void self_metrics__refresh(struct self_metrics *sm)
 		set1(sm, M_EXPORT_RETRIES, os.retries, now, NULL, 0);
 		set1(sm, M_EXPORT_DROPPED, os.dropped_batches, now, NULL, 0);
 		set1(sm, M_EXPORT_QUEUE, os.queue_bytes, now, NULL, 0);
+	} else {
+		/* a sizing driver: present (and 0) without OTLP too */
+		set1(sm, M_EXPORT_QUEUE, 0, now, NULL, 0);
 	}
 	bpf_object__for_each_program(prog, skel->obj) {
 		struct bpf_prog_info info = {};

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "agent/k8s/mem_limit.h"
 #include "agent/options.h"
 
 struct milometer_bpf;
@@ -49,6 +50,7 @@ struct agent {
 	struct self_metrics *self;
 	struct k8s_api *k8s; /* routes and policies from the API, or NULL */
 	struct features *features; /* gates (KEP-3920); subscribe to act on changes */
+	struct mem_limit mem_limit; /* this pod's limit; the caps follow it */
 	struct ctl *ctl;         /* debug socket, NULL when off */
 	uint64_t start_ns;       /* CLOCK_REALTIME */
 	uint64_t last_export_ns; /* CLOCK_MONOTONIC */

@@ -11,7 +11,7 @@ run="nginx-light haproxy wrk hey prometheus protobuf-compiler iproute2 curl
 qemu-system-x86 busybox-static
 procps psmisc python3 python3-prometheus-client openssl android-libboringssl
 python3-kubernetes python3-yaml
-nghttp2-client nghttp2-server nghttp2-proxy caddy binutils"
+nghttp2-client nghttp2-server nghttp2-proxy caddy binutils buildah ca-certificates"
 want=$build
 [ "${1:-}" = "--build-only" ] || want="$build $run"
 

@@ -51,7 +51,7 @@ int crd__check_map(const struct doc_node *n, const char *path,
 			a++;
 		if (!*a)
 			return crd__fail(e, "UnknownField", n->map.vals[i], path,
-					 "unknown field \"%s\" (strict decoding rejects it; check the spelling against deploy/crds/)",
+					 "unknown field \"%s\" (strict decoding rejects it; check the spelling against deploy/kubernetes/crds/)",
 					 n->map.keys[i]);
 	}
 	return 0;

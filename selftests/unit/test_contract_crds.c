@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * deploy/crds/ must describe what the agent accepts: every seed example
+ * deploy/kubernetes/crds/ must describe what the agent accepts: every seed example
  * validates against the CRD's openAPIV3Schema (a structural check: known
  * fields, types, required, enums) and an unknown field does not.
  */
@@ -8,8 +8,8 @@
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
 
-#define CRD_DEF "deploy/crds/telemetry.miloapis.com_metricdefinitions.yaml"
-#define CRD_POL "deploy/crds/telemetry.miloapis.com_metricpolicies.yaml"
+#define CRD_DEF "deploy/kubernetes/crds/telemetry.miloapis.com_metricdefinitions.yaml"
+#define CRD_POL "deploy/kubernetes/crds/telemetry.miloapis.com_metricpolicies.yaml"
 
 static bool validate(const struct doc_node *schema, const struct doc_node *v,
 		     const char *path, char *why, size_t len)
