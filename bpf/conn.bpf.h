@@ -158,6 +158,20 @@ struct mm_pending {
 	__u8 _pad[7];
 };
 
+/*
+ * A request past the pipeline depth: its start and route are kept, by
+ * request number, for up to another MM_PIPELINE_DEPTH of them.
+ */
+struct mm_overflow {
+	__u64 start_ns;
+	__u32 seq;
+	__u32 route_gen;
+	__u32 route_id;
+	__u16 rule_idx;
+	__u8 method;
+	__u8 valid;
+};
+
 #define MM_ROLE_UNKNOWN 0
 #define MM_ROLE_DOWN    1 /* accepted: the proxy reads requests */
 #define MM_ROLE_UP      2 /* connected: the proxy writes requests */
@@ -202,6 +216,9 @@ struct mm_conn {
 	char host[MM_HOST_MAX];
 	char headbuf[MM_HEAD_MAX];
 	struct mm_pending slots[MM_PIPELINE_DEPTH];
+	struct mm_overflow ovf[MM_PIPELINE_DEPTH];
+	__u32 ovf_front;     /* request number of the oldest untracked request */
+	__u32 _pad3;
 };
 
 /*

@@ -113,6 +113,7 @@ static __always_inline void emit_head(struct mm_conn *c, struct mm_pending *s)
  */
 static __always_inline void emit_untracked(struct mm_conn *c, __u8 flags)
 {
+	struct mm_overflow *o = IDX(c->ovf, c->ovf_front, MM_PIPELINE_DEPTH);
 	struct mm_http_event *e;
 
 	e = bpf_ringbuf_reserve(&mm_events, sizeof(*e), 0);
@@ -127,8 +128,19 @@ static __always_inline void emit_untracked(struct mm_conn *c, __u8 flags)
 	e->status = c->status;
 	e->tgid = c->tgid;
 	e->route_id = MM_ROUTE_UNKNOWN;
+	e->req_seq = c->ovf_front;
+	if (o->seq == c->ovf_front)
+		e->start_ns = o->start_ns;
+	if (o->valid && o->seq == c->ovf_front) {
+		e->route_gen = o->route_gen;
+		e->route_id = o->route_id;
+		e->rule_idx = o->rule_idx;
+		e->method = o->method;
+	}
+	c->ovf_front++;
 	e->conn_id = c->conn_id;
 	e->resp_bytes = c->resp_bytes;
+	e->end_ns = c->finished ? c->finished_ns : c->last_resp_ns;
 	bpf_ringbuf_submit(e, submit_flags());
 	stat_inc(MM_STAT_EVENTS);
 	stat_inc(MM_STAT_PIPELINE_FULL);
@@ -372,9 +384,22 @@ static __always_inline void request_head_done(struct mm_lctx *x)
 	struct mm_parser *p = x->p;
 	struct mm_pending *s = NULL;
 
-	/* a request past the pipeline depth has no slot: parse only */
-	if (!c->untracked)
+	/* a request past the pipeline depth has no slot: its route is kept
+	 * in the overflow ring by request number */
+	if (!c->untracked) {
 		s = newest_slot(c);
+	} else if (c->role == MM_ROLE_DOWN) {
+		__u32 seq = c->next_seq - 1;
+		struct mm_overflow *o = IDX(c->ovf, seq, MM_PIPELINE_DEPTH);
+
+		o->method = method_of(p->tok);
+		o->route_id = route_lookup(x, o->method);
+		o->route_gen = x->s->rl_gen;
+		o->rule_idx = x->s->rl_rule_idx;
+		/* deferred routes need the head in user space: unknown */
+		o->valid = o->seq == seq && o->route_id != MM_ROUTE_DEFER &&
+			   c->untracked <= MM_PIPELINE_DEPTH;
+	}
 	if (s) {
 		s->method = method_of(p->tok);
 		s->head_done = 1;

@@ -85,7 +85,14 @@ static __always_inline void start_request(struct mm_lctx *x)
 		s->route_id = MM_ROUTE_UNKNOWN;
 		c->count++;
 	} else if (c->untracked < 255) {
+		struct mm_overflow *o = IDX(c->ovf, c->next_seq, MM_PIPELINE_DEPTH);
+
+		if (!c->untracked)
+			c->ovf_front = c->next_seq;
 		c->untracked++;
+		o->seq = c->next_seq;
+		o->start_ns = x->s->now;
+		o->valid = 0;
 	} else {
 		/* 287 requests unanswered: past what one connection tracks */
 		stat_inc(MM_STAT_PIPELINE_LOST);
@@ -519,31 +526,129 @@ static __always_inline __u64 lower_word(__u64 w)
 #define W_HOST     0x3a74736f68ULL       /* "host:" */
 #define M_HOST     0xffffffffffULL
 
+#define W_LENGTH   0x203a6874676e656cULL /* "length: " */
+#define W_HTTP11   0x312e312f50545448ULL /* "HTTP/1.1" */
+#define W_HTTP10   0x302e312f50545448ULL /* "HTTP/1.0" */
+#define W_GET      0x20544547ULL         /* "GET " */
+#define W_PUT      0x20545550ULL         /* "PUT " */
+#define W_POST     0x2054534f50ULL       /* "POST " */
+#define W_HEAD     0x2044414548ULL       /* "HEAD " */
+#define M_4        0xffffffffULL
+#define M_5        0xffffffffffULL
+
 /*
  * At the start of a header line, one word tells whether the parser needs
- * the header at all: Host, Content-Length and Transfer-Encoding are read
- * byte by byte, every other header (most of them) goes straight to the
- * skipping state. Routes that match on other headers are decided in user
- * space from the copied head. Returns true when it moved the state.
+ * the header at all: Host and Transfer-Encoding are read byte by byte,
+ * "Content-Length: " is recognised in two words, every other header (most
+ * of them) goes straight to the skipping state. Routes that match on other
+ * headers are decided in user space from the copied head. Returns the
+ * bytes consumed (the state may have moved without consuming any).
  */
-static __always_inline bool skip_header_name(struct mm_lctx *x, __u32 i)
+static __always_inline __u32 line_start(struct mm_lctx *x, __u32 i)
 {
 	struct mm_parser *p = x->p;
-	__u64 w, lw;
+	__u64 w, w2, lw;
 
 	if (!load_word(x, i, &w))
-		return false;
+		return 0;
 	/* '\r' or '\n' first: the empty line, parsed byte by byte */
 	if ((__u8)w == '\r' || (__u8)w == '\n')
-		return false;
+		return 0;
 	lw = lower_word(w);
-	if (lw == W_CONTENT || lw == W_TRANSFER)
-		return false;
+	if (lw == W_CONTENT) {
+		if (!load_word(x, i + 8, &w2) || lower_word(w2) != W_LENGTH)
+			return 0;
+		if (x->s->is_req) {
+			copy_head(x, w, 8);
+			copy_head(x, w2, 8);
+		}
+		p->hdr = HDR_CL;
+		p->state = PS_VALUE;
+		return 16;
+	}
+	if (lw == W_TRANSFER)
+		return 0;
 	if ((lw & M_HOST) == W_HOST && x->s->is_req)
-		return false;
+		return 0;
 	p->hdr = HDR_OTHER;
 	p->state = PS_VALUE;
-	return true;
+	return 0;
+}
+
+/* What every message start resets. */
+static __always_inline void msg_reset(struct mm_parser *p)
+{
+	p->tok = 0;
+	p->tok_len = 0;
+	p->chunked = 0;
+	p->has_cl = 0;
+	p->cl_bad = 0;
+	p->cl = 0;
+	p->te_tail = 0;
+}
+
+static __always_inline __u8 byte_at(struct mm_lctx *x, __u32 i)
+{
+	return *IDX(x->s->buf, i, MM_SCRATCH);
+}
+
+/*
+ * The common starts of a message in one step: "GET " / "PUT " / "POST " /
+ * "HEAD " for a request, "HTTP/1.x NNN " for a status line. Anything else
+ * (other methods, a split start, CRLF between messages) goes byte by byte.
+ * Returns the bytes consumed.
+ */
+static __always_inline __u32 msg_start(struct mm_lctx *x, __u32 i)
+{
+	struct mm_parser *p = x->p;
+	__u64 w, tok;
+	__u32 k, d;
+
+	if (!load_word(x, i, &w))
+		return 0;
+	if (x->s->is_req) {
+		if ((w & M_4) == W_GET) {
+			tok = TOK3('G', 'E', 'T');
+			k = 4;
+		} else if ((w & M_4) == W_PUT) {
+			tok = TOK3('P', 'U', 'T');
+			k = 4;
+		} else if ((w & M_5) == W_POST) {
+			tok = TOK4('P', 'O', 'S', 'T');
+			k = 5;
+		} else if ((w & M_5) == W_HEAD) {
+			tok = TOK4('H', 'E', 'A', 'D');
+			k = 5;
+		} else {
+			return 0;
+		}
+		msg_reset(p);
+		start_request(x);
+		copy_head(x, w, k);
+		p->tok = tok;
+		p->state = PS_TARGET;
+		return k;
+	}
+	if ((w != W_HTTP11 && w != W_HTTP10) || i + 13 > x->s->b_n ||
+	    byte_at(x, i + 8) != ' ')
+		return 0;
+	d = 0;
+#pragma unroll
+	for (int j = 9; j < 12; j++) {
+		__u8 ch = byte_at(x, i + j);
+
+		if (ch < '0' || ch > '9')
+			return 0;
+		d = d * 10 + (ch - '0');
+	}
+	if (byte_at(x, i + 12) != ' ' && byte_at(x, i + 12) != '\r')
+		return 0;
+	msg_reset(p);
+	x->c->resp_started = 1;
+	p->tok = d;
+	p->tok_len = 3;
+	p->state = PS_SREASON;
+	return 12;
 }
 
 /*
@@ -557,18 +662,20 @@ static long parse_block(__u32 blk, void *ctx)
 
 #pragma unroll
 	for (int k = 0; k < MM_BLOCK; k++) {
-		__u32 i = x->s->b_pos, n;
+		__u32 i = x->s->b_pos, n = 0;
+		__u8 st = x->p->state;
 
 		if (i >= x->s->b_n)
 			return 1;
-		if (x->p->state == PS_LINE)
-			skip_header_name(x, i);
-		if (to_eol(x->p)) {
+		if (st == PS_LINE)
+			n = line_start(x, i);
+		else if (st == PS_START)
+			n = msg_start(x, i);
+		if (!n && to_eol(x->p))
 			n = skip_in_line(x, i);
-			if (n) {
-				x->s->b_pos = i + n;
-				continue;
-			}
+		if (n) {
+			x->s->b_pos = i + n;
+			continue;
 		}
 		x->s->b_pos = i + 1;
 		if (parse_byte(i, x))

@@ -138,7 +138,7 @@ struct mm_target {
 #define MM_EV_HEAD_TRUNC  0x02 /* request head longer than MM_HEAD_MAX */
 #define MM_EV_CLOSE_DELIM 0x04 /* response body ended by close */
 #define MM_EV_NO_RESPONSE 0x08 /* aborted before any response byte */
-#define MM_EV_UNTRACKED   0x10 /* pipelined past MM_PIPELINE_DEPTH: no timing */
+#define MM_EV_UNTRACKED   0x10 /* pipelined past MM_PIPELINE_DEPTH: no byte counts; route and start kept for MM_PIPELINE_DEPTH more, else unknown */
 
 enum mm_event_type {
 	/*
