@@ -24,6 +24,7 @@
 #include "agent/aggregate.h"
 #include "agent/ctl.h"
 #include "agent/loader.h"
+#include "agent/proxy_pods.h"
 #include "agent/route_sync.h"
 #include "agent/self_metrics.h"
 #include "agent/state.h"
@@ -313,6 +314,16 @@ static void tick(struct agent *ag, uint64_t ticks)
 	reload_contract(ag);
 	route_sync__poll(ag->routes, mono);
 	ctl__expire(ag->ctl, mono);
+	if (ag->k8s) {
+		uint64_t before = ag->proxy_pods.containers;
+
+		proxy_pods__sync(ag->k8s, ag->skel, &ag->proxy_pods);
+		if (ag->proxy_pods.containers != before)
+			fprintf(stderr, "milometer: %llu proxy pods on this node, %llu containers traced, %llu not found yet\n",
+				(unsigned long long)ag->proxy_pods.pods,
+				(unsigned long long)ag->proxy_pods.containers,
+				(unsigned long long)ag->proxy_pods.missing);
+	}
 	if (ticks % 5 == 0)
 		targets__rescan(ag->skel, o);
 	mstore__lock(ag->store);

@@ -359,9 +359,11 @@ static int validate(const struct agent_opts *o)
 		fprintf(stderr, "milometer: --kubeconfig and --manifests both name the source of routes: pick one\n");
 		return -EINVAL;
 	}
-	if (!o->nproxy_exe && !o->nproxy_pid && !o->nproxy_cgroup) {
+	/* with the API, proxy pods are found by their Gateway label */
+	if (!o->nproxy_exe && !o->nproxy_pid && !o->nproxy_cgroup && !o->use_api) {
 		fprintf(stderr, "milometer: say which processes are the proxy: "
-				"--proxy-exe NAME, --proxy-pid PID or --proxy-cgroup PATH\n");
+				"--proxy-exe NAME, --proxy-pid PID or --proxy-cgroup PATH "
+				"(in a cluster, proxy pods are found from the API)\n");
 		return -EINVAL;
 	}
 	if (rb < 4096 || (rb & (rb - 1))) {

@@ -15,6 +15,7 @@
 
 #include "agent/k8s/mem_limit.h"
 #include "agent/options.h"
+#include "agent/proxy_pods.h"
 
 struct milometer_bpf;
 struct ring_buffer;
@@ -51,6 +52,7 @@ struct agent {
 	struct k8s_api *k8s; /* routes and policies from the API, or NULL */
 	struct features *features; /* gates (KEP-3920); subscribe to act on changes */
 	struct mem_limit mem_limit; /* this pod's limit; the caps follow it */
+	struct proxy_pods_stats proxy_pods; /* proxy pods found from the API */
 	struct ctl *ctl;         /* debug socket, NULL when off */
 	uint64_t start_ns;       /* CLOCK_REALTIME */
 	uint64_t last_export_ns; /* CLOCK_MONOTONIC */

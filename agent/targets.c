@@ -175,6 +175,18 @@ static int resolve_cgroup(const char *cg, char *dir, size_t len, __u64 *id)
 	return -ENOENT;
 }
 
+int targets__add_cgroup(struct milometer_bpf *skel, const char *dir,
+			uint64_t id)
+{
+	__u32 one = 1;
+
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.mm_target_cgroups), &id,
+				&one, BPF_ANY))
+		return -errno;
+	/* processes already running there; new ones are caught at exec */
+	return scan_cgroup_procs(skel, dir);
+}
+
 int targets__rescan(struct milometer_bpf *skel, const struct agent_opts *o)
 {
 	struct dirent *de;

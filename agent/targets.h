@@ -9,6 +9,7 @@
 #define MM_AGENT_TARGETS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct milometer_bpf;
@@ -16,6 +17,12 @@ struct agent_opts;
 
 /* Fill mm_target_comms/mm_target_cgroups and seed mm_targets from /proc. */
 int targets__init(struct milometer_bpf *skel, const struct agent_opts *o);
+/*
+ * Trace the processes of the cgroup v2 directory dir (cgroup id id), now
+ * and as they exec. Returns the processes added or -errno.
+ */
+int targets__add_cgroup(struct milometer_bpf *skel, const char *dir,
+			uint64_t id);
 /* Re-scan /proc; returns the number of target processes. */
 int targets__rescan(struct milometer_bpf *skel, const struct agent_opts *o);
 /* Print "PID SOURCE COMM" lines (or a JSON array). */

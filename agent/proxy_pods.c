@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "agent/k8s/api_source.h"
+#include "agent/k8s/pod_cgroup.h"
+#include "agent/k8s/store.h"
+#include "agent/proxy_pods.h"
+#include "agent/targets.h"
+
+/* Pod labels that name the Gateway a proxy pod serves. */
+static const char *const gateway_labels[] = {
+	"gateway.networking.k8s.io/gateway-name",
+	"gateway.envoyproxy.io/owning-gateway-name",
+};
+
+struct walk {
+	struct milometer_bpf *skel;
+	const char *root;
+	struct proxy_pods_stats st;
+};
+
+static const char *str_at(struct json_object *o, const char *a, const char *b)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, a, &v))
+		return NULL;
+	if (b && !json_object_object_get_ex(v, b, &v))
+		return NULL;
+	return json_object_is_type(v, json_type_string) ?
+		       json_object_get_string(v) : NULL;
+}
+
+static bool is_proxy_pod(struct json_object *pod)
+{
+	struct json_object *md, *labels, *v;
+
+	if (!json_object_object_get_ex(pod, "metadata", &md) ||
+	    !json_object_object_get_ex(md, "labels", &labels))
+		return false;
+	for (size_t i = 0; i < sizeof(gateway_labels) / sizeof(gateway_labels[0]); i++)
+		if (json_object_object_get_ex(labels, gateway_labels[i], &v))
+			return true;
+	return false;
+}
+
+static int visit(struct json_object *pod, void *ctx)
+{
+	struct walk *w = ctx;
+	struct json_object *status, *cs;
+	const char *uid = str_at(pod, "metadata", "uid");
+	const char *qos = str_at(pod, "status", "qosClass");
+	enum pod_qos q;
+
+	if (!is_proxy_pod(pod) || !uid || !qos || pod_cgroup__parse_qos(qos, &q))
+		return 0;
+	w->st.pods++;
+	if (!json_object_object_get_ex(pod, "status", &status) ||
+	    !json_object_object_get_ex(status, "containerStatuses", &cs) ||
+	    !json_object_is_type(cs, json_type_array))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(cs); i++) {
+		struct json_object *c = json_object_array_get_idx(cs, i), *v;
+		struct pod_container_id cid;
+		char dir[PATH_MAX];
+		uint64_t id;
+
+		if (!json_object_object_get_ex(c, "containerID", &v) ||
+		    pod_cgroup__parse_container_id(json_object_get_string(v), &cid))
+			continue; /* not started yet */
+		if (pod_cgroup__find(w->root, uid, q, &cid, dir, sizeof(dir), &id) ||
+		    targets__add_cgroup(w->skel, dir, id) < 0) {
+			w->st.missing++;
+			continue;
+		}
+		w->st.containers++;
+	}
+	return 0;
+}
+
+int proxy_pods__sync(struct k8s_api *a, struct milometer_bpf *skel,
+		     struct proxy_pods_stats *st)
+{
+	static uint64_t seen_gen = UINT64_MAX;
+	static char root[PATH_MAX];
+	struct k8s_store *pods = k8s_api__store(a, "pods");
+	struct walk w = { .skel = skel, .root = root };
+	uint64_t gen;
+
+	if (!pods)
+		return -ENOENT;
+	gen = k8s_store__generation(pods);
+	/* a container whose cgroup is not there yet is retried every call */
+	if (gen == seen_gen && !st->missing)
+		return 0;
+	if (!root[0] && pod_cgroup__host_root("", root, sizeof(root))) {
+		root[0] = 0;
+		return -ENOENT;
+	}
+	k8s_store__foreach(pods, visit, &w);
+	seen_gen = gen;
+	*st = w.st;
+	return 0;
+}
