@@ -8,6 +8,8 @@
 #ifndef MM_CONN_BPF_H
 #define MM_CONN_BPF_H
 
+#include "vmlinux.h"
+
 #include "bpf/milometer.h"
 
 #define MM_SCRATCH      512 /* user bytes copied and scanned per window */

@@ -13,7 +13,11 @@
 #ifndef MM_HTTP_PARSE_BPF_H
 #define MM_HTTP_PARSE_BPF_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
 #include "bpf/conn.bpf.h"
+#include "bpf/maps.bpf.h"
 
 enum mm_bev {
 	BEV_NONE = 0,
