@@ -97,9 +97,58 @@ void hist_exp__reset(struct hist_exp *h, int32_t max_scale)
 	h->neg = neg;
 }
 
+static uint64_t width_max(uint8_t width)
+{
+	return width >= 8 ? UINT64_MAX : (1ULL << (8 * width)) - 1;
+}
+
+static uint64_t bget(const struct hist_exp_buckets *b, uint32_t i)
+{
+	return hist_exp__count_at(b->counts, b->width, i);
+}
+
+static void bset(struct hist_exp_buckets *b, uint32_t i, uint64_t v)
+{
+	switch (b->width) {
+	case 1: ((uint8_t *)b->counts)[i] = (uint8_t)v; break;
+	case 2: ((uint16_t *)b->counts)[i] = (uint16_t)v; break;
+	case 4: ((uint32_t *)b->counts)[i] = (uint32_t)v; break;
+	default: ((uint64_t *)b->counts)[i] = v; break;
+	}
+}
+
+/* Counts wide enough for v; returns bytes newly allocated or -ENOMEM. */
+static long widen_for(struct hist_exp_buckets *b, uint64_t v)
+{
+	uint8_t w = b->width;
+	void *p;
+
+	while (v > width_max(w))
+		w *= 2;
+	if (w == b->width)
+		return 0;
+	p = calloc(b->cap, w);
+	if (!p)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < b->n; i++) {
+		uint64_t c = bget(b, i);
+
+		switch (w) {
+		case 2: ((uint16_t *)p)[i] = (uint16_t)c; break;
+		case 4: ((uint32_t *)p)[i] = (uint32_t)c; break;
+		default: ((uint64_t *)p)[i] = c; break;
+		}
+	}
+	free(b->counts);
+	b->counts = p;
+	b->width = w;
+	return (long)b->cap * (w - (w / 2));
+}
+
 size_t hist_exp__free(struct hist_exp *h)
 {
-	size_t bytes = ((size_t)h->pos.cap + h->neg.cap) * sizeof(uint64_t);
+	size_t bytes = (size_t)h->pos.cap * h->pos.width +
+		       (size_t)h->neg.cap * h->neg.width;
 
 	free(h->pos.counts);
 	free(h->neg.counts);
@@ -108,33 +157,55 @@ size_t hist_exp__free(struct hist_exp *h)
 	return bytes;
 }
 
-static void buckets_downscale(struct hist_exp_buckets *b, int32_t change)
+/* Returns bytes newly allocated (wider counts) or -ENOMEM. */
+static long buckets_downscale(struct hist_exp_buckets *b, int32_t change)
 {
 	int64_t lo;
 	uint32_t i, j = 0;
+	long grown = 0, g;
 
 	if (!b->n)
-		return;
+		return 0;
 	lo = floor_shift(b->offset, change);
 	/* j <= i always, so an ascending in-place merge never clobbers */
 	for (i = 0; i < b->n; i++) {
-		uint64_t c = b->counts[i];
+		uint64_t c = bget(b, i), sum;
 
 		j = (uint32_t)(floor_shift((int64_t)b->offset + i, change) - lo);
-		b->counts[i] = 0;
-		b->counts[j] += c;
+		bset(b, i, 0);
+		sum = bget(b, j) + c;
+		if (sum > width_max(b->width)) {
+			g = widen_for(b, sum);
+			if (g < 0) {
+				/* keep the total right at the cost of the shape */
+				bset(b, j, width_max(b->width));
+				continue;
+			}
+			grown += g;
+		}
+		bset(b, j, sum);
 	}
 	b->n = j + 1;
 	b->offset = (int32_t)lo;
+	return grown;
+}
+
+/* Returns bytes newly allocated (merged counts may need wider ones). */
+static long downscale(struct hist_exp *h, int32_t change)
+{
+	long grown;
+
+	if (change <= 0)
+		return 0;
+	grown = buckets_downscale(&h->pos, change);
+	grown += buckets_downscale(&h->neg, change);
+	h->scale -= change;
+	return grown;
 }
 
 void hist_exp__downscale(struct hist_exp *h, int32_t change)
 {
-	if (change <= 0)
-		return;
-	buckets_downscale(&h->pos, change);
-	buckets_downscale(&h->neg, change);
-	h->scale -= change;
+	downscale(h, change);
 }
 
 /* How far the scale must drop for index idx to fit next to the others. */
@@ -175,38 +246,43 @@ static long buckets_make_room(struct hist_exp_buckets *b, int32_t idx,
 			hi = idx;
 	}
 	need = (uint32_t)(hi - lo + 1);
+	if (!b->width)
+		b->width = 1;
 	if (need > b->cap) {
-		uint64_t *p;
+		void *p;
 
 		cap = b->cap ? b->cap : 4;
 		while (cap < need)
 			cap *= 2;
 		if (cap > max_buckets)
 			cap = max_buckets > need ? max_buckets : need;
-		p = realloc(b->counts, (size_t)cap * sizeof(*p));
+		p = realloc(b->counts, (size_t)cap * b->width);
 		if (!p)
 			return -ENOMEM;
-		grown = (long)(cap - b->cap) * (long)sizeof(*p);
+		grown = (long)(cap - b->cap) * b->width;
 		b->counts = p;
 		b->cap = cap;
 	}
 	if (!b->n) {
 		b->offset = idx;
-		b->counts[0] = 0;
+		bset(b, 0, 0);
 		b->n = 1;
 		return grown;
 	}
 	if (lo < b->offset) {
+		char *c = b->counts;
+
 		shift = (uint32_t)(b->offset - lo);
-		memmove(b->counts + shift, b->counts, b->n * sizeof(uint64_t));
-		memset(b->counts, 0, shift * sizeof(uint64_t));
+		memmove(c + (size_t)shift * b->width, c, (size_t)b->n * b->width);
+		memset(c, 0, (size_t)shift * b->width);
 		b->n += shift;
 		b->offset = (int32_t)lo;
 	}
 	if (hi >= (int64_t)b->offset + b->n) {
 		uint32_t n = (uint32_t)(hi - b->offset + 1);
 
-		memset(b->counts + b->n, 0, (n - b->n) * sizeof(uint64_t));
+		memset((char *)b->counts + (size_t)b->n * b->width, 0,
+		       (size_t)(n - b->n) * b->width);
 		b->n = n;
 	}
 	return grown;
@@ -217,7 +293,8 @@ long hist_exp__observe(struct hist_exp *h, double v, uint32_t max_buckets)
 	struct hist_exp_buckets *b;
 	int64_t idx;
 	int32_t change;
-	long grown = 0;
+	long grown = 0, g;
+	uint64_t c;
 
 	if (!isfinite(v))
 		return 0;
@@ -228,13 +305,21 @@ long hist_exp__observe(struct hist_exp *h, double v, uint32_t max_buckets)
 		idx = hist_exp__index(fabs(v), h->scale);
 		change = needed_change(b, idx, h->scale, max_buckets);
 		if (change) {
-			hist_exp__downscale(h, change);
+			grown = downscale(h, change);
 			idx = floor_shift(idx, change);
 		}
-		grown = buckets_make_room(b, (int32_t)idx, max_buckets);
-		if (grown < 0)
-			return grown;
-		b->counts[idx - b->offset]++;
+		g = buckets_make_room(b, (int32_t)idx, max_buckets);
+		if (g < 0)
+			return g;
+		grown += g;
+		c = bget(b, (uint32_t)(idx - b->offset)) + 1;
+		if (c > width_max(b->width)) {
+			g = widen_for(b, c);
+			if (g < 0)
+				return g;
+			grown += g;
+		}
+		bset(b, (uint32_t)(idx - b->offset), c);
 	} else {
 		h->zero_count++;
 	}

@@ -8,7 +8,10 @@
  * index range of a sign would exceed max_buckets.
  *
  * The struct lives inline in a series block; only the bucket arrays are
- * separate allocations, grown on demand up to max_buckets.
+ * separate allocations, grown on demand up to max_buckets. Counts start one
+ * byte wide and widen (2, 4, 8 bytes) when one would overflow, as the OTel
+ * SDKs' adaptive counters do: 160 buckets of small counts take 160 bytes,
+ * not 1280.
  */
 #ifndef MM_EXPORTER_HIST_EXP_H
 #define MM_EXPORTER_HIST_EXP_H
@@ -24,8 +27,21 @@ struct hist_exp_buckets {
 	int32_t offset;   /* bucket index of counts[0] */
 	uint32_t n;       /* counts in use */
 	uint32_t cap;     /* counts allocated */
-	uint64_t *counts;
+	uint8_t width;    /* bytes per count: 1, 2, 4 or 8; 0 before any */
+	void *counts;     /* read with hist_exp__count_at() */
 };
+
+/* Count i of an array of width-byte counts. */
+static inline uint64_t hist_exp__count_at(const void *counts, uint8_t width,
+					  size_t i)
+{
+	switch (width) {
+	case 1: return ((const uint8_t *)counts)[i];
+	case 2: return ((const uint16_t *)counts)[i];
+	case 4: return ((const uint32_t *)counts)[i];
+	default: return ((const uint64_t *)counts)[i];
+	}
+}
 
 struct hist_exp {
 	uint64_t count;

@@ -129,10 +129,12 @@ struct mhist_exp_view {
 	int32_t scale;
 	uint64_t zero_count;
 	int32_t pos_offset;
-	const uint64_t *pos_counts;
+	const void *pos_counts;  /* hist_exp__count_at(pos_counts, pos_width, i) */
+	uint8_t pos_width;
 	size_t pos_n;
 	int32_t neg_offset;
-	const uint64_t *neg_counts;
+	const void *neg_counts;
+	uint8_t neg_width;
 	size_t neg_n;
 };
 

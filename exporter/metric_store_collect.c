@@ -123,9 +123,11 @@ static void fill_point(struct mstore *s, struct mmetric *m, struct mseries *ser,
 		x->zero_count = h->zero_count;
 		x->pos_offset = h->pos.offset;
 		x->pos_counts = h->pos.counts;
+		x->pos_width = h->pos.width;
 		x->pos_n = h->pos.n;
 		x->neg_offset = h->neg.offset;
 		x->neg_counts = h->neg.counts;
+		x->neg_width = h->neg.width;
 		x->neg_n = h->neg.n;
 		p->exp_h = x;
 	} else {

@@ -2,6 +2,7 @@
 /* Store points -> OTLP Metric messages; see otlp_metric.h. */
 #include <errno.h>
 
+#include "exporter/hist_exp.h"
 #include "exporter/otlp_metric.h"
 
 static otlp_pb_kv **attrs_from_labels(struct otlp_arena *a,
@@ -134,9 +135,11 @@ static int add_explicit_points(struct otlp_arena *a,
 }
 
 static otlp_pb_exp_buckets *exp_buckets(struct otlp_arena *a, int32_t offset,
-					const uint64_t *counts, size_t n)
+					const void *counts, uint8_t width,
+					size_t n)
 {
 	otlp_pb_exp_buckets *b;
+	uint64_t *c;
 
 	b = OTLP_ANEW(
 		a, otlp_pb_exp_buckets,
@@ -146,10 +149,12 @@ static otlp_pb_exp_buckets *exp_buckets(struct otlp_arena *a, int32_t offset,
 	b->offset = offset;
 	b->n_bucket_counts = n;
 	if (n) {
-		b->bucket_counts =
-			otlp_arena__dup(a, counts, n * sizeof(uint64_t));
-		if (!b->bucket_counts)
+		c = otlp_arena__alloc(a, n * sizeof(uint64_t));
+		if (!c)
 			return NULL;
+		for (size_t i = 0; i < n; i++)
+			c[i] = hist_exp__count_at(counts, width, i);
+		b->bucket_counts = c;
 	}
 	return b;
 }
@@ -177,9 +182,11 @@ static int add_exp_points(struct otlp_arena *a, const struct mmetric_desc *d,
 			dp[i].scale = h->scale;
 			dp[i].zero_count = h->zero_count;
 			dp[i].positive = exp_buckets(a, h->pos_offset,
-						     h->pos_counts, h->pos_n);
+						     h->pos_counts, h->pos_width,
+						     h->pos_n);
 			dp[i].negative = exp_buckets(a, h->neg_offset,
-						     h->neg_counts, h->neg_n);
+						     h->neg_counts, h->neg_width,
+						     h->neg_n);
 			if (!dp[i].positive || !dp[i].negative)
 				return -ENOMEM;
 		}

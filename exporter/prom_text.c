@@ -257,7 +257,7 @@ static int write_exponential(struct writer *w, const char *name,
 
 	/* most negative first: bucket i holds [-base^(i+1), -base^i) */
 	for (i = h->neg_n; i-- > 0;) {
-		cum += h->neg_counts[i];
+		cum += hist_exp__count_at(h->neg_counts, h->neg_width, i);
 		le = -hist_exp__lower_boundary(h->neg_offset + (int32_t)i,
 					       h->scale);
 		if (!(le > last) || le == 0)
@@ -275,7 +275,7 @@ static int write_exponential(struct writer *w, const char *name,
 			return err;
 	}
 	for (i = 0; i < h->pos_n; i++) {
-		cum += h->pos_counts[i];
+		cum += hist_exp__count_at(h->pos_counts, h->pos_width, i);
 		le = hist_exp__lower_boundary(h->pos_offset + (int32_t)i + 1,
 					      h->scale);
 		if (!(le > last) || isinf(le))

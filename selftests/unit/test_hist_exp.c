@@ -95,7 +95,7 @@ TEST(hist_exp_downscale)
 	ASSERT_EQ(h.scale, 3);
 	ASSERT_TRUE(h.pos.n <= 160);
 	for (i = 0; i < h.pos.n; i++)
-		total += h.pos.counts[i];
+		total += hist_exp__count_at(h.pos.counts, h.pos.width, i);
 	ASSERT_EQ(total, 1000);
 	/* each bucket holds exactly the integers in (lb(i), lb(i+1)] */
 	for (i = 0; i < h.pos.n; i++) {
@@ -106,7 +106,7 @@ TEST(hist_exp_downscale)
 
 		for (v = 1; v <= 1000; v++)
 			want += v > lo && v <= hi;
-		ASSERT_EQ(h.pos.counts[i], want);
+		ASSERT_EQ(hist_exp__count_at(h.pos.counts, h.pos.width, i), want);
 	}
 	ASSERT_NEAR(h.min, 1, 0);
 	ASSERT_NEAR(h.max, 1000, 0);
@@ -123,8 +123,8 @@ TEST(hist_exp_downscale)
 	ASSERT_EQ(h.scale, -1);
 	ASSERT_EQ(h.pos.offset, -1);
 	ASSERT_EQ(h.pos.n, 2);
-	ASSERT_EQ(h.pos.counts[0], 2);
-	ASSERT_EQ(h.pos.counts[1], 2);
+	ASSERT_EQ(hist_exp__count_at(h.pos.counts, h.pos.width, 0), 2);
+	ASSERT_EQ(hist_exp__count_at(h.pos.counts, h.pos.width, 1), 2);
 	hist_exp__free(&h);
 }
 
@@ -142,7 +142,7 @@ TEST(hist_exp_zero_negative_nonfinite)
 	ASSERT_EQ(h.count, 4);
 	ASSERT_EQ(h.zero_count, 1);
 	ASSERT_EQ(h.neg.n, 1);
-	ASSERT_EQ(h.neg.counts[0], 2);
+	ASSERT_EQ(hist_exp__count_at(h.neg.counts, h.neg.width, 0), 2);
 	ASSERT_EQ(h.neg.offset, hist_exp__index(2, 20));
 	ASSERT_EQ(h.pos.offset, h.neg.offset);
 	ASSERT_NEAR(h.min, -2, 0);
@@ -186,7 +186,7 @@ static double bucket_quantile(const struct hist_exp *h, uint64_t k)
 	uint32_t i;
 
 	for (i = 0; i < h->pos.n; i++) {
-		cum += h->pos.counts[i];
+		cum += hist_exp__count_at(h->pos.counts, h->pos.width, i);
 		if (cum >= k)
 			return hist_exp__lower_boundary(h->pos.offset +
 							(int32_t)i + 1,
@@ -242,4 +242,62 @@ TEST(hist_exp_quantiles_lognormal_and_bimodal)
 	check_quantiles("bimodal", x, n);
 out:
 	free(x);
+}
+
+/*
+ * Adaptive counter width: counts start one byte wide and widen, exactly,
+ * when a bucket passes 255, 65535 and 2^32 - 1, also when a downscale
+ * merges two buckets past the width; 160 buckets of small counts stay
+ * under 1 KiB (the OTel SDKs' adaptive counters).
+ */
+TEST(hist_exp_adaptive_width)
+{
+	struct hist_exp h;
+	long bytes = 0, r;
+	uint64_t total = 0;
+
+	hist_exp__init(&h, HIST_EXP_MAX_SCALE);
+	for (int i = 0; i < 70000; i++) {
+		r = hist_exp__observe(&h, 3.0, 160);
+		ASSERT_TRUE((r) >= 0);
+		bytes += r;
+		if (i == 254)
+			ASSERT_EQ(h.pos.width, 1); /* 255 fits a byte */
+		if (i == 255)
+			ASSERT_EQ(h.pos.width, 2); /* 256 does not */
+	}
+	ASSERT_EQ(h.pos.n, 1);
+	ASSERT_EQ(h.pos.width, 4); /* 70000 > 65535 */
+	ASSERT_EQ(hist_exp__count_at(h.pos.counts, h.pos.width, 0), 70000);
+	ASSERT_EQ(bytes, (long)(h.pos.cap * h.pos.width));
+	hist_exp__free(&h);
+
+	/* two buckets of 200 merged by a downscale: 400 needs 2 bytes */
+	hist_exp__init(&h, 0);
+	for (int i = 0; i < 200; i++) {
+		ASSERT_TRUE((hist_exp__observe(&h, 3.0, 160)) >= 0);   /* (2, 4] */
+		ASSERT_TRUE((hist_exp__observe(&h, 1.5, 160)) >= 0);   /* (1, 2] */
+	}
+	ASSERT_EQ(h.pos.width, 1);
+	hist_exp__downscale(&h, 1);
+	for (uint32_t i = 0; i < h.pos.n; i++)
+		total += hist_exp__count_at(h.pos.counts, h.pos.width, i);
+	ASSERT_EQ(total, 400);
+	ASSERT_TRUE((h.pos.width) >= 2);
+	hist_exp__free(&h);
+
+	/* every one of 160 buckets used, counts < 256: 160 bytes of counts */
+	hist_exp__init(&h, 4);
+	bytes = 0;
+	for (int i = 0; i < 160; i++)
+		for (int k = 0; k < 3; k++) {
+			r = hist_exp__observe(&h, pow(2, (i + 0.5) / 16.0), 160);
+			ASSERT_TRUE((r) >= 0);
+			bytes += r;
+		}
+	ASSERT_EQ(h.pos.n, 160);
+	ASSERT_EQ(h.scale, 4);
+	ASSERT_EQ(h.pos.width, 1);
+	ASSERT_TRUE((bytes + (long)sizeof(h)) <= 1024);
+	hist_exp__free(&h);
 }
