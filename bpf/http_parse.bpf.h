@@ -327,8 +327,16 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 			p->state = PS_VALUE;
 			return 0;
 		}
-		if (ch == '\n')
-			return garbage(x, i);
+		/*
+		 * A line without ':' (invalid, RFC 9112 5.1): nginx answers
+		 * 400 to it, so the request is still an exchange; the word
+		 * path (line_start) skips such lines too, so any split of the
+		 * bytes parses the same.
+		 */
+		if (ch == '\n') {
+			p->state = PS_LINE;
+			return 0;
+		}
 		if (p->name_len < MM_NAME_MAX)
 			*IDX(p->name, p->name_len, 32) = lower(ch);
 		if (p->name_len < 255)
