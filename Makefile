@@ -4,6 +4,7 @@
 #   make demo       run the agent against a real local nginx with example CRDs
 #   make check      unit tests + BPF/integration tests (root)
 #   make unit       unit tests only (no root)
+#   make bpf-tests  build bin/bpf_tests: the BPF parser run by BPF_PROG_TEST_RUN (root)
 #   make bench      agent on/off benchmark, encode/memory figures
 #   make V=1 ...    show the commands
 
@@ -167,3 +168,34 @@ clean:
 	$(Q)rm -rf $(OUTPUT) $(BIN)
 
 -include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d $(OUTPUT)/*/*/*/*.d)
+
+# --- BPF program tests (selftests/bpf) ------------------------------------
+# The data path's headers compiled into a test object whose raw_tp programs
+# BPF_PROG_TEST_RUN runs on inputs from user space (as the kernel's
+# tools/testing/selftests/bpf/prog_tests do). Needs root; see check.sh.
+BPFTEST_OUT := $(OUTPUT)/selftests/bpf
+BPFTEST_SRCS := $(sort $(wildcard selftests/bpf/*.c))
+BPFTEST_O := $(patsubst %.c,$(OUTPUT)/%.o,$(BPFTEST_SRCS))
+
+.PHONY: bpf-tests
+bpf-tests: deps-check $(BIN)/bpf_tests
+
+check: $(BIN)/bpf_tests
+
+$(BPFTEST_OUT)/%.bpf.o: selftests/bpf/progs/%.bpf.c $(wildcard bpf/*.h) | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp
+	$(Q)rm -f $@.tmp
+
+$(BPFTEST_OUT)/%.skel.h: $(BPFTEST_OUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .,_,$*)_bpf > $@
+
+$(BPFTEST_O): $(BPFTEST_OUT)/parse_test.skel.h
+
+$(BIN)/bpf_tests: $(BPFTEST_O) $(OUTPUT)/selftests/unit/test_main.o $(OUTPUT)/libpolicy.a | $(BIN)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(BPFTEST_O) $(OUTPUT)/selftests/unit/test_main.o \
+		$(OUTPUT)/libpolicy.a -lbpf -lelf -lyaml -lz -lm -o $@
