@@ -44,7 +44,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		return 0;
 	d = &fx_ev[fx_nev++];
 	memset(d, 0, sizeof(*d));
-	memcpy(d, data, size < sizeof(*d) ? size : sizeof(*d));
+	memcpy(d->raw, data, size < sizeof(d->raw) ? size : sizeof(d->raw));
 	return 0;
 }
 

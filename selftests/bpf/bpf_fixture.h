@@ -17,10 +17,14 @@
 
 #define FX_EVENTS_MAX 4096
 
+/* An event as submitted: struct mm_http_event, then head[] for MM_EVT_HEAD
+ * (a struct with a flexible array is no member: clang -Werror says so). */
 struct fx_event {
-	struct mm_http_event e;
-	char head[MM_HEAD_MAX];
-};
+	char raw[sizeof(struct mm_http_event) + MM_HEAD_MAX];
+} __attribute__((aligned(8)));
+
+#define FX_EV(i) ((const struct mm_http_event *)fx_ev[i].raw)
+#define FX_HEAD(i) (fx_ev[i].raw + sizeof(struct mm_http_event))
 
 /* Events drained so far in this test (fx_reset() clears them). */
 extern struct fx_event fx_ev[FX_EVENTS_MAX];

@@ -17,7 +17,7 @@
 
 #define S(lit) lit, sizeof(lit) - 1
 #define OK(call) ASSERT_EQ((call), 0)
-#define EV(i) (&fx_ev[i].e)
+#define EV(i) FX_EV(i)
 
 #define REQ_GET "GET /a HTTP/1.1\r\nHost: x.test\r\n\r\n"
 #define RESP_200 "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"

@@ -23,7 +23,7 @@
 #include "selftests/unit/test_route_data.h"
 
 #define OK(call) ASSERT_EQ((call), 0)
-#define EV(i) (&fx_ev[i].e)
+#define EV(i) FX_EV(i)
 #define GEN 7
 
 enum bpf_says { KERNEL, DEFER };
@@ -182,6 +182,7 @@ static void run_cases(void)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct rcase *c = &cases[i];
 		const struct mm_http_event *ex = NULL, *hd = NULL;
+		const char *hdbytes = NULL;
 		struct route_result res;
 		struct http_req req;
 		size_t n = head_of(c, head, sizeof(head));
@@ -192,10 +193,12 @@ static void run_cases(void)
 		OK(fx_buf(0, 0, resp, sizeof(resp) - 1));
 		fx_drain();
 		for (int k = 0; k < fx_nev; k++) {
-			if (fx_ev[k].e.type == MM_EVT_EXCHANGE)
-				ex = &fx_ev[k].e;
-			else if (fx_ev[k].e.type == MM_EVT_HEAD)
-				hd = &fx_ev[k].e;
+			if (FX_EV(k)->type == MM_EVT_EXCHANGE)
+				ex = FX_EV(k);
+			else if (FX_EV(k)->type == MM_EVT_HEAD) {
+				hd = FX_EV(k);
+				hdbytes = FX_HEAD(k);
+			}
 		}
 		ASSERT_TRUE(ex != NULL, "case \"%s\": no exchange event", c->what);
 		ASSERT_EQ(ex->route_gen, GEN);
@@ -208,9 +211,9 @@ static void run_cases(void)
 				    c->what);
 			ASSERT_EQ(hd->req_seq, ex->req_seq);
 			ASSERT_EQ(hd->head_len, n);
-			ASSERT_TRUE(!memcmp(((struct fx_event *)hd)->head, head, n));
+			ASSERT_TRUE(!memcmp(hdbytes, head, n));
 			ASSERT_EQ(route_match__lookup_head(
-					  table, ((struct fx_event *)hd)->head,
+					  table, hdbytes,
 					  hd->head_len, false, &res), 0);
 			answer(res.route_id, res.rule_idx, got, sizeof(got));
 		} else {
