@@ -287,7 +287,8 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 			p->tok_len++;
 			return 0;
 		}
-		if (p->tok_len != 3)
+		/* 000-099 are no status (RFC 9110 15): a 0 would read as "aborted" */
+		if (p->tok_len != 3 || p->tok < 100)
 			return garbage(x, i);
 		p->state = ch == '\n' ? PS_LINE : PS_SREASON;
 		return 0;

@@ -625,3 +625,31 @@ TEST(bpf_parse_oversize_head)
 	ASSERT_EQ(exchange(req, MM_HEAD_MAX, MM_HEAD_MAX, S(RESP_200), 1000), 1);
 	ASSERT_EQ(EV(0)->flags, 0);
 }
+
+/*
+ * A status line whose code is below 100 is not HTTP (RFC 9110 15): the
+ * request is reported aborted, never as a completed exchange with status
+ * 0 or 11 (found by fuzz_bpf_parser).
+ */
+TEST(bpf_parse_status_below_100)
+{
+	static const char *bad[] = {
+		"HTTP/1.1 000 Zero\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 011 X\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 099\r\n\r\n",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT_EQ(exchange(S(REQ_GET), 100, bad[i], strlen(bad[i]), 100), 0);
+		OK(fx_close(0));
+		ASSERT_EQ(fx_drain(), 1);
+		ASSERT_EQ(EV(0)->status, 0);
+		ASSERT_TRUE(EV(0)->flags & MM_EV_ABORTED);
+		ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 1);
+	}
+	/* 100 itself is interim, 999 a (strange) final status */
+	ASSERT_EQ(exchange(S(REQ_GET), 100,
+			   S("HTTP/1.1 100 C\r\n\r\nHTTP/1.1 999 X\r\nContent-Length: 0\r\n\r\n"),
+			   100), 1);
+	ASSERT_EQ(EV(0)->status, 999);
+}
