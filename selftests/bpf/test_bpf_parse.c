@@ -653,3 +653,33 @@ TEST(bpf_parse_status_below_100)
 			   100), 1);
 	ASSERT_EQ(EV(0)->status, 999);
 }
+
+/*
+ * Garbage inside a chunked request body ends the request stream, but that
+ * request's head was complete: the proxy answers it, and it is reported,
+ * tracked or past the pipeline depth (found by fuzz_bpf_parser: the
+ * untracked one was dropped without a trace).
+ */
+TEST(bpf_parse_garbage_in_chunked_body)
+{
+	static const char post[] = "POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+	char buf[4096];
+	size_t n;
+
+	for (int depth = 1; depth <= MM_PIPELINE_DEPTH + 1; depth += MM_PIPELINE_DEPTH) {
+		OK(fx_reset());
+		OK(fx_open(0, MM_ROLE_UNKNOWN));
+		n = pipeline(buf, sizeof(buf), 0, depth - 1);
+		memcpy(buf + n, post, sizeof(post) - 1);
+		OK(fx_buf(0, 1, buf, n + sizeof(post) - 1));
+		ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 1);
+		for (int i = 0; i < depth; i++)
+			OK(respond(0, 400 + i));
+		ASSERT_EQ(fx_drain(), depth);
+		ASSERT_EQ(EV(depth - 1)->status, 400 + depth - 1);
+		ASSERT_EQ(EV(depth - 1)->flags,
+			  depth > MM_PIPELINE_DEPTH ? MM_EV_UNTRACKED : 0);
+		OK(fx_close(0));
+		ASSERT_EQ(fx_drain(), depth);
+	}
+}
