@@ -6,6 +6,7 @@
 #   make unit       unit tests only (no root)
 #   make bpf-tests  build bin/bpf_tests: the BPF parser run by BPF_PROG_TEST_RUN (root)
 #   make bench      agent on/off benchmark, encode/memory figures
+#   make kernel-matrix  the agent on Debian 12's 6.1 kernel (qemu) and the host's
 #   make V=1 ...    show the commands
 
 OUTPUT   := .output
@@ -26,7 +27,10 @@ endif
 
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo 0.1.0)
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
+# `override`: `make CFLAGS=-O0` replaces the optimisation flags, never the
+# warnings, includes and defines the tree needs (a plain += is ignored for a
+# variable set on the command line).
+override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 	    -Wno-missing-field-initializers -D_GNU_SOURCE \
 	    -I. -I$(OUTPUT) -DMM_VERSION='"$(VERSION)"'
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
@@ -35,7 +39,9 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 # policy/ and exporter/ never link libbpf: they are unit-tested without root.
 POLICY_SRCS   := $(sort $(wildcard policy/*/*.c))
 EXPORTER_SRCS := $(sort $(wildcard exporter/*.c))
-AGENT_SRCS    := $(sort $(wildcard agent/*.c))
+AGENT_SRCS    := $(sort $(wildcard agent/*.c agent/h2/*.c agent/tls/*.c))
+# the Kubernetes API client: no libbpf, linked into the agent, tools, tests
+K8S_SRCS      := $(sort $(wildcard agent/k8s/*.c))
 BPF_SRCS      := $(sort $(wildcard bpf/*.bpf.c))
 UNIT_SRCS     := $(sort $(wildcard selftests/unit/*.c))
 TOOL_SRCS     := $(sort $(wildcard selftests/tools/*.c))
@@ -49,6 +55,7 @@ PROTO_O   := $(PROTO_C:.c=.o)
 POLICY_O  := $(patsubst %.c,$(OUTPUT)/%.o,$(POLICY_SRCS))
 EXPORTER_O:= $(patsubst %.c,$(OUTPUT)/%.o,$(EXPORTER_SRCS)) $(PROTO_O)
 AGENT_O   := $(patsubst %.c,$(OUTPUT)/%.o,$(AGENT_SRCS))
+K8S_O     := $(patsubst %.c,$(OUTPUT)/%.o,$(K8S_SRCS))
 BPF_O     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 UNIT_O    := $(patsubst %.c,$(OUTPUT)/%.o,$(UNIT_SRCS))
@@ -56,43 +63,72 @@ TOOLLIB_O := $(patsubst %.c,$(OUTPUT)/%.o,$(TOOLLIB_SRCS))
 TOOLS     := $(patsubst selftests/tools/%.c,$(BIN)/%,$(TOOL_SRCS))
 BENCHES   := $(patsubst selftests/bench/%.c,$(BIN)/%,$(BENCH_SRCS))
 # agent objects with no libbpf, unit-tested like policy/ and exporter/
-AGENT_PURE_O := $(OUTPUT)/agent/deferred.o
+AGENT_PURE_O := $(OUTPUT)/agent/deferred.o $(OUTPUT)/agent/aggregate.o \
+		$(OUTPUT)/agent/options.o $(OUTPUT)/agent/features.o \
+		$(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/h2/*.c agent/tls/*.c)))
 # agent objects a bench tool may link: everything but main()
 AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))
 
-PURE_LIBS  := -lyaml -lcurl -lprotobuf-c -lmicrohttpd -lz -lm -lpthread
+PURE_LIBS  := -ljson-c -lcrypto -lyaml -lcurl -lprotobuf-c -lmicrohttpd -luuid -lz -lm -lpthread \
+	      -lnghttp2 -lelf -lcapstone
 AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
 
 # Generated sources (protoc-c, skeletons) are never "intermediate": deleting
 # them makes parallel and later builds race for them.
 .SECONDARY:
+# A recipe that fails leaves no half-written target (skeleton, .pb-c.c) that
+# a later make would take as up to date.
+.DELETE_ON_ERROR:
+
+# Dependency installation is one step, a stamp every generated file and
+# object waits for (order-only, as libbpf-bootstrap orders libbpf and
+# bpftool before any object): `make -jN` on a fresh machine never runs
+# protoc-c or clang before their packages are there. The goals that run
+# things (check, demo, bench, integration, deps) install the run packages
+# in that same step, so no two apt-gets ever race for the dpkg lock.
+ifneq ($(filter check demo bench integration deps,$(MAKECMDGOALS)),)
+DEPS_STAMP ?= $(OUTPUT)/.deps-all
+else
+DEPS_STAMP ?= $(OUTPUT)/.deps-build
+endif
 
 .PHONY: all deps demo check unit integration bench fuzz format vmlinux \
-	install clean
+	install clean kernel-matrix build-all other-cc
 .DEFAULT_GOAL := all
 
-all: deps-check $(BIN)/milometer $(TOOLS)
+all: $(BIN)/milometer $(TOOLS)
+
+# Everything that compiles: what `make check` builds with the second compiler.
+build-all: all $(BIN)/unit_tests $(BENCHES)
 
 # Install missing Debian packages when root; otherwise say what is missing.
-deps:
-	$(Q)deploy/install-deps.sh
+deps: $(DEPS_STAMP)
 
-deps-check:
+$(OUTPUT)/.deps-build: deploy/install-deps.sh
+	$(call msg,DEPS,build packages)
+	$(Q)mkdir -p $(@D)
 	$(Q)deploy/install-deps.sh --build-only
+	$(Q)touch $@
+
+$(OUTPUT)/.deps-all: deploy/install-deps.sh
+	$(call msg,DEPS,build + test + demo packages)
+	$(Q)mkdir -p $(@D)
+	$(Q)deploy/install-deps.sh
+	$(Q)touch $@ $(OUTPUT)/.deps-build
 
 $(OUTPUT) $(BIN) $(OUTPUT)/policy $(OUTPUT)/exporter $(OUTPUT)/agent \
 $(OUTPUT)/selftests/unit:
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/%.pb-c.c $(OUTPUT)/%.pb-c.h: exporter/%.proto | $(OUTPUT)
+$(OUTPUT)/%.pb-c.c $(OUTPUT)/%.pb-c.h: exporter/%.proto | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,PROTOC,$<)
 	$(Q)$(PROTOC_C) --proto_path=exporter --c_out=$(OUTPUT) $<
 
-$(OUTPUT)/%.pb-c.o: $(OUTPUT)/%.pb-c.c
+$(OUTPUT)/%.pb-c.o: $(OUTPUT)/%.pb-c.c | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -I$(OUTPUT) -c $< -o $@
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(OUTPUT)
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
 	$(Q)$(BPFTOOL) gen object $@ $@.tmp
@@ -103,7 +139,7 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .,_,$*)_bpf > $@
 
 # Every C object depends on generated headers so the first build is ordered.
-$(OUTPUT)/%.o: %.c $(PROTO_C) | $(OUTPUT)
+$(OUTPUT)/%.o: %.c $(PROTO_C) | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
@@ -114,46 +150,83 @@ $(OUTPUT)/libpolicy.a: $(POLICY_O)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(OUTPUT)/libk8s.a: $(K8S_O)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 $(OUTPUT)/libexporter.a: $(EXPORTER_O)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BIN)/milometer: $(AGENT_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
+$(BIN)/milometer: $(AGENT_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(AGENT_O) $(OUTPUT)/libpolicy.a \
+	$(Q)$(CC) $(CFLAGS) $(AGENT_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
 		$(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@.tmp
 	$(Q)mv -f $@.tmp $@ # a running agent keeps its (old) inode
 
-$(BIN)/unit_tests: $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
+# The runner's own cases (one test of each outcome), run by test_runner.c.
+$(BIN)/unit_runner_cases: $(OUTPUT)/selftests/unit/runner/runner_cases.o \
+		$(OUTPUT)/selftests/unit/test_main.o | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libpolicy.a \
+	$(Q)$(CC) $(CFLAGS) $^ -o $@
+
+$(BIN)/unit_tests: $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP) $(BIN)/unit_runner_cases
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
 		$(OUTPUT)/libexporter.a $(PURE_LIBS) -o $@
 
-$(BIN)/%: selftests/tools/%.c $(TOOLLIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
+$(BIN)/%: selftests/tools/%.c $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(TOOLLIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
+	$(Q)$(CC) $(CFLAGS) $< $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
 		$(PURE_LIBS) -o $@
 
-# Benchmark tools link the agent's objects too (they measure its hot paths).
-$(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN)
+# h2_decode runs the agent's libbpf-free HTTP/2 decoder over recorded
+# connections (issue 12): it links agent/h2/ and libnghttp2.
+H2_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/h2/*.c)))
+$(BIN)/h2_decode: selftests/tools/h2_decode.c $(H2_O) | $(BIN)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(AGENT_LIB_O) $(OUTPUT)/libpolicy.a \
+	$(Q)$(CC) $(CFLAGS) $< $(H2_O) -lnghttp2 -o $@
+
+# tls_discover prints what TLS capture would hook in a process (issue 12).
+TLS_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/tls/*.c)))
+$(BIN)/tls_discover: selftests/tools/tls_discover.c $(TLS_O) | $(BIN)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $< $(TLS_O) -lelf -lcapstone -o $@
+
+# Benchmark tools link the agent's objects too (they measure its hot paths).
+$(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $< $(AGENT_LIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
 		$(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@
 
-unit: deps-check $(BIN)/unit_tests
+unit: $(BIN)/unit_tests
 	$(Q)$(BIN)/unit_tests $(T)
 
-integration: all
+integration: all | $(DEPS_STAMP)
 	$(Q)selftests/integration/run.sh $(T)
 
-check: deps all $(BIN)/unit_tests
+# The tree must compile cleanly with gcc and with clang (a fresh Debian's cc
+# may be either): check builds everything a second time with the compiler
+# that $(CC) is not, into its own output dir. Both are build packages.
+other-cc: | $(DEPS_STAMP)
+	$(Q)if $(CC) --version 2>/dev/null | grep -qi clang; then o=gcc; else o=clang; fi; \
+	command -v $$o >/dev/null || { echo "make check also builds with $$o, which is missing: run deploy/install-deps.sh as root (or remove $(DEPS_STAMP) and make check again)" >&2; exit 1; }; \
+	printf '  %-8s %s\n' OTHER-CC "build-all with $$o in $(OUTPUT)/cc-$$o"; \
+	$(MAKE) --no-print-directory CC=$$o OUTPUT=$(OUTPUT)/cc-$$o \
+		BIN=$(OUTPUT)/cc-$$o/bin DEPS_STAMP=$(DEPS_STAMP) build-all
+
+check: all $(BIN)/unit_tests other-cc | $(DEPS_STAMP)
 	$(Q)selftests/check.sh
 
-demo: deps all
+demo: all | $(DEPS_STAMP)
 	$(Q)deploy/demo.sh
 
-bench: deps all $(BIN)/unit_tests $(BENCHES)
+bench: all $(BENCHES) | $(DEPS_STAMP)
 	$(Q)selftests/bench/run.sh
+
+# KERNEL_MATRIX_QUICK=1 for the bounded run `make check` does
+kernel-matrix: deps all
+	$(Q)selftests/kernel/run.sh
 
 vmlinux:
 	$(Q)vmlinux/gen-vmlinux.sh $(ARCH)
@@ -167,7 +240,8 @@ install: all
 clean:
 	$(Q)rm -rf $(OUTPUT) $(BIN)
 
--include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d $(OUTPUT)/*/*/*/*.d)
+# (not the second compiler's tree in $(OUTPUT)/cc-*: its sub-make reads it)
+-include $(filter-out $(OUTPUT)/cc-%,$(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d $(OUTPUT)/*/*/*/*.d))
 
 # --- BPF program tests (selftests/bpf) ------------------------------------
 # The data path's headers compiled into a test object whose raw_tp programs
@@ -178,11 +252,11 @@ BPFTEST_SRCS := $(sort $(wildcard selftests/bpf/*.c))
 BPFTEST_O := $(patsubst %.c,$(OUTPUT)/%.o,$(BPFTEST_SRCS))
 
 .PHONY: bpf-tests
-bpf-tests: deps-check $(BIN)/bpf_tests
+bpf-tests: $(BIN)/bpf_tests
 
 check: $(BIN)/bpf_tests
 
-$(BPFTEST_OUT)/%.bpf.o: selftests/bpf/progs/%.bpf.c $(wildcard bpf/*.h) | $(OUTPUT)
+$(BPFTEST_OUT)/%.bpf.o: selftests/bpf/progs/%.bpf.c $(wildcard bpf/*.h) | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
@@ -195,10 +269,11 @@ $(BPFTEST_OUT)/%.skel.h: $(BPFTEST_OUT)/%.bpf.o
 
 $(BPFTEST_O): $(BPFTEST_OUT)/parse_test.skel.h
 
-$(BIN)/bpf_tests: $(BPFTEST_O) $(OUTPUT)/selftests/unit/test_main.o $(OUTPUT)/libpolicy.a | $(BIN)
+$(BIN)/bpf_tests: $(BPFTEST_O) $(OUTPUT)/selftests/unit/test_main.o $(OUTPUT)/libpolicy.a \
+		$(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(BPFTEST_O) $(OUTPUT)/selftests/unit/test_main.o \
-		$(OUTPUT)/libpolicy.a -lbpf -lelf -lyaml -lz -lm -o $@
+		$(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@
 
 # --- libFuzzer: the BPF parsing headers as user-space C (selftests/fuzz) ---
 # Kept apart for the lead to merge into h8's `make fuzz`. clang only (libFuzzer

@@ -20,12 +20,15 @@
 #include <bpf/libbpf.h>
 
 #include "agent/agent.h"
+#include "agent/features.h"
 #include "agent/aggregate.h"
 #include "agent/ctl.h"
 #include "agent/loader.h"
 #include "agent/route_sync.h"
 #include "agent/self_metrics.h"
+#include "agent/state.h"
 #include "agent/targets.h"
+#include "agent/k8s/api_source.h"
 #include "exporter/metric_store.h"
 #include "exporter/otlp_encode.h"
 #include "exporter/otlp_sender.h"
@@ -33,28 +36,13 @@
 #include "milometer.skel.h"
 #include "policy/contract/cluster_id.h"
 #include "policy/contract/contract.h"
+#include "policy/contract/contract_reload.h"
 #include "policy/source/manifest_source.h"
 #include "policy/contract/policy_engine.h"
 #include "policy/gateway/route_compile.h"
 
 #define OTLP_MAX_POINTS 20000 /* points per request: well under 20 MiB */
 #define DRAIN_MS 50             /* ring buffer read at least this often */
-
-uint64_t agent__mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-uint64_t agent__real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 static int on_event(void *ctx, void *data, size_t size)
 {
@@ -67,7 +55,7 @@ static void drain(struct agent *ag)
 {
 	mstore__lock(ag->store);
 	/* a batch spans at most a few ms: one time stamp for all of it */
-	aggregate__set_now(ag->agg, agent__real_ns());
+	aggregate__set_now(ag->agg, state__real_ns());
 	ring_buffer__consume(ag->rb);
 	mstore__unlock(ag->store);
 }
@@ -125,14 +113,44 @@ static size_t cluster_labels(void *ctx, struct mlabel *out, size_t max,
 	return n;
 }
 
+/* --- Kubernetes API as the manifest source (agent/k8s) --- */
+#define K8S_FIRST_SYNC_MS 10000 /* then start with what we have */
+
+static int open_api(struct agent *ag)
+{
+	struct k8s_api_opts ko = {
+		.kubeconfig = ag->opts->kubeconfig,
+		.node_name = ag->opts->node_name,
+	};
+	char err[1024];
+	int ret;
+
+	if (!ag->opts->use_api)
+		return 0;
+	ret = k8s_api__start(&ko, &ag->k8s, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "milometer: %s\n", err);
+		return ret;
+	}
+	if (!k8s_api__wait_synced(ag->k8s, K8S_FIRST_SYNC_MS))
+		fprintf(stderr, "milometer: k8s: not every watch has listed yet; starting with what arrived, the rest follows without a restart\n");
+	ag->msrc = k8s_api__manifest_source(ag->k8s);
+	if (!ag->msrc)
+		return -ENOMEM;
+	route_sync__set_source(ag->routes, ag->msrc);
+	return 0;
+}
+/* --- end Kubernetes API --- */
+
 static int open_contract(struct agent *ag)
 {
 	const char *paths[1] = { ag->opts->manifests };
 	char err[512];
 
-	if (!ag->opts->manifests)
+	if (!ag->opts->manifests && !ag->msrc)
 		return 0;
-	ag->msrc = manifest_source__open_paths(paths, 1, err, sizeof(err));
+	if (!ag->msrc)
+		ag->msrc = manifest_source__open_paths(paths, 1, err, sizeof(err));
 	if (!ag->msrc) {
 		fprintf(stderr, "milometer: %s\n", err);
 		return -EINVAL;
@@ -151,20 +169,78 @@ static int open_contract(struct agent *ag)
 	return 0;
 }
 
+/*
+ * The periodic reload goes through contract__reload(), the path the unit
+ * tests exercise (test_policy_engine: policy_engine_reload_*). A failure
+ * keeps the previous contract and engine; it is logged when it starts and
+ * when it clears, not on every tick, and counted.
+ */
 static void reload_contract(struct agent *ag)
 {
 	int r;
 
 	if (!ag->msrc)
 		return;
-	r = manifest_source__reload(ag->msrc);
-	if (r <= 0)
+	r = contract__reload(ag->msrc, ag->contract, ag->engine);
+	if (r < 0) {
+		ag->contract_reload_failures++;
+		if (r != ag->contract_reload_err)
+			fprintf(stderr, "milometer: reloading the manifests in %s failed: %s; the previous MetricDefinitions/MetricPolicies stay in effect (fix the files; retried every tick)\n",
+				ag->opts->manifests, strerror(-r));
+		ag->contract_reload_err = r;
 		return;
-	contract__load(ag->contract, ag->msrc);
-	mstore__lock(ag->store);
-	policy_engine__sync(ag->engine, ag->msrc);
-	mstore__unlock(ag->store);
+	}
+	if (ag->contract_reload_err)
+		fprintf(stderr, "milometer: manifests in %s reload again\n",
+			ag->opts->manifests);
+	ag->contract_reload_err = 0;
+	if (!r)
+		return;
+	if (contract__rejected(ag->contract))
+		fprintf(stderr, "milometer: some MetricDefinitions/MetricPolicies were rejected: see `milometer ctl policies` or `milometer check --manifests %s`\n",
+			ag->opts->manifests);
 	refresh_cluster(ag);
+}
+
+/*
+ * Feature gates (issue 12): defaults < config featureGates < --feature-gates.
+ * A reload re-reads featureGates only; subscribers (the loader) act on what
+ * changed.
+ */
+static int start_feature_gates(struct agent *ag)
+{
+	char sum[256];
+	int ret;
+
+	ag->features = features__new(features__default_specs, FEATURE__COUNT);
+	if (!ag->features)
+		return -ENOMEM;
+	ret = features__apply(ag->features, &ag->opts->fg_config,
+			      &ag->opts->fg_flags);
+	features__summary(ag->features, sum, sizeof(sum));
+	fprintf(stderr, "milometer: feature gates: %s\n", sum);
+	return ret < 0 ? ret : 0;
+}
+
+static void reload_feature_gates(struct agent *ag)
+{
+	struct feature_overrides cfg;
+	char err[512], sum[256];
+	int ret;
+
+	if (!ag->opts->config_file)
+		return;
+	ret = features__read_config(features__default_specs, FEATURE__COUNT,
+				    ag->opts->config_file, &cfg, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "milometer: feature gates unchanged: %s\n", err);
+		return;
+	}
+	ag->opts->fg_config = cfg;
+	if (features__apply(ag->features, &cfg, &ag->opts->fg_flags) == 0)
+		return;
+	features__summary(ag->features, sum, sizeof(sum));
+	fprintf(stderr, "milometer: feature gates: %s\n", sum);
 }
 
 static int start_otlp(struct agent *ag)
@@ -224,17 +300,19 @@ static void export_otlp(struct agent *ag)
 {
 	if (!ag->otlp)
 		return;
-	otlp_encode__store_split(ag->enc, ag->store, agent__real_ns(),
+	otlp_encode__store_split(ag->enc, ag->store, state__real_ns(),
 				 OTLP_MAX_POINTS, emit_otlp, ag);
 }
 
 static void tick(struct agent *ag, uint64_t ticks)
 {
-	uint64_t mono = agent__mono_ns(), real = agent__real_ns();
+	uint64_t mono = state__mono_ns(), real = state__real_ns();
 	struct agent_opts *o = ag->opts;
 
-	route_sync__poll(ag->routes, mono);
+	/* the source first: an API change reaches routes in the same tick */
 	reload_contract(ag);
+	route_sync__poll(ag->routes, mono);
+	ctl__expire(ag->ctl, mono);
 	if (ticks % 5 == 0)
 		targets__rescan(ag->skel, o);
 	mstore__lock(ag->store);
@@ -276,7 +354,7 @@ static int main_loop(struct agent *ag)
 	rbfd = ring_buffer__epoll_fd(ag->rb);
 	if (sfd < 0 || tfd < 0 || ep < 0 || timerfd_settime(tfd, 0, &its, NULL) ||
 	    add_fd(ep, sfd) || add_fd(ep, tfd) || add_fd(ep, rbfd) ||
-	    (ag->ctl_fd >= 0 && add_fd(ep, ag->ctl_fd))) {
+	    (ag->ctl && ctl__attach(ag->ctl, ep))) {
 		err = -errno;
 		fprintf(stderr, "milometer: event loop setup failed: %s\n",
 			strerror(errno));
@@ -311,14 +389,15 @@ static int main_loop(struct agent *ag)
 					goto cleanup;
 				}
 				/* SIGHUP: reload now */
+				reload_feature_gates(ag);
 				tick(ag, ++ticks);
 			} else if (fd == tfd) {
 				uint64_t exp;
 
 				if (read(tfd, &exp, sizeof(exp)) > 0)
 					tick(ag, ++ticks);
-			} else if (fd == ag->ctl_fd) {
-				ctl__serve(ag, ag->ctl_fd);
+			} else if (ag->ctl) {
+				ctl__event(ag->ctl, ag, fd, evs[i].events);
 			}
 		}
 	}
@@ -347,7 +426,7 @@ int agent__run(struct agent_opts *o)
 		.keep_delta = o->otlp_endpoint != NULL,
 	};
 	struct agent ag = {
-		.opts = o, .ctl_fd = -1, .ci_lock = PTHREAD_MUTEX_INITIALIZER,
+		.opts = o, .ci_lock = PTHREAD_MUTEX_INITIALIZER,
 	};
 	char err[1024];
 	sigset_t mask;
@@ -360,7 +439,7 @@ int agent__run(struct agent_opts *o)
 	sigaddset(&mask, SIGHUP);
 	/* blocked before any thread starts, so only the signalfd sees them */
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
-	ag.start_ns = agent__real_ns();
+	ag.start_ns = state__real_ns();
 	snprintf(ag.not_ready, sizeof(ag.not_ready), "starting");
 
 	ag.store = mstore__new(&so);
@@ -368,6 +447,9 @@ int agent__run(struct agent_opts *o)
 		ret = -ENOMEM;
 		goto cleanup;
 	}
+	ret = start_feature_gates(&ag);
+	if (ret)
+		goto cleanup;
 	ret = loader__start(&lo, &ag.skel);
 	if (ret)
 		goto cleanup;
@@ -379,6 +461,9 @@ int agent__run(struct agent_opts *o)
 		ret = -ENOMEM;
 		goto cleanup;
 	}
+	ret = open_api(&ag);
+	if (ret)
+		goto cleanup;
 	ret = route_sync__load(ag.routes, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "milometer: %s\n", err);
@@ -388,7 +473,8 @@ int agent__run(struct agent_opts *o)
 	ret = open_contract(&ag);
 	if (ret)
 		goto cleanup;
-	ag.agg = aggregate__new(ag.store, ag.routes, o->export_source_metrics);
+	ag.agg = aggregate__new(ag.store, route_sync__table_fn, ag.routes,
+				 o->export_source_metrics);
 	ag.self = self_metrics__new(&ag);
 	ag.rb = ring_buffer__new(bpf_map__fd(ag.skel->maps.mm_events), on_event,
 				 &ag, NULL);
@@ -398,9 +484,9 @@ int agent__run(struct agent_opts *o)
 	}
 	aggregate__set_engine(ag.agg, ag.engine);
 	refresh_cluster(&ag);
-	ag.ctl_fd = ctl__listen(o->socket_path);
-	if (ag.ctl_fd < 0) {
-		ret = ag.ctl_fd;
+	ag.ctl = ctl__open(o->socket_path);
+	if (!ag.ctl) {
+		ret = -EINVAL;
 		goto cleanup;
 	}
 	if (o->prometheus_listen && o->prometheus_listen[0]) {
@@ -424,7 +510,7 @@ int agent__run(struct agent_opts *o)
 	if (ret)
 		goto cleanup;
 	self_metrics__refresh(ag.self);
-	ag.last_export_ns = agent__mono_ns();
+	ag.last_export_ns = state__mono_ns();
 	ag.ready = true;
 	fprintf(stderr, "milometer: attached (capture mode %s); %d proxy processes, %zu routes; metrics on %s\n",
 		loader__capture_mode(), targets__count(ag.skel),
@@ -443,15 +529,17 @@ cleanup:
 	if (ag.otlp)
 		otlp_sender__stop(ag.otlp, 2000);
 	otlp_encoder__free(ag.enc);
-	ctl__close(ag.ctl_fd, o->socket_path);
+	ctl__close(ag.ctl);
 	ring_buffer__free(ag.rb);
 	aggregate__free(ag.agg);
 	self_metrics__free(ag.self);
+	features__free(ag.features);
 	if (ag.engine) {
 		policy_engine__free(ag.engine);
 	}
 	contract__free(ag.contract);
 	manifest_source__free(ag.msrc);
+	k8s_api__free(ag.k8s);
 	route_sync__free(ag.routes);
 	loader__stop(ag.skel, o->pin_dir);
 	mstore__free(ag.store);

@@ -7,7 +7,6 @@
 
 #include "agent/aggregate.h"
 #include "agent/deferred.h"
-#include "agent/route_sync.h"
 #include "bpf/milometer.h"
 #include "exporter/metric_store.h"
 #include "policy/cel/cel.h"
@@ -56,7 +55,8 @@ struct key_entry {
 
 struct aggregate {
 	struct mstore *store;
-	struct route_sync *rs;
+	aggregate_table_fn table;
+	void *table_ctx;
 	struct policy_engine *pe;
 	int metric[SRC__N];
 	bool export_sources;
@@ -75,7 +75,8 @@ static uint64_t now_realtime(void)
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-struct aggregate *aggregate__new(struct mstore *store, struct route_sync *rs,
+struct aggregate *aggregate__new(struct mstore *store,
+				 aggregate_table_fn table, void *table_ctx,
 				 bool export_sources)
 {
 	struct aggregate *a = calloc(1, sizeof(*a));
@@ -83,7 +84,8 @@ struct aggregate *aggregate__new(struct mstore *store, struct route_sync *rs,
 	if (!a)
 		return NULL;
 	a->store = store;
-	a->rs = rs;
+	a->table = table;
+	a->table_ctx = table_ctx;
 	a->export_sources = export_sources;
 	a->cap = 1024;
 	a->tab = calloc(a->cap, sizeof(*a->tab));
@@ -303,7 +305,7 @@ static struct key_entry *lookup(struct aggregate *a, uint64_t key,
 static void on_head(struct aggregate *a, const struct mm_http_event *e,
 		    size_t size)
 {
-	const struct route_table *t = route_sync__table(a->rs, e->route_gen);
+	const struct route_table *t = a->table(a->table_ctx, e->route_gen);
 	struct route_result res;
 	struct deferred d = {
 		.conn_id = e->conn_id, .seq = e->req_seq, .gen = e->route_gen,
@@ -377,7 +379,7 @@ static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
 	}
 	if (route == MM_ROUTE_UNKNOWN && e->leg == MM_LEG_UPSTREAM)
 		a->st.unknown_upstream++;
-	t = route_sync__table(a->rs, gen);
+	t = a->table(a->table_ctx, gen);
 	if (!t && route < MM_ROUTE_UNKNOWN) {
 		a->st.retired_gen++;
 		route = MM_ROUTE_UNKNOWN;

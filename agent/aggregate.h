@@ -15,7 +15,7 @@
 #include <stdio.h>
 
 struct mstore;
-struct route_sync;
+struct route_table;
 struct policy_engine;
 struct mm_http_event;
 
@@ -34,7 +34,16 @@ struct aggregate_stats {
 	uint64_t keys;               /* distinct series keys cached */
 };
 
-struct aggregate *aggregate__new(struct mstore *store, struct route_sync *rs,
+/*
+ * The route table of generation gen, NULL when retired: the agent passes
+ * route_sync's tables; tests pass tables compiled from manifests (this is
+ * what keeps aggregate.c free of libbpf, so it is unit-tested).
+ */
+typedef const struct route_table *(*aggregate_table_fn)(void *ctx,
+							 uint32_t gen);
+
+struct aggregate *aggregate__new(struct mstore *store,
+				 aggregate_table_fn table, void *table_ctx,
 				 bool export_sources);
 void aggregate__free(struct aggregate *a);
 /* The policy engine whose bindings target series come from (may be NULL). */

@@ -1,23 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
+/*
+ * The debug socket (`milometer ctl`): the server side on the agent's event
+ * loop, and the client command. See ctl.h, and below for why nothing here
+ * blocks.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
 #include "agent/aggregate.h"
 #include "agent/ctl.h"
+#include "agent/features.h"
 #include "agent/loader.h"
 #include "agent/route_sync.h"
 #include "agent/self_metrics.h"
+#include "agent/state.h"
 #include "agent/targets.h"
+#include "exporter/json_out.h"
+#include "agent/k8s/api_source.h"
 #include "exporter/metric_store.h"
 #include "policy/contract/contract.h"
 
@@ -36,7 +45,36 @@ static int mkdir_parent(const char *path)
 	return 0;
 }
 
-int ctl__listen(const char *path)
+/*
+ * The debug socket is served on the agent's event loop, the thread that
+ * drains the ring buffer, so nothing here may wait: every socket is
+ * non-blocking, a client is a small state machine driven by epoll (read
+ * the command, render the whole answer into memory, write it as the peer
+ * takes it), and a client gets CTL_CLIENT_MS from accept to its last byte
+ * before it is dropped. The store lock is held only while rendering into
+ * memory (mstore__collect), never while writing to a socket.
+ */
+#define CTL_MAX_CLIENTS 8
+#define CTL_CMD_MAX 256
+#define CTL_CLIENT_MS 5000
+
+struct ctl_client {
+	int fd;               /* -1: free slot */
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC */
+	char in[CTL_CMD_MAX];
+	size_t inlen;
+	char *out;            /* rendered answer, NULL while reading */
+	size_t outlen, off;
+};
+
+struct ctl {
+	int lfd, ep;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct ctl_client c[CTL_MAX_CLIENTS];
+	uint64_t dropped;     /* clients refused (busy) or timed out */
+};
+
+static int ctl_listen(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd, err;
@@ -73,26 +111,53 @@ int ctl__listen(const char *path)
 	return fd;
 }
 
-void ctl__close(int lfd, const char *path)
+struct ctl *ctl__open(const char *path)
 {
-	if (lfd >= 0) {
-		close(lfd);
-		unlink(path);
+	struct ctl *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->ep = -1;
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+		c->c[i].fd = -1;
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	c->lfd = ctl_listen(path);
+	if (c->lfd < 0) {
+		free(c);
+		return NULL;
 	}
+	return c;
 }
 
-static void json_str(FILE *out, const char *s)
+int ctl__attach(struct ctl *c, int ep)
 {
-	fputc('"', out);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(out, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(out, "\\u%04x", *s);
-		else
-			fputc(*s, out);
-	}
-	fputc('"', out);
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = c->lfd };
+
+	c->ep = ep;
+	return epoll_ctl(ep, EPOLL_CTL_ADD, c->lfd, &ev) ? -errno : 0;
+}
+
+static void client_close(struct ctl *c, struct ctl_client *cl)
+{
+	if (cl->fd < 0)
+		return;
+	if (c->ep >= 0)
+		epoll_ctl(c->ep, EPOLL_CTL_DEL, cl->fd, NULL);
+	close(cl->fd);
+	free(cl->out);
+	memset(cl, 0, sizeof(*cl));
+	cl->fd = -1;
+}
+
+void ctl__close(struct ctl *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+		client_close(c, &c->c[i]);
+	close(c->lfd);
+	unlink(c->path);
+	free(c);
 }
 
 struct series_ctx {
@@ -112,20 +177,24 @@ static int dump_metric(void *ctx, const struct mmetric_desc *d,
 
 		if (sc->json) {
 			fprintf(sc->out, "%s{\"metric\":", sc->first ? "" : ",\n");
-			json_str(sc->out, d->name);
+			json_out__str(sc->out, d->name);
 			fputs(",\"labels\":{", sc->out);
 			for (size_t j = 0; j < p->nlabels; j++) {
 				fputs(j ? "," : "", sc->out);
-				json_str(sc->out, p->labels[j].key);
+				json_out__str(sc->out, p->labels[j].key);
 				fputc(':', sc->out);
-				json_str(sc->out, p->labels[j].value);
+				json_out__str(sc->out, p->labels[j].value);
 			}
-			if (hist)
-				fprintf(sc->out, "},\"count\":%llu,\"sum\":%.17g}",
-					(unsigned long long)p->count, p->sum);
-			else
-				fprintf(sc->out, "},\"value\":%.17g}",
+			if (hist) {
+				fprintf(sc->out, "},\"count\":%llu,\"sum\":",
+					(unsigned long long)p->count);
+				json_out__double(sc->out, p->sum);
+			} else {
+				fputs("},\"value\":", sc->out);
+				json_out__double(sc->out,
 					d->is_int ? (double)p->ivalue : p->value);
+			}
+			fputc('}', sc->out);
 			sc->first = 0;
 			continue;
 		}
@@ -147,21 +216,21 @@ static void cmd_status(struct agent *ag, FILE *out, int json)
 {
 	int att, tot;
 	const char *rerr = route_sync__last_error(ag->routes);
-	uint64_t up = (agent__real_ns() - ag->start_ns) / 1000000000ULL;
+	uint64_t up = (state__real_ns() - ag->start_ns) / 1000000000ULL;
 
 	loader__attached(ag->skel, &att, &tot);
 	if (json) {
-		fprintf(out, "{\"version\":\"%s\",\"uptime_s\":%llu,\"ready\":%s,"
+		fputc('{', out);
+		json_out__key(out, "version");
+		json_out__str(out, MM_VERSION);
+		fprintf(out, ",\"uptime_s\":%llu,\"ready\":%s,"
 			     "\"programs_attached\":%d,\"programs\":%d,\"targets\":%d,"
 			     "\"capture_mode\":\"%s\","
 			     "\"route_reloads\":%llu,\"route_error\":",
-			MM_VERSION, (unsigned long long)up, ag->ready ? "true" : "false",
+			(unsigned long long)up, ag->ready ? "true" : "false",
 			att, tot, targets__count(ag->skel), loader__capture_mode(),
 			(unsigned long long)route_sync__reloads(ag->routes));
-		if (rerr)
-			json_str(out, rerr);
-		else
-			fputs("null", out);
+		json_out__str(out, rerr); /* null when none */
 		fprintf(out, ",\"otlp\":%s}\n", ag->otlp ? "true" : "false");
 		return;
 	}
@@ -195,10 +264,12 @@ static void run_cmd(struct agent *ag, char *line, FILE *out)
 
 		if (json)
 			fputc('[', out);
-		mstore__collect(ag->store, MT_CUMULATIVE, agent__real_ns(),
+		mstore__collect(ag->store, MT_CUMULATIVE, state__real_ns(),
 				dump_metric, &sc);
 		if (json)
 			fputs("]\n", out);
+	} else if (!strcmp(cmd, "features")) {
+		features__dump(ag->features, out, json);
 	} else if (!strcmp(cmd, "stats")) {
 		self_metrics__dump(ag->self, out, json);
 	} else if (!strcmp(cmd, "policies")) {
@@ -207,38 +278,142 @@ static void run_cmd(struct agent *ag, char *line, FILE *out)
 					 json ? CONTRACT_RENDER_JSON : 0);
 		else
 			fputs(json ? "[]\n" : "no MetricDefinitions or MetricPolicies loaded\n", out);
+	} else if (!strcmp(cmd, "k8s")) {
+		if (ag->k8s)
+			k8s_api__dump(ag->k8s, out, json);
+		else
+			fputs(json ? "{}\n" : "not watching the Kubernetes API (--manifests)\n", out);
 	} else {
-		fprintf(out, "error: unknown command \"%s\" (status, targets, routes, series, stats, policies)\n",
+		fprintf(out, "error: unknown command \"%s\" (status, targets, routes, series, stats, policies, k8s, features)\n",
 			cmd);
 	}
 }
 
-void ctl__serve(struct agent *ag, int lfd)
+/* Write what the peer takes now; close when all is written or it failed. */
+static void client_write(struct ctl *c, struct ctl_client *cl)
 {
-	struct timeval tv = { .tv_sec = 1 };
-	char line[256];
-	ssize_t n;
-	FILE *out;
-	int fd;
+	while (cl->off < cl->outlen) {
+		ssize_t n = send(cl->fd, cl->out + cl->off, cl->outlen - cl->off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	n = read(fd, line, sizeof(line) - 1);
-	if (n <= 0) {
-		close(fd);
-		return;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return; /* EPOLLOUT brings us back */
+		if (n <= 0)
+			break;
+		cl->off += n;
 	}
-	line[n] = 0;
-	out = fdopen(fd, "w");
+	client_close(c, cl);
+}
+
+/* The command is complete: render the answer into memory, start writing. */
+static void client_answer(struct ctl *c, struct agent *ag,
+			  struct ctl_client *cl)
+{
+	struct epoll_event ev = { .events = EPOLLOUT, .data.fd = cl->fd };
+	FILE *out;
+
+	cl->in[cl->inlen < CTL_CMD_MAX ? cl->inlen : CTL_CMD_MAX - 1] = 0;
+	out = open_memstream(&cl->out, &cl->outlen);
 	if (!out) {
-		close(fd);
+		client_close(c, cl);
 		return;
 	}
-	run_cmd(ag, line, out);
-	fclose(out);
+	run_cmd(ag, cl->in, out);
+	if (fclose(out) || epoll_ctl(c->ep, EPOLL_CTL_MOD, cl->fd, &ev)) {
+		client_close(c, cl);
+		return;
+	}
+	client_write(c, cl);
+}
+
+static void client_read(struct ctl *c, struct agent *ag, struct ctl_client *cl)
+{
+	for (;;) {
+		ssize_t n = recv(cl->fd, cl->in + cl->inlen,
+				 CTL_CMD_MAX - 1 - cl->inlen, MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n < 0) {
+			client_close(c, cl);
+			return;
+		}
+		if (!n && !cl->inlen) {
+			client_close(c, cl); /* connected and left: no command */
+			return;
+		}
+		cl->inlen += n;
+		/* a line, the peer's end of writing, or a full buffer */
+		if (!n || memchr(cl->in, '\n', cl->inlen) ||
+		    cl->inlen >= CTL_CMD_MAX - 1) {
+			client_answer(c, ag, cl);
+			return;
+		}
+	}
+}
+
+static void accept_all(struct ctl *c)
+{
+	for (;;) {
+		struct epoll_event ev = { .events = EPOLLIN };
+		struct ctl_client *cl = NULL;
+		int fd = accept4(c->lfd, NULL, NULL,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return; /* EAGAIN: no more pending */
+		for (int i = 0; i < CTL_MAX_CLIENTS && !cl; i++)
+			if (c->c[i].fd < 0)
+				cl = &c->c[i];
+		if (!cl) {
+			static const char busy[] = "error: busy, try again\n";
+
+			c->dropped++;
+			if (send(fd, busy, sizeof(busy) - 1,
+				 MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+				/* nothing more to do for it */
+			}
+			close(fd);
+			continue;
+		}
+		cl->fd = fd;
+		cl->deadline_ns = state__mono_ns() + CTL_CLIENT_MS * 1000000ULL;
+		ev.data.fd = fd;
+		if (epoll_ctl(c->ep, EPOLL_CTL_ADD, fd, &ev))
+			client_close(c, cl);
+	}
+}
+
+void ctl__event(struct ctl *c, struct agent *ag, int fd, unsigned events)
+{
+	if (fd == c->lfd) {
+		accept_all(c);
+		return;
+	}
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
+		struct ctl_client *cl = &c->c[i];
+
+		if (cl->fd != fd)
+			continue;
+		if (cl->out)
+			client_write(c, cl);
+		else if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+			client_read(c, ag, cl);
+		return;
+	}
+}
+
+void ctl__expire(struct ctl *c, uint64_t mono_ns)
+{
+	for (int i = 0; c && i < CTL_MAX_CLIENTS; i++)
+		if (c->c[i].fd >= 0 && mono_ns >= c->c[i].deadline_ns) {
+			c->dropped++;
+			client_close(c, &c->c[i]);
+		}
 }
 
 static void ctl_usage(FILE *out)
@@ -253,6 +428,8 @@ static void ctl_usage(FILE *out)
 		"  series    every series with its current value\n"
 		"  stats     BPF counters, map fill, user-space counters\n"
 		"  policies  MetricDefinitions and MetricPolicies with conditions\n"
+		"  k8s       API watches: state, objects, relists, errors, sync age\n"
+		"  features  feature gates: stage, default, enabled\n"
 		"\n"
 		"  --socket PATH  default /run/milometer/milometer.sock\n"
 		"  --json         machine-readable output\n");

@@ -2,17 +2,27 @@
 /*
  * Debug socket: a unix stream socket (mode 0600) answering one command per
  * connection: "[--json] status|targets|routes|series|stats|policies\n".
- * `milometer ctl` is its client.
+ * `milometer ctl` is its client. Served on the agent's event loop without
+ * ever blocking it (see ctl.c): a slow or stuck client cannot stall the
+ * ring-buffer drain.
  */
 #ifndef MM_AGENT_CTL_H
 #define MM_AGENT_CTL_H
 
-struct agent;
+#include <stdint.h>
 
-int ctl__listen(const char *path);
-/* Serve one pending connection on the listening fd (non-blocking accept). */
-void ctl__serve(struct agent *ag, int lfd);
-void ctl__close(int lfd, const char *path);
+struct agent;
+struct ctl;
+
+/* Listen on path; NULL after printing what went wrong. */
+struct ctl *ctl__open(const char *path);
+/* Register the listening socket with the event loop's epoll fd. */
+int ctl__attach(struct ctl *c, int ep);
+/* An epoll event on fd (the listening socket or a client); others ignored. */
+void ctl__event(struct ctl *c, struct agent *ag, int fd, unsigned events);
+/* Drop clients past their time (call from the periodic tick). */
+void ctl__expire(struct ctl *c, uint64_t mono_ns);
+void ctl__close(struct ctl *c);
 /* `milometer ctl ...` */
 int ctl__main(int argc, char **argv);
 

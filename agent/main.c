@@ -6,6 +6,7 @@
 #include "agent/agent.h"
 #include "agent/ctl.h"
 #include "agent/options.h"
+#include "agent/k8s/controller.h"
 #include "policy/contract/check_cmd.h"
 #include "policy/gateway/explain.h"
 
@@ -18,9 +19,10 @@ static void usage(FILE *out)
 		"\n"
 		"  run       trace the proxy and serve/export metrics (root)\n"
 		"  ctl       ask a running agent (status, targets, routes, series,\n"
-		"            stats, policies)\n"
+		"            stats, policies, features)\n"
 		"  explain   which HTTPRoute rule a request would match, and why\n"
 		"  check     validate MetricDefinitions/MetricPolicies offline\n"
+		"  controller  write MetricDefinition/MetricPolicy status (Lease-elected)\n"
 		"  version   print the version\n"
 		"\n"
 		"`milometer COMMAND --help` describes each command.\n");
@@ -58,6 +60,8 @@ int main(int argc, char **argv)
 		return explain__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "check"))
 		return check__main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "controller"))
+		return controller__main(argc - 1, argv + 1);
 	fprintf(stderr, "milometer: unknown command \"%s\"\n\n", cmd);
 	usage(stderr);
 	return 2;

@@ -10,9 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/options.h"
-#include "policy/source/doc.h"
+#include "policy/source/doc_field.h"
 
 void options__defaults(struct agent_opts *o)
 {
@@ -71,13 +72,19 @@ void options__usage(FILE *out)
 "  --max-series N             series per metric before overflow (default 10000)\n"
 "  --series-idle SECONDS      drop series idle this long (default 300, 0 never)\n"
 "  --no-source-metrics        export only policy targets, not envoy.* sources\n"
-"  --node-name NAME           k8s.node.name (default $NODE_NAME)\n"
+"  --node-name NAME           k8s.node.name, and the node whose Pods are watched\n"
+"                             (default $NODE_NAME, then the hostname)\n"
+"  --kubeconfig FILE          take Gateways, HTTPRoutes, MetricDefinitions and\n"
+"                             MetricPolicies from this cluster's API (default\n"
+"                             without --manifests: $KUBECONFIG, else in-cluster)\n"
 "  --capture MODE             how socket I/O is seen: auto (default: sock when\n"
 "                             the kernel has it), sock (socket tracepoints,\n"
 "                             Linux 6.3+), sys-exit (any kernel 5.17+, costs\n"
 "                             every process on the node a little)\n"
 "  --pin-dir DIR              where maps and programs are pinned while running\n"
 "                             (default /sys/fs/bpf/milometer; one per agent)\n"
+"  --feature-gates K=V,...    turn gates on/off, e.g. TLSCapture=true,HTTP2=false\n"
+"                             (repeatable; see `milometer ctl features`)\n"
 "  -v, --verbose              libbpf and debug logs\n"
 "  -h, --help                 this help\n");
 }
@@ -117,29 +124,48 @@ static int cfg_err(const struct doc_node *n, const char *key, const char *msg)
 	return -EINVAL;
 }
 
+/* A config value of this kind (doc_field's check); null is an error here. */
+static int cfg_typed(const struct doc_node *n, const char *key,
+		     enum doc_kind kind)
+{
+	char msg[64];
+
+	if (doc_field__is(n, kind) > 0)
+		return 0;
+	snprintf(msg, sizeof(msg), "expected %s", doc_field__want(kind));
+	return cfg_err(n, key, msg);
+}
+
 static int cfg_str(struct agent_opts *o, const struct doc_node *n,
 		   const char *key, const char **out)
 {
-	if (n->kind != DOC_STRING)
-		return cfg_err(n, key, "expected a string");
+	int err = cfg_typed(n, key, DOC_STRING);
+
+	if (err)
+		return err;
 	*out = own(o, n->str.s);
 	return *out ? 0 : -ENOMEM;
 }
 
 static int cfg_u32(const struct doc_node *n, const char *key, uint32_t *out)
 {
-	if (n->kind != DOC_INT || n->i < 0 || n->i > UINT32_MAX)
-		return cfg_err(n, key, "expected a whole number");
+	int err = cfg_typed(n, key, DOC_INT);
+
+	if (err)
+		return err;
+	if (n->i < 0 || n->i > UINT32_MAX)
+		return cfg_err(n, key, "expected a whole number 0..4294967295");
 	*out = n->i;
 	return 0;
 }
 
 static int cfg_bool(const struct doc_node *n, const char *key, bool *out)
 {
-	if (n->kind != DOC_BOOL)
-		return cfg_err(n, key, "expected true or false");
-	*out = n->b;
-	return 0;
+	int err = cfg_typed(n, key, DOC_BOOL);
+
+	if (!err)
+		*out = n->b;
+	return err;
 }
 
 static int cfg_list(struct agent_opts *o, const struct doc_node *n,
@@ -230,6 +256,18 @@ static int cfg_otlp(struct agent_opts *o, const struct doc_node *n)
 	return err;
 }
 
+/* featureGates: {TLSCapture: true} (issue 12) */
+static int cfg_features(struct feature_overrides *ov, const struct doc_node *n)
+{
+	char err[512];
+	int ret = features__parse_node(features__default_specs, FEATURE__COUNT,
+				       n, ov, err, sizeof(err));
+
+	if (ret)
+		fprintf(stderr, "milometer: %s\n", err);
+	return ret;
+}
+
 static int load_config(struct agent_opts *o, const char *path)
 {
 	struct doc_file *f = NULL;
@@ -285,18 +323,42 @@ static int load_config(struct agent_opts *o, const char *path)
 			ret = cfg_str(o, v, k, &o->pin_dir);
 		else if (!strcmp(k, "capture"))
 			ret = cfg_str(o, v, k, &o->capture);
+		else if (!strcmp(k, "kubeconfig"))
+			ret = cfg_str(o, v, k, &o->kubeconfig);
+		else if (!strcmp(k, "featureGates"))
+			ret = cfg_features(&o->fg_config, v);
 		else
-			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, nodeName, pinDir, capture)");
+			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, nodeName, pinDir, capture, kubeconfig, featureGates)");
 	}
 cleanup:
 	doc__free_file(f);
 	return ret;
 }
 
+/*
+ * Kubernetes: the API is the source unless --manifests says otherwise:
+ * with --kubeconfig, $KUBECONFIG, or in a pod (KUBERNETES_SERVICE_HOST).
+ */
+static void k8s_defaults(struct agent_opts *o)
+{
+	if (!o->node_name || !o->node_name[0]) {
+		if (!gethostname(o->node_buf, sizeof(o->node_buf) - 1) &&
+		    o->node_buf[0])
+			o->node_name = o->node_buf;
+	}
+	o->use_api = !o->manifests &&
+		     (o->kubeconfig || (getenv("KUBECONFIG") && getenv("KUBECONFIG")[0]) ||
+		      getenv("KUBERNETES_SERVICE_HOST"));
+}
+
 static int validate(const struct agent_opts *o)
 {
 	uint32_t rb = o->ringbuf_bytes;
 
+	if (o->kubeconfig && o->manifests) {
+		fprintf(stderr, "milometer: --kubeconfig and --manifests both name the source of routes: pick one\n");
+		return -EINVAL;
+	}
 	if (!o->nproxy_exe && !o->nproxy_pid && !o->nproxy_cgroup) {
 		fprintf(stderr, "milometer: say which processes are the proxy: "
 				"--proxy-exe NAME, --proxy-pid PID or --proxy-cgroup PATH\n");
@@ -335,7 +397,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		O_MANIFESTS = 256, O_GATEWAY, O_EXE, O_PID, O_CGROUP, O_PROM,
 		O_SOCKET, O_OTLP, O_OTLP_HDR, O_OTLP_CA, O_OTLP_GZIP,
 		O_INTERVAL, O_RINGBUF, O_MAXCONN, O_MAXSERIES, O_IDLE,
-		O_NOSRC, O_NODE, O_CONFIG, O_PINDIR, O_CAPTURE,
+		O_NOSRC, O_NODE, O_CONFIG, O_PINDIR, O_CAPTURE, O_KUBECONFIG, O_FGATES,
 	};
 	static const struct option lopts[] = {
 		{ "config", required_argument, NULL, O_CONFIG },
@@ -359,6 +421,8 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		{ "node-name", required_argument, NULL, O_NODE },
 		{ "pin-dir", required_argument, NULL, O_PINDIR },
 		{ "capture", required_argument, NULL, O_CAPTURE },
+		{ "kubeconfig", required_argument, NULL, O_KUBECONFIG },
+		{ "feature-gates", required_argument, NULL, O_FGATES },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -436,6 +500,17 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		case O_NOSRC: o->export_source_metrics = false; break;
 		case O_NODE: o->node_name = optarg; break;
 		case O_PINDIR: o->pin_dir = optarg; break;
+		case O_KUBECONFIG: o->kubeconfig = optarg; break;
+		case O_FGATES: {
+			char ferr[512];
+
+			err = features__parse(features__default_specs,
+					      FEATURE__COUNT, optarg,
+					      &o->fg_flags, ferr, sizeof(ferr));
+			if (err)
+				fprintf(stderr, "milometer: %s\n", ferr);
+			break;
+		}
 		case 'v': o->verbose = true; break;
 		case 'h':
 			options__usage(stdout);
@@ -452,6 +527,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 			argv[optind]);
 		return -EINVAL;
 	}
+	k8s_defaults(o);
 	return validate(o);
 too_many:
 	fprintf(stderr, "milometer: at most %d of each --proxy-* option\n",

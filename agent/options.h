@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "agent/features.h"
+
 #define OPT_MAX_LIST 32
 
 struct agent_opts {
@@ -35,9 +37,16 @@ struct agent_opts {
 	uint32_t max_series;            /* per metric */
 	uint32_t series_idle_s;         /* 0: never expire */
 	bool export_source_metrics;     /* envoy.* names as well as targets */
-	const char *node_name;          /* k8s.node.name; $NODE_NAME */
+	const char *node_name;          /* k8s.node.name; $NODE_NAME, hostname */
+	/* --- Kubernetes API (agent/k8s) --- */
+	const char *kubeconfig;         /* --kubeconfig; NULL: $KUBECONFIG/in-cluster */
+	bool use_api;                   /* routes and policies from the API */
+	char node_buf[256];
 	const char *capture;            /* "auto", "sock" or "sys-exit" */
 	bool verbose;
+	/* feature gates (issue 12): config file's featureGates, then flags */
+	struct feature_overrides fg_config;
+	struct feature_overrides fg_flags;
 	/* owned strings from the config file */
 	char *owned[128];
 	size_t nowned;

@@ -11,9 +11,11 @@
 #include <bpf/libbpf.h>
 
 #include "agent/route_sync.h"
+#include "exporter/json_out.h"
 #include "milometer.skel.h"
 #include "policy/gateway/gateway_api.h"
 #include "policy/gateway/route_compile.h"
+#include "policy/source/manifest_source.h"
 
 #define GENS 4 /* tables kept for in-flight events */
 #define GRACE_NS (2ULL * 1000000000ULL)
@@ -33,6 +35,8 @@ struct route_sync {
 	uint64_t fingerprint;
 	uint64_t reloads;
 	char last_error[512];
+	struct manifest_source *src; /* the API; NULL: dir */
+	uint64_t src_gen;
 };
 
 static struct gen_state *slot(struct route_sync *rs, uint32_t gen)
@@ -184,7 +188,25 @@ static int build(struct route_sync *rs, char *err, size_t errlen)
 
 	if (!m)
 		return -ENOMEM;
-	if (rs->dir) {
+	if (rs->src) {
+		const struct mobject *o = NULL;
+		size_t skipped = 0;
+
+		/* from the API one bad object must not hold back the rest */
+		while ((o = manifest_source__next(rs->src, NULL, o))) {
+			char why[512];
+
+			if (gateway_api__add_doc(m, o->root, why, sizeof(why)) < 0) {
+				fprintf(stderr, "milometer: k8s: skipping %s %s/%s: %s\n",
+					o->kind, o->ns ? o->ns : "", o->name ? o->name : "",
+					why);
+				skipped++;
+			}
+		}
+		if (skipped)
+			fprintf(stderr, "milometer: k8s: %zu Gateway/HTTPRoute objects skipped, the others are in the table\n",
+				skipped);
+	} else if (rs->dir) {
 		ret = gateway_api__load_dir(m, rs->dir, err, errlen);
 		if (ret)
 			goto fail;
@@ -204,8 +226,15 @@ fail:
 	return ret;
 }
 
+void route_sync__set_source(struct route_sync *rs, struct manifest_source *src)
+{
+	rs->src = src;
+}
+
 int route_sync__load(struct route_sync *rs, char *err, size_t errlen)
 {
+	if (rs->src)
+		rs->src_gen = manifest_source__generation(rs->src);
 	rs->fingerprint = fingerprint(rs->dir);
 	return build(rs, err, errlen);
 }
@@ -223,10 +252,16 @@ int route_sync__poll(struct route_sync *rs, uint64_t now_ns)
 			g->retire_at = 0;
 		}
 	}
-	fp = fingerprint(rs->dir);
-	if (fp == rs->fingerprint)
-		return 0;
-	rs->fingerprint = fp;
+	if (rs->src) {
+		if (manifest_source__generation(rs->src) == rs->src_gen)
+			return 0;
+		rs->src_gen = manifest_source__generation(rs->src);
+	} else {
+		fp = fingerprint(rs->dir);
+		if (fp == rs->fingerprint)
+			return 0;
+		rs->fingerprint = fp;
+	}
 	ret = build(rs, rs->last_error, sizeof(rs->last_error));
 	if (ret) {
 		fprintf(stderr, "milometer: manifests rejected, keeping the previous route table: %s\n",
@@ -236,6 +271,11 @@ int route_sync__poll(struct route_sync *rs, uint64_t now_ns)
 	fprintf(stderr, "milometer: route table generation %u installed (%zu routes)\n",
 		rs->cur, route_sync__current(rs)->nroutes);
 	return 1;
+}
+
+const struct route_table *route_sync__table_fn(void *rs, uint32_t gen)
+{
+	return route_sync__table(rs, gen);
 }
 
 const struct route_table *route_sync__table(const struct route_sync *rs,
@@ -269,12 +309,23 @@ void route_sync__dump(const struct route_sync *rs, FILE *out, int json)
 		return;
 	if (json) {
 		fprintf(out, "{\"generation\":%u,\"routes\":[", t->gen);
-		for (size_t i = 0; i < t->nroutes; i++)
-			fprintf(out, "%s{\"id\":%zu,\"namespace\":\"%s\",\"name\":\"%s\",\"gateway\":\"%s/%s\",\"rules\":%u}",
-				i ? "," : "", i, t->routes[i].ns, t->routes[i].name,
-				t->routes[i].gw_ns ? t->routes[i].gw_ns : "",
-				t->routes[i].gw_name ? t->routes[i].gw_name : "",
-				t->routes[i].nrules);
+		for (size_t i = 0; i < t->nroutes; i++) {
+			const struct rc_route *r = &t->routes[i];
+			char gw[512];
+
+			snprintf(gw, sizeof(gw), "%s/%s", r->gw_ns ? r->gw_ns : "",
+				 r->gw_name ? r->gw_name : "");
+			fprintf(out, "%s{\"id\":%zu,", i ? "," : "", i);
+			json_out__key(out, "namespace");
+			json_out__str(out, r->ns);
+			fputc(',', out);
+			json_out__key(out, "name");
+			json_out__str(out, r->name);
+			fputc(',', out);
+			json_out__key(out, "gateway");
+			json_out__str(out, gw);
+			fprintf(out, ",\"rules\":%u}", r->nrules);
+		}
 		fprintf(out, "],\"vhosts\":%zu,\"vhost_keys\":%zu,\"route_keys\":%zu}\n",
 			t->nvhosts, t->nvhost_keys, t->nroute_keys);
 		return;

@@ -16,12 +16,20 @@
 
 struct milometer_bpf;
 struct route_table;
+struct manifest_source;
 
 struct route_sync;
 
 struct route_sync *route_sync__new(struct milometer_bpf *skel, const char *dir,
 				   const char *gateway);
 void route_sync__free(struct route_sync *rs);
+/*
+ * Read Gateways and HTTPRoutes from src (the Kubernetes API source)
+ * instead of the directory; a new table is built when its generation
+ * changes. An object that fails validation is skipped with its reason,
+ * the others keep working. Call before route_sync__load().
+ */
+void route_sync__set_source(struct route_sync *rs, struct manifest_source *src);
 /* Load and install the manifests now. -errno with the reason in err. */
 int route_sync__load(struct route_sync *rs, char *err, size_t errlen);
 /*
@@ -34,6 +42,8 @@ int route_sync__poll(struct route_sync *rs, uint64_t now_ns);
 const struct route_table *route_sync__table(const struct route_sync *rs,
 					    uint32_t gen);
 const struct route_table *route_sync__current(const struct route_sync *rs);
+/* route_sync__table() in the shape aggregate__new() takes (ctx: the rs). */
+const struct route_table *route_sync__table_fn(void *rs, uint32_t gen);
 const char *route_sync__last_error(const struct route_sync *rs);
 uint64_t route_sync__reloads(const struct route_sync *rs);
 void route_sync__dump(const struct route_sync *rs, FILE *out, int json);

@@ -9,17 +9,20 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "agent/agent.h"
 #include "agent/aggregate.h"
+#include "agent/features.h"
 #include "agent/loader.h"
 #include "agent/route_sync.h"
 #include "agent/self_metrics.h"
+#include "agent/state.h"
 #include "agent/targets.h"
+#include "exporter/json_out.h"
 #include "bpf/milometer.h"
 #include "exporter/metric_store.h"
 #include "exporter/otlp_sender.h"
 #include "milometer.skel.h"
 #include "policy/contract/contract.h"
+#include "agent/k8s/k8s_metrics.h"
 
 static const char *const bpf_stat_names[MM_STAT__COUNT] = {
 	[MM_STAT_EVENTS] = "events",
@@ -55,6 +58,7 @@ enum {
 	M_TARGETS,
 	M_ROUTE_RELOADS,
 	M_ROUTE_ERROR,
+	M_CONTRACT_RELOAD_FAILURES,
 	M_EXPORT_ATTEMPTS,
 	M_EXPORT_FAILURES,
 	M_EXPORT_RETRIES,
@@ -67,6 +71,7 @@ enum {
 	M_CONTRACT,
 	M_CAPTURE_MODE,
 	M_CONNS_OPEN,
+	M_FEATURE,
 	M__N,
 };
 
@@ -78,10 +83,11 @@ struct self_metrics {
 	/* last values, for ctl stats */
 	uint64_t bpf[MM_STAT__COUNT];
 	double fill[8];
+	struct k8s_metrics *k8s; /* milometer_k8s_*, when the API is the source */
 };
 
 static const char *const map_names[] = {
-	"mm_conns", "mm_recent", "mm_targets", "mm_vhosts",
+	"mm_conns", "mm_targets", "mm_vhosts",
 	"mm_routes",
 };
 #define NMAPS (sizeof(map_names) / sizeof(map_names[0]))
@@ -142,6 +148,10 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 	err |= reg(sm, M_ROUTE_ERROR, "milometer.routes.rejected",
 		   "1 while the latest manifests are rejected (previous table active).",
 		   "1", MI_GAUGE, true);
+	err |= reg(sm, M_CONTRACT_RELOAD_FAILURES,
+		   "milometer.contract.reload_failures",
+		   "Manifest reloads that failed (previous MetricDefinitions/MetricPolicies kept).",
+		   "1", MI_COUNTER, true);
 	err |= reg(sm, M_EXPORT_ATTEMPTS, "milometer.export.attempts",
 		   "OTLP export HTTP requests.", "1", MI_COUNTER, true);
 	err |= reg(sm, M_EXPORT_FAILURES, "milometer.export.failures",
@@ -173,6 +183,12 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 	err |= reg(sm, M_CONTRACT, "milometer.contract.objects",
 		   "MetricDefinitions and MetricPolicies by condition.", "1",
 		   MI_GAUGE, true);
+	if (!err && ag->k8s && !(sm->k8s = k8s_metrics__new(ag->store)))
+		err = -ENOMEM;
+	/* as kubernetes_feature_enabled: 1 on, 0 off, one series per gate */
+	err |= reg(sm, M_FEATURE, "milometer.feature.enabled",
+		   "Feature gate state (1 enabled), by name and stage.", "",
+		   MI_GAUGE, true);
 	if (err) {
 		free(sm);
 		return NULL;
@@ -182,6 +198,8 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 
 void self_metrics__free(struct self_metrics *sm)
 {
+	if (sm)
+		k8s_metrics__free(sm->k8s);
 	free(sm);
 }
 
@@ -248,7 +266,7 @@ void self_metrics__refresh(struct self_metrics *sm)
 {
 	struct agent *ag = sm->ag;
 	struct milometer_bpf *skel = ag->skel;
-	uint64_t now = agent__real_ns();
+	uint64_t now = state__real_ns();
 	struct aggregate_stats as = {};
 	struct mstore_stats ms;
 	struct rusage ru;
@@ -332,6 +350,8 @@ void self_metrics__refresh(struct self_metrics *sm)
 	set1(sm, M_ROUTE_RELOADS, route_sync__reloads(ag->routes), now, NULL, 0);
 	set1(sm, M_ROUTE_ERROR, route_sync__last_error(ag->routes) ? 1 : 0, now,
 	     NULL, 0);
+	set1(sm, M_CONTRACT_RELOAD_FAILURES, ag->contract_reload_failures, now,
+	     NULL, 0);
 	set1(sm, M_CPU,
 	     ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
 		     ru.ru_stime.tv_usec / 1e6,
@@ -359,8 +379,24 @@ void self_metrics__refresh(struct self_metrics *sm)
 		set1(sm, M_BPF_RUN_NS, info.run_time_ns / 1e9, now, &l, 1);
 		set1(sm, M_BPF_RUN_CNT, info.run_cnt, now, &l, 1);
 	}
+	if (sm->k8s)
+		k8s_metrics__refresh(sm->k8s, ag->k8s, now);
 	mstore__unlock(ag->store);
 
+	if (ag->features) {
+		mstore__lock(ag->store);
+		for (size_t i = 0; i < features__count(ag->features); i++) {
+			const struct feature_spec *fs = features__spec(ag->features, i);
+			struct mlabel l[] = {
+				{ "name", fs->name },
+				{ "stage", features__stage_name(fs->stage) },
+			};
+
+			set1(sm, M_FEATURE, features__enabled(ag->features, i),
+			     now, l, 2);
+		}
+		mstore__unlock(ag->store);
+	}
 	if (ag->contract) {
 		struct contract_ctx cc = { .sm = sm, .now = now };
 
@@ -379,13 +415,17 @@ void self_metrics__dump(struct self_metrics *sm, FILE *out, int json)
 		aggregate__stats(sm->ag->agg, &as);
 	if (json) {
 		fputs("{\"bpf\":{", out);
-		for (int i = 0; i < MM_STAT__COUNT; i++)
-			fprintf(out, "%s\"%s\":%llu", i ? "," : "",
-				bpf_stat_names[i], (unsigned long long)sm->bpf[i]);
+		for (int i = 0; i < MM_STAT__COUNT; i++) {
+			fputs(i ? "," : "", out);
+			json_out__key(out, bpf_stat_names[i]);
+			fprintf(out, "%llu", (unsigned long long)sm->bpf[i]);
+		}
 		fputs("},\"maps\":{", out);
-		for (size_t i = 0; i < NMAPS; i++)
-			fprintf(out, "%s\"%s\":%.4f", i ? "," : "", map_names[i],
-				sm->fill[i]);
+		for (size_t i = 0; i < NMAPS; i++) {
+			fputs(i ? "," : "", out);
+			json_out__key(out, map_names[i]);
+			json_out__double(out, sm->fill[i]);
+		}
 		fprintf(out,
 			"},\"user\":{\"events\":%llu,\"exchanges\":%llu,\"heads\":%llu,"
 			"\"deferred_resolved\":%llu,\"unknown\":%llu,\"aborted\":%llu,"

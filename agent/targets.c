@@ -17,6 +17,7 @@
 #include "agent/options.h"
 #include "agent/targets.h"
 #include "bpf/milometer.h"
+#include "exporter/json_out.h"
 #include "milometer.skel.h"
 
 #define CGROUP2_ROOTS "/sys/fs/cgroup/unified", "/sys/fs/cgroup"
@@ -294,11 +295,14 @@ void targets__dump(struct milometer_bpf *skel, FILE *out, int json)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%u/comm", key);
 		read_small(path, comm, sizeof(comm));
-		if (json)
-			fprintf(out, "%s{\"pid\":%u,\"source\":\"%s\",\"comm\":\"%s\"}",
+		if (json) {
+			/* comm is whatever the process named itself */
+			fprintf(out, "%s{\"pid\":%u,\"source\":\"%s\",\"comm\":",
 				first ? "" : ",", key,
-				src[t.source < 5 ? t.source : 0], comm);
-		else
+				src[t.source < 5 ? t.source : 0]);
+			json_out__str(out, comm);
+			fputc('}', out);
+		} else
 			fprintf(out, "%-8u %-7s %s\n", key,
 				src[t.source < 5 ? t.source : 0], comm);
 		first = false;

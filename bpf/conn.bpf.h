@@ -11,11 +11,15 @@
 #include "bpf/milometer.h"
 
 #define MM_SCRATCH      512 /* user bytes copied and scanned per window */
+#ifndef MM_BLOCK
 #define MM_BLOCK        8  /* bytes parsed per bpf_loop callback (unrolled) */
+#endif
 #define MM_WINDOWS      64  /* windows (parse or skip steps) per iovec */
 #define MM_IOV_MAX      1024 /* iovecs walked per readv/writev/recvmsg/sendmsg (IOV_MAX) */
 #define MM_NAME_MAX     20  /* header name bytes compared */
 #define MM_DOTS_MAX     8   /* host labels tried as wildcard suffixes */
+#define MM_RECENT_SLOTS 16384 /* mm_recent: power of 2 */
+#define MM_ROUTE_CACHE_SLOTS 1024 /* mm_route_cache per CPU: power of 2 */
 
 /*
  * clang drops "i & (N - 1)" when an earlier check already bounds i, but that
@@ -51,6 +55,31 @@ struct mm_recent_key {
 	__u8 _pad[3];
 	__u64 host_hash;
 	__u64 path_hash;
+};
+
+/* One slot of mm_recent: a downstream request's content and its link. */
+struct mm_recent_slot {
+	struct mm_recent_key k;
+	__u64 tag;       /* hash of k: a slot half-written by another CPU
+			  * (key of one request, link of another) fails it */
+	__u64 conn_id;
+	__u32 seq;
+	__u32 route_gen;
+	__u32 route_id;
+	__u16 rule_idx;
+	__u16 _pad;
+};
+
+/* A route decision remembered by what decided it (mm_route_cache). */
+struct mm_route_memo {
+	__u64 host_hash;
+	__u64 path_hash;
+	__u32 gen;
+	__u32 route_id;  /* or MM_ROUTE_DEFER / MM_ROUTE_UNMATCHED */
+	__u16 rule_idx;
+	__u8 method;
+	__u8 valid;
+	__u32 _pad;
 };
 
 /* The downstream request a thread is serving, inherited by upstream legs. */

@@ -250,10 +250,23 @@ static __always_inline void request_garbage(struct mm_conn *c, bool in_body)
 static __always_inline void recent_key(struct mm_conn *c, __u8 method,
 				       struct mm_recent_key *k)
 {
-	k->tgid = bpf_get_current_pid_tgid() >> 32;
+	k->tgid = c->tgid;
 	k->method = method;
 	k->host_hash = c->host_hash;
 	k->path_hash = c->path_hash;
+}
+
+static __always_inline __u64 recent_tag(const struct mm_recent_key *k)
+{
+	return (k->host_hash * 31 + k->path_hash) * 31 +
+	       (((__u64)k->tgid << 8) | k->method);
+}
+
+static __always_inline struct mm_recent_slot *recent_slot(__u64 tag)
+{
+	__u32 i = (tag ^ (tag >> 32)) & (MM_RECENT_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&mm_recent, &i);
 }
 
 static __always_inline void set_thread_link(struct mm_conn *c,
@@ -268,6 +281,7 @@ static __always_inline void set_thread_link(struct mm_conn *c,
 		.valid = 1,
 	};
 	struct mm_recent_key k = {};
+	struct mm_recent_slot *r;
 	struct mm_link *tl;
 
 	tl = bpf_task_storage_get(&mm_thread_req, bpf_get_current_task_btf(),
@@ -277,7 +291,17 @@ static __always_inline void set_thread_link(struct mm_conn *c,
 	else
 		stat_inc(MM_STAT_LINK_FAIL);
 	recent_key(c, s->method, &k);
-	bpf_map_update_elem(&mm_recent, &k, &l, BPF_ANY);
+	r = recent_slot(recent_tag(&k));
+	if (!r)
+		return;
+	r->tag = 0; /* a reader meanwhile misses rather than mixes */
+	r->k = k;
+	r->conn_id = l.conn_id;
+	r->seq = l.seq;
+	r->route_gen = l.route_gen;
+	r->route_id = l.route_id;
+	r->rule_idx = l.rule_idx;
+	r->tag = recent_tag(&k);
 }
 
 /*
@@ -291,17 +315,21 @@ static __always_inline bool link_by_content(struct mm_conn *c,
 					    struct mm_pending *s)
 {
 	struct mm_recent_key k = {};
-	struct mm_link *l;
+	struct mm_recent_slot *r;
+	__u64 tag;
 
 	recent_key(c, s->method, &k);
-	l = bpf_map_lookup_elem(&mm_recent, &k);
-	if (!l)
+	tag = recent_tag(&k);
+	r = recent_slot(tag);
+	if (!r || r->tag != tag || r->k.tgid != k.tgid ||
+	    r->k.method != k.method || r->k.host_hash != k.host_hash ||
+	    r->k.path_hash != k.path_hash)
 		return false;
-	s->parent_conn_id = l->conn_id;
-	s->parent_seq = l->seq;
-	s->route_gen = l->route_gen;
-	s->route_id = l->route_id;
-	s->rule_idx = l->rule_idx;
+	s->parent_conn_id = r->conn_id;
+	s->parent_seq = r->seq;
+	s->route_gen = r->route_gen;
+	s->route_id = r->route_id;
+	s->rule_idx = r->rule_idx;
 	/* the connect() binding belonged to this request: spent */
 	c->bind_valid = 0;
 	/*

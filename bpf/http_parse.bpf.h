@@ -437,48 +437,121 @@ static __always_inline bool to_eol(const struct mm_parser *p)
 #define LFS 0x0a0a0a0a0a0a0a0aULL
 
 /*
- * Past 8 bytes of a header value we do not need, if none is '\n' (the
- * classic has-zero-byte test on w ^ "\n\n\n\n\n\n\n\n"). Request bytes are
- * still copied for user space. Returns false when the word holds a '\n'.
+ * Head bytes go to user space only for requests it must finish (deferred
+ * routes); the copy is kept exact for the bytes the parser steps over.
  */
-static __always_inline bool skip_word(struct mm_lctx *x, __u32 i)
+static __always_inline void copy_head(struct mm_lctx *x, __u64 w, __u32 k)
 {
 	struct mm_conn *c = x->c;
-	__u32 j = i;
-	__u64 w, v;
+	__u32 h = c->head_len;
 
-	/* the last bytes of the head copy go one by one, so it stays exact */
-	if (x->s->is_req && c->head_len > MM_HEAD_MAX - 8 &&
-	    c->head_len < MM_HEAD_MAX)
+	if (h <= MM_HEAD_MAX - 8) {
+		barrier_var(h);
+		h &= MM_HEAD_MAX - 1;
+		if (h <= MM_HEAD_MAX - 8)
+			__builtin_memcpy(&c->headbuf[h], &w, 8);
+	} else {
+		c->head_trunc = 1;
+	}
+	c->head_len += k;
+}
+
+/* The 8 bytes at buf[i], or false when fewer are left in the window. */
+static __always_inline bool load_word(struct mm_lctx *x, __u32 i, __u64 *w)
+{
+	__u32 j = i;
+
+	if (i + 8 > x->s->b_n)
 		return false;
 	barrier_var(j);
 	j &= MM_SCRATCH - 1;
 	if (j > MM_SCRATCH - 8)
 		return false;
-	__builtin_memcpy(&w, &x->s->buf[j], 8);
-	v = w ^ LFS;
-	if ((v - ONES) & ~v & HIGHS)
-		return false;
-	if (x->s->is_req) {
-		if (c->head_len <= MM_HEAD_MAX - 8) {
-			__u32 h = c->head_len;
+	__builtin_memcpy(w, &x->s->buf[j], 8);
+	return true;
+}
 
-			barrier_var(h);
-			h &= MM_HEAD_MAX - 1;
-			if (h <= MM_HEAD_MAX - 8)
-				__builtin_memcpy(&c->headbuf[h], &w, 8);
-		} else {
-			c->head_trunc = 1;
-		}
-		c->head_len += 8;
-	}
+/*
+ * In a line we do not read (a header value we do not need, the rest of a
+ * request or status line, a trailer): step over every byte before the next
+ * '\n' of the word at once. The lowest zero byte of w ^ "\n\n\n\n\n\n\n\n"
+ * (the classic has-zero-byte test: exact for the lowest one) is the first
+ * '\n'. Returns the bytes stepped over, 0 when the word starts with '\n'
+ * or the window has fewer than 8 bytes left.
+ */
+static __always_inline __u32 skip_in_line(struct mm_lctx *x, __u32 i)
+{
+	struct mm_conn *c = x->c;
+	__u64 w, v, m;
+	__u32 k;
+
+	/* the last bytes of the head copy go one by one, so it stays exact */
+	if (x->s->is_req && c->head_len > MM_HEAD_MAX - 8 &&
+	    c->head_len < MM_HEAD_MAX)
+		return 0;
+	if (!load_word(x, i, &w))
+		return 0;
+	v = w ^ LFS;
+	m = (v - ONES) & ~v & HIGHS;
+	if (!m)
+		k = 8;
+	else if (m & 0x80808080ULL)
+		k = m & 0x8080ULL ? (m & 0x80ULL ? 0 : 1) :
+				    (m & 0x800000ULL ? 2 : 3);
+	else
+		k = m & 0x808000000000ULL ? (m & 0x8000000000ULL ? 4 : 5) :
+					    (m & 0x80000000000000ULL ? 6 : 7);
+	if (k && x->s->is_req)
+		copy_head(x, w, k);
+	return k;
+}
+
+/* bytes 'A'..'Z' of w made lower case, the rest unchanged (SWAR) */
+static __always_inline __u64 lower_word(__u64 w)
+{
+	__u64 h = w & 0x7f7f7f7f7f7f7f7fULL;
+	__u64 ge_a = h + 0x3f3f3f3f3f3f3f3fULL; /* high bit: byte >= 'A' */
+	__u64 gt_z = h + 0x2525252525252525ULL; /* high bit: byte > 'Z' */
+
+	return w | (((ge_a & ~gt_z) & ~w & HIGHS) >> 2);
+}
+
+#define W_CONTENT  0x2d746e65746e6f63ULL /* "content-" little-endian */
+#define W_TRANSFER 0x726566736e617274ULL /* "transfer" */
+#define W_HOST     0x3a74736f68ULL       /* "host:" */
+#define M_HOST     0xffffffffffULL
+
+/*
+ * At the start of a header line, one word tells whether the parser needs
+ * the header at all: Host, Content-Length and Transfer-Encoding are read
+ * byte by byte, every other header (most of them) goes straight to the
+ * skipping state. Routes that match on other headers are decided in user
+ * space from the copied head. Returns true when it moved the state.
+ */
+static __always_inline bool skip_header_name(struct mm_lctx *x, __u32 i)
+{
+	struct mm_parser *p = x->p;
+	__u64 w, lw;
+
+	if (!load_word(x, i, &w))
+		return false;
+	/* '\r' or '\n' first: the empty line, parsed byte by byte */
+	if ((__u8)w == '\r' || (__u8)w == '\n')
+		return false;
+	lw = lower_word(w);
+	if (lw == W_CONTENT || lw == W_TRANSFER)
+		return false;
+	if ((lw & M_HOST) == W_HOST && x->s->is_req)
+		return false;
+	p->hdr = HDR_OTHER;
+	p->state = PS_VALUE;
 	return true;
 }
 
 /*
  * Up to MM_BLOCK steps per callback, a step being one byte or, in a line we
- * skip, 8: a bpf_loop callback is an indirect call (a retpoline on most
- * kernels, ~9 ns), the per-byte state machine ~2 ns, the word skip less.
+ * skip, up to 8: bpf_loop with a constant callback is inlined into a direct
+ * call since 5.19/6.0, the per-byte state machine ~2 ns, the word skip less.
  */
 static long parse_block(__u32 blk, void *ctx)
 {
@@ -486,13 +559,18 @@ static long parse_block(__u32 blk, void *ctx)
 
 #pragma unroll
 	for (int k = 0; k < MM_BLOCK; k++) {
-		__u32 i = x->s->b_pos;
+		__u32 i = x->s->b_pos, n;
 
 		if (i >= x->s->b_n)
 			return 1;
-		if (to_eol(x->p) && i + 8 <= x->s->b_n && skip_word(x, i)) {
-			x->s->b_pos = i + 8;
-			continue;
+		if (x->p->state == PS_LINE)
+			skip_header_name(x, i);
+		if (to_eol(x->p)) {
+			n = skip_in_line(x, i);
+			if (n) {
+				x->s->b_pos = i + n;
+				continue;
+			}
 		}
 		x->s->b_pos = i + 1;
 		if (parse_byte(i, x))

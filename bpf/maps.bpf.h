@@ -96,15 +96,32 @@ struct {
 	__type(value, struct mm_link);
 } mm_thread_req SEC(".maps");
 
-/* Recent downstream requests by content, to link the upstream request. */
+/*
+ * Recent downstream requests by content, to link the upstream request: a
+ * direct-mapped array indexed by a hash of (tgid, method, host, path), read
+ * and written in place (inlined by the JIT), where an LRU hash update cost
+ * more than the rest of the request. A slot another request took since is
+ * a miss, and the link falls back to the thread's.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	/* per-CPU LRU lists: no global lock on the proxy's hot path */
-	__uint(map_flags, BPF_F_NO_COMMON_LRU);
-	__uint(max_entries, 16384);
-	__type(key, struct mm_recent_key);
-	__type(value, struct mm_link);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MM_RECENT_SLOTS);
+	__type(key, __u32);
+	__type(value, struct mm_recent_slot);
 } mm_recent SEC(".maps");
+
+/*
+ * Route decisions by (generation, method, host hash, path hash): most
+ * requests repeat a few host/path pairs, and a hit replaces the vhost and
+ * path lookups (up to 18 hash lookups for a deep prefix). Direct-mapped,
+ * keyed by the generation, so a new route table never sees an old answer.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MM_ROUTE_CACHE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct mm_route_memo);
+} mm_route_cache SEC(".maps");
 
 /* Route table: host -> virtual host (written by the agent only). */
 struct {

@@ -153,15 +153,11 @@ static long prefix_try(__u32 i, void *ctx)
 }
 
 /*
- * Returns the route id (or MM_ROUTE_*); s->rl_gen and s->rl_rule_idx hold
- * the generation and rule. Order: vhost by Host (exact, longest wildcard,
- * catch-all), then Exact path, then (regex paths present: defer), then
- * PathPrefix longest first.
+ * Order: vhost by Host (exact, longest wildcard, catch-all), then Exact
+ * path, then (regex paths present: defer), then PathPrefix longest first.
  */
-static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method)
+static __always_inline __u32 route_decide(struct mm_lctx *x, __u8 method)
 {
-	__u32 zero = 0;
-	struct mm_config *cfg = bpf_map_lookup_elem(&mm_config, &zero);
 	struct mm_route_key key = { .kind = MM_PATH_EXACT };
 	struct mm_conn *c = x->c;
 	struct mm_scratch *s = x->s;
@@ -170,13 +166,6 @@ static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method)
 	int v;
 
 	s->rl_rule_idx = 0;
-	s->rl_gen = 0;
-	if (!cfg)
-		return MM_ROUTE_UNKNOWN;
-	s->rl_gen = cfg->route_gen;
-	/* absolute-form targets, hosts past MM_HOST_MAX: user space decides */
-	if (!c->target_ok || c->host_state == 3)
-		return MM_ROUTE_DEFER;
 	if (!vhost_lookup(x, &defer))
 		return defer ? MM_ROUTE_DEFER : MM_ROUTE_UNMATCHED;
 	if ((s->vh_flags & MM_VHOST_DEEP) && c->nbounds > MM_PATH_PREFIXES)
@@ -203,6 +192,50 @@ static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method)
 	if (s->rl_verdict == RL_DEFER)
 		return MM_ROUTE_DEFER;
 	return MM_ROUTE_UNMATCHED;
+}
+
+/*
+ * Returns the route id (or MM_ROUTE_*); s->rl_gen and s->rl_rule_idx hold
+ * the generation and rule. (generation, method, host, path) decide the
+ * answer, so it is remembered by them.
+ */
+static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method)
+{
+	__u32 zero = 0;
+	struct mm_config *cfg = bpf_map_lookup_elem(&mm_config, &zero);
+	struct mm_conn *c = x->c;
+	struct mm_scratch *s = x->s;
+	struct mm_route_memo *m;
+	__u64 h;
+	__u32 i, id;
+
+	s->rl_rule_idx = 0;
+	s->rl_gen = 0;
+	if (!cfg)
+		return MM_ROUTE_UNKNOWN;
+	s->rl_gen = cfg->route_gen;
+	/* absolute-form targets, hosts past MM_HOST_MAX: user space decides */
+	if (!c->target_ok || c->host_state == 3)
+		return MM_ROUTE_DEFER;
+	h = (c->host_hash ^ (c->path_hash * 31)) + method;
+	i = (h ^ (h >> 29)) & (MM_ROUTE_CACHE_SLOTS - 1);
+	m = bpf_map_lookup_elem(&mm_route_cache, &i);
+	if (m && m->valid && m->gen == s->rl_gen && m->method == method &&
+	    m->host_hash == c->host_hash && m->path_hash == c->path_hash) {
+		s->rl_rule_idx = m->rule_idx;
+		return m->route_id;
+	}
+	id = route_decide(x, method);
+	if (m) {
+		m->host_hash = c->host_hash;
+		m->path_hash = c->path_hash;
+		m->gen = s->rl_gen;
+		m->route_id = id;
+		m->rule_idx = s->rl_rule_idx;
+		m->method = method;
+		m->valid = 1;
+	}
+	return id;
 }
 
 #endif /* MM_ROUTE_LOOKUP_BPF_H */

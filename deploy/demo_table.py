@@ -18,7 +18,7 @@ for line in sys.stdin:
     key = (route, lab.get("http_response_status_code_class", lab.get("http_response_status_code", "")))
     if name == "envoy_http_downstream_rq_total":
         agent[key] += float(value)
-    elif name == "envoy_http_downstream_rq_time_milliseconds_sum":
+    elif name == "envoy_http_downstream_rq_time_sum":
         lat[key] += float(value)
 
 log = collections.Counter()

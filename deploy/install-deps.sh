@@ -4,11 +4,14 @@
 #   install-deps.sh --build-only packages the build needs
 # As root it runs apt-get; otherwise it names what is missing and fails.
 set -eu
-build="clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
+build="gcc clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
 libyaml-dev libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
-libmicrohttpd-dev"
+libmicrohttpd-dev uuid-dev libjson-c-dev libssl-dev libnghttp2-dev libcapstone-dev"
 run="nginx-light haproxy wrk hey prometheus protobuf-compiler iproute2 curl
-procps psmisc python3 python3-prometheus-client openssl"
+qemu-system-x86 busybox-static
+procps psmisc python3 python3-prometheus-client openssl android-libboringssl
+python3-kubernetes python3-yaml
+nghttp2-client nghttp2-server nghttp2-proxy caddy binutils"
 want=$build
 [ "${1:-}" = "--build-only" ] || want="$build $run"
 
@@ -35,7 +38,7 @@ if ! apt-get install -y -q --no-install-recommends $missing >/tmp/milometer-apt.
 	}
 fi
 # Debian starts these on install; tests start their own instances.
-for s in nginx haproxy prometheus; do
+for s in nginx haproxy prometheus caddy nghttpx; do
 	if command -v systemctl >/dev/null 2>&1 && systemctl is-active -q "$s" 2>/dev/null; then
 		systemctl stop "$s" || true
 		systemctl disable -q "$s" 2>/dev/null || true

@@ -4,14 +4,13 @@
 #include <string.h>
 
 #include "exporter/hist_explicit.h"
-#include "exporter/metric_store.h"
 
 /* opentelemetry-specification sdk.md, "Explicit Bucket Histogram Aggregation" */
-const double mstore__default_bounds[] = {
+const double hist_explicit__sdk_bounds[] = {
 	0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000,
 };
-const size_t mstore__default_nbounds =
-	sizeof(mstore__default_bounds) / sizeof(mstore__default_bounds[0]);
+const size_t hist_explicit__sdk_nbounds =
+	sizeof(hist_explicit__sdk_bounds) / sizeof(hist_explicit__sdk_bounds[0]);
 
 /* semantic-conventions http-metrics.md, http.server.request.duration advice */
 const double hist_explicit__seconds_bounds[] = {
@@ -28,8 +27,8 @@ void hist_explicit__default_bounds(const char *unit, const double **bounds,
 		*bounds = hist_explicit__seconds_bounds;
 		*nbounds = hist_explicit__seconds_nbounds;
 	} else {
-		*bounds = mstore__default_bounds;
-		*nbounds = mstore__default_nbounds;
+		*bounds = hist_explicit__sdk_bounds;
+		*nbounds = hist_explicit__sdk_nbounds;
 	}
 }
 

@@ -30,6 +30,9 @@ void hist_explicit__observe(struct hist_explicit *h, const double *bounds,
 /* Index of the bucket v falls in: first i with v <= bounds[i], else nbounds. */
 size_t hist_explicit__bucket(const double *bounds, size_t nbounds, double v);
 
+/* OTel's default explicit bounds (ms-oriented, as the SDK ships them). */
+extern const double hist_explicit__sdk_bounds[];
+extern const size_t hist_explicit__sdk_nbounds;
 /* OTel HTTP semantic-convention advice for durations in seconds. */
 extern const double hist_explicit__seconds_bounds[];
 extern const size_t hist_explicit__seconds_nbounds;

@@ -181,13 +181,10 @@ struct mstore_stats {
 };
 void mstore__stats(struct mstore *s, struct mstore_stats *st);
 
-/* OTel's default explicit bounds (ms-oriented, as the SDK ships them). */
-extern const double mstore__default_bounds[];
-extern const size_t mstore__default_nbounds;
-
 /*
  * The bounds a histogram without bounds gets: OTel HTTP semconv advice
- * (0.005 .. 10) for unit "s" or "seconds", mstore__default_bounds otherwise.
+ * (0.005 .. 10) for unit "s" or "seconds", the SDK's default
+ * (hist_explicit__sdk_bounds) otherwise.
  */
 void mstore__default_bounds_for_unit(const char *unit, const double **bounds,
 				     size_t *nbounds);

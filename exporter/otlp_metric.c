@@ -69,6 +69,32 @@ static int add_number_points(struct otlp_arena *a, const struct mmetric_desc *d,
 	return 0;
 }
 
+/*
+ * The fields HistogramDataPoint and ExponentialHistogramDataPoint share
+ * (attributes, times, count, sum, min/max only when there is a value):
+ * filled in one place for both. A macro, because protobuf-c generates two
+ * unrelated struct types with the same field names. T is the message's
+ * OTLP_PBC() prefix. Evaluates to -ENOMEM or 0.
+ */
+#define HIST_COMMON(a, dp, p, T)                                             \
+	({                                                                   \
+		(dp)->n_attributes = (p)->nlabels;                           \
+		(dp)->attributes =                                           \
+			attrs_from_labels((a), (p)->labels, (p)->nlabels);   \
+		(dp)->start_time_unix_nano = (p)->start_ns;                  \
+		(dp)->time_unix_nano = (p)->time_ns;                         \
+		(dp)->count = (p)->count;                                    \
+		(dp)->opt_sum_case = OTLP_PBC(T##__OPT_SUM_SUM);             \
+		(dp)->sum = (p)->sum;                                        \
+		if ((p)->count) {                                            \
+			(dp)->opt_min_case = OTLP_PBC(T##__OPT_MIN_MIN);     \
+			(dp)->min = (p)->min;                                \
+			(dp)->opt_max_case = OTLP_PBC(T##__OPT_MAX_MAX);     \
+			(dp)->max = (p)->max;                                \
+		}                                                            \
+		(p)->nlabels && !(dp)->attributes ? -ENOMEM : 0;             \
+	})
+
 static int add_explicit_points(struct otlp_arena *a,
 			       const struct mmetric_desc *d,
 			       const struct mpoint_view *pts, size_t n,
@@ -87,24 +113,8 @@ static int add_explicit_points(struct otlp_arena *a,
 
 		dp[i] = (otlp_pb_histogram_dp)OTLP_PBC(
 			HISTOGRAM_DATA_POINT__INIT);
-		dp[i].n_attributes = p->nlabels;
-		dp[i].attributes = attrs_from_labels(a, p->labels, p->nlabels);
-		if (p->nlabels && !dp[i].attributes)
+		if (HIST_COMMON(a, &dp[i], p, HISTOGRAM_DATA_POINT))
 			return -ENOMEM;
-		dp[i].start_time_unix_nano = p->start_ns;
-		dp[i].time_unix_nano = p->time_ns;
-		dp[i].count = p->count;
-		dp[i].opt_sum_case =
-			OTLP_PBC(HISTOGRAM_DATA_POINT__OPT_SUM_SUM);
-		dp[i].sum = p->sum;
-		if (p->count) {
-			dp[i].opt_min_case =
-				OTLP_PBC(HISTOGRAM_DATA_POINT__OPT_MIN_MIN);
-			dp[i].min = p->min;
-			dp[i].opt_max_case =
-				OTLP_PBC(HISTOGRAM_DATA_POINT__OPT_MAX_MAX);
-			dp[i].max = p->max;
-		}
 		if (h && h->counts) {
 			dp[i].n_explicit_bounds = h->nbounds;
 			dp[i].explicit_bounds = otlp_arena__dup(
@@ -161,24 +171,8 @@ static int add_exp_points(struct otlp_arena *a, const struct mmetric_desc *d,
 
 		dp[i] = (otlp_pb_exp_histogram_dp)OTLP_PBC(
 			EXPONENTIAL_HISTOGRAM_DATA_POINT__INIT);
-		dp[i].n_attributes = p->nlabels;
-		dp[i].attributes = attrs_from_labels(a, p->labels, p->nlabels);
-		if (p->nlabels && !dp[i].attributes)
+		if (HIST_COMMON(a, &dp[i], p, EXPONENTIAL_HISTOGRAM_DATA_POINT))
 			return -ENOMEM;
-		dp[i].start_time_unix_nano = p->start_ns;
-		dp[i].time_unix_nano = p->time_ns;
-		dp[i].count = p->count;
-		dp[i].opt_sum_case =
-			OTLP_PBC(EXPONENTIAL_HISTOGRAM_DATA_POINT__OPT_SUM_SUM);
-		dp[i].sum = p->sum;
-		if (p->count) {
-			dp[i].opt_min_case = OTLP_PBC(
-				EXPONENTIAL_HISTOGRAM_DATA_POINT__OPT_MIN_MIN);
-			dp[i].min = p->min;
-			dp[i].opt_max_case = OTLP_PBC(
-				EXPONENTIAL_HISTOGRAM_DATA_POINT__OPT_MAX_MAX);
-			dp[i].max = p->max;
-		}
 		if (h) {
 			dp[i].scale = h->scale;
 			dp[i].zero_count = h->zero_count;

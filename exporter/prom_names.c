@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "exporter/prom_names.h"
+#include "exporter/utf8.h"
 
 struct unit_word {
 	const char *ucum;
@@ -136,6 +137,33 @@ int prom_names__unit(const char *unit, enum minstrument inst, char *buf,
 	return finish(&o);
 }
 
+/*
+ * Unit words that are a scaled form of a Prometheus base unit (seconds,
+ * bytes). Prometheus names carry base units only (promtool's linter: "use
+ * base unit seconds instead of milliseconds"), so a metric in such a unit
+ * gets no unit suffix at all: the name stays what the source calls it.
+ * That is Envoy's own exposition of its *_rq_time histograms (milliseconds,
+ * no suffix), so Envoy dashboards and queries work unchanged; the values
+ * are never rescaled.
+ */
+static const char *const scaled_units[] = {
+	"days",	     "hours",	  "minutes",   "milliseconds", "microseconds",
+	"nanoseconds", "kibibytes", "mebibytes", "gibibytes",	"tibibytes",
+	"kilobytes", "megabytes", "gigabytes", "terabytes",
+};
+
+static bool has_part(const char *name, const char *word);
+
+bool prom_names__unit_is_scaled(const char *word)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(scaled_units) / sizeof(scaled_units[0]); i++)
+		if (has_part(word, scaled_units[i]))
+			return true;
+	return false;
+}
+
 /* Does name contain word as a whole '_'-separated part sequence? */
 static bool has_part(const char *name, const char *word)
 {
@@ -172,7 +200,7 @@ int prom_names__metric(const struct mmetric_desc *d, char *buf, size_t len)
 	if (counter && o.len >= 6 && !strcmp(buf + o.len - 6, "_total"))
 		buf[o.len -= 6] = 0;
 	ul = prom_names__unit(d->unit, d->instrument, unit, sizeof(unit));
-	if (ul > 0 && !has_part(buf, unit)) {
+	if (ul > 0 && !has_part(buf, unit) && !prom_names__unit_is_scaled(unit)) {
 		put(&o, '_');
 		put_sanitized(&o, unit, (size_t)ul, false);
 	}
@@ -194,53 +222,19 @@ int prom_names__label(const char *key, char *buf, size_t len)
 	return finish(&o);
 }
 
-/* Length of the valid UTF-8 sequence at s, 0 if invalid. */
-static size_t utf8_len(const unsigned char *s)
+static const char *prom_escape(unsigned char c, char buf[8], void *quotes)
 {
-	unsigned int c = s[0], cp, n, i;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, cp = c & 0x07;
-	else
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	/* overlong, surrogate or past U+10FFFF */
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-		return 0;
-	return n;
+	(void)buf;
+	if (c == '\\')
+		return "\\\\";
+	if (c == '\n')
+		return "\\n";
+	if (c == '"' && *(bool *)quotes)
+		return "\\\"";
+	return NULL;
 }
 
 void prom_names__write_escaped(FILE *f, const char *s, bool quotes)
 {
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p) {
-		size_t n = utf8_len(p);
-
-		if (!n) {
-			fputs("\xef\xbf\xbd", f);
-			p++;
-			continue;
-		}
-		if (*p == '\\')
-			fputs("\\\\", f);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p == '"' && quotes)
-			fputs("\\\"", f);
-		else
-			fwrite(p, 1, n, f);
-		p += n;
-	}
+	utf8__write_escaped(f, s, prom_escape, &quotes);
 }

@@ -6,7 +6,9 @@
  *    collapse to one, a leading digit gets a '_' prefix;
  *  - the unit, converted to words (s -> seconds, ms -> milliseconds,
  *    By -> bytes, foo/s -> foo_per_second, {annotations} dropped), is
- *    appended unless the name already contains it as a '_'-separated part;
+ *    appended unless the name already contains it as a '_'-separated part
+ *    or it is a scaled base unit (ms, min, KiBy...: see
+ *    prom_names__unit_is_scaled(); Prometheus names carry base units only);
  *  - unit "1" gives "_ratio" on gauges only (what the Collector's translator
  *    does; sums and histograms get no suffix for "1");
  *  - monotonic counters end in "_total" (moved to the end if present
@@ -33,6 +35,13 @@ int prom_names__unit(const char *unit, enum minstrument inst, char *out,
  * "_total" suffix. Returns the length written or -ENOSPC.
  */
 int prom_names__metric(const struct mmetric_desc *desc, char *out, size_t len);
+/*
+ * Is this unit word (from prom_names__unit) a scaled base unit
+ * (milliseconds, minutes, kibibytes, ...)? Such units are not appended to
+ * metric names (deviation from the OTel translation, as Envoy's own
+ * exposition does: Prometheus names only carry base units).
+ */
+bool prom_names__unit_is_scaled(const char *word);
 /* A label name; "" stays "". Returns the length written or -ENOSPC. */
 int prom_names__label(const char *key, char *out, size_t len);
 

@@ -1,18 +1,21 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # What `make check` runs once everything is built: the unit tests, then the
-# integration tests (root: they load BPF and start real proxies). The last
-# line sums both: "N passed, N failed"; exit status 1 when anything failed.
+# integration tests (root: they load BPF and start real proxies), then the
+# bounded kernel matrix (selftests/kernel: qemu + the host kernel). The last
+# line sums them all: "N passed, N failed, N skipped" (a skip is never a
+# pass); exit status 1 when anything failed.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 total_pass=0
 total_fail=0
+total_skip=0
 status=0
 
-# tally OUTPUT_FILE: add the runner's closing "N passed, N failed".
+# tally OUTPUT_FILE: add the runner's closing "N passed, N failed[, N skipped]".
 tally() {
-	local line p f
+	local line p f s
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -1)
 	if [ -z "$line" ]; then
 		echo "check: no 'N passed, N failed' line from $2: counted as a failure"
@@ -22,7 +25,10 @@ tally() {
 	p=${line%% passed*}
 	f=${line#*, }
 	f=${f%% failed*}
+	s=0
+	case "$line" in *" skipped"*) s=${line##*failed, }; s=${s%% skipped*} ;; esac
 	total_pass=$((total_pass + p))
+	total_skip=$((total_skip + s))
 	total_fail=$((total_fail + f))
 }
 
@@ -42,6 +48,11 @@ bin/bpf_tests 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 tally "$out" bin/bpf_tests
 
+echo "== Kubernetes client tests (no root)"
+selftests/k8s/run.sh 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" selftests/k8s/run.sh
+
 echo "== integration tests"
 selftests/integration/run.sh "${T:-}" 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
@@ -59,6 +70,13 @@ if [ -z "${T:-}" ]; then
 	tally "$out" "selftests/integration/run.sh (sys-exit)"
 fi
 
+# bounded: the 6.1 guest and the host kernel, a few requests per route; a
+# kernel that cannot be downloaded or booted counts as a failure
+echo "== kernel matrix (quick)"
+KERNEL_MATRIX_QUICK=1 selftests/kernel/run.sh 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" selftests/kernel/run.sh
+
 [ $total_fail -eq 0 ] || status=1
-echo "$total_pass passed, $total_fail failed"
+echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 exit $status

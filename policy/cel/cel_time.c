@@ -6,7 +6,8 @@
  * Both are int64 nanoseconds (cel.h), so timestamps span 1677-09-21 to
  * 2262-04-11 rather than CEL's 0001-9999; anything outside is a range
  * error, never a wrap. Calendar arithmetic is proleptic Gregorian (Howard
- * Hinnant's days_from_civil), which is what RFC 3339 and Go use; no libc
+ * Hinnant's days_from_civil, in policy/source/rfc3339.c, the tree's one
+ * RFC 3339 parser), which is what RFC 3339 and Go use; no libc
  * time zone state is touched, so this is thread-safe and allocation-free.
  */
 #include <errno.h>
@@ -14,21 +15,9 @@
 #include <string.h>
 
 #include "policy/cel/cel_impl.h"
+#include "policy/source/rfc3339.h"
 
 #define NS_PER_S 1000000000LL
-
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-	int64_t era;
-	unsigned yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = (unsigned)(y - era * 400);
-	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + (int64_t)doe - 719468;
-}
 
 static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
 {
@@ -64,57 +53,17 @@ static bool digits(const char *s, size_t n, int *out)
 	return true;
 }
 
-static bool leap(int64_t y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-static int mdays(int64_t y, int m)
-{
-	static const int d[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-
-	return m == 2 && leap(y) ? 29 : d[m - 1];
-}
-
 /* "2006-01-02T15:04:05.999999999Z" or with "+07:00"; -EINVAL, -ERANGE. */
 int cel_parse_timestamp(const char *s, size_t len, int64_t *ns)
 {
-	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0, i;
-	int64_t secs, frac = 0, scale = NS_PER_S;
-	size_t p = 19;
+	int64_t secs;
+	uint32_t frac;
+	int err = rfc3339__parse(s, len, &secs, &frac);
 
-	if (len < 20 || s[4] != '-' || s[7] != '-' ||
-	    (s[10] != 'T' && s[10] != 't') || s[13] != ':' || s[16] != ':' ||
-	    !digits(s, 4, &y) || !digits(s + 5, 2, &mo) ||
-	    !digits(s + 8, 2, &d) || !digits(s + 11, 2, &h) ||
-	    !digits(s + 14, 2, &mi) || !digits(s + 17, 2, &sec))
-		return -EINVAL;
-	if (mo < 1 || mo > 12 || d < 1 || d > mdays(y, mo) || h > 23 ||
-	    mi > 59 || sec > 59)
-		return -EINVAL;
-	if (s[p] == '.') {
-		for (p++, i = 0; p < len && s[p] >= '0' && s[p] <= '9'; p++, i++) {
-			if (i >= 9)
-				return -EINVAL;
-			scale /= 10;
-			frac += (s[p] - '0') * scale;
-		}
-		if (!i)
-			return -EINVAL;
-	}
-	if (p + 1 == len && (s[p] == 'Z' || s[p] == 'z')) {
-		sign = 0;
-	} else if (p + 6 == len && (s[p] == '+' || s[p] == '-') &&
-		   s[p + 3] == ':' && digits(s + p + 1, 2, &oh) &&
-		   digits(s + p + 4, 2, &om) && oh < 24 && om < 60) {
-		sign = s[p] == '-' ? -1 : 1;
-	} else {
-		return -EINVAL;
-	}
-	secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec -
-	       sign * (oh * 3600 + om * 60);
+	if (err)
+		return err;
 	if (__builtin_mul_overflow(secs, NS_PER_S, ns) ||
-	    __builtin_add_overflow(*ns, frac, ns))
+	    __builtin_add_overflow(*ns, (int64_t)frac, ns))
 		return -ERANGE;
 	return 0;
 }
@@ -257,7 +206,7 @@ int cel_timestamp_split(int64_t ns, const char *tz, size_t tzlen,
 	civil_from_days(days, &tm->year, &m, &d);
 	tm->month = m - 1;
 	tm->mday = d - 1;
-	tm->yday = (int)(days - days_from_civil(tm->year, 1, 1));
+	tm->yday = (int)(days - rfc3339__days_from_civil(tm->year, 1, 1));
 	tm->wday = (int)(((days % 7) + 11) % 7); /* 1970-01-01 was a Thursday */
 	tm->hour = (int)(sod / 3600);
 	tm->min = (int)(sod / 60 % 60);

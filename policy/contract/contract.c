@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exporter/json_out.h"
 #include "policy/contract/contract.h"
 #include "policy/source/doc.h"
 #include "policy/source/manifest_source.h"
@@ -646,26 +647,6 @@ size_t contract__rejected(struct contract *c)
 	return n;
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char ch = *s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch == '\n')
-			fputs("\\n", f);
-		else if (ch == '\t')
-			fputs("\\t", f);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
 static const char *obj_metric(const struct cobj *o)
 {
 	if (o->def)
@@ -681,33 +662,33 @@ static void render_json(struct contract *c, FILE *f)
 
 		fputs(i ? ",{" : "{", f);
 		fputs("\"kind\":", f);
-		json_str(f, o->kind);
+		json_out__str(f, o->kind);
 		fputs(",\"name\":", f);
-		json_str(f, o->name);
+		json_out__str(f, o->name);
 		if (o->ns) {
 			fputs(",\"namespace\":", f);
-			json_str(f, o->ns);
+			json_out__str(f, o->ns);
 		}
 		fputs(",\"file\":", f);
-		json_str(f, o->file);
+		json_out__str(f, o->file);
 		fprintf(f, ",\"line\":%u,\"rejected\":%s", o->line,
 			obj_rejected(o) ? "true" : "false");
 		if (obj_metric(o)) {
 			fputs(",\"metric\":", f);
-			json_str(f, obj_metric(o));
+			json_out__str(f, obj_metric(o));
 		}
 		fputs(",\"conditions\":[", f);
 		for (size_t j = 0; j < o->conds.n; j++) {
 			const struct condition *cd = &o->conds.c[j];
 
 			fputs(j ? ",{\"type\":" : "{\"type\":", f);
-			json_str(f, cd->type);
+			json_out__str(f, cd->type);
 			fputs(",\"status\":", f);
-			json_str(f, conditions__status_str(cd->status));
+			json_out__str(f, conditions__status_str(cd->status));
 			fputs(",\"reason\":", f);
-			json_str(f, cd->reason);
+			json_out__str(f, cd->reason);
 			fputs(",\"message\":", f);
-			json_str(f, cd->message);
+			json_out__str(f, cd->message);
 			fprintf(f, ",\"lastTransitionTimeUnixNano\":%llu}",
 				(unsigned long long)cd->last_transition_ns);
 		}
@@ -717,14 +698,14 @@ static void render_json(struct contract *c, FILE *f)
 	for (size_t i = 0; i < c->nerrors; i++) {
 		if (i)
 			fputc(',', f);
-		json_str(f, c->errors[i]);
+		json_out__str(f, c->errors[i]);
 	}
 	fputs("],\"cluster\":{\"" CLUSTER_ID_ATTR "\":", f);
-	json_str(f, c->cluster.id);
+	json_out__str(f, c->cluster.id);
 	fputs(",\"" CLUSTERSET_ATTR "\":", f);
-	json_str(f, c->cluster.clusterset);
+	json_out__str(f, c->cluster.clusterset);
 	fputs(",\"problem\":", f);
-	json_str(f, c->cluster.problem);
+	json_out__str(f, c->cluster.problem);
 	fputs("}}\n", f);
 }
 

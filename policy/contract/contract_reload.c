@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Reload source, contract and engine together: see contract_reload.h. */
+#include "exporter/metric_store.h"
 #include "policy/contract/contract.h"
 #include "policy/contract/contract_reload.h"
 #include "policy/source/manifest_source.h"
@@ -20,7 +21,11 @@ int contract__reload(struct manifest_source *src, struct contract *c,
 	}
 	if (engine) {
 		/* also catches a first sync that never happened */
+		struct mstore *st = policy_engine__store(engine);
+
+		mstore__lock(st);
 		err = policy_engine__sync(engine, src);
+		mstore__unlock(st);
 		if (err < 0)
 			return err;
 		changed |= err;

@@ -16,7 +16,9 @@ struct policy_engine;
  * 1 when something changed, 0 when not, -errno when the source failed (the
  * previous contract and engine stay in effect; the failure shows in the
  * contract's errors on the next successful load and in the return value).
- * engine may be NULL (offline use).
+ * engine may be NULL (offline use). The engine is synced with its store's
+ * lock held (the data path records into bindings under that lock): call
+ * without holding it; the manifests are read outside it.
  */
 int contract__reload(struct manifest_source *src, struct contract *c,
 		     struct policy_engine *engine);

@@ -3,7 +3,8 @@
  * A stable metadata.uid for objects written by hand. The API server gives
  * every object a random UUID; manifests on disk usually have none, yet
  * policies label series with string(resource.metadata.uid) and the seed
- * marks that label required. We derive a UUIDv5 (RFC 4122, SHA-1) in our
+ * marks that label required. We derive a UUIDv5 (RFC 4122, SHA-1, by
+ * libuuid's uuid_generate_sha1()) in our
  * own namespace from "<apiGroup>/<Kind>/<namespace>/<name>", so the same
  * object gets the same uid on every node and after every restart, and a
  * uid taken from the API server (when the source becomes the API) is kept.
@@ -20,7 +21,5 @@
 /* out gets 36 characters and a NUL. */
 void contract_uid__derive(const char *api_version, const char *kind,
 			  const char *ns, const char *name, char out[37]);
-/* SHA-1 of a buffer (exposed for the test vector). */
-void contract_uid__sha1(const void *data, size_t len, uint8_t out[20]);
 
 #endif /* MM_POLICY_CONTRACT_UID_H */

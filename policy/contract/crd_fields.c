@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "policy/contract/crd_fields.h"
+#include "policy/source/doc_field.h"
 #include "policy/source/doc.h"
 #include "policy/source/manifest_source.h"
 
@@ -79,32 +80,30 @@ const char *crd__req_str(const struct doc_node *map, const char *key,
 int crd__opt_str(const struct doc_node *map, const char *key,
 		 const char *path, const char **out, struct crd_err *e)
 {
-	const struct doc_node *v = doc__get(map, key);
+	const struct doc_node *v;
+	int r = doc_field__get(map, key, DOC_STRING, &v);
 
-	*out = NULL;
-	if (!v || v->kind == DOC_NULL)
-		return 0;
-	if (v->kind != DOC_STRING)
+	*out = r > 0 ? v->str.s : NULL;
+	if (r < 0)
 		return crd__fail(e, "InvalidField", v, path,
-				 "field \"%s\" must be a string, found %s", key,
+				 "field \"%s\" must be %s, found %s", key,
+				 doc_field__want(DOC_STRING),
 				 doc__kind_name(v->kind));
-	*out = v->str.s;
 	return 0;
 }
 
 int crd__opt_bool(const struct doc_node *map, const char *key,
 		  const char *path, bool def, bool *out, struct crd_err *e)
 {
-	const struct doc_node *v = doc__get(map, key);
+	const struct doc_node *v;
+	int r = doc_field__get(map, key, DOC_BOOL, &v);
 
-	*out = def;
-	if (!v || v->kind == DOC_NULL)
-		return 0;
-	if (v->kind != DOC_BOOL)
+	*out = r > 0 ? v->b : def;
+	if (r < 0)
 		return crd__fail(e, "InvalidField", v, path,
-				 "field \"%s\" must be true or false, found %s",
-				 key, doc__kind_name(v->kind));
-	*out = v->b;
+				 "field \"%s\" must be %s, found %s", key,
+				 doc_field__want(DOC_BOOL),
+				 doc__kind_name(v->kind));
 	return 0;
 }
 

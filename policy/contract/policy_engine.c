@@ -2,7 +2,9 @@
 /*
  * The policy engine: see policy_engine.h for the semantics. Compiled state
  * (struct pe_policy) is reference counted so bindings the agent still holds
- * after a rebuild keep working until it binds again.
+ * after a rebuild keep working until it binds again. This file builds it;
+ * the data plane is policy_engine_bind.c, resource fields
+ * policy_engine_fields.c, the shared state policy_engine_impl.h.
  */
 #include <errno.h>
 #include <math.h>
@@ -11,89 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exporter/fnv1a.h"
 #include "policy/contract/contract.h"
 #include "policy/contract/contract_uid.h"
 #include "policy/source/doc.h"
 #include "policy/source/manifest_source.h"
-#include "policy/contract/policy_engine.h"
-
-#define LABEL_VALUE_MAX 256
-
-/* Per policy name, for the engine's lifetime: survives rebuilds. */
-struct pe_counters {
-	char *name;
-	uint64_t bindings, unmatched, records, eval_errors, label_errors,
-		dropped, series, ambiguous;
-	struct pe_counters *next;
-};
-
-#define COUNT(c, field) __atomic_add_fetch(&(c)->field, 1, __ATOMIC_RELAXED)
-
-/* Subject objects, cloned and completed (uid, namespace). */
-struct pe_world {
-	int refs;
-	struct doc_node **objs;
-	size_t n;
-};
-
-struct pe_entry {
-	char *key; /* selector values joined by \x1f; NULL: empty slot */
-	const struct doc_node *obj;
-};
-
-struct pe_policy {
-	int refs;
-	struct metric_policy *pol;
-	struct metric_def *def;
-	struct pe_world *world;
-	struct pe_counters *cnt;
-	int metric_id;
-	bool affine; /* also true for a pass-through value */
-	double a, b;
-	double f0;   /* f(0): baseline of cumulative sums */
-	const struct doc_node **subjects;
-	size_t nsubjects;
-	struct pe_entry *tab; /* DataPlane index, power-of-two size */
-	size_t cap;
-	bool programmed;
-};
-
-struct pe_metric {
-	char *name;
-	int id;
-	bool used;
-};
-
-struct policy_engine {
-	pthread_mutex_t lock;
-	struct mstore *store;
-	struct contract *contract;
-	struct pe_policy **pols;
-	size_t npols;
-	uint64_t generation, contract_gen, src_gen;
-	bool synced;
-	struct pe_counters *counters;
-	struct pe_metric *metrics;
-	size_t nmetrics;
-};
-
-struct pe_target {
-	struct pe_policy *pp;
-	struct mseries *ser;
-	const struct doc_node *resource;
-	double total; /* source running total (cumulative sums) */
-	double last;  /* f(total) already added */
-};
-
-struct pe_binding {
-	struct mstore *store;
-	uint64_t generation;
-	struct cel_attr *attrs; /* copies: the value transform may read them */
-	size_t nattrs;
-	char *strings;
-	size_t n;
-	struct pe_target t[];
-};
+#include "policy/contract/policy_engine_impl.h"
 
 /* ---- reference counted pieces ---- */
 
@@ -107,7 +32,7 @@ static void world_put(struct pe_world *w)
 	free(w);
 }
 
-static void pp_put(struct pe_policy *pp)
+void pe_impl__pp_put(struct pe_policy *pp)
 {
 	if (!pp || __atomic_sub_fetch(&pp->refs, 1, __ATOMIC_ACQ_REL))
 		return;
@@ -152,12 +77,17 @@ struct policy_engine *policy_engine__new(struct mstore *store,
 	return e;
 }
 
+struct mstore *policy_engine__store(struct policy_engine *e)
+{
+	return e->store;
+}
+
 void policy_engine__free(struct policy_engine *e)
 {
 	if (!e)
 		return;
 	for (size_t i = 0; i < e->npols; i++)
-		pp_put(e->pols[i]);
+		pe_impl__pp_put(e->pols[i]);
 	free(e->pols);
 	while (e->counters) {
 		struct pe_counters *c = e->counters;
@@ -204,9 +134,9 @@ static int label_string(const struct cel_value *v, char *buf, size_t len)
  * Evaluate the policy's labels (and static labels) into out/vals. Returns 0,
  * or -EINVAL when a label the definition requires could not be produced.
  */
-static int eval_labels(struct pe_policy *pp, const struct cel_activation *act,
-		       struct mlabel *out, char (*vals)[LABEL_VALUE_MAX],
-		       size_t *n)
+int pe_impl__eval_labels(struct pe_policy *pp, const struct cel_activation *act,
+			 struct mlabel *out, char (*vals)[LABEL_VALUE_MAX],
+			 size_t *n)
 {
 	const struct metric_policy *p = pp->pol;
 	size_t k = 0;
@@ -240,8 +170,8 @@ static int eval_labels(struct pe_policy *pp, const struct cel_activation *act,
 	return 0;
 }
 
-static int eval_double(struct cel_program *prog,
-		       const struct cel_activation *act, double *out)
+int pe_impl__eval_double(struct cel_program *prog,
+			 const struct cel_activation *act, double *out)
 {
 	struct cel_value v;
 	struct cel_error err;
@@ -344,17 +274,13 @@ fail:
 
 static uint64_t hash_key(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
+	return fnv1a64_str(FNV1A64_OFFSET, s);
 }
 
 /* Join the selector values; false when one is missing. */
-static bool attrs_key(const struct metric_policy *p,
-		      const struct cel_attr *attrs, size_t n, char *buf,
-		      size_t len)
+bool pe_impl__attrs_key(const struct metric_policy *p,
+			const struct cel_attr *attrs, size_t n, char *buf,
+			size_t len)
 {
 	size_t off = 0;
 
@@ -393,8 +319,8 @@ static int index_insert(struct pe_policy *pp, const char *key,
 	return pp->tab[i].key ? 1 : -ENOMEM;
 }
 
-static const struct doc_node *index_find(const struct pe_policy *pp,
-					 const char *key)
+const struct doc_node *pe_impl__index_find(const struct pe_policy *pp,
+					   const char *key)
 {
 	size_t i;
 
@@ -503,7 +429,7 @@ static int register_metric(struct policy_engine *e,
 	return id;
 }
 
-static const char *kind_label(const struct metric_policy *p)
+const char *pe_impl__kind_label(const struct metric_policy *p)
 {
 	return p->subj_kind;
 }
@@ -552,7 +478,7 @@ static struct pe_policy *build_policy(struct policy_engine *e,
 			     cel__affine(pol->value.prog, &pp->a, &pp->b);
 		if (pp->affine)
 			pp->f0 = pp->b;
-		else if (eval_double(pol->value.prog, &act, &pp->f0))
+		else if (pe_impl__eval_double(pol->value.prog, &act, &pp->f0))
 			pp->f0 = 0; /* needs attributes/resource: per binding */
 		err = build_index(pp);
 		if (err)
@@ -561,7 +487,7 @@ static struct pe_policy *build_policy(struct policy_engine *e,
 	return pp;
 fail:
 	*errp = err;
-	pp_put(pp);
+	pe_impl__pp_put(pp);
 	return NULL;
 }
 
@@ -574,7 +500,7 @@ static void initial_programmed(struct policy_engine *e, struct pe_policy *pp,
 		contract__set_programmed(e->contract, p->obj_name, false,
 					 "NoSubjects",
 					 "no %s objects match spec.subject (%s)",
-					 kind_label(p), p->subj_group);
+					 pe_impl__kind_label(p), p->subj_group);
 		return;
 	}
 	if (p->type != MP_DATA_PLANE)
@@ -647,7 +573,7 @@ int policy_engine__sync(struct policy_engine *e,
 	e->npols = k;
 	npp = NULL;
 	for (size_t i = 0; i < nold; i++)
-		pp_put(old[i]);
+		pe_impl__pp_put(old[i]);
 	free(old);
 	e->contract_gen = cg;
 	e->src_gen = sg;
@@ -657,7 +583,7 @@ int policy_engine__sync(struct policy_engine *e,
 cleanup:
 	if (npp) {
 		for (size_t i = 0; i < k; i++)
-			pp_put(npp[i]);
+			pe_impl__pp_put(npp[i]);
 		free(npp);
 	}
 	world_put(w);
@@ -667,363 +593,6 @@ cleanup:
 	pthread_mutex_unlock(&e->lock);
 	mstore__unlock(e->store);
 	return err;
-}
-
-/* ---- data plane ---- */
-
-static bool filters_pass(const struct metric_policy *p,
-			 const struct cel_attr *attrs, size_t n)
-{
-	for (size_t i = 0; i < p->nfilters; i++) {
-		const struct mp_filter *f = &p->filters[i];
-		const char *v = NULL;
-
-		for (size_t j = 0; j < n && !v; j++)
-			if (!strcmp(attrs[j].key, f->key))
-				v = attrs[j].value;
-		if (!v)
-			return false;
-		if (f->prefix && strncmp(v, f->prefix, strlen(f->prefix)))
-			return false;
-		if (f->re && regexec(f->re, v, 0, NULL, 0))
-			return false;
-	}
-	return true;
-}
-
-static struct pe_binding *binding_new(struct policy_engine *e, size_t cap,
-				      const struct cel_attr *attrs, size_t n)
-{
-	struct pe_binding *b = calloc(1, sizeof(*b) + cap * sizeof(b->t[0]));
-	size_t len = 0;
-	char *p;
-
-	if (!b)
-		return NULL;
-	for (size_t i = 0; i < n; i++)
-		len += strlen(attrs[i].key) + strlen(attrs[i].value) + 2;
-	b->attrs = calloc(n + 1, sizeof(*b->attrs));
-	b->strings = malloc(len + 1);
-	if (!b->attrs || !b->strings) {
-		free(b->attrs);
-		free(b->strings);
-		free(b);
-		return NULL;
-	}
-	p = b->strings;
-	for (size_t i = 0; i < n; i++) {
-		b->attrs[i].key = p;
-		p = stpcpy(p, attrs[i].key) + 1;
-		b->attrs[i].value = p;
-		p = stpcpy(p, attrs[i].value) + 1;
-	}
-	b->nattrs = n;
-	b->store = e->store;
-	b->generation = e->generation;
-	return b;
-}
-
-int policy_engine__bind(struct policy_engine *e, const char *source_metric,
-			const struct cel_attr *attrs, size_t nattrs,
-			struct pe_binding **out)
-{
-	struct pe_binding *b = NULL;
-	struct mlabel *labels = NULL;
-	char(*vals)[LABEL_VALUE_MAX] = NULL;
-	size_t cap = 0;
-	int err = 0;
-
-	*out = NULL;
-	pthread_mutex_lock(&e->lock);
-	for (size_t i = 0; i < e->npols; i++) {
-		const struct metric_policy *p = e->pols[i]->pol;
-
-		if (p->type == MP_DATA_PLANE &&
-		    !strcmp(p->src_metric, source_metric))
-			cap++;
-	}
-	if (!cap)
-		goto cleanup;
-	for (size_t i = 0; i < e->npols; i++)
-		if (e->pols[i]->pol->nlabels > cap)
-			cap = e->pols[i]->pol->nlabels > cap ?
-				e->pols[i]->pol->nlabels : cap;
-	b = binding_new(e, cap, attrs, nattrs);
-	labels = calloc(cap + 1, sizeof(*labels));
-	vals = calloc(cap + 1, sizeof(*vals));
-	if (!b || !labels || !vals) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	for (size_t i = 0; i < e->npols; i++) {
-		struct pe_policy *pp = e->pols[i];
-		const struct metric_policy *p = pp->pol;
-		struct cel_activation act = { .attrs = b->attrs,
-					      .nattrs = b->nattrs };
-		struct pe_target *t;
-		struct mseries *ser;
-		char key[1024];
-		size_t nl;
-
-		if (p->type != MP_DATA_PLANE ||
-		    strcmp(p->src_metric, source_metric) ||
-		    !filters_pass(p, attrs, nattrs))
-			continue;
-		act.resource = attrs_key(p, attrs, nattrs, key, sizeof(key)) ?
-			index_find(pp, key) : NULL;
-		if (!act.resource) {
-			COUNT(pp->cnt, unmatched);
-			continue;
-		}
-		if (eval_labels(pp, &act, labels, vals, &nl))
-			continue; /* a required label is missing: no binding */
-		ser = mstore__series(e->store, pp->metric_id, labels, nl);
-		if (!ser) {
-			/* out of memory, or more than the store's label limit */
-			COUNT(pp->cnt, dropped);
-			continue;
-		}
-		mstore__hold(ser);
-		t = &b->t[b->n++];
-		t->pp = pp;
-		__atomic_add_fetch(&pp->refs, 1, __ATOMIC_RELAXED);
-		t->ser = ser;
-		t->resource = act.resource;
-		t->last = pp->f0;
-		if (!pp->affine) {
-			act.value = 0;
-			if (eval_double(p->value.prog, &act, &t->last))
-				t->last = 0;
-		}
-		COUNT(pp->cnt, bindings);
-		if (!pp->programmed) {
-			pp->programmed = true;
-			contract__set_programmed(e->contract, p->obj_name, true,
-						 "Programmed",
-						 "data-plane series %s are exported as %s",
-						 p->src_metric, p->target);
-		}
-	}
-	err = (int)b->n;
-	if (b->n) {
-		*out = b;
-		b = NULL;
-	}
-cleanup:
-	pthread_mutex_unlock(&e->lock);
-	pe_binding__free(b);
-	free(labels);
-	free(vals);
-	return err;
-}
-
-static int transform(struct pe_binding *b, struct pe_target *t, double v,
-		     double *out)
-{
-	struct pe_policy *pp = t->pp;
-	struct cel_activation act;
-
-	if (pp->affine) {
-		*out = pp->a * v + pp->b;
-		return 0;
-	}
-	act = (struct cel_activation){ .value = v, .attrs = b->attrs,
-				       .nattrs = b->nattrs,
-				       .resource = t->resource };
-	if (eval_double(pp->pol->value.prog, &act, out)) {
-		COUNT(pp->cnt, eval_errors);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-void pe_binding__record(struct pe_binding *b, double value, uint64_t now_ns)
-{
-	for (size_t i = 0; i < b->n; i++) {
-		struct pe_target *t = &b->t[i];
-		struct pe_policy *pp = t->pp;
-		enum minstrument ins = pp->def->instrument;
-		double out;
-
-		COUNT(pp->cnt, records);
-		if (ins == MI_COUNTER || ins == MI_UPDOWN) {
-			if (pp->pol->src_temporality == MT_DELTA) {
-				if (transform(b, t, value, &out))
-					goto drop;
-			} else if (pp->affine) {
-				out = pp->a * value;
-			} else {
-				double f;
-
-				if (transform(b, t, t->total + value, &f))
-					goto drop;
-				t->total += value;
-				out = f - t->last;
-				t->last = f;
-			}
-			if (ins == MI_COUNTER && out < 0)
-				goto drop; /* a counter never goes down */
-			mseries__add(t->ser, out, now_ns);
-			continue;
-		}
-		if (transform(b, t, value, &out))
-			goto drop;
-		if (ins == MI_GAUGE)
-			mseries__set(t->ser, out, now_ns);
-		else
-			mseries__observe(t->ser, out, now_ns);
-		continue;
-drop:
-		COUNT(pp->cnt, dropped);
-	}
-}
-
-uint64_t pe_binding__generation(const struct pe_binding *b)
-{
-	return b->generation;
-}
-
-size_t pe_binding__targets(const struct pe_binding *b)
-{
-	return b ? b->n : 0;
-}
-
-void pe_binding__free(struct pe_binding *b)
-{
-	if (!b)
-		return;
-	for (size_t i = 0; i < b->n; i++) {
-		mstore__release(b->store, b->t[i].ser);
-		pp_put(b->t[i].pp);
-	}
-	free(b->attrs);
-	free(b->strings);
-	free(b);
-}
-
-/* ---- resource fields ---- */
-
-static int rf_item(struct policy_engine *e, struct pe_policy *pp,
-		   const struct doc_node *obj, const struct doc_node *item,
-		   struct mlabel *labels, char (*vals)[LABEL_VALUE_MAX],
-		   uint64_t now_ns)
-{
-	const struct metric_policy *p = pp->pol;
-	struct cel_activation act = { .resource = obj, .item = item };
-	struct mseries *ser;
-	struct cel_value v;
-	struct cel_error err;
-	double value;
-	size_t nl;
-
-	if (p->drop_if.prog) {
-		/*
-		 * A guard that cannot be evaluated does not hold: the seed's
-		 * own `resource.metadata.deletionTimestamp != null` is a "no
-		 * such key" error on every live object (CEL has no implicit
-		 * null for absent fields), and dropping on error would drop
-		 * them all. Counted, never silent.
-		 */
-		if (cel__eval(p->drop_if.prog, &act, &v, &err) ||
-		    v.type != CEL_BOOL) {
-			COUNT(pp->cnt, eval_errors);
-		} else if (v.b) {
-			COUNT(pp->cnt, dropped);
-			return 0;
-		}
-	}
-	if (eval_double(p->rf_value.prog, &act, &value)) {
-		COUNT(pp->cnt, eval_errors);
-		COUNT(pp->cnt, dropped);
-		return 0;
-	}
-	if (eval_labels(pp, &act, labels, vals, &nl)) {
-		COUNT(pp->cnt, dropped);
-		return 0;
-	}
-	ser = mstore__series(e->store, pp->metric_id, labels, nl);
-	if (!ser) {
-		COUNT(pp->cnt, dropped);
-		return 0;
-	}
-	mseries__set(ser, value, now_ns);
-	return 1;
-}
-
-static int rf_policy(struct policy_engine *e, struct pe_policy *pp,
-		     uint64_t now_ns, size_t *dropped)
-{
-	uint64_t before = __atomic_load_n(&pp->cnt->dropped, __ATOMIC_RELAXED);
-	const struct metric_policy *p = pp->pol;
-	size_t cap = p->nlabels + p->nstatic + 1;
-	struct mlabel *labels = calloc(cap, sizeof(*labels));
-	char(*vals)[LABEL_VALUE_MAX] = calloc(cap, sizeof(*vals));
-	int n = 0, ret = 0;
-
-	if (!labels || !vals) {
-		ret = -ENOMEM;
-		goto cleanup;
-	}
-	for (size_t s = 0; s < pp->nsubjects; s++) {
-		const struct doc_node *obj = pp->subjects[s];
-		const struct doc_node *node =
-			*p->series_path ? doc__path(obj, p->series_path) : obj;
-		size_t nitems;
-
-		if (!node || node->kind == DOC_NULL)
-			continue;
-		nitems = node->kind == DOC_LIST ? node->list.n : 1;
-		for (size_t i = 0; i < nitems; i++) {
-			ret = rf_item(e, pp, obj,
-				      node->kind == DOC_LIST ?
-					      node->list.items[i] : node,
-				      labels, vals, now_ns);
-			if (ret < 0)
-				goto cleanup;
-			n += ret;
-		}
-	}
-	ret = n;
-	*dropped = __atomic_load_n(&pp->cnt->dropped, __ATOMIC_RELAXED) - before;
-cleanup:
-	free(labels);
-	free(vals);
-	return ret;
-}
-
-int policy_engine__collect_resource_fields(struct policy_engine *e,
-					   uint64_t now_ns)
-{
-	int total = 0, err = 0;
-
-	mstore__lock(e->store);
-	pthread_mutex_lock(&e->lock);
-	for (size_t i = 0; i < e->npols; i++) {
-		struct pe_policy *pp = e->pols[i];
-		size_t dropped = 0;
-		int n;
-
-		if (pp->pol->type != MP_RESOURCE_FIELDS)
-			continue;
-		n = rf_policy(e, pp, now_ns, &dropped);
-		if (n < 0) {
-			err = n;
-			break;
-		}
-		__atomic_store_n(&pp->cnt->series, (uint64_t)n,
-				 __ATOMIC_RELAXED);
-		total += n;
-		if (pp->nsubjects)
-			contract__set_programmed(e->contract, pp->pol->obj_name,
-						 true, "Programmed",
-						 "%d series from %zu %s object(s)%s",
-						 n, pp->nsubjects,
-						 kind_label(pp->pol),
-						 dropped ? "; some dropped (dropIf, evaluation errors or missing required labels: see policy stats)" : "");
-	}
-	pthread_mutex_unlock(&e->lock);
-	mstore__unlock(e->store);
-	return err ? err : total;
 }
 
 void policy_engine__stats(struct policy_engine *e, pe_stats_fn fn, void *ctx)

@@ -83,6 +83,8 @@ struct policy_engine *policy_engine__new(struct mstore *store,
 					 struct contract *contract);
 /* Free every binding first. */
 void policy_engine__free(struct policy_engine *e);
+/* The store the engine's targets live in (whose lock guards bindings). */
+struct mstore *policy_engine__store(struct policy_engine *e);
 
 /*
  * Rebuild from the contract's active policies and the source's subject

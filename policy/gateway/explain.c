@@ -16,6 +16,7 @@
 
 #include "policy/gateway/explain.h"
 #include "policy/gateway/gateway_api.h"
+#include "policy/gateway/http_method.h"
 #include "policy/gateway/route_compile.h"
 #include "policy/gateway/route_match.h"
 
@@ -163,7 +164,7 @@ static void print_list(const struct route_table *t,
 			"/" : "");
 		if (m->method != MM_M_ANY)
 			fprintf(out, " method=%s",
-				gateway_api__method_name(m->method));
+				http_method__name(m->method));
 		for (size_t h = 0; h < m->nheaders; h++)
 			fprintf(out, " header:%s%s%s", m->headers[h].name,
 				m->headers[h].type == GW_VALUE_REGEX ? "~" :
@@ -259,7 +260,7 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 		fprintf(errs, "milometer explain: -X needs a method\n");
 		goto cleanup;
 	}
-	req.method = gateway_api__method(method, strlen(method));
+	req.method = http_method__parse(method, strlen(method));
 	if (parse_url(argv[optind], &req, errs))
 		goto cleanup;
 	m = gateway_api__new();

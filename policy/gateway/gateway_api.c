@@ -258,28 +258,3 @@ const struct gw_gateway *gateway_api__gateway(const struct gw_model *m,
 			return m->gateways[i];
 	return NULL;
 }
-
-static const char *const method_names[MM_M__COUNT] = {
-	[MM_M_OTHER] = "OTHER",	    [MM_M_GET] = "GET",
-	[MM_M_HEAD] = "HEAD",	    [MM_M_POST] = "POST",
-	[MM_M_PUT] = "PUT",	    [MM_M_DELETE] = "DELETE",
-	[MM_M_CONNECT] = "CONNECT", [MM_M_OPTIONS] = "OPTIONS",
-	[MM_M_TRACE] = "TRACE",	    [MM_M_PATCH] = "PATCH",
-};
-
-uint8_t gateway_api__method(const char *s, size_t len)
-{
-	/* Methods are case-sensitive (RFC 9110 9.1). */
-	for (int i = MM_M_GET; i < MM_M__COUNT; i++)
-		if (strlen(method_names[i]) == len &&
-		    !memcmp(method_names[i], s, len))
-			return (uint8_t)i;
-	return MM_M_OTHER;
-}
-
-const char *gateway_api__method_name(uint8_t m)
-{
-	if (m == MM_M_ANY)
-		return "any";
-	return m < MM_M__COUNT ? method_names[m] : "OTHER";
-}

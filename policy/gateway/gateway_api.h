@@ -151,8 +151,5 @@ const struct gw_gateway *gateway_api__gateway(const struct gw_model *m,
 					      const char *ns,
 					      const char *name);
 
-/* HTTPMethod <-> enum mm_method; MM_M_OTHER for anything else. */
-uint8_t gateway_api__method(const char *s, size_t len);
-const char *gateway_api__method_name(uint8_t m); /* "any" for MM_M_ANY */
 
 #endif /* MM_POLICY_GATEWAY_API_H */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "policy/gateway/gateway_api_fields.h"
+#include "policy/source/doc_field.h"
 
 struct gw_arena {
 	struct gw_arena *next;
@@ -96,18 +97,29 @@ int gateway_api_fields__oom(struct gw_ctx *c)
  * Optional typed fields: absent (or null) leaves *out untouched; present
  * with the wrong type is an error naming the field.
  */
+/* The typed check (doc_field) worded for Gateway API fields. */
+static int typed(struct gw_ctx *c, const struct doc_node *parent,
+		 const char *key, const char *what, enum doc_kind kind,
+		 const struct doc_node **out)
+{
+	int r = doc_field__get(parent, key, kind, out);
+
+	if (r < 0)
+		return gateway_api_fields__bad(c, *out, "%s.%s must be %s, not %s",
+					       what, key, doc_field__want(kind),
+					       doc__kind_name((*out)->kind));
+	return r;
+}
+
 int gateway_api_fields__opt_str(struct gw_ctx *c, const struct doc_node *parent,
 				const char *key, const char *what,
 				const char **out)
 {
-	const struct doc_node *n = doc__get(parent, key);
+	const struct doc_node *n;
+	int r = typed(c, parent, key, what, DOC_STRING, &n);
 
-	if (!n || n->kind == DOC_NULL)
-		return 0;
-	if (n->kind != DOC_STRING)
-		return gateway_api_fields__bad(
-			c, n, "%s.%s must be a string, not %s", what, key,
-			doc__kind_name(n->kind));
+	if (r <= 0)
+		return r;
 	*out = gateway_api_fields__strdup(c->m, n->str.s);
 	return *out ? 0 : gateway_api_fields__oom(c);
 }
@@ -132,48 +144,29 @@ int gateway_api_fields__opt_list(struct gw_ctx *c,
 				 const struct doc_node *parent, const char *key,
 				 const char *what, const struct doc_node **out)
 {
-	const struct doc_node *n = doc__get(parent, key);
+	int r = typed(c, parent, key, what, DOC_LIST, out);
 
-	*out = NULL;
-	if (!n || n->kind == DOC_NULL)
-		return 0;
-	if (n->kind != DOC_LIST)
-		return gateway_api_fields__bad(
-			c, n, "%s.%s must be a list, not %s", what, key,
-			doc__kind_name(n->kind));
-	*out = n;
-	return 0;
+	return r < 0 ? r : 0;
 }
 
 int gateway_api_fields__opt_map(struct gw_ctx *c, const struct doc_node *parent,
 				const char *key, const char *what,
 				const struct doc_node **out)
 {
-	const struct doc_node *n = doc__get(parent, key);
+	int r = typed(c, parent, key, what, DOC_MAP, out);
 
-	*out = NULL;
-	if (!n || n->kind == DOC_NULL)
-		return 0;
-	if (n->kind != DOC_MAP)
-		return gateway_api_fields__bad(
-			c, n, "%s.%s must be a mapping, not %s", what, key,
-			doc__kind_name(n->kind));
-	*out = n;
-	return 0;
+	return r < 0 ? r : 0;
 }
 
 int gateway_api_fields__opt_port(struct gw_ctx *c,
 				 const struct doc_node *parent, const char *key,
 				 const char *what, uint32_t *out)
 {
-	const struct doc_node *n = doc__get(parent, key);
+	const struct doc_node *n;
+	int r = typed(c, parent, key, what, DOC_INT, &n);
 
-	if (!n || n->kind == DOC_NULL)
-		return 0;
-	if (n->kind != DOC_INT)
-		return gateway_api_fields__bad(
-			c, n, "%s.%s must be an integer, not %s", what, key,
-			doc__kind_name(n->kind));
+	if (r <= 0)
+		return r;
 	if (n->i < 1 || n->i > 65535)
 		return gateway_api_fields__bad(
 			c, n, "%s.%s must be 1..65535, not %lld", what, key,

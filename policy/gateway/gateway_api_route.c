@@ -12,6 +12,8 @@
 
 #include "bpf/milometer.h"
 #include "policy/gateway/gateway_api_fields.h"
+#include "policy/gateway/http_method.h"
+#include "policy/source/rfc3339.h"
 
 static int kv_matches(struct gw_ctx *c, const struct doc_node *list,
 		      const char *what, bool fold_names,
@@ -168,7 +170,7 @@ static int one_match(struct gw_ctx *c, const struct doc_node *mn,
 	if (err)
 		return err;
 	if (method) {
-		gm->method = gateway_api__method(method, strlen(method));
+		gm->method = http_method__parse(method, strlen(method));
 		if (gm->method == MM_M_OTHER)
 			return gateway_api_fields__bad(
 				c, doc__get(mn, "method"),
@@ -339,42 +341,12 @@ static int parent_refs(struct gw_ctx *c, struct gw_route *r,
 	return 0;
 }
 
-/* RFC 3339 as the API server writes it: 2024-05-01T10:00:00Z. */
-static int parse_time(const char *s, int64_t *out)
-{
-	struct tm tm = {0};
-	const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	long off = 0;
-
-	if (!p)
-		return -EINVAL;
-	if (*p == '.')
-		for (p++; isdigit((unsigned char)*p); p++)
-			;
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		int hh, mm, used = 0;
-
-		if (sscanf(p + 1, "%2d:%2d%n", &hh, &mm, &used) != 2 ||
-		    used != 5)
-			return -EINVAL;
-		off = (hh * 60L + mm) * 60L * (*p == '-' ? -1 : 1);
-		p += 6;
-	} else {
-		return -EINVAL;
-	}
-	if (*p)
-		return -EINVAL;
-	*out = (int64_t)timegm(&tm) - off;
-	return 0;
-}
-
 int gateway_api_route__add(struct gw_ctx *c, const struct doc_node *root)
 {
 	struct gw_route *r = gateway_api_fields__alloc(c->m, sizeof(*r));
 	const struct doc_node *spec, *hl, *md;
 	struct gw_route **grown;
+	uint32_t created_ns;
 	int err;
 
 	if (!r)
@@ -393,7 +365,8 @@ int gateway_api_route__add(struct gw_ctx *c, const struct doc_node *root)
 						  "metadata", &r->created);
 	if (err)
 		return err;
-	if (r->created && parse_time(r->created, &r->created_s))
+	if (r->created && rfc3339__parse(r->created, strlen(r->created),
+					 &r->created_s, &created_ns))
 		return gateway_api_fields__bad(
 			c, doc__get(md, "creationTimestamp"),
 			"metadata.creationTimestamp \"%s\" is not RFC 3339 "

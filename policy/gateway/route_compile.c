@@ -10,20 +10,17 @@
 #include <string.h>
 #include <strings.h>
 
+#include "exporter/fnv1a.h"
 #include "policy/gateway/route_compile.h"
 
 #define HOST_MAX 256
 
+_Static_assert(FNV1A64_OFFSET == MM_FNV_OFFSET && FNV1A64_PRIME == MM_FNV_PRIME,
+	       "user space and BPF hash routes alike");
+
 uint64_t route_compile__hash(const void *buf, size_t len)
 {
-	const unsigned char *p = buf;
-	uint64_t h = MM_FNV_OFFSET;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= MM_FNV_PRIME;
-	}
-	return h;
+	return fnv1a64(FNV1A64_OFFSET, buf, len);
 }
 
 int route_compile__cluster_name(const struct route_table *t,

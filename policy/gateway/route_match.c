@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "policy/gateway/http_method.h"
 #include "policy/gateway/route_match.h"
 
 __attribute__((format(printf, 2, 3)))
@@ -403,7 +404,7 @@ static void why_beats(const struct route_table *t, const struct rc_entry *w,
 		    rl->ns, rl->name, l->rule_idx);
 	else if ((a->method == MM_M_ANY) != (b->method == MM_M_ANY))
 		say(res, "%s: method match %s beats no method match "
-		    "(%s/%s rule %u)", dw, gateway_api__method_name(a->method),
+		    "(%s/%s rule %u)", dw, http_method__name(a->method),
 		    rl->ns, rl->name, l->rule_idx);
 	else if (a->nheaders != b->nheaders)
 		say(res, "%s: more header matches (%zu vs %zu) (%s/%s rule %u)", dw,
@@ -635,7 +636,7 @@ int route_match__parse_head(const char *buf, size_t len, struct http_req *req)
 	    memcmp(sp2 + 1, "HTTP/1.", 7) ||
 	    !isdigit((unsigned char)sp2[8]))
 		return -EINVAL;
-	req->method = gateway_api__method(line, (size_t)(sp1 - line));
+	req->method = http_method__parse(line, (size_t)(sp1 - line));
 	host_from_target = parse_target(sp1 + 1, (size_t)(sp2 - sp1 - 1), req);
 	req->truncated = true;
 	while ((line = next_line(&p, end, &ll))) {

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "exporter/fnv1a.h"
 #include "policy/source/doc.h"
 #include "policy/source/manifest_source.h"
 
@@ -259,20 +260,11 @@ static void list_free(struct file_list *fl)
 	free(fl->paths);
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t len)
-{
-	const unsigned char *c = p;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ c[i]) * 0x100000001b3ull;
-	return h;
-}
-
 /* Lists the files to read and fingerprints them. */
 static int collect_files(struct dir_backend *d, struct file_list *fl,
 			 uint64_t *sig, struct msrc_snapshot *snap)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = FNV1A64_OFFSET;
 	int err = 0;
 
 	for (size_t i = 0; i < d->npaths; i++) {
@@ -330,7 +322,7 @@ static int collect_files(struct dir_backend *d, struct file_list *fl,
 	for (size_t i = 0; i < fl->n; i++) {
 		struct stat st;
 
-		h = fnv(h, fl->paths[i], strlen(fl->paths[i]) + 1);
+		h = fnv1a64(h, fl->paths[i], strlen(fl->paths[i]) + 1);
 		if (stat(fl->paths[i], &st)) {
 			/* vanished between scandir and stat: reported below */
 			continue;
@@ -340,9 +332,9 @@ static int collect_files(struct dir_backend *d, struct file_list *fl,
 				   fl->paths[i]);
 			continue;
 		}
-		h = fnv(h, &st.st_size, sizeof(st.st_size));
-		h = fnv(h, &st.st_mtim, sizeof(st.st_mtim));
-		h = fnv(h, &st.st_ino, sizeof(st.st_ino));
+		h = fnv1a64(h, &st.st_size, sizeof(st.st_size));
+		h = fnv1a64(h, &st.st_mtim, sizeof(st.st_mtim));
+		h = fnv1a64(h, &st.st_ino, sizeof(st.st_ino));
 	}
 	*sig = h;
 	return 0;

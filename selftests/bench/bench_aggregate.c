@@ -284,7 +284,7 @@ static int measure(const struct opts *o, struct route_sync *rs,
 			goto cleanup;
 		policy_engine__sync(pe, src);
 	}
-	ag = aggregate__new(st, rs, true);
+	ag = aggregate__new(st, route_sync__table_fn, rs, true);
 	if (!ag)
 		goto cleanup;
 	aggregate__set_engine(ag, pe);

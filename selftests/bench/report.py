@@ -157,8 +157,7 @@ def main():
     print("\n".join(agg_lines))
 
     exp, exp_lines = figures(args.export)
-    print("\n== 3. export (bin/bench_export; bin/unit_tests "
-          "mstore_memory_per_series)")
+    print("\n== 3. export (bin/bench_export; bin/bench_store)")
     print("\n".join(exp_lines))
     mem = {}
     with open(args.memory) as f:

@@ -11,7 +11,8 @@
 #     request from kernel.bpf_stats_enabled (on rounds only), agent CPU/RSS.
 #  2. User-space aggregation capacity (bin/bench_aggregate, one core).
 #  3. Export: OTLP encode of a 10k-series store (bin/bench_export) and
-#     resident bytes per series (the store's own test, mstore_memory).
+#     resident bytes per series, lookup and scrape cost (bin/bench_store);
+#     CEL hot-path evaluation cost (bin/bench_cel).
 #
 # Knobs (environment): BENCH_ROUNDS (off/on pairs, 3), BENCH_DURATION
 # (seconds per round, 10), BENCH_THREADS (wrk -t, 1), BENCH_CONNS (wrk -c,
@@ -52,7 +53,7 @@ log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 for t in wrk nginx bpftool ss curl "$PY"; do
 	command -v "$t" >/dev/null || die "$t is missing: run make bench as root on Debian 12 (make deps installs it)"
 done
-for b in milometer bench_aggregate bench_export unit_tests; do
+for b in milometer bench_aggregate bench_export bench_store bench_cel; do
 	[ -x "$BIN/$b" ] || die "$BIN/$b is missing: run make bench, not this script"
 done
 
@@ -319,11 +320,16 @@ if ! "$BIN/bench_export" >"$W/export" 2>&1; then
 	FAILED="$FAILED bench_export"
 	sed 's/^/  /' "$W/export" >&2
 fi
-log "memory per series (bin/unit_tests mstore_memory_per_series)"
-if ! "$BIN/unit_tests" mstore_memory_per_series >"$W/memory" 2>&1; then
-	FAILED="$FAILED mstore_memory_per_series"
+log "memory per series, lookup, scrape (bin/bench_store)"
+if ! "$BIN/bench_store" >"$W/memory" 2>&1; then
+	FAILED="$FAILED bench_store"
 	sed 's/^/  /' "$W/memory" >&2
 fi
+log "CEL hot-path evaluation (bin/bench_cel)"
+if ! "$BIN/bench_cel" >"$W/cel" 2>&1; then
+	FAILED="$FAILED bench_cel"
+fi
+sed 's/^/  /' "$W/cel" >&2
 
 "$PY" "$HERE/report.py" --rounds "$W/rounds" --aggregate "$W/aggregate" \
 	--export "$W/export" --memory "$W/memory"

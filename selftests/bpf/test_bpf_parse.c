@@ -16,7 +16,13 @@
 #include "selftests/unit/test.h"
 
 #define S(lit) lit, sizeof(lit) - 1
-#define OK(call) ASSERT_EQ((call), 0)
+/* ASSERT_* are expressions (as in test_progs.h): stop at the first failure */
+#define REQUIRE(assertion)                                                    \
+	do {                                                                  \
+		if (!(assertion))                                             \
+			return;                                               \
+	} while (0)
+#define OK(call) REQUIRE(ASSERT_EQ((call), 0))
 #define EV(i) FX_EV(i)
 
 #define REQ_GET "GET /a HTTP/1.1\r\nHost: x.test\r\n\r\n"
@@ -65,32 +71,32 @@ TEST(bpf_parse_get_200)
 	OK(fx_reset());
 	OK(fx_open(0, MM_ROLE_UNKNOWN));
 	OK(fx_buf(0, 1, S(REQ_GET)));
-	ASSERT_EQ(fx_drain(), 0); /* nothing before the response ends */
+	REQUIRE(ASSERT_EQ(fx_drain(), 0)); /* nothing before the response ends */
 	OK(fx_buf(0, 0, S(RESP_200)));
-	ASSERT_EQ(fx_drain(), 1);
-	ASSERT_EQ(EV(0)->type, MM_EVT_EXCHANGE);
-	ASSERT_EQ(EV(0)->leg, MM_LEG_DOWNSTREAM);
-	ASSERT_EQ(EV(0)->method, MM_M_GET);
-	ASSERT_EQ(EV(0)->status, 200);
-	ASSERT_EQ(EV(0)->flags, 0);
-	ASSERT_EQ(EV(0)->req_seq, 0);
-	ASSERT_EQ(EV(0)->tgid, getpid());
-	ASSERT_EQ(EV(0)->req_bytes, sizeof(REQ_GET) - 1);
-	ASSERT_EQ(EV(0)->resp_bytes, sizeof(RESP_200) - 1);
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->type, MM_EVT_EXCHANGE));
+	REQUIRE(ASSERT_EQ(EV(0)->leg, MM_LEG_DOWNSTREAM));
+	REQUIRE(ASSERT_EQ(EV(0)->method, MM_M_GET));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+	REQUIRE(ASSERT_EQ(EV(0)->flags, 0));
+	REQUIRE(ASSERT_EQ(EV(0)->req_seq, 0));
+	REQUIRE(ASSERT_EQ(EV(0)->tgid, getpid()));
+	REQUIRE(ASSERT_EQ(EV(0)->req_bytes, sizeof(REQ_GET) - 1));
+	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, sizeof(RESP_200) - 1));
 	/* no route table loaded: generation 0 has no catch-all */
-	ASSERT_EQ(EV(0)->route_id, MM_ROUTE_UNMATCHED);
-	ASSERT_TRUE(EV(0)->conn_id != 0);
-	ASSERT_TRUE(EV(0)->start_ns && EV(0)->start_ns <= EV(0)->end_ns);
-	ASSERT_EQ(fx_stat(MM_STAT_EVENTS), 1);
+	REQUIRE(ASSERT_EQ(EV(0)->route_id, MM_ROUTE_UNMATCHED));
+	REQUIRE(ASSERT_TRUE(EV(0)->conn_id != 0));
+	REQUIRE(ASSERT_TRUE(EV(0)->start_ns && EV(0)->start_ns <= EV(0)->end_ns));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_EVENTS), 1));
 	OK(fx_conn(0, &c));
-	ASSERT_EQ(c.count, 0);
-	ASSERT_EQ(c.req.state, PS_START);
-	ASSERT_EQ(c.resp.state, PS_START);
+	REQUIRE(ASSERT_EQ(c.count, 0));
+	REQUIRE(ASSERT_EQ(c.req.state, PS_START));
+	REQUIRE(ASSERT_EQ(c.resp.state, PS_START));
 	/* a close with nothing pending reports nothing */
 	OK(fx_close(0));
-	ASSERT_EQ(fx_drain(), 1);
-	ASSERT_EQ(fx_stat(MM_STAT_CONNS_CLOSED), 1);
-	ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 0);
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_CONNS_CLOSED), 1));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 0));
 }
 
 /* Any split, down to one byte per syscall, parses as one read. */
@@ -108,20 +114,20 @@ TEST(bpf_parse_split_anywhere)
 	struct mm_http_event ref;
 	size_t rl = sizeof(req) - 1, sl = sizeof(resp) - 1;
 
-	ASSERT_EQ(exchange(req, rl, rl, resp, sl, sl), 1);
+	REQUIRE(ASSERT_EQ(exchange(req, rl, rl, resp, sl, sl), 1));
 	ref = *EV(0);
-	ASSERT_EQ(ref.method, MM_M_POST);
-	ASSERT_EQ(ref.status, 201);
-	ASSERT_EQ(ref.req_bytes, rl);
-	ASSERT_EQ(ref.resp_bytes, sl);
-	ASSERT_EQ(ref.flags, 0);
+	REQUIRE(ASSERT_EQ(ref.method, MM_M_POST));
+	REQUIRE(ASSERT_EQ(ref.status, 201));
+	REQUIRE(ASSERT_EQ(ref.req_bytes, rl));
+	REQUIRE(ASSERT_EQ(ref.resp_bytes, sl));
+	REQUIRE(ASSERT_EQ(ref.flags, 0));
 	/* every chunk size, both directions */
 	for (size_t ch = 1; ch < rl || ch < sl; ch++) {
-		ASSERT_EQ(exchange(req, rl, ch, resp, sl, ch), 1);
+		REQUIRE(ASSERT_EQ(exchange(req, rl, ch, resp, sl, ch), 1));
 		if (!same_exchange(EV(0), &ref)) {
 			log_event("one read", &ref);
 			log_event("split", EV(0));
-			ASSERT_TRUE(0, "split every %zu bytes differs", ch);
+			REQUIRE(ASSERT_TRUE(0, "split every %zu bytes differs", ch));
 		}
 	}
 	/* one cut at every position: two reads, two writes */
@@ -136,10 +142,10 @@ TEST(bpf_parse_split_anywhere)
 		OK(fx_buf(0, 0, resp, sc));
 		if (sc < sl)
 			OK(fx_buf(0, 0, resp + sc, sl - sc));
-		ASSERT_EQ(fx_drain(), 1);
-		ASSERT_TRUE(same_exchange(EV(0), &ref), "cut at %zu", cut);
+		REQUIRE(ASSERT_EQ(fx_drain(), 1));
+		REQUIRE(ASSERT_TRUE(same_exchange(EV(0), &ref), "cut at %zu", cut));
 	}
-	ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 0);
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 0));
 }
 
 TEST(bpf_parse_keepalive)
@@ -158,20 +164,20 @@ TEST(bpf_parse_keepalive)
 	OK(fx_buf(0, 0, S(r201)));
 	OK(fx_buf(0, 1, S(del)));
 	OK(fx_buf(0, 0, S(r404)));
-	ASSERT_EQ(fx_drain(), 3);
+	REQUIRE(ASSERT_EQ(fx_drain(), 3));
 	for (int i = 0; i < 3; i++) {
-		ASSERT_EQ(EV(i)->req_seq, i);
-		ASSERT_EQ(EV(i)->conn_id, EV(0)->conn_id);
-		ASSERT_EQ(EV(i)->flags, 0);
+		REQUIRE(ASSERT_EQ(EV(i)->req_seq, i));
+		REQUIRE(ASSERT_EQ(EV(i)->conn_id, EV(0)->conn_id));
+		REQUIRE(ASSERT_EQ(EV(i)->flags, 0));
 	}
-	ASSERT_EQ(EV(0)->method, MM_M_GET);
-	ASSERT_EQ(EV(1)->method, MM_M_POST);
-	ASSERT_EQ(EV(2)->method, MM_M_DELETE);
-	ASSERT_EQ(EV(1)->status, 201);
-	ASSERT_EQ(EV(2)->status, 404);
-	ASSERT_EQ(EV(1)->req_bytes, sizeof(post) - 1);
-	ASSERT_EQ(EV(2)->resp_bytes, sizeof(r404) - 1);
-	ASSERT_TRUE(EV(0)->end_ns <= EV(1)->start_ns);
+	REQUIRE(ASSERT_EQ(EV(0)->method, MM_M_GET));
+	REQUIRE(ASSERT_EQ(EV(1)->method, MM_M_POST));
+	REQUIRE(ASSERT_EQ(EV(2)->method, MM_M_DELETE));
+	REQUIRE(ASSERT_EQ(EV(1)->status, 201));
+	REQUIRE(ASSERT_EQ(EV(2)->status, 404));
+	REQUIRE(ASSERT_EQ(EV(1)->req_bytes, sizeof(post) - 1));
+	REQUIRE(ASSERT_EQ(EV(2)->resp_bytes, sizeof(r404) - 1));
+	REQUIRE(ASSERT_TRUE(EV(0)->end_ns <= EV(1)->start_ns));
 }
 
 /* N requests "GET /p<i>" in one buffer (heads only). */
@@ -205,13 +211,13 @@ TEST(bpf_parse_pipeline_depth)
 	OK(fx_buf(0, 1, buf, n));
 	for (int i = 0; i < MM_PIPELINE_DEPTH; i++)
 		OK(respond(0, 400 + i)); /* 2xx would hit 204 */
-	ASSERT_EQ(fx_drain(), MM_PIPELINE_DEPTH);
+	REQUIRE(ASSERT_EQ(fx_drain(), MM_PIPELINE_DEPTH));
 	for (int i = 0; i < MM_PIPELINE_DEPTH; i++) {
-		ASSERT_EQ(EV(i)->req_seq, i);
-		ASSERT_EQ(EV(i)->status, 400 + i);
-		ASSERT_EQ(EV(i)->flags, 0);
+		REQUIRE(ASSERT_EQ(EV(i)->req_seq, i));
+		REQUIRE(ASSERT_EQ(EV(i)->status, 400 + i));
+		REQUIRE(ASSERT_EQ(EV(i)->flags, 0));
 	}
-	ASSERT_EQ(fx_stat(MM_STAT_PIPELINE_FULL), 0);
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_PIPELINE_FULL), 0));
 }
 
 /* Past 32: still every request reported, the extra ones untracked. */
@@ -229,25 +235,25 @@ TEST(bpf_parse_pipeline_past_depth)
 	OK(fx_buf(0, 1, buf, n));
 	for (int i = 0; i < total; i++)
 		OK(respond(0, 400 + i)); /* 2xx would hit 204 */
-	ASSERT_EQ(fx_drain(), total);
+	REQUIRE(ASSERT_EQ(fx_drain(), total));
 	for (int i = 0; i < total; i++) {
-		ASSERT_EQ(EV(i)->type, MM_EVT_EXCHANGE);
-		ASSERT_EQ(EV(i)->status, 400 + i); /* responses stay in order */
+		REQUIRE(ASSERT_EQ(EV(i)->type, MM_EVT_EXCHANGE));
+		REQUIRE(ASSERT_EQ(EV(i)->status, 400 + i)); /* responses stay in order */
 		if (i < MM_PIPELINE_DEPTH) {
-			ASSERT_EQ(EV(i)->flags, 0);
-			ASSERT_EQ(EV(i)->req_seq, i);
+			REQUIRE(ASSERT_EQ(EV(i)->flags, 0));
+			REQUIRE(ASSERT_EQ(EV(i)->req_seq, i));
 		} else {
-			ASSERT_EQ(EV(i)->flags, MM_EV_UNTRACKED);
-			ASSERT_EQ(EV(i)->route_id, MM_ROUTE_UNKNOWN);
+			REQUIRE(ASSERT_EQ(EV(i)->flags, MM_EV_UNTRACKED));
+			REQUIRE(ASSERT_EQ(EV(i)->route_id, MM_ROUTE_UNKNOWN));
 		}
 	}
-	ASSERT_EQ(fx_stat(MM_STAT_PIPELINE_FULL), 8);
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_PIPELINE_FULL), 8));
 	/* and the connection is back to tracked requests */
 	OK(fx_buf(0, 1, S(REQ_GET)));
 	OK(respond(0, 299));
-	ASSERT_EQ(fx_drain(), total + 1);
-	ASSERT_EQ(EV(total)->flags, 0);
-	ASSERT_EQ(EV(total)->req_seq, total);
+	REQUIRE(ASSERT_EQ(fx_drain(), total + 1));
+	REQUIRE(ASSERT_EQ(EV(total)->flags, 0));
+	REQUIRE(ASSERT_EQ(EV(total)->req_seq, total));
 }
 
 /* The connection closes with 37 of 40 unanswered: all 40 reported. */
@@ -263,18 +269,18 @@ TEST(bpf_parse_pipeline_past_depth_close)
 	for (int i = 0; i < 3; i++)
 		OK(respond(0, 200));
 	OK(fx_close(0));
-	ASSERT_EQ(fx_drain(), 40);
+	REQUIRE(ASSERT_EQ(fx_drain(), 40));
 	for (int i = 0; i < 40; i++) {
 		if (EV(i)->flags & MM_EV_ABORTED) {
 			aborted++;
-			ASSERT_EQ(EV(i)->status, 0);
-			ASSERT_TRUE(EV(i)->flags & MM_EV_NO_RESPONSE);
+			REQUIRE(ASSERT_EQ(EV(i)->status, 0));
+			REQUIRE(ASSERT_TRUE(EV(i)->flags & MM_EV_NO_RESPONSE));
 		}
 		untracked += !!(EV(i)->flags & MM_EV_UNTRACKED);
 	}
-	ASSERT_EQ(aborted, 37);
-	ASSERT_EQ(untracked, 8);
-	ASSERT_EQ(fx_stat(MM_STAT_ABORTED), 37);
+	REQUIRE(ASSERT_EQ(aborted, 37));
+	REQUIRE(ASSERT_EQ(untracked, 8));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_ABORTED), 37));
 }
 
 /* Past 32 + 255 nothing is reported any more, but every loss is counted. */
@@ -293,10 +299,10 @@ TEST(bpf_parse_pipeline_lost_counted)
 		sent += k;
 	}
 	OK(fx_close(0));
-	ASSERT_EQ(fx_drain(), MM_PIPELINE_DEPTH + 255);
-	ASSERT_EQ(fx_stat(MM_STAT_PIPELINE_LOST),
-		  total - MM_PIPELINE_DEPTH - 255);
-	ASSERT_EQ(fx_drain() + fx_stat(MM_STAT_PIPELINE_LOST), total);
+	REQUIRE(ASSERT_EQ(fx_drain(), MM_PIPELINE_DEPTH + 255));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_PIPELINE_LOST),
+		  total - MM_PIPELINE_DEPTH - 255));
+	REQUIRE(ASSERT_EQ(fx_drain() + fx_stat(MM_STAT_PIPELINE_LOST), total));
 }
 
 TEST(bpf_parse_chunked_both_ways)
@@ -312,11 +318,11 @@ TEST(bpf_parse_chunked_both_ways)
 	size_t n;
 
 	for (size_t ch = 1; ch <= sizeof(req); ch += ch < 8 ? 1 : 13) {
-		ASSERT_EQ(exchange(S(req), ch, S(resp), ch), 1);
-		ASSERT_EQ(EV(0)->status, 200);
-		ASSERT_EQ(EV(0)->req_bytes, sizeof(req) - 1);
-		ASSERT_EQ(EV(0)->resp_bytes, sizeof(resp) - 1);
-		ASSERT_EQ(EV(0)->flags, 0);
+		REQUIRE(ASSERT_EQ(exchange(S(req), ch, S(resp), ch), 1));
+		REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+		REQUIRE(ASSERT_EQ(EV(0)->req_bytes, sizeof(req) - 1));
+		REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, sizeof(resp) - 1));
+		REQUIRE(ASSERT_EQ(EV(0)->flags, 0));
 	}
 	/* keep-alive after a chunked message, chunk bigger than a window */
 	OK(fx_buf(0, 1, S(REQ_GET)));
@@ -326,10 +332,10 @@ TEST(bpf_parse_chunked_both_ways)
 	n += MM_SCRATCH + 100;
 	n += snprintf(big + n, sizeof(big) - n, "\r\n0\r\n\r\n");
 	OK(fx_buf(0, 0, big, n));
-	ASSERT_EQ(fx_drain(), 2);
-	ASSERT_EQ(EV(1)->resp_bytes, n);
-	ASSERT_EQ(EV(1)->req_seq, 1);
-	ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 0);
+	REQUIRE(ASSERT_EQ(fx_drain(), 2));
+	REQUIRE(ASSERT_EQ(EV(1)->resp_bytes, n));
+	REQUIRE(ASSERT_EQ(EV(1)->req_seq, 1));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 0));
 }
 
 TEST(bpf_parse_content_length_bodies)
@@ -351,15 +357,15 @@ TEST(bpf_parse_content_length_bodies)
 	total = hl + sizeof(body);
 	OK(fx_buf(0, 0, head, hl));
 	OK(fx_buf(0, 0, body, 65536));
-	ASSERT_EQ(fx_drain(), 0); /* body not complete yet */
+	REQUIRE(ASSERT_EQ(fx_drain(), 0)); /* body not complete yet */
 	OK(fx_buf(0, 0, body, sizeof(body) - 65536 - 1));
-	ASSERT_EQ(fx_drain(), 0);
+	REQUIRE(ASSERT_EQ(fx_drain(), 0));
 	OK(fx_buf(0, 0, body, 1));
-	ASSERT_EQ(fx_drain(), 1);
-	ASSERT_EQ(EV(0)->method, MM_M_PUT);
-	ASSERT_EQ(EV(0)->req_bytes,
-		  3000 + strlen("PUT /f HTTP/1.1\r\nHost: a\r\nContent-Length: 3000\r\n\r\n"));
-	ASSERT_EQ(EV(0)->resp_bytes, total);
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->method, MM_M_PUT));
+	REQUIRE(ASSERT_EQ(EV(0)->req_bytes,
+		  3000 + strlen("PUT /f HTTP/1.1\r\nHost: a\r\nContent-Length: 3000\r\n\r\n")));
+	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, total));
 	/* request body and next request in one read */
 	{
 		char two[512];
@@ -369,11 +375,11 @@ TEST(bpf_parse_content_length_bodies)
 		OK(fx_buf(0, 1, two, n));
 		OK(respond(0, 200));
 		OK(respond(0, 202));
-		ASSERT_EQ(fx_drain(), 3);
-		ASSERT_EQ(EV(1)->method, MM_M_POST);
-		ASSERT_EQ(EV(2)->method, MM_M_GET);
-		ASSERT_EQ(EV(2)->status, 202);
-		ASSERT_EQ(EV(1)->req_bytes + EV(2)->req_bytes, n);
+		REQUIRE(ASSERT_EQ(fx_drain(), 3));
+		REQUIRE(ASSERT_EQ(EV(1)->method, MM_M_POST));
+		REQUIRE(ASSERT_EQ(EV(2)->method, MM_M_GET));
+		REQUIRE(ASSERT_EQ(EV(2)->status, 202));
+		REQUIRE(ASSERT_EQ(EV(1)->req_bytes + EV(2)->req_bytes, n));
 	}
 }
 
@@ -385,9 +391,9 @@ TEST(bpf_parse_interim_1xx)
 				   "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 
 	for (size_t ch = 1; ch <= sizeof(resp); ch += 9) {
-		ASSERT_EQ(exchange(S(REQ_GET), 100, S(resp), ch), 1);
-		ASSERT_EQ(EV(0)->status, 200);
-		ASSERT_EQ(EV(0)->resp_bytes, sizeof(resp) - 1);
+		REQUIRE(ASSERT_EQ(exchange(S(REQ_GET), 100, S(resp), ch), 1));
+		REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+		REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, sizeof(resp) - 1));
 	}
 }
 
@@ -401,17 +407,17 @@ TEST(bpf_parse_upgrade_101)
 	static const char frame[] = "\x81\x05hello\x88\x00 GET / HTTP/1.1\r\n\r\n";
 	struct mm_conn c;
 
-	ASSERT_EQ(exchange(S(req), 1000, S(resp), 1000), 1);
-	ASSERT_EQ(EV(0)->status, 101);
-	ASSERT_EQ(EV(0)->flags, 0);
+	REQUIRE(ASSERT_EQ(exchange(S(req), 1000, S(resp), 1000), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 101));
+	REQUIRE(ASSERT_EQ(EV(0)->flags, 0));
 	OK(fx_buf(0, 1, S(frame)));
 	OK(fx_buf(0, 0, S(frame)));
 	OK(fx_close(0));
-	ASSERT_EQ(fx_drain(), 1);
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
 	OK(fx_conn(0, &c));
-	ASSERT_EQ(c.req.state, PS_OPAQUE);
-	ASSERT_EQ(c.resp.state, PS_OPAQUE);
-	ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 0);
+	REQUIRE(ASSERT_EQ(c.req.state, PS_OPAQUE));
+	REQUIRE(ASSERT_EQ(c.resp.state, PS_OPAQUE));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 0));
 }
 
 /* Responses without a body whatever their headers say (RFC 9112 6.3). */
@@ -433,16 +439,16 @@ TEST(bpf_parse_head_204_304)
 	OK(fx_buf(0, 0, S(r304)));
 	OK(fx_buf(0, 1, S(REQ_GET)));
 	OK(fx_buf(0, 0, S(RESP_200)));
-	ASSERT_EQ(fx_drain(), 4);
-	ASSERT_EQ(EV(0)->method, MM_M_HEAD);
-	ASSERT_EQ(EV(0)->status, 200);
-	ASSERT_EQ(EV(0)->resp_bytes, sizeof(head_resp) - 1);
-	ASSERT_EQ(EV(1)->status, 204);
-	ASSERT_EQ(EV(2)->status, 304);
-	ASSERT_EQ(EV(2)->resp_bytes, sizeof(r304) - 1);
-	ASSERT_EQ(EV(3)->status, 200);
+	REQUIRE(ASSERT_EQ(fx_drain(), 4));
+	REQUIRE(ASSERT_EQ(EV(0)->method, MM_M_HEAD));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, sizeof(head_resp) - 1));
+	REQUIRE(ASSERT_EQ(EV(1)->status, 204));
+	REQUIRE(ASSERT_EQ(EV(2)->status, 304));
+	REQUIRE(ASSERT_EQ(EV(2)->resp_bytes, sizeof(r304) - 1));
+	REQUIRE(ASSERT_EQ(EV(3)->status, 200));
 	for (int i = 0; i < 4; i++)
-		ASSERT_EQ(EV(i)->flags, 0);
+		REQUIRE(ASSERT_EQ(EV(i)->flags, 0));
 }
 
 /* Upstream leg: a body delimited by the backend's close (EOF on read). */
@@ -456,16 +462,16 @@ TEST(bpf_parse_close_delimited_upstream)
 	OK(fx_buf(1, 0, S(REQ_GET))); /* the proxy writes the request */
 	OK(fx_buf(1, 1, S(resp1)));
 	OK(fx_buf(1, 1, S(resp2)));
-	ASSERT_EQ(fx_drain(), 0);
+	REQUIRE(ASSERT_EQ(fx_drain(), 0));
 	OK(fx_eof(1));
-	ASSERT_EQ(fx_drain(), 1);
-	ASSERT_EQ(EV(0)->leg, MM_LEG_UPSTREAM);
-	ASSERT_EQ(EV(0)->status, 200);
-	ASSERT_EQ(EV(0)->flags, MM_EV_CLOSE_DELIM);
-	ASSERT_EQ(EV(0)->resp_bytes, sizeof(resp1) + sizeof(resp2) - 2);
-	ASSERT_EQ(EV(0)->req_bytes, sizeof(REQ_GET) - 1);
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->leg, MM_LEG_UPSTREAM));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+	REQUIRE(ASSERT_EQ(EV(0)->flags, MM_EV_CLOSE_DELIM));
+	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, sizeof(resp1) + sizeof(resp2) - 2));
+	REQUIRE(ASSERT_EQ(EV(0)->req_bytes, sizeof(REQ_GET) - 1));
 	OK(fx_close(1));
-	ASSERT_EQ(fx_drain(), 1);
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
 }
 
 /* Downstream leg: the proxy closes after a body without length. */
@@ -473,13 +479,13 @@ TEST(bpf_parse_close_delimited_downstream)
 {
 	static const char resp[] = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close";
 
-	ASSERT_EQ(exchange(S(REQ_GET), 100, S(resp), 100), 0);
+	REQUIRE(ASSERT_EQ(exchange(S(REQ_GET), 100, S(resp), 100), 0));
 	OK(fx_close(0));
-	ASSERT_EQ(fx_drain(), 1);
-	ASSERT_EQ(EV(0)->flags, MM_EV_CLOSE_DELIM);
-	ASSERT_EQ(EV(0)->status, 200);
-	ASSERT_EQ(EV(0)->resp_bytes, sizeof(resp) - 1);
-	ASSERT_EQ(fx_stat(MM_STAT_ABORTED), 0);
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->flags, MM_EV_CLOSE_DELIM));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, sizeof(resp) - 1));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_ABORTED), 0));
 }
 
 TEST(bpf_parse_garbage_request)
@@ -493,28 +499,28 @@ TEST(bpf_parse_garbage_request)
 	OK(fx_buf(0, 1, S(tls)));
 	OK(fx_buf(0, 1, S(REQ_GET))); /* too late: the stream is not HTTP */
 	OK(fx_close(0));
-	ASSERT_EQ(fx_drain(), 0);
-	ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 1);
+	REQUIRE(ASSERT_EQ(fx_drain(), 0));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 1));
 	OK(fx_conn(0, &c));
-	ASSERT_EQ(c.req.state, PS_OPAQUE);
+	REQUIRE(ASSERT_EQ(c.req.state, PS_OPAQUE));
 
 	/* garbage after a good exchange: the good one stays */
-	ASSERT_EQ(exchange(S(REQ_GET), 100, S(RESP_200), 100), 1);
+	REQUIRE(ASSERT_EQ(exchange(S(REQ_GET), 100, S(RESP_200), 100), 1));
 	OK(fx_buf(0, 1, S(lower)));
 	OK(fx_close(0));
-	ASSERT_EQ(fx_drain(), 1);
-	ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 1);
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 1));
 }
 
 /* A response that is not HTTP: the request is reported, aborted. */
 TEST(bpf_parse_garbage_response)
 {
-	ASSERT_EQ(exchange(S(REQ_GET), 100, S("SSH-2.0-OpenSSH_9.2\r\n"), 100), 0);
+	REQUIRE(ASSERT_EQ(exchange(S(REQ_GET), 100, S("SSH-2.0-OpenSSH_9.2\r\n"), 100), 0));
 	OK(fx_close(0));
-	ASSERT_EQ(fx_drain(), 1);
-	ASSERT_TRUE(EV(0)->flags & MM_EV_ABORTED);
-	ASSERT_EQ(EV(0)->status, 0);
-	ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 1);
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_TRUE(EV(0)->flags & MM_EV_ABORTED));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 0));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 1));
 }
 
 /* A response head written as one iovec per token and CRLF (24 of them). */
@@ -546,18 +552,18 @@ TEST(bpf_parse_writev_24_iovecs)
 	OK(fx_open(0, MM_ROLE_UNKNOWN));
 	OK(fx_iov(0, 1, rq, 3, 33)); /* readv */
 	OK(fx_iov(0, 0, iov, 24, total)); /* writev */
-	ASSERT_EQ(fx_drain(), 1);
-	ASSERT_EQ(EV(0)->status, 200);
-	ASSERT_EQ(EV(0)->req_bytes, 33);
-	ASSERT_EQ(EV(0)->resp_bytes, total);
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+	REQUIRE(ASSERT_EQ(EV(0)->req_bytes, 33));
+	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, total));
 	/* the same through sendmsg/recvmsg */
 	OK(fx_msg(0, 1, rq, 3, 33));
 	OK(fx_msg(0, 0, iov, 24, total));
-	ASSERT_EQ(fx_drain(), 2);
-	ASSERT_EQ(EV(1)->status, 200);
-	ASSERT_EQ(EV(1)->resp_bytes, total);
-	ASSERT_EQ(fx_stat(MM_STAT_IOV_LIMIT), 0);
-	ASSERT_EQ(fx_stat(MM_STAT_NO_BUFFER), 0);
+	REQUIRE(ASSERT_EQ(fx_drain(), 2));
+	REQUIRE(ASSERT_EQ(EV(1)->status, 200));
+	REQUIRE(ASSERT_EQ(EV(1)->resp_bytes, total));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_IOV_LIMIT), 0));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_NO_BUFFER), 0));
 }
 
 /* IOV_MAX iovecs: the last byte of the body is in the 1024th. */
@@ -582,14 +588,14 @@ TEST(bpf_parse_writev_1024_iovecs)
 	OK(fx_open(0, MM_ROLE_UNKNOWN));
 	OK(fx_buf(0, 1, S(REQ_GET)));
 	OK(fx_iov(0, 0, iov, 1024, n));
-	ASSERT_EQ(fx_drain(), 1);
-	ASSERT_EQ(EV(0)->status, 200);
-	ASSERT_EQ(EV(0)->resp_bytes, n);
-	ASSERT_EQ(fx_stat(MM_STAT_IOV_LIMIT), 0);
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, n));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_IOV_LIMIT), 0));
 	/* a head in 1-byte iovecs, 1024 of them (head + part of the body) */
 	n = snprintf(resp, sizeof(resp), "HTTP/1.1 202 OK\r\nX-Pad: %0900d\r\nContent-Length: 200\r\n\r\n", 0);
 	memset(resp + n, 'q', 200);
-	ASSERT_TRUE(n < 1024);
+	REQUIRE(ASSERT_TRUE(n < 1024));
 	for (i = 0; i < 1024; i++) {
 		iov[i].iov_base = resp + i;
 		iov[i].iov_len = 1;
@@ -597,11 +603,11 @@ TEST(bpf_parse_writev_1024_iovecs)
 	OK(fx_buf(0, 1, S(REQ_GET)));
 	OK(fx_iov(0, 0, iov, 1024, 1024));
 	OK(fx_buf(0, 0, resp + 1024, n + 200 - 1024));
-	ASSERT_EQ(fx_drain(), 2);
-	ASSERT_EQ(EV(1)->status, 202);
-	ASSERT_EQ(EV(1)->resp_bytes, n + 200);
-	ASSERT_EQ(fx_stat(MM_STAT_IOV_LIMIT), 0);
-	ASSERT_EQ(fx_stat(MM_STAT_SCAN_LIMIT), 0);
+	REQUIRE(ASSERT_EQ(fx_drain(), 2));
+	REQUIRE(ASSERT_EQ(EV(1)->status, 202));
+	REQUIRE(ASSERT_EQ(EV(1)->resp_bytes, n + 200));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_IOV_LIMIT), 0));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_SCAN_LIMIT), 0));
 }
 
 /* A request head past MM_HEAD_MAX: parsed whole, flagged truncated. */
@@ -612,18 +618,18 @@ TEST(bpf_parse_oversize_head)
 
 	n = snprintf(req, sizeof(req), "GET /big HTTP/1.1\r\nHost: a\r\nCookie: %03000d\r\nX-After: 1\r\n\r\n", 7);
 	for (size_t ch = 1; ch <= n; ch = ch * 3 + 1) {
-		ASSERT_EQ(exchange(req, n, ch, S(RESP_200), 1000), 1);
-		ASSERT_EQ(EV(0)->flags, MM_EV_HEAD_TRUNC);
-		ASSERT_EQ(EV(0)->req_bytes, n);
-		ASSERT_EQ(EV(0)->status, 200);
-		ASSERT_EQ(fx_stat(MM_STAT_HEAD_TRUNC), 1);
+		REQUIRE(ASSERT_EQ(exchange(req, n, ch, S(RESP_200), 1000), 1));
+		REQUIRE(ASSERT_EQ(EV(0)->flags, MM_EV_HEAD_TRUNC));
+		REQUIRE(ASSERT_EQ(EV(0)->req_bytes, n));
+		REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+		REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_HEAD_TRUNC), 1));
 	}
 	/* exactly MM_HEAD_MAX bytes is not truncated */
 	n = snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nX: ");
 	memset(req + n, 'v', MM_HEAD_MAX - n - 4);
 	memcpy(req + MM_HEAD_MAX - 4, "\r\n\r\n", 4);
-	ASSERT_EQ(exchange(req, MM_HEAD_MAX, MM_HEAD_MAX, S(RESP_200), 1000), 1);
-	ASSERT_EQ(EV(0)->flags, 0);
+	REQUIRE(ASSERT_EQ(exchange(req, MM_HEAD_MAX, MM_HEAD_MAX, S(RESP_200), 1000), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->flags, 0));
 }
 
 /*
@@ -640,18 +646,18 @@ TEST(bpf_parse_status_below_100)
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ASSERT_EQ(exchange(S(REQ_GET), 100, bad[i], strlen(bad[i]), 100), 0);
+		REQUIRE(ASSERT_EQ(exchange(S(REQ_GET), 100, bad[i], strlen(bad[i]), 100), 0));
 		OK(fx_close(0));
-		ASSERT_EQ(fx_drain(), 1);
-		ASSERT_EQ(EV(0)->status, 0);
-		ASSERT_TRUE(EV(0)->flags & MM_EV_ABORTED);
-		ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 1);
+		REQUIRE(ASSERT_EQ(fx_drain(), 1));
+		REQUIRE(ASSERT_EQ(EV(0)->status, 0));
+		REQUIRE(ASSERT_TRUE(EV(0)->flags & MM_EV_ABORTED));
+		REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 1));
 	}
 	/* 100 itself is interim, 999 a (strange) final status */
-	ASSERT_EQ(exchange(S(REQ_GET), 100,
+	REQUIRE(ASSERT_EQ(exchange(S(REQ_GET), 100,
 			   S("HTTP/1.1 100 C\r\n\r\nHTTP/1.1 999 X\r\nContent-Length: 0\r\n\r\n"),
-			   100), 1);
-	ASSERT_EQ(EV(0)->status, 999);
+			   100), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 999));
 }
 
 /*
@@ -672,14 +678,14 @@ TEST(bpf_parse_garbage_in_chunked_body)
 		n = pipeline(buf, sizeof(buf), 0, depth - 1);
 		memcpy(buf + n, post, sizeof(post) - 1);
 		OK(fx_buf(0, 1, buf, n + sizeof(post) - 1));
-		ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 1);
+		REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 1));
 		for (int i = 0; i < depth; i++)
 			OK(respond(0, 400 + i));
-		ASSERT_EQ(fx_drain(), depth);
-		ASSERT_EQ(EV(depth - 1)->status, 400 + depth - 1);
-		ASSERT_EQ(EV(depth - 1)->flags,
-			  depth > MM_PIPELINE_DEPTH ? MM_EV_UNTRACKED : 0);
+		REQUIRE(ASSERT_EQ(fx_drain(), depth));
+		REQUIRE(ASSERT_EQ(EV(depth - 1)->status, 400 + depth - 1));
+		REQUIRE(ASSERT_EQ(EV(depth - 1)->flags,
+			  depth > MM_PIPELINE_DEPTH ? MM_EV_UNTRACKED : 0));
 		OK(fx_close(0));
-		ASSERT_EQ(fx_drain(), depth);
+		REQUIRE(ASSERT_EQ(fx_drain(), depth));
 	}
 }

@@ -22,7 +22,13 @@
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_route_data.h"
 
-#define OK(call) ASSERT_EQ((call), 0)
+/* ASSERT_* are expressions (as in test_progs.h): stop at the first failure */
+#define REQUIRE(assertion)                                                    \
+	do {                                                                  \
+		if (!(assertion))                                             \
+			return;                                               \
+	} while (0)
+#define OK(call) REQUIRE(ASSERT_EQ((call), 0))
 #define EV(i) FX_EV(i)
 #define GEN 7
 
@@ -178,7 +184,7 @@ static void run_cases(void)
 	size_t failed = 0;
 
 	OK(fx_reset());
-	ASSERT_EQ(load_table(err, sizeof(err)), 0);
+	REQUIRE(ASSERT_EQ(load_table(err, sizeof(err)), 0));
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct rcase *c = &cases[i];
 		const struct mm_http_event *ex = NULL, *hd = NULL;
@@ -200,24 +206,24 @@ static void run_cases(void)
 				hdbytes = FX_HEAD(k);
 			}
 		}
-		ASSERT_TRUE(ex != NULL, "case \"%s\": no exchange event", c->what);
-		ASSERT_EQ(ex->route_gen, GEN);
+		REQUIRE(ASSERT_TRUE(ex != NULL, "case \"%s\": no exchange event", c->what));
+		REQUIRE(ASSERT_EQ(ex->route_gen, GEN));
 		if (c->bpf == DEFER) {
 			/* the kernel hands the head over; user space decides */
-			ASSERT_TRUE(ex->route_id == MM_ROUTE_DEFER,
+			REQUIRE(ASSERT_TRUE(ex->route_id == MM_ROUTE_DEFER,
 				    "case \"%s\": route %#x, want defer",
-				    c->what, ex->route_id);
-			ASSERT_TRUE(hd != NULL, "case \"%s\": no head event",
-				    c->what);
-			ASSERT_EQ(hd->req_seq, ex->req_seq);
-			ASSERT_EQ(hd->head_len, n);
-			ASSERT_TRUE(!memcmp(hdbytes, head, n));
-			ASSERT_EQ(route_match__lookup_head(
+				    c->what, ex->route_id));
+			REQUIRE(ASSERT_TRUE(hd != NULL, "case \"%s\": no head event",
+				    c->what));
+			REQUIRE(ASSERT_EQ(hd->req_seq, ex->req_seq));
+			REQUIRE(ASSERT_EQ(hd->head_len, n));
+			REQUIRE(ASSERT_TRUE(!memcmp(hdbytes, head, n)));
+			REQUIRE(ASSERT_EQ(route_match__lookup_head(
 					  table, hdbytes,
-					  hd->head_len, false, &res), 0);
+					  hd->head_len, false, &res), 0));
 			answer(res.route_id, res.rule_idx, got, sizeof(got));
 		} else {
-			ASSERT_TRUE(hd == NULL, "case \"%s\": deferred", c->what);
+			REQUIRE(ASSERT_TRUE(hd == NULL, "case \"%s\": deferred", c->what));
 			answer(ex->route_id, ex->rule_idx, got, sizeof(got));
 		}
 		if (strcmp(got, c->want)) {
@@ -227,8 +233,8 @@ static void run_cases(void)
 				   c->what, got, c->want);
 		}
 		/* user space's mirror of the kernel walk agrees */
-		ASSERT_EQ(route_match__parse_head(head, n, &req), 0);
-		ASSERT_EQ(route_match__lookup(table, &req, &res), 0);
+		REQUIRE(ASSERT_EQ(route_match__parse_head(head, n, &req), 0));
+		REQUIRE(ASSERT_EQ(route_match__lookup(table, &req, &res), 0));
 		if (res.bpf_route_id != ex->route_id ||
 		    (c->bpf == KERNEL && res.bpf_rule_idx != ex->rule_idx)) {
 			failed++;
@@ -238,7 +244,7 @@ static void run_cases(void)
 				   res.bpf_route_id, res.bpf_rule_idx);
 		}
 	}
-	ASSERT_EQ(failed, 0);
+	REQUIRE(ASSERT_EQ(failed, 0));
 }
 
 TEST(bpf_route_lookup)
@@ -262,7 +268,7 @@ TEST(bpf_route_upstream_link)
 	const struct mm_http_event *d;
 
 	OK(fx_reset());
-	ASSERT_EQ(load_table(err, sizeof(err)), 0);
+	REQUIRE(ASSERT_EQ(load_table(err, sizeof(err)), 0));
 	OK(fx_open(0, MM_ROLE_UNKNOWN));
 	OK(fx_buf(0, 1, down, sizeof(down) - 1));
 	/* upstream by content, then by thread */
@@ -273,20 +279,20 @@ TEST(bpf_route_upstream_link)
 	OK(fx_buf(2, 0, up_rewritten, sizeof(up_rewritten) - 1));
 	OK(fx_buf(2, 1, resp, sizeof(resp) - 1));
 	OK(fx_buf(0, 0, resp, sizeof(resp) - 1));
-	ASSERT_EQ(fx_drain(), 3);
+	REQUIRE(ASSERT_EQ(fx_drain(), 3));
 	d = EV(2);
-	ASSERT_EQ(d->leg, MM_LEG_DOWNSTREAM);
+	REQUIRE(ASSERT_EQ(d->leg, MM_LEG_DOWNSTREAM));
 	answer(d->route_id, d->rule_idx, got, sizeof(got));
-	ASSERT_STREQ(got, "apps/api rule 1");
+	REQUIRE(ASSERT_STREQ(got, "apps/api rule 1"));
 	for (int i = 0; i < 2; i++) {
-		ASSERT_EQ(EV(i)->leg, MM_LEG_UPSTREAM);
-		ASSERT_EQ(EV(i)->parent_conn_id, d->conn_id);
-		ASSERT_EQ(EV(i)->parent_seq, d->req_seq);
-		ASSERT_EQ(EV(i)->route_id, d->route_id);
-		ASSERT_EQ(EV(i)->rule_idx, d->rule_idx);
-		ASSERT_EQ(EV(i)->status, 200);
+		REQUIRE(ASSERT_EQ(EV(i)->leg, MM_LEG_UPSTREAM));
+		REQUIRE(ASSERT_EQ(EV(i)->parent_conn_id, d->conn_id));
+		REQUIRE(ASSERT_EQ(EV(i)->parent_seq, d->req_seq));
+		REQUIRE(ASSERT_EQ(EV(i)->route_id, d->route_id));
+		REQUIRE(ASSERT_EQ(EV(i)->rule_idx, d->rule_idx));
+		REQUIRE(ASSERT_EQ(EV(i)->status, 200));
 	}
-	ASSERT_TRUE(EV(0)->conn_id != EV(1)->conn_id);
-	ASSERT_EQ(fx_stat(MM_STAT_LINK_FAIL), 0);
+	REQUIRE(ASSERT_TRUE(EV(0)->conn_id != EV(1)->conn_id));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_LINK_FAIL), 0));
 	clear_table();
 }

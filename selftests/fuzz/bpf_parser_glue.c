@@ -54,8 +54,11 @@ struct kv {
 	char val[sizeof(struct mm_route_cands)] __attribute__((aligned(8)));
 	bool live;
 };
-static struct kv vhosts[TABLE_MAX], routes[TABLE_MAX], recent[TABLE_MAX];
-static unsigned int recent_next;
+static struct kv vhosts[TABLE_MAX], routes[TABLE_MAX];
+static unsigned int kv_next;
+/* direct-mapped arrays (per-CPU ones have one CPU here) */
+static struct mm_recent_slot recent[MM_RECENT_SLOTS];
+static struct mm_route_memo route_cache[MM_ROUTE_CACHE_SLOTS];
 
 static struct fzb_event events[FZB_EVENTS_MAX];
 static int nevents;
@@ -73,11 +76,6 @@ static struct kv *table_of(void *map, __u32 *ksz, __u32 *vsz)
 		*ksz = sizeof(struct mm_route_key);
 		*vsz = sizeof(struct mm_route_cands);
 		return routes;
-	}
-	if (map == &mm_recent) {
-		*ksz = sizeof(struct mm_recent_key);
-		*vsz = sizeof(struct mm_link);
-		return recent;
 	}
 	return NULL;
 }
@@ -97,6 +95,10 @@ static void *bpf_map_lookup_elem(void *map, const void *key)
 		return k ? NULL : &cfg_map;
 	if (map == &mm_target_bits)
 		return k < MM_TARGET_WORDS ? &target_bits[k] : NULL;
+	if (map == &mm_recent)
+		return k < MM_RECENT_SLOTS ? &recent[k] : NULL;
+	if (map == &mm_route_cache)
+		return k < MM_ROUTE_CACHE_SLOTS ? &route_cache[k] : NULL;
 	t = table_of(map, &ksz, &vsz);
 	if (!t)
 		abort(); /* a map the emulation does not know: teach it */
@@ -120,8 +122,8 @@ static long bpf_map_update_elem(void *map, const void *key, const void *value,
 				     __builtin_offsetof(struct kv, val)) :
 		       NULL;
 	if (!slot) {
-		/* LRU stand-in: overwrite round robin */
-		slot = &t[recent_next++ % TABLE_MAX];
+		/* hash stand-in: a new key takes the next slot, round robin */
+		slot = &t[kv_next++ % TABLE_MAX];
 		memcpy(slot->key, key, ksz);
 		slot->live = true;
 	}
@@ -291,11 +293,12 @@ void fzb_reset(unsigned int role)
 	memset(stats, 0, sizeof(stats));
 	memset(&scratch, 0xa5, sizeof(scratch)); /* per-CPU: not zeroed per run */
 	memset(recent, 0, sizeof(recent));
+	memset(route_cache, 0, sizeof(route_cache));
 	memset(vhosts, 0, sizeof(vhosts));
 	memset(routes, 0, sizeof(routes));
 	memset(&thread_link, 0, sizeof(thread_link));
 	thread_link_live = false;
-	recent_next = 0;
+	kv_next = 0;
 	nevents = 0;
 	bad_reads = 0;
 	nregions = 0;

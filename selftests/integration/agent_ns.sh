@@ -4,7 +4,7 @@
 # its own bpffs instance on /sys/fs/bpf. Its programs attach system-wide as
 # usual, but its pins (/sys/fs/bpf/milometer) cannot clash with another
 # agent on this machine (a demo, a node agent) and vanish with the
-# namespace. SIGTERM is passed on; after the agent exits, pins it left
+# namespace. SIGTERM and SIGHUP are passed on; after the agent exits, pins it left
 # behind make the exit status 99.
 if [ "${MM_IT_IN_NS:-}" != 1 ]; then
 	MM_IT_IN_NS=1 exec unshare --mount --propagation private "$0" "$@"
@@ -16,6 +16,8 @@ mount -t bpf bpf /sys/fs/bpf || {
 "$@" &
 pid=$!
 trap 'kill -TERM "$pid" 2>/dev/null' TERM INT
+# SIGHUP (reload) too: the agent re-reads its featureGates
+trap 'kill -HUP "$pid" 2>/dev/null' HUP
 while :; do
 	wait "$pid"
 	rc=$?

@@ -36,6 +36,7 @@ BG_NAMES=()
 AGENT_PID=
 AGENT_STARTED=
 AGENT_TARGET=()
+AGENT_SOURCE=()
 
 log() { printf '[%s] %s\n' "$(date +%T.%3N)" "$*" >&2; }
 
@@ -328,7 +329,9 @@ start_agent() {
 	install -m 0755 "$BIN/milometer" "$T/mm-it-agent"
 	# AGENT_TARGET: how the agent finds the proxy (default by executable)
 	[ ${#AGENT_TARGET[@]} -gt 0 ] || AGENT_TARGET=(--proxy-exe "$PROXY_EXE")
-	$ns "$T/mm-it-agent" run --manifests "$T/manifests" "${AGENT_TARGET[@]}" \
+	# AGENT_SOURCE: where routes come from (default the manifests dir)
+	[ ${#AGENT_SOURCE[@]} -gt 0 ] || AGENT_SOURCE=(--manifests "$T/manifests")
+	$ns "$T/mm-it-agent" run "${AGENT_SOURCE[@]}" "${AGENT_TARGET[@]}" \
 		--prometheus-listen "127.0.0.1:$AGENT_PORT" \
 		--socket "$T/agent.sock" ${MM_IT_CAPTURE:+--capture "$MM_IT_CAPTURE"} \
 		"$@" >"$T/agent.out" 2>&1 &

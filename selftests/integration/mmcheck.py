@@ -20,9 +20,9 @@ import time
 import promtext
 
 DOWN_TOTAL = "envoy_http_downstream_rq_total"
-DOWN_TIME = "envoy_http_downstream_rq_time_milliseconds"
+DOWN_TIME = "envoy_http_downstream_rq_time"
 UP_TOTAL = "envoy_cluster_upstream_rq_total"
-UP_TIME = "envoy_cluster_upstream_rq_time_milliseconds"
+UP_TIME = "envoy_cluster_upstream_rq_time"
 
 # Field order of the nginx access log (tab-separated); see lib.sh.
 NGINX_FIELDS = ("route status request_time upstream_response_time "

@@ -1,17 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Runner for the unit tests: see test.h. */
+/*
+ * Runner for the unit tests: see test.h. Each test runs in a child process
+ * with its output in a temporary file: a crash or a hang (TEST_TIMEOUT_S)
+ * fails that test alone, and the output is shown for failed and skipped
+ * tests, or for every test with -v.
+ */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test.h"
 
+/* A test that runs longer than this is stuck: fail it, go on. */
+#define TEST_TIMEOUT_S 120
+
+enum { RES_PASS = 0, RES_FAIL = 1, RES_SKIP = 2 };
+
 static struct test_case *tests;
-static bool cur_failed;
+static bool cur_failed, cur_skipped;
 static char cur_tmp[256];
 
 void test__register(struct test_case *tc)
@@ -37,9 +51,29 @@ void test__fail(const char *file, int line, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+void test__skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	cur_skipped = true;
+	fputs("    skipped: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
 bool test__failed(void)
 {
 	return cur_failed;
+}
+
+long long test__now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
 const char *test__tmpdir(void)
@@ -48,7 +82,7 @@ const char *test__tmpdir(void)
 		snprintf(cur_tmp, sizeof(cur_tmp), "/tmp/mm-unit-XXXXXX");
 		if (!mkdtemp(cur_tmp)) {
 			perror("mkdtemp");
-			exit(1);
+			exit(RES_FAIL);
 		}
 	}
 	return cur_tmp;
@@ -63,32 +97,101 @@ static int rm_one(const char *path, const struct stat *st, int flag,
 	return remove(path);
 }
 
+/* In the child: run the test with stderr in log_fd; exit with RES_*. */
+static void run_child(struct test_case *tc, int log_fd)
+{
+	dup2(log_fd, STDERR_FILENO);
+	close(log_fd);
+	alarm(TEST_TIMEOUT_S);
+	tc->fn();
+	fflush(NULL);
+	if (cur_failed)
+		_exit(RES_FAIL); /* keep its tmpdir for a look */
+	if (cur_tmp[0])
+		nftw(cur_tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	_exit(cur_skipped ? RES_SKIP : RES_PASS);
+}
+
+static void copy_log(FILE *log)
+{
+	char line[4096];
+
+	fflush(stdout);
+	rewind(log);
+	while (fgets(line, sizeof(line), log))
+		fputs(line, stdout);
+}
+
+/* Run one test in a child; print its line (and its log when asked). */
+static int run_one(struct test_case *tc, bool verbose)
+{
+	FILE *log = tmpfile();
+	int status, res;
+	pid_t pid;
+
+	if (!log) {
+		printf("FAIL %s (tmpfile: %s)\n", tc->name, strerror(errno));
+		return RES_FAIL;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		printf("FAIL %s (fork: %s)\n", tc->name, strerror(errno));
+		fclose(log);
+		return RES_FAIL;
+	}
+	if (!pid)
+		run_child(tc, fileno(log));
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) <= RES_SKIP)
+		res = WEXITSTATUS(status);
+	else
+		res = RES_FAIL;
+	if (res == RES_PASS)
+		printf("ok   %s\n", tc->name);
+	else if (res == RES_SKIP)
+		printf("SKIP %s\n", tc->name);
+	else if (WIFSIGNALED(status))
+		printf("FAIL %s (%s)\n", tc->name,
+		       WTERMSIG(status) == SIGALRM ? "timed out" :
+						     strsignal(WTERMSIG(status)));
+	else
+		printf("FAIL %s\n", tc->name);
+	if (res != RES_PASS || verbose)
+		copy_log(log);
+	fclose(log);
+	return res;
+}
+
 int main(int argc, char **argv)
 {
-	int passed = 0, failed = 0, i;
+	int counts[3] = { 0 }, nfilters = 0, i;
+	bool verbose = false;
 	struct test_case *tc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (tc = tests; tc; tc = tc->next) {
-		bool selected = argc < 2;
-
-		for (i = 1; i < argc; i++)
-			if (strstr(tc->name, argv[i]))
-				selected = true;
-		if (!selected)
-			continue;
-		cur_failed = false;
-		cur_tmp[0] = 0;
-		tc->fn();
-		printf("%s %s\n", cur_failed ? "FAIL" : "ok  ", tc->name);
-		if (cur_failed) {
-			failed++;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-v"))
+			verbose = true;
+		else if (argv[i][0] == '-') {
+			fprintf(stderr, "usage: %s [-v] [NAME_SUBSTRING...]\n",
+				argv[0]);
+			return 2;
 		} else {
-			passed++;
-			if (cur_tmp[0])
-				nftw(cur_tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+			argv[++nfilters] = argv[i];
 		}
 	}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	for (tc = tests; tc; tc = tc->next) {
+		bool selected = !nfilters;
+
+		for (i = 1; i <= nfilters; i++)
+			if (strstr(tc->name, argv[i]))
+				selected = true;
+		if (selected)
+			counts[run_one(tc, verbose)]++;
+	}
+	printf("%d passed, %d failed, %d skipped\n", counts[RES_PASS],
+	       counts[RES_FAIL], counts[RES_SKIP]);
+	return counts[RES_FAIL] ? 1 : 0;
 }

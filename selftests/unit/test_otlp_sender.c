@@ -113,16 +113,7 @@ static struct otlp_sender *start_sender(struct otlp_sender_opts *o,
 
 /* Poll the sender's stats until cond holds (10 s at most). */
 #define WAIT_STATS(s, st, cond)                                                \
-	({                                                                     \
-		int _i;                                                        \
-		for (_i = 0; _i < 2000; _i++) {                                \
-			otlp_sender__stats((s), &(st));                        \
-			if (cond)                                              \
-				break;                                         \
-			usleep(5000);                                          \
-		}                                                              \
-		(cond);                                                        \
-	})
+	WAIT_FOR((otlp_sender__stats((s), &(st)), (cond)), 10000)
 
 static uint16_t free_port(void)
 {
@@ -209,9 +200,11 @@ TEST(otlp_sender_400_not_retried)
 	ASSERT_TRUE(s);
 	ASSERT_EQ(enqueue_named(s, "bad"), 0);
 	ASSERT_TRUE(WAIT_STATS(s, st, st.failures == 1));
-	/* Give a wrong retry every chance to happen before counting. */
-	usleep(200000);
-	otlp_sender__stats(s, &st);
+	/*
+	 * The sender books an outcome and releases or keeps the batch under
+	 * one lock, so this snapshot is final: an empty queue means nothing
+	 * is left to retry (no waiting for a retry that must not come).
+	 */
 	ASSERT_EQ(st.attempts, 1);
 	ASSERT_EQ(st.retries, 0);
 	ASSERT_EQ(st.successes, 0);
@@ -241,8 +234,8 @@ TEST(otlp_sender_partial_success_counted)
 	ASSERT_TRUE(s);
 	ASSERT_EQ(enqueue_named(s, "part"), 0);
 	ASSERT_TRUE(WAIT_STATS(s, st, st.successes == 1));
-	usleep(100000);
-	otlp_sender__stats(s, &st);
+	/* outcome and queue are booked together: this snapshot is final */
+	ASSERT_EQ(st.queue_batches, 0);
 	ASSERT_EQ(st.attempts, 1);
 	ASSERT_EQ(st.partial_successes, 1);
 	ASSERT_EQ(st.rejected_points, 3);
@@ -620,6 +613,7 @@ TEST(otlp_sender_timeout_retried_and_stop_aborts)
 	struct otlp_sink *k;
 	struct otlp_sender *s;
 	char err[256], url[64];
+	unsigned n0;
 	uint64_t t;
 
 	so.log_ctx = &lb;
@@ -640,9 +634,10 @@ TEST(otlp_sender_timeout_retried_and_stop_aborts)
 	so.timeout_ms = 60000;
 	s = start_sender(&so, otlp_sink__port(k), url, sizeof(url));
 	ASSERT_TRUE(s);
+	n0 = otlp_sink__requests(k);
 	ASSERT_EQ(enqueue_named(s, "slow2"), 0);
-	ASSERT_TRUE(WAIT_STATS(s, st, st.queue_batches == 1));
-	usleep(100000); /* the POST is on the wire, waiting for the answer */
+	/* the sink has the POST (it counts before its delay): in flight */
+	ASSERT_TRUE(otlp_sink__wait(k, n0 + 1, 10000));
 	t = sink_now_ns();
 	otlp_sender__stop(s, 200);
 	t = sink_now_ns() - t;

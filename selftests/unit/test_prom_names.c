@@ -24,8 +24,15 @@ TEST(prom_names_metric)
 		     "http_server_request_duration_seconds");
 	ASSERT_STREQ(metric("http.server.requests", "{request}", MI_COUNTER),
 		     "http_server_requests_total");
+	/* scaled units keep the source's name, as Envoy's exposition */
 	ASSERT_STREQ(metric("rpc.duration", "ms", MI_HISTOGRAM),
-		     "rpc_duration_milliseconds");
+		     "rpc_duration");
+	ASSERT_STREQ(metric("envoy.cluster.upstream_rq_time", "ms",
+			    MI_HISTOGRAM),
+		     "envoy_cluster_upstream_rq_time");
+	ASSERT_STREQ(metric("uptime", "min", MI_COUNTER), "uptime_total");
+	ASSERT_STREQ(metric("heap", "KiBy", MI_GAUGE), "heap");
+	ASSERT_STREQ(metric("rate", "ms/s", MI_GAUGE), "rate");
 	ASSERT_STREQ(metric("net.io", "By", MI_COUNTER), "net_io_bytes_total");
 	ASSERT_STREQ(metric("net.io.bytes", "By", MI_COUNTER),
 		     "net_io_bytes_total");

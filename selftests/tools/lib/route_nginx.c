@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy/gateway/http_method.h"
 #include "selftests/tools/lib/route_nginx.h"
 
 struct gen {
@@ -200,7 +201,7 @@ static int write_entry(struct gen *g, const struct rc_entry *e)
 	if (m->method != MM_M_ANY) {
 		cond_open(g);
 		fprintf(g->out, "$request_method = %s",
-			gateway_api__method_name(m->method));
+			http_method__name(m->method));
 		cond_close(g);
 		nconds++;
 	}

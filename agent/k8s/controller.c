@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "agent/k8s/api_source.h"
+#include "agent/k8s/controller.h"
+#include "agent/k8s/http.h"
+#include "agent/k8s/lease.h"
+#include "policy/contract/conditions.h"
+#include "policy/contract/contract.h"
+#include "policy/source/doc.h"
+#include "policy/source/manifest_source.h"
+
+#define FIELD_MANAGER "milometer"
+#define CRD_GROUP_PATH "/apis/telemetry.miloapis.com/v1alpha1"
+
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int s)
+{
+	stopping = 1;
+}
+
+struct ctrl {
+	struct k8s_api *api;
+	struct k8s_http *http;
+	struct manifest_source *src;
+	struct contract *contract;
+	uint64_t writes, write_errors;
+};
+
+static void rfc3339(uint64_t real_ns, char *buf, size_t len)
+{
+	time_t t = real_ns / 1000000000ULL;
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static const struct doc_node *find_cond(const struct doc_node *list,
+					const char *type)
+{
+	for (size_t i = 0; list && list->kind == DOC_LIST && i < list->list.n; i++) {
+		const char *t = doc__str(list->list.items[i], "type");
+
+		if (t && !strcmp(t, type))
+			return list->list.items[i];
+	}
+	return NULL;
+}
+
+static bool str_is(const char *a, const char *b)
+{
+	return a && b && !strcmp(a, b);
+}
+
+static bool owned_type(const char *t)
+{
+	/* Programmed is per node: the agents' self-metrics say it */
+	return str_is(t, COND_ACCEPTED) || str_is(t, COND_RESOLVED_REFS);
+}
+
+/* Write one object's status when its conditions differ from ours. */
+static void sync_one(struct ctrl *c, const struct mobject *o,
+		     const char *plural)
+{
+	const struct doc_node *cur = doc__path(o->root, "status.conditions");
+	const struct doc_node *gen = doc__path(o->root, "metadata.generation");
+	int64_t g = gen && gen->kind == DOC_INT ? gen->i : 0;
+	struct json_object *body, *meta, *st, *list;
+	struct k8s_resp resp = {};
+	struct k8s_req req = { .method = "PATCH", .timeout_s = 10,
+			       .content_type = "application/apply-patch+yaml" };
+	struct cond_set cs;
+	size_t want = 0, have = 0, same = 0;
+	char path[1024], now[32];
+	int ret;
+
+	if (!o->name || contract__conditions(c->contract, o->kind, o->name, &cs))
+		return;
+	rfc3339((uint64_t)time(NULL) * 1000000000ULL, now, sizeof(now));
+	body = json_object_new_object();
+	meta = json_object_new_object();
+	st = json_object_new_object();
+	list = json_object_new_array();
+	json_object_object_add(body, "apiVersion", json_object_new_string(o->api_version));
+	json_object_object_add(body, "kind", json_object_new_string(o->kind));
+	json_object_object_add(meta, "name", json_object_new_string(o->name));
+	json_object_object_add(body, "metadata", meta);
+	json_object_object_add(body, "status", st);
+	json_object_object_add(st, "conditions", list);
+	for (size_t i = 0; i < cs.n; i++) {
+		const struct condition *k = &cs.c[i];
+		const struct doc_node *old = find_cond(cur, k->type);
+		const struct doc_node *og = old ? doc__get(old, "observedGeneration") : NULL;
+		const char *status = conditions__status_str(k->status);
+		const char *ltt = now;
+		struct json_object *j;
+
+		if (!owned_type(k->type))
+			continue;
+		want++;
+		if (old && str_is(doc__str(old, "status"), status)) {
+			if (doc__str(old, "lastTransitionTime"))
+				ltt = doc__str(old, "lastTransitionTime");
+			if (str_is(doc__str(old, "reason"), k->reason) &&
+			    str_is(doc__str(old, "message"), k->message) &&
+			    og && og->kind == DOC_INT && og->i == g)
+				same++;
+		}
+		j = json_object_new_object();
+		json_object_object_add(j, "type", json_object_new_string(k->type));
+		json_object_object_add(j, "status", json_object_new_string(status));
+		json_object_object_add(j, "observedGeneration", json_object_new_int64(g));
+		json_object_object_add(j, "lastTransitionTime", json_object_new_string(ltt));
+		json_object_object_add(j, "reason", json_object_new_string(k->reason));
+		json_object_object_add(j, "message", json_object_new_string(k->message));
+		json_object_array_add(list, j);
+	}
+	for (size_t i = 0; cur && cur->kind == DOC_LIST && i < cur->list.n; i++)
+		have += owned_type(doc__str(cur->list.items[i], "type"));
+	if (want == same && have == want)
+		goto out; /* never rewrite what did not change */
+	snprintf(path, sizeof(path), CRD_GROUP_PATH "/%s/%s/status?fieldManager=" FIELD_MANAGER "&force=true",
+		 plural, o->name);
+	req.path = path;
+	req.body = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+	req.body_len = strlen(req.body);
+	ret = k8s_http__do(c->http, &req, &resp);
+	if (!ret && resp.status == 200) {
+		c->writes++;
+		fprintf(stderr, "milometer: controller: %s %s status written (generation %lld)\n",
+			o->kind, o->name, (long long)g);
+	} else {
+		c->write_errors++;
+		fprintf(stderr, "milometer: controller: writing %s %s status failed: %s%ld %s\n",
+			o->kind, o->name, ret ? resp.error : "HTTP ", ret ? 0L : resp.status,
+			resp.body ? resp.body : "");
+	}
+out:
+	k8s_http__resp_free(&resp);
+	json_object_put(body);
+}
+
+static void sync_all(struct ctrl *c)
+{
+	const struct mobject *o = NULL;
+
+	while ((o = manifest_source__next(c->src, "MetricDefinition", o)))
+		sync_one(c, o, "metricdefinitions");
+	o = NULL;
+	while ((o = manifest_source__next(c->src, "MetricPolicy", o)))
+		sync_one(c, o, "metricpolicies");
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: milometer controller [--kubeconfig FILE] [--leader-elect-namespace NS]\n"
+		"                            [--identity ID] [--lease-name NAME]\n"
+		"\n"
+		"Validate MetricDefinitions and MetricPolicies and write their status\n"
+		"conditions (Accepted, ResolvedRefs) by server-side apply on /status.\n"
+		"Run 1-2 replicas: one leader, elected with a coordination.k8s.io Lease.\n"
+		"\n"
+		"  --kubeconfig FILE             default $KUBECONFIG, then in-cluster\n"
+		"  --leader-elect-namespace NS   the Lease's namespace (default $POD_NAMESPACE,\n"
+		"                                then milometer)\n"
+		"  --identity ID                 this replica (default $POD_NAME, then host_pid)\n"
+		"  --lease-name NAME             default milometer-controller\n");
+}
+
+int controller__main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "kubeconfig", required_argument, NULL, 'k' },
+		{ "leader-elect-namespace", required_argument, NULL, 'n' },
+		{ "identity", required_argument, NULL, 'i' },
+		{ "lease-name", required_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	const char *kubeconfig = NULL, *ns = getenv("POD_NAMESPACE");
+	const char *id = getenv("POD_NAME"), *lease_name = "milometer-controller";
+	struct k8s_api_opts ao = {};
+	struct k8s_lease *lease = NULL;
+	struct ctrl c = {};
+	char idbuf[300], host[256] = "", ua[400], err[1024];
+	bool leader = false;
+	uint64_t ticks = 0;
+	int opt, ret = 1;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		switch (opt) {
+		case 'k': kubeconfig = optarg; break;
+		case 'n': ns = optarg; break;
+		case 'i': id = optarg; break;
+		case 'l': lease_name = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!ns || !ns[0])
+		ns = "milometer";
+	if (!id || !id[0]) {
+		gethostname(host, sizeof(host) - 1);
+		snprintf(idbuf, sizeof(idbuf), "%s_%d", host, getpid());
+		id = idbuf;
+	}
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	snprintf(ua, sizeof(ua), "milometer-controller/%s", id);
+	ao.kubeconfig = kubeconfig;
+	ao.user_agent = ua;
+	if (k8s_api__start(&ao, &c.api, err, sizeof(err))) {
+		fprintf(stderr, "milometer: controller: %s\n", err);
+		return 1;
+	}
+	c.http = k8s_http__new(k8s_api__config(c.api), ua, NULL, k8s_api__http_stats(c.api));
+	c.contract = contract__new();
+	k8s_api__wait_synced(c.api, 10000);
+	c.src = k8s_api__manifest_source(c.api);
+	if (!c.http || !c.contract || !c.src)
+		goto cleanup;
+	contract__load(c.contract, c.src);
+	{
+		struct k8s_lease_opts lo = { .http = c.http, .ns = ns,
+					     .name = lease_name, .identity = id };
+
+		lease = k8s_lease__new(&lo);
+	}
+	if (!lease)
+		goto cleanup;
+	while (!stopping) {
+		bool was = leader;
+		int r;
+
+		if (ticks % 2 == 0) /* retry period 2 s */
+			leader = k8s_lease__try(lease);
+		r = manifest_source__reload(c.src);
+		if (r > 0)
+			contract__load(c.contract, c.src);
+		if (leader && (r > 0 || !was))
+			sync_all(&c);
+		ticks++;
+		sleep(1);
+	}
+	ret = 0;
+cleanup:
+	if (lease) {
+		k8s_lease__release(lease);
+		k8s_lease__free(lease);
+	}
+	manifest_source__free(c.src);
+	contract__free(c.contract);
+	k8s_http__free(c.http);
+	k8s_api__free(c.api);
+	return ret;
+}

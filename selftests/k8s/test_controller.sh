@@ -1,0 +1,99 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# `milometer controller` against the test API server: two replicas, one
+# leader by Lease; the leader writes Accepted/ResolvedRefs of every
+# MetricDefinition and MetricPolicy by server-side apply on /status (field
+# manager milometer, force), never rewrites unchanged conditions (not after
+# an unrelated change, not after a leader change), and writes again with
+# the new observedGeneration when a spec changes. Ground truth: the
+# server's request log and the objects as kubectl reads them.
+. "$(dirname "$0")/lib.sh"
+M="$ROOT/bin/milometer"
+[ -x "$M" ] || fail "build bin/milometer first"
+start_apiserver
+EX="$ROOT/deploy/examples/contract"
+printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: milometer}\n' | kubectl apply -f - >/dev/null
+kubectl apply -f "$EX" >/dev/null || fail "kubectl apply examples"
+NDEF=$(ls "$EX"/*metricdefinition*.yaml | wc -l)
+NPOL=$(ls "$EX"/*metricpolicy*.yaml | wc -l)
+
+patches() { requests | grep -c "^PATCH .*/status?fieldManager=milometer&force=true 200" || true; }
+holder() { kubectl get lease -n milometer milometer-controller -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
+start_ctrl() {
+	"$M" controller --identity "$1" --leader-elect-namespace milometer >"$T/$1.log" 2>&1 &
+	PIDS+=($!)
+	eval "PID_$1=$!"
+}
+all_written() { [ "$(patches)" -ge $((NDEF + NPOL)) ]; }
+
+start_ctrl c1
+start_ctrl c2
+
+t_one_leader_writes_status() {
+	wait_for 20 bash -c '[ -n "$(kubectl get lease -n milometer milometer-controller -o jsonpath="{.spec.holderIdentity}" 2>/dev/null)" ]' ||
+		fail "no leader: $(cat "$T/c1.log" "$T/c2.log")"
+	wait_for 20 all_written || fail "not every object got status: $(patches) of $((NDEF + NPOL)); $(tail -3 "$T/c1.log" "$T/c2.log")"
+	local h
+	h=$(holder)
+	[ "$h" = c1 ] || [ "$h" = c2 ] || fail "holder $h"
+	# every write came from the leader
+	requests | grep '/status?fieldManager=milometer' | grep -v "milometer-controller/$h\$" | grep -q . &&
+		fail "the non-leader wrote status"
+	grep -q 'is the leader' "$T/$h.log" || fail "leader did not say so"
+	[ "$(grep -c 'is the leader' "$T/c1.log" "$T/c2.log" | awk -F: '{s+=$2} END {print s}')" = 1 ] ||
+		fail "more than one replica led"
+	# conditions as metav1.Condition, with observedGeneration
+	kubectl get metricdefinition gateway-httproute-created -o json >"$T/d.json"
+	python3 - "$T/d.json" <<'PY' || fail "MetricDefinition status: $(cat "$T/d.json")"
+import json, sys
+o = json.load(open(sys.argv[1]))
+c = {x["type"]: x for x in o["status"]["conditions"]}
+a = c["Accepted"]
+assert a["status"] == "True" and a["reason"] == "TelemetryRegistered", a
+assert a["observedGeneration"] == o["metadata"]["generation"], a
+assert a["lastTransitionTime"].endswith("Z"), a
+assert "Programmed" not in c, c
+PY
+	conflicted() { [ "$(kubectl get metricpolicy httproute-upstream-latency-policy -o jsonpath='{.status.conditions[?(@.type=="Accepted")].reason}')" = Conflicted ]; }
+	wait_for 10 conflicted ||
+		fail "the conflicted policy is not Accepted=False Conflicted: $(kubectl get metricpolicy httproute-upstream-latency-policy -o jsonpath="{.status}")"
+	[ "$(kubectl get metricpolicy gateway-httproute-created-policy -o jsonpath='{.status.conditions[?(@.type=="ResolvedRefs")].status}')" = True ] ||
+		fail "ResolvedRefs missing"
+}
+
+t_no_rewrites() {
+	local p0
+	p0=$(patches)
+	put_objects "$(ns_obj apps)" "$(route_obj apps unrelated u.test)"
+	sleep 4 # two lease periods and several sync ticks: nothing may be written
+	[ "$(patches)" = "$p0" ] || fail "unchanged conditions rewritten: $p0 -> $(patches)"
+}
+
+t_failover_keeps_status() {
+	local h other p0 t0
+	h=$(holder)
+	other=$([ "$h" = c1 ] && echo c2 || echo c1)
+	p0=$(patches)
+	t0=$SECONDS
+	eval "kill \$PID_$h"
+	wait_for 25 bash -c "[ \"\$(kubectl get lease -n milometer milometer-controller -o jsonpath='{.spec.holderIdentity}')\" = $other ]" ||
+		fail "$other did not take over: $(holder)"
+	echo "    failover to $other in $((SECONDS - t0)) s"
+	[ "$(kubectl get lease -n milometer milometer-controller -o jsonpath='{.spec.leaseTransitions}')" -ge 1 ] ||
+		fail "leaseTransitions not bumped"
+	sleep 3 # the new leader's first sync
+	[ "$(patches)" = "$p0" ] || fail "the new leader rewrote unchanged conditions: $p0 -> $(patches)"
+}
+
+t_spec_change_writes_once() {
+	local p0
+	p0=$(patches)
+	kubectl patch metricdefinition gateway-httproute-created --type merge \
+		-p '{"spec":{"description":"changed by the test"}}' >/dev/null || fail "patch spec"
+	wait_for 10 bash -c "[ \"\$(kubectl get metricdefinition gateway-httproute-created -o jsonpath='{.status.conditions[0].observedGeneration}')\" = 2 ]" ||
+		fail "observedGeneration not 2: $(kubectl get metricdefinition gateway-httproute-created -o jsonpath='{.status}')"
+	sleep 3
+	[ "$(patches)" = $((p0 + 1)) ] || fail "want exactly one status write, got $(($(patches) - p0))"
+}
+
+run_tests t_one_leader_writes_status t_no_rewrites t_failover_keeps_status t_spec_change_writes_once
