@@ -4,6 +4,7 @@
 #   make demo       run the agent against a real local nginx with example CRDs
 #   make check      unit tests + BPF/integration tests (root)
 #   make unit       unit tests only (no root)
+#   make bpf-tests  build bin/bpf_tests: the BPF parser run by BPF_PROG_TEST_RUN (root)
 #   make bench      agent on/off benchmark, encode/memory figures
 #   make kernel-matrix  the agent on Debian 12's 6.1 kernel (qemu) and the host's
 #   make V=1 ...    show the commands
@@ -251,3 +252,68 @@ clean:
 
 # (not the second compiler's tree in $(OUTPUT)/cc-*: its sub-make reads it)
 -include $(filter-out $(OUTPUT)/cc-%,$(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d $(OUTPUT)/*/*/*/*.d))
+
+# --- BPF program tests (selftests/bpf) ------------------------------------
+# The data path's headers compiled into a test object whose raw_tp programs
+# BPF_PROG_TEST_RUN runs on inputs from user space (as the kernel's
+# tools/testing/selftests/bpf/prog_tests do). Needs root; see check.sh.
+BPFTEST_OUT := $(OUTPUT)/selftests/bpf
+BPFTEST_SRCS := $(sort $(wildcard selftests/bpf/*.c))
+BPFTEST_O := $(patsubst %.c,$(OUTPUT)/%.o,$(BPFTEST_SRCS))
+
+.PHONY: bpf-tests
+bpf-tests: $(BIN)/bpf_tests
+
+check: $(BIN)/bpf_tests
+
+$(BPFTEST_OUT)/%.bpf.o: selftests/bpf/progs/%.bpf.c $(wildcard bpf/*.h) | $(OUTPUT) $(DEPS_STAMP)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp
+	$(Q)rm -f $@.tmp
+
+$(BPFTEST_OUT)/%.skel.h: $(BPFTEST_OUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .,_,$*)_bpf > $@
+
+$(BPFTEST_O): $(BPFTEST_OUT)/parse_test.skel.h
+
+$(BIN)/bpf_tests: $(BPFTEST_O) $(OUTPUT)/selftests/unit/test_main.o $(OUTPUT)/libpolicy.a \
+		$(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(BPFTEST_O) $(OUTPUT)/selftests/unit/test_main.o \
+		$(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@
+
+# --- libFuzzer: the BPF parsing headers as user-space C (selftests/fuzz) ---
+# Kept apart for the lead to merge into h8's `make fuzz`. clang only (libFuzzer
+# runtime: Debian's libclang-rt-14-dev). The glue is compiled against
+# vmlinux.h with bpf_shim/ in place of libbpf's helper headers.
+FUZZ_CLANG  ?= clang
+FUZZ_SAN    := -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+FUZZ_FLAGS  := $(FUZZ_SAN) -fsanitize=fuzzer,address,undefined
+FUZZ_OUT    := $(OUTPUT)/selftests/fuzz
+FUZZ_TIME   ?= 60
+
+.PHONY: fuzz-bpf-parser fuzz-bpf-parser-run
+fuzz-bpf-parser: $(BIN)/fuzz_bpf_parser
+
+$(FUZZ_OUT)/bpf_parser_glue.o: selftests/fuzz/bpf_parser_glue.c selftests/fuzz/bpf_parser_glue.h \
+		$(wildcard selftests/fuzz/bpf_shim/bpf/*.h) $(wildcard bpf/*.h) | $(OUTPUT)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(FUZZ_CLANG) $(FUZZ_SAN) -fsanitize=fuzzer-no-link,address,undefined -Wall -Werror \
+		-Wno-unused-function -Iselftests/fuzz/bpf_shim -I. -Ivmlinux/$(ARCH) -c $< -o $@
+
+$(BIN)/fuzz_bpf_parser: selftests/fuzz/fuzz_bpf_parser.c $(FUZZ_OUT)/bpf_parser_glue.o \
+		selftests/fuzz/bpf_parser_glue.h | $(BIN)
+	$(call msg,FUZZ-LD,$@)
+	$(Q)$(FUZZ_CLANG) $(FUZZ_FLAGS) -Wall -Wextra -Werror -I. $< $(FUZZ_OUT)/bpf_parser_glue.o -o $@
+
+# A bounded run from the seed corpus (new inputs go to a scratch corpus).
+fuzz-bpf-parser-run: $(BIN)/fuzz_bpf_parser
+	$(Q)mkdir -p $(FUZZ_OUT)/corpus_parser
+	$(Q)$(BIN)/fuzz_bpf_parser -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+		-dict=selftests/fuzz/bpf_parser.dict -print_final_stats=1 \
+		-artifact_prefix=$(FUZZ_OUT)/ \
+		$(FUZZ_OUT)/corpus_parser selftests/fuzz/corpus_parser

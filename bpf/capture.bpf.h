@@ -167,8 +167,9 @@ static long window_step(__u32 i, void *ctx)
 			response_done(c, s->now, 0);
 		break;
 	case BEV_GARBAGE:
+	case BEV_GARBAGE_BODY:
 		if (s->is_req)
-			request_garbage(c);
+			request_garbage(c, s->b_ev == BEV_GARBAGE_BODY);
 		/* a pre-existing socket may never have been HTTP */
 		stat_inc(c->lazy ? MM_STAT_NOT_HTTP : MM_STAT_UNPARSED);
 		return 1;

@@ -241,17 +241,21 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 /*
  * The request stream stopped being HTTP: the request it was parsing is not
  * an exchange (the proxy's 400 to it is not one either), and responses can
- * no longer be paired once nothing valid is pending.
+ * no longer be paired once nothing valid is pending. Garbage in a chunked
+ * body (IN_BODY) ends a request whose head was complete: it stays, the
+ * proxy answers it (an untracked one has no head_done to tell).
  */
-static __always_inline void request_garbage(struct mm_conn *c)
+static __always_inline void request_garbage(struct mm_conn *c, bool in_body)
 {
 	struct mm_pending *s = c->untracked ? NULL : newest_slot(c);
 
-	if (c->untracked)
-		c->untracked--;
-	else if (s && !s->head_done)
+	if (c->untracked) {
+		if (!in_body)
+			c->untracked--;
+	} else if (s && !s->head_done) {
 		c->count--;
-	if (!c->count)
+	}
+	if (!c->count && !c->untracked)
 		c->resp.state = PS_OPAQUE;
 }
 

@@ -25,6 +25,7 @@ enum mm_bev {
 	BEV_SKIP,     /* entered a state whose bytes are skipped, not read */
 	BEV_MSG_END,  /* chunked body (with trailers) complete */
 	BEV_GARBAGE,  /* bytes that are not HTTP/1.x */
+	BEV_GARBAGE_BODY, /* the same in a chunked body: its head was complete */
 };
 
 static __always_inline __u64 fnv_step(__u64 h, __u8 ch)
@@ -190,8 +191,8 @@ static __always_inline void end_header_line(struct mm_parser *p)
 
 static __always_inline long garbage(struct mm_lctx *x, __u32 i)
 {
+	x->s->b_ev = x->p->state > PS_END_LF ? BEV_GARBAGE_BODY : BEV_GARBAGE;
 	x->p->state = PS_OPAQUE;
-	x->s->b_ev = BEV_GARBAGE;
 	x->s->b_used = i + 1;
 	return 1;
 }
@@ -298,7 +299,8 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 			p->tok_len++;
 			return 0;
 		}
-		if (p->tok_len != 3)
+		/* 000-099 are no status (RFC 9110 15): a 0 would read as "aborted" */
+		if (p->tok_len != 3 || p->tok < 100)
 			return garbage(x, i);
 		p->state = ch == '\n' ? PS_LINE : PS_SREASON;
 		return 0;

@@ -40,6 +40,14 @@ bin/unit_tests 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 tally "$out" bin/unit_tests
 
+# The parser, exchange bookkeeping and route lookup as BPF programs run by
+# BPF_PROG_TEST_RUN (root). A test object that does not load fails every
+# test, never skips.
+echo "== BPF program tests"
+bin/bpf_tests 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" bin/bpf_tests
+
 echo "== Kubernetes client tests (no root)"
 selftests/k8s/run.sh 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

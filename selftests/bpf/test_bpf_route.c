@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Route lookup in the kernel (bpf/route_lookup.bpf.h) through the real
+ * route table maps, filled the way agent/route_sync.c fills them: the
+ * Gateway API manifests of selftests/unit/testdata/routes/precedence
+ * compiled by policy/gateway/route_compile.c. Expected answers are the
+ * Gateway API's (the same cases as unit test route_precedence_cases); each
+ * is also checked against route_match__lookup(), user space's step-by-step
+ * mirror of the kernel walk.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "policy/gateway/gateway_api.h"
+#include "policy/gateway/route_compile.h"
+#include "policy/gateway/route_match.h"
+#include "selftests/bpf/bpf_fixture.h"
+#include "selftests/unit/test.h"
+#include "selftests/unit/test_route_data.h"
+
+/* ASSERT_* are expressions (as in test_progs.h): stop at the first failure */
+#define REQUIRE(assertion)                                                    \
+	do {                                                                  \
+		if (!(assertion))                                             \
+			return;                                               \
+	} while (0)
+#define OK(call) REQUIRE(ASSERT_EQ((call), 0))
+#define EV(i) FX_EV(i)
+#define GEN 7
+
+enum bpf_says { KERNEL, DEFER };
+
+struct rcase {
+	const char *what;
+	const char *method, *host, *target, *headers;
+	const char *want; /* "ns/name rule N" or "unmatched" */
+	enum bpf_says bpf;
+};
+
+static const struct rcase cases[] = {
+	{ "exact vhost", "GET", "www.example.com", "/x", "",
+	  "apps/login rule 1", KERNEL },
+	{ "port in Host ignored", "GET", "www.example.com:8080", "/login", "",
+	  "apps/login rule 0", KERNEL },
+	{ "host case-insensitive", "GET", "WWW.Example.COM", "/login", "",
+	  "apps/login rule 0", KERNEL },
+	{ "trailing dot", "GET", "www.example.com.", "/login", "",
+	  "apps/login rule 0", KERNEL },
+	{ "wildcard one label", "GET", "foo.example.com", "/x", "",
+	  "apps/wild rule 0", KERNEL },
+	{ "wildcard two labels", "GET", "a.b.example.com", "/", "",
+	  "apps/wild rule 0", KERNEL },
+	{ "longer wildcard wins", "GET", "x.eu.example.com", "/", "",
+	  "apps/deepwild rule 0", KERNEL },
+	{ "wildcard never the apex", "GET", "eu.example.com", "/", "",
+	  "apps/wild rule 0", KERNEL },
+	{ "apex not in *.example.com", "GET", "example.com", "/healthz", "",
+	  "apps/catchall rule 0", KERNEL },
+	{ "no fallback from exact vhost", "GET", "api.example.com", "/other",
+	  "", "unmatched", KERNEL },
+	{ "catch-all vhost", "GET", "unknown.org", "/healthz", "",
+	  "apps/catchall rule 0", KERNEL },
+	{ "catch-all, no rule", "GET", "unknown.org", "/foo", "", "unmatched",
+	  KERNEL },
+	{ "no Host header", "GET", NULL, "/healthz", "",
+	  "apps/catchall rule 0", KERNEL },
+	{ "Exact beats PathPrefix", "GET", "www.example.com", "/login", "",
+	  "apps/login rule 0", KERNEL },
+	{ "Exact needs the whole path", "GET", "www.example.com", "/login/",
+	  "", "apps/login rule 1", KERNEL },
+	{ "query is not part of the path", "GET", "www.example.com",
+	  "/login?next=/", "", "apps/login rule 0", KERNEL },
+	{ "longest prefix", "GET", "www.example.com", "/api/v2/users", "",
+	  "apps/api rule 1", KERNEL },
+	{ "prefix trailing slash ignored", "GET", "www.example.com", "/api/v2",
+	  "", "apps/api rule 1", KERNEL },
+	{ "element-wise: /api/v2x", "POST", "www.example.com", "/api/v2x",
+	  "", "apps/api rule 2", KERNEL },
+	{ "element-wise: /apix is not /api", "GET", "www.example.com",
+	  "/apix", "", "apps/login rule 1", KERNEL },
+	{ "paths case-sensitive", "GET", "www.example.com", "/Api/x", "",
+	  "apps/api rule 6", KERNEL },
+	{ "method beats headers", "POST", "www.example.com", "/api/x",
+	  "X-Canary: true\r\nX-Env: prod\r\n", "apps/api rule 2", KERNEL },
+	{ "header match: user space", "GET", "www.example.com", "/api",
+	  "X-CANARY: true\r\n", "apps/api rule 4", DEFER },
+	{ "query match: user space", "GET", "www.example.com",
+	  "/api/q?a=2&debug=1", "", "apps/api rule 5", DEFER },
+	{ "oldest route", "GET", "www.example.com", "/shared/a", "",
+	  "apps/older rule 0", KERNEL },
+	{ "same age: alphabetical", "GET", "www.example.com", "/tie", "",
+	  "apps/a-tie rule 0", KERNEL },
+	{ "regex: Exact still first", "GET", "re.example.com",
+	  "/items/special", "", "apps/regex rule 2", KERNEL },
+	{ "regex beats prefix: user space", "GET", "re.example.com",
+	  "/items/42", "", "apps/regex rule 0", DEFER },
+};
+
+static struct gw_model *model;
+static struct route_table *table;
+
+static void clear_table(void);
+
+static void unload_table(void)
+{
+	route_compile__free(table);
+	gateway_api__free(model);
+	table = NULL;
+	model = NULL;
+}
+
+/* route_sync.c's install(): every key, then the generation flip. */
+static int load_table(char *err, size_t errlen)
+{
+	struct mm_config cfg = { .route_gen = GEN };
+	int vfd = fx_map_fd("mm_vhosts"), rfd = fx_map_fd("mm_routes");
+	int cfd = fx_map_fd("mm_config");
+	__u32 zero = 0;
+
+	if (table)
+		clear_table(); /* left by a test that failed half-way */
+	model = gateway_api__new();
+	if (!model)
+		return -ENOMEM;
+	if (gateway_api__load_dir(model, route_testdata(), err, errlen) ||
+	    route_compile__build(model, "infra/gw", GEN, &table, err, errlen))
+		return -EINVAL;
+	for (size_t i = 0; i < table->nvhost_keys; i++)
+		if (bpf_map_update_elem(vfd, &table->vhost_keys[i],
+					&table->vhost_vals[i], BPF_ANY))
+			return -errno;
+	for (size_t i = 0; i < table->nroute_keys; i++)
+		if (bpf_map_update_elem(rfd, &table->route_keys[i],
+					&table->route_cands[i], BPF_ANY))
+			return -errno;
+	return bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY) ? -errno : 0;
+}
+
+/* Back to an empty table for the other tests. */
+static void clear_table(void)
+{
+	struct mm_config cfg = { 0 };
+	__u32 zero = 0;
+
+	if (table) {
+		for (size_t i = 0; i < table->nvhost_keys; i++)
+			bpf_map_delete_elem(fx_map_fd("mm_vhosts"),
+					    &table->vhost_keys[i]);
+		for (size_t i = 0; i < table->nroute_keys; i++)
+			bpf_map_delete_elem(fx_map_fd("mm_routes"),
+					    &table->route_keys[i]);
+	}
+	bpf_map_update_elem(fx_map_fd("mm_config"), &zero, &cfg, BPF_ANY);
+	unload_table();
+}
+
+static void answer(uint32_t route_id, uint16_t rule, char *buf, size_t len)
+{
+	if (route_id == MM_ROUTE_UNMATCHED)
+		snprintf(buf, len, "unmatched");
+	else if (route_id < table->nroutes)
+		snprintf(buf, len, "%s/%s rule %u", table->routes[route_id].ns,
+			 table->routes[route_id].name, rule);
+	else
+		snprintf(buf, len, "route id %#x", route_id);
+}
+
+static size_t head_of(const struct rcase *c, char *head, size_t size)
+{
+	return snprintf(head, size, "%s %s HTTP/1.1\r\n%s%s%s%s\r\n",
+			c->method, c->target, c->host ? "Host: " : "",
+			c->host ? c->host : "", c->host ? "\r\n" : "",
+			c->headers);
+}
+
+static void run_cases(void)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	char err[512] = "", head[1024], got[256];
+	size_t failed = 0;
+
+	OK(fx_reset());
+	REQUIRE(ASSERT_EQ(load_table(err, sizeof(err)), 0));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct rcase *c = &cases[i];
+		const struct mm_http_event *ex = NULL, *hd = NULL;
+		const char *hdbytes = NULL;
+		struct route_result res;
+		struct http_req req;
+		size_t n = head_of(c, head, sizeof(head));
+
+		OK(fx_reset());
+		OK(fx_open(0, MM_ROLE_UNKNOWN));
+		OK(fx_buf(0, 1, head, n));
+		OK(fx_buf(0, 0, resp, sizeof(resp) - 1));
+		fx_drain();
+		for (int k = 0; k < fx_nev; k++) {
+			if (FX_EV(k)->type == MM_EVT_EXCHANGE)
+				ex = FX_EV(k);
+			else if (FX_EV(k)->type == MM_EVT_HEAD) {
+				hd = FX_EV(k);
+				hdbytes = FX_HEAD(k);
+			}
+		}
+		REQUIRE(ASSERT_TRUE(ex != NULL, "case \"%s\": no exchange event", c->what));
+		REQUIRE(ASSERT_EQ(ex->route_gen, GEN));
+		if (c->bpf == DEFER) {
+			/* the kernel hands the head over; user space decides */
+			REQUIRE(ASSERT_TRUE(ex->route_id == MM_ROUTE_DEFER,
+				    "case \"%s\": route %#x, want defer",
+				    c->what, ex->route_id));
+			REQUIRE(ASSERT_TRUE(hd != NULL, "case \"%s\": no head event",
+				    c->what));
+			REQUIRE(ASSERT_EQ(hd->req_seq, ex->req_seq));
+			REQUIRE(ASSERT_EQ(hd->head_len, n));
+			REQUIRE(ASSERT_TRUE(!memcmp(hdbytes, head, n)));
+			REQUIRE(ASSERT_EQ(route_match__lookup_head(
+					  table, hdbytes,
+					  hd->head_len, false, &res), 0));
+			answer(res.route_id, res.rule_idx, got, sizeof(got));
+		} else {
+			REQUIRE(ASSERT_TRUE(hd == NULL, "case \"%s\": deferred", c->what));
+			answer(ex->route_id, ex->rule_idx, got, sizeof(got));
+		}
+		if (strcmp(got, c->want)) {
+			failed++;
+			test__fail(__FILE__, __LINE__,
+				   "case \"%s\": kernel says \"%s\", want \"%s\"",
+				   c->what, got, c->want);
+		}
+		/* user space's mirror of the kernel walk agrees */
+		REQUIRE(ASSERT_EQ(route_match__parse_head(head, n, &req), 0));
+		REQUIRE(ASSERT_EQ(route_match__lookup(table, &req, &res), 0));
+		if (res.bpf_route_id != ex->route_id ||
+		    (c->bpf == KERNEL && res.bpf_rule_idx != ex->rule_idx)) {
+			failed++;
+			test__fail(__FILE__, __LINE__,
+				   "case \"%s\": kernel %#x rule %u, route_match %#x rule %u",
+				   c->what, ex->route_id, ex->rule_idx,
+				   res.bpf_route_id, res.bpf_rule_idx);
+		}
+	}
+	REQUIRE(ASSERT_EQ(failed, 0));
+}
+
+TEST(bpf_route_lookup)
+{
+	run_cases();
+	clear_table();
+}
+
+/*
+ * The upstream request inherits the downstream one's route and identity:
+ * by content when the proxy forwards Host, path and method (mm_recent), by
+ * the thread's link in task storage when it rewrote Host (nginx).
+ */
+TEST(bpf_route_upstream_link)
+{
+	static const char down[] = "GET /api/v2/users HTTP/1.1\r\nHost: www.example.com\r\n\r\n";
+	static const char up_same[] = "GET /api/v2/users HTTP/1.1\r\nHost: www.example.com\r\nX-Forwarded-For: 1.2.3.4\r\n\r\n";
+	static const char up_rewritten[] = "GET /api/v2/users HTTP/1.0\r\nHost: backend_pool\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	char err[512] = "", got[256];
+	const struct mm_http_event *d;
+
+	OK(fx_reset());
+	REQUIRE(ASSERT_EQ(load_table(err, sizeof(err)), 0));
+	OK(fx_open(0, MM_ROLE_UNKNOWN));
+	OK(fx_buf(0, 1, down, sizeof(down) - 1));
+	/* upstream by content, then by thread */
+	OK(fx_open(1, MM_ROLE_UP));
+	OK(fx_buf(1, 0, up_same, sizeof(up_same) - 1));
+	OK(fx_buf(1, 1, resp, sizeof(resp) - 1));
+	OK(fx_open(2, MM_ROLE_UP));
+	OK(fx_buf(2, 0, up_rewritten, sizeof(up_rewritten) - 1));
+	OK(fx_buf(2, 1, resp, sizeof(resp) - 1));
+	OK(fx_buf(0, 0, resp, sizeof(resp) - 1));
+	REQUIRE(ASSERT_EQ(fx_drain(), 3));
+	d = EV(2);
+	REQUIRE(ASSERT_EQ(d->leg, MM_LEG_DOWNSTREAM));
+	answer(d->route_id, d->rule_idx, got, sizeof(got));
+	REQUIRE(ASSERT_STREQ(got, "apps/api rule 1"));
+	for (int i = 0; i < 2; i++) {
+		REQUIRE(ASSERT_EQ(EV(i)->leg, MM_LEG_UPSTREAM));
+		REQUIRE(ASSERT_EQ(EV(i)->parent_conn_id, d->conn_id));
+		REQUIRE(ASSERT_EQ(EV(i)->parent_seq, d->req_seq));
+		REQUIRE(ASSERT_EQ(EV(i)->route_id, d->route_id));
+		REQUIRE(ASSERT_EQ(EV(i)->rule_idx, d->rule_idx));
+		REQUIRE(ASSERT_EQ(EV(i)->status, 200));
+	}
+	REQUIRE(ASSERT_TRUE(EV(0)->conn_id != EV(1)->conn_id));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_LINK_FAIL), 0));
+	clear_table();
+}
