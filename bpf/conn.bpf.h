@@ -8,7 +8,10 @@
 #ifndef MM_CONN_BPF_H
 #define MM_CONN_BPF_H
 
+/* user-space readers of these structs (selftests/bpf) get <linux/types.h> */
+#ifdef __bpf__
 #include "vmlinux.h"
+#endif
 
 #include "bpf/milometer.h"
 

@@ -655,7 +655,9 @@ static __always_inline __u32 msg_start(struct mm_lctx *x, __u32 i)
 			return 0;
 		d = d * 10 + (ch - '0');
 	}
-	if (byte_at(x, i + 12) != ' ' && byte_at(x, i + 12) != '\r')
+	/* below 100 is not a status (RFC 9110 15): byte by byte, as garbage */
+	if (d < 100 ||
+	    (byte_at(x, i + 12) != ' ' && byte_at(x, i + 12) != '\r'))
 		return 0;
 	msg_reset(p);
 	x->c->resp_started = 1;

@@ -132,9 +132,44 @@ int fx_open(unsigned int slot, unsigned int role)
 	return run(skel->progs.t_open);
 }
 
+/*
+ * The parser reads user memory with bpf_probe_read_user(), which does not
+ * fault pages in: after a real read()/write() the buffer is resident, but a
+ * test's string constant may never have been touched (its read then fails
+ * and the stream goes opaque, at random). Touch what the program will read.
+ */
+static void touch(const void *p, size_t len)
+{
+	const volatile char *c = p;
+
+	for (size_t i = 0; i < len; i += 64)
+		(void)c[i];
+	if (len)
+		(void)c[len - 1];
+}
+
+/* the iovec array and the first ret bytes it points to, as the program */
+static void touch_iov(const struct iovec *iov, unsigned int cnt, size_t ret)
+{
+	touch(iov, cnt * sizeof(*iov));
+	for (unsigned int i = 0; i < cnt && ret; i++) {
+		size_t n = iov[i].iov_len < ret ? iov[i].iov_len : ret;
+
+		touch(iov[i].iov_base, n);
+		ret -= n;
+	}
+}
+
 static int io(unsigned int slot, int is_read, unsigned int kind,
 	      const void *buf, uint64_t cnt, size_t ret)
 {
+	if (kind == MM_IO_BUF)
+		touch(buf, ret);
+	else if (kind == MM_IO_IOV)
+		touch_iov(buf, cnt, ret);
+	else if (kind == MM_IO_MSG)
+		touch_iov(((const struct msghdr *)buf)->msg_iov,
+			  ((const struct msghdr *)buf)->msg_iovlen, ret);
 	skel->bss->t_conn = slot;
 	skel->bss->t_read = !!is_read;
 	skel->bss->t_kind = kind;

@@ -244,7 +244,10 @@ TEST(bpf_parse_pipeline_past_depth)
 			REQUIRE(ASSERT_EQ(EV(i)->req_seq, i));
 		} else {
 			REQUIRE(ASSERT_EQ(EV(i)->flags, MM_EV_UNTRACKED));
-			REQUIRE(ASSERT_EQ(EV(i)->route_id, MM_ROUTE_UNKNOWN));
+			/* past the depth the route is kept (this table has
+			 * none: unmatched), with its request number */
+			REQUIRE(ASSERT_EQ(EV(i)->route_id, MM_ROUTE_UNMATCHED));
+			REQUIRE(ASSERT_EQ(EV(i)->req_seq, i));
 		}
 	}
 	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_PIPELINE_FULL), 8));
