@@ -68,14 +68,28 @@ def conn(map_name):
     if not maps:
         return 1
     m = maps[-1]
-    line = "value_bytes %d" % m.get("bytes_value", 0)
+    size = m.get("bytes_value", 0)
+    line = "value_bytes %d" % size
     btf = bpftool("btf", "dump", "id", str(m.get("btf_id", 0))) or {}
     types = {t["id"]: t for t in btf.get("types", [])}
-    t = types.get(m.get("btf_value_type_id"))
-    while t and t.get("kind") in ("TYPEDEF", "CONST", "VOLATILE"):
-        t = types.get(t.get("type_id"))
+    # bpftool does not print the map's value type id: take struct mm_conn
+    t = next((t for t in types.values() if t.get("kind") == "STRUCT" and
+              t.get("name") == "mm_conn"), None)
     if t:
-        line += " btf_struct %s %d" % (t.get("name"), t.get("size", 0))
+        line += " btf_struct %s %d" % (t["name"], t.get("size", 0))
+        # the largest members, for whoever shrinks it
+        def msize(tid):
+            x = types.get(tid)
+            while x and "size" not in x and x.get("type_id"):
+                if x.get("kind") == "PTR":
+                    return 8
+                if x.get("kind") == "ARRAY":
+                    return x.get("nr_elems", 0) * msize(x["type_id"])
+                x = types.get(x["type_id"])
+            return x.get("size", 0) if x else 0
+        mem = sorted(((msize(mb["type_id"]), mb["name"])
+                      for mb in t.get("members", [])), reverse=True)[:5]
+        line += " largest " + ",".join("%s:%d" % (n, z) for z, n in mem)
     print(line)
     return 0
 

@@ -106,7 +106,7 @@ class Summary:
         if aim:
             text += " (aim %s)" % aim[1]
         if value is None:
-            v = "MISSING" if must or verdict else ""
+            v = "MISSING"
         elif verdict is not None:
             v = verdict
         elif not must:
@@ -144,6 +144,10 @@ def main():
         r.update(parse_wrk(r["wrk"]))
         r["served"] = int(r["requests"])
         r["conns"] = int(r["conns"])
+        if "window_s" in r:
+            # bpf_stats rounds: requests over the measuring window (wrk's
+            # own figures include its connection ramp-up)
+            r["rps"] = r["served"] / float(r["window_s"])
         if "bpf0" in r:
             r["bpf"] = bpf_delta(r)
             r["bpf_ns_rq"] = (sum(t for t, _ in r["bpf"].values()) /
@@ -159,17 +163,20 @@ def main():
                 (capture is None or r["capture"] == capture)]
 
     print("\n== rounds")
-    print("%-9s %-7s %-8s %5s %6s %6s %10s %8s %8s %9s %7s %9s %8s %7s" %
+    print("%-11s %-7s %-8s %5s %6s %6s %10s %8s %8s %9s %7s %9s %8s %7s" %
           ("round", "gateway", "agent", "stats", "conns", "routes", "req/s",
            "p50 ms", "p99 ms", "served", "errors", "BPF ns/rq", "CPU us/rq",
            "RSS MiB"))
     for r in rounds:
-        print("%-9s %-7s %-8s %5s %6d %6s %10s %8s %8s %9d %7d %9s %8s %7s" %
+        print("%-11s %-7s %-8s %5s %6d %6s %10s %8s %8s %9d %7d %9s %8s %7s" %
               (r["tag"], r["gw"], r["capture"], r["stats"], r["conns"],
                r["routes"], fmt("%.0f", r["rps"]), fmt("%.2f", r["p50"]),
                fmt("%.2f", r["p99"]), r["served"], r["errors"] + r["non2xx"],
                fmt("%.0f", r.get("bpf_ns_rq")),
                fmt("%.2f", r.get("cpu_us_rq")), fmt("%.1f", r.get("rss_mib"))))
+    print("(bpf_stats rounds: req/s and BPF figures over the measuring window "
+          "once all connections are up;\n p50/p99 are wrk's, over its whole "
+          "run)")
     if notes.get("other_agent"):
         print("NOTE: another milometer's BPF programs were loaded during the "
               "run: they ran in every round, off and on")
@@ -333,10 +340,13 @@ def main():
         if "btf_struct" in s:
             i = s.index("btf_struct")
             size["struct"] = (s[i + 1], int(s[i + 2]))
+        if "largest" in s:
+            size["largest"] = s[s.index("largest") + 1]
     if size:
         print("  per-connection state: mm_sk_conns value %d B; BTF: struct "
-              "%s, %d B" % (size.get("value", 0), *size.get("struct",
-                                                             ("?", 0))))
+              "%s, %d B; largest members (B): %s" %
+              (size.get("value", 0), *size.get("struct", ("?", 0)),
+               size.get("largest", "?")))
     S.add("kernel memory per tracked connection (Slab delta on-off)",
           per_conn, "%.0f B", aim=(1024, "<= 1 KiB"))
     S.add("kernel memory at %s connections" % (km.get("auto", {}).get(
