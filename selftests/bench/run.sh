@@ -335,6 +335,22 @@ proxy_io() { # GATEWAY
 	done | awk '{ s += $1 } END { print s + 0 }'
 }
 
+# proxy_perf GATEWAY CAPTURE SECONDS OUT: sleeps SECONDS while perf counts
+# the socket I/O (sock tracepoints) of the gateway's serving processes; in
+# sys-exit rounds also their syscalls (raw_syscalls:sys_exit: not in the
+# other rounds, it would put every task on the slow syscall path). Without
+# perf, just sleeps.
+proxy_perf() {
+	local pids ev=sock:sock_recv_length,sock:sock_send_length
+	[ "$2" = sys-exit ] && ev=$ev,raw_syscalls:sys_exit
+	if [ "$1" = haproxy ]; then pids=$HA_PID; else pids=$(pgrep -P "$GW_PID" | paste -sd,); fi
+	if ! command -v perf >/dev/null ||
+	   ! perf stat -x, -o "$4" -e "$ev" -p "$pids" -- sleep "$3" 2>/dev/null; then
+		: >"$4"
+		sleep "$3"
+	fi
+}
+
 # The node tax, in whatever agent state the caller left: 1-byte syscalls of
 # a process that is not the proxy (bin/bench_nodetax).
 # many short repetitions: the fastest is the one no other tenant disturbed
@@ -398,7 +414,9 @@ round() {
 	io0=$(proxy_io "$gw")
 	l0=$(wc -l <"$log")
 	if [ "$stats" = 1 ]; then
-		sleep "$dur" # the measuring window
+		# the measuring window; perf counts the proxy's own socket I/O
+		# (sys_exit rounds: syscalls) for the cost model
+		proxy_perf "$gw" "$capture" "$dur" "$W/perf.$tag"
 		l1=$(wc -l <"$log")
 		io1=$(proxy_io "$gw")
 		"$PY" "$HERE/bpf_stats.py" snap "$W/ids.$tag" >"$W/bpf1.$tag"
@@ -406,7 +424,7 @@ round() {
 		kill -INT "$WRK_PID" 2>/dev/null || true
 		wait "$WRK_PID" || true
 		WRK_PID=
-		extra="bpf0=$W/bpf0.$tag bpf1=$W/bpf1.$tag window_s=$dur"
+		extra="bpf0=$W/bpf0.$tag bpf1=$W/bpf1.$tag window_s=$dur perf=$W/perf.$tag"
 	else
 		run_wrk "${cmd[@]}" >"$W/wrk.$tag" 2>&1 || die "wrk failed: $(cat "$W/wrk.$tag")"
 		l1=$(wc -l <"$log")
