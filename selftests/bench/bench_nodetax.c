@@ -11,9 +11,12 @@
  *                                  connection held by this one process:
  *                                  four socket syscalls per iteration
  *
- * Prints "ns_per_syscall X" with X the fastest of REPS repetitions (the
- * least disturbed by the other tenants of a shared 2-CPU machine), and
- * "syscalls N" per repetition.
+ * Prints "ns_per_syscall X": the thread's CPU time per syscall
+ * (CLOCK_THREAD_CPUTIME_ID: what the process pays, without the time it
+ * waits for a CPU on a shared 2-CPU machine), the fastest of REPS
+ * repetitions (the least disturbed by the other tenants' cache use);
+ * "wall_ns_per_syscall X", the same in wall time, and "syscalls N" per
+ * repetition.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,11 +29,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_ns(void)
+static double now_ns(clockid_t clk)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clk, &ts);
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
@@ -94,7 +97,7 @@ static long run_tcp(const int fd[2], long iter)
 int main(int argc, char **argv)
 {
 	int fd[2] = { -1, -1 }, tcp, ret = 1;
-	double best = 0;
+	double best = 0, best_wall = 0;
 	long iter, reps, n = 0;
 
 	if (argc != 4 || (strcmp(argv[1], "zero") && strcmp(argv[1], "tcp")) ||
@@ -120,7 +123,8 @@ int main(int argc, char **argv)
 		}
 	}
 	for (long r = 0; r < reps; r++) {
-		double t0 = now_ns(), ns;
+		double t0 = now_ns(CLOCK_THREAD_CPUTIME_ID), ns, wall;
+		double w0 = now_ns(CLOCK_MONOTONIC);
 
 		n = tcp ? run_tcp(fd, iter) : run_zero(fd[0], fd[1], iter);
 		if (n < 0) {
@@ -128,11 +132,15 @@ int main(int argc, char **argv)
 				strerror((int)-n));
 			goto cleanup;
 		}
-		ns = (now_ns() - t0) / n;
+		wall = (now_ns(CLOCK_MONOTONIC) - w0) / n;
+		ns = (now_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / n;
 		if (!r || ns < best)
 			best = ns;
+		if (!r || wall < best_wall)
+			best_wall = wall;
 	}
-	printf("ns_per_syscall %.2f\nsyscalls %ld\n", best, n);
+	printf("ns_per_syscall %.2f\nwall_ns_per_syscall %.2f\nsyscalls %ld\n",
+	       best, best_wall, n);
 	ret = 0;
 cleanup:
 	if (fd[0] >= 0)

@@ -281,7 +281,8 @@ def main():
 
     # --- node tax -----------------------------------------------------------
     print("\n== node tax: bin/bench_nodetax, a process that is not the proxy "
-          "(fastest of the repetitions)")
+          "(its CPU time per syscall,\n   fastest of the repetitions over "
+          "all rounds)")
     nt = {}
     for d in kv_lines(args.nodetax):
         nt.setdefault((d["capture"], d["kind"]), []).append(
@@ -389,7 +390,7 @@ def main():
             v = tax.get((cap, kind))
             if v:
                 print("  %-9s per %-34s of a non-proxy process: %+7.1f ns "
-                      "(wall, bench_nodetax)" %
+                      "(CPU, bench_nodetax)" %
                       (cap.replace("auto", "default"), what, v[1] - v[0]))
     for tag, label in (("C-nginx", "default"), ("C-sysexit", "sys-exit")):
         r = stats.get(tag)

@@ -26,7 +26,7 @@
 # round, 5), BENCH_THREADS (wrk -t, 1), BENCH_CONNS (wrk -c, 50),
 # BENCH_WORKERS (nginx worker_processes, 1), BENCH_SCALE_CONNS ("10 1000
 # 10000"), BENCH_SCALE_ROUTES ("10 1000 10000"), BENCH_MEM_CONNS (10000),
-# BENCH_NODETAX_REPS (15), BENCH_EVENTS (aggregation events, 20000000),
+# BENCH_NODETAX_REPS (50), BENCH_EVENTS (aggregation events, 20000000),
 # BENCH_PHASES (which phases to run, "ABCDEF").
 
 set -euo pipefail
@@ -45,7 +45,7 @@ WORKERS=${BENCH_WORKERS:-1}
 SCALE_CONNS=${BENCH_SCALE_CONNS:-10 1000 10000}
 SCALE_ROUTES=${BENCH_SCALE_ROUTES:-10 1000 10000}
 MEM_CONNS=${BENCH_MEM_CONNS:-10000}
-NODETAX_REPS=${BENCH_NODETAX_REPS:-15}
+NODETAX_REPS=${BENCH_NODETAX_REPS:-50}
 EVENTS=${BENCH_EVENTS:-20000000}
 PHASES=${BENCH_PHASES:-ABCDEF}
 # Loopback ports apart from the integration tests (28xxx/29xxx) and below
@@ -354,8 +354,8 @@ proxy_perf() {
 # The node tax, in whatever agent state the caller left: 1-byte syscalls of
 # a process that is not the proxy (bin/bench_nodetax).
 # many short repetitions: the fastest is the one no other tenant disturbed
-NODETAX_ZERO=${BENCH_NODETAX_ZERO:-20000}
-NODETAX_TCP=${BENCH_NODETAX_TCP:-2500}
+NODETAX_ZERO=${BENCH_NODETAX_ZERO:-10000}
+NODETAX_TCP=${BENCH_NODETAX_TCP:-1000}
 nodetax() { # CAPTURE (off, auto, sys-exit)
 	local kind iter out
 	for kind in zero tcp; do
