@@ -167,6 +167,10 @@ def main():
             r["bpf"] = bpf_delta(r)
             r["bpf_ns_rq"] = (sum(t for t, _ in r["bpf"].values()) /
                               max(r["served"], 1))
+        if "gw_ticks" in r:
+            n = max(r["served"], 1) / 1e6
+            r["gw_us_rq"] = int(r["gw_ticks"]) / int(r["tck"]) / n
+            r["be_us_rq"] = int(r["be_ticks"]) / int(r["tck"]) / n
         if "cpu_s" in r:
             r["cpu_us_rq"] = float(r["cpu_s"]) * 1e6 / max(r["served"], 1)
             r["rss_mib"] = int(r["rss_kb"]) / 1024
@@ -212,6 +216,9 @@ def main():
              for k in ("rps", "p50", "p99")}
         spread = lambda rs: (min(r["rps"] or 0 for r in rs),
                              max(r["rps"] or 0 for r in rs))
+        for k in ("gw_us_rq", "be_us_rq"):
+            p[k] = (safe_med(r.get(k) for r in off),
+                    safe_med(r.get(k) for r in on))
         pairs[label] = p
         print("%-26s off %7s req/s p99 %6s ms | on %7s req/s p99 %6s ms | "
               "throughput on/off %s, p99 on/off %s  (req/s off %.0f..%.0f, "
@@ -221,6 +228,14 @@ def main():
                fmt("%.4f", ratio(p["rps"][1], p["rps"][0])),
                fmt("%.3f", ratio(p["p99"][1], p["p99"][0])),
                *spread(off), *spread(on)))
+    print("CPU per request (us, medians; immune to what other tenants take, "
+          "unlike req/s):")
+    for label, p in pairs.items():
+        g, b = p["gw_us_rq"], p["be_us_rq"]
+        print("  %-26s gateway off %s on %s: off/on %s | backend off %s on "
+              "%s" % (label, fmt("%.2f", g[0]), fmt("%.2f", g[1]),
+                      fmt("%.4f", ratio(g[0], g[1])), fmt("%.2f", b[0]),
+                      fmt("%.2f", b[1])))
     for label, info in (("nginx", ""), ("haproxy", ""),
                         ("nginx, --capture sys-exit", " (fallback: info)")):
         p = pairs.get(label)
@@ -230,6 +245,10 @@ def main():
               (0.95, ">= 0.95"), (0.98, ">= 0.98"), note=info)
         S.add("p99 latency on/off, %s" % label, p99, "%.3f",
               (1.10, "<= 1.10"), (1.03, "<= 1.03"), higher=False, note=info)
+        g = p["gw_us_rq"] if p else (None, None)
+        S.add("gateway CPU per request off/on, %s" % label,
+              ratio(g[0], g[1]), "%.4f", (0.95, ">= 0.95"),
+              (0.98, ">= 0.98"), note=" (throughput if CPU-bound: info)")
 
     # --- per-program figures (bpf_stats on) -------------------------------
     print("\n== BPF programs, bpf_stats on (it adds ~20 ns of clock reads "

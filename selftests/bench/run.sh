@@ -335,6 +335,19 @@ proxy_io() { # GATEWAY
 	done | awk '{ s += $1 } END { print s + 0 }'
 }
 
+# CPU ticks (utime + stime) of the gateway's serving processes and of the
+# backend's: CPU per request does not move with what other tenants of the
+# machine take, throughput does.
+ticks() { # PID...
+	local p
+	for p in "$@"; do awk '{ print $14 + $15 }' "/proc/$p/stat"; done |
+		awk '{ s += $1 } END { print s + 0 }'
+}
+gw_ticks() { # GATEWAY
+	if [ "$1" = haproxy ]; then ticks "$HA_PID"; else ticks $(pgrep -P "$GW_PID"); fi
+}
+be_ticks() { ticks $(pgrep -P "$(cat "$W/be/nginx.pid")"); }
+
 # proxy_perf GATEWAY CAPTURE SECONDS OUT: sleeps SECONDS while perf counts
 # the socket I/O (sock tracepoints) of the gateway's serving processes; in
 # sys-exit rounds also their syscalls (raw_syscalls:sys_exit: not in the
@@ -394,7 +407,7 @@ window_open() { # PORT CONNS: poll (0.5 s: ss over 10 000 sockets is not free)
 # ..." to $W/rounds.
 round() {
 	local tag=$1 gw=$2 capture=$3 stats=$4 conns=$5 dur=$6 mdir=$7 l0 l1 t0 t1 io0 io1
-	local extra="" log wdur=$6 threads=$THREADS
+	local extra="" log wdur=$6 threads=$THREADS g0 g1 b0 b1
 	shift 7
 	log=$(access_log "$gw")
 	[ "$threads" -le "$conns" ] || threads=$conns
@@ -412,6 +425,8 @@ round() {
 	fi
 	[ "$capture" = off ] || t0=$(agent_ticks)
 	io0=$(proxy_io "$gw")
+	g0=$(gw_ticks "$gw")
+	b0=$(be_ticks)
 	l0=$(wc -l <"$log")
 	if [ "$stats" = 1 ]; then
 		# the measuring window; perf counts the proxy's own socket I/O
@@ -419,6 +434,8 @@ round() {
 		proxy_perf "$gw" "$capture" "$dur" "$W/perf.$tag"
 		l1=$(wc -l <"$log")
 		io1=$(proxy_io "$gw")
+		g1=$(gw_ticks "$gw")
+		b1=$(be_ticks)
 		"$PY" "$HERE/bpf_stats.py" snap "$W/ids.$tag" >"$W/bpf1.$tag"
 		sysctl -qw kernel.bpf_stats_enabled=0
 		kill -INT "$WRK_PID" 2>/dev/null || true
@@ -429,6 +446,8 @@ round() {
 		run_wrk "${cmd[@]}" >"$W/wrk.$tag" 2>&1 || die "wrk failed: $(cat "$W/wrk.$tag")"
 		l1=$(wc -l <"$log")
 		io1=$(proxy_io "$gw")
+		g1=$(gw_ticks "$gw")
+		b1=$(be_ticks)
 	fi
 	if [ "$capture" != off ]; then
 		t1=$(agent_ticks)
@@ -439,7 +458,7 @@ round() {
 	# the node tax in the same agent state, after the gateway's load
 	[ -n "${NODETAX:-}" ] && nodetax "$capture"
 	stop_agent
-	echo "tag=$tag gw=$gw capture=$capture stats=$stats conns=$conns routes=${ROUTES:-2} wrk=$W/wrk.$tag requests=$((l1 - l0)) proxy_io=$((io1 - io0)) $extra" >>"$W/rounds"
+	echo "tag=$tag gw=$gw capture=$capture stats=$stats conns=$conns routes=${ROUTES:-2} wrk=$W/wrk.$tag requests=$((l1 - l0)) proxy_io=$((io1 - io0)) gw_ticks=$((g1 - g0)) be_ticks=$((b1 - b0)) tck=$(getconf CLK_TCK) $extra" >>"$W/rounds"
 }
 
 warm() { # GATEWAY: 2 s of load, agent off
