@@ -40,8 +40,8 @@ static double now_ns(clockid_t clk)
 /* Both ends of one loopback TCP connection; negative errno. */
 static int tcp_pair(int fd[2])
 {
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(a);
 	int one = 1, l, ret = 0;
 
@@ -96,13 +96,14 @@ static long run_tcp(const int fd[2], long iter)
 
 int main(int argc, char **argv)
 {
-	int fd[2] = { -1, -1 }, tcp, ret = 1;
+	int fd[2] = {-1, -1}, tcp, ret = 1;
 	double best = 0, best_wall = 0;
 	long iter, reps, n = 0;
 
 	if (argc != 4 || (strcmp(argv[1], "zero") && strcmp(argv[1], "tcp")) ||
 	    (iter = atol(argv[2])) <= 0 || (reps = atol(argv[3])) <= 0) {
-		fprintf(stderr, "usage: bench_nodetax zero|tcp ITERATIONS REPETITIONS\n");
+		fprintf(stderr, "usage: bench_nodetax zero|tcp ITERATIONS "
+				"REPETITIONS\n");
 		return 2;
 	}
 	tcp = !strcmp(argv[1], "tcp");
@@ -110,7 +111,8 @@ int main(int argc, char **argv)
 		int err = tcp_pair(fd);
 
 		if (err) {
-			fprintf(stderr, "bench_nodetax: loopback TCP connection: %s\n",
+			fprintf(stderr,
+				"bench_nodetax: loopback TCP connection: %s\n",
 				strerror(-err));
 			goto cleanup;
 		}
@@ -128,7 +130,8 @@ int main(int argc, char **argv)
 
 		n = tcp ? run_tcp(fd, iter) : run_zero(fd[0], fd[1], iter);
 		if (n < 0) {
-			fprintf(stderr, "bench_nodetax: 1-byte I/O failed: %s\n",
+			fprintf(stderr,
+				"bench_nodetax: 1-byte I/O failed: %s\n",
 				strerror((int)-n));
 			goto cleanup;
 		}
