@@ -1,23 +1,33 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# `make bench`: the figures of issues "Data path" and "Export", measured in
-# one run with the same settings, printed with their targets. Not a test:
-# it exits 0 whatever the figures are, non-zero only when setup fails.
+# `make bench`: the figures of issues "Data path cost" and "Export", measured
+# in one run with the same settings, printed with their targets and a
+# verdict. Not a test: it exits 0 whatever the figures are, non-zero only
+# when setup fails. Phases (README.md says how to read them):
 #
-#  1. Data path: a gateway nginx proxying to a backend nginx on loopback,
-#     loaded by wrk in alternating rounds with the agent off and on.
-#     Throughput and p99 ratios (medians of the rounds), BPF run time per
-#     request from kernel.bpf_stats_enabled (on rounds only), agent CPU/RSS.
-#  2. User-space aggregation capacity (bin/bench_aggregate, one core).
-#  3. Export: OTLP encode of a 10k-series store (bin/bench_export) and
-#     resident bytes per series, lookup and scrape cost (bin/bench_store);
-#     CEL hot-path evaluation cost (bin/bench_cel).
+#  A. Gateway pair, nginx: a gateway nginx proxying to a backend nginx on
+#     loopback under wrk, rounds agent off / on (default capture) / on
+#     (--capture sys-exit), kernel.bpf_stats_enabled=0. After each wrk, the
+#     node-tax tool (bin/bench_nodetax: 1-byte syscalls of a process that
+#     is not the proxy) runs in the same agent state.
+#  B. Gateway pair, haproxy (Debian's), rounds off / on, bpf_stats off.
+#  C. Per-program figures: rounds with bpf_stats on (nginx, nginx with 16
+#     extra request headers, haproxy, nginx with --capture sys-exit).
+#  D. Scale: BPF ns/request at 10 / 1 000 / 10 000 keep-alive connections
+#     and with 10 / 1 000 / 10 000 HTTPRoutes (bpf_stats on).
+#  E. Kernel memory: Slab growth with 10 000 idle keep-alive connections
+#     through the gateway, agent off vs on; sizeof(struct mm_conn) from BTF.
+#  F. User-space aggregation capacity (bin/bench_aggregate, one core),
+#     OTLP encode (bin/bench_export), bytes per series (mstore test).
 #
-# Knobs (environment): BENCH_ROUNDS (off/on pairs, 3), BENCH_DURATION
-# (seconds per round, 10), BENCH_THREADS (wrk -t, 1), BENCH_CONNS (wrk -c,
-# 50), BENCH_WORKERS (gateway worker_processes, 1), BENCH_EVENTS (synthetic
-# events for the aggregation bench, 20000000).
+# Knobs (environment): BENCH_ROUNDS (pairs in A and B, 3), BENCH_DURATION
+# (seconds per round in A-C, 5), BENCH_SCALE_DURATION (seconds per scale
+# round, 5), BENCH_THREADS (wrk -t, 1), BENCH_CONNS (wrk -c, 50),
+# BENCH_WORKERS (nginx worker_processes, 1), BENCH_SCALE_CONNS ("10 1000
+# 10000"), BENCH_SCALE_ROUTES ("10 1000 10000"), BENCH_MEM_CONNS (10000),
+# BENCH_NODETAX_REPS (50), BENCH_EVENTS (aggregation events, 20000000),
+# BENCH_PHASES (which phases to run, "ABCDEF").
 
 set -euo pipefail
 
@@ -27,15 +37,22 @@ BIN=$ROOT/bin
 PY=/usr/bin/python3
 
 ROUNDS=${BENCH_ROUNDS:-3}
-DURATION=${BENCH_DURATION:-10}
+DURATION=${BENCH_DURATION:-5}
+SCALE_DURATION=${BENCH_SCALE_DURATION:-5}
 THREADS=${BENCH_THREADS:-1}
 CONNS=${BENCH_CONNS:-50}
 WORKERS=${BENCH_WORKERS:-1}
+SCALE_CONNS=${BENCH_SCALE_CONNS:-10 1000 10000}
+SCALE_ROUTES=${BENCH_SCALE_ROUTES:-10 1000 10000}
+MEM_CONNS=${BENCH_MEM_CONNS:-10000}
+NODETAX_REPS=${BENCH_NODETAX_REPS:-50}
 EVENTS=${BENCH_EVENTS:-20000000}
+PHASES=${BENCH_PHASES:-ABCDEF}
 # Loopback ports apart from the integration tests (28xxx/29xxx) and below
 # the ephemeral range (32768+), where a client socket may hold them.
 GW_PORT=${BENCH_GW_PORT:-17080}
 BE_PORT=${BENCH_BE_PORT:-17081}
+HA_PORT=${BENCH_HA_PORT:-17082}
 AGENT_PORT=${BENCH_AGENT_PORT:-17464}
 PIN_DIR=/sys/fs/bpf/milometer
 PIN_ARGS=()
@@ -49,17 +66,29 @@ die() {
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 
+phase() { [[ $PHASES == *"$1"* ]]; }
+
 [ "$(id -u)" = 0 ] || die "needs root (BPF, sysctl kernel.bpf_stats_enabled): run sudo make bench"
-for t in wrk nginx bpftool ss curl "$PY"; do
+for t in wrk nginx haproxy bpftool ss curl "$PY"; do
 	command -v "$t" >/dev/null || die "$t is missing: run make bench as root on Debian 12 (make deps installs it)"
 done
-for b in milometer bench_aggregate bench_export bench_store bench_cel; do
+for b in milometer bench_aggregate bench_export bench_nodetax bench_store bench_cel; do
 	[ -x "$BIN/$b" ] || die "$BIN/$b is missing: run make bench, not this script"
 done
+# 10 000 client connections (wrk, idle_conns.py), as many at the gateway
+# plus its upstream ones: as many descriptors as the hard limit allows (a
+# container may cap it without CAP_SYS_RESOURCE to raise it)
+ulimit -n "$(ulimit -Hn)" || die "cannot raise the open-file limit (ulimit -n) to the hard limit $(ulimit -Hn)"
+NOFILE=$(ulimit -n)
+[ "$NOFILE" = unlimited ] && NOFILE=1048576
+[ "$NOFILE" -ge 12000 ] ||
+	log "note: open files limited to $NOFILE (ulimit -Hn): 10 000-connection rows will fail connections"
 
 W=$(mktemp -d /tmp/mm-bench.XXXXXX)
 chmod 755 "$W"
 AGENT_PID=
+HA_PID=
+IDLE_PID=
 STATS_OLD=$(sysctl -n kernel.bpf_stats_enabled)
 
 stop_pid() { # PID: SIGTERM, wait up to 5 s, then SIGKILL
@@ -84,11 +113,21 @@ stop_agent() {
 	AGENT_PID=
 }
 
+stop_idle() {
+	[ -n "$IDLE_PID" ] || return 0
+	exec 7>&- 2>/dev/null || true # stdin EOF: it closes its connections
+	stop_pid "$IDLE_PID"
+	wait "$IDLE_PID" 2>/dev/null || true
+	IDLE_PID=
+}
+
 cleanup() {
 	local rc=$?
 	set +e
 	[ -n "${WRK_PID:-}" ] && kill "$WRK_PID" 2>/dev/null
+	stop_idle
 	stop_agent
+	[ -n "$HA_PID" ] && stop_pid "$HA_PID"
 	for p in gw be; do
 		[ -s "$W/$p/nginx.pid" ] && stop_pid "$(cat "$W/$p/nginx.pid")"
 	done
@@ -103,9 +142,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Another agent's programs run in the "off" rounds too (every syscall of
-# every process enters them before they filter), so the bench waits a
-# little for one started by a test to finish, then goes ahead with a note
+# Another agent's programs run in the "off" rounds too (every socket I/O,
+# or every syscall, enters them before they filter), so the bench waits a
+# little for one started by a test to finish (by its loaded mm_* programs:
+# a test's agent has another executable name), then goes ahead with a note
 # (BENCH_OTHER_AGENT=ok: at once). An agent without --pin-dir would share
 # the pin directory with the other one: then the bench does not go ahead.
 if "$BIN/milometer" run --help 2>&1 | grep -q -- --pin-dir; then
@@ -114,7 +154,15 @@ if "$BIN/milometer" run --help 2>&1 | grep -q -- --pin-dir; then
 fi
 
 # pgrep exits 1 when nothing matches: not an error under pipefail
-other_agents() { { pgrep -x milometer || true; } | { grep -vx "${AGENT_PID:-0}" || true; } | tr '\n' ' '; }
+other_agents() {
+	local p
+	p=$({ pgrep -x milometer || true; } | { grep -vx "${AGENT_PID:-0}" || true; } | tr '\n' ' ')
+	if [ -z "$p" ] && [ -z "$AGENT_PID" ] &&
+	   [ -n "$("$PY" "$HERE/bpf_stats.py" list 2>/dev/null)" ]; then
+		p="(mm_* BPF programs of another agent are loaded)"
+	fi
+	echo "$p"
+}
 
 wait_no_agent() {
 	local i others
@@ -123,15 +171,14 @@ wait_no_agent() {
 		others=$(other_agents)
 		[ -z "$others" ] && return 0
 		[ "${BENCH_OTHER_AGENT:-}" = ok ] && break
-		[ "$i" = 1 ] && log "another milometer is running (pid $others); waiting up to 60 s"
+		[ "$i" = 1 ] && log "another milometer is running ($others); waiting up to 60 s"
 		sleep 0.5
 	done
 	[ ${#PIN_ARGS[@]} -gt 0 ] ||
-		die "another milometer agent is running (pid $others) and this one has no --pin-dir: they would share $PIN_DIR; stop it first"
-	if [ -z "${NOTED:-}" ]; then
-		log "note: another milometer (pid $others) is running; its BPF programs run in every round, off and on"
-		NOTED=1
-	fi
+		die "another milometer agent is running ($others) and this one has no --pin-dir: they would share $PIN_DIR; stop it first"
+	log "note: another milometer ($others) is running; its BPF programs run in every round, off and on"
+	echo "other_agent=1" >>"$W/notes"
+	NOTED=1
 }
 
 port_free() {
@@ -156,8 +203,10 @@ wait_for() { # TIMEOUT_S CMD...: poll; a status of 2 gives up at once
 }
 
 subst() { # TEMPLATE OUT
-	sed -e "s|@DIR@|$W|g" -e "s|@WORKERS@|$WORKERS|g" \
-	    -e "s|@GW_PORT@|$GW_PORT|g" -e "s|@BE_PORT@|$BE_PORT|g" "$1" >"$2"
+	sed -e "s|@DIR@|$W|g" -e "s|@WORKERS@|$WORKERS|g" -e "s|@NOFILE@|$NOFILE|g" \
+	    -e "s|@CONNS@|$((NOFILE - 500))|g" \
+	    -e "s|@GW_PORT@|$GW_PORT|g" -e "s|@BE_PORT@|$BE_PORT|g" \
+	    -e "s|@HA_PORT@|$HA_PORT|g" "$1" >"$2"
 }
 
 start_nginx() { # NAME TEMPLATE
@@ -168,7 +217,17 @@ start_nginx() { # NAME TEMPLATE
 	wait_for 5 test -s "$W/$1/nginx.pid" || die "nginx ($1) wrote no pid file"
 }
 
-port_free "$GW_PORT" "$BE_PORT" "$AGENT_PORT"
+start_haproxy() {
+	mkdir -p "$W/ha"
+	subst "$HERE/gateway.haproxy.cfg.in" "$W/ha/haproxy.cfg"
+	haproxy -c -q -f "$W/ha/haproxy.cfg" ||
+		die "haproxy rejects $W/ha/haproxy.cfg (from gateway.haproxy.cfg.in)"
+	haproxy -db -f "$W/ha/haproxy.cfg" >"$W/ha/access.log" 2>"$W/ha/error.log" &
+	HA_PID=$!
+}
+
+port_free "$GW_PORT" "$BE_PORT" "$HA_PORT" "$AGENT_PORT"
+: >"$W/notes"
 wait_no_agent
 
 # Manifests: the bench gateway and routes, plus the seed's data-plane
@@ -192,16 +251,25 @@ cp "$W"/contract/*.yaml "$W/m/" 2>/dev/null || true
 
 start_nginx be "$HERE/backend.nginx.conf.in"
 start_nginx gw "$HERE/gateway.nginx.conf.in"
+start_haproxy
 GW_PID=$(cat "$W/gw/nginx.pid")
-URL=http://127.0.0.1:$GW_PORT$URL_PATH
-wait_for 5 curl -sf -H "Host: $HOST" "$URL" || die "the gateway does not answer on $URL"
+url() { # GATEWAY
+	if [ "$1" = haproxy ]; then
+		echo "http://127.0.0.1:$HA_PORT$URL_PATH"
+	else
+		echo "http://127.0.0.1:$GW_PORT$URL_PATH"
+	fi
+}
+for g in nginx haproxy; do
+	wait_for 5 curl -sf -H "Host: $HOST" "$(url $g)" ||
+		die "the $g gateway does not answer on $(url $g) (logs in $W, BENCH_KEEP=1 keeps them)"
+done
 
-WRK=(wrk --latency -t"$THREADS" -c"$CONNS" -d"${DURATION}s" -H "Host: $HOST" "$URL")
 cat <<EOF
 == milometer bench ($(date -u +%FT%TZ), $(uname -r), $(nproc) CPUs, $(git -C "$ROOT" describe --always --dirty 2>/dev/null))
-   gateway nginx worker_processes $WORKERS -> backend nginx, loopback
-   load: ${WRK[*]}
-   $ROUNDS rounds agent off / on alternating, ${DURATION}s each
+   gateways: nginx (worker_processes $WORKERS) or haproxy (nbthread 1) -> backend nginx, loopback
+   load: wrk --latency -t$THREADS -c$CONNS -d${DURATION}s -H 'Host: $HOST' $(url nginx)
+   $ROUNDS rounds per gateway pair, ${DURATION}s each; scale rounds ${SCALE_DURATION}s; phases $PHASES
 EOF
 
 agent_ready() {
@@ -209,20 +277,25 @@ agent_ready() {
 	curl -sf "http://127.0.0.1:$AGENT_PORT/readyz"
 }
 
-start_agent() { # N; lists the agent's own BPF programs in $W/ids.N
+# start_agent TAG CAPTURE MANIFESTS PROXY_PID: lists the agent's own BPF
+# programs in $W/ids.TAG
+start_agent() {
+	local tag=$1 capture=$2 mdir=$3 pid=$4 cap=()
+	[ "$capture" = auto ] || cap=(--capture "$capture")
 	wait_no_agent
-	"$PY" "$HERE/bpf_stats.py" list >"$W/before.$1" || true
-	"$BIN/milometer" run --manifests "$W/m" --proxy-pid "$GW_PID" \
-		--prometheus-listen "127.0.0.1:$AGENT_PORT" \
-		--socket "$W/mm.sock" "${PIN_ARGS[@]}" >"$W/agent.$1.log" 2>&1 &
+	"$PY" "$HERE/bpf_stats.py" list >"$W/before.$tag" || true
+	"$BIN/milometer" run --manifests "$mdir" --proxy-pid "$pid" \
+		--prometheus-listen "127.0.0.1:$AGENT_PORT" "${cap[@]}" \
+		--socket "$W/mm.sock" "${PIN_ARGS[@]}" >"$W/agent.$tag.log" 2>&1 &
 	AGENT_PID=$!
-	local t0=$(date +%s%N)
-	if ! wait_for 60 agent_ready; then
-		cat "$W/agent.$1.log" >&2
-		die "the agent did not become ready in 60 s (log above)"
+	local t0
+	t0=$(date +%s%N)
+	if ! wait_for 120 agent_ready; then
+		cat "$W/agent.$tag.log" >&2
+		die "the agent did not become ready in 120 s (log above)"
 	fi
-	log "agent ready in $((($(date +%s%N) - t0) / 1000000)) ms"
-	"$PY" "$HERE/bpf_stats.py" ids "$W/before.$1" >"$W/ids.$1" ||
+	log "agent ready in $((($(date +%s%N) - t0) / 1000000)) ms ($(grep -o 'capture mode [a-z-]*' "$W/agent.$tag.log" | head -1))"
+	"$PY" "$HERE/bpf_stats.py" ids "$W/before.$tag" >"$W/ids.$tag" ||
 		die "the agent's BPF programs (mm_*) are not in bpftool prog show"
 }
 
@@ -244,39 +317,182 @@ status_kb() { # FIELD
 	awk -v f="$1:" '$1 == f { print $2 }' "/proc/$AGENT_PID/status"
 }
 
-# One round: wrk output in $W/wrk.N, ground truth requests from the
-# gateway's access log; on rounds add BPF stats and agent CPU/RSS.
-# Appends "key=value ..." to $W/rounds.
-round() { # N off|on|bytes
-	local n=$1 mode=$2 l0 l1 t0 t1 extra= cmd=("${WRK[@]}")
-	[ "$mode" = bytes ] && cmd=("${WRK_BYTES[@]}")
-	if [ "$mode" != off ]; then
-		start_agent "$n"
-		sysctl -qw kernel.bpf_stats_enabled=1
-		"$PY" "$HERE/bpf_stats.py" snap "$W/ids.$n" >"$W/bpf0.$n"
-		t0=$(agent_ticks)
-	fi
-	l0=$(wc -l <"$W/gw/access.log")
-	run_wrk "${cmd[@]}" >"$W/wrk.$n" 2>&1 || die "wrk failed: $(cat "$W/wrk.$n")"
-	l1=$(wc -l <"$W/gw/access.log")
-	if [ "$mode" != off ]; then
-		"$PY" "$HERE/bpf_stats.py" snap "$W/ids.$n" >"$W/bpf1.$n"
-		t1=$(agent_ticks)
-		sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD"
-		extra="bpf0=$W/bpf0.$n bpf1=$W/bpf1.$n cpu_s=$(echo "$t0 $t1 $(getconf CLK_TCK)" | awk '{ printf "%.3f", ($2 - $1) / $3 }')"
-		extra="$extra rss_kb=$(status_kb VmRSS) hwm_kb=$(status_kb VmHWM)"
-		curl -sf "http://127.0.0.1:$AGENT_PORT/metrics" >"$W/metrics.$n" || true
-		stop_agent
-	fi
-	[ "$mode" = bytes ] &&
-		extra="$extra extra_bytes=$EXTRA_BYTES head_bytes=$HEAD_BYTES"
-	echo "n=$n mode=$mode wrk=$W/wrk.$n requests=$((l1 - l0)) $extra" >>"$W/rounds"
+proxy_pid() { # GATEWAY: what the agent is told to trace
+	if [ "$1" = haproxy ]; then echo "$HA_PID"; else echo "$GW_PID"; fi
 }
 
-# Where the BPF time goes: one more agent-on round whose requests carry
-# 16 extra 64-byte headers. nginx forwards them, so each is parsed on both
-# legs; the growth of BPF ns/request over 2 x EXTRA_BYTES is the cost per
-# parsed byte, the rest of a request's cost is per syscall/hook.
+access_log() { # GATEWAY
+	if [ "$1" = haproxy ]; then echo "$W/ha/access.log"; else echo "$W/gw/access.log"; fi
+}
+
+# Read+write syscalls of the gateway's serving processes (/proc/PID/io
+# syscr + syscw): the proxy's syscalls per request for the cost model.
+proxy_io() { # GATEWAY
+	local pids p
+	if [ "$1" = haproxy ]; then pids=$HA_PID; else pids=$(pgrep -P "$GW_PID" | tr '\n' ' '); fi
+	for p in $pids; do
+		awk '$1 == "syscr:" || $1 == "syscw:" { s += $2 } END { print s }' "/proc/$p/io"
+	done | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# CPU ticks (utime + stime) of the gateway's serving processes and of the
+# backend's: CPU per request does not move with what other tenants of the
+# machine take, throughput does.
+ticks() { # PID...
+	local p
+	for p in "$@"; do awk '{ print $14 + $15 }' "/proc/$p/stat"; done |
+		awk '{ s += $1 } END { print s + 0 }'
+}
+gw_ticks() { # GATEWAY
+	if [ "$1" = haproxy ]; then ticks "$HA_PID"; else ticks $(pgrep -P "$GW_PID"); fi
+}
+be_ticks() { ticks $(pgrep -P "$(cat "$W/be/nginx.pid")"); }
+
+# proxy_perf GATEWAY CAPTURE SECONDS OUT: sleeps SECONDS while perf counts
+# the socket I/O (sock tracepoints) of the gateway's serving processes; in
+# sys-exit rounds also their syscalls (raw_syscalls:sys_exit: not in the
+# other rounds, it would put every task on the slow syscall path). Without
+# perf, just sleeps.
+proxy_perf() {
+	local pids ev=sock:sock_recv_length,sock:sock_send_length
+	[ "$2" = sys-exit ] && ev=$ev,raw_syscalls:sys_exit
+	if [ "$1" = haproxy ]; then pids=$HA_PID; else pids=$(pgrep -P "$GW_PID" | paste -sd,); fi
+	if ! command -v perf >/dev/null ||
+	   ! perf stat -x, -o "$4" -e "$ev" -p "$pids" -- sleep "$3" 2>/dev/null; then
+		: >"$4"
+		sleep "$3"
+	fi
+}
+
+# The node tax, in whatever agent state the caller left: 1-byte syscalls of
+# a process that is not the proxy (bin/bench_nodetax).
+# many short repetitions: the fastest is the one no other tenant disturbed
+NODETAX_ZERO=${BENCH_NODETAX_ZERO:-10000}
+NODETAX_TCP=${BENCH_NODETAX_TCP:-1000}
+nodetax() { # CAPTURE (off, auto, sys-exit)
+	local kind iter out
+	for kind in zero tcp; do
+		iter=$NODETAX_ZERO
+		[ "$kind" = tcp ] && iter=$NODETAX_TCP
+		out=$("$BIN/bench_nodetax" "$kind" "$iter" "$NODETAX_REPS") ||
+			die "bin/bench_nodetax $kind failed"
+		echo "capture=$1 kind=$kind $(echo "$out" | tr ' \n' '= ')" >>"$W/nodetax"
+	done
+}
+
+estab() { # PORT: established TCP connections accepted on PORT
+	ss -Htn state established "( sport = :$1 )" | wc -l
+}
+
+gw_port() { if [ "$1" = haproxy ]; then echo "$HA_PORT"; else echo "$GW_PORT"; fi; }
+
+# Rounds with bpf_stats on measure a window of the load, not all of it:
+# wrk runs longer, the window opens once its connections are all
+# established (10 000 take seconds to connect; their setup is not the
+# per-request cost) and lasts DURATION seconds, then wrk is stopped.
+window_open() { # PORT CONNS: poll (0.5 s: ss over 10 000 sockets is not free)
+	local i
+	for i in $(seq 120); do
+		[ "$(estab "$1")" -ge "$2" ] && return 0
+		kill -0 "$WRK_PID" 2>/dev/null || return 1
+		sleep 0.5
+	done
+	log "only $(estab "$1") of $2 connections established after 60 s; measuring anyway"
+}
+
+# round TAG GATEWAY CAPTURE STATS CONNS DURATION MANIFESTS [WRK ARGS...]
+# One round: wrk output in $W/wrk.TAG, ground truth requests from the
+# gateway's access log; agent rounds add agent CPU/RSS, stats rounds the
+# BPF programs' run time and count over the window. Appends "key=value
+# ..." to $W/rounds.
+round() {
+	local tag=$1 gw=$2 capture=$3 stats=$4 conns=$5 dur=$6 mdir=$7 l0 l1 t0 t1 io0 io1
+	local extra="" log wdur=$6 threads=$THREADS g0 g1 b0 b1
+	shift 7
+	log=$(access_log "$gw")
+	[ "$threads" -le "$conns" ] || threads=$conns
+	[ "$stats" = 1 ] && wdur=$((dur + 90))
+	local cmd=(wrk --latency --timeout 30s -t"$threads" -c"$conns" -d"${wdur}s" -H "Host: $HOST" "$@" "$(url "$gw")")
+	log "round $tag: $gw, agent ${capture/auto/on}, bpf_stats $stats, wrk -c$conns ${dur}s"
+	sysctl -qw kernel.bpf_stats_enabled=0
+	[ "$capture" = off ] || start_agent "$tag" "$capture" "$mdir" "$(proxy_pid "$gw")"
+	if [ "$stats" = 1 ]; then
+		"${cmd[@]}" >"$W/wrk.$tag" 2>&1 &
+		WRK_PID=$!
+		window_open "$(gw_port "$gw")" "$conns" || die "wrk failed: $(cat "$W/wrk.$tag")"
+		sysctl -qw kernel.bpf_stats_enabled=1
+		"$PY" "$HERE/bpf_stats.py" snap "$W/ids.$tag" >"$W/bpf0.$tag"
+	fi
+	[ "$capture" = off ] || t0=$(agent_ticks)
+	io0=$(proxy_io "$gw")
+	g0=$(gw_ticks "$gw")
+	b0=$(be_ticks)
+	l0=$(wc -l <"$log")
+	if [ "$stats" = 1 ]; then
+		# the measuring window; perf counts the proxy's own socket I/O
+		# (sys_exit rounds: syscalls) for the cost model
+		proxy_perf "$gw" "$capture" "$dur" "$W/perf.$tag"
+		l1=$(wc -l <"$log")
+		io1=$(proxy_io "$gw")
+		g1=$(gw_ticks "$gw")
+		b1=$(be_ticks)
+		"$PY" "$HERE/bpf_stats.py" snap "$W/ids.$tag" >"$W/bpf1.$tag"
+		sysctl -qw kernel.bpf_stats_enabled=0
+		kill -INT "$WRK_PID" 2>/dev/null || true
+		wait "$WRK_PID" || true
+		WRK_PID=
+		extra="bpf0=$W/bpf0.$tag bpf1=$W/bpf1.$tag window_s=$dur perf=$W/perf.$tag"
+	else
+		run_wrk "${cmd[@]}" >"$W/wrk.$tag" 2>&1 || die "wrk failed: $(cat "$W/wrk.$tag")"
+		l1=$(wc -l <"$log")
+		io1=$(proxy_io "$gw")
+		g1=$(gw_ticks "$gw")
+		b1=$(be_ticks)
+	fi
+	if [ "$capture" != off ]; then
+		t1=$(agent_ticks)
+		extra="$extra cpu_s=$(echo "$t0 $t1 $(getconf CLK_TCK)" | awk '{ printf "%.3f", ($2 - $1) / $3 }')"
+		extra="$extra rss_kb=$(status_kb VmRSS) hwm_kb=$(status_kb VmHWM)"
+		curl -sf "http://127.0.0.1:$AGENT_PORT/metrics" >"$W/metrics.$tag" || true
+	fi
+	# the node tax in the same agent state, after the gateway's load
+	[ -n "${NODETAX:-}" ] && nodetax "$capture"
+	stop_agent
+	echo "tag=$tag gw=$gw capture=$capture stats=$stats conns=$conns routes=${ROUTES:-2} wrk=$W/wrk.$tag requests=$((l1 - l0)) proxy_io=$((io1 - io0)) gw_ticks=$((g1 - g0)) be_ticks=$((b1 - b0)) tck=$(getconf CLK_TCK) $extra" >>"$W/rounds"
+}
+
+warm() { # GATEWAY: 2 s of load, agent off
+	run_wrk wrk -t"$THREADS" -c"$CONNS" -d2s -H "Host: $HOST" "$(url "$1")" >/dev/null 2>&1
+}
+
+: >"$W/rounds"
+: >"$W/nodetax"
+: >"$W/memory_k"
+
+if phase A; then
+	log "phase A: nginx gateway, agent off / on / on --capture sys-exit, bpf_stats off"
+	warm nginx
+	for r in $(seq "$ROUNDS"); do
+		for c in off auto sys-exit; do
+			NODETAX=1 round "A$r-$c" nginx "$c" 0 "$CONNS" "$DURATION" "$W/m"
+		done
+	done
+fi
+
+if phase B; then
+	log "phase B: haproxy gateway, agent off / on, bpf_stats off"
+	warm haproxy
+	for r in $(seq "$ROUNDS"); do
+		for c in off auto; do
+			round "B$r-$c" haproxy "$c" 0 "$CONNS" "$DURATION" "$W/m"
+		done
+	done
+fi
+
+# Where the BPF time goes (C): bpf_stats on. The "bytes" round's requests
+# carry 16 extra 64-byte headers; nginx forwards them, so each is parsed on
+# both legs: the growth of BPF ns/request over 2 x EXTRA_BYTES is the cost
+# per parsed byte, the rest of a request's cost is per hook run.
 HDRS=()
 EXTRA_BYTES=0
 for i in $(seq 10 25); do
@@ -287,50 +503,93 @@ done
 # Message-head bytes of a normal request, both legs: wrk's request (the
 # upstream one is about as long) and the response head (as relayed).
 REQ_BYTES=$(printf 'GET %s HTTP/1.1\r\nHost: %s\r\n\r\n' "$URL_PATH" "$HOST" | wc -c)
-RESP_BYTES=$(curl -s -o /dev/null -w '%{size_header}' -H "Host: $HOST" "$URL")
-HEAD_BYTES=$((2 * REQ_BYTES + 2 * RESP_BYTES))
-WRK_BYTES=(wrk --latency -t"$THREADS" -c"$CONNS" -d"${DURATION}s" -H "Host: $HOST"
-	"${HDRS[@]}" "$URL")
+RESP_BYTES=$(curl -s -o /dev/null -w '%{size_header}' -H "Host: $HOST" "$(url nginx)")
+echo "extra_bytes=$EXTRA_BYTES head_bytes=$((2 * REQ_BYTES + 2 * RESP_BYTES))" >>"$W/notes"
 
-log "warm-up (3 s, agent off)"
-run_wrk wrk -t"$THREADS" -c"$CONNS" -d3s -H "Host: $HOST" "$URL" >/dev/null 2>&1
-: >"$W/rounds"
-n=0
-for r in $(seq "$ROUNDS"); do
-	for mode in off on; do
-		n=$((n + 1))
-		log "round $n: agent $mode"
-		round "$n" "$mode"
+if phase C; then
+	log "phase C: per-program figures, bpf_stats on"
+	round C-nginx nginx auto 1 "$CONNS" "$DURATION" "$W/m"
+	round C-bytes nginx auto 1 "$CONNS" "$DURATION" "$W/m" "${HDRS[@]}"
+	round C-haproxy haproxy auto 1 "$CONNS" "$DURATION" "$W/m"
+	round C-sysexit nginx sys-exit 1 "$CONNS" "$DURATION" "$W/m"
+fi
+
+if phase D; then
+	log "phase D: scale rows, bpf_stats on"
+	for c in $SCALE_CONNS; do
+		round "Dc$c" nginx auto 1 "$c" "$SCALE_DURATION" "$W/m"
 	done
-done
-n=$((n + 1))
-log "round $n: agent on, $EXTRA_BYTES extra request header bytes (cost per parsed byte)"
-round "$n" bytes
+	for n in $SCALE_ROUTES; do
+		mkdir -p "$W/m$n"
+		cp "$W"/m/*.yaml "$W/m$n/"
+		# N routes in all: the bench's own two and N-2 fillers
+		"$PY" "$HERE/gen_routes.py" $((n > 2 ? n - 2 : 0)) "$W/m$n/fillers.yaml"
+		ROUTES=$n round "Dr$n" nginx auto 1 "$CONNS" "$SCALE_DURATION" "$W/m$n"
+	done
+fi
+
+slab_kb() { awk '$1 == "Slab:" { print $2 }' /proc/meminfo; }
+few_estab() { [ "$(estab "$GW_PORT")" -lt 50 ]; }
+idle_ready() { grep -q '^ready' "$W/idle.out"; }
+
+# Kernel memory (E): Slab growth while MEM_CONNS idle keep-alive connections
+# (one request each, so the agent tracks them) are open, agent off vs on.
+mem_round() { # CAPTURE
+	local c=$1 s0 s1
+	[ "$c" = off ] || start_agent "E-$c" "$c" "$W/m" "$GW_PID"
+	wait_for 30 few_estab || log "connections of the last round are still open"
+	sync
+	s0=$(slab_kb)
+	rm -f "$W/idle.in"
+	mkfifo "$W/idle.in"
+	"$PY" "$HERE/idle_conns.py" "127.0.0.1:$GW_PORT" "$HOST" "$URL_PATH" \
+		"$MEM_CONNS" <"$W/idle.in" >"$W/idle.out" 2>"$W/idle.err" &
+	IDLE_PID=$!
+	exec 7>"$W/idle.in"
+	wait_for 120 idle_ready ||
+		die "idle_conns.py did not open $MEM_CONNS connections: $(cat "$W/idle.err")"
+	s1=$(slab_kb)
+	echo "capture=$c slab0_kb=$s0 slab1_kb=$s1 $(sed 's/ready \([0-9]*\) \([0-9]*\)/open=\1 failed=\2/' "$W/idle.out") estab=$(estab "$GW_PORT")" >>"$W/memory_k"
+	if [ "$c" != off ]; then
+		"$PY" "$HERE/bpf_stats.py" conn mm_sk_conns >"$W/conn_size" || true
+		"$PY" "$HERE/bpf_stats.py" conn mm_conns >"$W/conn_size_hash" || true
+	fi
+	stop_idle
+	stop_agent
+}
+
+if phase E; then
+	log "phase E: kernel memory, $MEM_CONNS idle keep-alive connections, agent off / on"
+	mem_round off
+	mem_round auto
+fi
 
 # A failing tool is reported after the figures that did come out.
 FAILED=
-log "aggregation capacity (bin/bench_aggregate, $EVENTS events, one core)"
-if ! "$BIN/bench_aggregate" --events "$EVENTS" --contract "$W/contract" \
-	>"$W/aggregate" 2>&1; then
-	FAILED="$FAILED bench_aggregate"
-	sed 's/^/  /' "$W/aggregate" >&2
+: >"$W/aggregate"
+: >"$W/export"
+: >"$W/memory"
+if phase F; then
+	log "aggregation capacity (bin/bench_aggregate, $EVENTS events, one core)"
+	if ! "$BIN/bench_aggregate" --events "$EVENTS" --contract "$W/contract" \
+		>"$W/aggregate" 2>&1; then
+		FAILED="$FAILED bench_aggregate"
+		sed 's/^/  /' "$W/aggregate" >&2
+	fi
+	log "OTLP encode (bin/bench_export)"
+	if ! "$BIN/bench_export" >"$W/export" 2>&1; then
+		FAILED="$FAILED bench_export"
+		sed 's/^/  /' "$W/export" >&2
+	fi
+	log "memory per series, lookup, scrape (bin/bench_store)"
+	if ! "$BIN/bench_store" >"$W/memory" 2>&1; then
+		FAILED="$FAILED bench_store"
+		sed 's/^/  /' "$W/memory" >&2
+	fi
 fi
-log "OTLP encode (bin/bench_export)"
-if ! "$BIN/bench_export" >"$W/export" 2>&1; then
-	FAILED="$FAILED bench_export"
-	sed 's/^/  /' "$W/export" >&2
-fi
-log "memory per series, lookup, scrape (bin/bench_store)"
-if ! "$BIN/bench_store" >"$W/memory" 2>&1; then
-	FAILED="$FAILED bench_store"
-	sed 's/^/  /' "$W/memory" >&2
-fi
-log "CEL hot-path evaluation (bin/bench_cel)"
-if ! "$BIN/bench_cel" >"$W/cel" 2>&1; then
-	FAILED="$FAILED bench_cel"
-fi
-sed 's/^/  /' "$W/cel" >&2
 
-"$PY" "$HERE/report.py" --rounds "$W/rounds" --aggregate "$W/aggregate" \
-	--export "$W/export" --memory "$W/memory"
+"$PY" "$HERE/report.py" --rounds "$W/rounds" --nodetax "$W/nodetax" \
+	--kmem "$W/memory_k" --conn-size "$W/conn_size" --notes "$W/notes" \
+	--aggregate "$W/aggregate" --export "$W/export" --memory "$W/memory" ||
+	die "report.py failed on the collected figures (BENCH_KEEP=1 keeps $W)"
 [ -z "$FAILED" ] || die "failed:$FAILED (output above)"
