@@ -23,6 +23,14 @@ cleanup() {
 	for p in "${PIDS[@]}"; do
 		wait "$p" 2>/dev/null
 	done
+	# processes started in subshells never made it into PIDS: every one of
+	# them names this test's directory in its arguments
+	pkill -TERM -f "$T/" 2>/dev/null
+	for p in $(seq 50); do
+		pgrep -f "$T/" >/dev/null || break
+		sleep 0.1
+	done
+	pkill -KILL -f "$T/" 2>/dev/null
 	if [ -n "${KEEP:-}" ]; then echo "kept $T"; else rm -rf "$T" 2>/dev/null; rm -rf "$T"; fi
 }
 trap cleanup EXIT

@@ -14,6 +14,13 @@ for t in "$dir"/test_*.sh; do
 	echo "== $name"
 	out=$(timeout -k 10 600 bash "$t" 2>&1)
 	echo "$out"
+	# a test leaves nothing running (its processes name its /tmp/mm-k8s.*)
+	left=$(pgrep -f '/tmp/mm-k8s\.' | tr '\n' ' ')
+	if [ -n "$left" ]; then
+		echo "FAIL: $name left processes behind: $left"
+		pkill -KILL -f '/tmp/mm-k8s\.'
+		failn=$((failn + 1))
+	fi
 	line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -1)
 	if [ -z "$line" ]; then
 		failn=$((failn + 1))
