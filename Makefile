@@ -12,6 +12,11 @@ BIN      := bin
 ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 CLANG    ?= clang
 CC       ?= cc
+# RE2 (policy/regex/) is C++: a C++ compiler of the same family as CC, or
+# whichever one is installed (a fresh Debian with clang has clang++ only).
+ifeq ($(origin CXX),default)
+CXX := $(if $(findstring clang,$(CC)),clang++,$(if $(shell command -v g++),g++,clang++))
+endif
 BPFTOOL  ?= bpftool
 PROTOC_C ?= protoc-c
 
@@ -28,11 +33,14 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 	    -Wno-missing-field-initializers -D_GNU_SOURCE \
 	    -I. -I$(OUTPUT) -DMM_VERSION='"$(VERSION)"'
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=c++11 -Wall -Wextra -Werror -I.
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	    -I$(OUTPUT) -Ivmlinux/$(ARCH) -I.
 
 # policy/ and exporter/ never link libbpf: they are unit-tested without root.
 POLICY_SRCS   := $(sort $(wildcard policy/*/*.c))
+POLICY_CXX_SRCS := $(sort $(wildcard policy/*/*.cc))
 EXPORTER_SRCS := $(sort $(wildcard exporter/*.c))
 AGENT_SRCS    := $(sort $(wildcard agent/*.c))
 BPF_SRCS      := $(sort $(wildcard bpf/*.bpf.c))
@@ -45,7 +53,8 @@ PROTOS        := $(sort $(wildcard exporter/*.proto))
 
 PROTO_C   := $(patsubst exporter/%.proto,$(OUTPUT)/%.pb-c.c,$(PROTOS))
 PROTO_O   := $(PROTO_C:.c=.o)
-POLICY_O  := $(patsubst %.c,$(OUTPUT)/%.o,$(POLICY_SRCS))
+POLICY_O  := $(patsubst %.c,$(OUTPUT)/%.o,$(POLICY_SRCS)) \
+	     $(patsubst %.cc,$(OUTPUT)/%.o,$(POLICY_CXX_SRCS))
 EXPORTER_O:= $(patsubst %.c,$(OUTPUT)/%.o,$(EXPORTER_SRCS)) $(PROTO_O)
 AGENT_O   := $(patsubst %.c,$(OUTPUT)/%.o,$(AGENT_SRCS))
 BPF_O     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
@@ -59,7 +68,7 @@ AGENT_PURE_O := $(OUTPUT)/agent/deferred.o
 # agent objects a bench tool may link: everything but main()
 AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))
 
-PURE_LIBS  := -lyaml -lcurl -lprotobuf-c -lmicrohttpd -lz -lm -lpthread
+PURE_LIBS  := -lre2 -lstdc++ -lyaml -lcurl -lprotobuf-c -lmicrohttpd -lz -lm -lpthread
 AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
 
 # Generated sources (protoc-c, skeletons) are never "intermediate": deleting
@@ -106,6 +115,11 @@ $(OUTPUT)/%.o: %.c $(PROTO_C) | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(OUTPUT)/%.o: %.cc | $(OUTPUT)
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 $(AGENT_O): $(SKELS)
 

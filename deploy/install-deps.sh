@@ -6,9 +6,9 @@
 set -eu
 build="clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
 libyaml-dev libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
-libmicrohttpd-dev"
+libmicrohttpd-dev libre2-dev libclang-rt-14-dev"
 run="nginx-light haproxy wrk hey prometheus protobuf-compiler iproute2 curl
-procps psmisc python3 python3-prometheus-client openssl"
+procps psmisc python3 python3-prometheus-client openssl libre2-9"
 want=$build
 [ "${1:-}" = "--build-only" ] || want="$build $run"
 

@@ -29,10 +29,7 @@ static void policy_free(struct metric_policy *p)
 	for (size_t i = 0; i < p->nfilters; i++) {
 		free(p->filters[i].key);
 		free(p->filters[i].prefix);
-		if (p->filters[i].re) {
-			regfree(p->filters[i].re);
-			free(p->filters[i].re);
-		}
+		regex__free(p->filters[i].re);
 	}
 	free(p->filters);
 	for (size_t i = 0; i < p->nlabels; i++) {
@@ -282,7 +279,7 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 			const struct doc_node *it = af->list.items[i];
 			struct mp_filter *f = &p->filters[p->nfilters];
 			const char *key, *re, *prefix;
-			char anchored[1024];
+			char why[256];
 			int rc;
 
 			snprintf(ip, sizeof(ip), "%s.attributeFilters[%zu]",
@@ -308,22 +305,16 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 				return -ENOMEM;
 			if (!re)
 				continue;
-			snprintf(anchored, sizeof(anchored), "%s", re);
-			f->re = calloc(1, sizeof(*f->re));
-			if (!f->re)
-				return -ENOMEM;
-			rc = regcomp(f->re, anchored, REG_EXTENDED | REG_NOSUB);
-			if (rc) {
-				char why[128];
-
-				regerror(rc, f->re, why, sizeof(why));
-				free(f->re);
-				f->re = NULL;
+			rc = regex__compile(re, strlen(re), &f->re, why,
+					    sizeof(why));
+			if (rc == -ENOMEM)
+				return rc;
+			if (rc)
 				return crd__fail(e, "InvalidField",
 						 doc__get(it, "regex"), ip,
-						 "regex \"%s\": %s (POSIX extended syntax)",
-						 re, why);
-			}
+						 "invalid regex: %s; the pattern: \"%.200s%s\"",
+						 why, re,
+						 strlen(re) > 200 ? "..." : "");
 		}
 	}
 	return p->src_metric ? 0 : -ENOMEM;

@@ -685,7 +685,7 @@ static bool filters_pass(const struct metric_policy *p,
 			return false;
 		if (f->prefix && strncmp(v, f->prefix, strlen(f->prefix)))
 			return false;
-		if (f->re && regexec(f->re, v, 0, NULL, 0))
+		if (f->re && !regex__partial(f->re, v, strlen(v)))
 			return false;
 	}
 	return true;

@@ -26,8 +26,7 @@ void gateway_api__free(struct gw_model *m)
 	if (!m)
 		return;
 	for (size_t i = 0; i < m->nregexes; i++) {
-		regfree(m->regexes[i]);
-		free(m->regexes[i]);
+		regex__free(m->regexes[i]);
 	}
 	free(m->regexes);
 	free(m->gateways);

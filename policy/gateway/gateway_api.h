@@ -20,11 +20,11 @@
 #ifndef MM_POLICY_GATEWAY_API_H
 #define MM_POLICY_GATEWAY_API_H
 
-#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/regex/regex.h"
 #include "policy/source/doc.h"
 
 #define GW_GROUP "gateway.networking.k8s.io"
@@ -68,13 +68,13 @@ struct gw_kv_match {
 	const char *name; /* headers: lower-cased (names are case-insensitive) */
 	const char *value;
 	enum gw_value_type type;
-	regex_t *re; /* anchored ^(value)$ POSIX ERE when type is REGEX */
+	struct regex *re; /* RE2, whole-value match, when type is REGEX */
 };
 
 struct gw_match {
 	enum gw_path_type path_type;
 	const char *path;
-	regex_t *path_re; /* anchored, for GW_PATH_REGEX */
+	struct regex *path_re; /* RE2, whole-path match, for GW_PATH_REGEX */
 	uint8_t method;   /* enum mm_method, or MM_M_ANY */
 	struct gw_kv_match *headers;
 	size_t nheaders;
@@ -125,7 +125,7 @@ struct gw_model {
 	struct gw_route **routes;
 	size_t nroutes;
 	struct gw_arena *arena;   /* every string and array above */
-	regex_t **regexes;        /* compiled patterns, freed with the model */
+	struct regex **regexes;   /* compiled patterns, freed with the model */
 	size_t nregexes;
 	size_t skipped;           /* documents of kinds we do not handle */
 };

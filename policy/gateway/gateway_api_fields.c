@@ -235,41 +235,32 @@ int gateway_api_fields__hostname(struct gw_ctx *c, const struct doc_node *n,
 }
 
 int gateway_api_fields__compile_re(struct gw_ctx *c, const struct doc_node *n,
-				   const char *pattern, regex_t **out)
+				   const char *pattern, struct regex **out)
 {
-	size_t len = strlen(pattern);
-	char *anchored = malloc(len + 5);
-	regex_t *re = calloc(1, sizeof(*re));
-	regex_t **grown;
-	char msg[128];
+	struct regex *re, **grown;
+	char msg[256];
 	int rc;
 
-	if (!anchored || !re)
-		goto nomem;
-	/* Envoy matches the whole value (RE2 full match); anchor to agree. */
-	snprintf(anchored, len + 5, "^(%s)$", pattern);
-	rc = regcomp(re, anchored, REG_EXTENDED | REG_NOSUB);
-	free(anchored);
-	anchored = NULL;
-	if (rc) {
-		regerror(rc, re, msg, sizeof(msg));
-		free(re);
+	/*
+	 * RE2 as Envoy uses it; the whole value must match (FullMatch), so
+	 * the pattern needs no anchors. regex.h says what bounds compilation.
+	 */
+	rc = regex__compile(pattern, strlen(pattern), &re, msg, sizeof(msg));
+	if (rc == -ENOMEM)
+		return gateway_api_fields__oom(c);
+	if (rc)
 		return gateway_api_fields__bad(
-			c, n, "regular expression \"%s\": %s", pattern, msg);
-	}
+			c, n, "invalid regular expression: %s; the pattern: \"%.200s%s\"",
+			msg, pattern, strlen(pattern) > 200 ? "..." : "");
 	grown = realloc(c->m->regexes, (c->m->nregexes + 1) * sizeof(*grown));
 	if (!grown) {
-		regfree(re);
-		goto nomem;
+		regex__free(re);
+		return gateway_api_fields__oom(c);
 	}
 	c->m->regexes = grown;
 	grown[c->m->nregexes++] = re;
 	*out = re;
 	return 0;
-nomem:
-	free(anchored);
-	free(re);
-	return gateway_api_fields__oom(c);
 }
 
 int gateway_api_fields__metadata(struct gw_ctx *c, const struct doc_node *root,

@@ -49,9 +49,9 @@ int gateway_api_fields__item_map(struct gw_ctx *c, const struct doc_node *n,
 /* Lower-cased RFC 1123 hostname, optionally "*."-prefixed. */
 int gateway_api_fields__hostname(struct gw_ctx *c, const struct doc_node *n,
 				 const char *what, const char **out);
-/* Anchored ^(pattern)$ POSIX ERE, owned by the model. */
+/* RE2 (policy/regex/regex.h), whole-value match, owned by the model. */
 int gateway_api_fields__compile_re(struct gw_ctx *c, const struct doc_node *n,
-				   const char *pattern, regex_t **out);
+				   const char *pattern, struct regex **out);
 /* metadata.name (required) and metadata.namespace (default "default"). */
 int gateway_api_fields__metadata(struct gw_ctx *c, const struct doc_node *root,
 				 const char *kind, const char **ns,
