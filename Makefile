@@ -75,8 +75,8 @@ AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
 # them makes parallel and later builds race for them.
 .SECONDARY:
 
-.PHONY: all deps demo check unit integration bench fuzz format vmlinux \
-	install clean
+.PHONY: all deps demo check unit asan-unit integration bench fuzz format \
+	vmlinux install clean
 .DEFAULT_GOAL := all
 
 all: deps-check $(BIN)/milometer $(TOOLS)
@@ -155,6 +155,17 @@ $(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libpolicy.a $(OUTPUT)/lib
 
 unit: deps-check $(BIN)/unit_tests
 	$(Q)$(BIN)/unit_tests $(T)
+
+# The unit tests built apart with AddressSanitizer + UBSan (any finding
+# fails the run; leaks too).
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+	     -fno-sanitize-recover=all
+asan-unit: deps-check
+	$(Q)CFLAGS="$(SAN_FLAGS)" CXXFLAGS="$(SAN_FLAGS)" $(MAKE) --no-print-directory \
+		OUTPUT=$(OUTPUT)/asan BIN=$(OUTPUT)/asan/bin $(OUTPUT)/asan/bin/unit_tests
+	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		$(OUTPUT)/asan/bin/unit_tests $(T)
 
 integration: all
 	$(Q)selftests/integration/run.sh $(T)

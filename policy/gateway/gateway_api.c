@@ -105,6 +105,9 @@ static int add_gateway(struct gw_ctx *c, const struct doc_node *root)
 			c, root, "Gateway %s/%s: spec is required", g->ns,
 			g->name);
 	err = gateway_api_fields__opt_list(c, spec, "listeners", "spec", &ll);
+	if (!err)
+		err = gateway_api_fields__max_items(c, ll, GW_MAX_LISTENERS,
+						    "spec.listeners");
 	if (err)
 		return err;
 	if (!ll || !ll->list.n)
@@ -192,6 +195,10 @@ int gateway_api__add_doc(struct gw_model *m, const struct doc_node *root,
 			&c, root,
 			"manifest needs string apiVersion and "
 			"kind");
+	if (doc__count(root, DOC_MAX_OBJECT_NODES) > DOC_MAX_OBJECT_NODES)
+		return gateway_api_fields__bad(
+			&c, root, "%s holds more than %d YAML nodes", kind,
+			DOC_MAX_OBJECT_NODES);
 	if (strncmp(api, GW_GROUP "/", sizeof(GW_GROUP))) {
 		m->skipped++;
 		return 0;

@@ -29,6 +29,27 @@
 
 #define GW_GROUP "gateway.networking.k8s.io"
 
+/*
+ * The Gateway API's own bounds (v1 CRDs: maxItems, maxLength and the
+ * HTTPRoute rules' CEL rule "the total number of matches across all rules
+ * in a route must be less than 128"). The API server enforces them; we do
+ * too, so a manifest on disk or a route from an older API server cannot make
+ * the table larger than any conforming implementation would see.
+ */
+#define GW_MAX_LISTENERS     64
+#define GW_MAX_HOSTNAMES     16
+#define GW_MAX_PARENT_REFS   32
+#define GW_MAX_RULES         16
+#define GW_MAX_MATCHES       64  /* per rule */
+#define GW_MAX_ROUTE_MATCHES 128 /* across the rules of one route */
+#define GW_MAX_HEADERS       16  /* header matches per match */
+#define GW_MAX_QUERY_PARAMS  16
+#define GW_MAX_FILTERS       16
+#define GW_MAX_BACKEND_REFS  16
+#define GW_MAX_PATH_LEN      1024 /* HTTPPathMatch.value */
+#define GW_MAX_HEADER_NAME   256
+#define GW_MAX_HEADER_VALUE  4096
+
 enum gw_from {
 	GW_FROM_SAME,     /* routes in the Gateway's namespace */
 	GW_FROM_ALL,      /* routes in any namespace */

@@ -234,6 +234,18 @@ int gateway_api_fields__hostname(struct gw_ctx *c, const struct doc_node *n,
 	return 0;
 }
 
+int gateway_api_fields__max_items(struct gw_ctx *c, const struct doc_node *list,
+				  size_t max, const char *field)
+{
+	if (!list || list->kind != DOC_LIST || list->list.n <= max)
+		return 0;
+	return gateway_api_fields__bad(
+		c, list,
+		"%s has %zu items; the Gateway API allows at most %zu "
+		"(maxItems in its CRD)",
+		field, list->list.n, max);
+}
+
 int gateway_api_fields__compile_re(struct gw_ctx *c, const struct doc_node *n,
 				   const char *pattern, struct regex **out)
 {

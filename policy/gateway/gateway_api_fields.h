@@ -28,6 +28,9 @@ __attribute__((format(printf, 3, 4))) int
 gateway_api_fields__bad(struct gw_ctx *c, const struct doc_node *n,
 			const char *fmt, ...);
 int gateway_api_fields__oom(struct gw_ctx *c);
+/* -EINVAL naming field and limit when list has more than max items. */
+int gateway_api_fields__max_items(struct gw_ctx *c, const struct doc_node *list,
+				  size_t max, const char *field);
 
 int gateway_api_fields__opt_str(struct gw_ctx *c, const struct doc_node *parent,
 				const char *key, const char *what,

@@ -152,6 +152,77 @@ TEST(route_input_bad_manifests)
 	}
 }
 
+/* Route with nrules rules of nmatches matches, each match with nheaders. */
+static char *big_route(size_t nrules, size_t nmatches, size_t nheaders,
+		       size_t nhosts)
+{
+	size_t cap = 256 + nhosts * 32 +
+		     nrules * nmatches * (64 + nheaders * 40), len = 0;
+	char *y = malloc(cap);
+
+	if (!y)
+		return NULL;
+	len += snprintf(y + len, cap - len, ROUTE_HEAD "  hostnames:\n");
+	for (size_t h = 0; h < nhosts; h++)
+		len += snprintf(y + len, cap - len, "  - h%zu.example.com\n", h);
+	len += snprintf(y + len, cap - len, "  rules:\n");
+	for (size_t r = 0; r < nrules; r++) {
+		len += snprintf(y + len, cap - len, "  - matches:\n");
+		for (size_t m = 0; m < nmatches; m++) {
+			len += snprintf(y + len, cap - len,
+					"    - path: {value: /r%zu/m%zu}\n"
+					"      headers:\n", r, m);
+			for (size_t h = 0; h < nheaders; h++)
+				len += snprintf(y + len, cap - len,
+						"      - {name: h%zu, value: v}\n",
+						h);
+		}
+	}
+	return y;
+}
+
+/*
+ * issue 8: with 65 537 rules, rule 65 536 was reported as rule 0. The
+ * Gateway API's own bounds keep a route far below what the table holds.
+ */
+TEST(route_input_gateway_api_limits)
+{
+	static const struct {
+		size_t rules, matches, headers, hosts;
+		const char *want;
+	} cases[] = {
+		{ 16, 8, 16, 16, NULL },
+		{ 17, 1, 0, 1, "spec.rules has 17 items; the Gateway API allows at most 16" },
+		{ 1, 65, 0, 1, "rule.matches has 65 items; the Gateway API allows at most 64" },
+		{ 3, 43, 0, 1, "spec.rules hold more than 128 matches in all" },
+		{ 1, 1, 17, 1, "headers has 17 items; the Gateway API allows at most 16" },
+		{ 1, 1, 0, 17, "spec.hostnames has 17 items; the Gateway API allows at most 16" },
+		/* the object cap (DOC_MAX_OBJECT_NODES) says it first */
+		{ 65537, 1, 0, 1, "HTTPRoute holds more than 131072 YAML nodes" },
+		{ 20000, 1, 0, 1, "spec.rules has 20000 items" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct gw_model *m = gateway_api__new();
+		char *y = big_route(cases[i].rules, cases[i].matches,
+				    cases[i].headers, cases[i].hosts);
+		char err[512] = "";
+		int ret;
+
+		ASSERT_TRUE(m && y);
+		ret = add_yaml(m, y, err, sizeof(err));
+		free(y);
+		gateway_api__free(m);
+		if (!cases[i].want) {
+			ASSERT_TRUE(ret == 0, "case %zu: %s", i, err);
+			continue;
+		}
+		ASSERT_TRUE(ret == -EINVAL && strstr(err, cases[i].want) &&
+				    !strncmp(err, "bad.yaml:", 9),
+			    "case %zu: ret %d, message \"%s\"", i, ret, err);
+	}
+}
+
 TEST(route_input_defaults)
 {
 	struct gw_model *m = gateway_api__new();
