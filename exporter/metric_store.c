@@ -828,10 +828,26 @@ static void acc_add(struct mmetric *m, void *acc, double v)
 {
 	union sum_acc *a = acc;
 
-	if (m->desc.is_int)
-		a->i += (int64_t)llround(v);
-	else
+	if (m->desc.is_int) {
+		/*
+		 * A transform may yield NaN, an infinity or more than int64
+		 * holds: llround() of those is unspecified and the sum could
+		 * overflow (UB). Saturate instead; NaN adds nothing.
+		 */
+		int64_t x = 0, r;
+
+		if (v >= 0x1p63)
+			x = INT64_MAX;
+		else if (v <= -0x1p63)
+			x = INT64_MIN;
+		else if (v == v)
+			x = (int64_t)llround(v);
+		if (__builtin_add_overflow(a->i, x, &r))
+			r = x > 0 ? INT64_MAX : INT64_MIN;
+		a->i = r;
+	} else {
 		a->d += v;
+	}
 }
 
 static void observe(struct mseries *ser, void *acc, double v)
@@ -1102,7 +1118,9 @@ static int collect_metric(struct mstore *s, struct mmetric *m,
 		return err;
 	qsort_r(s->sv, n, sizeof(*s->sv), cmp_series, &s->strs);
 	for (k = 0, li = 0; k < n; k++) {
-		fill_point(s, m, s->sv[k], delta, now_ns, k, s->lv + li);
+		/* no label anywhere: lv may be NULL, and NULL + 0 is UB */
+		fill_point(s, m, s->sv[k], delta, now_ns, k,
+			   s->lv ? s->lv + li : NULL);
 		li += s->sv[k]->nlabels;
 	}
 	/* what the points are, which is what an exporter must label them */

@@ -212,6 +212,19 @@ static struct doc_node *scalar(struct parser *p, const yaml_event_t *ev)
 static struct doc_node *clone_counted(struct parser *p, const struct doc_node *n,
 				      int depth);
 
+/*
+ * Room for element n of an array the parser appends to: the capacity is the
+ * next power of two, so it grows only when n is one. Growing by one element
+ * each time copied the array on every append with allocators that never
+ * grow in place (ASan's): quadratic again.
+ */
+static void *grow(void *arr, size_t n, size_t size)
+{
+	if (n & (n - 1))
+		return arr;
+	return realloc(arr, (n ? 2 * n : 1) * size);
+}
+
 static int grow_anchors(struct parser *p)
 {
 	size_t cap = p->anchor_cap ? p->anchor_cap * 2 : 64;
@@ -328,7 +341,7 @@ static int discard(struct parser *p, struct doc_node *n, bool anchored)
 		doc__free(n);
 		return 0;
 	}
-	k = realloc(p->kept, (p->nkept + 1) * sizeof(*k));
+	k = grow(p->kept, p->nkept, sizeof(*k));
 	if (!k) {
 		/* the anchor must not dangle: forget the node everywhere */
 		for (size_t i = 0; i < p->anchor_cap; i++)
@@ -397,8 +410,8 @@ static int parse_children(struct parser *p, struct doc_node *n, int depth)
 		if (err)
 			return err;
 		if (n->kind == DOC_LIST) {
-			void *items = realloc(n->list.items,
-					      (n->list.n + 1) * sizeof(val));
+			void *items = grow(n->list.items, n->list.n,
+					   sizeof(val));
 			if (!items) {
 				doc__free(val);
 				return -ENOMEM;
@@ -436,10 +449,10 @@ static int parse_children(struct parser *p, struct doc_node *n, int depth)
 				snprintf(buf, sizeof(buf), "%g", key->d);
 			else
 				ks = "null";
-			keys = realloc(n->map.keys, (n->map.n + 1) * sizeof(*keys));
+			keys = grow(n->map.keys, n->map.n, sizeof(*keys));
 			if (keys)
 				n->map.keys = keys;
-			vals = realloc(n->map.vals, (n->map.n + 1) * sizeof(*vals));
+			vals = grow(n->map.vals, n->map.n, sizeof(*vals));
 			if (vals)
 				n->map.vals = vals;
 			if (!keys || !vals || !(keys[n->map.n] = strdup(ks))) {
@@ -578,7 +591,7 @@ static int parse_stream(struct parser *p, struct doc_file *f)
 					return err;
 				continue;
 			}
-			docs = realloc(f->docs, (f->ndocs + 1) * sizeof(*docs));
+			docs = grow(f->docs, f->ndocs, sizeof(*docs));
 			if (!docs) {
 				doc__free(root);
 				return -ENOMEM;
