@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# What `make check` runs once everything is built: the unit tests, then the
-# integration tests (root: they load BPF and start real proxies). The last
-# line sums both: "N passed, N failed"; exit status 1 when anything failed.
+# What `make check` runs once everything is built: the unit tests, the unit
+# tests again under ASan/UBSan, the fuzz targets, then the integration tests
+# (root: they load BPF and start real proxies). The last line sums them all:
+# "N passed, N failed"; exit status 1 when anything failed.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -33,6 +34,19 @@ echo "== unit tests"
 bin/unit_tests 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 tally "$out" bin/unit_tests
+
+# Sanitizer builds: the unit tests under ASan/UBSan, then every libFuzzer
+# target for FUZZ_CHECK_TIME seconds (one pass per target; any finding
+# fails). Both build apart in .output/asan and .output/fuzz.
+echo "== unit tests under ASan/UBSan"
+make -s --no-print-directory asan-unit 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" "make asan-unit"
+
+echo "== fuzz targets (${FUZZ_CHECK_TIME:-20} s each)"
+make -s --no-print-directory fuzz FUZZ_TIME="${FUZZ_CHECK_TIME:-20}" 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" "make fuzz"
 
 echo "== integration tests"
 selftests/integration/run.sh "${T:-}" 2>&1 | tee "$out"
