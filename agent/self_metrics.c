@@ -50,6 +50,7 @@ enum {
 	M_TARGETS,
 	M_ROUTE_RELOADS,
 	M_ROUTE_ERROR,
+	M_ROUTE_OBJ_REJECTED,
 	M_EXPORT_ATTEMPTS,
 	M_EXPORT_FAILURES,
 	M_EXPORT_RETRIES,
@@ -134,6 +135,9 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 		   "Route tables installed.", "1", MI_COUNTER, true);
 	err |= reg(sm, M_ROUTE_ERROR, "milometer.routes.rejected",
 		   "1 while the latest manifests are rejected (previous table active).",
+		   "1", MI_GAUGE, true);
+	err |= reg(sm, M_ROUTE_OBJ_REJECTED, "milometer.routes.objects_rejected",
+		   "Manifest files or Gateway API objects left out of the route table (invalid, over a limit, duplicate); the agent log says why.",
 		   "1", MI_GAUGE, true);
 	err |= reg(sm, M_EXPORT_ATTEMPTS, "milometer.export.attempts",
 		   "OTLP export HTTP requests.", "1", MI_COUNTER, true);
@@ -308,6 +312,8 @@ void self_metrics__refresh(struct self_metrics *sm)
 	set1(sm, M_ROUTE_RELOADS, route_sync__reloads(ag->routes), now, NULL, 0);
 	set1(sm, M_ROUTE_ERROR, route_sync__last_error(ag->routes) ? 1 : 0, now,
 	     NULL, 0);
+	set1(sm, M_ROUTE_OBJ_REJECTED,
+	     route_sync__rejected_objects(ag->routes), now, NULL, 0);
 	set1(sm, M_CPU,
 	     ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
 		     ru.ru_stime.tv_usec / 1e6,

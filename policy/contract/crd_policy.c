@@ -87,9 +87,12 @@ static int compile(const struct doc_node *n, const char *path, unsigned vars,
 		return -ENOMEM;
 	x->prog = cel__compile(n->str.s, vars, &cerr);
 	if (!x->prog)
+		/* the reason first: a long expression must not push it
+		 * past the end of the (bounded) condition message */
 		return crd__fail(e, "InvalidCEL", n, path,
-				 "`%s` column %d: %s", n->str.s, cerr.col,
-				 cerr.msg);
+				 "column %d: %s; in `%.160s%s`", cerr.col,
+				 cerr.msg, n->str.s,
+				 n->str.len > 160 ? "..." : "");
 	return 0;
 }
 

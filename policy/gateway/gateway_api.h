@@ -149,6 +149,13 @@ struct gw_model {
 	struct regex **regexes;   /* compiled patterns, freed with the model */
 	size_t nregexes;
 	size_t skipped;           /* documents of kinds we do not handle */
+	/*
+	 * "file:line: why" for each file or object gateway_api__load_dir()
+	 * left out (unreadable, bad YAML, invalid, duplicate, over a limit):
+	 * the Gateway API rejects a bad route alone, never its neighbours.
+	 */
+	char **rejected;
+	size_t nrejected;
 };
 
 struct gw_model *gateway_api__new(void);
@@ -163,7 +170,11 @@ void gateway_api__free(struct gw_model *m);
 int gateway_api__add_doc(struct gw_model *m, const struct doc_node *root,
 			 char *err, size_t errlen);
 
-/* Every *.yaml and *.yml in dir (not recursive), in name order. */
+/*
+ * Every *.yaml and *.yml in dir (not recursive), in name order. A file or
+ * object that cannot be used is recorded in m->rejected and the rest still
+ * load; -errno only when dir cannot be read or memory runs out.
+ */
 int gateway_api__load_dir(struct gw_model *m, const char *dir, char *err,
 			  size_t errlen);
 

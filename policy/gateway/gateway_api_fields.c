@@ -108,6 +108,10 @@ int gateway_api_fields__opt_str(struct gw_ctx *c, const struct doc_node *parent,
 		return gateway_api_fields__bad(
 			c, n, "%s.%s must be a string, not %s", what, key,
 			doc__kind_name(n->kind));
+	/* "\0" in YAML: C would see a shorter, different value */
+	if (strlen(n->str.s) != n->str.len)
+		return gateway_api_fields__bad(
+			c, n, "%s.%s contains a NUL byte", what, key);
 	*out = gateway_api_fields__strdup(c->m, n->str.s);
 	return *out ? 0 : gateway_api_fields__oom(c);
 }
@@ -196,9 +200,16 @@ int gateway_api_fields__item_map(struct gw_ctx *c, const struct doc_node *n,
  * RFC 1123 subdomain, optionally with a leading "*." label, as the CRD's
  * Hostname pattern. Lower-cased by the caller.
  */
+/*
+ * The Gateway API's Hostname: RFC 1123 labels, optionally "*." first,
+ * at most 253 bytes, lower-case by the time we look ("IPs are not allowed":
+ * the CRD's pattern lets 127.0.0.1 through, so all-numeric labels are
+ * refused here).
+ */
 static bool valid_hostname(const char *h)
 {
-	size_t len = strlen(h);
+	size_t len = strlen(h), label = 0;
+	bool numeric = true;
 	const char *p = h;
 
 	if (!len || len > 253)
@@ -208,11 +219,26 @@ static bool valid_hostname(const char *h)
 			return false;
 		p += 2;
 	}
-	for (; *p; p++) {
-		if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '.'))
+	for (;; p++) {
+		if (!*p || *p == '.') {
+			/* empty label (".x", "x..y", "x."), or '-' at an end */
+			if (!label || label > 63 || p[-1] == '-')
+				return false;
+			if (!*p)
+				break;
+			label = 0;
+			continue;
+		}
+		if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) ||
+		      *p == '-'))
 			return false;
+		if (*p == '-' && !label)
+			return false;
+		if (!isdigit((unsigned char)*p))
+			numeric = false;
+		label++;
 	}
-	return h[len - 1] != '.' && h[len - 1] != '-';
+	return !numeric;
 }
 
 int gateway_api_fields__hostname(struct gw_ctx *c, const struct doc_node *n,
@@ -222,6 +248,9 @@ int gateway_api_fields__hostname(struct gw_ctx *c, const struct doc_node *n,
 		return gateway_api_fields__bad(c, n,
 					       "%s must be a string, not %s",
 					       what, doc__kind_name(n->kind));
+	if (strlen(n->str.s) != n->str.len)
+		return gateway_api_fields__bad(c, n, "%s contains a NUL byte",
+					       what);
 	*out = gateway_api_fields__lower(c->m, n->str.s);
 	if (!*out)
 		return gateway_api_fields__oom(c);

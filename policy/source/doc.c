@@ -108,6 +108,16 @@ static bool is_int(const char *s, int64_t *out)
 		if (q != s)
 			return false;
 		q += 2;
+		/*
+		 * Only digits of the base: strtoll() would skip blanks and
+		 * take a sign, so "0x 50" used to read as 80.
+		 */
+		if (!*q)
+			return false;
+		for (const char *c = q; *c; c++)
+			if (base == 16 ? !isxdigit((unsigned char)*c) :
+					 (*c < '0' || *c > '7'))
+				return false;
 	} else {
 		for (const char *c = q; *c; c++)
 			if (!isdigit((unsigned char)*c))

@@ -36,6 +36,17 @@ TEST(doc_scalars_and_lines)
 	ASSERT_EQ(doc__get(f->docs[0], "h")->line, 8);
 	ASSERT_EQ(doc__get(f->docs[1], "z")->i, 31);
 	doc__free_file(f);
+
+	/* issue 8: strtoll() skips blanks and takes a sign: 0x 50 was 80 */
+	f = parse("a: 0x 50\nb: 0x-5\nc: 0o17\nd: 0o8\ne: 0x\n", err,
+		  sizeof(err), &ret);
+	ASSERT_EQ(ret, 0);
+	ASSERT_STREQ(doc__str(f->docs[0], "a"), "0x 50");
+	ASSERT_STREQ(doc__str(f->docs[0], "b"), "0x-5");
+	ASSERT_EQ(doc__get(f->docs[0], "c")->i, 15);
+	ASSERT_STREQ(doc__str(f->docs[0], "d"), "0o8");
+	ASSERT_STREQ(doc__str(f->docs[0], "e"), "0x");
+	doc__free_file(f);
 }
 
 TEST(doc_errors_name_file_and_line)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "policy/source/doc.h"
 #include "policy/gateway/explain.h"
@@ -55,6 +56,25 @@ static const struct {
 	  "bad.yaml:6: spec.hostnames must be a list, not string", -EINVAL },
 	{ "bad hostname", ROUTE_HEAD "  hostnames: [\"foo.com:80\"]\n",
 	  "bad.yaml:6: spec.hostnames[] \"foo.com:80\" is not a hostname",
+	  -EINVAL },
+	/* issue 8: the message said "no IPs" but these passed */
+	{ "IPv4 hostname", ROUTE_HEAD "  hostnames: [\"127.0.0.1\"]\n",
+	  "bad.yaml:6: spec.hostnames[] \"127.0.0.1\" is not a hostname",
+	  -EINVAL },
+	{ "empty first label", ROUTE_HEAD "  hostnames: [\".example.com\"]\n",
+	  "bad.yaml:6: spec.hostnames[] \".example.com\" is not a hostname",
+	  -EINVAL },
+	{ "label ending in '-'", ROUTE_HEAD "  hostnames: [\"a-.example.com\"]\n",
+	  "bad.yaml:6: spec.hostnames[] \"a-.example.com\" is not a hostname",
+	  -EINVAL },
+	/* issue 8: "\0" cut the hostname to "a.com" */
+	{ "NUL in hostname", ROUTE_HEAD "  hostnames: [\"a.com\\0.evil\"]\n",
+	  "bad.yaml:6: spec.hostnames[] contains a NUL byte", -EINVAL },
+	{ "NUL in a name", ROUTE_HEAD "  parentRefs: [{name: \"gw\\0x\"}]\n",
+	  "bad.yaml:6: parentRef.name contains a NUL byte", -EINVAL },
+	/* issue 8: strtoll() skipped the blank: port 80 */
+	{ "port 0x 50", ROUTE_HEAD "  parentRefs: [{name: gw, port: 0x 50}]\n",
+	  "bad.yaml:6: parentRef.port must be an integer, not string",
 	  -EINVAL },
 	{ "path without '/'", ROUTE_HEAD "  rules:\n  - matches:\n"
 	  "    - path:\n        type: Exact\n        value: api\n",
@@ -273,10 +293,20 @@ TEST(route_input_load_dir_errors)
 	      "metadata: {name: r}\nspec:\n  rules:\n  - matches:\n"
 	      "    - path: {value: nope}\n", f);
 	fclose(f);
+	/* a bad object is left out with its reason; the others load */
+	snprintf(path, sizeof(path), "%s/c.yaml", test__tmpdir());
+	f = fopen(path, "w");
+	ASSERT_TRUE(f != NULL);
+	fputs("apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+	      "metadata: {name: ok}\nspec: {}\n", f);
+	fclose(f);
 	ASSERT_EQ(gateway_api__load_dir(m, test__tmpdir(), err, sizeof(err)),
-		  -EINVAL);
-	ASSERT_TRUE(strstr(err, "/b.yaml:7: path.value \"nope\" must start "
-			   "with '/'") != NULL, "%s", err);
+		  0);
+	ASSERT_EQ(m->nrejected, 1);
+	ASSERT_TRUE(strstr(m->rejected[0], "/b.yaml:7: path.value \"nope\" "
+			   "must start with '/'") != NULL, "%s", m->rejected[0]);
+	ASSERT_EQ(m->nroutes, 1);
+	ASSERT_STREQ(m->routes[0]->name, "ok");
 	gateway_api__free(m);
 }
 
@@ -476,10 +506,31 @@ TEST(route_input_explain_manifest_error)
 	fputs("apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
 	      "metadata: {name: r}\nspec:\n  hostnames: 3\n", f);
 	fclose(f);
+	/*
+	 * issue 8: one bad file used to stop explain; a FIFO named *.yaml
+	 * made it hang. Both are left out and the rest is explained.
+	 */
+	snprintf(path, sizeof(path), "%s/fifo.yaml", test__tmpdir());
+	ASSERT_EQ(mkfifo(path, 0600), 0);
+	snprintf(path, sizeof(path), "%s/good.yaml", test__tmpdir());
+	f = fopen(path, "w");
+	ASSERT_TRUE(f != NULL);
+	fputs("apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
+	      "metadata: {name: gw}\nspec:\n  listeners:\n"
+	      "  - {name: h, protocol: HTTP, port: 80}\n---\n"
+	      "apiVersion: v1\nkind: List\nitems:\n"
+	      "- apiVersion: gateway.networking.k8s.io/v1\n  kind: HTTPRoute\n"
+	      "  metadata: {name: good}\n  spec: {parentRefs: [{name: gw}]}\n",
+	      f);
+	fclose(f);
 	ret = explain(&out, &errs, args);
-	ASSERT_EQ(ret, 2);
-	ASSERT_TRUE(strstr(errs, "/x.yml:5: spec.hostnames must be a list")
-		    != NULL, "%s", errs);
+	ASSERT_EQ(ret, 0);
+	ASSERT_TRUE(strstr(errs, "left out: ") &&
+			    strstr(errs, "/x.yml:5: spec.hostnames must be a list"),
+		    "%s", errs);
+	ASSERT_TRUE(strstr(errs, "/fifo.yaml: not a regular file"), "%s", errs);
+	/* the route inside the kind: List (kubectl get -o yaml) counts */
+	ASSERT_TRUE(!strncmp(out, "default/good rule 0", 19), "%s", out);
 	free(out);
 	free(errs);
 }
