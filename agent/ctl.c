@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -212,31 +215,83 @@ static void run_cmd(struct agent *ag, char *line, FILE *out)
 	}
 }
 
+/*
+ * One request line of at most CTL_MAX_REQUEST bytes, within CTL_READ_MS:
+ * the loop that serves the socket also drains the ring buffer, so a client
+ * slow to ask (or asking for too much) gets an error, not the agent's time.
+ * 0, or -E2BIG / -ETIMEDOUT / -EINVAL (bytes that are not a command).
+ */
+#define CTL_MAX_REQUEST 256
+#define CTL_READ_MS 100
+
+static int read_request(int fd, char *line, size_t len)
+{
+	struct timespec t0, now;
+	size_t got = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		long left;
+		ssize_t n;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = CTL_READ_MS - ((now.tv_sec - t0.tv_sec) * 1000 +
+				      (now.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0 || poll(&p, 1, left) <= 0)
+			return -ETIMEDOUT;
+		n = recv(fd, line + got, len - 1 - got, MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			break; /* the client is done: take what it sent */
+		got += n;
+		line[got] = 0;
+		if (memchr(line, '\n', got))
+			break;
+		if (got == len - 1)
+			return -E2BIG;
+	}
+	line[got] = 0;
+	if (!got)
+		return -ENODATA;
+	for (size_t i = 0; i < got; i++)
+		if (!isprint((unsigned char)line[i]) && !isspace((unsigned char)line[i]))
+			return -EINVAL;
+	return 0;
+}
+
 void ctl__serve(struct agent *ag, int lfd)
 {
 	struct timeval tv = { .tv_sec = 1 };
-	char line[256];
-	ssize_t n;
+	char line[CTL_MAX_REQUEST];
 	FILE *out;
-	int fd;
+	int fd, err;
 
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	n = read(fd, line, sizeof(line) - 1);
-	if (n <= 0) {
+	err = read_request(fd, line, sizeof(line));
+	if (err == -ENODATA) {
 		close(fd);
 		return;
 	}
-	line[n] = 0;
 	out = fdopen(fd, "w");
 	if (!out) {
 		close(fd);
 		return;
 	}
-	run_cmd(ag, line, out);
+	if (err == -E2BIG)
+		fprintf(out, "error: request longer than %d bytes\n",
+			CTL_MAX_REQUEST - 1);
+	else if (err == -ETIMEDOUT)
+		fprintf(out, "error: no complete request within %d ms\n",
+			CTL_READ_MS);
+	else if (err)
+		fputs("error: the request holds bytes that are not text\n", out);
+	else
+		run_cmd(ag, line, out);
 	fclose(out);
 }
 
