@@ -282,9 +282,20 @@ void ctl__serve(struct agent *ag, int lfd)
 		close(fd);
 		return;
 	}
-	if (err == -E2BIG)
+	if (err == -E2BIG) {
+		char junk[4096];
+
+		/*
+		 * Closing with unread bytes resets the connection and the
+		 * client would not read the answer: drop what is already
+		 * queued (without waiting for more).
+		 */
+		for (int i = 0; i < 16; i++)
+			if (recv(fd, junk, sizeof(junk), MSG_DONTWAIT) <= 0)
+				break;
 		fprintf(out, "error: request longer than %d bytes\n",
 			CTL_MAX_REQUEST - 1);
+	}
 	else if (err == -ETIMEDOUT)
 		fprintf(out, "error: no complete request within %d ms\n",
 			CTL_READ_MS);

@@ -138,7 +138,7 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 		   "1", MI_GAUGE, true);
 	err |= reg(sm, M_ROUTE_OBJ_REJECTED, "milometer.routes.objects_rejected",
 		   "Manifest files or Gateway API objects left out of the route table (invalid, over a limit, duplicate); the agent log says why.",
-		   "1", MI_GAUGE, true);
+		   "{object}", MI_GAUGE, true);
 	err |= reg(sm, M_EXPORT_ATTEMPTS, "milometer.export.attempts",
 		   "OTLP export HTTP requests.", "1", MI_COUNTER, true);
 	err |= reg(sm, M_EXPORT_FAILURES, "milometer.export.failures",
