@@ -165,7 +165,7 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 CLANG_CXX_SAN := -fno-sanitize=function,vptr
 SAN_CXX_FLAGS = $(SAN_FLAGS) $(if $(findstring clang,$(CXX)),$(CLANG_CXX_SAN))
 asan-unit: deps-check
-	$(Q)CFLAGS="$(SAN_FLAGS)" CXXFLAGS="$(SAN_CXX_FLAGS)" $(MAKE) --no-print-directory \
+	$(Q)CFLAGS="$(SAN_FLAGS)" CXXFLAGS="$(SAN_CXX_FLAGS)" $(MAKE) --no-print-directory -s \
 		OUTPUT=$(OUTPUT)/asan BIN=$(OUTPUT)/asan/bin $(OUTPUT)/asan/bin/unit_tests
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -185,7 +185,7 @@ FUZZ_DEPS     = $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
 		selftests/fuzz/fuzz_util.h | $(BIN)
 
 fuzz-build: deps-check
-	$(Q)CFLAGS="$(FUZZ_FLAGS)" CXXFLAGS="$(FUZZ_FLAGS) $(CLANG_CXX_SAN)" $(MAKE) --no-print-directory \
+	$(Q)CFLAGS="$(FUZZ_FLAGS)" CXXFLAGS="$(FUZZ_FLAGS) $(CLANG_CXX_SAN)" $(MAKE) --no-print-directory -s \
 		CC=$(CLANG) CXX=$(CLANG)++ OUTPUT=$(FUZZ_OUT) BIN=$(FUZZ_OUT)/bin \
 		$(addprefix $(FUZZ_OUT)/bin/fuzz_,$(FUZZ_TARGETS))
 
