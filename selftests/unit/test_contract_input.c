@@ -8,6 +8,7 @@
 
 #include "policy/contract/check_cmd.h"
 #include "policy/contract/contract_uid.h"
+#include "policy/source/doc.h"
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
 
@@ -378,4 +379,32 @@ TEST(contract_attribute_filter_regex_not_cut)
 	tc_close(&t);
 	free(seed);
 	free(y);
+}
+
+/* issue 8: what one object may hold is capped, inside a List too */
+TEST(contract_object_node_cap)
+{
+	const char *dir = test__tmpdir();
+	size_t n = DOC_MAX_OBJECT_NODES + 10, cap = 64 + n * 24, len = 0;
+	char *y = malloc(cap);
+	struct tc_ctx t;
+	bool said = false;
+
+	ASSERT_TRUE(y);
+	len += snprintf(y + len, cap - len,
+			"apiVersion: v1\nkind: List\nitems:\n"
+			"- apiVersion: gateway.networking.k8s.io/v1\n"
+			"  kind: HTTPRoute\n  metadata:\n    name: big\n"
+			"    labels:\n");
+	for (size_t i = 0; i < n; i++)
+		len += snprintf(y + len, cap - len, "      k%zu: v\n", i);
+	ASSERT_EQ(tc_open1(&t, tc_write(dir, "big.yaml", y)), 0);
+	free(y);
+	ASSERT_EQ(manifest_source__count(t.src), 0);
+	for (size_t i = 0; i < manifest_source__nerrors(t.src); i++)
+		said |= strstr(manifest_source__error(t.src, i),
+			       "big.yaml:4:3: HTTPRoute holds more than 131072 YAML nodes") != NULL;
+	ASSERT_TRUE(said, "%s", manifest_source__nerrors(t.src) ?
+				       manifest_source__error(t.src, 0) : "no error");
+	tc_close(&t);
 }
