@@ -275,6 +275,8 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 				 "expected a list, found %s",
 				 doc__kind_name(af->kind));
 	if (af) {
+		size_t nre = 0;
+
 		p->filters = calloc(af->list.n + 1, sizeof(*p->filters));
 		if (!p->filters)
 			return -ENOMEM;
@@ -308,6 +310,11 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 				return -ENOMEM;
 			if (!re)
 				continue;
+			/* each compiled pattern may hold REGEX_MAX_MEM */
+			if (++nre > MP_MAX_FILTER_REGEXES)
+				return crd__fail(e, "InvalidField", it, ip,
+						 "more than %d regex filters in one policy (each one holds memory)",
+						 MP_MAX_FILTER_REGEXES);
 			rc = regex__compile(re, strlen(re), &f->re, why,
 					    sizeof(why));
 			if (rc == -ENOMEM)

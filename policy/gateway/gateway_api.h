@@ -49,6 +49,12 @@
 #define GW_MAX_PATH_LEN      1024 /* HTTPPathMatch.value */
 #define GW_MAX_HEADER_NAME   256
 #define GW_MAX_HEADER_VALUE  4096
+/*
+ * Ours, not the API's (RegularExpression is implementation-specific):
+ * compiled patterns per Gateway or HTTPRoute, each bounded by
+ * REGEX_MAX_MEM (policy/regex/regex.h).
+ */
+#define GW_MAX_OBJECT_REGEXES 64
 
 enum gw_from {
 	GW_FROM_SAME,     /* routes in the Gateway's namespace */

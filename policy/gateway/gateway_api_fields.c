@@ -283,6 +283,16 @@ int gateway_api_fields__compile_re(struct gw_ctx *c, const struct doc_node *n,
 	int rc;
 
 	/*
+	 * Each compiled pattern may take up to REGEX_MAX_MEM once traffic
+	 * fills its DFA cache; the CRD would allow 128 matches of 33 regexes.
+	 */
+	if (++c->nregexes > GW_MAX_OBJECT_REGEXES)
+		return gateway_api_fields__bad(
+			c, n,
+			"more than %d RegularExpression matches in one object "
+			"(milometer's limit: each one holds memory)",
+			GW_MAX_OBJECT_REGEXES);
+	/*
 	 * RE2 as Envoy uses it; the whole value must match (FullMatch), so
 	 * the pattern needs no anchors. regex.h says what bounds compilation.
 	 */

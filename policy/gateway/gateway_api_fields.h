@@ -16,6 +16,7 @@ struct gw_ctx {
 	char *err;
 	size_t errlen;
 	const char *file;
+	size_t nregexes; /* compiled for this object so far */
 };
 
 void *gateway_api_fields__alloc(struct gw_model *m, size_t size);

@@ -12,7 +12,8 @@
  *     value the Gateway API CRD accepts, header values: 4096);
  *   - REGEX_MAX_MEM bytes for RE2 (its max_mem option: compiled program
  *     plus the lazily built DFA; past the DFA budget RE2 falls back to its
- *     NFA, still linear);
+ *     NFA, still linear). Callers also cap how many patterns one object
+ *     may hold, so an object's regexes hold at most 64 x 256 KiB;
  *   - REGEX_MAX_PROGRAM instructions (RE2::ProgramSize(), the "program
  *     size" Envoy limits with re2.max_program_size).
  * Past any of them regex__compile() fails with a message saying which.
@@ -28,7 +29,7 @@ extern "C" {
 #endif
 
 #define REGEX_MAX_PATTERN 4096
-#define REGEX_MAX_MEM (1 << 20)
+#define REGEX_MAX_MEM (256 << 10)
 #define REGEX_MAX_PROGRAM 5000
 
 struct regex;

@@ -625,3 +625,35 @@ TEST(route_input_explain_verbose)
 	free(out);
 	free(errs);
 }
+
+/* Every compiled pattern may hold REGEX_MAX_MEM: at most 64 per object. */
+TEST(route_input_regex_count_limit)
+{
+	for (int nre = 64; nre <= 65; nre++) {
+		struct gw_model *m = gateway_api__new();
+		char *y = malloc(64 * 1024), err[512] = "";
+		size_t len = 0;
+		int ret;
+
+		ASSERT_TRUE(m && y);
+		len += snprintf(y + len, 64 * 1024 - len,
+				ROUTE_HEAD "  rules:\n  - matches:\n");
+		for (int i = 0; i < nre; i += 13) {
+			len += snprintf(y + len, 64 * 1024 - len,
+					"    - headers:\n");
+			for (int h = i; h < nre && h < i + 13; h++)
+				len += snprintf(y + len, 64 * 1024 - len,
+						"      - {name: h%d, type: RegularExpression, value: \"v[0-9]+\"}\n",
+						h);
+		}
+		ret = add_yaml(m, y, err, sizeof(err));
+		free(y);
+		gateway_api__free(m);
+		if (nre == 64)
+			ASSERT_TRUE(ret == 0, "%s", err);
+		else
+			ASSERT_TRUE(ret == -EINVAL &&
+					    strstr(err, "more than 64 RegularExpression matches in one object"),
+				    "%d %s", ret, err);
+	}
+}
