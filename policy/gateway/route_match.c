@@ -99,7 +99,9 @@ static bool query_match(const struct gw_match *m, const struct http_req *r)
 	for (size_t i = 0; i < m->nquery; i++) {
 		const struct gw_kv_match *kv = &m->query[i];
 		size_t nl = strlen(kv->name);
-		const char *p = r->query, *end = r->query + r->query_len;
+		/* no query: NULL, and NULL + 0 is UB (found by fuzz_route_match) */
+		const char *p = r->query;
+		const char *end = p ? p + r->query_len : NULL;
 		bool found = false;
 
 		while (p && p < end && !found) {
