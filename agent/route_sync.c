@@ -34,6 +34,7 @@ struct route_sync {
 	uint32_t cur;       /* generation installed */
 	uint64_t fingerprint;
 	uint64_t reloads;
+	size_t rejected;    /* objects the latest manifests left out */
 	char last_error[512];
 	struct manifest_source *src; /* the API; NULL: dir */
 	uint64_t src_gen;
@@ -210,6 +211,15 @@ static int build(struct route_sync *rs, char *err, size_t errlen)
 		ret = gateway_api__load_dir(m, rs->dir, err, errlen);
 		if (ret)
 			goto fail;
+		/*
+		 * A hostile or broken object is left out with its reason
+		 * (logged once per change of the manifests, as a reload only
+		 * happens then); every other route still counts.
+		 */
+		rs->rejected = m->nrejected;
+		for (size_t i = 0; i < m->nrejected; i++)
+			fprintf(stderr, "milometer: manifest left out: %s\n",
+				m->rejected[i]);
 	}
 	ret = route_compile__build(m, rs->gateway, gen, &t, err, errlen);
 	if (ret)
@@ -299,6 +309,11 @@ const char *route_sync__last_error(const struct route_sync *rs)
 uint64_t route_sync__reloads(const struct route_sync *rs)
 {
 	return rs->reloads;
+}
+
+size_t route_sync__rejected_objects(const struct route_sync *rs)
+{
+	return rs->rejected;
 }
 
 void route_sync__dump(const struct route_sync *rs, FILE *out, int json)

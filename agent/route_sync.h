@@ -46,6 +46,8 @@ const struct route_table *route_sync__current(const struct route_sync *rs);
 const struct route_table *route_sync__table_fn(void *rs, uint32_t gen);
 const char *route_sync__last_error(const struct route_sync *rs);
 uint64_t route_sync__reloads(const struct route_sync *rs);
+/* Files or objects the latest manifests left out (each logged with why). */
+size_t route_sync__rejected_objects(const struct route_sync *rs);
 void route_sync__dump(const struct route_sync *rs, FILE *out, int json);
 
 #endif /* MM_AGENT_ROUTE_SYNC_H */

@@ -59,6 +59,7 @@ enum {
 	M_ROUTE_RELOADS,
 	M_ROUTE_ERROR,
 	M_CONTRACT_RELOAD_FAILURES,
+	M_ROUTE_OBJ_REJECTED,
 	M_EXPORT_ATTEMPTS,
 	M_EXPORT_FAILURES,
 	M_EXPORT_RETRIES,
@@ -155,6 +156,9 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 		   "milometer.contract.reload_failures",
 		   "Manifest reloads that failed (previous MetricDefinitions/MetricPolicies kept).",
 		   "1", MI_COUNTER, true);
+	err |= reg(sm, M_ROUTE_OBJ_REJECTED, "milometer.routes.objects_rejected",
+		   "Manifest files or Gateway API objects left out of the route table (invalid, over a limit, duplicate); the agent log says why.",
+		   "{object}", MI_GAUGE, true);
 	err |= reg(sm, M_EXPORT_ATTEMPTS, "milometer.export.attempts",
 		   "OTLP export HTTP requests.", "1", MI_COUNTER, true);
 	err |= reg(sm, M_EXPORT_FAILURES, "milometer.export.failures",
@@ -368,6 +372,8 @@ void self_metrics__refresh(struct self_metrics *sm)
 	     NULL, 0);
 	set1(sm, M_CONTRACT_RELOAD_FAILURES, ag->contract_reload_failures, now,
 	     NULL, 0);
+	set1(sm, M_ROUTE_OBJ_REJECTED,
+	     route_sync__rejected_objects(ag->routes), now, NULL, 0);
 	set1(sm, M_CPU,
 	     ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
 		     ru.ru_stime.tv_usec / 1e6,

@@ -6,12 +6,12 @@
 set -eu
 build="gcc clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
 libyaml-dev libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
-libmicrohttpd-dev uuid-dev libjson-c-dev libssl-dev libnghttp2-dev libcapstone-dev"
+libmicrohttpd-dev uuid-dev libjson-c-dev libssl-dev libnghttp2-dev libcapstone-dev libre2-dev libclang-rt-14-dev"
 run="nginx-light haproxy wrk hey prometheus protobuf-compiler iproute2 curl
 qemu-system-x86 busybox-static
 procps psmisc python3 python3-prometheus-client openssl android-libboringssl
 python3-kubernetes python3-yaml
-nghttp2-client nghttp2-server nghttp2-proxy caddy binutils buildah ca-certificates"
+nghttp2-client nghttp2-server nghttp2-proxy caddy binutils buildah ca-certificates libre2-9"
 want=$build
 [ "${1:-}" = "--build-only" ] || want="$build $run"
 

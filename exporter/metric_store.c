@@ -578,10 +578,26 @@ static void acc_add(struct mmetric *m, void *acc, double v)
 {
 	union sum_acc *a = acc;
 
-	if (m->desc.is_int)
-		a->i += (int64_t)llround(v);
-	else
+	if (m->desc.is_int) {
+		/*
+		 * A transform may yield NaN, an infinity or more than int64
+		 * holds: llround() of those is unspecified and the sum could
+		 * overflow (UB). Saturate instead; NaN adds nothing.
+		 */
+		int64_t x = 0, r;
+
+		if (v >= 0x1p63)
+			x = INT64_MAX;
+		else if (v <= -0x1p63)
+			x = INT64_MIN;
+		else if (v == v)
+			x = (int64_t)llround(v);
+		if (__builtin_add_overflow(a->i, x, &r))
+			r = x > 0 ? INT64_MAX : INT64_MIN;
+		a->i = r;
+	} else {
 		a->d += v;
+	}
 }
 
 static void observe(struct mseries *ser, void *acc, double v)

@@ -200,7 +200,9 @@ static int collect_metric(struct mstore *s, struct mmetric *m,
 		return err;
 	qsort_r(s->sv, n, sizeof(*s->sv), cmp_series, &s->strs);
 	for (k = 0, li = 0; k < n; k++) {
-		fill_point(s, m, s->sv[k], delta, now_ns, k, s->lv + li);
+		/* no label anywhere: lv may be NULL, and NULL + 0 is UB */
+		fill_point(s, m, s->sv[k], delta, now_ns, k,
+			   s->lv ? s->lv + li : NULL);
 		li += s->sv[k]->nlabels;
 	}
 	/* what the points are, which is what an exporter must label them */

@@ -369,6 +369,14 @@ struct prom_server *prom_server__start(const struct prom_server_opts *opts,
 		/* a stuck client must not hold the single thread forever */
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
+		/* one client cannot take every slot */
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)16,
+		/*
+		 * Request line plus headers per connection: a scrape needs
+		 * well under 1 KiB; past this libmicrohttpd answers 431 (or
+		 * 414 for the URI) and closes, never buffering more.
+		 */
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)PROM_MAX_REQUEST,
 		MHD_OPTION_END);
 	if (!srv->daemon) {
 		snprintf(err, errlen, "listen address %s: libmicrohttpd "

@@ -58,6 +58,9 @@ struct prom_server *prom_server__start(const struct prom_server_opts *opts,
 				       char *err, size_t errlen);
 /* The port actually bound (useful with port 0). */
 int prom_server__port(const struct prom_server *srv);
+
+/* Bytes of request head one connection may send (see prom_server.c). */
+#define PROM_MAX_REQUEST (16 * 1024)
 /* Stop serving and free; waits for an in-flight request. NULL is a no-op. */
 void prom_server__stop(struct prom_server *srv);
 

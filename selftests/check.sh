@@ -1,10 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# What `make check` runs once everything is built: the unit tests, then the
-# integration tests (root: they load BPF and start real proxies), then the
-# bounded kernel matrix (selftests/kernel: qemu + the host kernel). The last
-# line sums them all: "N passed, N failed, N skipped" (a skip is never a
-# pass); exit status 1 when anything failed.
+# What `make check` runs once everything is built: the unit tests, the unit
+# tests again under ASan/UBSan, the fuzz targets, the BPF program tests, the
+# Kubernetes client tests, then the integration tests (root: they load BPF
+# and start real proxies) and the bounded kernel matrix (selftests/kernel:
+# qemu + the host kernel). The last line sums them all: "N passed, N failed,
+# N skipped" (a skip is never a pass); exit status 1 when anything failed.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -39,6 +40,20 @@ echo "== unit tests"
 bin/unit_tests 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 tally "$out" bin/unit_tests
+
+# Sanitizer builds: the unit tests under ASan/UBSan, then every libFuzzer
+# target for FUZZ_CHECK_TIME seconds (one pass per target; any finding
+# fails). Both build apart in .output/asan and .output/fuzz.
+echo "== unit tests under ASan/UBSan"
+# T= : T filters the integration tests only
+make -s --no-print-directory asan-unit T= 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" "make asan-unit"
+
+echo "== fuzz targets (${FUZZ_CHECK_TIME:-20} s each)"
+make -s --no-print-directory fuzz FUZZ_TIME="${FUZZ_CHECK_TIME:-20}" 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" "make fuzz"
 
 # The parser, exchange bookkeeping and route lookup as BPF programs run by
 # BPF_PROG_TEST_RUN (root). A test object that does not load fails every

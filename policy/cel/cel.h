@@ -26,7 +26,8 @@
  *    and null, and an error when b is absent.
  *  - int(timestamp) is Unix seconds; there is no double(timestamp): write
  *    double(int(ts)).
- *  - matches() is POSIX ERE (regcomp REG_EXTENDED), not RE2.
+ *  - matches() is RE2 (policy/regex/regex.h) with that file's limits on
+ *    pattern and compiled size; past them it is an evaluation error.
  *  - timestamps span 1677-09-21..2262-04-11 (int64 nanoseconds).
  *  - the comprehension macros (all, exists, exists_one, map, filter) are not
  *    supported; has() is.

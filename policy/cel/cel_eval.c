@@ -190,7 +190,7 @@ static int concat(struct cel_program *p, int col, const struct cel_value *l,
 	char *s;
 
 	if (l->type != CEL_LIST) {
-		/* NUL-terminated too, for regexec() and friends */
+		/* NUL-terminated too, for the C string functions */
 		s = cel_arena_alloc(p, l->str.len + r->str.len + 1);
 		if (!s)
 			return too_large(p, col);

@@ -398,18 +398,15 @@ void cel_regex_free(struct cel_regex *r)
 {
 	if (!r)
 		return;
-	if (r->ok)
-		regfree(&r->re);
+	regex__free(r->re);
 	free(r->pat);
 	free(r);
 }
 
 /*
- * POSIX extended regular expressions stand in for RE2: the common subset
- * (classes, anchors, alternation, repetition) behaves the same; RE2-only
- * syntax such as \d or (?i) is not available. A literal pattern is
- * compiled once by cel__compile(); a computed one is recompiled when it
- * changes, which allocates.
+ * RE2, as the CEL spec says matches() is. A literal pattern is compiled
+ * once by cel__compile(); a computed one is recompiled when it changes,
+ * which allocates. policy/regex/regex.h bounds the compilation.
  */
 int cel_regex_prepare(struct cel_regex *re, const char *pat, size_t len,
 		      char *msg, size_t msglen)
@@ -418,25 +415,21 @@ int cel_regex_prepare(struct cel_regex *re, const char *pat, size_t len,
 
 	if (re->pat && re->len == len && !memcmp(re->pat, pat, len))
 		return re->ok ? 0 : -EINVAL;
-	if (re->ok)
-		regfree(&re->re);
+	regex__free(re->re);
+	re->re = NULL;
 	re->ok = false;
 	free(re->pat);
-	re->pat = strndup(pat, len);
+	re->pat = malloc(len + 1);
 	re->len = len;
 	if (!re->pat) {
 		snprintf(msg, msglen, "out of memory");
 		return -ENOMEM;
 	}
-	if (strlen(re->pat) != len) {
-		snprintf(msg, msglen, "NUL byte in pattern");
-		return -EINVAL;
-	}
-	r = regcomp(&re->re, re->pat, REG_EXTENDED | REG_NOSUB);
-	if (r) {
-		regerror(r, &re->re, msg, msglen);
-		return -EINVAL;
-	}
+	memcpy(re->pat, pat, len);
+	re->pat[len] = 0;
+	r = regex__compile(pat, len, &re->re, msg, msglen);
+	if (r)
+		return r == -ENOMEM ? r : -EINVAL;
 	re->ok = true;
 	return 0;
 }
@@ -445,20 +438,17 @@ static int fn_matches(struct cel_program *p, const struct cel_node *n,
 		      const struct cel_value *a, struct cel_value *out)
 {
 	struct cel_regex *re = n->slot;
-	regmatch_t m[1];
-	char msg[128];
+	char msg[256];
 
 	if (a[0].type != CEL_STRING || a[1].type != CEL_STRING)
 		return NO_OVERLOAD(p, n, a);
 	if (cel_regex_prepare(re, a[1].str.s, a[1].str.len, msg, sizeof(msg)))
 		return cel_fail(p, n->col,
-				"matches(): invalid regular expression '%.*s': %s",
+				"matches(): invalid regular expression: %s; the pattern: '%.*s%s'", msg,
 				(int)(a[1].str.len > 64 ? 64 : a[1].str.len),
-				a[1].str.s, msg);
-	/* REG_STARTEND: the subject is a counted string, not NUL-terminated */
-	m[0].rm_so = 0;
-	m[0].rm_eo = a[0].str.len;
-	set_bool(out, !regexec(&re->re, a[0].str.s, 1, m, REG_STARTEND));
+				a[1].str.s, a[1].str.len > 64 ? "..." : "");
+	/* RE2 takes a counted string: NUL bytes in the subject are data */
+	set_bool(out, regex__partial(re->re, a[0].str.s, a[0].str.len));
 	return 0;
 }
 

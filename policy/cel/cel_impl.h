@@ -12,10 +12,10 @@
 #ifndef MM_POLICY_CEL_IMPL_H
 #define MM_POLICY_CEL_IMPL_H
 
-#include <regex.h>
 #include <stdarg.h>
 
 #include "policy/cel/cel.h"
+#include "policy/regex/regex.h"
 
 #define CEL_MAX_EXPR_LEN (64 * 1024)
 /* Parser recursion: parentheses, brackets, ternaries, call arguments. */
@@ -155,7 +155,7 @@ struct cel_attrs {
 
 /* A compiled regex for matches(): cached while the pattern stays the same. */
 struct cel_regex {
-	regex_t re;
+	struct regex *re;
 	bool ok;
 	char *pat; /* NUL-terminated copy of the pattern compiled into re */
 	size_t len;

@@ -334,7 +334,8 @@ int cel_fmt_double(double d, char *buf, size_t len)
 		return snprintf(buf, len, d > 0 ? "+Inf" : "-Inf");
 	if (d == 0)
 		return snprintf(buf, len, signbit(d) ? "-0" : "0");
-	if (d == (double)(int64_t)d && d > -1e6 && d < 1e6)
+	/* range first: converting a double past int64 to int64 is UB */
+	if (d > -1e6 && d < 1e6 && d == (double)(int64_t)d)
 		return snprintf(buf, len, "%lld", (long long)d);
 	/*
 	 * Shortest round-trip digits: a double is within half an ulp (< 0.5e-15

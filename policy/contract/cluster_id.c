@@ -79,7 +79,7 @@ void cluster_id__read(const struct manifest_source *src,
 		      struct cluster_identity *out)
 {
 	const struct mobject *o = NULL;
-	struct crd_err e;
+	struct crd_err e = { 0 };
 
 	memset(out, 0, sizeof(*out));
 	while ((o = manifest_source__next(src, CLUSTER_PROPERTY_KIND, o))) {

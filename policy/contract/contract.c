@@ -156,7 +156,7 @@ static int load_definition(struct contract *c, struct cobj *o,
 	struct cobj *old = find(c->objs, c->n, o->kind, o->name, o->ns);
 	struct metric_def *prev = old && old->active ? old->def : NULL;
 	struct metric_def *d = NULL;
-	struct crd_err e;
+	struct crd_err e = { 0 };
 	char why[256];
 	int err;
 
@@ -403,7 +403,7 @@ static int load_table(struct contract *c, const struct manifest_source *src,
 	while ((m = manifest_source__next(src, NULL, m))) {
 		bool ours = !strncmp(m->api_version, CRD_GROUP, glen) &&
 			    m->api_version[glen] == '/';
-		struct crd_err e;
+		struct crd_err e = { 0 };
 		struct cobj *o, *dup;
 		size_t dupi;
 

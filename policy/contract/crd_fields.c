@@ -20,6 +20,8 @@ int crd__fail(struct crd_err *e, const char *reason, const struct doc_node *at,
 	int n = 0;
 
 	snprintf(e->reason, sizeof(e->reason), "%s", reason);
+	if (!at || !at->file)
+		at = e->obj; /* a missing field: say which object lacks it */
 	if (at && at->file)
 		n = snprintf(e->msg, sizeof(e->msg), "%s:%u: ", at->file,
 			     at->line);
@@ -74,6 +76,11 @@ const char *crd__req_str(const struct doc_node *map, const char *key,
 			  doc__kind_name(v->kind));
 		return NULL;
 	}
+	if (strlen(v->str.s) != v->str.len) {
+		crd__fail(e, "InvalidField", v, path,
+			  "field \"%s\" contains a NUL byte", key);
+		return NULL;
+	}
 	return v->str.s;
 }
 
@@ -89,6 +96,12 @@ int crd__opt_str(const struct doc_node *map, const char *key,
 				 "field \"%s\" must be %s, found %s", key,
 				 doc_field__want(DOC_STRING),
 				 doc__kind_name(v->kind));
+	/* "\0" in YAML: C would see a shorter, different value */
+	if (r > 0 && strlen(v->str.s) != v->str.len) {
+		*out = NULL;
+		return crd__fail(e, "InvalidField", v, path,
+				 "field \"%s\" contains a NUL byte", key);
+	}
 	return 0;
 }
 
@@ -140,6 +153,7 @@ int crd__check_object(const struct mobject *o, struct crd_err *e)
 	const struct doc_node *md;
 	int err;
 
+	e->obj = o->root;
 	if (strcmp(o->api_version, CRD_API_VERSION))
 		return crd__fail(e, "UnsupportedVersion",
 				 doc__get(o->root, "apiVersion"), "apiVersion",

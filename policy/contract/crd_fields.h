@@ -23,6 +23,9 @@ struct mobject;
 struct crd_err {
 	char reason[40];
 	char msg[COND_MSG_MAX];
+	/* where a message about a missing node points: the object (set by
+	 * crd__check_object; zero-initialise the struct) */
+	const struct doc_node *obj;
 };
 
 /* Fills e ("file:line: path: ...") and returns -EINVAL. */

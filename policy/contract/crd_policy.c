@@ -29,10 +29,7 @@ static void policy_free(struct metric_policy *p)
 	for (size_t i = 0; i < p->nfilters; i++) {
 		free(p->filters[i].key);
 		free(p->filters[i].prefix);
-		if (p->filters[i].re) {
-			regfree(p->filters[i].re);
-			free(p->filters[i].re);
-		}
+		regex__free(p->filters[i].re);
 	}
 	free(p->filters);
 	for (size_t i = 0; i < p->nlabels; i++) {
@@ -90,9 +87,12 @@ static int compile(const struct doc_node *n, const char *path, unsigned vars,
 		return -ENOMEM;
 	x->prog = cel__compile(n->str.s, vars, &cerr);
 	if (!x->prog)
+		/* the reason first: a long expression must not push it
+		 * past the end of the (bounded) condition message */
 		return crd__fail(e, "InvalidCEL", n, path,
-				 "`%s` column %d: %s", n->str.s, cerr.col,
-				 cerr.msg);
+				 "column %d: %s; in `%.160s%s`", cerr.col,
+				 cerr.msg, n->str.s,
+				 n->str.len > 160 ? "..." : "");
 	return 0;
 }
 
@@ -275,6 +275,8 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 				 "expected a list, found %s",
 				 doc__kind_name(af->kind));
 	if (af) {
+		size_t nre = 0;
+
 		p->filters = calloc(af->list.n + 1, sizeof(*p->filters));
 		if (!p->filters)
 			return -ENOMEM;
@@ -282,7 +284,7 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 			const struct doc_node *it = af->list.items[i];
 			struct mp_filter *f = &p->filters[p->nfilters];
 			const char *key, *re, *prefix;
-			char anchored[1024];
+			char why[256];
 			int rc;
 
 			snprintf(ip, sizeof(ip), "%s.attributeFilters[%zu]",
@@ -308,22 +310,21 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 				return -ENOMEM;
 			if (!re)
 				continue;
-			snprintf(anchored, sizeof(anchored), "%s", re);
-			f->re = calloc(1, sizeof(*f->re));
-			if (!f->re)
-				return -ENOMEM;
-			rc = regcomp(f->re, anchored, REG_EXTENDED | REG_NOSUB);
-			if (rc) {
-				char why[128];
-
-				regerror(rc, f->re, why, sizeof(why));
-				free(f->re);
-				f->re = NULL;
+			/* each compiled pattern may hold REGEX_MAX_MEM */
+			if (++nre > MP_MAX_FILTER_REGEXES)
+				return crd__fail(e, "InvalidField", it, ip,
+						 "more than %d regex filters in one policy (each one holds memory)",
+						 MP_MAX_FILTER_REGEXES);
+			rc = regex__compile(re, strlen(re), &f->re, why,
+					    sizeof(why));
+			if (rc == -ENOMEM)
+				return rc;
+			if (rc)
 				return crd__fail(e, "InvalidField",
 						 doc__get(it, "regex"), ip,
-						 "regex \"%s\": %s (POSIX extended syntax)",
-						 re, why);
-			}
+						 "invalid regex: %s; the pattern: \"%.200s%s\"",
+						 why, re,
+						 strlen(re) > 200 ? "..." : "");
 		}
 	}
 	return p->src_metric ? 0 : -ENOMEM;

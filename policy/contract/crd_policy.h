@@ -24,12 +24,12 @@
 #ifndef MM_POLICY_CRD_POLICY_H
 #define MM_POLICY_CRD_POLICY_H
 
-#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "exporter/metric_store.h"
+#include "policy/regex/regex.h"
 #include "policy/contract/crd_fields.h"
 
 struct mobject;
@@ -59,7 +59,8 @@ struct mp_selector {
 struct mp_filter {
 	char *key;
 	char *prefix;    /* one of prefix / regex */
-	regex_t *re;
+	struct regex *re; /* RE2, matches anywhere in the value */
+#define MP_MAX_FILTER_REGEXES 64 /* per policy: see policy/regex/regex.h */
 };
 
 struct metric_policy {

@@ -6,13 +6,13 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exporter/metric_store.h"
 #include "policy/contract/policy_engine_impl.h"
+#include "policy/regex/regex.h"
 
 static bool filters_pass(const struct metric_policy *p,
 			 const struct cel_attr *attrs, size_t n)
@@ -28,7 +28,7 @@ static bool filters_pass(const struct metric_policy *p,
 			return false;
 		if (f->prefix && strncmp(v, f->prefix, strlen(f->prefix)))
 			return false;
-		if (f->re && regexec(f->re, v, 0, NULL, 0))
+		if (f->re && !regex__partial(f->re, v, strlen(v)))
 			return false;
 	}
 	return true;

@@ -273,6 +273,10 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 		fprintf(errs, "milometer explain: %s\n", err);
 		goto cleanup;
 	}
+	/* a bad file or object is left out, as the agent leaves it out */
+	for (size_t i = 0; i < m->nrejected; i++)
+		fprintf(errs, "milometer explain: left out: %s\n",
+			m->rejected[i]);
 	if (route_match__lookup(t, &req, &res)) {
 		fprintf(errs, "milometer explain: %s\n", res.why);
 		goto cleanup;

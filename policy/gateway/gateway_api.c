@@ -26,10 +26,12 @@ void gateway_api__free(struct gw_model *m)
 	if (!m)
 		return;
 	for (size_t i = 0; i < m->nregexes; i++) {
-		regfree(m->regexes[i]);
-		free(m->regexes[i]);
+		regex__free(m->regexes[i]);
 	}
 	free(m->regexes);
+	for (size_t i = 0; i < m->nrejected; i++)
+		free(m->rejected[i]);
+	free(m->rejected);
 	free(m->gateways);
 	free(m->routes);
 	gateway_api_fields__arena_free(m->arena);
@@ -106,6 +108,9 @@ static int add_gateway(struct gw_ctx *c, const struct doc_node *root)
 			c, root, "Gateway %s/%s: spec is required", g->ns,
 			g->name);
 	err = gateway_api_fields__opt_list(c, spec, "listeners", "spec", &ll);
+	if (!err)
+		err = gateway_api_fields__max_items(c, ll, GW_MAX_LISTENERS,
+						    "spec.listeners");
 	if (err)
 		return err;
 	if (!ll || !ll->list.n)
@@ -193,6 +198,34 @@ int gateway_api__add_doc(struct gw_model *m, const struct doc_node *root,
 			&c, root,
 			"manifest needs string apiVersion and "
 			"kind");
+	/* `kubectl get -o yaml` writes a v1 List: its items are the objects */
+	if (!strcmp(kind, "List") && !strcmp(api, "v1")) {
+		const struct doc_node *items = doc__get(root, "items");
+
+		if (!items || items->kind == DOC_NULL)
+			return 0;
+		if (items->kind != DOC_LIST)
+			return gateway_api_fields__bad(
+				&c, items, "List: items must be a list");
+		for (size_t i = 0; i < items->list.n; i++) {
+			const struct doc_node *it = items->list.items[i];
+			int rc;
+
+			if (it->kind == DOC_MAP && doc__str(it, "kind") &&
+			    !strcmp(doc__str(it, "kind"), "List"))
+				return gateway_api_fields__bad(
+					&c, it,
+					"a List inside a List is not supported");
+			rc = gateway_api__add_doc(m, it, err, errlen);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	if (doc__count(root, DOC_MAX_OBJECT_NODES) > DOC_MAX_OBJECT_NODES)
+		return gateway_api_fields__bad(
+			&c, root, "%s holds more than %d YAML nodes", kind,
+			DOC_MAX_OBJECT_NODES);
 	if (strncmp(api, GW_GROUP "/", sizeof(GW_GROUP))) {
 		m->skipped++;
 		return 0;
@@ -215,6 +248,21 @@ static int yaml_name(const struct dirent *d)
 	       (len > 4 && !strcmp(d->d_name + len - 4, ".yml"));
 }
 
+static int reject(struct gw_model *m, const char *why)
+{
+	char **grown = realloc(m->rejected,
+			       (m->nrejected + 1) * sizeof(*grown));
+
+	if (!grown)
+		return -ENOMEM;
+	m->rejected = grown;
+	grown[m->nrejected] = strdup(why);
+	if (!grown[m->nrejected])
+		return -ENOMEM;
+	m->nrejected++;
+	return 0;
+}
+
 int gateway_api__load_dir(struct gw_model *m, const char *dir, char *err,
 			  size_t errlen)
 {
@@ -228,24 +276,30 @@ int gateway_api__load_dir(struct gw_model *m, const char *dir, char *err,
 			 dir, strerror(errno));
 		return ret;
 	}
-	for (i = 0; i < n && !ret; i++) {
+	for (i = 0; i < n && ret != -ENOMEM; i++) {
 		struct doc_file *f = NULL;
 		char *path;
 
 		if (asprintf(&path, "%s/%s", dir, names[i]->d_name) < 0) {
 			ret = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
 			break;
 		}
 		ret = doc__parse_file(path, &f, err, errlen);
 		free(path);
-		for (size_t d = 0; !ret && d < f->ndocs; d++)
+		if (ret && ret != -ENOMEM)
+			ret = reject(m, err);
+		for (size_t d = 0; !ret && f && d < f->ndocs; d++) {
 			ret = gateway_api__add_doc(m, f->docs[d], err, errlen);
+			if (ret && ret != -ENOMEM)
+				ret = reject(m, err);
+		}
 		doc__free_file(f);
 	}
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "%s: out of memory", dir);
 	return ret;
 }
 

@@ -20,14 +20,41 @@
 #ifndef MM_POLICY_GATEWAY_API_H
 #define MM_POLICY_GATEWAY_API_H
 
-#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/regex/regex.h"
 #include "policy/source/doc.h"
 
 #define GW_GROUP "gateway.networking.k8s.io"
+
+/*
+ * The Gateway API's own bounds (v1 CRDs: maxItems, maxLength and the
+ * HTTPRoute rules' CEL rule "the total number of matches across all rules
+ * in a route must be less than 128"). The API server enforces them; we do
+ * too, so a manifest on disk or a route from an older API server cannot make
+ * the table larger than any conforming implementation would see.
+ */
+#define GW_MAX_LISTENERS     64
+#define GW_MAX_HOSTNAMES     16
+#define GW_MAX_PARENT_REFS   32
+#define GW_MAX_RULES         16
+#define GW_MAX_MATCHES       64  /* per rule */
+#define GW_MAX_ROUTE_MATCHES 128 /* across the rules of one route */
+#define GW_MAX_HEADERS       16  /* header matches per match */
+#define GW_MAX_QUERY_PARAMS  16
+#define GW_MAX_FILTERS       16
+#define GW_MAX_BACKEND_REFS  16
+#define GW_MAX_PATH_LEN      1024 /* HTTPPathMatch.value */
+#define GW_MAX_HEADER_NAME   256
+#define GW_MAX_HEADER_VALUE  4096
+/*
+ * Ours, not the API's (RegularExpression is implementation-specific):
+ * compiled patterns per Gateway or HTTPRoute, each bounded by
+ * REGEX_MAX_MEM (policy/regex/regex.h).
+ */
+#define GW_MAX_OBJECT_REGEXES 64
 
 enum gw_from {
 	GW_FROM_SAME,     /* routes in the Gateway's namespace */
@@ -68,13 +95,13 @@ struct gw_kv_match {
 	const char *name; /* headers: lower-cased (names are case-insensitive) */
 	const char *value;
 	enum gw_value_type type;
-	regex_t *re; /* anchored ^(value)$ POSIX ERE when type is REGEX */
+	struct regex *re; /* RE2, whole-value match, when type is REGEX */
 };
 
 struct gw_match {
 	enum gw_path_type path_type;
 	const char *path;
-	regex_t *path_re; /* anchored, for GW_PATH_REGEX */
+	struct regex *path_re; /* RE2, whole-path match, for GW_PATH_REGEX */
 	uint8_t method;   /* enum mm_method, or MM_M_ANY */
 	struct gw_kv_match *headers;
 	size_t nheaders;
@@ -125,9 +152,16 @@ struct gw_model {
 	struct gw_route **routes;
 	size_t nroutes;
 	struct gw_arena *arena;   /* every string and array above */
-	regex_t **regexes;        /* compiled patterns, freed with the model */
+	struct regex **regexes;   /* compiled patterns, freed with the model */
 	size_t nregexes;
 	size_t skipped;           /* documents of kinds we do not handle */
+	/*
+	 * "file:line: why" for each file or object gateway_api__load_dir()
+	 * left out (unreadable, bad YAML, invalid, duplicate, over a limit):
+	 * the Gateway API rejects a bad route alone, never its neighbours.
+	 */
+	char **rejected;
+	size_t nrejected;
 };
 
 struct gw_model *gateway_api__new(void);
@@ -142,7 +176,11 @@ void gateway_api__free(struct gw_model *m);
 int gateway_api__add_doc(struct gw_model *m, const struct doc_node *root,
 			 char *err, size_t errlen);
 
-/* Every *.yaml and *.yml in dir (not recursive), in name order. */
+/*
+ * Every *.yaml and *.yml in dir (not recursive), in name order. A file or
+ * object that cannot be used is recorded in m->rejected and the rest still
+ * load; -errno only when dir cannot be read or memory runs out.
+ */
 int gateway_api__load_dir(struct gw_model *m, const char *dir, char *err,
 			  size_t errlen);
 

@@ -120,6 +120,10 @@ int gateway_api_fields__opt_str(struct gw_ctx *c, const struct doc_node *parent,
 
 	if (r <= 0)
 		return r;
+	/* "\0" in YAML: C would see a shorter, different value */
+	if (strlen(n->str.s) != n->str.len)
+		return gateway_api_fields__bad(
+			c, n, "%s.%s contains a NUL byte", what, key);
 	*out = gateway_api_fields__strdup(c->m, n->str.s);
 	return *out ? 0 : gateway_api_fields__oom(c);
 }
@@ -189,9 +193,16 @@ int gateway_api_fields__item_map(struct gw_ctx *c, const struct doc_node *n,
  * RFC 1123 subdomain, optionally with a leading "*." label, as the CRD's
  * Hostname pattern. Lower-cased by the caller.
  */
+/*
+ * The Gateway API's Hostname: RFC 1123 labels, optionally "*." first,
+ * at most 253 bytes, lower-case by the time we look ("IPs are not allowed":
+ * the CRD's pattern lets 127.0.0.1 through, so all-numeric labels are
+ * refused here).
+ */
 static bool valid_hostname(const char *h)
 {
-	size_t len = strlen(h);
+	size_t len = strlen(h), label = 0;
+	bool numeric = true;
 	const char *p = h;
 
 	if (!len || len > 253)
@@ -201,11 +212,26 @@ static bool valid_hostname(const char *h)
 			return false;
 		p += 2;
 	}
-	for (; *p; p++) {
-		if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '.'))
+	for (;; p++) {
+		if (!*p || *p == '.') {
+			/* empty label (".x", "x..y", "x."), or '-' at an end */
+			if (!label || label > 63 || p[-1] == '-')
+				return false;
+			if (!*p)
+				break;
+			label = 0;
+			continue;
+		}
+		if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) ||
+		      *p == '-'))
 			return false;
+		if (*p == '-' && !label)
+			return false;
+		if (!isdigit((unsigned char)*p))
+			numeric = false;
+		label++;
 	}
-	return h[len - 1] != '.' && h[len - 1] != '-';
+	return !numeric;
 }
 
 int gateway_api_fields__hostname(struct gw_ctx *c, const struct doc_node *n,
@@ -215,6 +241,9 @@ int gateway_api_fields__hostname(struct gw_ctx *c, const struct doc_node *n,
 		return gateway_api_fields__bad(c, n,
 					       "%s must be a string, not %s",
 					       what, doc__kind_name(n->kind));
+	if (strlen(n->str.s) != n->str.len)
+		return gateway_api_fields__bad(c, n, "%s contains a NUL byte",
+					       what);
 	*out = gateway_api_fields__lower(c->m, n->str.s);
 	if (!*out)
 		return gateway_api_fields__oom(c);
@@ -227,42 +256,55 @@ int gateway_api_fields__hostname(struct gw_ctx *c, const struct doc_node *n,
 	return 0;
 }
 
-int gateway_api_fields__compile_re(struct gw_ctx *c, const struct doc_node *n,
-				   const char *pattern, regex_t **out)
+int gateway_api_fields__max_items(struct gw_ctx *c, const struct doc_node *list,
+				  size_t max, const char *field)
 {
-	size_t len = strlen(pattern);
-	char *anchored = malloc(len + 5);
-	regex_t *re = calloc(1, sizeof(*re));
-	regex_t **grown;
-	char msg[128];
+	if (!list || list->kind != DOC_LIST || list->list.n <= max)
+		return 0;
+	return gateway_api_fields__bad(
+		c, list,
+		"%s has %zu items; the Gateway API allows at most %zu "
+		"(maxItems in its CRD)",
+		field, list->list.n, max);
+}
+
+int gateway_api_fields__compile_re(struct gw_ctx *c, const struct doc_node *n,
+				   const char *pattern, struct regex **out)
+{
+	struct regex *re, **grown;
+	char msg[256];
 	int rc;
 
-	if (!anchored || !re)
-		goto nomem;
-	/* Envoy matches the whole value (RE2 full match); anchor to agree. */
-	snprintf(anchored, len + 5, "^(%s)$", pattern);
-	rc = regcomp(re, anchored, REG_EXTENDED | REG_NOSUB);
-	free(anchored);
-	anchored = NULL;
-	if (rc) {
-		regerror(rc, re, msg, sizeof(msg));
-		free(re);
+	/*
+	 * Each compiled pattern may take up to REGEX_MAX_MEM once traffic
+	 * fills its DFA cache; the CRD would allow 128 matches of 33 regexes.
+	 */
+	if (++c->nregexes > GW_MAX_OBJECT_REGEXES)
 		return gateway_api_fields__bad(
-			c, n, "regular expression \"%s\": %s", pattern, msg);
-	}
+			c, n,
+			"more than %d RegularExpression matches in one object "
+			"(milometer's limit: each one holds memory)",
+			GW_MAX_OBJECT_REGEXES);
+	/*
+	 * RE2 as Envoy uses it; the whole value must match (FullMatch), so
+	 * the pattern needs no anchors. regex.h says what bounds compilation.
+	 */
+	rc = regex__compile(pattern, strlen(pattern), &re, msg, sizeof(msg));
+	if (rc == -ENOMEM)
+		return gateway_api_fields__oom(c);
+	if (rc)
+		return gateway_api_fields__bad(
+			c, n, "invalid regular expression: %s; the pattern: \"%.200s%s\"",
+			msg, pattern, strlen(pattern) > 200 ? "..." : "");
 	grown = realloc(c->m->regexes, (c->m->nregexes + 1) * sizeof(*grown));
 	if (!grown) {
-		regfree(re);
-		goto nomem;
+		regex__free(re);
+		return gateway_api_fields__oom(c);
 	}
 	c->m->regexes = grown;
 	grown[c->m->nregexes++] = re;
 	*out = re;
 	return 0;
-nomem:
-	free(anchored);
-	free(re);
-	return gateway_api_fields__oom(c);
 }
 
 int gateway_api_fields__metadata(struct gw_ctx *c, const struct doc_node *root,

@@ -16,6 +16,7 @@ struct gw_ctx {
 	char *err;
 	size_t errlen;
 	const char *file;
+	size_t nregexes; /* compiled for this object so far */
 };
 
 void *gateway_api_fields__alloc(struct gw_model *m, size_t size);
@@ -28,6 +29,9 @@ __attribute__((format(printf, 3, 4))) int
 gateway_api_fields__bad(struct gw_ctx *c, const struct doc_node *n,
 			const char *fmt, ...);
 int gateway_api_fields__oom(struct gw_ctx *c);
+/* -EINVAL naming field and limit when list has more than max items. */
+int gateway_api_fields__max_items(struct gw_ctx *c, const struct doc_node *list,
+				  size_t max, const char *field);
 
 int gateway_api_fields__opt_str(struct gw_ctx *c, const struct doc_node *parent,
 				const char *key, const char *what,
@@ -49,9 +53,9 @@ int gateway_api_fields__item_map(struct gw_ctx *c, const struct doc_node *n,
 /* Lower-cased RFC 1123 hostname, optionally "*."-prefixed. */
 int gateway_api_fields__hostname(struct gw_ctx *c, const struct doc_node *n,
 				 const char *what, const char **out);
-/* Anchored ^(pattern)$ POSIX ERE, owned by the model. */
+/* RE2 (policy/regex/regex.h), whole-value match, owned by the model. */
 int gateway_api_fields__compile_re(struct gw_ctx *c, const struct doc_node *n,
-				   const char *pattern, regex_t **out);
+				   const char *pattern, struct regex **out);
 /* metadata.name (required) and metadata.namespace (default "default"). */
 int gateway_api_fields__metadata(struct gw_ctx *c, const struct doc_node *root,
 				 const char *kind, const char **ns,

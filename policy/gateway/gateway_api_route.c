@@ -27,6 +27,11 @@ static int kv_matches(struct gw_ctx *c, const struct doc_node *list,
 	*nout = 0;
 	if (!list)
 		return 0;
+	err = gateway_api_fields__max_items(
+		c, list, fold_names ? GW_MAX_HEADERS : GW_MAX_QUERY_PARAMS,
+		what);
+	if (err)
+		return err;
 	kv = gateway_api_fields__array(c->m, list->list.n, sizeof(*kv));
 	if (!kv)
 		return gateway_api_fields__oom(c);
@@ -52,6 +57,13 @@ static int kv_matches(struct gw_ctx *c, const struct doc_node *list,
 		}
 		if (err)
 			return err;
+		if (strlen(name) > GW_MAX_HEADER_NAME ||
+		    strlen(value) > GW_MAX_HEADER_VALUE)
+			return gateway_api_fields__bad(
+				c, it,
+				"%s: name longer than %d or value longer "
+				"than %d bytes (the Gateway API's maxLength)",
+				what, GW_MAX_HEADER_NAME, GW_MAX_HEADER_VALUE);
 		if (fold_names)
 			for (char *p = (char *)name; *p; p++)
 				*p = tolower((unsigned char)*p);
@@ -115,6 +127,12 @@ static int path_match(struct gw_ctx *c, const struct doc_node *mn,
 			return err;
 	}
 	gm->path = value;
+	if (strlen(value) > GW_MAX_PATH_LEN)
+		return gateway_api_fields__bad(
+			c, p,
+			"path.value is %zu bytes; the Gateway API allows at "
+			"most %d",
+			strlen(value), GW_MAX_PATH_LEN);
 	if (!strcmp(type, "Exact")) {
 		gm->path_type = GW_PATH_EXACT;
 	} else if (!strcmp(type, "PathPrefix")) {
@@ -199,6 +217,13 @@ static int backends(struct gw_ctx *c, const struct gw_route *r,
 	int err;
 
 	err = gateway_api_fields__opt_list(c, rn, "backendRefs", "rule", &bl);
+	if (!err)
+		err = gateway_api_fields__max_items(c, bl, GW_MAX_BACKEND_REFS,
+						    "rule.backendRefs");
+	if (!err)
+		err = gateway_api_fields__max_items(c, doc__get(rn, "filters"),
+						    GW_MAX_FILTERS,
+						    "rule.filters");
 	if (err || !bl)
 		return err;
 	gr->backends = gateway_api_fields__array(c->m, bl->list.n,
@@ -242,9 +267,13 @@ static int rules(struct gw_ctx *c, struct gw_route *r,
 		 const struct doc_node *spec)
 {
 	const struct doc_node *rl;
+	size_t total = 0;
 	int err;
 
 	err = gateway_api_fields__opt_list(c, spec, "rules", "spec", &rl);
+	if (!err)
+		err = gateway_api_fields__max_items(c, rl, GW_MAX_RULES,
+						    "spec.rules");
 	if (err)
 		return err;
 	/* CRD default: one rule matching PathPrefix "/". */
@@ -264,6 +293,9 @@ static int rules(struct gw_ctx *c, struct gw_route *r,
 				err = gateway_api_fields__opt_list(
 					c, rn, "matches", "rule", &ml);
 			if (!err)
+				err = gateway_api_fields__max_items(
+					c, ml, GW_MAX_MATCHES, "rule.matches");
+			if (!err)
 				err = backends(c, r, rn, gr);
 			if (err)
 				return err;
@@ -271,6 +303,15 @@ static int rules(struct gw_ctx *c, struct gw_route *r,
 		}
 		/* A rule without matches matches PathPrefix "/". */
 		gr->nmatches = ml && ml->list.n ? ml->list.n : 1;
+		total += gr->nmatches;
+		if (total > GW_MAX_ROUTE_MATCHES)
+			return gateway_api_fields__bad(
+				c, rl,
+				"spec.rules hold more than %d matches in all; "
+				"the Gateway API allows at most %d per route "
+				"(16 rules of 64 matches are allowed, but not "
+				"all at once)",
+				GW_MAX_ROUTE_MATCHES, GW_MAX_ROUTE_MATCHES);
 		gr->matches = gateway_api_fields__array(c->m, gr->nmatches,
 							sizeof(*gr->matches));
 		if (!gr->matches)
@@ -302,6 +343,9 @@ static int parent_refs(struct gw_ctx *c, struct gw_route *r,
 	int err;
 
 	err = gateway_api_fields__opt_list(c, spec, "parentRefs", "spec", &pl);
+	if (!err)
+		err = gateway_api_fields__max_items(c, pl, GW_MAX_PARENT_REFS,
+						    "spec.parentRefs");
 	if (err || !pl)
 		return err;
 	r->parents = gateway_api_fields__array(c->m, pl->list.n,
@@ -380,6 +424,9 @@ int gateway_api_route__add(struct gw_ctx *c, const struct doc_node *root)
 			c, root, "HTTPRoute %s/%s: spec is required", r->ns,
 			r->name);
 	err = gateway_api_fields__opt_list(c, spec, "hostnames", "spec", &hl);
+	if (!err)
+		err = gateway_api_fields__max_items(c, hl, GW_MAX_HOSTNAMES,
+						    "spec.hostnames");
 	if (err)
 		return err;
 	if (hl) {

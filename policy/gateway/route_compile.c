@@ -346,8 +346,19 @@ static int fill_vhost(struct build *b, struct rc_vhost *vh, size_t from,
 
 		for (size_t k = 0; k < r->nrules; k++)
 			for (size_t j = 0; j < r->rules[k].nmatches; j++) {
-				struct rc_entry *e = &vh->entries[vh->nentries++];
+				struct rc_entry *e;
 
+				/*
+				 * The BPF ABI indexes rules and matches with
+				 * 16 bits. gateway_api.h's limits keep a
+				 * route far below; should a model bypass
+				 * them, count what does not fit, never wrap.
+				 */
+				if (k > UINT16_MAX || j > UINT16_MAX) {
+					t->unindexable++;
+					continue;
+				}
+				e = &vh->entries[vh->nentries++];
 				e->route_id = id;
 				e->rule_idx = (uint16_t)k;
 				e->match_idx = (uint16_t)j;

@@ -89,6 +89,8 @@ struct route_table {
 
 	struct rc_detached *detached;
 	size_t ndetached;
+	/* matches left out: rule or match index past the ABI's 16 bits */
+	size_t unindexable;
 
 	/* mm_vhosts map contents, sorted by (kind, hash) */
 	struct mm_vhost_key *vhost_keys;

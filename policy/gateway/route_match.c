@@ -68,31 +68,11 @@ bool route_match__prefix_matches(const char *prefix, size_t prefix_len,
 	return path_len == prefix_len || path[prefix_len] == '/';
 }
 
-/* regexec wants a C string; request bytes are not NUL-terminated. */
-static bool regex_full(const regex_t *re, const char *s, size_t len)
-{
-	char stack[512], *buf = stack;
-	bool ok;
-
-	if (len >= sizeof(stack)) {
-		buf = malloc(len + 1);
-		if (!buf)
-			return false;
-	}
-	memcpy(buf, s, len);
-	buf[len] = '\0';
-	/* An embedded NUL would cut the value short: never a match. */
-	ok = strlen(buf) == len && !regexec(re, buf, 0, NULL, 0);
-	if (buf != stack)
-		free(buf);
-	return ok;
-}
-
 static bool value_matches(const struct gw_kv_match *kv, const char *v,
 			  size_t len)
 {
 	if (kv->type == GW_VALUE_REGEX)
-		return regex_full(kv->re, v, len);
+		return regex__full(kv->re, v, len);
 	return strlen(kv->value) == len && !memcmp(kv->value, v, len);
 }
 
@@ -120,7 +100,9 @@ static bool query_match(const struct gw_match *m, const struct http_req *r)
 	for (size_t i = 0; i < m->nquery; i++) {
 		const struct gw_kv_match *kv = &m->query[i];
 		size_t nl = strlen(kv->name);
-		const char *p = r->query, *end = r->query + r->query_len;
+		/* no query: NULL, and NULL + 0 is UB (found by fuzz_route_match) */
+		const char *p = r->query;
+		const char *end = p ? p + r->query_len : NULL;
 		bool found = false;
 
 		while (p && p < end && !found) {
@@ -154,7 +136,7 @@ static bool path_matches(const struct rc_entry *e, const struct http_req *r)
 		return route_match__prefix_matches(e->m->path, e->prefix_len,
 						   r->path, r->path_len);
 	case GW_PATH_REGEX:
-		return regex_full(e->m->path_re, r->path, r->path_len);
+		return regex__full(e->m->path_re, r->path, r->path_len);
 	}
 	return false;
 }

@@ -7,28 +7,65 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "policy/source/doc.h"
 
+/*
+ * Anchors by name and, while parsing, every map key by (map, key): open
+ * addressing with linear probing, so a document with 100k keys or anchors
+ * parses in linear time (a linear scan per key made it quadratic: 19 s for
+ * 100k keys).
+ */
 struct anchor {
-	char *name;
+	char *name; /* NULL: empty slot */
 	struct doc_node *node;
+	uint64_t hash;
+};
+
+struct seen_key {
+	const struct doc_node *map; /* NULL: empty slot */
+	const char *key;            /* borrowed from map->map.keys[] */
+	uint64_t hash;
 };
 
 struct parser {
 	yaml_parser_t yp;
 	const char *file;
 	size_t nodes;
-	struct anchor *anchors;
-	size_t nanchors;
+	struct anchor *anchors; /* open addressing, capacity a power of 2 */
+	size_t nanchors, anchor_cap;
+	struct seen_key *keys;
+	size_t nkeys, key_cap;
+	/* anchored nodes the tree does not keep (a key, a null document):
+	 * aliases may still copy them until the stream ends */
+	struct doc_node **kept;
+	size_t nkept;
 	char *err;
 	size_t errlen;
 };
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+	/* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t hash_key(const struct doc_node *map, const char *key)
+{
+	uint64_t h = hash_str(0xcbf29ce484222325ull, key);
+
+	return h ^ ((uintptr_t)map * 0x9e3779b97f4a7c15ull);
+}
 
 static int fail(struct parser *p, uint32_t line, uint32_t col, const char *msg)
 {
@@ -71,6 +108,16 @@ static bool is_int(const char *s, int64_t *out)
 		if (q != s)
 			return false;
 		q += 2;
+		/*
+		 * Only digits of the base: strtoll() would skip blanks and
+		 * take a sign, so "0x 50" used to read as 80.
+		 */
+		if (!*q)
+			return false;
+		for (const char *c = q; *c; c++)
+			if (base == 16 ? !isxdigit((unsigned char)*c) :
+					 (*c < '0' || *c > '7'))
+				return false;
 	} else {
 		for (const char *c = q; *c; c++)
 			if (!isdigit((unsigned char)*c))
@@ -175,22 +222,161 @@ static struct doc_node *scalar(struct parser *p, const yaml_event_t *ev)
 static struct doc_node *clone_counted(struct parser *p, const struct doc_node *n,
 				      int depth);
 
+/*
+ * Room for element n of an array the parser appends to: the capacity is the
+ * next power of two, so it grows only when n is one. Growing by one element
+ * each time copied the array on every append with allocators that never
+ * grow in place (ASan's): quadratic again.
+ */
+static void *grow(void *arr, size_t n, size_t size)
+{
+	if (n & (n - 1))
+		return arr;
+	return realloc(arr, (n ? 2 * n : 1) * size);
+}
+
+static int grow_anchors(struct parser *p)
+{
+	size_t cap = p->anchor_cap ? p->anchor_cap * 2 : 64;
+	struct anchor *a = calloc(cap, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->anchor_cap; i++) {
+		size_t j;
+
+		if (!p->anchors[i].name)
+			continue;
+		for (j = p->anchors[i].hash & (cap - 1); a[j].name;
+		     j = (j + 1) & (cap - 1))
+			;
+		a[j] = p->anchors[i];
+	}
+	free(p->anchors);
+	p->anchors = a;
+	p->anchor_cap = cap;
+	return 0;
+}
+
+static struct anchor *find_anchor(const struct parser *p, const char *name,
+				  uint64_t h)
+{
+	if (!p->anchor_cap)
+		return NULL;
+	for (size_t j = h & (p->anchor_cap - 1);; j = (j + 1) & (p->anchor_cap - 1)) {
+		struct anchor *a = &p->anchors[j];
+
+		if (!a->name)
+			return a;
+		if (a->hash == h && !strcmp(a->name, name))
+			return a;
+	}
+}
+
+/* A later anchor of the same name replaces the earlier (YAML 1.2 3.2.2.2). */
 static int remember_anchor(struct parser *p, const yaml_char_t *name,
 			   struct doc_node *n)
 {
+	uint64_t h;
 	struct anchor *a;
 
 	if (!name)
 		return 0;
-	a = realloc(p->anchors, (p->nanchors + 1) * sizeof(*a));
-	if (!a)
+	h = hash_str(0xcbf29ce484222325ull, (const char *)name);
+	if ((p->nanchors + 1) * 2 > p->anchor_cap && grow_anchors(p))
 		return -ENOMEM;
-	p->anchors = a;
-	a[p->nanchors].name = strdup((const char *)name);
-	if (!a[p->nanchors].name)
-		return -ENOMEM;
-	a[p->nanchors++].node = n;
+	a = find_anchor(p, (const char *)name, h);
+	if (!a->name) {
+		a->name = strdup((const char *)name);
+		if (!a->name)
+			return -ENOMEM;
+		a->hash = h;
+		p->nanchors++;
+	}
+	a->node = n;
 	return 0;
+}
+
+static int grow_keys(struct parser *p)
+{
+	size_t cap = p->key_cap ? p->key_cap * 2 : 256;
+	struct seen_key *k = calloc(cap, sizeof(*k));
+
+	if (!k)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->key_cap; i++) {
+		size_t j;
+
+		if (!p->keys[i].map)
+			continue;
+		for (j = p->keys[i].hash & (cap - 1); k[j].map;
+		     j = (j + 1) & (cap - 1))
+			;
+		k[j] = p->keys[i];
+	}
+	free(p->keys);
+	p->keys = k;
+	p->key_cap = cap;
+	return 0;
+}
+
+/* 1 when map already has key, else records it (key must stay valid). */
+static int key_seen(struct parser *p, const struct doc_node *map,
+		    const char *key)
+{
+	uint64_t h = hash_key(map, key);
+	size_t j;
+
+	if ((p->nkeys + 1) * 2 > p->key_cap && grow_keys(p))
+		return -ENOMEM;
+	for (j = h & (p->key_cap - 1); p->keys[j].map;
+	     j = (j + 1) & (p->key_cap - 1))
+		if (p->keys[j].hash == h && p->keys[j].map == map &&
+		    !strcmp(p->keys[j].key, key))
+			return 1;
+	p->keys[j] = (struct seen_key){ .map = map, .key = key, .hash = h };
+	p->nkeys++;
+	return 0;
+}
+
+/*
+ * Free a node the tree does not keep, unless an anchor points at it: then
+ * it lives until the end of the stream, for aliases to copy.
+ */
+static int discard(struct parser *p, struct doc_node *n, bool anchored)
+{
+	struct doc_node **k;
+
+	if (!anchored) {
+		doc__free(n);
+		return 0;
+	}
+	k = grow(p->kept, p->nkept, sizeof(*k));
+	if (!k) {
+		/* the anchor must not dangle: forget the node everywhere */
+		for (size_t i = 0; i < p->anchor_cap; i++)
+			if (p->anchors[i].node == n)
+				p->anchors[i].node = NULL;
+		doc__free(n);
+		return -ENOMEM;
+	}
+	p->kept = k;
+	p->kept[p->nkept++] = n;
+	return 0;
+}
+
+static bool event_anchored(const yaml_event_t *ev)
+{
+	switch (ev->type) {
+	case YAML_SCALAR_EVENT:
+		return ev->data.scalar.anchor;
+	case YAML_SEQUENCE_START_EVENT:
+		return ev->data.sequence_start.anchor;
+	case YAML_MAPPING_START_EVENT:
+		return ev->data.mapping_start.anchor;
+	default:
+		return false;
+	}
 }
 
 static int next_event(struct parser *p, yaml_event_t *ev)
@@ -220,6 +406,7 @@ static int parse_children(struct parser *p, struct doc_node *n, int depth)
 
 	for (;;) {
 		struct doc_node *key = NULL, *val = NULL;
+		bool key_anchored;
 
 		err = next_event(p, &ev);
 		if (err)
@@ -228,12 +415,13 @@ static int parse_children(struct parser *p, struct doc_node *n, int depth)
 			yaml_event_delete(&ev);
 			return 0;
 		}
+		key_anchored = n->kind == DOC_MAP && event_anchored(&ev);
 		err = parse_node(p, &ev, depth + 1, n->kind == DOC_LIST ? &val : &key);
 		if (err)
 			return err;
 		if (n->kind == DOC_LIST) {
-			void *items = realloc(n->list.items,
-					      (n->list.n + 1) * sizeof(val));
+			void *items = grow(n->list.items, n->list.n,
+					   sizeof(val));
 			if (!items) {
 				doc__free(val);
 				return -ENOMEM;
@@ -271,20 +459,10 @@ static int parse_children(struct parser *p, struct doc_node *n, int depth)
 				snprintf(buf, sizeof(buf), "%g", key->d);
 			else
 				ks = "null";
-			if (doc__get(n, ks)) {
-				char msg[200];
-
-				snprintf(msg, sizeof(msg),
-					 "duplicate key \"%.120s\"", ks);
-				err = fail(p, key->line, key->col, msg);
-				doc__free(key);
-				doc__free(val);
-				return err;
-			}
-			keys = realloc(n->map.keys, (n->map.n + 1) * sizeof(*keys));
+			keys = grow(n->map.keys, n->map.n, sizeof(*keys));
 			if (keys)
 				n->map.keys = keys;
-			vals = realloc(n->map.vals, (n->map.n + 1) * sizeof(*vals));
+			vals = grow(n->map.vals, n->map.n, sizeof(*vals));
 			if (vals)
 				n->map.vals = vals;
 			if (!keys || !vals || !(keys[n->map.n] = strdup(ks))) {
@@ -293,7 +471,20 @@ static int parse_children(struct parser *p, struct doc_node *n, int depth)
 				return -ENOMEM;
 			}
 			n->map.vals[n->map.n++] = val;
-			doc__free(key);
+			err = key_seen(p, n, keys[n->map.n - 1]);
+			if (err > 0) {
+				char msg[200];
+
+				snprintf(msg, sizeof(msg),
+					 "duplicate key \"%.120s\"", ks);
+				err = fail(p, key->line, key->col, msg);
+			}
+			if (!err)
+				err = discard(p, key, key_anchored);
+			else
+				doc__free(key);
+			if (err)
+				return err;
 		}
 	}
 }
@@ -330,14 +521,13 @@ static int parse_node(struct parser *p, yaml_event_t *ev, int depth,
 			err = remember_anchor(p, anchor, n);
 		break;
 	}
-	case YAML_ALIAS_EVENT:
-		for (size_t i = p->nanchors; i-- > 0;) {
-			if (!strcmp(p->anchors[i].name,
-				    (const char *)ev->data.alias.anchor)) {
-				n = clone_counted(p, p->anchors[i].node, depth);
-				break;
-			}
-		}
+	case YAML_ALIAS_EVENT: {
+		const char *name = (const char *)ev->data.alias.anchor;
+		struct anchor *a = find_anchor(
+			p, name, hash_str(0xcbf29ce484222325ull, name));
+
+		if (a && a->name && a->node)
+			n = clone_counted(p, a->node, depth);
 		if (!n && p->nodes <= DOC_MAX_NODES) {
 			err = fail(p, ev->start_mark.line + 1,
 				   ev->start_mark.column + 1,
@@ -345,6 +535,7 @@ static int parse_node(struct parser *p, yaml_event_t *ev, int depth,
 			goto cleanup;
 		}
 		break;
+	}
 	default:
 		err = fail(p, ev->start_mark.line + 1, ev->start_mark.column + 1,
 			   "unexpected YAML event");
@@ -382,6 +573,7 @@ static int parse_stream(struct parser *p, struct doc_file *f)
 		}
 		if (ev.type == YAML_DOCUMENT_START_EVENT) {
 			struct doc_node *root = NULL, **docs;
+			bool anchored;
 
 			yaml_event_delete(&ev);
 			err = next_event(p, &ev);
@@ -392,6 +584,7 @@ static int parse_stream(struct parser *p, struct doc_file *f)
 				yaml_event_delete(&ev);
 				continue;
 			}
+			anchored = event_anchored(&ev);
 			err = parse_node(p, &ev, 0, &root);
 			if (err)
 				return err;
@@ -403,10 +596,12 @@ static int parse_stream(struct parser *p, struct doc_file *f)
 			yaml_event_delete(&ev);
 			/* a document holding only a comment or "null" */
 			if (root->kind == DOC_NULL) {
-				doc__free(root);
+				err = discard(p, root, anchored);
+				if (err)
+					return err;
 				continue;
 			}
-			docs = realloc(f->docs, (f->ndocs + 1) * sizeof(*docs));
+			docs = grow(f->docs, f->ndocs, sizeof(*docs));
 			if (!docs) {
 				doc__free(root);
 				return -ENOMEM;
@@ -450,9 +645,13 @@ int doc__parse_buf(const char *name, const char *buf, size_t len,
 	ret = parse_stream(&p, f);
 	yaml_parser_delete(&p.yp);
 cleanup:
-	for (size_t i = 0; i < p.nanchors; i++)
+	for (size_t i = 0; i < p.anchor_cap; i++)
 		free(p.anchors[i].name);
 	free(p.anchors);
+	free(p.keys);
+	for (size_t i = 0; i < p.nkept; i++)
+		doc__free(p.kept[i]);
+	free(p.kept);
 	if (ret) {
 		if (ret == -ENOMEM && errlen)
 			snprintf(err, errlen, "%s: out of memory", f->path);
@@ -466,43 +665,79 @@ cleanup:
 int doc__parse_file(const char *path, struct doc_file **out, char *err,
 		    size_t errlen)
 {
-	FILE *fp = fopen(path, "rb");
 	char *buf = NULL;
-	long sz;
-	int ret;
+	struct stat st;
+	size_t got = 0;
+	int fd, ret;
 
 	*out = NULL;
-	if (!fp) {
+	/* O_NONBLOCK: opening a FIFO named *.yaml must not wait for a writer */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return ret;
 	}
-	if (fseek(fp, 0, SEEK_END) || (sz = ftell(fp)) < 0 ||
-	    fseek(fp, 0, SEEK_SET)) {
-		ret = -EIO;
-		snprintf(err, errlen, "%s: cannot read", path);
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
 		goto cleanup;
 	}
-	if (sz > DOC_MAX_BYTES) {
+	if (!S_ISREG(st.st_mode)) {
+		ret = -EINVAL;
+		snprintf(err, errlen,
+			 "%s: not a regular file (a FIFO, device or socket); "
+			 "manifests must be files",
+			 path);
+		goto cleanup;
+	}
+	if (st.st_size > DOC_MAX_BYTES) {
 		ret = -EFBIG;
 		snprintf(err, errlen, "%s: file larger than 16 MiB", path);
 		goto cleanup;
 	}
-	buf = malloc(sz + 1);
+	buf = malloc(st.st_size + 1);
 	if (!buf) {
 		ret = -ENOMEM;
+		snprintf(err, errlen, "%s: out of memory", path);
 		goto cleanup;
 	}
-	if (fread(buf, 1, sz, fp) != (size_t)sz) {
-		ret = -EIO;
-		snprintf(err, errlen, "%s: short read", path);
-		goto cleanup;
+	/* the file may shrink or grow while we read: take what is there */
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "%s: cannot read: %s", path,
+				 strerror(errno));
+			goto cleanup;
+		}
+		if (!n)
+			break;
+		got += n;
 	}
-	ret = doc__parse_buf(path, buf, sz, out, err, errlen);
+	ret = doc__parse_buf(path, buf, got, out, err, errlen);
 cleanup:
 	free(buf);
-	fclose(fp);
+	close(fd);
 	return ret;
+}
+
+size_t doc__count(const struct doc_node *n, size_t limit)
+{
+	size_t c = 1;
+
+	if (!n)
+		return 0;
+	if (n->kind == DOC_LIST)
+		for (size_t i = 0; i < n->list.n && c <= limit; i++)
+			c += doc__count(n->list.items[i], limit - c);
+	else if (n->kind == DOC_MAP)
+		for (size_t i = 0; i < n->map.n && c <= limit; i++)
+			c += doc__count(n->map.vals[i], limit - c);
+	return c;
 }
 
 void doc__free(struct doc_node *n)

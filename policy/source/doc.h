@@ -62,6 +62,13 @@ struct doc_file {
 #define DOC_MAX_DEPTH 64
 #define DOC_MAX_NODES (1 << 20)
 #define DOC_MAX_BYTES (16 << 20)
+/*
+ * One Kubernetes object (a document, or an item of a List): nodes it may
+ * hold. The largest HTTPRoute the Gateway API CRD admits (16 rules, 128
+ * matches of 16 headers and 16 query params, 32 parentRefs...) is about
+ * 20k nodes; with managedFields and status, three times that.
+ */
+#define DOC_MAX_OBJECT_NODES (1 << 17)
 
 /*
  * Parse a YAML file or buffer. On error returns -errno (-EINVAL for bad YAML)
@@ -79,6 +86,9 @@ const struct doc_node *doc__get(const struct doc_node *n, const char *key);
 const struct doc_node *doc__path(const struct doc_node *n, const char *path);
 /* String value of a DOC_STRING node at path, NULL otherwise. */
 const char *doc__str(const struct doc_node *n, const char *path);
+
+/* Nodes in the tree at n, counting stops a little past limit. */
+size_t doc__count(const struct doc_node *n, size_t limit);
 
 /* Deep copy and free of a standalone node (synthesised nodes, file = NULL). */
 struct doc_node *doc__clone(const struct doc_node *n);

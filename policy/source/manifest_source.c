@@ -205,6 +205,11 @@ static int push_object(struct msrc_snapshot *snap, const struct doc_node *n,
 	if (!api)
 		return push_error(snap, "%s:%u:%u: %s has no apiVersion", file,
 				  n->line, n->col, kind);
+	if (doc__count(n, DOC_MAX_OBJECT_NODES) > DOC_MAX_OBJECT_NODES)
+		return push_error(snap,
+				  "%s:%u:%u: %s holds more than %d YAML nodes; split it into smaller objects",
+				  file, n->line, n->col, kind,
+				  DOC_MAX_OBJECT_NODES);
 	o = realloc(snap->objs, (snap->nobjs + 1) * sizeof(*o));
 	if (!o)
 		return -ENOMEM;

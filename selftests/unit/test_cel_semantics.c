@@ -208,6 +208,16 @@ TEST(cel_strings_and_lists)
 	CEL_EXPECT_ERR(a, "'a'.matches('(')", 1, "invalid regular expression");
 	CEL_EXPECT_ERR(a, "'a'.matches(attributes['k8s.gateway.name'] + '(')", 2,
 		       "invalid regular expression");
+	/* fuzz_cel: formatting a double past int64 converted it first (UB) */
+	CEL_EXPECT(a, "string(4e44)", "string:4e+44");
+	CEL_EXPECT(a, "string(-1e300)", "string:-1e+300");
+	/* RE2 syntax (the CEL spec's), and its bounds (issue 8) */
+	CEL_EXPECT(a, "'v12'.matches('^v\\\\d+$')", "bool:true");
+	CEL_EXPECT(a, "'ABC'.matches('(?i)^abc$')", "bool:true");
+	CEL_EXPECT_ERR(a, "'a'.matches('(.{0,255}){0,255}')", 1,
+		       "invalid repetition size");
+	CEL_EXPECT_ERR(a, "'a'.matches(attributes['k8s.gateway.name'] + '.{0,1000}')",
+		       2, "instructions, more than the limit");
 	CEL_EXPECT_ERR(a, "size(1)", 1, "no matching overload for 'size'");
 	CEL_EXPECT_ERR(a, "size(resource.metadata.generation)", 2,
 		       "no matching overload for 'size' applied to '(int)'");

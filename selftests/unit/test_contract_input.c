@@ -8,6 +8,7 @@
 
 #include "policy/contract/check_cmd.h"
 #include "policy/contract/contract_uid.h"
+#include "policy/source/doc.h"
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
 
@@ -103,6 +104,9 @@ TEST(contract_wrong_types_everywhere)
 {
 	static const char *const specs[] = {
 		"spec: []\n",
+		/* issue 8: "found nothing" had no file:line */
+		"",
+		"spec:\n  resource: {group: g.io, kind: A}\n",
 		"spec: {resource: HTTPRoute}\n",
 		"spec:\n  resource: {group: g.io, kind: A, resource: as}\n",
 		"spec:\n  resource: {group: g.io, kind: A}\n  metric: {name: 3}\n",
@@ -315,5 +319,78 @@ TEST(contract_same_file_listed_twice_read_once)
 	ASSERT_EQ(tc_open(&t, paths, 3), 0);
 	ASSERT_EQ(manifest_source__count(t.src), 15);
 	ASSERT_EQ(contract__rejected(t.c), 3); /* the seed's twins only */
+	tc_close(&t);
+}
+
+/*
+ * issue 8: attributeFilters regexes were copied into 1024 bytes, so a
+ * long pattern was cut silently (here: cut before its syntax error).
+ */
+TEST(contract_attribute_filter_regex_not_cut)
+{
+	const char *dir = test__tmpdir();
+	char *seed = NULL, *y, pat[1200];
+	const char *at;
+	size_t len = 0;
+	FILE *f = fopen(SEED_DIR "/seed-complete-metricpolicy-dataplane.yaml",
+			"r");
+	struct tc_ctx t;
+	const char *paths[3];
+	int n;
+
+	ASSERT_TRUE(f != NULL);
+	ASSERT_TRUE(getdelim(&seed, &len, 0, f) > 0);
+	fclose(f);
+	memset(pat, 'a', 1100);
+	strcpy(pat + 1100, "(");
+	at = strstr(seed, "      transform:");
+	ASSERT_TRUE(at != NULL);
+	n = asprintf(&y, "%.*s          attributeFilters:\n"
+		     "            - {key: k8s.gateway.name, regex: \"%s\"}\n%s",
+		     (int)(at - seed), seed, pat, at);
+	ASSERT_TRUE(n > 0);
+	paths[0] = tc_write(dir, "p.yaml", y);
+	paths[1] = SEED_DIR "/seed-complete-metricdefinition.yaml";
+	paths[2] = ROUTES;
+	ASSERT_EQ(tc_open(&t, paths, 3), 0);
+	ASSERT_STREQ(tc_status(&t, "MetricPolicy",
+			       "httproute-upstream-latency-policy",
+			       COND_ACCEPTED), "False");
+	ASSERT_TRUE(strstr(tc_message(&t, "MetricPolicy",
+				      "httproute-upstream-latency-policy",
+				      COND_ACCEPTED), "missing )"),
+		    "%s", tc_message(&t, "MetricPolicy",
+				     "httproute-upstream-latency-policy",
+				     COND_ACCEPTED));
+	tc_close(&t);
+	free(seed);
+	free(y);
+}
+
+/* issue 8: what one object may hold is capped, inside a List too */
+TEST(contract_object_node_cap)
+{
+	const char *dir = test__tmpdir();
+	size_t n = DOC_MAX_OBJECT_NODES + 10, cap = 64 + n * 24, len = 0;
+	char *y = malloc(cap);
+	struct tc_ctx t;
+	bool said = false;
+
+	ASSERT_TRUE(y);
+	len += snprintf(y + len, cap - len,
+			"apiVersion: v1\nkind: List\nitems:\n"
+			"- apiVersion: gateway.networking.k8s.io/v1\n"
+			"  kind: HTTPRoute\n  metadata:\n    name: big\n"
+			"    labels:\n");
+	for (size_t i = 0; i < n; i++)
+		len += snprintf(y + len, cap - len, "      k%zu: v\n", i);
+	ASSERT_EQ(tc_open1(&t, tc_write(dir, "big.yaml", y)), 0);
+	free(y);
+	ASSERT_EQ(manifest_source__count(t.src), 0);
+	for (size_t i = 0; i < manifest_source__nerrors(t.src); i++)
+		said |= strstr(manifest_source__error(t.src, i),
+			       "big.yaml:4:3: HTTPRoute holds more than 131072 YAML nodes") != NULL;
+	ASSERT_TRUE(said, "%s", manifest_source__nerrors(t.src) ?
+				       manifest_source__error(t.src, 0) : "no error");
 	tc_close(&t);
 }

@@ -4,7 +4,12 @@
  * ephemeral port): routes, content negotiation, readiness, errors, address
  * parsing and "address in use".
  */
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 #include "exporter/prom_server.h"
@@ -267,4 +272,94 @@ TEST(prom_server_address_errors)
 	}
 	prom_server__stop(b);
 	mstore__free(st);
+}
+
+/* Send raw bytes on a fresh connection; the status line's code, or -1. */
+static int raw_request(int port, const char *req, size_t len)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(port) };
+	struct timeval tv = { .tv_sec = 10 };
+	char buf[256];
+	int fd, code = -1;
+	ssize_t n, off = 0;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		goto out;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* the server may answer and close before the whole head is sent */
+	while ((size_t)off < len) {
+		n = send(fd, req + off, len - off, MSG_NOSIGNAL);
+		if (n <= 0)
+			break;
+		off += n;
+	}
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	if (n > 12) {
+		buf[n] = 0;
+		sscanf(buf, "HTTP/1.%*d %d", &code);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	return code;
+}
+
+/*
+ * issue 8: bounded request sizes, malformed requests answered with an
+ * error, and a client that never finishes its request holds nothing up.
+ */
+TEST(prom_server_hostile_requests)
+{
+	struct agent_state a = { .ready = 1, .store = mstore__new(NULL) };
+	struct prom_server_opts o = { .listen_addr = "127.0.0.1:0",
+				      .store = a.store, .ready_fn = ready_fn,
+				      .ctx = &a };
+	/* past our limit, under libmicrohttpd's default of 32 KiB */
+	size_t big = PROM_MAX_REQUEST + 8192;
+	char err[256], *req = malloc(big + 64);
+	struct prom_server *srv;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct fetch f;
+	int port, code, slow[4];
+	size_t len;
+
+	ASSERT_TRUE(req && a.store);
+	srv = prom_server__start(&o, err, sizeof(err));
+	ASSERT_TRUE(srv, "%s", err);
+	port = prom_server__port(srv);
+
+	/* a header far past the limit: an error status, not a buffer */
+	strcpy(req, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ");
+	len = strlen(req);
+	memset(req + len, 'a', big);
+	strcpy(req + len + big, "\r\n\r\n");
+	code = raw_request(port, req, strlen(req));
+	ASSERT_TRUE(code == 431 || code == 413 || code == 400,
+		    "oversized head answered %d", code);
+	/* not HTTP at all */
+	code = raw_request(port, "\x01\x02\x03 garbage\r\n\r\n", 15);
+	ASSERT_EQ(code, 400);
+	code = raw_request(port, "GET /metrics HTTP/9.9\r\n\r\n", 25);
+	ASSERT_TRUE(code >= 400, "answered %d", code);
+
+	/* clients that connect and never finish their request */
+	sa.sin_port = htons(port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	for (int i = 0; i < 4; i++) {
+		slow[i] = socket(AF_INET, SOCK_STREAM, 0);
+		ASSERT_TRUE(slow[i] >= 0 &&
+			    !connect(slow[i], (struct sockaddr *)&sa, sizeof(sa)));
+		ASSERT_TRUE(send(slow[i], "GET /met", 8, 0) == 8);
+	}
+	ASSERT_EQ(fetch(port, "GET", "/healthz", NULL, &f), 0);
+	ASSERT_EQ(f.status, 200);
+	free(f.body);
+	for (int i = 0; i < 4; i++)
+		close(slow[i]);
+	prom_server__stop(srv);
+	mstore__free(a.store);
+	free(req);
 }

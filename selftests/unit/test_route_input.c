@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "policy/source/doc.h"
 #include "policy/gateway/explain.h"
@@ -56,6 +57,25 @@ static const struct {
 	{ "bad hostname", ROUTE_HEAD "  hostnames: [\"foo.com:80\"]\n",
 	  "bad.yaml:6: spec.hostnames[] \"foo.com:80\" is not a hostname",
 	  -EINVAL },
+	/* issue 8: the message said "no IPs" but these passed */
+	{ "IPv4 hostname", ROUTE_HEAD "  hostnames: [\"127.0.0.1\"]\n",
+	  "bad.yaml:6: spec.hostnames[] \"127.0.0.1\" is not a hostname",
+	  -EINVAL },
+	{ "empty first label", ROUTE_HEAD "  hostnames: [\".example.com\"]\n",
+	  "bad.yaml:6: spec.hostnames[] \".example.com\" is not a hostname",
+	  -EINVAL },
+	{ "label ending in '-'", ROUTE_HEAD "  hostnames: [\"a-.example.com\"]\n",
+	  "bad.yaml:6: spec.hostnames[] \"a-.example.com\" is not a hostname",
+	  -EINVAL },
+	/* issue 8: "\0" cut the hostname to "a.com" */
+	{ "NUL in hostname", ROUTE_HEAD "  hostnames: [\"a.com\\0.evil\"]\n",
+	  "bad.yaml:6: spec.hostnames[] contains a NUL byte", -EINVAL },
+	{ "NUL in a name", ROUTE_HEAD "  parentRefs: [{name: \"gw\\0x\"}]\n",
+	  "bad.yaml:6: parentRef.name contains a NUL byte", -EINVAL },
+	/* issue 8: strtoll() skipped the blank: port 80 */
+	{ "port 0x 50", ROUTE_HEAD "  parentRefs: [{name: gw, port: 0x 50}]\n",
+	  "bad.yaml:6: parentRef.port must be an integer, not string",
+	  -EINVAL },
 	{ "path without '/'", ROUTE_HEAD "  rules:\n  - matches:\n"
 	  "    - path:\n        type: Exact\n        value: api\n",
 	  "bad.yaml:9: path.value \"api\" must start with '/'", -EINVAL },
@@ -77,7 +97,14 @@ static const struct {
 	  "bad.yaml:8: match.method \"get\": use GET", -EINVAL },
 	{ "bad regex", ROUTE_HEAD "  rules:\n  - matches:\n"
 	  "    - path: {type: RegularExpression, value: \"/(a\"}\n",
-	  "bad.yaml:8: regular expression \"/(a\"", -EINVAL },
+	  "bad.yaml:8: invalid regular expression: missing ): /(a", -EINVAL },
+	/* issue 8: 554 MB and 30 s per match under POSIX regcomp/regexec */
+	{ "regex past the repetition bound", ROUTE_HEAD "  rules:\n  - matches:\n"
+	  "    - path: {type: RegularExpression, value: \"/(.{0,255}){0,255}\"}\n",
+	  "bad.yaml:8: invalid regular expression: invalid repetition size", -EINVAL },
+	{ "regex past the program size", ROUTE_HEAD "  rules:\n  - matches:\n"
+	  "    - headers: [{name: x, type: RegularExpression, value: \".{0,1000}\"}]\n",
+	  "bad.yaml:8: invalid regular expression: the compiled expression has", -EINVAL },
 	{ "header without value", ROUTE_HEAD "  rules:\n  - matches:\n"
 	  "    - headers:\n      - name: x\n",
 	  "bad.yaml:9: headers.value is required", -EINVAL },
@@ -145,6 +172,77 @@ TEST(route_input_bad_manifests)
 	}
 }
 
+/* Route with nrules rules of nmatches matches, each match with nheaders. */
+static char *big_route(size_t nrules, size_t nmatches, size_t nheaders,
+		       size_t nhosts)
+{
+	size_t cap = 256 + nhosts * 32 +
+		     nrules * nmatches * (64 + nheaders * 40), len = 0;
+	char *y = malloc(cap);
+
+	if (!y)
+		return NULL;
+	len += snprintf(y + len, cap - len, ROUTE_HEAD "  hostnames:\n");
+	for (size_t h = 0; h < nhosts; h++)
+		len += snprintf(y + len, cap - len, "  - h%zu.example.com\n", h);
+	len += snprintf(y + len, cap - len, "  rules:\n");
+	for (size_t r = 0; r < nrules; r++) {
+		len += snprintf(y + len, cap - len, "  - matches:\n");
+		for (size_t m = 0; m < nmatches; m++) {
+			len += snprintf(y + len, cap - len,
+					"    - path: {value: /r%zu/m%zu}\n"
+					"      headers:\n", r, m);
+			for (size_t h = 0; h < nheaders; h++)
+				len += snprintf(y + len, cap - len,
+						"      - {name: h%zu, value: v}\n",
+						h);
+		}
+	}
+	return y;
+}
+
+/*
+ * issue 8: with 65 537 rules, rule 65 536 was reported as rule 0. The
+ * Gateway API's own bounds keep a route far below what the table holds.
+ */
+TEST(route_input_gateway_api_limits)
+{
+	static const struct {
+		size_t rules, matches, headers, hosts;
+		const char *want;
+	} cases[] = {
+		{ 16, 8, 16, 16, NULL },
+		{ 17, 1, 0, 1, "spec.rules has 17 items; the Gateway API allows at most 16" },
+		{ 1, 65, 0, 1, "rule.matches has 65 items; the Gateway API allows at most 64" },
+		{ 3, 43, 0, 1, "spec.rules hold more than 128 matches in all" },
+		{ 1, 1, 17, 1, "headers has 17 items; the Gateway API allows at most 16" },
+		{ 1, 1, 0, 17, "spec.hostnames has 17 items; the Gateway API allows at most 16" },
+		/* the object cap (DOC_MAX_OBJECT_NODES) says it first */
+		{ 65537, 1, 0, 1, "HTTPRoute holds more than 131072 YAML nodes" },
+		{ 20000, 1, 0, 1, "spec.rules has 20000 items" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct gw_model *m = gateway_api__new();
+		char *y = big_route(cases[i].rules, cases[i].matches,
+				    cases[i].headers, cases[i].hosts);
+		char err[512] = "";
+		int ret;
+
+		ASSERT_TRUE(m && y);
+		ret = add_yaml(m, y, err, sizeof(err));
+		free(y);
+		gateway_api__free(m);
+		if (!cases[i].want) {
+			ASSERT_TRUE(ret == 0, "case %zu: %s", i, err);
+			continue;
+		}
+		ASSERT_TRUE(ret == -EINVAL && strstr(err, cases[i].want) &&
+				    !strncmp(err, "bad.yaml:", 9),
+			    "case %zu: ret %d, message \"%s\"", i, ret, err);
+	}
+}
+
 TEST(route_input_defaults)
 {
 	struct gw_model *m = gateway_api__new();
@@ -195,10 +293,20 @@ TEST(route_input_load_dir_errors)
 	      "metadata: {name: r}\nspec:\n  rules:\n  - matches:\n"
 	      "    - path: {value: nope}\n", f);
 	fclose(f);
+	/* a bad object is left out with its reason; the others load */
+	snprintf(path, sizeof(path), "%s/c.yaml", test__tmpdir());
+	f = fopen(path, "w");
+	ASSERT_TRUE(f != NULL);
+	fputs("apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+	      "metadata: {name: ok}\nspec: {}\n", f);
+	fclose(f);
 	ASSERT_EQ(gateway_api__load_dir(m, test__tmpdir(), err, sizeof(err)),
-		  -EINVAL);
-	ASSERT_TRUE(strstr(err, "/b.yaml:7: path.value \"nope\" must start "
-			   "with '/'") != NULL, "%s", err);
+		  0);
+	ASSERT_EQ(m->nrejected, 1);
+	ASSERT_TRUE(strstr(m->rejected[0], "/b.yaml:7: path.value \"nope\" "
+			   "must start with '/'") != NULL, "%s", m->rejected[0]);
+	ASSERT_EQ(m->nroutes, 1);
+	ASSERT_STREQ(m->routes[0]->name, "ok");
 	gateway_api__free(m);
 }
 
@@ -398,10 +506,31 @@ TEST(route_input_explain_manifest_error)
 	fputs("apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
 	      "metadata: {name: r}\nspec:\n  hostnames: 3\n", f);
 	fclose(f);
+	/*
+	 * issue 8: one bad file used to stop explain; a FIFO named *.yaml
+	 * made it hang. Both are left out and the rest is explained.
+	 */
+	snprintf(path, sizeof(path), "%s/fifo.yaml", test__tmpdir());
+	ASSERT_EQ(mkfifo(path, 0600), 0);
+	snprintf(path, sizeof(path), "%s/good.yaml", test__tmpdir());
+	f = fopen(path, "w");
+	ASSERT_TRUE(f != NULL);
+	fputs("apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
+	      "metadata: {name: gw}\nspec:\n  listeners:\n"
+	      "  - {name: h, protocol: HTTP, port: 80}\n---\n"
+	      "apiVersion: v1\nkind: List\nitems:\n"
+	      "- apiVersion: gateway.networking.k8s.io/v1\n  kind: HTTPRoute\n"
+	      "  metadata: {name: good}\n  spec: {parentRefs: [{name: gw}]}\n",
+	      f);
+	fclose(f);
 	ret = explain(&out, &errs, args);
-	ASSERT_EQ(ret, 2);
-	ASSERT_TRUE(strstr(errs, "/x.yml:5: spec.hostnames must be a list")
-		    != NULL, "%s", errs);
+	ASSERT_EQ(ret, 0);
+	ASSERT_TRUE(strstr(errs, "left out: ") &&
+			    strstr(errs, "/x.yml:5: spec.hostnames must be a list"),
+		    "%s", errs);
+	ASSERT_TRUE(strstr(errs, "/fifo.yaml: not a regular file"), "%s", errs);
+	/* the route inside the kind: List (kubectl get -o yaml) counts */
+	ASSERT_TRUE(!strncmp(out, "default/good rule 0", 19), "%s", out);
 	free(out);
 	free(errs);
 }
@@ -495,4 +624,36 @@ TEST(route_input_explain_verbose)
 		    != NULL, "%s", out);
 	free(out);
 	free(errs);
+}
+
+/* Every compiled pattern may hold REGEX_MAX_MEM: at most 64 per object. */
+TEST(route_input_regex_count_limit)
+{
+	for (int nre = 64; nre <= 65; nre++) {
+		struct gw_model *m = gateway_api__new();
+		char *y = malloc(64 * 1024), err[512] = "";
+		size_t len = 0;
+		int ret;
+
+		ASSERT_TRUE(m && y);
+		len += snprintf(y + len, 64 * 1024 - len,
+				ROUTE_HEAD "  rules:\n  - matches:\n");
+		for (int i = 0; i < nre; i += 13) {
+			len += snprintf(y + len, 64 * 1024 - len,
+					"    - headers:\n");
+			for (int h = i; h < nre && h < i + 13; h++)
+				len += snprintf(y + len, 64 * 1024 - len,
+						"      - {name: h%d, type: RegularExpression, value: \"v[0-9]+\"}\n",
+						h);
+		}
+		ret = add_yaml(m, y, err, sizeof(err));
+		free(y);
+		gateway_api__free(m);
+		if (nre == 64)
+			ASSERT_TRUE(ret == 0, "%s", err);
+		else
+			ASSERT_TRUE(ret == -EINVAL &&
+					    strstr(err, "more than 64 RegularExpression matches in one object"),
+				    "%d %s", ret, err);
+	}
 }

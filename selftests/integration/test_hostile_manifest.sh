@@ -1,0 +1,124 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# A tenant's hostile objects land in the running agent's manifests while
+# wrk runs (issue 8): an HTTPRoute that would take api.example.com's
+# /v1/status (older, so it wins the tie) but also carries a regex that cost
+# POSIX regex 554 MB and 30 s, one past the Gateway API's rule limit, the
+# anchor-on-a-key document that read freed memory, a 100k-key map, and a
+# FIFO named *.yaml (opening it used to block the loop that drains the ring
+# buffer). Each must be left out with a logged reason and counted in
+# milometer.routes.objects_rejected; the agent must stay up, and every
+# request must still be counted for the route it was counted for before:
+# the agent's counts equal nginx's access log exactly. Then the debug
+# socket gets an oversized, a binary and a silent request.
+. "$(dirname "$0")/lib.sh"
+need_root
+need_bin milometer gen_nginx
+use_manifests base
+start_backends
+start_nginx
+start_agent
+
+hostile() {
+	local m=$T/manifests
+	cat >"$T/thief.tmp" <<'YAML'
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: thief
+  namespace: evil
+  creationTimestamp: "2000-01-01T00:00:00Z"
+spec:
+  parentRefs: [{name: gw, namespace: infra}]
+  hostnames: ["api.example.com"]
+  rules:
+  - matches: [{path: {type: Exact, value: /v1/status}}]
+  - matches: [{path: {type: RegularExpression, value: "/(.{0,255}){0,255}"}}]
+YAML
+	mv "$T/thief.tmp" "$m/thief.yaml"
+	{
+		printf 'apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n'
+		printf 'metadata: {name: many, namespace: evil}\nspec:\n'
+		printf '  hostnames: ["api.example.com"]\n'
+		printf '  parentRefs: [{name: gw, namespace: infra}]\n  rules:\n'
+		for i in $(seq 0 16); do
+			printf '  - matches: [{path: {type: Exact, value: /v1/status}}]\n'
+		done
+	} >"$T/many.tmp"
+	mv "$T/many.tmp" "$m/many.yaml"
+	printf '&a foo: bar\nbaz: *a\n--- &b ~\n--- [*b]\n' >"$T/uaf.tmp"
+	mv "$T/uaf.tmp" "$m/uaf.yaml"
+	awk 'BEGIN { for (i = 0; i < 100000; i++) printf "key%07d: v\n", i }' \
+		>"$T/keys.tmp"
+	mv "$T/keys.tmp" "$m/keys.yaml"
+	mkfifo "$m/fifo.yaml"
+}
+
+rejected() { metric milometer_routes_objects_rejected; }
+at_least_rejected() { [ "$(rejected)" -ge "$1" ] 2>/dev/null; }
+
+start_bg wrk wrk -t1 -c4 -d6s -s "$IT_DIR/wrk_update.lua" \
+	"http://127.0.0.1:$PROXY_PORT/"
+WRK=$LAST_PID
+wait_log_lines "$NGINX_LOG" 2000 || fail "no load reached nginx"
+reloads0=$(metric milometer_routes_reloads_total)
+log "hostile manifests under load ($(log_lines "$NGINX_LOG") requests so far)"
+hostile
+# thief, many, uaf (not an object), keys (not an object), fifo
+wait_for 20 at_least_rejected 5 ||
+	fail "the agent did not leave out the hostile objects (rejected: $(rejected)); log: $(tail -5 "$T/agent.out")"
+metric_grew milometer_routes_reloads_total "$reloads0" 1 ||
+	fail "no new route table was installed after the hostile files"
+wait "$WRK" || true
+cat "$T/wrk.out"
+alive "$AGENT_PID" || fail "the agent died"
+for why in "thief.yaml:.*invalid regular expression" \
+	"many.yaml:.*spec.rules has 17 items; the Gateway API allows at most 16" \
+	"fifo.yaml: not a regular file" \
+	"uaf.yaml:.*manifest needs string apiVersion and kind" \
+	"keys.yaml:.*manifest needs string apiVersion and kind"; do
+	grep -q "manifest left out: .*$why" "$T/agent.out" ||
+		fail "the agent log does not say why: $why"
+done
+# nothing moved: api's /v1/status is still api's, every count exact
+compare_log --latency-info
+[ "$(metric envoy_http_downstream_rq_total k8s_httproute_name=thief)" = 0 ] ||
+	fail "the hostile route was counted"
+
+# the debug socket: bounded, malformed answered, a silent client is cut
+sock=$T/agent.sock
+out=$($PY - "$sock" <<'PY'
+import socket, sys, time
+def ask(data, wait=0):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    s.connect(sys.argv[1])
+    if wait:
+        time.sleep(wait)
+    if data:
+        s.sendall(data)
+    t0 = time.monotonic()
+    buf = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        buf += b
+    s.close()
+    return buf.decode(errors="replace").strip(), time.monotonic() - t0
+print(ask(b"x" * 4096)[0])
+print(ask(b"\x00\x01\x02status\n")[0])
+msg, took = ask(b"", wait=0)
+print(msg, "%.2f" % took)
+PY
+)
+log "debug socket answers: $out"
+grep -q "error: request longer than 255 bytes" <<<"$out" ||
+	fail "an oversized debug request was not refused: $out"
+grep -q "error: the request holds bytes that are not text" <<<"$out" ||
+	fail "a binary debug request was not refused: $out"
+grep -q "error: no complete request within 100 ms" <<<"$out" ||
+	fail "a silent debug client was not cut: $out"
+ctl status | grep -q "^milometer" || fail "ctl status stopped answering"
+rm -f "$T/manifests/fifo.yaml"
+stop_agent
