@@ -222,7 +222,8 @@ unit: $(BIN)/unit_tests
 	$(Q)$(BIN)/unit_tests $(T)
 
 # The unit tests built apart with AddressSanitizer + UBSan (any finding
-# fails the run; leaks too).
+# fails the run; leaks too). A crash is left to the runner (handle_segv=0),
+# which reports it per test, as in the plain build.
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	     -fno-sanitize-recover=all
 # The C linker driver leaves out clang's C++ UBSan runtime: the two checks
@@ -232,7 +233,7 @@ SAN_CXX_FLAGS = $(SAN_FLAGS) $(if $(findstring clang,$(CXX)),$(CLANG_CXX_SAN))
 asan-unit: | $(DEPS_STAMP)
 	$(Q)CFLAGS="$(SAN_FLAGS)" CXXFLAGS="$(SAN_CXX_FLAGS)" $(MAKE) --no-print-directory -s \
 		OUTPUT=$(OUTPUT)/asan BIN=$(OUTPUT)/asan/bin $(OUTPUT)/asan/bin/unit_tests
-	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:handle_segv=0 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		$(OUTPUT)/asan/bin/unit_tests $(T)
 
