@@ -269,10 +269,12 @@ $(BIN)/fuzz_kind_%: selftests/fuzz/fuzz_kind.c $(FUZZ_DEPS)
 	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer \
 		-DFUZZ_KIND_$(shell echo $* | tr a-z A-Z) $< $(FUZZ_LIBS) -o $@
 
-# agent/options.c is libbpf-free: compiled in, not the agent's objects
-$(BIN)/fuzz_config: selftests/fuzz/fuzz_config.c agent/options.c $(FUZZ_DEPS)
+# agent/options.c (and the feature gates it parses) are libbpf-free:
+# compiled in, not the agent's objects
+$(BIN)/fuzz_config: selftests/fuzz/fuzz_config.c agent/options.c agent/features.c $(FUZZ_DEPS)
 	$(call msg,FUZZ,$@)
-	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $< agent/options.c $(FUZZ_LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $< agent/options.c agent/features.c \
+		$(FUZZ_LIBS) -o $@
 
 integration: all | $(DEPS_STAMP)
 	$(Q)selftests/integration/run.sh $(T)
