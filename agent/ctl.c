@@ -145,6 +145,18 @@ static void client_close(struct ctl *c, struct ctl_client *cl)
 		return;
 	if (c->ep >= 0)
 		epoll_ctl(c->ep, EPOLL_CTL_DEL, cl->fd, NULL);
+	/*
+	 * Closing with unread input resets the connection, and the peer may
+	 * lose the answer (an oversized request is answered after 255 bytes):
+	 * end our side, drop what is already queued (bounded), then close.
+	 */
+	shutdown(cl->fd, SHUT_WR);
+	for (int i = 0; i < 16; i++) {
+		char sink[4096];
+
+		if (recv(cl->fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
+			break;
+	}
 	close(cl->fd);
 	free(cl->out);
 	memset(cl, 0, sizeof(*cl));
