@@ -63,6 +63,18 @@ static __always_inline __u8 method_of(__u64 tok)
 /* "chunked" as the low 7 bytes of te_tail */
 #define TE_CHUNKED TOK7('c', 'h', 'u', 'n', 'k', 'e', 'd')
 
+/* What every message start resets. */
+static __always_inline void msg_reset(struct mm_parser *p)
+{
+	p->tok = 0;
+	p->tok_len = 0;
+	p->chunked = 0;
+	p->has_cl = 0;
+	p->cl_bad = 0;
+	p->cl = 0;
+	p->te_tail = 0;
+}
+
 static __always_inline void start_request(struct mm_lctx *x)
 {
 	struct mm_conn *c = x->c;
@@ -217,13 +229,7 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 	case PS_START:
 		if (ch == '\r' || ch == '\n')
 			return 0; /* CRLF between messages is allowed */
-		p->tok = 0;
-		p->tok_len = 0;
-		p->chunked = 0;
-		p->has_cl = 0;
-		p->cl_bad = 0;
-		p->cl = 0;
-		p->te_tail = 0;
+		msg_reset(p);
 		if (x->s->is_req) {
 			start_request(x);
 			if (c->head_len < MM_HEAD_MAX)
@@ -587,18 +593,6 @@ static __always_inline __u32 line_start(struct mm_lctx *x, __u32 i)
 	p->hdr = HDR_OTHER;
 	p->state = PS_VALUE;
 	return 0;
-}
-
-/* What every message start resets. */
-static __always_inline void msg_reset(struct mm_parser *p)
-{
-	p->tok = 0;
-	p->tok_len = 0;
-	p->chunked = 0;
-	p->has_cl = 0;
-	p->cl_bad = 0;
-	p->cl = 0;
-	p->te_tail = 0;
 }
 
 static __always_inline __u8 byte_at(struct mm_lctx *x, __u32 i)
