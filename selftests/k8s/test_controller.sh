@@ -54,9 +54,16 @@ assert a["observedGeneration"] == o["metadata"]["generation"], a
 assert a["lastTransitionTime"].endswith("Z"), a
 assert "Programmed" not in c, c
 PY
-	conflicted() { [ "$(kubectl get metricpolicy httproute-upstream-latency-policy -o jsonpath='{.status.conditions[?(@.type=="Accepted")].reason}')" = Conflicted ]; }
+	# the examples hold two pairs of policies that target the same metric
+	# from the same source (*condition-status-policy, *upstream-latency-
+	# policy): in each, the newer (creationTimestamp, then name) is
+	# Conflicted; which one depends on whether kubectl's creates crossed a
+	# second, so the test counts one per pair, not names
+	nconflicted() { kubectl get metricpolicy -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Accepted")].reason}{"\n"}{end}' | grep -c '^Conflicted$'; }
+	pair() { kubectl get metricpolicy "gateway-httproute-$1" "httproute-$1" -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Accepted")].reason}{"\n"}{end}' | grep -c '^Conflicted$'; }
+	conflicted() { [ "$(pair condition-status-policy)" = 1 ] && [ "$(pair upstream-latency-policy)" = 1 ] && [ "$(nconflicted)" = 2 ]; }
 	wait_for 10 conflicted ||
-		fail "the conflicted policy is not Accepted=False Conflicted: $(kubectl get metricpolicy httproute-upstream-latency-policy -o jsonpath="{.status}")"
+		fail "not exactly one policy per conflicting pair is Accepted=False Conflicted: $(kubectl get metricpolicy -o jsonpath='{range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Accepted")].reason}{"\n"}{end}')"
 	[ "$(kubectl get metricpolicy gateway-httproute-created-policy -o jsonpath='{.status.conditions[?(@.type=="ResolvedRefs")].status}')" = True ] ||
 		fail "ResolvedRefs missing"
 }
