@@ -357,12 +357,11 @@ $(BIN)/bpf_tests: $(BPFTEST_O) $(OUTPUT)/selftests/unit/test_main.o $(OUTPUT)/li
 # --- libFuzzer: the BPF parsing headers as user-space C (selftests/fuzz) ---
 # Part of `make fuzz` (its own rules: the glue is compiled against vmlinux.h
 # with bpf_shim/ in place of libbpf's helper headers). clang only (libFuzzer
-# runtime: Debian's libclang-rt-14-dev). The split-consistency check stays
-# off in the bounded runs while selftests/fuzz/findings/ holds an open one.
+# runtime: Debian's libclang-rt-14-dev). The split-consistency check is on.
 BFUZZ_SAN   := -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 BFUZZ_FLAGS := $(BFUZZ_SAN) -fsanitize=fuzzer,address,undefined
 BFUZZ_OUT   := $(OUTPUT)/selftests/fuzz
-BFUZZ_ENV   ?= FZB_NO_SPLIT_CHECK=1
+BFUZZ_ENV   ?=
 
 .PHONY: fuzz-bpf-parser fuzz-bpf-parser-run
 fuzz-bpf-parser: $(BIN)/fuzz_bpf_parser

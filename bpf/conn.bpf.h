@@ -17,7 +17,7 @@
 
 #define MM_SCRATCH      512 /* user bytes copied and scanned per window */
 #ifndef MM_BLOCK
-#define MM_BLOCK        8  /* bytes parsed per bpf_loop callback (unrolled) */
+#define MM_BLOCK        4  /* bytes parsed per bpf_loop callback (unrolled) */
 #endif
 #define MM_WINDOWS      64  /* windows (parse or skip steps) per iovec */
 #define MM_IOV_MAX      1024 /* iovecs walked per readv/writev/recvmsg/sendmsg (IOV_MAX) */

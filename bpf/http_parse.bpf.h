@@ -117,21 +117,30 @@ static __always_inline void start_request(struct mm_lctx *x)
 	c->next_seq++;
 }
 
+static __always_inline bool name_is(const struct mm_parser *p, const char *n,
+				    __u8 len)
+{
+	if (p->name_len != len)
+		return false;
+#pragma unroll
+	for (int k = 0; k < 17; k++)
+		if (k < len && p->name[k] != n[k])
+			return false;
+	return true;
+}
+
+/*
+ * Exact names: the word path (line_start) recognises exactly these, and a
+ * split must not change which header a line is.
+ */
 static __always_inline void classify_header(struct mm_parser *p)
 {
-	__u8 n = p->name_len;
-
 	p->hdr = HDR_OTHER;
-	if (n == 4 && p->name[0] == 'h' && p->name[1] == 'o' &&
-	    p->name[2] == 's' && p->name[3] == 't')
+	if (name_is(p, "host", 4))
 		p->hdr = HDR_HOST;
-	else if (n == 14 && p->name[0] == 'c' && p->name[7] == '-' &&
-		 p->name[8] == 'l' && p->name[13] == 'h' &&
-		 p->name[1] == 'o' && p->name[9] == 'e')
+	else if (name_is(p, "content-length", 14))
 		p->hdr = HDR_CL;
-	else if (n == 17 && p->name[0] == 't' && p->name[8] == '-' &&
-		 p->name[9] == 'e' && p->name[16] == 'g' &&
-		 p->name[1] == 'r' && p->name[10] == 'n')
+	else if (name_is(p, "transfer-encoding", 17))
 		p->hdr = HDR_TE;
 }
 
@@ -504,17 +513,35 @@ static __always_inline bool load_word(struct mm_lctx *x, __u32 i, __u64 *w)
  * '\n'. Returns the bytes stepped over, 0 when the word starts with '\n'
  * or the window has fewer than 8 bytes left.
  */
+/*
+ * May a word step consume bytes of a request head? The last bytes of the
+ * head copy go one by one, so it stays exact.
+ */
+static __always_inline bool head_word_ok(struct mm_lctx *x)
+{
+	__u16 h = x->c->head_len;
+
+	return !x->s->is_req || h <= MM_HEAD_MAX - 8 || h >= MM_HEAD_MAX;
+}
+
+/* What the byte path does with the '\n' that ends a line we skip. */
+static __always_inline void skipped_line_end(struct mm_parser *p)
+{
+	if (p->state == PS_TREST) {
+		p->state = PS_TLINE;
+	} else {
+		/* PS_VERSION, PS_SREASON, PS_VALUE of a header we do not read */
+		end_header_line(p);
+		p->state = PS_LINE;
+	}
+}
+
 static __always_inline __u32 skip_in_line(struct mm_lctx *x, __u32 i)
 {
-	struct mm_conn *c = x->c;
 	__u64 w, v, m;
 	__u32 k;
 
-	/* the last bytes of the head copy go one by one, so it stays exact */
-	if (x->s->is_req && c->head_len > MM_HEAD_MAX - 8 &&
-	    c->head_len < MM_HEAD_MAX)
-		return 0;
-	if (!load_word(x, i, &w))
+	if (!head_word_ok(x) || !load_word(x, i, &w))
 		return 0;
 	v = w ^ LFS;
 	m = (v - ONES) & ~v & HIGHS;
@@ -526,7 +553,15 @@ static __always_inline __u32 skip_in_line(struct mm_lctx *x, __u32 i)
 	else
 		k = m & 0x808000000000ULL ? (m & 0x8000000000ULL ? 4 : 5) :
 					    (m & 0x80000000000000ULL ? 6 : 7);
-	if (k && x->s->is_req)
+	/*
+	 * The '\n' is in this word: consume it too, with the state change the
+	 * byte path would make (one step per skipped line, not two).
+	 */
+	if (k < 8) {
+		k++;
+		skipped_line_end(x->p);
+	}
+	if (x->s->is_req)
 		copy_head(x, w, k);
 	return k;
 }
@@ -569,7 +604,7 @@ static __always_inline __u32 line_start(struct mm_lctx *x, __u32 i)
 	struct mm_parser *p = x->p;
 	__u64 w, w2, lw;
 
-	if (!load_word(x, i, &w))
+	if (!head_word_ok(x) || !load_word(x, i, &w))
 		return 0;
 	/* '\r' or '\n' first: the empty line, parsed byte by byte */
 	if ((__u8)w == '\r' || (__u8)w == '\n')
@@ -579,6 +614,9 @@ static __always_inline __u32 line_start(struct mm_lctx *x, __u32 i)
 		if (!load_word(x, i + 8, &w2) || lower_word(w2) != W_LENGTH)
 			return 0;
 		if (x->s->is_req) {
+			if (x->c->head_len > MM_HEAD_MAX - 16 &&
+			    x->c->head_len < MM_HEAD_MAX)
+				return 0;
 			copy_head(x, w, 8);
 			copy_head(x, w2, 8);
 		}
@@ -588,11 +626,53 @@ static __always_inline __u32 line_start(struct mm_lctx *x, __u32 i)
 	}
 	if (lw == W_TRANSFER)
 		return 0;
-	if ((lw & M_HOST) == W_HOST && x->s->is_req)
-		return 0;
+	if ((lw & M_HOST) == W_HOST && x->s->is_req) {
+		struct mm_conn *c = x->c;
+
+		copy_head(x, w, 5);
+		/* first Host wins, as in the byte path */
+		p->hdr = c->host_len || c->host_state ? HDR_OTHER : HDR_HOST;
+		p->state = PS_VALUE;
+		return 5;
+	}
 	p->hdr = HDR_OTHER;
 	p->state = PS_VALUE;
 	return 0;
+}
+
+/*
+ * Path bytes of the request target, a word at a time: hashed and their '/'
+ * boundaries recorded as the byte path does, up to the first byte that ends
+ * or leaves the path (' ', '?', a control byte), which the byte path takes.
+ * The first target byte also goes byte by byte (it sets target_ok).
+ */
+static __always_inline __u32 target_word(struct mm_lctx *x, __u32 i)
+{
+	struct mm_conn *c = x->c;
+	__u64 w, h;
+	__u32 k;
+
+	if (!x->p->tok_len || !head_word_ok(x) || !load_word(x, i, &w))
+		return 0;
+	h = c->path_hash;
+#pragma unroll
+	for (k = 0; k < 8; k++) {
+		__u8 ch = w >> (8 * k);
+
+		if (ch < 0x21 || ch == 0x7f || ch == '?')
+			break;
+		if (ch == '/') {
+			if (c->nbounds < MM_PATH_PREFIXES)
+				*IDX(c->bounds, c->nbounds, MM_PATH_PREFIXES) = h;
+			if (c->nbounds < 255)
+				c->nbounds++;
+		}
+		h = fnv_step(h, ch);
+	}
+	c->path_hash = h;
+	if (k)
+		copy_head(x, w, k);
+	return k;
 }
 
 static __always_inline __u8 byte_at(struct mm_lctx *x, __u32 i)
@@ -681,6 +761,8 @@ static long parse_block(__u32 blk, void *ctx)
 			n = line_start(x, i);
 		else if (st == PS_START)
 			n = msg_start(x, i);
+		else if (st == PS_TARGET)
+			n = target_word(x, i);
 		if (!n && to_eol(x->p))
 			n = skip_in_line(x, i);
 		if (n) {
