@@ -18,6 +18,8 @@
 #define MM_SCRATCH      512 /* user bytes copied and scanned per window */
 #ifndef MM_BLOCK
 #define MM_BLOCK        4  /* bytes parsed per bpf_loop callback (unrolled) */
+#define MM_SKIP_WORDS   4  /* words of a skipped line per parser step */
+#define MM_IOV_BATCH    8  /* iovecs read per user-memory read (a power of 2) */
 #endif
 #define MM_WINDOWS      64  /* windows (parse or skip steps) per iovec */
 #define MM_IOV_MAX      1024 /* iovecs walked per readv/writev/recvmsg/sendmsg (IOV_MAX) */
@@ -245,6 +247,12 @@ struct mm_lctx {
  * Per-CPU working memory of one program run. The TCP state hook, which may
  * interrupt a parse on the same CPU (softirq), never touches it.
  */
+/* struct iovec of x86_64 user space */
+struct mm_iovec {
+	__u64 base;
+	__u64 len;
+};
+
 struct mm_scratch {
 	char buf[MM_SCRATCH];  /* user bytes of the window being parsed */
 	/* window loop (one user buffer) */
@@ -262,6 +270,8 @@ struct mm_scratch {
 	/* iovec loop */
 	__u64 x_iov;
 	__u64 x_left;
+	__u64 x_cnt;
+	struct mm_iovec x_vec[MM_IOV_BATCH]; /* iovecs read in one probe read */
 	/* route lookup (route_lookup.bpf.h) */
 	__u64 sfx_hash;        /* FNV of the host suffix being hashed */
 	__u32 sfx_from;

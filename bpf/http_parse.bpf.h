@@ -538,32 +538,44 @@ static __always_inline void skipped_line_end(struct mm_parser *p)
 
 static __always_inline __u32 skip_in_line(struct mm_lctx *x, __u32 i)
 {
-	__u64 w, v, m;
-	__u32 k;
+	__u32 n = 0;
 
-	if (!head_word_ok(x) || !load_word(x, i, &w))
-		return 0;
-	v = w ^ LFS;
-	m = (v - ONES) & ~v & HIGHS;
-	if (!m)
-		k = 8;
-	else if (m & 0x80808080ULL)
-		k = m & 0x8080ULL ? (m & 0x80ULL ? 0 : 1) :
-				    (m & 0x800000ULL ? 2 : 3);
-	else
-		k = m & 0x808000000000ULL ? (m & 0x8000000000ULL ? 4 : 5) :
-					    (m & 0x80000000000000ULL ? 6 : 7);
-	/*
-	 * The '\n' is in this word: consume it too, with the state change the
-	 * byte path would make (one step per skipped line, not two).
-	 */
-	if (k < 8) {
+	/* up to MM_SKIP_WORDS words a step: most skipped lines in one */
+#pragma unroll
+	for (int j = 0; j < MM_SKIP_WORDS; j++) {
+		__u64 w, v, m;
+		__u32 k;
+
+		if (!head_word_ok(x) || !load_word(x, i + n, &w))
+			return n;
+		v = w ^ LFS;
+		m = (v - ONES) & ~v & HIGHS;
+		if (!m)
+			k = 8;
+		else if (m & 0x80808080ULL)
+			k = m & 0x8080ULL ? (m & 0x80ULL ? 0 : 1) :
+					    (m & 0x800000ULL ? 2 : 3);
+		else
+			k = m & 0x808000000000ULL ?
+				    (m & 0x8000000000ULL ? 4 : 5) :
+				    (m & 0x80000000000000ULL ? 6 : 7);
+		if (k == 8) {
+			if (x->s->is_req)
+				copy_head(x, w, 8);
+			n += 8;
+			continue;
+		}
+		/*
+		 * The '\n' is in this word: consume it too, with the state
+		 * change the byte path would make.
+		 */
 		k++;
 		skipped_line_end(x->p);
+		if (x->s->is_req)
+			copy_head(x, w, k);
+		return n + k;
 	}
-	if (x->s->is_req)
-		copy_head(x, w, k);
-	return k;
+	return n;
 }
 
 /* bytes 'A'..'Z' of w made lower case, the rest unchanged (SWAR) */
@@ -675,6 +687,31 @@ static __always_inline __u32 target_word(struct mm_lctx *x, __u32 i)
 	return k;
 }
 
+/*
+ * The Host value of a request a word at a time, byte for byte what
+ * host_byte() does, up to the CR/LF that ends it (left to the byte path).
+ */
+static __always_inline __u32 host_word(struct mm_lctx *x, __u32 i)
+{
+	struct mm_conn *c = x->c;
+	__u64 w;
+	__u32 k;
+
+	if (!head_word_ok(x) || !load_word(x, i, &w))
+		return 0;
+#pragma unroll
+	for (k = 0; k < 8; k++) {
+		__u8 ch = w >> (8 * k);
+
+		if (ch == '\r' || ch == '\n')
+			break;
+		host_byte(c, ch);
+	}
+	if (k)
+		copy_head(x, w, k);
+	return k;
+}
+
 static __always_inline __u8 byte_at(struct mm_lctx *x, __u32 i)
 {
 	return *IDX(x->s->buf, i, MM_SCRATCH);
@@ -763,6 +800,8 @@ static long parse_block(__u32 blk, void *ctx)
 			n = msg_start(x, i);
 		else if (st == PS_TARGET)
 			n = target_word(x, i);
+		else if (st == PS_VALUE && x->p->hdr == HDR_HOST)
+			n = host_word(x, i);
 		if (!n && to_eol(x->p))
 			n = skip_in_line(x, i);
 		if (n) {
