@@ -354,6 +354,14 @@ $(BIN)/bpf_tests: $(BPFTEST_O) $(OUTPUT)/selftests/unit/test_main.o $(OUTPUT)/li
 	$(Q)$(CC) $(CFLAGS) $(BPFTEST_O) $(OUTPUT)/selftests/unit/test_main.o \
 		$(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@
 
+# The data path's cost per exchange through the same harness (make bench).
+$(BIN)/bench_bpf_exchange: selftests/bench/bpf/bench_bpf_exchange.c \
+		$(BPFTEST_OUT)/bpf_fixture.o | $(BIN) $(DEPS_STAMP)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $< $(BPFTEST_OUT)/bpf_fixture.o $(AGENT_LIBS) -o $@
+
+bench: $(BIN)/bench_bpf_exchange
+
 # --- libFuzzer: the BPF parsing headers as user-space C (selftests/fuzz) ---
 # Part of `make fuzz` (its own rules: the glue is compiled against vmlinux.h
 # with bpf_shim/ in place of libbpf's helper headers). clang only (libFuzzer

@@ -146,7 +146,7 @@ class Summary:
 def main():
     ap = argparse.ArgumentParser()
     for a in ("rounds", "nodetax", "kmem", "conn-size", "notes",
-              "aggregate", "export", "memory"):
+              "aggregate", "export", "memory", "bpf-cost"):
         ap.add_argument("--" + a, required=True)
     args = ap.parse_args()
     notes = {}
@@ -441,6 +441,17 @@ def main():
               (base["bpf_ns_rq"], slope * head, head,
                base["bpf_ns_rq"] - slope * head))
         S.add("cost per parsed head byte", slope, "%.2f ns")
+
+    # --- BPF cost model: the harness, warm and cold (bin/bench_bpf_exchange)
+    try:
+        with open(args.bpf_cost) as f:
+            cost = f.read().rstrip()
+    except OSError:
+        cost = ""
+    if cost:
+        print("\n== BPF cost per exchange leg (bin/bench_bpf_exchange, "
+              "BPF_PROG_TEST_RUN; cold = caches evicted between runs)")
+        print(cost)
 
     # --- user space: aggregation, export, memory per series ----------------
     agg, agg_lines = figures(args.aggregate)

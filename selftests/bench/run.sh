@@ -20,6 +20,9 @@
 #     through the gateway, agent off vs on; sizeof(struct mm_conn) from BTF.
 #  F. User-space aggregation capacity (bin/bench_aggregate, one core),
 #     OTLP encode (bin/bench_export), bytes per series (mstore test).
+#  G. BPF cost model: ns per run of each leg of one exchange through the
+#     data path's code under BPF_PROG_TEST_RUN, warm and with caches
+#     evicted between runs (bin/bench_bpf_exchange).
 #
 # Knobs (environment): BENCH_ROUNDS (pairs in A and B, 3), BENCH_DURATION
 # (seconds per round in A-C, 5), BENCH_SCALE_DURATION (seconds per scale
@@ -27,7 +30,7 @@
 # BENCH_WORKERS (nginx worker_processes, 1), BENCH_SCALE_CONNS ("10 1000
 # 10000"), BENCH_SCALE_ROUTES ("10 1000 10000"), BENCH_MEM_CONNS (10000),
 # BENCH_NODETAX_REPS (50), BENCH_EVENTS (aggregation events, 20000000),
-# BENCH_PHASES (which phases to run, "ABCDEF").
+# BENCH_PHASES (which phases to run, "ABCDEFG").
 
 set -euo pipefail
 
@@ -47,7 +50,7 @@ SCALE_ROUTES=${BENCH_SCALE_ROUTES:-10 1000 10000}
 MEM_CONNS=${BENCH_MEM_CONNS:-10000}
 NODETAX_REPS=${BENCH_NODETAX_REPS:-50}
 EVENTS=${BENCH_EVENTS:-20000000}
-PHASES=${BENCH_PHASES:-ABCDEF}
+PHASES=${BENCH_PHASES:-ABCDEFG}
 # Loopback ports apart from the integration tests (28xxx/29xxx) and below
 # the ephemeral range (32768+), where a client socket may hold them.
 GW_PORT=${BENCH_GW_PORT:-17080}
@@ -72,7 +75,7 @@ phase() { [[ $PHASES == *"$1"* ]]; }
 for t in wrk nginx haproxy bpftool ss curl "$PY"; do
 	command -v "$t" >/dev/null || die "$t is missing: run make bench as root on Debian 12 (make deps installs it)"
 done
-for b in milometer bench_aggregate bench_export bench_nodetax bench_store bench_cel; do
+for b in milometer bench_aggregate bench_export bench_nodetax bench_store bench_cel bench_bpf_exchange; do
 	[ -x "$BIN/$b" ] || die "$BIN/$b is missing: run make bench, not this script"
 done
 # 10 000 client connections (wrk, idle_conns.py), as many at the gateway
@@ -588,8 +591,18 @@ if phase F; then
 	fi
 fi
 
+: >"$W/bpf_cost"
+if phase G; then
+	log "BPF cost per exchange leg, warm and cold caches (bin/bench_bpf_exchange)"
+	if ! "$BIN/bench_bpf_exchange" >"$W/bpf_cost" 2>&1; then
+		FAILED="$FAILED bench_bpf_exchange"
+		sed 's/^/  /' "$W/bpf_cost" >&2
+	fi
+fi
+
 "$PY" "$HERE/report.py" --rounds "$W/rounds" --nodetax "$W/nodetax" \
 	--kmem "$W/memory_k" --conn-size "$W/conn_size" --notes "$W/notes" \
-	--aggregate "$W/aggregate" --export "$W/export" --memory "$W/memory" ||
+	--aggregate "$W/aggregate" --export "$W/export" --memory "$W/memory" \
+	--bpf-cost "$W/bpf_cost" ||
 	die "report.py failed on the collected figures (BENCH_KEEP=1 keeps $W)"
 [ -z "$FAILED" ] || die "failed:$FAILED (output above)"

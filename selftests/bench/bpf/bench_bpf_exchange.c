@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * BPF cost of one proxied exchange, leg by leg, with the data path's own
+ * code (the bpf/ headers through selftests/bpf/progs/parse_test.bpf.c) run by
+ * BPF_PROG_TEST_RUN; times are the kernel's bpf_stats run_time_ns of each
+ * run. The bytes are what the bench's wrk / nginx pair moves.
+ *
+ * Warm: the same exchange over and over (caches hot; the minimum is the
+ * cost of the instructions). Cold: 8 MiB of data written and 512 KiB of
+ * code run between runs, as a busy proxy's own work does to the caches
+ * between two of its socket calls on a 2-CPU node. The gap between the two
+ * is what cache misses cost; the gateway rounds of `make bench` sit near
+ * the cold figures.
+ *
+ * Usage: bench_bpf_exchange [iterations]   (root: loads BPF, sets
+ * kernel.bpf_stats_enabled for its own runs and restores it)
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "selftests/bpf/bpf_fixture.h"
+
+#define LEGS 4
+
+static const char *leg_name[LEGS + 1] = {
+	"downstream request (read)", "upstream request (write)",
+	"upstream response (read)", "downstream response (writev)",
+	"exchange (4 runs)",
+};
+
+static const char dreq[] =
+	"GET /api/items HTTP/1.1\r\nHost: shop.example.com\r\n\r\n";
+static const char ureq[] = "GET /api/items HTTP/1.1\r\nHost: be\r\n\r\n";
+static const char resp_head[] =
+	"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\n"
+	"Date: Sun, 22 Nov 2026 23:00:00 GMT\r\n"
+	"Content-Type: application/octet-stream\r\nContent-Length: 11\r\n"
+	"Connection: keep-alive\r\n\r\n";
+static const char body[] = "backend ok\n";
+
+static char *dirty;
+static void (*cold_code)(void);
+static int prog_fd = -1;
+
+static __u64 run_ns(void)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
+		return 0;
+	return info.run_time_ns;
+}
+
+static int find_prog(const char *name)
+{
+	__u32 id = 0;
+
+	while (!bpf_prog_get_next_id(id, &id)) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		int fd = bpf_prog_get_fd_by_id(id);
+
+		if (fd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(fd, &info, &len) &&
+		    !strcmp(info.name, name))
+			return fd;
+		close(fd);
+	}
+	return -ENOENT;
+}
+
+static void evict(void)
+{
+	memset(dirty, rand(), 8 << 20);
+	cold_code();
+}
+
+/* 512 KiB of 4-byte NOPs and a RET: runs code the size of a proxy's hot path */
+static int make_cold_code(void)
+{
+	size_t sz = 512 << 10;
+	unsigned char *c = mmap(NULL, sz, PROT_READ | PROT_WRITE | PROT_EXEC,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (c == MAP_FAILED)
+		return -errno;
+	for (size_t k = 0; k + 4 <= sz; k += 4)
+		memcpy(c + k, "\x0f\x1f\x40\x00", 4);
+	c[sz - 4] = 0xc3;
+	cold_code = (void (*)(void))c;
+	return 0;
+}
+
+struct acc {
+	__u64 sum[LEGS + 1];
+	__u64 min[LEGS + 1];
+};
+
+static void note(struct acc *a, int leg, __u64 d)
+{
+	a->sum[leg] += d;
+	if (!a->min[leg] || d < a->min[leg])
+		a->min[leg] = d;
+}
+
+/* One exchange; every leg timed alone. Returns 0 or a negative errno. */
+static int exchange(struct acc *a, int cold, const char *resp, size_t rlen)
+{
+	struct iovec v[2] = {
+		{ (void *)resp, rlen },
+		{ (void *)body, sizeof(body) - 1 },
+	};
+	char both[2048];
+	__u64 t0, t1, total = 0;
+	int err = 0;
+
+	memcpy(both, resp, rlen);
+	memcpy(both + rlen, body, sizeof(body) - 1);
+	for (int leg = 0; leg < LEGS && !err; leg++) {
+		if (cold)
+			evict();
+		t0 = run_ns();
+		switch (leg) {
+		case 0: err = fx_buf(0, 1, dreq, sizeof(dreq) - 1); break;
+		case 1: err = fx_buf(1, 0, ureq, sizeof(ureq) - 1); break;
+		case 2: err = fx_buf(1, 1, both, rlen + sizeof(body) - 1); break;
+		case 3: err = fx_iov(0, 0, v, 2, rlen + sizeof(body) - 1); break;
+		}
+		t1 = run_ns();
+		note(a, leg, t1 - t0);
+		total += t1 - t0;
+	}
+	note(a, LEGS, total);
+	return err;
+}
+
+static int round_of(struct acc *a, int n, int cold, const char *resp,
+		    size_t rlen)
+{
+	int err;
+
+	memset(a, 0, sizeof(*a));
+	for (int i = 0; i < n; i++) {
+		err = exchange(a, cold, resp, rlen);
+		if (err)
+			return err;
+		if ((i & 127) == 127)
+			fx_drain();
+	}
+	fx_drain();
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 20000, err, stats_was = 0;
+	struct acc warm, cold, pad;
+	char padded[2048];
+	size_t plen;
+	FILE *f;
+
+	if (n < 100) {
+		fprintf(stderr, "usage: bench_bpf_exchange [iterations >= 100]\n");
+		return 2;
+	}
+	dirty = malloc(8 << 20);
+	err = dirty ? make_cold_code() : -ENOMEM;
+	if (!err)
+		err = fx_reset();
+	if (!err)
+		err = fx_open(0, MM_ROLE_DOWN) ?: fx_open(1, MM_ROLE_UP);
+	prog_fd = err ? -1 : find_prog("t_io");
+	if (err || prog_fd < 0) {
+		fprintf(stderr, "bench_bpf_exchange: setup failed (%s): run as root\n",
+			strerror(-(err ?: prog_fd)));
+		return 1;
+	}
+	f = fopen("/proc/sys/kernel/bpf_stats_enabled", "r");
+	if (f) {
+		if (fscanf(f, "%d", &stats_was) != 1)
+			stats_was = 0;
+		fclose(f);
+	}
+	f = fopen("/proc/sys/kernel/bpf_stats_enabled", "w");
+	if (!f || fputs("1\n", f) < 0 || fclose(f)) {
+		fprintf(stderr, "bench_bpf_exchange: cannot enable bpf_stats\n");
+		return 1;
+	}
+	/* the same head with 400 more bytes in one header the parser skips */
+	plen = snprintf(padded, sizeof(padded), "%.*sX-Pad: %0400d\r\n\r\n",
+			(int)(sizeof(resp_head) - 3), resp_head, 0);
+	err = round_of(&warm, n, 0, resp_head, sizeof(resp_head) - 1) ?:
+	      round_of(&pad, n, 0, padded, plen) ?:
+	      round_of(&cold, n / 10, 1, resp_head, sizeof(resp_head) - 1);
+	f = fopen("/proc/sys/kernel/bpf_stats_enabled", "w");
+	if (f) {
+		fprintf(f, "%d\n", stats_was);
+		fclose(f);
+	}
+	if (err) {
+		fprintf(stderr, "bench_bpf_exchange: a run failed: %s\n",
+			strerror(-err));
+		return 1;
+	}
+	printf("%-30s %9s %9s %9s\n", "BPF ns per run (harness)", "warm min",
+	       "warm mean", "cold mean");
+	for (int leg = 0; leg <= LEGS; leg++)
+		printf("  %-28s %9llu %9llu %9llu\n", leg_name[leg],
+		       (unsigned long long)warm.min[leg],
+		       (unsigned long long)(warm.sum[leg] / n),
+		       (unsigned long long)(cold.sum[leg] / (n / 10)));
+	printf("  %-28s %9.2f\n", "ns per skipped head byte",
+	       ((double)pad.min[2] - warm.min[2]) / 400.0);
+	return 0;
+}
