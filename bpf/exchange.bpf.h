@@ -190,6 +190,12 @@ static __always_inline void response_done(struct mm_conn *c, __u64 end_ns,
 		emit_exchange(c, s, end_ns, flags);
 		c->head = (c->head + 1) & (MM_PIPELINE_DEPTH - 1);
 		c->count--;
+		/*
+		 * An empty pipeline starts again at slot 0: keep-alive traffic
+		 * then reuses one cache line instead of cycling through all.
+		 */
+		if (!c->count)
+			c->head = 0;
 	} else if (c->untracked) {
 		/* slots fill again only once the untracked ones are answered,
 		 * so with no slot left this response is the oldest untracked's */
