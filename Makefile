@@ -243,7 +243,7 @@ asan-unit: | $(DEPS_STAMP)
 #   make fuzz FUZZ_TIME=3600 FUZZ_TARGETS="doc cel"
 FUZZ_TIME    ?= 20
 FUZZ_KINDS   := gateway httproute metricdefinition metricpolicy clusterproperty
-FUZZ_TARGETS ?= doc cel config route_match encoders $(addprefix kind_,$(FUZZ_KINDS))
+FUZZ_TARGETS ?= doc cel config route_match encoders k8s_watch $(addprefix kind_,$(FUZZ_KINDS))
 FUZZ_OUT     := $(OUTPUT)/fuzz
 FUZZ_FLAGS   := $(SAN_FLAGS) -fsanitize=fuzzer-no-link
 FUZZ_LIBS     = $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(PURE_LIBS)
@@ -268,6 +268,11 @@ $(BIN)/fuzz_kind_%: selftests/fuzz/fuzz_kind.c $(FUZZ_DEPS)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer \
 		-DFUZZ_KIND_$(shell echo $* | tr a-z A-Z) $< $(FUZZ_LIBS) -o $@
+
+# the watch stream's framing: json-c only, compiled in
+$(BIN)/fuzz_k8s_watch: selftests/fuzz/fuzz_k8s_watch.c agent/k8s/json_stream.c $(FUZZ_DEPS)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer -I. $< agent/k8s/json_stream.c $(FUZZ_LIBS) -o $@
 
 # agent/options.c (and the feature gates it parses) are libbpf-free:
 # compiled in, not the agent's objects

@@ -2,8 +2,11 @@
 /*
  * Framing of a watch stream: the API server writes JSON objects back to
  * back (apimachinery's jsonFramer; a "\n" after each is a courtesy, not a
- * frame), and HTTP chunks split them anywhere. json-c's incremental
- * tokener reassembles each object across any buffer split; an object
+ * frame), and HTTP chunks split them anywhere, inside a UTF-8 character
+ * too. json-c's incremental tokener reassembles each object across any
+ * buffer split (a cut character is carried to the next feed, since json-c
+ * validates UTF-8 per call); a top-level value that is not an object is
+ * -EBADMSG at once; an object
  * larger than the cap ends the stream with -E2BIG instead of growing
  * memory without bound.
  */

@@ -19,10 +19,11 @@
 #include "test.h"
 
 /* Three events as the API server writes them, with the awkward parts:
- * braces and quotes inside strings, \/ and a surrogate pair, nesting. */
+ * braces and quotes inside strings, \/ and a surrogate pair, nesting, raw
+ * UTF-8 of 2, 3 and 4 bytes (which a split may cut). */
 static const char stream[] =
 	"{\"type\":\"ADDED\",\"object\":{\"kind\":\"HTTPRoute\",\"metadata\":{\"name\":\"a}{\\\"b\",\"resourceVersion\":\"10\"},\"spec\":{\"hostnames\":[\"x\\/y\"]}}}\n"
-	"{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"smile\\ud83d\\ude00\",\"resourceVersion\":\"11\"},\"spec\":{\"a\":{\"b\":{\"c\":[1,2.5,true,null]}}}}}\n"
+	"{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"smile\\ud83d\\ude00\",\"resourceVersion\":\"11\"},\"spec\":{\"note\":\"caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80\",\"a\":{\"b\":{\"c\":[1,2.5,true,null]}}}}}\n"
 	"{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"HTTPRoute\",\"metadata\":{\"resourceVersion\":\"12\"}}}\n";
 
 struct seen {
@@ -83,6 +84,7 @@ TEST(k8s_jstream_every_split)
 	/* the decoded name: a}{"b and the surrogate pair as UTF-8 */
 	ASSERT_TRUE(strstr(whole.out[0], "a}{\\\"b"));
 	ASSERT_TRUE(strstr(whole.out[1], "smile\xf0\x9f\x98\x80"), "%s", whole.out[1]);
+	ASSERT_TRUE(strstr(whole.out[1], "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80"), "%s", whole.out[1]);
 	k8s_jstream__free(js);
 }
 
