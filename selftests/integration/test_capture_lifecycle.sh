@@ -1,0 +1,79 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# What the socket-attached capture meets in a running node (issue "Data
+# path cost"):
+#  1. The agent starts while hundreds of connections are mid-request (heads
+#     sent but their final CRLF): those requests began before it and are not
+#     counted, nothing else is taken for them, and the next request on each
+#     of those connections is counted exactly. Every upstream request written
+#     after the start is counted (route "unknown" allowed, never another
+#     route).
+#  2. HTTP between two processes that are not the proxy (curl to the
+#     backends directly, on loopback) is never counted.
+#  3. A proxy worker killed (SIGKILL) and replaced by the master: the agent,
+#     restarted onto the running proxy, counts the old and the new worker's
+#     requests exactly as the access log does.
+. "$(dirname "$0")/lib.sh"
+need_root
+need_bin milometer gen_nginx
+use_manifests base
+start_backends
+start_nginx
+A=127.0.0.1:$PROXY_PORT
+N=${MM_IT_HELD:-400}
+DOWN=envoy_http_downstream_rq_total
+UP=envoy_cluster_upstream_rq_total
+
+count_is() { [ "$(metric "$@")" = "$WANT" ]; }
+expect() { # expect WANT WHAT METRIC [LABEL=VALUE...]
+	WANT=$1
+	local what=$2
+	shift 2
+	wait_for 20 count_is "$@" || fail "$what: agent says $(metric "$@"), want $WANT"
+}
+
+# 1. held mid-request across the agent's start
+coproc HELD { exec $PY "$IT_DIR/held_conns.py" "$A" api.example.com /v1/status "$N"; }
+read -r -t 60 line <&"${HELD[0]}" || fail "held_conns.py did not open its connections"
+[ "$line" = "held $N" ] || fail "held_conns.py: $line"
+start_agent
+echo go >&"${HELD[1]}"
+read -r -t 120 line <&"${HELD[0]}" || fail "held_conns.py did not finish"
+[ "$line" = "done first=$N second=$N" ] || fail "held_conns.py: $line"
+wait_log_lines "$NGINX_LOG" $((2 * N)) || fail "nginx logged $(log_lines "$NGINX_LOG") of $((2 * N))"
+[ "$(mmlogcount apps/api)" = $((2 * N)) ] || fail "nginx did not route all $((2 * N)) to apps/api"
+expect "$N" "second requests on the held connections" $DOWN k8s_httproute_name=api
+expect "$N" "downstream requests in all" $DOWN
+expect $((2 * N)) "upstream requests written after the start" $UP
+for r in wild web unmatched; do
+	[ "$(metric $UP k8s_httproute_name=$r)" = 0 ] ||
+		fail "upstream requests of the held connections attributed to $r"
+done
+log "held connections: $N requests before the start not counted, $N after counted, $((2 * N)) upstream"
+
+# 2. a client and a server that are not the proxy
+for i in $(seq 20); do
+	curl -fsS -o /dev/null "http://127.0.0.1:$PY_PORT/v1/direct" || fail "direct request to the python backend"
+	curl -fsS -o /dev/null "http://127.0.0.1:$STATIC_PORT/direct" || fail "direct request to the static backend"
+done
+# one proxied request after them: once it is counted, so would be they
+[ "$(px api.example.com /v1/status)" = 200 ] || fail "proxied request"
+expect $((N + 1)) "downstream requests (the direct ones must not count)" $DOWN
+expect $((2 * N + 1)) "upstream requests (the direct ones must not count)" $UP
+
+# 3. a worker killed and replaced, under a fresh agent
+stop_agent
+: >"$NGINX_LOG"
+start_agent
+out=$(client send "$A" --host www.shop.test --path /cart/a --count 100)
+case "$out" in "responses 100 "*) ;; *) fail "before the kill: $out" ;; esac
+wait_log_lines "$NGINX_LOG" 100 || fail "nginx logged $(log_lines "$NGINX_LOG") of 100"
+old=$(nginx_workers)
+victim=${old%% *}
+kill -KILL "$victim"
+wait_for 20 nginx_workers_replaced "$victim" || fail "nginx did not replace worker $victim"
+log "worker $victim killed; workers now $(nginx_workers)"
+hey -n 400 -c 8 -host www.shop.test "http://$A/cart/b" >/dev/null
+out=$(client send "$A" --host api.example.com --path /v1/orders --count 50)
+case "$out" in "responses 50 "*) ;; *) fail "after the kill: $out" ;; esac
+compare_log --expect-total 550
