@@ -42,6 +42,7 @@ static const char *const bpf_stat_names[MM_STAT__COUNT] = {
 	[MM_STAT_LINK_FAIL] = "link_fail",
 	[MM_STAT_CONNS_OPENED] = "connections_opened",
 	[MM_STAT_CONNS_CLOSED] = "connections_closed",
+	[MM_STAT_RESYNCED] = "resynced",
 };
 
 enum {

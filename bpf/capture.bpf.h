@@ -115,6 +115,10 @@ static long window_step(__u32 i, void *ctx)
 	st = p->state;
 	if (st == PS_OPAQUE)
 		return 1;
+	if (st == PS_RESYNC) {
+		s->w_off = len;
+		return 1;
+	}
 	if (st == PS_BODY || st == PS_CDATA || st == PS_CLOSE_BODY) {
 		n = left;
 		if (st != PS_CLOSE_BODY && p->rem < n)
@@ -167,6 +171,21 @@ static long window_step(__u32 i, void *ctx)
 			response_done(c, s->now, 0);
 		break;
 	case BEV_GARBAGE:
+		/*
+		 * A connection the agent found open (started after it) may be
+		 * inside a message: skip to the exchange's next turn (see
+		 * resync_turn()) once, instead of giving the stream up.
+		 */
+		if (c->lazy && !p->resynced) {
+			if (s->is_req)
+				drop_partial_request(c, false);
+			p->resynced = 1;
+			p->state = PS_RESYNC;
+			s->w_off = len;
+			stat_inc(MM_STAT_RESYNCED);
+			return 1;
+		}
+		/* fallthrough */
 	case BEV_GARBAGE_BODY:
 		if (s->is_req)
 			request_garbage(c, s->b_ev == BEV_GARBAGE_BODY);
@@ -199,7 +218,7 @@ static long iov_step(__u32 i, void *ctx)
 	struct mm_iovec *v;
 	__u64 n;
 
-	if (!s->x_left || x->p->state == PS_OPAQUE)
+	if (!s->x_left || x->p->state == PS_OPAQUE || x->p->state == PS_RESYNC)
 		return 1;
 	/* a user-memory read costs ~100 ns here: iovecs come in batches */
 	if (!(i & (MM_IOV_BATCH - 1))) {
@@ -237,12 +256,23 @@ static __always_inline void skip_bytes(struct mm_lctx *x, __u32 n)
 			goto lost;
 		return;
 	}
-	if (st == PS_OPAQUE)
+	if (st == PS_OPAQUE || st == PS_RESYNC)
 		return;
 lost:
 	/* bytes the parser needed went by unseen: stop, loudly */
 	p->state = PS_OPAQUE;
 	stat_inc(MM_STAT_NO_BUFFER);
+}
+
+/*
+ * HTTP/1.1 takes turns: the client's request, then the proxy's response.
+ * An I/O in one direction means the other direction's message is over, so
+ * a stream waiting in PS_RESYNC starts afresh with its next I/O.
+ */
+static __always_inline void resync_turn(struct mm_parser *other)
+{
+	if (other->state == PS_RESYNC)
+		other->state = PS_START;
 }
 
 /*
@@ -261,9 +291,10 @@ static __always_inline void capture_io(struct mm_conn *c,
 		c->role = is_read ? MM_ROLE_DOWN : MM_ROLE_UP;
 	is_req = (c->role == MM_ROLE_DOWN) == is_read;
 	x.p = is_req ? &c->req : &c->resp;
+	resync_turn(is_req ? &c->resp : &c->req);
 	if (!is_req)
 		c->last_resp_ns = bpf_ktime_get_ns();
-	if (x.p->state == PS_OPAQUE)
+	if (x.p->state == PS_OPAQUE || x.p->state == PS_RESYNC)
 		return;
 	x.s = bpf_map_lookup_elem(&mm_scratch, &zero);
 	if (!x.s)
@@ -295,7 +326,8 @@ static __always_inline void capture_io(struct mm_conn *c,
 		x.s->x_left = ret;
 		x.s->x_cnt = cnt;
 		bpf_loop(cnt, iov_step, &x, 0);
-		if (x.s->x_left && x.p->state != PS_OPAQUE) {
+		if (x.s->x_left && x.p->state != PS_OPAQUE &&
+		    x.p->state != PS_RESYNC) {
 			x.p->state = PS_OPAQUE;
 			stat_inc(MM_STAT_IOV_LIMIT);
 		}

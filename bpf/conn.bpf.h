@@ -123,6 +123,7 @@ enum mm_pstate {
 	PS_TEND_LF,      /* CR of the final empty line seen */
 	PS_CLOSE_BODY,   /* response body delimited by close: skipped */
 	PS_OPAQUE,       /* not HTTP (or upgraded): stop parsing this stream */
+	PS_RESYNC,       /* first seen mid-message: skip to the exchange's next turn */
 };
 
 enum mm_hdr {
@@ -141,7 +142,7 @@ struct mm_parser {
 	__u8 chunked;    /* Transfer-Encoding ends with "chunked" */
 	__u8 has_cl;
 	__u8 cl_bad;
-	__u8 _pad;
+	__u8 resynced;   /* PS_RESYNC was used: the next garbage is final */
 	__u64 tok;       /* method bytes / status code being read */
 	__u64 rem;       /* body or chunk bytes left */
 	__u64 cl;        /* Content-Length value */

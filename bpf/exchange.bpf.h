@@ -251,7 +251,9 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
  * body (IN_BODY) ends a request whose head was complete: it stays, the
  * proxy answers it (an untracked one has no head_done to tell).
  */
-static __always_inline void request_garbage(struct mm_conn *c, bool in_body)
+/* A request whose head turned out not to be one: it has no slot. */
+static __always_inline void drop_partial_request(struct mm_conn *c,
+						 bool in_body)
 {
 	struct mm_pending *s = c->untracked ? NULL : newest_slot(c);
 
@@ -261,6 +263,11 @@ static __always_inline void request_garbage(struct mm_conn *c, bool in_body)
 	} else if (s && !s->head_done) {
 		c->count--;
 	}
+}
+
+static __always_inline void request_garbage(struct mm_conn *c, bool in_body)
+{
+	drop_partial_request(c, in_body);
 	if (!c->count && !c->untracked)
 		c->resp.state = PS_OPAQUE;
 }

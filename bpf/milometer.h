@@ -197,6 +197,7 @@ enum mm_stat {
 	MM_STAT_LINK_FAIL,       /* thread link not stored (task storage full) */
 	MM_STAT_CONNS_OPENED,    /* connections given state (open = opened - closed) */
 	MM_STAT_CONNS_CLOSED,    /* tracked connections closed */
+	MM_STAT_RESYNCED,        /* streams first seen mid-message, picked up at the next turn */
 	MM_STAT__COUNT,
 };
 

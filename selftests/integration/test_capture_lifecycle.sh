@@ -2,12 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # What the socket-attached capture meets in a running node (issue "Data
 # path cost"):
-#  1. The agent starts while hundreds of connections are mid-request (heads
-#     sent but their final CRLF): those requests began before it and are not
-#     counted, nothing else is taken for them, and the next request on each
-#     of those connections is counted exactly. Every upstream request written
-#     after the start is counted (route "unknown" allowed, never another
-#     route).
+#  1. The agent starts while hundreds of connections are mid-request (a head
+#     but its final CRLF, a head but its last line, a POST head and half its
+#     body): those requests began before it and are not counted, nothing
+#     else is taken for them, and the next request on each of those
+#     connections is counted exactly (the streams that look like garbage at
+#     first sight are picked up at the exchange's next turn: "resynced").
+#     Every upstream request written after the start is counted (route
+#     "unknown" allowed, never another route).
 #  2. HTTP between two processes that are not the proxy (curl to the
 #     backends directly, on loopback) is never counted.
 #  3. A proxy worker killed (SIGKILL) and replaced by the master: the agent,
@@ -45,6 +47,8 @@ wait_log_lines "$NGINX_LOG" $((2 * N)) || fail "nginx logged $(log_lines "$NGINX
 expect "$N" "second requests on the held connections" $DOWN k8s_httproute_name=api
 expect "$N" "downstream requests in all" $DOWN
 expect $((2 * N)) "upstream requests written after the start" $UP
+RESYNCED=$(((N + 1) / 3 + N / 3))
+expect "$RESYNCED" "streams picked up mid-message" milometer_bpf_resynced_total
 for r in wild web unmatched; do
 	[ "$(metric $UP k8s_httproute_name=$r)" = 0 ] ||
 		fail "upstream requests of the held connections attributed to $r"

@@ -15,6 +15,7 @@
 #endif
 #define SEC(name)
 #define __always_inline inline __attribute__((always_inline))
+#define __noinline __attribute__((noinline))
 #define __uint(name, val) int (*name)[val]
 #define __type(name, val) typeof(val) *name
 #define __array(name, val) typeof(val) *name[]
