@@ -33,6 +33,7 @@ void gateway_api__free(struct gw_model *m)
 		free(m->rejected[i]);
 	free(m->rejected);
 	free(m->gateways);
+	free(m->namespaces);
 	free(m->routes);
 	gateway_api_fields__arena_free(m->arena);
 	free(m);
@@ -61,11 +62,14 @@ static int allowed_routes(struct gw_ctx *c, const struct doc_node *ln,
 						   "allowedRoutes", &kinds);
 	if (err)
 		return err;
-	if (!strcmp(from, "All"))
+	if (!strcmp(from, "All")) {
 		l->from = GW_FROM_ALL;
-	else if (!strcmp(from, "Selector"))
+	} else if (!strcmp(from, "Selector")) {
 		l->from = GW_FROM_SELECTOR;
-	else if (strcmp(from, "Same"))
+		err = gateway_ns__selector(c, ns, &l->selector);
+		if (err)
+			return err;
+	} else if (strcmp(from, "Same"))
 		return gateway_api_fields__bad(
 			c, ns,
 			"namespaces.from \"%s\": use Same, All or "
@@ -226,6 +230,8 @@ int gateway_api__add_doc(struct gw_model *m, const struct doc_node *root,
 		return gateway_api_fields__bad(
 			&c, root, "%s holds more than %d YAML nodes", kind,
 			DOC_MAX_OBJECT_NODES);
+	if (!strcmp(api, "v1") && !strcmp(kind, "Namespace"))
+		return gateway_ns__add(&c, root);
 	if (strncmp(api, GW_GROUP "/", sizeof(GW_GROUP))) {
 		m->skipped++;
 		return 0;

@@ -59,7 +59,40 @@
 enum gw_from {
 	GW_FROM_SAME,     /* routes in the Gateway's namespace */
 	GW_FROM_ALL,      /* routes in any namespace */
-	GW_FROM_SELECTOR, /* needs Namespace labels we do not have: none */
+	GW_FROM_SELECTOR, /* routes in namespaces whose labels match */
+};
+
+struct gw_label {
+	const char *key, *value;
+};
+
+enum gw_sel_op {
+	GW_SEL_IN,
+	GW_SEL_NOT_IN,
+	GW_SEL_EXISTS,
+	GW_SEL_DOES_NOT_EXIST,
+};
+
+struct gw_sel_expr {
+	const char *key;
+	enum gw_sel_op op;
+	const char **values;
+	size_t nvalues;
+};
+
+/* metav1.LabelSelector: every matchLabels pair AND every expression */
+struct gw_selector {
+	struct gw_label *labels;
+	size_t nlabels;
+	struct gw_sel_expr *exprs;
+	size_t nexprs;
+};
+
+/* A v1 Namespace: its name and labels (kubernetes.io/metadata.name added) */
+struct gw_namespace {
+	const char *name;
+	struct gw_label *labels;
+	size_t nlabels;
 };
 
 struct gw_listener {
@@ -68,6 +101,7 @@ struct gw_listener {
 	const char *protocol; /* HTTP or HTTPS (others are skipped) */
 	uint32_t port;
 	enum gw_from from;
+	struct gw_selector *selector; /* GW_FROM_SELECTOR */
 	bool allows_httproute; /* allowedRoutes.kinds permits HTTPRoute */
 };
 
@@ -151,6 +185,8 @@ struct gw_model {
 	size_t ngateways;
 	struct gw_route **routes;
 	size_t nroutes;
+	struct gw_namespace **namespaces;
+	size_t nnamespaces;
 	struct gw_arena *arena;   /* every string and array above */
 	struct regex **regexes;   /* compiled patterns, freed with the model */
 	size_t nregexes;
@@ -168,7 +204,8 @@ struct gw_model *gateway_api__new(void);
 void gateway_api__free(struct gw_model *m);
 
 /*
- * Add one manifest. Gateway and HTTPRoute of GW_GROUP are taken; any other
+ * Add one manifest. Gateway and HTTPRoute of GW_GROUP and v1 Namespace (its
+ * labels, for allowedRoutes selectors) are taken; any other
  * kind is counted in m->skipped and ignored (a directory of manifests holds
  * MetricDefinitions and Services too). -EINVAL with "file:line: ..." in err
  * for a Gateway or HTTPRoute that is not valid; -EEXIST for a duplicate.
@@ -188,6 +225,12 @@ int gateway_api__load_dir(struct gw_model *m, const char *dir, char *err,
 const struct gw_gateway *gateway_api__gateway(const struct gw_model *m,
 					      const char *ns,
 					      const char *name);
+/* The Namespace object named name, NULL when the model has none. */
+const struct gw_namespace *gateway_api__namespace(const struct gw_model *m,
+						  const char *name);
+/* Does selector s select namespace ns? */
+bool gateway_api__selects(const struct gw_selector *s,
+			  const struct gw_namespace *ns);
 
 
 #endif /* MM_POLICY_GATEWAY_API_H */

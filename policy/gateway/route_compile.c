@@ -120,7 +120,8 @@ static int cmp_route_name(const void *a, const void *b)
 }
 
 /* NULL when the listener takes the route, else why not (into buf). */
-static const char *listener_rejects(const struct gw_gateway *g,
+static const char *listener_rejects(const struct gw_model *m,
+				    const struct gw_gateway *g,
 				    const struct gw_listener *l,
 				    const struct gw_route *r,
 				    const struct gw_parent_ref *p, char *buf,
@@ -150,12 +151,21 @@ static const char *listener_rejects(const struct gw_gateway *g,
 		return buf;
 	case GW_FROM_ALL:
 		return NULL;
-	case GW_FROM_SELECTOR:
-		/* Namespace labels are not in the manifests: deny. */
-		snprintf(buf, len, "listener %s: allowedRoutes from Selector "
-			 "needs Namespace labels, which the manifests do not "
-			 "have", l->name);
+	case GW_FROM_SELECTOR: {
+		const struct gw_namespace *ns = gateway_api__namespace(m, r->ns);
+
+		if (!ns) {
+			snprintf(buf, len, "listener %s selects namespaces by "
+				 "label and Namespace %s is not known (its "
+				 "labels decide)", l->name, r->ns);
+			return buf;
+		}
+		if (l->selector && gateway_api__selects(l->selector, ns))
+			return NULL;
+		snprintf(buf, len, "listener %s: namespace %s does not match "
+			 "allowedRoutes.namespaces.selector", l->name, r->ns);
 		return buf;
+	}
 	}
 	return buf;
 }
@@ -218,7 +228,7 @@ static int attach_route(struct build *b, const struct gw_route *r,
 				if (pr->section && strcmp(pr->section, li->name))
 					continue;
 				named = true;
-				no = listener_rejects(gw, li, r, pr, reason,
+				no = listener_rejects(b->m, gw, li, r, pr, reason,
 						      sizeof(reason));
 				if (no) {
 					if (!why[0])

@@ -147,6 +147,35 @@ static const struct {
 	  "    allowedRoutes:\n      namespaces: {from: Some}\n",
 	  "bad.yaml:10: namespaces.from \"Some\": use Same, All or Selector",
 	  -EINVAL },
+	{ "Selector without selector",
+	  "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
+	  "metadata: {name: g}\nspec:\n  listeners:\n"
+	  "  - name: a\n    protocol: HTTP\n    port: 80\n"
+	  "    allowedRoutes:\n      namespaces: {from: Selector}\n",
+	  "bad.yaml:10: namespaces.from Selector needs namespaces.selector",
+	  -EINVAL },
+	{ "selector operator",
+	  "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
+	  "metadata: {name: g}\nspec:\n  listeners:\n"
+	  "  - name: a\n    protocol: HTTP\n    port: 80\n"
+	  "    allowedRoutes:\n      namespaces:\n        from: Selector\n"
+	  "        selector:\n          matchExpressions:\n"
+	  "          - {key: k, operator: Within, values: [x]}\n",
+	  "bad.yaml:14: operator \"Within\": use In, NotIn, Exists or DoesNotExist",
+	  -EINVAL },
+	{ "Exists with values",
+	  "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
+	  "metadata: {name: g}\nspec:\n  listeners:\n"
+	  "  - name: a\n    protocol: HTTP\n    port: 80\n"
+	  "    allowedRoutes:\n      namespaces:\n        from: Selector\n"
+	  "        selector:\n          matchExpressions:\n"
+	  "          - {key: k, operator: Exists, values: [x]}\n",
+	  "bad.yaml:14: operator Exists takes no values", -EINVAL },
+	{ "label value not a string",
+	  "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n"
+	  "  labels: {on: true}\n",
+	  "bad.yaml:5: metadata.labels.on: label values are strings (quote it)",
+	  -EINVAL },
 	{ "duplicate route", ROUTE_HEAD "  rules: []\n---\n" ROUTE_HEAD
 	  "  rules: []\n",
 	  "bad.yaml:8: HTTPRoute default/r is already defined at bad.yaml:1",

@@ -62,8 +62,12 @@ static const struct rcase cases[] = {
 	  "foo.example.com", "/healthz", "", "apps/wild rule 0", KERNEL },
 	{ "allowedRoutes Same: same namespace attached", "GET", "same.test",
 	  "/other", "", "infra/samens rule 0", KERNEL },
-	{ "allowedRoutes Selector: not attached", "GET", "sel.test", "/",
-	  "", "unmatched", KERNEL },
+	{ "allowedRoutes Selector: namespace not selected", "GET", "sel.test",
+	  "/", "", "unmatched", KERNEL },
+	{ "allowedRoutes Selector: matchLabels selects", "GET", "sel.test",
+	  "/ok", "", "teama/selok rule 0", KERNEL },
+	{ "allowedRoutes Selector: matchExpressions select", "GET",
+	  "selx.test", "/db", "", "teama/selx rule 0", KERNEL },
 	{ "HTTPS listener", "GET", "secure.test", "/a", "",
 	  "apps/secure rule 0", KERNEL },
 	{ "no intersection: not attached", "GET", "other.org", "/healthz", "",
@@ -255,6 +259,7 @@ TEST(route_precedence_table_shape)
 	for (size_t i = 0; i < t->nroutes; i++) {
 		ASSERT_TRUE(strcmp(t->routes[i].name, "othns") &&
 			    strcmp(t->routes[i].name, "sel") &&
+			    strcmp(t->routes[i].name, "selxdb") &&
 			    strcmp(t->routes[i].name, "nomatch") &&
 			    strcmp(t->routes[i].name, "elsewhere"),
 			    "%s attached", t->routes[i].name);
@@ -267,17 +272,19 @@ TEST(route_precedence_table_shape)
 				     strcmp(t->routes[i - 1].name,
 					    t->routes[i].name) < 0));
 	}
-	ASSERT_EQ(t->nroutes, 17);
+	ASSERT_EQ(t->nroutes, 19);
 	/* Why the ones that refer to gw are not attached. */
-	ASSERT_EQ(t->ndetached, 3);
+	ASSERT_EQ(t->ndetached, 4);
 	for (size_t i = 0; i < t->ndetached; i++) {
 		const char *n = t->detached[i].src->name;
 		const char *want =
 			!strcmp(n, "othns") ? "listener same-only takes routes "
 				"from namespace infra only (allowedRoutes from "
 				"Same)" :
-			!strcmp(n, "sel") ? "listener selector: allowedRoutes "
-				"from Selector needs Namespace labels" :
+			!strcmp(n, "sel") ? "listener selector: namespace apps "
+				"does not match allowedRoutes.namespaces.selector" :
+			!strcmp(n, "selxdb") ? "listener selexpr: namespace "
+				"teamb does not match" :
 			!strcmp(n, "nomatch") ? "no hostname intersects "
 				"listener wild's hostname *.example.com" : "?";
 
