@@ -294,8 +294,11 @@ static __always_inline void capture_io(struct mm_conn *c,
 	resync_turn(is_req ? &c->resp : &c->req);
 	if (!is_req)
 		c->last_resp_ns = bpf_ktime_get_ns();
-	if (x.p->state == PS_OPAQUE || x.p->state == PS_RESYNC)
+	if (x.p->state == PS_OPAQUE || x.p->state == PS_RESYNC) {
+		if (is_req && c->role == MM_ROLE_DOWN)
+			thread_link_forget();
 		return;
+	}
 	x.s = bpf_map_lookup_elem(&mm_scratch, &zero);
 	if (!x.s)
 		return;

@@ -367,7 +367,8 @@ static __always_inline bool link_by_content(struct mm_conn *c,
 	return true;
 }
 
-static __always_inline void inherit_link(struct mm_conn *c, struct mm_pending *s)
+/* Returns false when the thread had no request to give (route unknown). */
+static __always_inline bool inherit_link(struct mm_conn *c, struct mm_pending *s)
 {
 	struct mm_link *l = NULL;
 
@@ -386,13 +387,47 @@ static __always_inline void inherit_link(struct mm_conn *c, struct mm_pending *s
 	}
 	if (!l || !l->valid) {
 		s->route_id = MM_ROUTE_UNKNOWN;
-		return;
+		return false;
 	}
 	s->parent_conn_id = l->conn_id;
 	s->parent_seq = l->seq;
 	s->route_gen = l->route_gen;
 	s->route_id = l->route_id;
 	s->rule_idx = l->rule_idx;
+	return true;
+}
+
+/*
+ * An upstream request no parsed downstream request leads to (the client's
+ * leg is TLS, or began before the agent): decide it by its own head, as
+ * the proxy forwards Host and path. No route by its own head most likely
+ * means the proxy rewrote Host: unknown, not unmatched.
+ */
+static __always_inline void own_route(struct mm_lctx *x, struct mm_pending *s)
+{
+	__u32 id = route_lookup(x, s->method);
+
+	if (id == MM_ROUTE_UNMATCHED)
+		return;
+	s->route_id = id;
+	s->route_gen = x->s->rl_gen;
+	s->rule_idx = x->s->rl_rule_idx;
+	if (id == MM_ROUTE_DEFER)
+		emit_head(x->c, s);
+}
+
+/*
+ * The thread read a request the agent cannot parse (TLS, or not HTTP): an
+ * upstream request it writes next is not the last parsed one's.
+ */
+static __always_inline void thread_link_forget(void)
+{
+	struct mm_link *l = bpf_task_storage_get(&mm_thread_req,
+						 bpf_get_current_task_btf(),
+						 0, 0);
+
+	if (l)
+		l->valid = 0;
 }
 
 static __always_inline void request_head_done(struct mm_lctx *x)
@@ -425,8 +460,8 @@ static __always_inline void request_head_done(struct mm_lctx *x)
 			stat_inc(MM_STAT_HEAD_TRUNC);
 		}
 		if (c->role == MM_ROLE_UP) {
-			if (!link_by_content(c, s))
-				inherit_link(c, s);
+			if (!link_by_content(c, s) && !inherit_link(c, s))
+				own_route(x, s);
 		} else {
 			s->route_id = route_lookup(x, s->method);
 			s->route_gen = x->s->rl_gen;

@@ -234,11 +234,19 @@ nginx_config() {
 		fail "gen_nginx failed on $T/manifests"
 	local ka="s/^\\(    upstream mm_.* {\\)\$/\\1\\n\\tkeepalive 16;/"
 	[ "${NGINX_UP_KEEPALIVE:-on}" = on ] || ka=
+	# NGINX_TLS_PORT: every server also listens there with TLS (the
+	# certificate and key in $T/tls.crt, $T/tls.key)
+	local tls=
+	[ -z "${NGINX_TLS_PORT:-}" ] ||
+		tls="s|^\(\tlisten 127.0.0.1:$PROXY_PORT;\)\$|\1\n\tlisten 127.0.0.1:$NGINX_TLS_PORT ssl;|"
 	sed -e 's/^worker_processes 1;/user root;\nworker_processes 2;/' \
 	    -e 's/^http {/http {\n    keepalive_requests 1000000;/' \
-	    -e "$ka" \
+	    -e "$ka" -e "$tls" \
 	    -e 's/\$request_uri";/$request_uri\\t$connection\\t$connection_requests";/' \
 	    "$NGINX_DIR/nginx.conf.gen" >"$NGINX_DIR/nginx.conf"
+	[ -z "${NGINX_TLS_PORT:-}" ] ||
+		sed -i "s|^http {|http {\n    ssl_certificate $T/tls.crt;\n    ssl_certificate_key $T/tls.key;|" \
+			"$NGINX_DIR/nginx.conf"
 	grep -q 'connection_requests' "$NGINX_DIR/nginx.conf" ||
 		fail "gen_nginx's log_format changed: update nginx_config in lib.sh"
 	/usr/sbin/nginx -t -q -p "$NGINX_DIR/" -e "$NGINX_DIR/error.log" \
