@@ -229,7 +229,7 @@ static long iov_step(__u32 i, void *ctx)
 		if (sz > sizeof(s->x_vec))
 			sz = sizeof(s->x_vec);
 		if (!sz || bpf_probe_read_user(s->x_vec, sz,
-					(void *)(s->x_iov + i * sizeof(struct iovec)))) {
+					(void *)(s->x_iov + i * sizeof(struct mm_iovec)))) {
 			stat_inc(MM_STAT_NO_BUFFER);
 			return 1;
 		}

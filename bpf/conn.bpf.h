@@ -17,10 +17,10 @@
 
 #define MM_SCRATCH      512 /* user bytes copied and scanned per window */
 #ifndef MM_BLOCK
-#define MM_BLOCK        4  /* bytes parsed per bpf_loop callback (unrolled) */
+#define MM_BLOCK        4  /* parser steps per bpf_loop callback (unrolled) */
+#endif
 #define MM_SKIP_WORDS   4  /* words of a skipped line per parser step */
 #define MM_IOV_BATCH    8  /* iovecs read per user-memory read (a power of 2) */
-#endif
 #define MM_WINDOWS      64  /* windows (parse or skip steps) per iovec */
 #define MM_IOV_MAX      1024 /* iovecs walked per readv/writev/recvmsg/sendmsg (IOV_MAX) */
 #define MM_NAME_MAX     20  /* header name bytes compared */
@@ -244,16 +244,16 @@ struct mm_lctx {
 	struct mm_scratch *s;
 };
 
-/*
- * Per-CPU working memory of one program run. The TCP state hook, which may
- * interrupt a parse on the same CPU (softirq), never touches it.
- */
 /* struct iovec of x86_64 user space */
 struct mm_iovec {
 	__u64 base;
 	__u64 len;
 };
 
+/*
+ * Per-CPU working memory of one program run. The TCP state hook, which may
+ * interrupt a parse on the same CPU (softirq), never touches it.
+ */
 struct mm_scratch {
 	char buf[MM_SCRATCH];  /* user bytes of the window being parsed */
 	/* window loop (one user buffer) */

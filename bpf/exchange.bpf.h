@@ -245,13 +245,11 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 }
 
 /*
- * The request stream stopped being HTTP: the request it was parsing is not
- * an exchange (the proxy's 400 to it is not one either), and responses can
- * no longer be paired once nothing valid is pending. Garbage in a chunked
- * body (IN_BODY) ends a request whose head was complete: it stays, the
- * proxy answers it (an untracked one has no head_done to tell).
+ * The request being parsed is not an exchange (the proxy's 400 to it is not
+ * one either): it gives its slot back. Garbage in a chunked body (IN_BODY)
+ * ends a request whose head was complete: it stays, the proxy answers it
+ * (an untracked one has no head_done to tell).
  */
-/* A request whose head turned out not to be one: it has no slot. */
 static __always_inline void drop_partial_request(struct mm_conn *c,
 						 bool in_body)
 {
@@ -265,6 +263,10 @@ static __always_inline void drop_partial_request(struct mm_conn *c,
 	}
 }
 
+/*
+ * The request stream stopped being HTTP: responses can no longer be paired
+ * once nothing valid is pending.
+ */
 static __always_inline void request_garbage(struct mm_conn *c, bool in_body)
 {
 	drop_partial_request(c, in_body);
