@@ -17,13 +17,17 @@
 #define NS_MAX_LABELS 256
 #define NS_MAX_VALUES 256
 
+/* The labels of map, in an array with one slot to spare. */
 static int labels_of(struct gw_ctx *c, const struct doc_node *map,
 		     const char *what, struct gw_label **out, size_t *n)
 {
+	size_t cnt = map && map->kind == DOC_MAP ? map->map.n : 0;
 	struct gw_label *l;
 
-	*out = NULL;
 	*n = 0;
+	*out = l = gateway_api_fields__array(c->m, cnt + 1, sizeof(*l));
+	if (!l)
+		return gateway_api_fields__oom(c);
 	if (!map || map->kind == DOC_NULL)
 		return 0;
 	if (map->kind != DOC_MAP)
@@ -33,9 +37,6 @@ static int labels_of(struct gw_ctx *c, const struct doc_node *map,
 		return gateway_api_fields__bad(c, map,
 					       "%s: more than %d labels", what,
 					       NS_MAX_LABELS);
-	l = gateway_api_fields__array(c->m, map->map.n + 1, sizeof(*l));
-	if (!l)
-		return gateway_api_fields__oom(c);
 	for (size_t i = 0; i < map->map.n; i++) {
 		const struct doc_node *v = map->map.vals[i];
 
@@ -48,8 +49,7 @@ static int labels_of(struct gw_ctx *c, const struct doc_node *map,
 		if (!l[i].key || !l[i].value)
 			return gateway_api_fields__oom(c);
 	}
-	*out = l;
-	*n = map->map.n;
+	*n = cnt;
 	return 0;
 }
 
@@ -87,17 +87,8 @@ int gateway_ns__add(struct gw_ctx *c, const struct doc_node *root)
 	 * selectors use it to pick namespaces by name. A manifest may omit it.
 	 */
 	if (!label(ns->labels, ns->nlabels, "kubernetes.io/metadata.name")) {
-		struct gw_label *l = gateway_api_fields__array(
-			c->m, ns->nlabels + 1, sizeof(*l));
-
-		if (!l)
-			return gateway_api_fields__oom(c);
-		if (ns->nlabels)
-			memcpy(l, ns->labels, ns->nlabels * sizeof(*l));
-		l[ns->nlabels].key = "kubernetes.io/metadata.name";
-		l[ns->nlabels].value = ns->name;
-		ns->labels = l;
-		ns->nlabels++;
+		ns->labels[ns->nlabels].key = "kubernetes.io/metadata.name";
+		ns->labels[ns->nlabels++].value = ns->name;
 	}
 	if (gateway_api__namespace(c->m, ns->name)) {
 		gateway_api_fields__bad(c, root, "Namespace %s is defined twice",

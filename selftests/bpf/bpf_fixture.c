@@ -257,6 +257,11 @@ int fx_conn(unsigned int slot, struct mm_conn *out)
 		       -errno : 0;
 }
 
+int fx_io_prog_fd(void)
+{
+	return skel ? bpf_program__fd(skel->progs.t_io) : -ENOENT;
+}
+
 int fx_map_fd(const char *name)
 {
 	struct bpf_map *m = bpf_object__find_map_by_name(skel->obj, name);

@@ -61,5 +61,7 @@ int fx_conn(unsigned int slot, struct mm_conn *out);
 
 /* Route table maps of the test object (for route_sync-like filling). */
 int fx_map_fd(const char *name);
+/* The program every fx_buf/fx_iov/fx_msg runs (for its bpf_stats). */
+int fx_io_prog_fd(void);
 
 #endif /* MM_BPF_FIXTURE_H */

@@ -395,6 +395,20 @@ ctl() { "$BIN/milometer" ctl --socket "$T/agent.sock" "$@"; }
 # metric NAME [LABEL=VALUE]...: sum of the matching samples.
 metric() { $PY "$IT_DIR/mmcheck.py" get --url "$METRICS_URL" "$@"; }
 
+# expect_metric WANT WHAT METRIC [LABEL=VALUE...]: wait until the agent's
+# METRIC summed over the matching series is WANT, else fail saying WHAT.
+metric_is() {
+	local want=$1
+	shift
+	[ "$(metric "$@")" = "$want" ]
+}
+expect_metric() {
+	local want=$1 what=$2
+	shift 2
+	wait_for 20 metric_is "$want" "$@" ||
+		fail "$what: agent says $(metric "$@"), want $want"
+}
+
 # compare_log [ARGS]: assert the agent's counts equal the access log's.
 compare_log() {
 	$PY "$IT_DIR/mmcheck.py" compare --url "$METRICS_URL" --log "$NGINX_LOG" "$@" ||

@@ -26,13 +26,6 @@ N=${MM_IT_HELD:-400}
 DOWN=envoy_http_downstream_rq_total
 UP=envoy_cluster_upstream_rq_total
 
-count_is() { [ "$(metric "$@")" = "$WANT" ]; }
-expect() { # expect WANT WHAT METRIC [LABEL=VALUE...]
-	WANT=$1
-	local what=$2
-	shift 2
-	wait_for 20 count_is "$@" || fail "$what: agent says $(metric "$@"), want $WANT"
-}
 
 # 1. held mid-request across the agent's start
 coproc HELD { exec $PY "$IT_DIR/held_conns.py" "$A" api.example.com /v1/status "$N"; }
@@ -44,11 +37,11 @@ read -r -t 120 line <&"${HELD[0]}" || fail "held_conns.py did not finish"
 [ "$line" = "done first=$N second=$N" ] || fail "held_conns.py: $line"
 wait_log_lines "$NGINX_LOG" $((2 * N)) || fail "nginx logged $(log_lines "$NGINX_LOG") of $((2 * N))"
 [ "$(mmlogcount apps/api)" = $((2 * N)) ] || fail "nginx did not route all $((2 * N)) to apps/api"
-expect "$N" "second requests on the held connections" $DOWN k8s_httproute_name=api
-expect "$N" "downstream requests in all" $DOWN
-expect $((2 * N)) "upstream requests written after the start" $UP
+expect_metric "$N" "second requests on the held connections" $DOWN k8s_httproute_name=api
+expect_metric "$N" "downstream requests in all" $DOWN
+expect_metric $((2 * N)) "upstream requests written after the start" $UP
 RESYNCED=$(((N + 1) / 3 + N / 3))
-expect "$RESYNCED" "streams picked up mid-message" milometer_bpf_resynced_total
+expect_metric "$RESYNCED" "streams picked up mid-message" milometer_bpf_resynced_total
 for r in wild web unmatched; do
 	[ "$(metric $UP k8s_httproute_name=$r)" = 0 ] ||
 		fail "upstream requests of the held connections attributed to $r"
@@ -62,8 +55,8 @@ for i in $(seq 20); do
 done
 # one proxied request after them: once it is counted, so would be they
 [ "$(px api.example.com /v1/status)" = 200 ] || fail "proxied request"
-expect $((N + 1)) "downstream requests (the direct ones must not count)" $DOWN
-expect $((2 * N + 1)) "upstream requests (the direct ones must not count)" $UP
+expect_metric $((N + 1)) "downstream requests (the direct ones must not count)" $DOWN
+expect_metric $((2 * N + 1)) "upstream requests (the direct ones must not count)" $UP
 
 # 3. a worker killed and replaced, under a fresh agent
 stop_agent

@@ -32,15 +32,8 @@ wait_log_lines "$NGINX_LOG" $((2 * N)) || fail "nginx logged $(log_lines "$NGINX
 	fail "nginx routed $(mmlogcount shop/web) to shop/web, $(mmlogcount apps/api) to apps/api"
 UP=envoy_cluster_upstream_rq_total
 DOWN=envoy_http_downstream_rq_total
-count_is() { [ "$(metric "$@")" = "$WANT" ]; }
-expect() {
-	WANT=$1
-	local what=$2
-	shift 2
-	wait_for 20 count_is "$@" || fail "$what: agent says $(metric "$@"), want $WANT"
-}
-expect $N "upstream requests of the plaintext route" $UP k8s_httproute_name=api
-expect $N "upstream requests of the TLS route, by their own head" $UP k8s_httproute_name=web
-expect $((2 * N)) "upstream requests in all" $UP
-expect $N "downstream requests (the plaintext ones: TLS is not read)" $DOWN
+expect_metric $N "upstream requests of the plaintext route" $UP k8s_httproute_name=api
+expect_metric $N "upstream requests of the TLS route, by their own head" $UP k8s_httproute_name=web
+expect_metric $((2 * N)) "upstream requests in all" $UP
+expect_metric $N "downstream requests (the plaintext ones: TLS is not read)" $DOWN
 [ "$(metric $UP k8s_httproute_name=unknown)" = 0 ] || fail "upstream requests left unknown"

@@ -12,8 +12,8 @@
  * is what cache misses cost; the gateway rounds of `make bench` sit near
  * the cold figures.
  *
- * Usage: bench_bpf_exchange [iterations]   (root: loads BPF, sets
- * kernel.bpf_stats_enabled for its own runs and restores it)
+ * Usage: bench_bpf_exchange [iterations]   (root: loads BPF, turns
+ * bpf_stats on for its own runs with BPF_ENABLE_STATS)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -56,25 +56,6 @@ static __u64 run_ns(void)
 	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
 		return 0;
 	return info.run_time_ns;
-}
-
-static int find_prog(const char *name)
-{
-	__u32 id = 0;
-
-	while (!bpf_prog_get_next_id(id, &id)) {
-		struct bpf_prog_info info = {};
-		__u32 len = sizeof(info);
-		int fd = bpf_prog_get_fd_by_id(id);
-
-		if (fd < 0)
-			continue;
-		if (!bpf_obj_get_info_by_fd(fd, &info, &len) &&
-		    !strcmp(info.name, name))
-			return fd;
-		close(fd);
-	}
-	return -ENOENT;
 }
 
 static void evict(void)
@@ -161,11 +142,10 @@ static int round_of(struct acc *a, int n, int cold, const char *resp,
 
 int main(int argc, char **argv)
 {
-	int n = argc > 1 ? atoi(argv[1]) : 20000, err, stats_was = 0;
+	int n = argc > 1 ? atoi(argv[1]) : 20000, err, stats_fd;
 	struct acc warm, cold, pad;
 	char padded[2048];
 	size_t plen;
-	FILE *f;
 
 	if (n < 100) {
 		fprintf(stderr, "usage: bench_bpf_exchange [iterations >= 100]\n");
@@ -177,21 +157,17 @@ int main(int argc, char **argv)
 		err = fx_reset();
 	if (!err)
 		err = fx_open(0, MM_ROLE_DOWN) ?: fx_open(1, MM_ROLE_UP);
-	prog_fd = err ? -1 : find_prog("t_io");
+	prog_fd = err ? -1 : fx_io_prog_fd();
 	if (err || prog_fd < 0) {
 		fprintf(stderr, "bench_bpf_exchange: setup failed (%s): run as root\n",
 			strerror(-(err ?: prog_fd)));
 		return 1;
 	}
-	f = fopen("/proc/sys/kernel/bpf_stats_enabled", "r");
-	if (f) {
-		if (fscanf(f, "%d", &stats_was) != 1)
-			stats_was = 0;
-		fclose(f);
-	}
-	f = fopen("/proc/sys/kernel/bpf_stats_enabled", "w");
-	if (!f || fputs("1\n", f) < 0 || fclose(f)) {
-		fprintf(stderr, "bench_bpf_exchange: cannot enable bpf_stats\n");
+	/* run-time stats while this fd is open, whatever the sysctl says */
+	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (stats_fd < 0) {
+		fprintf(stderr, "bench_bpf_exchange: cannot enable bpf_stats: %s\n",
+			strerror(errno));
 		return 1;
 	}
 	/* the same head with 400 more bytes in one header the parser skips */
@@ -200,11 +176,7 @@ int main(int argc, char **argv)
 	err = round_of(&warm, n, 0, resp_head, sizeof(resp_head) - 1) ?:
 	      round_of(&pad, n, 0, padded, plen) ?:
 	      round_of(&cold, n / 10, 1, resp_head, sizeof(resp_head) - 1);
-	f = fopen("/proc/sys/kernel/bpf_stats_enabled", "w");
-	if (f) {
-		fprintf(f, "%d\n", stats_was);
-		fclose(f);
-	}
+	close(stats_fd);
 	if (err) {
 		fprintf(stderr, "bench_bpf_exchange: a run failed: %s\n",
 			strerror(-err));
