@@ -21,6 +21,7 @@
 
 #include "agent/agent.h"
 #include "agent/features.h"
+#include "agent/tls_capture.h"
 #include "agent/aggregate.h"
 #include "agent/ctl.h"
 #include "agent/loader.h"
@@ -223,6 +224,39 @@ static int start_feature_gates(struct agent *ag)
 	return ret < 0 ? ret : 0;
 }
 
+/* Gate TLSCapture: load or destroy the TLS object, at start or on reload. */
+static int on_tls_gate(void *ctx, int gate, bool enabled)
+{
+	struct agent *ag = ctx;
+	int err = 0;
+
+	if (enabled && !ag->tls) {
+		ag->tls = tls_capture__start(ag->skel, ag->opts->pin_dir,
+					     ag->opts->max_connections, &err);
+		return ag->tls ? 0 : err;
+	}
+	if (!enabled && ag->tls) {
+		tls_capture__stop(ag->tls);
+		ag->tls = NULL;
+		fprintf(stderr, "milometer: TLS capture off: its uprobes, programs, maps and pins are gone\n");
+	}
+	return 0;
+}
+
+/* After the data path is loaded: gates with programs of their own. */
+static int attach_feature_gates(struct agent *ag)
+{
+	int ret;
+
+	ret = features__subscribe(ag->features, FEATURE_TLS_CAPTURE,
+				  on_tls_gate, ag);
+	if (ret)
+		return ret;
+	if (features__enabled(ag->features, FEATURE_TLS_CAPTURE))
+		return on_tls_gate(ag, FEATURE_TLS_CAPTURE, true);
+	return 0;
+}
+
 static void reload_feature_gates(struct agent *ag)
 {
 	struct feature_overrides cfg;
@@ -324,8 +358,11 @@ static void tick(struct agent *ag, uint64_t ticks)
 				(unsigned long long)ag->proxy_pods.containers,
 				(unsigned long long)ag->proxy_pods.missing);
 	}
-	if (ticks % 5 == 0)
+	if (ticks % 5 == 0) {
 		targets__rescan(ag->skel, o);
+		if (ag->tls)
+			tls_capture__scan(ag->tls);
+	}
 	mstore__lock(ag->store);
 	aggregate__maintain(ag->agg, real, o->series_idle_s * 1000000000ULL);
 	mstore__unlock(ag->store);
@@ -472,6 +509,9 @@ int agent__run(struct agent_opts *o)
 	ret = targets__init(ag.skel, o);
 	if (ret)
 		goto cleanup;
+	ret = attach_feature_gates(&ag);
+	if (ret)
+		goto cleanup;
 	ag.routes = route_sync__new(ag.skel, o->manifests, o->gateway);
 	if (!ag.routes) {
 		ret = -ENOMEM;
@@ -557,6 +597,7 @@ cleanup:
 	manifest_source__free(ag.msrc);
 	k8s_api__free(ag.k8s);
 	route_sync__free(ag.routes);
+	tls_capture__stop(ag.tls);
 	loader__stop(ag.skel, o->pin_dir);
 	mstore__free(ag.store);
 	return ret;

@@ -95,7 +95,8 @@ void loader__clean_pins(const char *pin_dir)
 	rmdir(pin_dir);
 }
 
-static int pin_all(struct milometer_bpf *skel, const char *pin_dir)
+int loader__pin(struct bpf_object *obj, const char *pin_dir,
+		const char *map_prefix)
 {
 	struct bpf_program *prog;
 	struct bpf_map *map;
@@ -104,16 +105,16 @@ static int pin_all(struct milometer_bpf *skel, const char *pin_dir)
 
 	if (mkdir(pin_dir, 0700) && errno != EEXIST)
 		return -errno;
-	bpf_object__for_each_map(map, skel->obj) {
+	bpf_object__for_each_map(map, obj) {
 		/* .rodata/.bss internal maps are not worth a pin */
-		if (strncmp(bpf_map__name(map), "mm_", 3))
+		if (strncmp(bpf_map__name(map), map_prefix, strlen(map_prefix)))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, bpf_map__name(map));
 		err = bpf_map__pin(map, path);
 		if (err)
 			return err;
 	}
-	bpf_object__for_each_program(prog, skel->obj) {
+	bpf_object__for_each_program(prog, obj) {
 		if (!bpf_program__autoload(prog))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", pin_dir,
@@ -123,6 +124,26 @@ static int pin_all(struct milometer_bpf *skel, const char *pin_dir)
 			return err;
 	}
 	return 0;
+}
+
+void loader__unpin(struct bpf_object *obj, const char *pin_dir,
+		   const char *map_prefix)
+{
+	struct bpf_program *prog;
+	struct bpf_map *map;
+	char path[512];
+
+	bpf_object__for_each_map(map, obj) {
+		if (strncmp(bpf_map__name(map), map_prefix, strlen(map_prefix)))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", pin_dir, bpf_map__name(map));
+		unlink(path);
+	}
+	bpf_object__for_each_program(prog, obj) {
+		snprintf(path, sizeof(path), "%s/%s", pin_dir,
+			 bpf_program__name(prog));
+		unlink(path);
+	}
 }
 
 static bool has_tp_btf(const char *name)
@@ -186,6 +207,11 @@ static int choose_mode(const char *want, enum mm_capture_mode *mode)
 	}
 	*mode = MM_CAPTURE_SOCK_TP;
 	return 0;
+}
+
+int loader__mode(void)
+{
+	return loaded_mode;
 }
 
 const char *loader__capture_mode(void)
@@ -256,7 +282,7 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 			strerror(-err));
 		goto cleanup;
 	}
-	err = pin_all(skel, o->pin_dir);
+	err = loader__pin(skel->obj, o->pin_dir, "mm_");
 	if (err) {
 		fprintf(stderr, "milometer: pinning under %s failed: %s\n",
 			o->pin_dir, strerror(-err));

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 struct milometer_bpf;
+struct bpf_object;
 
 struct loader_opts {
 	const char *pin_dir;     /* maps and programs pinned here while running */
@@ -28,6 +29,16 @@ void loader__stop(struct milometer_bpf *skel, const char *pin_dir);
 void loader__clean_pins(const char *pin_dir);
 /* The capture mode loaded: "sock" or "sys-exit" (enum mm_capture_mode). */
 const char *loader__capture_mode(void);
+/* The same as enum mm_capture_mode, for objects loaded beside the main one. */
+int loader__mode(void);
+/*
+ * Pin under pin_dir the maps of obj whose names start with map_prefix and
+ * its loaded programs; loader__unpin() removes exactly those pins.
+ */
+int loader__pin(struct bpf_object *obj, const char *pin_dir,
+		const char *map_prefix);
+void loader__unpin(struct bpf_object *obj, const char *pin_dir,
+		   const char *map_prefix);
 /* Programs attached / expected. */
 void loader__attached(const struct milometer_bpf *skel, int *attached,
 		      int *total);

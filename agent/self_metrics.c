@@ -43,6 +43,8 @@ static const char *const bpf_stat_names[MM_STAT__COUNT] = {
 	[MM_STAT_CONNS_OPENED] = "connections_opened",
 	[MM_STAT_CONNS_CLOSED] = "connections_closed",
 	[MM_STAT_RESYNCED] = "resynced",
+	[MM_STAT_TLS_IO] = "tls_io",
+	[MM_STAT_TLS_NO_SOCKET] = "tls_no_socket",
 };
 
 enum {

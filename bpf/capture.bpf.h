@@ -35,6 +35,54 @@
 #define IPPROTO_TCP_ 6
 #define MSG_PEEK_ 0x2
 
+#define TS_COMPAT_ 0x0002 /* x86 thread_info.status: a 32-bit syscall */
+#define S_IFMT_ 00170000
+#define S_IFSOCK_ 0140000
+
+/* TCP states (include/net/tcp_states.h) */
+#define TCP_ESTABLISHED_ 1
+#define TCP_SYN_SENT_ 2
+#define TCP_FIN_WAIT1_ 4
+#define TCP_LAST_ACK_ 9
+
+/*
+ * ia32 syscalls have other numbers and argument registers; classic syscall
+ * tracepoints never showed them either. Skipped.
+ */
+static __always_inline bool compat_syscall(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+
+	return t->thread_info.status & TS_COMPAT_;
+}
+
+static __always_inline bool is_tcp(__u16 family, __u16 type, __u16 proto)
+{
+	return (family == AF_INET_ || family == AF_INET6_) &&
+	       type == SOCK_STREAM_ && proto == IPPROTO_TCP_;
+}
+
+/* The struct sock behind fd in the current process, 0 if not a socket. */
+static __always_inline __u64 sock_of_fd(__u32 fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct file **fdarr;
+	struct socket *so;
+	struct file *f;
+	umode_t mode;
+
+	if (fd >= BPF_CORE_READ(task, files, fdt, max_fds))
+		return 0;
+	fdarr = BPF_CORE_READ(task, files, fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fdarr[fd]) || !f)
+		return 0;
+	mode = BPF_CORE_READ(f, f_inode, i_mode);
+	if ((mode & S_IFMT_) != S_IFSOCK_)
+		return 0;
+	so = BPF_CORE_READ(f, private_data);
+	return (__u64)BPF_CORE_READ(so, sk);
+}
+
 /* The arguments of the syscall behind one socket I/O. */
 struct mm_io_args {
 	__u64 buf;  /* buffer, iovec array or msghdr */

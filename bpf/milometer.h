@@ -198,6 +198,8 @@ enum mm_stat {
 	MM_STAT_CONNS_OPENED,    /* connections given state (open = opened - closed) */
 	MM_STAT_CONNS_CLOSED,    /* tracked connections closed */
 	MM_STAT_RESYNCED,        /* streams first seen mid-message, picked up at the next turn */
+	MM_STAT_TLS_IO,          /* SSL_read/SSL_write plaintext I/Os parsed (TLSCapture) */
+	MM_STAT_TLS_NO_SOCKET,   /* SSL_* I/Os whose socket no syscall named (memory BIO): not parsed */
 	MM_STAT__COUNT,
 };
 

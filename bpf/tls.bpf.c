@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * TLS capture (feature gate TLSCapture): the plaintext of the proxy's TLS
+ * connections, from uprobes on OpenSSL's SSL_read/SSL_write (+_ex), fed to
+ * the same HTTP/1.x parser and attribution as plaintext sockets. A separate
+ * object: the agent loads it when the gate turns on and destroys it when the
+ * gate turns off, so nothing of it stays attached, loaded or pinned. Every
+ * map of milometer.bpf.c it names (events, stats, routes, targets, thread
+ * links) is the main object's own map, reused by fd at load.
+ *
+ * Which connection a call reads or writes is named by the kernel, never by
+ * OpenSSL's structs (their layout differs between 3.0, 3.2 and BoringSSL):
+ * the socket I/O made inside SSL_* on the same thread names the socket
+ * (the method Pixie and Coroot use), remembered per SSL pointer for calls
+ * served from OpenSSL's buffer without a syscall. SSL_do_handshake is hooked
+ * for the same reason: the handshake's reads bind a fresh (possibly reused)
+ * SSL pointer before its first SSL_read, which may need no syscall. Bytes
+ * count at return (a non-blocking SSL_write retried is one write).
+ *
+ * The plaintext state of a connection lives in a hash by socket address
+ * (uprobes are not tracing programs: socket storage is out of reach),
+ * separate from the ciphertext stream's state in the main object, and is
+ * freed at tcp_destroy_sock. Minimum kernel: as the main object's mode
+ * (socket tracepoints 6.3+, sys_exit 5.17+) plus uprobes.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "bpf/milometer.h"
+#include "bpf/conn.bpf.h"
+#include "bpf/maps.bpf.h"
+#include "bpf/http_parse.bpf.h"
+#include "bpf/route_lookup.bpf.h"
+#include "bpf/exchange.bpf.h"
+#include "bpf/capture.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* The main object's capture mode: the same socket hook finds the socket. */
+const volatile __u32 mm_capture_mode = MM_CAPTURE_SOCK_TP;
+
+enum mm_tls_fn {
+	MM_TLS_READ = 1,      /* SSL_read: int ret = bytes */
+	MM_TLS_WRITE,         /* SSL_write */
+	MM_TLS_READ_EX,       /* SSL_read_ex: ret 1, *readbytes = bytes */
+	MM_TLS_WRITE_EX,      /* SSL_write_ex: ret 1, *written = bytes */
+	MM_TLS_HANDSHAKE,     /* SSL_do_handshake: binds ssl -> socket only */
+};
+
+/* The SSL_* call a thread is inside (one at a time; the newest wins). */
+struct mm_tls_call {
+	__u64 ssl;
+	__u64 buf;
+	__u64 outlen;  /* size_t * of the _ex functions */
+	__u64 sk;      /* socket of the first socket I/O inside the call */
+	__u32 fn;      /* enum mm_tls_fn, 0: no call in flight */
+	__u32 _pad;
+};
+
+struct mm_tls_ssl_key {
+	__u64 ssl;
+	__u32 tgid;
+	__u32 _pad;
+};
+
+/* The thread's SSL_* call in flight, in the thread's storage. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct mm_tls_call);
+} mm_tls_calls SEC(".maps");
+
+/* SSL pointer (per process) -> socket address, for calls without a syscall. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct mm_tls_ssl_key);
+	__type(value, __u64);
+} mm_tls_ssl SEC(".maps");
+
+/* Plaintext HTTP state of a TLS connection, by socket address. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct mm_conn);
+} mm_tls_conns SEC(".maps");
+
+static __always_inline int call_enter(struct pt_regs *ctx, __u32 fn)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct mm_tls_call *call;
+
+	if (!is_target(tgid))
+		return 0;
+	call = bpf_task_storage_get(&mm_tls_calls, bpf_get_current_task_btf(),
+				    0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!call)
+		return 0;
+	call->fn = fn;
+	call->ssl = PT_REGS_PARM1(ctx);
+	call->buf = PT_REGS_PARM2(ctx);
+	call->outlen = PT_REGS_PARM4(ctx);
+	call->sk = 0;
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mm_ssl_read_enter)
+{
+	return call_enter(ctx, MM_TLS_READ);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mm_ssl_write_enter)
+{
+	return call_enter(ctx, MM_TLS_WRITE);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mm_ssl_read_ex_enter)
+{
+	return call_enter(ctx, MM_TLS_READ_EX);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mm_ssl_write_ex_enter)
+{
+	return call_enter(ctx, MM_TLS_WRITE_EX);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mm_ssl_handshake_enter)
+{
+	return call_enter(ctx, MM_TLS_HANDSHAKE);
+}
+
+/* SSL_free: the pointer may come back for another connection. */
+SEC("uprobe")
+int BPF_KPROBE(mm_ssl_free_enter, void *ssl)
+{
+	struct mm_tls_ssl_key k = {
+		.ssl = (__u64)ssl,
+		.tgid = bpf_get_current_pid_tgid() >> 32,
+	};
+
+	if (is_target(k.tgid))
+		bpf_map_delete_elem(&mm_tls_ssl, &k);
+	return 0;
+}
+
+static __always_inline struct mm_conn *tls_conn(__u64 sk, __u32 tgid)
+{
+	struct mm_conn *c = bpf_map_lookup_elem(&mm_tls_conns, &sk);
+	__u32 zero = 0;
+	struct mm_conn *init;
+
+	if (c)
+		return c;
+	init = bpf_map_lookup_elem(&mm_conn_zero, &zero);
+	if (!init)
+		return NULL;
+	if (bpf_map_update_elem(&mm_tls_conns, &sk, init, BPF_NOEXIST)) {
+		stat_inc(MM_STAT_CONN_MAP_FULL);
+		return NULL;
+	}
+	c = bpf_map_lookup_elem(&mm_tls_conns, &sk);
+	if (!c)
+		return NULL;
+	conn_init(c, tgid, MM_ROLE_UNKNOWN);
+	/*
+	 * The gate may turn on (or the agent start) mid-connection: a stream
+	 * that starts inside a message is picked up at its next turn.
+	 */
+	c->lazy = 1;
+	return c;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(mm_ssl_ret, int ret)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct mm_io_args a = { .kind = MM_IO_BUF };
+	struct mm_tls_ssl_key k = { .tgid = tgid };
+	struct mm_tls_call *call;
+	struct mm_conn *c;
+	__u64 n = 0, sk, *cached;
+	__u32 fn;
+
+	if (!is_target(tgid))
+		return 0;
+	call = bpf_task_storage_get(&mm_tls_calls, bpf_get_current_task_btf(),
+				    0, 0);
+	if (!call || !call->fn)
+		return 0;
+	fn = call->fn;
+	call->fn = 0;
+	k.ssl = call->ssl;
+	sk = call->sk;
+	if (sk) {
+		bpf_map_update_elem(&mm_tls_ssl, &k, &sk, BPF_ANY);
+	} else {
+		cached = bpf_map_lookup_elem(&mm_tls_ssl, &k);
+		sk = cached ? *cached : 0;
+	}
+	if (fn == MM_TLS_HANDSHAKE)
+		return 0;
+	if (fn == MM_TLS_READ || fn == MM_TLS_WRITE) {
+		if (ret > 0)
+			n = ret;
+	} else if (ret == 1 && call->outlen) {
+		bpf_probe_read_user(&n, sizeof(n), (void *)call->outlen);
+	}
+	if (!n || n > 0x7fffffff)
+		return 0;
+	if (!sk) {
+		/* bytes of a connection we cannot name (h2o's memory BIO) */
+		stat_inc(MM_STAT_TLS_NO_SOCKET);
+		return 0;
+	}
+	c = tls_conn(sk, tgid);
+	if (!c || c->finished)
+		return 0;
+	stat_inc(MM_STAT_TLS_IO);
+	a.buf = call->buf;
+	capture_io(c, &a, n, fn == MM_TLS_READ || fn == MM_TLS_READ_EX);
+	return 0;
+}
+
+/* The socket behind the thread's SSL_* call: its first socket I/O. */
+static __always_inline void note_socket(__u64 sk)
+{
+	struct mm_tls_call *call;
+
+	if (!is_target(bpf_get_current_pid_tgid() >> 32))
+		return;
+	call = bpf_task_storage_get(&mm_tls_calls, bpf_get_current_task_btf(),
+				    0, 0);
+	if (call && call->fn && !call->sk)
+		call->sk = sk;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(mm_tls_sock_recv, struct sock *sk, int ret, int flags)
+{
+	if (mm_capture_mode == MM_CAPTURE_SOCK_TP && ret > 0)
+		note_socket((__u64)sk);
+	return 0;
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(mm_tls_sock_send, struct sock *sk, int ret, int flags)
+{
+	if (mm_capture_mode == MM_CAPTURE_SOCK_TP && ret > 0)
+		note_socket((__u64)sk);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(mm_tls_sys_exit, struct pt_regs *regs, long ret)
+{
+	__u64 sk;
+
+	if (mm_capture_mode != MM_CAPTURE_SYS_EXIT || ret <= 0 ||
+	    io_kind(regs->orig_ax) == MM_IO_NONE ||
+	    !is_target(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	sk = sock_of_fd(regs->di);
+	if (sk)
+		note_socket(sk);
+	return 0;
+}
+
+/* FIN_WAIT1 / LAST_ACK: the proxy closed; what is pending was aborted. */
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(mm_tls_tcp_state, struct sock *sk, int oldstate, int newstate)
+{
+	__u64 key = (__u64)sk;
+	struct mm_conn *c;
+
+	if (newstate != TCP_FIN_WAIT1_ && newstate != TCP_LAST_ACK_)
+		return 0;
+	c = bpf_map_lookup_elem(&mm_tls_conns, &key);
+	if (c)
+		conn_finish(c, bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("tp_btf/tcp_destroy_sock")
+int BPF_PROG(mm_tls_tcp_destroy, struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+	struct mm_conn *c = bpf_map_lookup_elem(&mm_tls_conns, &key);
+
+	if (!c)
+		return 0;
+	conn_finish(c, bpf_ktime_get_ns());
+	bpf_map_delete_elem(&mm_tls_conns, &key);
+	return 0;
+}

@@ -1,0 +1,106 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# TLS capture (issue 12, gate TLSCapture): nginx terminates TLS (its
+# libssl.so.3, a certificate made here); with the gate on, the plaintext
+# of SSL_read/SSL_write is parsed and the TLS requests count downstream per
+# route exactly as the access log says, by curl (new connections, HTTP/1.1)
+# and wrk (keep-alive, many requests per connection). The gate turned off
+# by a config reload: the uprobes, programs, maps and pins of TLS capture
+# are gone (bpftool prog/map/link show, the agent's bpffs), plaintext keeps
+# being counted without a gap, TLS requests are no longer read downstream.
+# Turned on again: attached again, counted again.
+. "$(dirname "$0")/lib.sh"
+need_root
+need_bin milometer gen_nginx
+for t in openssl bpftool wrk; do
+	command -v $t >/dev/null || fail "$t is missing (deploy/install-deps.sh installs it)"
+done
+use_manifests base
+start_backends
+NGINX_TLS_PORT=28443
+port_free $NGINX_TLS_PORT
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=milometer-test \
+	-keyout "$T/tls.key" -out "$T/tls.crt" 2>/dev/null || fail "openssl req"
+start_nginx
+wait_for 10 listening $NGINX_TLS_PORT || fail "nginx did not listen with TLS"
+printf 'featureGates:\n  TLSCapture: true\n' >"$T/config.yaml"
+start_agent --config "$T/config.yaml"
+grep -q 'TLS capture: .* uprobes on .*libssl' "$T/agent.out" ||
+	fail "no uprobes on nginx's libssl: $(grep -i tls "$T/agent.out")"
+
+DOWN=envoy_http_downstream_rq_total
+UP=envoy_cluster_upstream_rq_total
+TLS_URL=https://www.shop.test:$NGINX_TLS_PORT
+tls_get() {
+	curl -sS -k -o /dev/null -w '%{http_code}\n' \
+		--resolve "www.shop.test:$NGINX_TLS_PORT:127.0.0.1" "$@"
+}
+tls_progs() { bpftool prog show | grep -E ' name (mm_ssl_|mm_tls_)' || true; }
+tls_maps() { bpftool map show | grep -E ' name mm_tls_' || true; }
+agent_pins() { nsenter -t "$AGENT_PID" -m ls /sys/fs/bpf/milometer; }
+
+[ -n "$(tls_progs)" ] || fail "no TLS capture program loaded"
+[ "$(tls_maps | wc -l)" = 3 ] || fail "TLS capture maps: $(tls_maps)"
+agent_pins | grep -q '^mm_tls_conns$' || fail "mm_tls_conns not pinned: $(agent_pins)"
+
+# one request per connection (curl), then several per connection
+N=30
+for i in $(seq $N); do
+	[ "$(tls_get "$TLS_URL/cart/c$i")" = 200 ] || fail "TLS request $i"
+done
+urls=()
+for i in $(seq 20); do urls+=("$TLS_URL/cart/k$i"); done
+[ "$(tls_get "${urls[@]}" | grep -c '^200$')" = 20 ] || fail "keep-alive TLS requests"
+wait_log_lines "$NGINX_LOG" $((N + 20)) || fail "nginx logged $(log_lines "$NGINX_LOG")"
+expect_metric $((N + 20)) "TLS requests read downstream (SSL_read/SSL_write)" $DOWN k8s_httproute_name=web
+expect_metric $((N + 20)) "their upstream requests" $UP k8s_httproute_name=web
+[ "$(metric $DOWN k8s_httproute_name=unmatched)" = 0 ] || fail "TLS requests unmatched"
+[ "$(metric $DOWN k8s_httproute_name=unknown)" = 0 ] || fail "TLS requests unknown"
+
+# wrk: keep-alive under load, responses of several sizes
+wrk -t1 -c8 -d2s -H 'Host: www.shop.test' "https://127.0.0.1:$NGINX_TLS_PORT/cart/w" \
+	>"$T/wrk.out" 2>&1 || fail "wrk: $(cat "$T/wrk.out")"
+sync_log() { [ "$(log_lines "$NGINX_LOG")" = "$1" ]; }
+total=$(mmlogcount shop/web)
+wait_for 20 sync_log "$(log_lines "$NGINX_LOG")"
+total=$(mmlogcount shop/web)
+log "nginx served $total TLS requests to shop/web ($(grep -o '[0-9]* requests in' "$T/wrk.out"))"
+[ "$total" -gt $((N + 20 + 100)) ] || fail "wrk made too few requests: $(cat "$T/wrk.out")"
+expect_metric "$total" "TLS requests under wrk, downstream" $DOWN k8s_httproute_name=web
+expect_metric "$total" "TLS requests under wrk, upstream" $UP k8s_httproute_name=web
+ids=$(tls_progs | cut -d: -f1 | tr '\n' ' ')
+
+# gate off by a reload: nothing of TLS capture left
+sed -i 's/TLSCapture: true/TLSCapture: false/' "$T/config.yaml"
+kill -HUP "$AGENT_PID"
+wait_for 20 grep -q 'TLS capture off' "$T/agent.out" || fail "SIGHUP did not turn TLS capture off"
+# the kernel frees a detached program after an RCU grace period
+no_tls_left() { [ -z "$(tls_progs)" ] && [ -z "$(tls_maps)" ]; }
+wait_for 10 no_tls_left || fail "TLS programs or maps still there: $(tls_progs) $(tls_maps)"
+for id in $ids; do
+	bpftool link show | grep -Eq "prog $id\b" && fail "a link to TLS program $id is left"
+done
+agent_pins | grep -Eq '^mm_(tls|ssl)_' && fail "TLS pins left: $(agent_pins)"
+agent_pins | grep -q '^mm_events$' || fail "the data path's pins went too: $(agent_pins)"
+before_down=$(metric $DOWN k8s_httproute_name=web)
+before_api=$(metric $DOWN k8s_httproute_name=api)
+for i in $(seq 10); do
+	[ "$(tls_get "$TLS_URL/cart/off$i")" = 200 ] || fail "TLS request $i (gate off)"
+	[ "$(px api.example.com /v1/status)" = 200 ] || fail "plaintext request $i (gate off)"
+done
+expect_metric $((before_api + 10)) "plaintext while TLS capture is off" $DOWN k8s_httproute_name=api
+expect_metric $((total + 10)) "upstream of TLS requests while off" $UP k8s_httproute_name=web
+[ "$(metric $DOWN k8s_httproute_name=web)" = "$before_down" ] ||
+	fail "TLS requests read downstream with the gate off"
+
+# on again
+sed -i 's/TLSCapture: false/TLSCapture: true/' "$T/config.yaml"
+kill -HUP "$AGENT_PID"
+on_again() { [ "$(grep -c 'TLS capture: .* uprobes on .*libssl' "$T/agent.out")" -ge 2 ]; }
+wait_for 20 on_again || fail "SIGHUP did not attach TLS capture again"
+for i in $(seq 10); do
+	[ "$(tls_get "$TLS_URL/cart/on$i")" = 200 ] || fail "TLS request $i (on again)"
+done
+expect_metric $((before_down + 10)) "TLS requests after the gate came back" $DOWN k8s_httproute_name=web
+stop_agent
+log "TLS capture ok"
