@@ -128,7 +128,10 @@ AGENT_OUT=$W/agent.out
 if [ -n "${MM_AGENT_CMD:-}" ]; then
 	AGENT="$MM_AGENT_CMD"
 else
+	# TLS capture on: its object (uprobes on the gateway's libssl) must
+	# load and attach on every kernel too, beside the plaintext data path
 	AGENT="$T/milometer run --manifests $T/manifests --proxy-exe mm-km-nginx"
+	AGENT="$AGENT --feature-gates=TLSCapture=true"
 	AGENT="$AGENT --prometheus-listen 127.0.0.1:$AGENT_PORT"
 	AGENT="$AGENT --socket $W/agent.sock ${MM_AGENT_ARGS:-}"
 fi
@@ -151,6 +154,13 @@ done
 if [ -n "$agent_ready" ]; then
 	ok "agent_start"
 	log "agent ready after $(awk -v a="$(uptime_s)" -v b="$t0" 'BEGIN { print a - b }') s"
+	if [ -z "${MM_AGENT_CMD:-}" ]; then
+		if grep -q 'TLS capture: [0-9]* uprobes on .*libssl' "$AGENT_OUT"; then
+			ok "tls_capture_attached ($(grep -o '[0-9]* uprobes on [^ ]*' "$AGENT_OUT" | head -1))"
+		else
+			bad "tls_capture_attached" "no uprobes on the gateway's libssl: $(grep -i tls "$AGENT_OUT")"
+		fi
+	fi
 	"$T/milometer" ctl --socket "$W/agent.sock" status 2>/dev/null | head -12
 else
 	if alive $AGENT_PID; then
