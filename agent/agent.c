@@ -358,11 +358,11 @@ static void tick(struct agent *ag, uint64_t ticks)
 				(unsigned long long)ag->proxy_pods.containers,
 				(unsigned long long)ag->proxy_pods.missing);
 	}
-	if (ticks % 5 == 0) {
+	if (ticks % 5 == 0)
 		targets__rescan(ag->skel, o);
-		if (ag->tls)
-			tls_capture__scan(ag->tls);
-	}
+	/* uprobes are per process: a new worker waits at most a second */
+	if (ag->tls)
+		tls_capture__scan(ag->tls);
 	mstore__lock(ag->store);
 	aggregate__maintain(ag->agg, real, o->series_idle_s * 1000000000ULL);
 	mstore__unlock(ag->store);

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The TLS object's life: open, share the main object's maps, load, attach
- * the socket-naming and close programs, then uprobes per library file of the
- * proxy processes (pid -1: every process mapping that file, filtered in BPF
- * by the target set, so workers forked later are covered without a new
- * attach). Each process is scanned once; a rescan only looks at new ones.
+ * the socket-naming and close programs, then uprobes per proxy process on
+ * the TLS libraries it maps. Each process is scanned once; a rescan only
+ * looks at new ones and drops the uprobes of those that left.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -25,23 +24,31 @@
 #define TLS_PIN_PREFIX "mm_tls_"
 #define MAX_TARGETS_PER_PID 8
 
-struct tls_lib_att {
+/* One proxy process: its uprobes (task-bound: no other process traps). */
+struct tls_proc {
+	int pid;
+	bool seen;            /* in the target set at the last scan */
+	int nlinks, cap_links;
+	struct bpf_link **links;
+};
+
+/* A library file attached in some process, for the dump and the stats. */
+struct tls_lib_seen {
 	dev_t dev;
 	ino_t ino;
-	char path[256];       /* as the process maps it */
 	enum tls_lib lib;
-	int nlinks;
-	struct bpf_link *links[12];
+	bool usable;          /* has SSL_read and SSL_write */
+	char path[256];       /* as the process maps it */
 };
 
 struct tls_capture {
 	struct tls_bpf *skel;
 	struct milometer_bpf *main;
 	char pin_dir[256];
-	struct tls_lib_att *libs;
+	struct tls_proc *procs;
+	size_t nprocs, cap_procs;
+	struct tls_lib_seen *libs;
 	size_t nlibs, cap_libs;
-	int *pids;            /* processes scanned (sorted) */
-	size_t npids, cap_pids;
 	struct tls_capture_stats st;
 };
 
@@ -66,121 +73,131 @@ static int share_maps(struct tls_bpf *skel, struct milometer_bpf *main)
 	return 0;
 }
 
-static int pid_cmp(const void *a, const void *b)
+static struct tls_proc *proc_find(struct tls_capture *tc, int pid)
 {
-	return *(const int *)a - *(const int *)b;
-}
-
-static bool pid_seen(struct tls_capture *tc, int pid)
-{
-	return bsearch(&pid, tc->pids, tc->npids, sizeof(int), pid_cmp);
-}
-
-static int pid_add(struct tls_capture *tc, int pid)
-{
-	if (tc->npids == tc->cap_pids) {
-		size_t cap = tc->cap_pids ? tc->cap_pids * 2 : 64;
-		int *p = realloc(tc->pids, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		tc->pids = p;
-		tc->cap_pids = cap;
-	}
-	tc->pids[tc->npids++] = pid;
-	qsort(tc->pids, tc->npids, sizeof(int), pid_cmp);
-	return 0;
-}
-
-static struct tls_lib_att *lib_find(struct tls_capture *tc,
-				    const struct tls_target *t)
-{
-	for (size_t i = 0; i < tc->nlibs; i++)
-		if (tc->libs[i].dev == t->dev && tc->libs[i].ino == t->ino)
-			return &tc->libs[i];
+	for (size_t i = 0; i < tc->nprocs; i++)
+		if (tc->procs[i].pid == pid)
+			return &tc->procs[i];
 	return NULL;
 }
 
-static int attach_one(struct tls_lib_att *a, struct bpf_program *prog,
+static void proc_detach(struct tls_proc *p)
+{
+	for (int i = 0; i < p->nlinks; i++)
+		bpf_link__destroy(p->links[i]);
+	free(p->links);
+	p->links = NULL;
+	p->nlinks = p->cap_links = 0;
+}
+
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+	size_t c;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 16;
+	p = realloc(*arr, c * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = c;
+	return 0;
+}
+
+static int attach_one(struct tls_proc *p, struct bpf_program *prog,
 		      bool ret, const struct tls_target *t, enum tls_func f)
 {
+	size_t cap = p->cap_links;
 	struct bpf_link *l;
 
 	if (!t->f[f].offset || !prog)
 		return 0;
-	if (a->nlinks >= (int)(sizeof(a->links) / sizeof(a->links[0])))
-		return -E2BIG;
-	l = bpf_program__attach_uprobe(prog, ret, -1, t->path, t->f[f].offset);
+	if (grow((void **)&p->links, &cap, p->nlinks, sizeof(*p->links)))
+		return -ENOMEM;
+	p->cap_links = cap;
+	l = bpf_program__attach_uprobe(prog, ret, p->pid, t->path,
+				       t->f[f].offset);
 	if (!l)
 		return -errno;
-	a->links[a->nlinks++] = l;
+	p->links[p->nlinks++] = l;
 	return 0;
 }
 
-static void lib_detach(struct tls_lib_att *a)
+static struct tls_lib_seen *lib_note(struct tls_capture *tc,
+				     const struct tls_target *t)
 {
-	for (int i = 0; i < a->nlinks; i++)
-		bpf_link__destroy(a->links[i]);
-	a->nlinks = 0;
+	struct tls_lib_seen *l;
+
+	for (size_t i = 0; i < tc->nlibs; i++)
+		if (tc->libs[i].dev == t->dev && tc->libs[i].ino == t->ino)
+			return &tc->libs[i];
+	if (grow((void **)&tc->libs, &tc->cap_libs, tc->nlibs, sizeof(*l)))
+		return NULL;
+	l = &tc->libs[tc->nlibs++];
+	memset(l, 0, sizeof(*l));
+	l->dev = t->dev;
+	l->ino = t->ino;
+	l->lib = t->lib;
+	l->usable = t->f[TLS_F_SSL_READ].offset && t->f[TLS_F_SSL_WRITE].offset;
+	snprintf(l->path, sizeof(l->path), "%s", t->mapped);
+	if (l->usable) {
+		tc->st.libraries++;
+		fprintf(stderr, "milometer: TLS capture: uprobes on %s (%s)\n",
+			t->mapped, tls_discover__lib_name(t->lib));
+	} else {
+		tc->st.refused++;
+	}
+	return l;
 }
 
-static int lib_attach(struct tls_capture *tc, const struct tls_target *t)
+/* Uprobes for one library of process p: entry and return of each call. */
+static int lib_attach(struct tls_capture *tc, struct tls_proc *p,
+		      const struct tls_target *t)
 {
 	struct tls_bpf *s = tc->skel;
-	struct tls_lib_att *a;
-	int err = 0;
+	struct tls_lib_seen *l = lib_note(tc, t);
+	int before = p->nlinks, err = 0;
 
-	if (tc->nlibs == tc->cap_libs) {
-		size_t cap = tc->cap_libs ? tc->cap_libs * 2 : 8;
-		struct tls_lib_att *p = realloc(tc->libs, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		tc->libs = p;
-		tc->cap_libs = cap;
-	}
-	a = &tc->libs[tc->nlibs];
-	memset(a, 0, sizeof(*a));
-	a->dev = t->dev;
-	a->ino = t->ino;
-	a->lib = t->lib;
-	snprintf(a->path, sizeof(a->path), "%s", t->mapped);
-	if (!t->f[TLS_F_SSL_READ].offset || !t->f[TLS_F_SSL_WRITE].offset) {
-		tc->st.refused++;
-		tc->nlibs++; /* remembered, not retried */
+	if (!l)
+		return -ENOMEM;
+	if (!l->usable)
 		return 0;
-	}
-	err = err ?: attach_one(a, s->progs.mm_ssl_read_enter, false, t, TLS_F_SSL_READ);
-	err = err ?: attach_one(a, s->progs.mm_ssl_ret, true, t, TLS_F_SSL_READ);
-	err = err ?: attach_one(a, s->progs.mm_ssl_write_enter, false, t, TLS_F_SSL_WRITE);
-	err = err ?: attach_one(a, s->progs.mm_ssl_ret, true, t, TLS_F_SSL_WRITE);
-	err = err ?: attach_one(a, s->progs.mm_ssl_read_ex_enter, false, t, TLS_F_SSL_READ_EX);
-	err = err ?: attach_one(a, s->progs.mm_ssl_ret, true, t, TLS_F_SSL_READ_EX);
-	err = err ?: attach_one(a, s->progs.mm_ssl_write_ex_enter, false, t, TLS_F_SSL_WRITE_EX);
-	err = err ?: attach_one(a, s->progs.mm_ssl_ret, true, t, TLS_F_SSL_WRITE_EX);
-	err = err ?: attach_one(a, s->progs.mm_ssl_handshake_enter, false, t, TLS_F_SSL_DO_HANDSHAKE);
-	err = err ?: attach_one(a, s->progs.mm_ssl_ret, true, t, TLS_F_SSL_DO_HANDSHAKE);
-	err = err ?: attach_one(a, s->progs.mm_ssl_free_enter, false, t, TLS_F_SSL_FREE);
+	err = err ?: attach_one(p, s->progs.mm_ssl_read_enter, false, t, TLS_F_SSL_READ);
+	err = err ?: attach_one(p, s->progs.mm_ssl_ret, true, t, TLS_F_SSL_READ);
+	err = err ?: attach_one(p, s->progs.mm_ssl_write_enter, false, t, TLS_F_SSL_WRITE);
+	err = err ?: attach_one(p, s->progs.mm_ssl_ret, true, t, TLS_F_SSL_WRITE);
+	err = err ?: attach_one(p, s->progs.mm_ssl_read_ex_enter, false, t, TLS_F_SSL_READ_EX);
+	err = err ?: attach_one(p, s->progs.mm_ssl_ret, true, t, TLS_F_SSL_READ_EX);
+	err = err ?: attach_one(p, s->progs.mm_ssl_write_ex_enter, false, t, TLS_F_SSL_WRITE_EX);
+	err = err ?: attach_one(p, s->progs.mm_ssl_ret, true, t, TLS_F_SSL_WRITE_EX);
+	err = err ?: attach_one(p, s->progs.mm_ssl_handshake_enter, false, t, TLS_F_SSL_DO_HANDSHAKE);
+	err = err ?: attach_one(p, s->progs.mm_ssl_ret, true, t, TLS_F_SSL_DO_HANDSHAKE);
+	err = err ?: attach_one(p, s->progs.mm_ssl_free_enter, false, t, TLS_F_SSL_FREE);
 	if (err) {
-		fprintf(stderr, "milometer: TLS capture: uprobes on %s (%s) failed: %s\n",
-			t->mapped, t->path, strerror(-err));
-		lib_detach(a);
+		/* the process may have exited meanwhile: not worth a line */
+		if (err != -ESRCH && err != -ENOENT)
+			fprintf(stderr, "milometer: TLS capture: uprobes on %s in process %d failed: %s\n",
+				t->mapped, p->pid, strerror(-err));
 		tc->st.failed++;
-		tc->nlibs++;
 		return err;
 	}
-	tc->st.libraries++;
-	tc->st.uprobes += a->nlinks;
-	tc->nlibs++;
-	fprintf(stderr, "milometer: TLS capture: %d uprobes on %s (%s)\n",
-		a->nlinks, t->mapped, tls_discover__lib_name(t->lib));
-	return 1;
+	tc->st.uprobes += p->nlinks - before;
+	return 0;
 }
 
+/*
+ * Uprobes are bound to each proxy process, not to the library file: a
+ * process that is not the proxy (a client on the node, another pod from the
+ * same image) never traps. The scan runs every second: a worker forked
+ * since the last one is attached then (its first TLS connections resync).
+ */
 int tls_capture__scan(struct tls_capture *tc)
 {
 	int fd = bpf_map__fd(tc->main->maps.mm_targets);
 	struct tls_target *t;
+	struct tls_proc *p;
 	__u32 key, next, *prev = NULL;
 	char err[256];
 	int added = 0, n, ret = 0;
@@ -188,26 +205,44 @@ int tls_capture__scan(struct tls_capture *tc)
 	t = calloc(MAX_TARGETS_PER_PID, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
+	for (size_t i = 0; i < tc->nprocs; i++)
+		tc->procs[i].seen = false;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		if (pid_seen(tc, key))
+		p = proc_find(tc, key);
+		if (p) {
+			p->seen = true;
 			continue;
+		}
 		n = tls_discover__pid("/proc", key, t, MAX_TARGETS_PER_PID,
 				      err, sizeof(err));
 		if (n < 0)
-			continue; /* gone already: a later scan sees its successor */
-		if (pid_add(tc, key)) {
+			continue; /* gone already */
+		if (grow((void **)&tc->procs, &tc->cap_procs, tc->nprocs,
+			 sizeof(*p))) {
 			ret = -ENOMEM;
 			break;
 		}
-		for (int i = 0; i < n; i++) {
-			if (lib_find(tc, &t[i]))
-				continue;
-			if (lib_attach(tc, &t[i]) > 0)
+		p = &tc->procs[tc->nprocs++];
+		memset(p, 0, sizeof(*p));
+		p->pid = key;
+		p->seen = true;
+		for (int i = 0; i < n; i++)
+			if (!lib_attach(tc, p, &t[i]) && p->nlinks)
 				added++;
-		}
 	}
+	/* processes that left the target set (exited, exec'd) */
+	for (size_t i = 0; i < tc->nprocs;) {
+		if (tc->procs[i].seen) {
+			i++;
+			continue;
+		}
+		tc->st.uprobes -= tc->procs[i].nlinks;
+		proc_detach(&tc->procs[i]);
+		tc->procs[i] = tc->procs[--tc->nprocs];
+	}
+	tc->st.processes = tc->nprocs;
 	free(t);
 	return ret ?: added;
 }
@@ -290,22 +325,25 @@ void tls_capture__dump(const struct tls_capture *tc, FILE *out)
 	if (!tc)
 		return;
 	for (size_t i = 0; i < tc->nlibs; i++)
-		fprintf(out, "%s %s uprobes=%d\n", tc->libs[i].path,
+		fprintf(out, "%s %s%s\n", tc->libs[i].path,
 			tls_discover__lib_name(tc->libs[i].lib),
-			tc->libs[i].nlinks);
+			tc->libs[i].usable ? "" : " (no SSL_read/SSL_write)");
+	for (size_t i = 0; i < tc->nprocs; i++)
+		fprintf(out, "pid %d uprobes=%d\n", tc->procs[i].pid,
+			tc->procs[i].nlinks);
 }
 
 void tls_capture__stop(struct tls_capture *tc)
 {
 	if (!tc)
 		return;
-	for (size_t i = 0; i < tc->nlibs; i++)
-		lib_detach(&tc->libs[i]);
+	for (size_t i = 0; i < tc->nprocs; i++)
+		proc_detach(&tc->procs[i]);
 	if (tc->skel) {
 		loader__unpin(tc->skel->obj, tc->pin_dir, TLS_PIN_PREFIX);
 		tls_bpf__destroy(tc->skel);
 	}
+	free(tc->procs);
 	free(tc->libs);
-	free(tc->pids);
 	free(tc);
 }

@@ -16,7 +16,8 @@ struct milometer_bpf;
 struct tls_capture;
 
 struct tls_capture_stats {
-	uint32_t libraries;  /* library files (inodes) with uprobes attached */
+	uint32_t processes;  /* proxy processes with uprobes */
+	uint32_t libraries;  /* library files (inodes) hooked */
 	uint32_t uprobes;    /* uprobe links */
 	uint32_t refused;    /* libraries found without SSL_read/SSL_write */
 	uint32_t failed;     /* attach failures (logged once per library) */
@@ -31,12 +32,13 @@ struct tls_capture *tls_capture__start(struct milometer_bpf *main,
 				       uint32_t max_connections, int *err);
 /*
  * Attach to TLS libraries of proxy processes not scanned yet (new workers,
- * new pods). Returns the number of libraries newly attached, or -errno.
+ * new pods), detach from those gone. Returns the number of processes newly
+ * attached, or -errno.
  */
 int tls_capture__scan(struct tls_capture *tc);
 void tls_capture__stats(const struct tls_capture *tc,
 			struct tls_capture_stats *st);
-/* Print the attached libraries, one line each. */
+/* Print the hooked libraries and the processes, one line each. */
 void tls_capture__dump(const struct tls_capture *tc, FILE *out);
 /* Detach, unload, unpin, free. NULL is fine. */
 void tls_capture__stop(struct tls_capture *tc);

@@ -208,7 +208,9 @@ def main():
     for label, prefix, gw, cap in (
             ("nginx", "A", "nginx", "auto"),
             ("nginx, --capture sys-exit", "A", "nginx", "sys-exit"),
-            ("haproxy", "B", "haproxy", "auto")):
+            ("haproxy", "B", "haproxy", "auto"),
+            ("nginx TLS, TLSCapture off", "T", "nginx-tls", "auto"),
+            ("nginx TLS, TLSCapture on", "T", "nginx-tls", "tls")):
         off, on = sel(prefix, gw, "off"), sel(prefix, gw, cap)
         if not off or not on:
             continue
@@ -250,13 +252,25 @@ def main():
               ratio(g[0], g[1]), "%.4f", (0.95, ">= 0.95"),
               (0.98, ">= 0.98"), note=" (throughput if CPU-bound: info)")
 
+    # TLS capture: uprobes trap into the kernel on every SSL_read/SSL_write
+    # (of every process mapping the library, the client's too: wrk here)
+    for label in ("nginx TLS, TLSCapture off", "nginx TLS, TLSCapture on"):
+        p = pairs.get(label)
+        S.add("gateway throughput on/off, %s" % label,
+              ratio(p["rps"][1], p["rps"][0]) if p else None, "%.4f",
+              note=" (TLS: info)")
+        S.add("p99 latency on/off, %s" % label,
+              ratio(p["p99"][1], p["p99"][0]) if p else None, "%.3f",
+              higher=False, note=" (TLS: info)")
+
     # --- per-program figures (bpf_stats on) -------------------------------
     print("\n== BPF programs, bpf_stats on (it adds ~20 ns of clock reads "
           "to each run)")
     stats = {}
     for tag, label in (("C-nginx", "nginx"), ("C-haproxy", "haproxy"),
                        ("C-sysexit", "nginx, --capture sys-exit"),
-                       ("C-bytes", "nginx, +extra header bytes")):
+                       ("C-bytes", "nginx, +extra header bytes"),
+                       ("T-stats", "nginx TLS, TLSCapture on")):
         rs = sel(tag)
         if not rs or "bpf" not in rs[0]:
             continue
@@ -293,6 +307,10 @@ def main():
     S.add("BPF ns per proxied request, all programs, haproxy",
           r["bpf_ns_rq"] if r else None, "%.0f ns", (1000, "<= 1000 ns"),
           (300, "<= 300 ns"), higher=False)
+    r = stats.get("T-stats")
+    S.add("BPF ns per proxied request, nginx TLS, TLSCapture on",
+          r["bpf_ns_rq"] if r else None, "%.0f ns",
+          note=" (uprobe programs' run time, not the trap: info)")
     r = stats.get("C-sysexit")
     S.add("BPF ns per proxied request, nginx, sys-exit",
           r["bpf_ns_rq"] if r else None, "%.0f ns", (1000, "<= 1000 ns"),

@@ -23,6 +23,10 @@
 #  G. BPF cost model: ns per run of each leg of one exchange through the
 #     data path's code under BPF_PROG_TEST_RUN, warm and with caches
 #     evicted between runs (bin/bench_bpf_exchange).
+#  T. TLS (issue 12): the nginx gateway terminating TLS (wrk over https,
+#     keep-alive), rounds agent off / on with TLSCapture off (the TLS leg is
+#     not read) / on with TLSCapture on (uprobes on SSL_read/SSL_write),
+#     bpf_stats off, then one TLSCapture round with bpf_stats on.
 #
 # Knobs (environment): BENCH_ROUNDS (pairs in A and B, 3), BENCH_DURATION
 # (seconds per round in A-C, 5), BENCH_SCALE_DURATION (seconds per scale
@@ -30,7 +34,7 @@
 # BENCH_WORKERS (nginx worker_processes, 1), BENCH_SCALE_CONNS ("10 1000
 # 10000"), BENCH_SCALE_ROUTES ("10 1000 10000"), BENCH_MEM_CONNS (10000),
 # BENCH_NODETAX_REPS (50), BENCH_EVENTS (aggregation events, 20000000),
-# BENCH_PHASES (which phases to run, "ABCDEFG").
+# BENCH_PHASES (which phases to run, "ABCDEFGT").
 
 set -euo pipefail
 
@@ -50,12 +54,13 @@ SCALE_ROUTES=${BENCH_SCALE_ROUTES:-10 1000 10000}
 MEM_CONNS=${BENCH_MEM_CONNS:-10000}
 NODETAX_REPS=${BENCH_NODETAX_REPS:-50}
 EVENTS=${BENCH_EVENTS:-20000000}
-PHASES=${BENCH_PHASES:-ABCDEFG}
+PHASES=${BENCH_PHASES:-ABCDEFGT}
 # Loopback ports apart from the integration tests (28xxx/29xxx) and below
 # the ephemeral range (32768+), where a client socket may hold them.
 GW_PORT=${BENCH_GW_PORT:-17080}
 BE_PORT=${BENCH_BE_PORT:-17081}
 HA_PORT=${BENCH_HA_PORT:-17082}
+TLS_PORT=${BENCH_TLS_PORT:-17443}
 AGENT_PORT=${BENCH_AGENT_PORT:-17464}
 PIN_DIR=/sys/fs/bpf/milometer
 PIN_ARGS=()
@@ -209,7 +214,7 @@ subst() { # TEMPLATE OUT
 	sed -e "s|@DIR@|$W|g" -e "s|@WORKERS@|$WORKERS|g" -e "s|@NOFILE@|$NOFILE|g" \
 	    -e "s|@CONNS@|$((NOFILE - 500))|g" \
 	    -e "s|@GW_PORT@|$GW_PORT|g" -e "s|@BE_PORT@|$BE_PORT|g" \
-	    -e "s|@HA_PORT@|$HA_PORT|g" "$1" >"$2"
+	    -e "s|@HA_PORT@|$HA_PORT|g" -e "s|@TLS_PORT@|$TLS_PORT|g" "$1" >"$2"
 }
 
 start_nginx() { # NAME TEMPLATE
@@ -229,7 +234,7 @@ start_haproxy() {
 	HA_PID=$!
 }
 
-port_free "$GW_PORT" "$BE_PORT" "$HA_PORT" "$AGENT_PORT"
+port_free "$GW_PORT" "$BE_PORT" "$HA_PORT" "$TLS_PORT" "$AGENT_PORT"
 : >"$W/notes"
 wait_no_agent
 
@@ -252,6 +257,10 @@ for f in $CONTRACT_FILES; do
 done
 cp "$W"/contract/*.yaml "$W/m/" 2>/dev/null || true
 
+# the gateway's TLS listener (phase T): a certificate made here
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=milometer-bench \
+	-keyout "$W/tls.key" -out "$W/tls.crt" 2>/dev/null ||
+	die "openssl could not make the TLS listener's certificate"
 start_nginx be "$HERE/backend.nginx.conf.in"
 start_nginx gw "$HERE/gateway.nginx.conf.in"
 start_haproxy
@@ -259,12 +268,14 @@ GW_PID=$(cat "$W/gw/nginx.pid")
 url() { # GATEWAY
 	if [ "$1" = haproxy ]; then
 		echo "http://127.0.0.1:$HA_PORT$URL_PATH"
+	elif [ "$1" = nginx-tls ]; then
+		echo "https://127.0.0.1:$TLS_PORT$URL_PATH"
 	else
 		echo "http://127.0.0.1:$GW_PORT$URL_PATH"
 	fi
 }
-for g in nginx haproxy; do
-	wait_for 5 curl -sf -H "Host: $HOST" "$(url $g)" ||
+for g in nginx haproxy nginx-tls; do
+	wait_for 5 curl -ksf -H "Host: $HOST" "$(url $g)" ||
 		die "the $g gateway does not answer on $(url $g) (logs in $W, BENCH_KEEP=1 keeps them)"
 done
 
@@ -281,10 +292,15 @@ agent_ready() {
 }
 
 # start_agent TAG CAPTURE MANIFESTS PROXY_PID: lists the agent's own BPF
-# programs in $W/ids.TAG
+# programs in $W/ids.TAG. CAPTURE: auto, sys-exit, or tls (auto with the
+# TLSCapture gate on).
 start_agent() {
 	local tag=$1 capture=$2 mdir=$3 pid=$4 cap=()
-	[ "$capture" = auto ] || cap=(--capture "$capture")
+	case $capture in
+	auto) ;;
+	tls) cap=(--feature-gates=TLSCapture=true) ;;
+	*) cap=(--capture "$capture") ;;
+	esac
 	wait_no_agent
 	"$PY" "$HERE/bpf_stats.py" list >"$W/before.$tag" || true
 	"$BIN/milometer" run --manifests "$mdir" --proxy-pid "$pid" \
@@ -387,7 +403,13 @@ estab() { # PORT: established TCP connections accepted on PORT
 	ss -Htn state established "( sport = :$1 )" | wc -l
 }
 
-gw_port() { if [ "$1" = haproxy ]; then echo "$HA_PORT"; else echo "$GW_PORT"; fi; }
+gw_port() {
+	case $1 in
+	haproxy) echo "$HA_PORT" ;;
+	nginx-tls) echo "$TLS_PORT" ;;
+	*) echo "$GW_PORT" ;;
+	esac
+}
 
 # Rounds with bpf_stats on measure a window of the load, not all of it:
 # wrk runs longer, the window opens once its connections are all
@@ -529,6 +551,17 @@ if phase D; then
 		"$PY" "$HERE/gen_routes.py" $((n > 2 ? n - 2 : 0)) "$W/m$n/fillers.yaml"
 		ROUTES=$n round "Dr$n" nginx auto 1 "$CONNS" "$SCALE_DURATION" "$W/m$n"
 	done
+fi
+
+if phase T; then
+	log "phase T: nginx gateway terminating TLS, agent off / on (TLSCapture off) / on (TLSCapture on)"
+	warm nginx-tls
+	for r in $(seq "$ROUNDS"); do
+		for c in off auto tls; do
+			round "T$r-$c" nginx-tls "$c" 0 "$CONNS" "$DURATION" "$W/m"
+		done
+	done
+	round T-stats nginx-tls tls 1 "$CONNS" "$DURATION" "$W/m"
 fi
 
 slab_kb() { awk '$1 == "Slab:" { print $2 }' /proc/meminfo; }
