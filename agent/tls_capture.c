@@ -16,6 +16,7 @@
 
 #include "agent/loader.h"
 #include "agent/tls/discover.h"
+#include "agent/tls/probe_points.h"
 #include "agent/tls_capture.h"
 #include "bpf/milometer.h"
 #include "milometer.skel.h"
@@ -38,6 +39,7 @@ struct tls_lib_seen {
 	ino_t ino;
 	enum tls_lib lib;
 	bool usable;          /* has SSL_read and SSL_write */
+	bool announced;       /* logged once, at its first attach */
 	char path[256];       /* as the process maps it */
 };
 
@@ -106,23 +108,51 @@ static int grow(void **arr, size_t *cap, size_t n, size_t elem)
 	return 0;
 }
 
-static int attach_one(struct tls_proc *p, struct bpf_program *prog,
-		      bool ret, const struct tls_target *t, enum tls_func f)
+static int attach_at(struct tls_proc *p, struct bpf_program *prog, bool ret,
+		     const char *path, uint64_t off)
 {
 	size_t cap = p->cap_links;
 	struct bpf_link *l;
 
-	if (!t->f[f].offset || !prog)
-		return 0;
 	if (grow((void **)&p->links, &cap, p->nlinks, sizeof(*p->links)))
 		return -ENOMEM;
 	p->cap_links = cap;
-	l = bpf_program__attach_uprobe(prog, ret, p->pid, t->path,
-				       t->f[f].offset);
+	l = bpf_program__attach_uprobe(prog, ret, p->pid, path, off);
 	if (!l)
 		return -errno;
 	p->links[p->nlinks++] = l;
 	return 0;
+}
+
+/*
+ * Entry and return of function f (reading nargs arguments at entry): at
+ * the instructions the kernel emulates when the code allows it (one trap
+ * each instead of a trap and a single-step, see probe_points.h), else at
+ * the function's start with a uretprobe.
+ */
+static int attach_call(struct tls_capture *tc, struct tls_proc *p,
+		       struct bpf_program *enter, const struct tls_target *t,
+		       enum tls_func f, unsigned nargs)
+{
+	const struct elf_func *fn = &t->f[f];
+	struct probe_points pp;
+	int err;
+
+	if (!fn->offset)
+		return 0;
+	if (probe_points__file(t->path, fn->offset, fn->size, nargs, &pp))
+		pp = (struct probe_points){ .entry = fn->offset };
+	err = attach_at(p, enter, false, t->path, pp.entry);
+	if (err || f == TLS_F_SSL_FREE)
+		return err;
+	if (!pp.nexit)
+		return attach_at(p, tc->skel->progs.mm_ssl_ret, true, t->path,
+				 fn->offset);
+	tc->st.emulated++;
+	for (uint32_t i = 0; i < pp.nexit && !err; i++)
+		err = attach_at(p, tc->skel->progs.mm_ssl_ret, false, t->path,
+				pp.exit[i]);
+	return err;
 }
 
 static struct tls_lib_seen *lib_note(struct tls_capture *tc,
@@ -144,8 +174,6 @@ static struct tls_lib_seen *lib_note(struct tls_capture *tc,
 	snprintf(l->path, sizeof(l->path), "%s", t->mapped);
 	if (l->usable) {
 		tc->st.libraries++;
-		fprintf(stderr, "milometer: TLS capture: uprobes on %s (%s)\n",
-			t->mapped, tls_discover__lib_name(t->lib));
 	} else {
 		tc->st.refused++;
 	}
@@ -158,23 +186,18 @@ static int lib_attach(struct tls_capture *tc, struct tls_proc *p,
 {
 	struct tls_bpf *s = tc->skel;
 	struct tls_lib_seen *l = lib_note(tc, t);
-	int before = p->nlinks, err = 0;
+	int before = p->nlinks, emulated = tc->st.emulated, err = 0;
 
 	if (!l)
 		return -ENOMEM;
 	if (!l->usable)
 		return 0;
-	err = err ?: attach_one(p, s->progs.mm_ssl_read_enter, false, t, TLS_F_SSL_READ);
-	err = err ?: attach_one(p, s->progs.mm_ssl_ret, true, t, TLS_F_SSL_READ);
-	err = err ?: attach_one(p, s->progs.mm_ssl_write_enter, false, t, TLS_F_SSL_WRITE);
-	err = err ?: attach_one(p, s->progs.mm_ssl_ret, true, t, TLS_F_SSL_WRITE);
-	err = err ?: attach_one(p, s->progs.mm_ssl_read_ex_enter, false, t, TLS_F_SSL_READ_EX);
-	err = err ?: attach_one(p, s->progs.mm_ssl_ret, true, t, TLS_F_SSL_READ_EX);
-	err = err ?: attach_one(p, s->progs.mm_ssl_write_ex_enter, false, t, TLS_F_SSL_WRITE_EX);
-	err = err ?: attach_one(p, s->progs.mm_ssl_ret, true, t, TLS_F_SSL_WRITE_EX);
-	err = err ?: attach_one(p, s->progs.mm_ssl_handshake_enter, false, t, TLS_F_SSL_DO_HANDSHAKE);
-	err = err ?: attach_one(p, s->progs.mm_ssl_ret, true, t, TLS_F_SSL_DO_HANDSHAKE);
-	err = err ?: attach_one(p, s->progs.mm_ssl_free_enter, false, t, TLS_F_SSL_FREE);
+	err = err ?: attach_call(tc, p, s->progs.mm_ssl_read_enter, t, TLS_F_SSL_READ, 3);
+	err = err ?: attach_call(tc, p, s->progs.mm_ssl_write_enter, t, TLS_F_SSL_WRITE, 3);
+	err = err ?: attach_call(tc, p, s->progs.mm_ssl_read_ex_enter, t, TLS_F_SSL_READ_EX, 4);
+	err = err ?: attach_call(tc, p, s->progs.mm_ssl_write_ex_enter, t, TLS_F_SSL_WRITE_EX, 4);
+	err = err ?: attach_call(tc, p, s->progs.mm_ssl_handshake_enter, t, TLS_F_SSL_DO_HANDSHAKE, 1);
+	err = err ?: attach_call(tc, p, s->progs.mm_ssl_free_enter, t, TLS_F_SSL_FREE, 1);
 	if (err) {
 		/* the process may have exited meanwhile: not worth a line */
 		if (err != -ESRCH && err != -ENOENT)
@@ -184,6 +207,12 @@ static int lib_attach(struct tls_capture *tc, struct tls_proc *p,
 		return err;
 	}
 	tc->st.uprobes += p->nlinks - before;
+	if (!l->announced) {
+		l->announced = true;
+		fprintf(stderr, "milometer: TLS capture: uprobes on %s (%s), %d calls returning at emulated instructions (no uretprobe)\n",
+			t->mapped, tls_discover__lib_name(t->lib),
+			tc->st.emulated - emulated);
+	}
 	return 0;
 }
 
