@@ -10,8 +10,9 @@
  * BPF work: on bare metal about 1 us per hit; a hypervisor that intercepts
  * #BP makes it much more.
  *
- *   bench_uprobe [ITER]    prints "plain_ns X entry_ns Y entry_ret_ns Z"
- *                          per call, the fastest of 5 repetitions
+ *   bench_uprobe [ITER]    prints "plain_ns X entry_ns Y entry_ret_ns Z
+ *                          emulated_ns W" per call, the fastest of 5
+ *                          repetitions
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +36,13 @@ __attribute__((noinline)) int bench_target(int x)
 	return x + 1;
 }
 
+/* test %edi,%edi; js 1f: the uprobe goes on the js (bench_jcc_at) */
+int bench_jcc(int x);
+asm(".text\n.globl bench_jcc\n.type bench_jcc,@function\nbench_jcc:\n"
+    "\ttest %edi,%edi\n.globl bench_jcc_at\nbench_jcc_at:\n\tjs 1f\n"
+    "\tlea 1(%rdi),%eax\n\tret\n1:\txor %eax,%eax\n\tret\n");
+void bench_jcc_at(void);
+
 static double now_ns(void)
 {
 	struct timespec ts;
@@ -43,7 +51,7 @@ static double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-static double per_call(int iter)
+static double per_call(int iter, int (*fn)(int))
 {
 	double best = 1e18;
 
@@ -52,7 +60,7 @@ static double per_call(int iter)
 		double t0 = now_ns();
 
 		for (int i = 0; i < iter; i++)
-			s += bench_target(i);
+			s += fn(i);
 		double t = (now_ns() - t0) / iter;
 		if (t < best)
 			best = t;
@@ -74,10 +82,10 @@ static int read_int(const char *path, const char *prefix)
 	return v;
 }
 
-/* File offset of bench_target in this executable, from /proc/self/maps. */
-static int target_offset(char *path, size_t len, uint64_t *off)
+/* File offset of code address a in this executable, from /proc/self/maps. */
+static int target_offset(uint64_t a, char *path, size_t len, uint64_t *off)
 {
-	uint64_t a = (uint64_t)(uintptr_t)bench_target, lo, hi, foff;
+	uint64_t lo, hi, foff;
 	char line[512], file[400];
 	FILE *f = fopen("/proc/self/maps", "r");
 
@@ -128,11 +136,13 @@ int main(int argc, char **argv)
 	int iter = argc > 1 ? atoi(argv[1]) : 20000, prog, e = -1, r = -1;
 	int ret_bit = read_int("/sys/bus/event_source/devices/uprobe/format/retprobe",
 			       "config:");
-	double plain, entry, both;
+	double plain, entry, both, emul;
 	char path[400];
-	uint64_t off = 0;
+	uint64_t off = 0, joff = 0;
 
-	if (iter <= 0 || target_offset(path, sizeof(path), &off)) {
+	if (iter <= 0 ||
+	    target_offset((uintptr_t)bench_target, path, sizeof(path), &off) ||
+	    target_offset((uintptr_t)bench_jcc_at, path, sizeof(path), &joff)) {
 		fprintf(stderr, "bench_uprobe: cannot find bench_target in /proc/self/maps\n");
 		return 1;
 	}
@@ -143,24 +153,31 @@ int main(int argc, char **argv)
 			strerror(prog < 0 ? -prog : ENOENT));
 		return 1;
 	}
-	plain = per_call(iter * 50);
+	plain = per_call(iter * 50, bench_target);
 	e = attach(prog, path, off, ret_bit, false);
 	if (e < 0) {
 		fprintf(stderr, "bench_uprobe: uprobe on %s+0x%" PRIx64 ": %s\n",
 			path, off, strerror(-e));
 		return 1;
 	}
-	entry = per_call(iter);
+	entry = per_call(iter, bench_target);
 	r = attach(prog, path, off, ret_bit, true);
 	if (r < 0) {
 		fprintf(stderr, "bench_uprobe: uretprobe: %s\n", strerror(-r));
 		return 1;
 	}
-	both = per_call(iter);
-	printf("plain_ns %.1f entry_ns %.0f entry_ret_ns %.0f\n", plain, entry,
-	       both);
+	both = per_call(iter, bench_target);
 	close(r);
 	close(e);
+	e = attach(prog, path, joff, ret_bit, false);
+	if (e < 0) {
+		fprintf(stderr, "bench_uprobe: uprobe on the jump: %s\n", strerror(-e));
+		return 1;
+	}
+	emul = per_call(iter, bench_jcc);
+	close(e);
+	printf("plain_ns %.1f entry_ns %.0f entry_ret_ns %.0f emulated_ns %.0f\n",
+	       plain, entry, both, emul);
 	close(prog);
 	return 0;
 }

@@ -146,7 +146,7 @@ class Summary:
 def main():
     ap = argparse.ArgumentParser()
     for a in ("rounds", "nodetax", "kmem", "conn-size", "notes",
-              "aggregate", "export", "memory", "bpf-cost"):
+              "aggregate", "export", "memory", "bpf-cost", "uprobe"):
         ap.add_argument("--" + a, required=True)
     args = ap.parse_args()
     notes = {}
@@ -262,6 +262,20 @@ def main():
         S.add("p99 latency on/off, %s" % label,
               ratio(p["p99"][1], p["p99"][0]) if p else None, "%.3f",
               higher=False, note=" (TLS: info)")
+
+    # "plain_ns X entry_ns Y entry_ret_ns Z emulated_ns W"
+    words = open(args.uprobe).read().split() if _exists(args.uprobe) else []
+    up = dict(zip(words[0::2], words[1::2])) if len(words) == 8 else {}
+    if up.get("entry_ns"):
+        print("\n== one uprobe hit (bin/bench_uprobe): single-stepped %s ns, "
+              "+ uretprobe %s ns, on an emulated jump %s ns (plain call %s ns)"
+              % (up.get("entry_ns"), up.get("entry_ret_ns"),
+                 up.get("emulated_ns"), up.get("plain_ns")))
+    for k, label in (("entry_ns", "uprobe hit, single-stepped instruction"),
+                     ("emulated_ns", "uprobe hit, emulated jump (TLS capture's)")):
+        v = up.get(k)
+        S.add(label, float(v) if v else None, "%.0f ns",
+              note=" (TLS: info)")
 
     # --- per-program figures (bpf_stats on) -------------------------------
     print("\n== BPF programs, bpf_stats on (it adds ~20 ns of clock reads "

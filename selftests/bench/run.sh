@@ -26,7 +26,8 @@
 #  T. TLS (issue 12): the nginx gateway terminating TLS (wrk over https,
 #     keep-alive), rounds agent off / on with TLSCapture off (the TLS leg is
 #     not read) / on with TLSCapture on (uprobes on SSL_read/SSL_write),
-#     bpf_stats off, then one TLSCapture round with bpf_stats on.
+#     bpf_stats off, then one TLSCapture round with bpf_stats on, and the
+#     cost of one uprobe hit (bin/bench_uprobe).
 #
 # Knobs (environment): BENCH_ROUNDS (pairs in A and B, 3), BENCH_DURATION
 # (seconds per round in A-C, 5), BENCH_SCALE_DURATION (seconds per scale
@@ -80,7 +81,7 @@ phase() { [[ $PHASES == *"$1"* ]]; }
 for t in wrk nginx haproxy bpftool ss curl "$PY"; do
 	command -v "$t" >/dev/null || die "$t is missing: run make bench as root on Debian 12 (make deps installs it)"
 done
-for b in milometer bench_aggregate bench_export bench_nodetax bench_store bench_cel bench_bpf_exchange; do
+for b in milometer bench_aggregate bench_export bench_nodetax bench_store bench_cel bench_bpf_exchange bench_uprobe; do
 	[ -x "$BIN/$b" ] || die "$BIN/$b is missing: run make bench, not this script"
 done
 # 10 000 client connections (wrk, idle_conns.py), as many at the gateway
@@ -563,6 +564,11 @@ if phase T; then
 	done
 	round T-stats nginx-tls tls 1 "$CONNS" "$DURATION" "$W/m"
 fi
+: >"$W/uprobe"
+if phase T; then
+	log "one uprobe hit, single-stepped and emulated (bin/bench_uprobe)"
+	"$BIN/bench_uprobe" >"$W/uprobe" 2>&1 || FAILED_T=" bench_uprobe"
+fi
 
 slab_kb() { awk '$1 == "Slab:" { print $2 }' /proc/meminfo; }
 few_estab() { [ "$(estab "$GW_PORT")" -lt 50 ]; }
@@ -601,7 +607,7 @@ if phase E; then
 fi
 
 # A failing tool is reported after the figures that did come out.
-FAILED=
+FAILED=${FAILED_T:-}
 : >"$W/aggregate"
 : >"$W/export"
 : >"$W/memory"
@@ -636,6 +642,6 @@ fi
 "$PY" "$HERE/report.py" --rounds "$W/rounds" --nodetax "$W/nodetax" \
 	--kmem "$W/memory_k" --conn-size "$W/conn_size" --notes "$W/notes" \
 	--aggregate "$W/aggregate" --export "$W/export" --memory "$W/memory" \
-	--bpf-cost "$W/bpf_cost" ||
+	--bpf-cost "$W/bpf_cost" --uprobe "$W/uprobe" ||
 	die "report.py failed on the collected figures (BENCH_KEEP=1 keeps $W)"
 [ -z "$FAILED" ] || die "failed:$FAILED (output above)"
