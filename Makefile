@@ -74,6 +74,7 @@ BENCHES   := $(patsubst selftests/bench/%.c,$(BIN)/%,$(BENCH_SRCS))
 # agent objects with no libbpf, unit-tested like policy/ and exporter/
 AGENT_PURE_O := $(OUTPUT)/agent/deferred.o $(OUTPUT)/agent/aggregate.o \
 		$(OUTPUT)/agent/options.o $(OUTPUT)/agent/features.o \
+		$(OUTPUT)/agent/h2_feed.o \
 		$(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/h2/*.c agent/tls/*.c)))
 # agent objects a bench tool may link: everything but main()
 AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))

@@ -17,19 +17,21 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "agent/agent.h"
-#include "agent/features.h"
-#include "agent/tls_capture.h"
 #include "agent/aggregate.h"
 #include "agent/ctl.h"
+#include "agent/features.h"
+#include "agent/h2_feed.h"
 #include "agent/loader.h"
 #include "agent/proxy_pods.h"
 #include "agent/route_sync.h"
 #include "agent/self_metrics.h"
 #include "agent/state.h"
 #include "agent/targets.h"
+#include "agent/tls_capture.h"
 #include "agent/k8s/api_source.h"
 #include "exporter/metric_store.h"
 #include "exporter/otlp_encode.h"
@@ -49,8 +51,19 @@
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct agent *ag = ctx;
+	uint8_t type = size ? *(const uint8_t *)data : 0;
 
+	if (type == MM_EVT_H2_DATA || type == MM_EVT_H2_CLOSE)
+		return h2_feed__event(ag->h2, data, size);
 	return aggregate__event(ag->agg, data, size);
+}
+
+static void on_h2_exchange(void *ctx, const struct mm_http_event *e,
+			   const char *head, size_t len, bool trunc)
+{
+	struct agent *ag = ctx;
+
+	aggregate__exchange_head(ag->agg, e, head, len, trunc);
 }
 
 static void drain(struct agent *ag)
@@ -243,10 +256,38 @@ static int on_tls_gate(void *ctx, int gate, bool enabled)
 	return 0;
 }
 
-/* After the data path is loaded: gates with programs of their own. */
+/*
+ * Gate HTTP2: a flag the data path reads (its h2 code is part of the
+ * parser); connections it follows stop being fed when it turns off.
+ */
+static int on_h2_gate(void *ctx, int gate, bool enabled)
+{
+	struct agent *ag = ctx;
+	int fd = bpf_map__fd(ag->skel->maps.mm_config);
+	struct mm_config cfg = {};
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(fd, &zero, &cfg))
+		return -errno;
+	cfg.flags = enabled ? cfg.flags | MM_CFG_HTTP2 : cfg.flags & ~MM_CFG_HTTP2;
+	if (bpf_map_update_elem(fd, &zero, &cfg, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* After the data path is loaded: gates that act on it. */
 static int attach_feature_gates(struct agent *ag)
 {
 	int ret;
+
+	ret = features__subscribe(ag->features, FEATURE_HTTP2, on_h2_gate, ag);
+	if (ret)
+		return ret;
+	if (features__enabled(ag->features, FEATURE_HTTP2)) {
+		ret = on_h2_gate(ag, FEATURE_HTTP2, true);
+		if (ret)
+			return ret;
+	}
 
 	ret = features__subscribe(ag->features, FEATURE_TLS_CAPTURE,
 				  on_tls_gate, ag);
@@ -532,9 +573,10 @@ int agent__run(struct agent_opts *o)
 	ag.agg = aggregate__new(ag.store, route_sync__table_fn, ag.routes,
 				 o->export_source_metrics);
 	ag.self = self_metrics__new(&ag);
+	ag.h2 = h2_feed__new(on_h2_exchange, &ag);
 	ag.rb = ring_buffer__new(bpf_map__fd(ag.skel->maps.mm_events), on_event,
 				 &ag, NULL);
-	if (!ag.agg || !ag.self || !ag.rb) {
+	if (!ag.agg || !ag.self || !ag.rb || !ag.h2) {
 		ret = -ENOMEM;
 		goto cleanup;
 	}
@@ -587,6 +629,7 @@ cleanup:
 	otlp_encoder__free(ag.enc);
 	ctl__close(ag.ctl);
 	ring_buffer__free(ag.rb);
+	h2_feed__free(ag.h2, state__mono_ns());
 	aggregate__free(ag.agg);
 	self_metrics__free(ag.self);
 	features__free(ag.features);

@@ -410,6 +410,26 @@ static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
 		pe_binding__record(ke->b_time, ms, now);
 }
 
+void aggregate__exchange_head(struct aggregate *a,
+			      const struct mm_http_event *e, const char *head,
+			      size_t len, bool trunc)
+{
+	const struct route_table *t = a->table(a->table_ctx, e->route_gen);
+	struct mm_http_event x = *e;
+	struct route_result res;
+
+	if (x.route_id == MM_ROUTE_DEFER) {
+		x.route_id = MM_ROUTE_UNKNOWN;
+		if (!t)
+			a->st.retired_gen++;
+		else if (route_match__lookup_head(t, head, len, trunc, &res) >= 0) {
+			x.route_id = res.route_id;
+			x.rule_idx = res.rule_idx;
+		}
+	}
+	on_exchange(a, &x);
+}
+
 int aggregate__event(struct aggregate *a, const void *data, size_t size)
 {
 	const struct mm_http_event *e = data;

@@ -55,6 +55,14 @@ void aggregate__set_engine(struct aggregate *a, struct policy_engine *pe);
 void aggregate__set_now(struct aggregate *a, uint64_t now_ns);
 /* Store lock held. Handles one ring-buffer record. */
 int aggregate__event(struct aggregate *a, const void *data, size_t size);
+/*
+ * An exchange whose request head user space has (HTTP/2 streams): with
+ * e->route_id MM_ROUTE_DEFER the route comes from head (trunc: fields may be
+ * missing, so a route that needs them is unknown), else as e says.
+ */
+void aggregate__exchange_head(struct aggregate *a,
+			      const struct mm_http_event *e, const char *head,
+			      size_t len, bool trunc);
 /* Store lock held. Drop keys idle longer than idle_ns, stale bindings. */
 void aggregate__maintain(struct aggregate *a, uint64_t now_ns,
 			 uint64_t idle_ns);

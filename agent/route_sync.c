@@ -162,6 +162,9 @@ static int install(struct route_sync *rs, struct gw_model *m,
 		return err;
 	}
 	/* one 4-byte store: every request after it uses only the new keys */
+	/* the other settings (feature flags) stay: only this thread writes */
+	if (!bpf_map_lookup_elem(cfd, &zero, &cfg))
+		cfg.route_gen = t->gen;
 	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY)) {
 		err = -errno;
 		delete_keys(rs, g);

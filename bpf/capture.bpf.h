@@ -83,14 +83,6 @@ static __always_inline __u64 sock_of_fd(__u32 fd)
 	return (__u64)BPF_CORE_READ(so, sk);
 }
 
-/* The arguments of the syscall behind one socket I/O. */
-struct mm_io_args {
-	__u64 buf;  /* buffer, iovec array or msghdr */
-	__u64 cnt;  /* iovcnt for MM_IO_IOV */
-	__u32 kind; /* enum mm_io */
-	__u32 _pad;
-};
-
 /* Which user memory the syscall NR moved its bytes through. */
 static __always_inline __u32 io_kind(__u64 nr)
 {
@@ -323,6 +315,19 @@ static __always_inline void resync_turn(struct mm_parser *other)
 		other->state = PS_START;
 }
 
+/* The client's first bytes are the HTTP/2 preface, and the gate is on. */
+static __always_inline bool h2_start(struct mm_conn *c, __u64 ubuf)
+{
+	bool on;
+
+	h2_route_gen(&on);
+	if (!on || !h2_preface(ubuf))
+		return false;
+	c->h2 = MM_H2_FEED;
+	stat_inc(MM_STAT_H2_CONNS);
+	return true;
+}
+
 /*
  * RET bytes (> 0) moved on connection C through the syscall arguments A:
  * feed them to the request or response parser.
@@ -338,6 +343,22 @@ static __always_inline void capture_io(struct mm_conn *c,
 	if (c->role == MM_ROLE_UNKNOWN)
 		c->role = is_read ? MM_ROLE_DOWN : MM_ROLE_UP;
 	is_req = (c->role == MM_ROLE_DOWN) == is_read;
+	if (c->h2 || (is_req && c->role == MM_ROLE_DOWN && !c->next_seq &&
+		      c->req.state == PS_START && a->kind == MM_IO_BUF &&
+		      ret >= 24 && h2_start(c, a->buf))) {
+		/* an upstream request is not this stream's: own head decides */
+		if (is_req)
+			thread_link_forget();
+		if (c->h2 != MM_H2_FEED)
+			return;
+		x.s = bpf_map_lookup_elem(&mm_scratch, &zero);
+		if (!x.s)
+			return;
+		x.s->now = bpf_ktime_get_ns();
+		mm_h2_feed(c, x.s, a, ret,
+			   is_req ? MM_DIR_FROM_CLIENT : MM_DIR_FROM_SERVER);
+		return;
+	}
 	x.p = is_req ? &c->req : &c->resp;
 	resync_turn(is_req ? &c->resp : &c->req);
 	if (!is_req)

@@ -55,6 +55,25 @@ enum mm_io {
 	MM_IO_FILE,         /* sendfile: body bytes only, never parsed */
 };
 
+/* The arguments of the syscall behind one socket I/O. */
+struct mm_io_args {
+	__u64 buf;  /* buffer, iovec array or msghdr */
+	__u64 cnt;  /* iovcnt for MM_IO_IOV */
+	__u32 kind; /* enum mm_io */
+	__u32 _pad;
+};
+
+enum mm_h2_state {
+	MM_H2_NO = 0,
+	MM_H2_FEED = 1,     /* HTTP/2: every byte goes up to the decoder */
+	MM_H2_DEAD = 2,     /* HTTP/2, but its feed lost bytes: ignored */
+};
+
+/* One MM_EVT_H2_DATA event being built (per CPU, too big for the stack). */
+struct mm_h2_rec {
+	char raw[sizeof(struct mm_data_event) + MM_DATA_CHUNK];
+};
+
 /* A request's content, as the proxy forwards it: links the two legs. */
 struct mm_recent_key {
 	__u32 tgid;
@@ -203,7 +222,8 @@ struct mm_conn {
 	__u8 bind_valid;     /* bind set at connect() for the first request */
 	__u8 lazy;           /* first seen mid-stream, not at accept/connect */
 	__u8 established;    /* upstream: connect() completed */
-	__u8 _pad[2];
+	__u8 h2;             /* enum mm_h2_state */
+	__u8 _pad[1];
 	struct mm_link bind;
 	struct mm_parser req;
 	struct mm_parser resp;

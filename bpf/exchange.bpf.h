@@ -11,6 +11,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "bpf/conn.bpf.h"
+#include "bpf/h2_feed.bpf.h"
 #include "bpf/maps.bpf.h"
 #include "bpf/route_lookup.bpf.h"
 
@@ -235,6 +236,11 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 	c->finished = 1;
 	c->finished_ns = now;
 	stat_inc(MM_STAT_CONNS_CLOSED);
+	if (c->h2 == MM_H2_FEED) {
+		/* its streams are the decoder's: it ends them */
+		h2_close(c, now, 0);
+		return;
+	}
 	if (c->resp.state == PS_CLOSE_BODY)
 		response_done(c, c->last_resp_ns, MM_EV_CLOSE_DELIM);
 	if (c->role == MM_ROLE_UP && c->established && c->bind_valid &&

@@ -172,6 +172,14 @@ struct {
 	__type(value, struct mm_scratch);
 } mm_scratch SEC(".maps");
 
+/* Per-CPU HTTP/2 data event under construction. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mm_h2_rec);
+} mm_h2_buf SEC(".maps");
+
 /* Per-CPU connection-id counter (ids are cpu << 48 | count). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

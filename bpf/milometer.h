@@ -121,8 +121,10 @@ _Static_assert(sizeof(struct mm_route_cands) == 8 + 8 * MM_ROUTE_CANDS,
 /* Single-entry array map: settings that change at run time. */
 struct mm_config {
 	__u32 route_gen;
-	__u32 _pad;
+	__u32 flags; /* MM_CFG_* */
 };
+
+#define MM_CFG_HTTP2 0x1 /* gate HTTP2: send h2 connections' bytes up */
 
 /* Why a process is traced (value of mm_targets). */
 struct mm_target {
@@ -152,7 +154,38 @@ enum mm_event_type {
 	 * same (conn_id, req_seq) follows. Carries head_len bytes in head[].
 	 */
 	MM_EVT_HEAD = 2,
+	/*
+	 * Bytes of an HTTP/2 connection (gate HTTP2), in order per direction,
+	 * for the user-space decoder (struct mm_data_event + len bytes).
+	 */
+	MM_EVT_H2_DATA = 3,
+	/* The HTTP/2 connection ended (closed, or its feed lost bytes). */
+	MM_EVT_H2_CLOSE = 4,
 };
+
+#define MM_DATA_CHUNK 4096 /* bytes per MM_EVT_H2_DATA event at most */
+
+#define MM_DATA_FROM_START 0x1 /* the connection was seen from its first byte */
+#define MM_DATA_LOST       0x2 /* MM_EVT_H2_CLOSE: bytes were lost, not a close */
+
+enum mm_data_dir {
+	MM_DIR_FROM_CLIENT = 0,
+	MM_DIR_FROM_SERVER = 1,
+};
+
+struct mm_data_event {
+	__u8 type;      /* MM_EVT_H2_DATA, MM_EVT_H2_CLOSE */
+	__u8 dir;       /* enum mm_data_dir */
+	__u8 leg;       /* enum mm_leg */
+	__u8 flags;     /* MM_DATA_* */
+	__u32 len;      /* bytes in data[] */
+	__u32 tgid;
+	__u32 route_gen; /* the route table when the bytes were captured */
+	__u64 conn_id;
+	__u64 ts_ns;
+	char data[];
+};
+_Static_assert(sizeof(struct mm_data_event) == 32, "mm_data_event");
 
 struct mm_http_event {
 	__u8 type;         /* enum mm_event_type */
@@ -200,6 +233,8 @@ enum mm_stat {
 	MM_STAT_RESYNCED,        /* streams first seen mid-message, picked up at the next turn */
 	MM_STAT_TLS_IO,          /* SSL_read/SSL_write plaintext I/Os parsed (TLSCapture) */
 	MM_STAT_TLS_NO_SOCKET,   /* SSL_* I/Os whose socket no syscall named (memory BIO): not parsed */
+	MM_STAT_H2_CONNS,        /* connections found to speak HTTP/2 (gate HTTP2) */
+	MM_STAT_H2_LOST,         /* HTTP/2 feeds stopped: bytes could not be read or sent up */
 	MM_STAT__COUNT,
 };
 

@@ -56,7 +56,15 @@ struct mm_tls_call {
 	__u64 outlen;  /* size_t * of the _ex functions */
 	__u64 sk;      /* socket of the first socket I/O inside the call */
 	__u32 fn;      /* enum mm_tls_fn, 0: no call in flight */
-	__u32 _pad;
+	__u8 role;     /* of sk, from its ciphertext stream (MM_ROLE_*) */
+	__u8 _pad[3];
+};
+
+/* What an SSL pointer is bound to. */
+struct mm_tls_sock {
+	__u64 sk;
+	__u8 role;
+	__u8 _pad[7];
 };
 
 struct mm_tls_ssl_key {
@@ -78,7 +86,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct mm_tls_ssl_key);
-	__type(value, __u64);
+	__type(value, struct mm_tls_sock);
 } mm_tls_ssl SEC(".maps");
 
 /* Plaintext HTTP state of a TLS connection, by socket address. */
@@ -106,6 +114,7 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 fn)
 	call->buf = PT_REGS_PARM2(ctx);
 	call->outlen = PT_REGS_PARM4(ctx);
 	call->sk = 0;
+	call->role = MM_ROLE_UNKNOWN;
 	return 0;
 }
 
@@ -153,7 +162,13 @@ int BPF_KPROBE(mm_ssl_free_enter, void *ssl)
 	return 0;
 }
 
-static __always_inline struct mm_conn *tls_conn(__u64 sk, __u32 tgid)
+/*
+ * The plaintext stream's role is the ciphertext stream's (a TLS client
+ * always speaks first, so that one is right), not its own first I/O: an
+ * HTTP/2 server writes its SETTINGS before it reads the client's preface.
+ */
+static __always_inline struct mm_conn *tls_conn(__u64 sk, __u32 tgid,
+						__u8 role)
 {
 	struct mm_conn *c = bpf_map_lookup_elem(&mm_tls_conns, &sk);
 	__u32 zero = 0;
@@ -171,7 +186,7 @@ static __always_inline struct mm_conn *tls_conn(__u64 sk, __u32 tgid)
 	c = bpf_map_lookup_elem(&mm_tls_conns, &sk);
 	if (!c)
 		return NULL;
-	conn_init(c, tgid, MM_ROLE_UNKNOWN);
+	conn_init(c, tgid, role);
 	/*
 	 * The gate may turn on (or the agent start) mid-connection: a stream
 	 * that starts inside a message is picked up at its next turn.
@@ -186,9 +201,11 @@ int BPF_KRETPROBE(mm_ssl_ret, int ret)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct mm_io_args a = { .kind = MM_IO_BUF };
 	struct mm_tls_ssl_key k = { .tgid = tgid };
+	struct mm_tls_sock bound = {};
+	struct mm_tls_sock *cached;
 	struct mm_tls_call *call;
 	struct mm_conn *c;
-	__u64 n = 0, sk, *cached;
+	__u64 n = 0;
 	__u32 fn;
 
 	if (!is_target(tgid))
@@ -200,12 +217,14 @@ int BPF_KRETPROBE(mm_ssl_ret, int ret)
 	fn = call->fn;
 	call->fn = 0;
 	k.ssl = call->ssl;
-	sk = call->sk;
-	if (sk) {
-		bpf_map_update_elem(&mm_tls_ssl, &k, &sk, BPF_ANY);
+	if (call->sk) {
+		bound.sk = call->sk;
+		bound.role = call->role;
+		bpf_map_update_elem(&mm_tls_ssl, &k, &bound, BPF_ANY);
 	} else {
 		cached = bpf_map_lookup_elem(&mm_tls_ssl, &k);
-		sk = cached ? *cached : 0;
+		if (cached)
+			bound = *cached;
 	}
 	if (fn == MM_TLS_HANDSHAKE)
 		return 0;
@@ -217,12 +236,12 @@ int BPF_KRETPROBE(mm_ssl_ret, int ret)
 	}
 	if (!n || n > 0x7fffffff)
 		return 0;
-	if (!sk) {
+	if (!bound.sk) {
 		/* bytes of a connection we cannot name (h2o's memory BIO) */
 		stat_inc(MM_STAT_TLS_NO_SOCKET);
 		return 0;
 	}
-	c = tls_conn(sk, tgid);
+	c = tls_conn(bound.sk, tgid, bound.role);
 	if (!c || c->finished)
 		return 0;
 	stat_inc(MM_STAT_TLS_IO);
@@ -231,24 +250,36 @@ int BPF_KRETPROBE(mm_ssl_ret, int ret)
 	return 0;
 }
 
-/* The socket behind the thread's SSL_* call: its first socket I/O. */
-static __always_inline void note_socket(__u64 sk)
+/* The thread's SSL_* call in flight that has not named its socket yet. */
+static __always_inline struct mm_tls_call *unbound_call(void)
 {
 	struct mm_tls_call *call;
 
 	if (!is_target(bpf_get_current_pid_tgid() >> 32))
-		return;
+		return NULL;
 	call = bpf_task_storage_get(&mm_tls_calls, bpf_get_current_task_btf(),
 				    0, 0);
-	if (call && call->fn && !call->sk)
-		call->sk = sk;
+	return call && call->fn && !call->sk ? call : NULL;
+}
+
+/* The socket behind the call: its first socket I/O, and that one's role. */
+static __always_inline void note_sk(struct sock *sk)
+{
+	struct mm_tls_call *call = unbound_call();
+	struct mm_conn *ct;
+
+	if (!call)
+		return;
+	call->sk = (__u64)sk;
+	ct = bpf_sk_storage_get(&mm_sk_conns, sk, 0, 0);
+	call->role = ct ? ct->role : MM_ROLE_UNKNOWN;
 }
 
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(mm_tls_sock_recv, struct sock *sk, int ret, int flags)
 {
 	if (mm_capture_mode == MM_CAPTURE_SOCK_TP && ret > 0)
-		note_socket((__u64)sk);
+		note_sk(sk);
 	return 0;
 }
 
@@ -256,7 +287,7 @@ SEC("tp_btf/sock_send_length")
 int BPF_PROG(mm_tls_sock_send, struct sock *sk, int ret, int flags)
 {
 	if (mm_capture_mode == MM_CAPTURE_SOCK_TP && ret > 0)
-		note_socket((__u64)sk);
+		note_sk(sk);
 	return 0;
 }
 
@@ -270,8 +301,16 @@ int BPF_PROG(mm_tls_sys_exit, struct pt_regs *regs, long ret)
 	    !is_target(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	sk = sock_of_fd(regs->di);
-	if (sk)
-		note_socket(sk);
+	if (sk) {
+		struct mm_tls_call *call = unbound_call();
+		struct mm_conn *ct;
+
+		if (!call)
+			return 0;
+		call->sk = sk;
+		ct = bpf_map_lookup_elem(&mm_conns, &sk);
+		call->role = ct ? ct->role : MM_ROLE_UNKNOWN;
+	}
 	return 0;
 }
 

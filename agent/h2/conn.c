@@ -27,6 +27,9 @@ struct h2_stream {
 	int64_t clen;
 	uint64_t start_ns, req_bytes, resp_bytes;
 	char *method, *path, *authority, *host, *scheme;
+	char *hdrs;        /* other request fields, "name: value\r\n"... */
+	size_t hdrs_len;
+	bool hdrs_trunc;   /* past H2_HDRS_MAX */
 };
 
 struct h2_conn {
@@ -66,6 +69,7 @@ static void stream_free(struct h2_stream *s)
 	free(s->authority);
 	free(s->host);
 	free(s->scheme);
+	free(s->hdrs);
 	free(s);
 }
 
@@ -148,6 +152,8 @@ static void finish(struct h2_conn *c, struct h2_stream *s, uint64_t end_ns,
 		.path = s->path ? s->path : "",
 		.authority = s->authority ? s->authority : s->host ? s->host : "",
 		.scheme = s->scheme ? s->scheme : "",
+		.headers = s->hdrs ? s->hdrs : "",
+		.headers_trunc = s->hdrs_trunc || (s->unknown & H2_UNK_OTHER),
 	};
 	size_t pos;
 
@@ -202,6 +208,37 @@ static void set_str(char **dst, const char *v, size_t n)
 	*dst = dup_field(v, n);
 }
 
+/* A regular request field, kept for header matches of routes. */
+static void add_header(struct h2_stream *s, const char *name, size_t nlen,
+		       const char *v, size_t vlen)
+{
+	size_t need = nlen + vlen + 4;
+
+	if (s->hdrs_trunc)
+		return;
+	if (!s->hdrs) {
+		s->hdrs = malloc(H2_HDRS_MAX + 1);
+		if (!s->hdrs) {
+			s->hdrs_trunc = true;
+			return;
+		}
+		s->hdrs[0] = 0;
+	}
+	if (s->hdrs_len + need > H2_HDRS_MAX) {
+		s->hdrs_trunc = true;
+		return;
+	}
+	memcpy(s->hdrs + s->hdrs_len, name, nlen);
+	s->hdrs_len += nlen;
+	memcpy(s->hdrs + s->hdrs_len, ": ", 2);
+	s->hdrs_len += 2;
+	memcpy(s->hdrs + s->hdrs_len, v, vlen);
+	s->hdrs_len += vlen;
+	memcpy(s->hdrs + s->hdrs_len, "\r\n", 2);
+	s->hdrs_len += 2;
+	s->hdrs[s->hdrs_len] = 0;
+}
+
 static void on_field(void *ctx, const char *name, size_t nlen, const char *v,
 		     size_t vlen)
 {
@@ -231,6 +268,9 @@ static void on_field(void *ctx, const char *name, size_t nlen, const char *v,
 			set_str(&s->host, v, vlen);
 		} else if (is(name, nlen, ":scheme")) {
 			set_str(&s->scheme, v, vlen);
+		} else if (nlen && name[0] != ':' &&
+			   !memchr(v, '\r', vlen) && !memchr(v, '\n', vlen)) {
+			add_header(s, name, nlen, v, vlen);
 		}
 		return;
 	}

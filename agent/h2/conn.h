@@ -49,7 +49,16 @@ struct h2_exchange {
 	const char *path;
 	const char *authority;   /* the host routes match (":authority", else "host") */
 	const char *scheme;
+	/*
+	 * The other request fields as HTTP/1 header lines ("name: value\r\n"),
+	 * for routes' header matches; headers_trunc: some may be missing
+	 * (past H2_HDRS_MAX, or fields HPACK could not resolve).
+	 */
+	const char *headers;
+	bool headers_trunc;
 };
+
+#define H2_HDRS_MAX 1024
 
 typedef void (*h2_exchange_fn)(void *ctx, const struct h2_exchange *ex);
 

@@ -235,10 +235,15 @@ nginx_config() {
 	local ka="s/^\\(    upstream mm_.* {\\)\$/\\1\\n\\tkeepalive 16;/"
 	[ "${NGINX_UP_KEEPALIVE:-on}" = on ] || ka=
 	# NGINX_TLS_PORT: every server also listens there with TLS (the
-	# certificate and key in $T/tls.crt, $T/tls.key)
-	local tls=
+	# certificate and key in $T/tls.crt, $T/tls.key), with HTTP/2 by ALPN
+	# when NGINX_TLS_H2=1; NGINX_H2C_PORT: and there with prior-knowledge h2c
+	local tls= h2= h2c=
+	[ "${NGINX_TLS_H2:-}" != 1 ] || h2=" http2"
+	[ -z "${NGINX_H2C_PORT:-}" ] || h2c="\n\tlisten 127.0.0.1:$NGINX_H2C_PORT http2;"
 	[ -z "${NGINX_TLS_PORT:-}" ] ||
-		tls="s|^\(\tlisten 127.0.0.1:$PROXY_PORT;\)\$|\1\n\tlisten 127.0.0.1:$NGINX_TLS_PORT ssl;|"
+		tls="s|^\(\tlisten 127.0.0.1:$PROXY_PORT;\)\$|\1\n\tlisten 127.0.0.1:$NGINX_TLS_PORT ssl$h2;$h2c|"
+	[ -n "${NGINX_TLS_PORT:-}" ] || [ -z "$h2c" ] ||
+		tls="s|^\(\tlisten 127.0.0.1:$PROXY_PORT;\)\$|\1$h2c|"
 	sed -e 's/^worker_processes 1;/user root;\nworker_processes 2;/' \
 	    -e 's/^http {/http {\n    keepalive_requests 1000000;/' \
 	    -e "$ka" -e "$tls" \

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * HTTP/2 connections fed from BPF (gate HTTP2, bpf/h2_feed.bpf.h): one
+ * decoder (agent/h2/conn.c) per connection id, fed with MM_EVT_H2_DATA in
+ * order, ended by MM_EVT_H2_CLOSE. Each finished stream becomes an exchange
+ * like an HTTP/1 one, with an HTTP/1 request head built from its fields
+ * (":method :path", ":authority" as Host, the other request fields) so
+ * routes are matched by the same user-space matcher as deferred heads. No
+ * libbpf: unit-tested with recorded bytes.
+ */
+#ifndef MM_AGENT_H2_FEED_H
+#define MM_AGENT_H2_FEED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpf/milometer.h"
+
+/*
+ * One exchange: e->route_id is MM_ROUTE_DEFER (decide from head) or
+ * MM_ROUTE_UNKNOWN (the decoder could not resolve method, path or
+ * authority); trunc: head may lack request fields.
+ */
+typedef void (*h2_feed_exchange_fn)(void *ctx, const struct mm_http_event *e,
+				    const char *head, size_t head_len,
+				    bool trunc);
+
+struct h2_feed_stats {
+	uint64_t conns;        /* connections followed so far */
+	uint64_t open;         /* followed now */
+	uint64_t exchanges;
+	uint64_t unknown;      /* exchanges whose route fields were unknown */
+	uint64_t lost_conns;   /* feeds stopped by BPF (bytes lost) */
+	uint64_t lost_streams; /* open streams of those: not counted */
+	uint64_t not_h2;       /* connections the decoder refused */
+};
+
+struct h2_feed;
+
+struct h2_feed *h2_feed__new(h2_feed_exchange_fn fn, void *ctx);
+/* Forgets every connection (its open streams are not counted). */
+void h2_feed__free(struct h2_feed *f, uint64_t now_ns);
+/* MM_EVT_H2_DATA or MM_EVT_H2_CLOSE; other events are ignored. */
+int h2_feed__event(struct h2_feed *f, const void *data, size_t size);
+void h2_feed__stats(const struct h2_feed *f, struct h2_feed_stats *st);
+
+#endif /* MM_AGENT_H2_FEED_H */

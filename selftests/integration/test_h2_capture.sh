@@ -1,0 +1,70 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# HTTP/2 at the gateway (issue 12, gate HTTP2, with TLSCapture for h2 inside
+# TLS): nginx serves h2 over TLS (ALPN) and prior-knowledge h2c; BPF
+# recognises the client's connection preface and sends the connection's
+# bytes to the user-space decoder (HPACK, streams), whose streams are
+# attributed like HTTP/1 requests. Clients: curl --http2 (one request per
+# connection and several on one), curl --http2-prior-knowledge, h2load with
+# many concurrent streams per connection, a header-matched route over h2.
+# Ground truth: nginx's access log, route by route (downstream and upstream).
+. "$(dirname "$0")/lib.sh"
+need_root
+need_bin milometer gen_nginx
+for t in openssl h2load curl; do
+	command -v $t >/dev/null || fail "$t is missing (deploy/install-deps.sh installs it)"
+done
+use_manifests base
+start_backends
+NGINX_TLS_PORT=28443
+NGINX_TLS_H2=1
+NGINX_H2C_PORT=28444
+port_free $NGINX_TLS_PORT $NGINX_H2C_PORT
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=milometer-test \
+	-keyout "$T/tls.key" -out "$T/tls.crt" 2>/dev/null || fail "openssl req"
+start_nginx
+wait_for 10 listening $NGINX_TLS_PORT || fail "nginx did not listen with TLS"
+wait_for 10 listening $NGINX_H2C_PORT || fail "nginx did not listen for h2c"
+start_agent --feature-gates=TLSCapture=true,HTTP2=true
+
+R="--resolve www.shop.test:$NGINX_TLS_PORT:127.0.0.1 --resolve api.example.com:$NGINX_TLS_PORT:127.0.0.1"
+h2get() { # URL...: curl over TLS + h2, status codes one per line
+	# shellcheck disable=SC2086
+	curl -sS -k --http2 $R -o /dev/null -w '%{http_version} %{http_code}\n' "$@"
+}
+# one stream per connection, then 10 streams on one connection
+for i in $(seq 10); do
+	[ "$(h2get "https://www.shop.test:$NGINX_TLS_PORT/cart/c$i")" = "2 200" ] ||
+		fail "h2 request $i: $(h2get "https://www.shop.test:$NGINX_TLS_PORT/cart/c$i")"
+done
+urls=()
+for i in $(seq 10); do urls+=("https://api.example.com:$NGINX_TLS_PORT/v1/status"); done
+[ "$(h2get "${urls[@]}" | grep -c '^2 200$')" = 10 ] || fail "10 h2 streams on one connection"
+# h2c with prior knowledge: 404s of the py backend and a POST
+for i in $(seq 5); do
+	code=$(curl -sS --http2-prior-knowledge -o /dev/null -w '%{http_version} %{http_code}' \
+		-H 'Host: api.example.com' "http://127.0.0.1:$NGINX_H2C_PORT/v1/users?status=404")
+	[ "$code" = "2 404" ] || fail "h2c request $i: $code"
+	code=$(curl -sS --http2-prior-knowledge -o /dev/null -w '%{http_version} %{http_code}' \
+		-H 'Host: api.example.com' --data 'n=1' "http://127.0.0.1:$NGINX_H2C_PORT/v1/orders")
+	[ "$code" = "2 200" ] || fail "h2c POST $i: $code"
+done
+# a route that matches on a header: only what the h2 request carries decides
+for i in $(seq 5); do
+	code=$(curl -sS --http2-prior-knowledge -o /dev/null -w '%{http_code}' \
+		-H 'Host: canary.example.com' -H 'X-Canary: 1' "http://127.0.0.1:$NGINX_H2C_PORT/feature")
+	[ "$code" = 200 ] || fail "h2c canary request $i: $code"
+done
+# h2load: 4 connections, 20 concurrent streams each, over TLS
+h2load -n 2000 -c 4 -m 20 -H ':authority: www.shop.test' \
+	"https://127.0.0.1:$NGINX_TLS_PORT/cart/load" >"$T/h2load.out" 2>&1 ||
+	fail "h2load: $(tail -5 "$T/h2load.out")"
+grep -q '2000 succeeded' "$T/h2load.out" || fail "h2load: $(grep requests: "$T/h2load.out")"
+total=$((10 + 10 + 10 + 5 + 2000))
+wait_log_lines "$NGINX_LOG" $total || fail "nginx logged $(log_lines "$NGINX_LOG"), want $total"
+$PY "$IT_DIR/mmcheck.py" compare --url "$METRICS_URL" --log "$NGINX_LOG" --no-latency ||
+	fail "the agent's counts differ from nginx's log (above)"
+[ "$(metric milometer_bpf_h2_connections_total)" -ge 27 ] ||
+	fail "h2 connections seen: $(metric milometer_bpf_h2_connections_total)"
+stop_agent
+log "h2 capture ok"
