@@ -14,7 +14,9 @@
 #include "agent/loader.h"
 #include "agent/route_sync.h"
 #include "agent/self_metrics.h"
+#include "agent/h2_feed.h"
 #include "agent/state.h"
+#include "agent/tls_capture.h"
 #include "agent/targets.h"
 #include "exporter/json_out.h"
 #include "bpf/milometer.h"
@@ -81,6 +83,8 @@ enum {
 	M_MEM_LIMIT,
 	M_CAP,
 	M_REQUESTS,
+	M_H2,
+	M_TLS,
 	M__N,
 };
 
@@ -214,6 +218,14 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 		   "HTTP exchanges (request and response) parsed, downstream and "
 		   "upstream legs: the CPU driver; its rate is requests/s.",
 		   "{exchange}", MI_COUNTER, true);
+	err |= reg(sm, M_H2, "milometer.http2.streams",
+		   "HTTP/2 streams by what became of them (exchange, unknown: "
+		   "route fields from before the agent attached; lost: open when "
+		   "the connection's bytes were lost, not counted).",
+		   "{stream}", MI_COUNTER, true);
+	err |= reg(sm, M_TLS, "milometer.tls.uprobes",
+		   "TLS capture's uprobes attached now (0 with the gate off), by kind "
+		   "(uprobes; processes and libraries hooked).", "1", MI_GAUGE, true);
 	if (err) {
 		free(sm);
 		return NULL;
@@ -386,6 +398,27 @@ void self_metrics__refresh(struct self_metrics *sm)
 	set1(sm, M_RSS, (double)rss_pages * sysconf(_SC_PAGESIZE), now, NULL, 0);
 	set1(sm, M_MEM_LIMIT, ag->mem_limit.bytes, now, NULL, 0);
 	set1(sm, M_REQUESTS, as.exchanges, now, NULL, 0);
+	{
+		struct h2_feed_stats hs;
+		struct tls_capture_stats ts;
+		struct mlabel l = { .key = "result" };
+		struct mlabel k = { .key = "kind" };
+
+		h2_feed__stats(ag->h2, &hs);
+		l.value = "exchange";
+		set1(sm, M_H2, hs.exchanges - hs.unknown, now, &l, 1);
+		l.value = "unknown";
+		set1(sm, M_H2, hs.unknown, now, &l, 1);
+		l.value = "lost";
+		set1(sm, M_H2, hs.lost_streams, now, &l, 1);
+		tls_capture__stats(ag->tls, &ts);
+		k.value = "uprobes";
+		set1(sm, M_TLS, ts.uprobes, now, &k, 1);
+		k.value = "processes";
+		set1(sm, M_TLS, ts.processes, now, &k, 1);
+		k.value = "libraries";
+		set1(sm, M_TLS, ts.libraries, now, &k, 1);
+	}
 	{
 		const struct agent_opts *o = ag->opts;
 		const struct { const char *name; double v; } caps[] = {

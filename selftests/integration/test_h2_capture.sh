@@ -25,7 +25,8 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=milometer-test \
 start_nginx
 wait_for 10 listening $NGINX_TLS_PORT || fail "nginx did not listen with TLS"
 wait_for 10 listening $NGINX_H2C_PORT || fail "nginx did not listen for h2c"
-start_agent --feature-gates=TLSCapture=true,HTTP2=true
+printf 'featureGates:\n  TLSCapture: true\n  HTTP2: true\n' >"$T/config.yaml"
+start_agent --config "$T/config.yaml"
 
 R="--resolve www.shop.test:$NGINX_TLS_PORT:127.0.0.1 --resolve api.example.com:$NGINX_TLS_PORT:127.0.0.1"
 h2get() { # URL...: curl over TLS + h2, status codes one per line
@@ -64,7 +65,33 @@ total=$((10 + 10 + 10 + 5 + 2000))
 wait_log_lines "$NGINX_LOG" $total || fail "nginx logged $(log_lines "$NGINX_LOG"), want $total"
 $PY "$IT_DIR/mmcheck.py" compare --url "$METRICS_URL" --log "$NGINX_LOG" --no-latency ||
 	fail "the agent's counts differ from nginx's log (above)"
-[ "$(metric milometer_bpf_h2_connections_total)" -ge 27 ] ||
+[ "$(metric milometer_bpf_h2_connections_total)" -ge 30 ] ||
 	fail "h2 connections seen: $(metric milometer_bpf_h2_connections_total)"
+expect_metric $total "h2 streams that became exchanges" milometer_http2_streams_total result=exchange
+[ "$(metric milometer_http2_streams_total result=lost)" = 0 ] || fail "h2 streams lost"
+
+# HTTP2 off by a reload: h2 connections are no longer followed (the data
+# path's flag is off: HTTP2 has no programs of its own), HTTP/1 still is
+DOWN=envoy_http_downstream_rq_total
+sed -i 's/HTTP2: true/HTTP2: false/' "$T/config.yaml"
+kill -HUP "$AGENT_PID"
+h2_off() { ctl features | grep -Eq '^HTTP2 +ALPHA +false +false '; }
+wait_for 20 h2_off || fail "SIGHUP did not turn HTTP2 off: $(ctl features)"
+cfg_flags() {
+	nsenter -t "$AGENT_PID" -m bpftool -j map dump pinned /sys/fs/bpf/milometer/mm_config |
+		$PY -c 'import json,sys; print(json.load(sys.stdin)[0]["formatted"]["value"]["flags"])'
+}
+[ "$(cfg_flags)" = 0 ] || fail "mm_config.flags still $(cfg_flags) with HTTP2 off"
+before_api=$(metric $DOWN k8s_httproute_name=api)
+before_h2=$(metric milometer_http2_streams_total result=exchange)
+for i in $(seq 5); do
+	code=$(curl -sS --http2-prior-knowledge -o /dev/null -w '%{http_code}' \
+		-H 'Host: api.example.com' "http://127.0.0.1:$NGINX_H2C_PORT/v1/status")
+	[ "$code" = 200 ] || fail "h2c request $i with HTTP2 off: $code"
+	[ "$(px api.example.com /v1/status)" = 200 ] || fail "HTTP/1 request $i with HTTP2 off"
+done
+expect_metric $((before_api + 5)) "HTTP/1 requests with HTTP2 off (h2c not read)" $DOWN k8s_httproute_name=api
+[ "$(metric milometer_http2_streams_total result=exchange)" = "$before_h2" ] ||
+	fail "h2 streams counted with HTTP2 off"
 stop_agent
 log "h2 capture ok"

@@ -2,7 +2,8 @@
 /*
  * agent/h2/conn.c + frame.c + detect.c: HTTP/2 conversations built here
  * frame by frame (header blocks from nghttp2's encoder), fed split at every
- * byte boundary, interleaved, padded, reset, cut by GOAWAY, joined late.
+ * byte boundary, interleaved, padded, reset, cut by GOAWAY, joined late;
+ * and agent/h2_feed.c, which runs them from BPF's MM_EVT_H2_* events.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "agent/h2/conn.h"
 #include "agent/h2/detect.h"
 #include "agent/h2/frame.h"
+#include "agent/h2_feed.h"
 #include "bpf/milometer.h"
 #include "selftests/unit/test.h"
 
@@ -727,4 +729,161 @@ TEST(h2_conn_mutated_bytes_are_safe)
 	test_log("%d exchanges out of mutated conversations\n", got);
 	ASSERT_TRUE(got > 3000, "%d", got);
 	convo_free(&cv);
+}
+
+/* ---- agent/h2_feed.c: decoders behind BPF's MM_EVT_H2_* events ------- */
+
+struct feed_got {
+	int n;
+	struct mm_http_event e[8];
+	char head[8][600];
+	bool trunc[8];
+};
+
+static void on_feed(void *ctx, const struct mm_http_event *e,
+		    const char *head, size_t len, bool trunc)
+{
+	struct feed_got *g = ctx;
+
+	if (g->n >= 8)
+		return;
+	g->e[g->n] = *e;
+	snprintf(g->head[g->n], sizeof(g->head[0]), "%.*s", (int)len, head);
+	g->trunc[g->n++] = trunc;
+}
+
+/* the bytes of w from *off as MM_EVT_H2_DATA events of at most step bytes */
+static void feed_bytes(struct h2_feed *f, uint64_t conn, uint8_t dir,
+		       const struct wire *w, size_t *off, size_t step)
+{
+	uint8_t buf[sizeof(struct mm_data_event) + 64];
+	struct mm_data_event *e = (void *)buf;
+
+	while (*off < w->len) {
+		size_t n = w->len - *off < step ? w->len - *off : step;
+
+		memset(e, 0, sizeof(*e));
+		e->type = MM_EVT_H2_DATA;
+		e->dir = dir;
+		e->flags = MM_DATA_FROM_START;
+		e->len = n;
+		e->tgid = 7;
+		e->route_gen = 3;
+		e->conn_id = conn;
+		e->ts_ns = 1000 + *off;
+		memcpy(e->data, w->b + *off, n);
+		h2_feed__event(f, buf, sizeof(*e) + n);
+		*off += n;
+	}
+}
+
+static void feed_close(struct h2_feed *f, uint64_t conn, uint8_t flags)
+{
+	struct mm_data_event e = {
+		.type = MM_EVT_H2_CLOSE, .flags = flags, .conn_id = conn,
+		.ts_ns = 99999,
+	};
+
+	h2_feed__event(f, &e, sizeof(e));
+}
+
+TEST(h2_feed_two_connections_interleaved_heads_for_routes)
+{
+	struct feed_got g = {};
+	struct h2_feed *f = h2_feed__new(on_feed, &g);
+	struct convo a, b;
+	size_t ac = 0, as = 0, bc = 0, bs = 0;
+	struct h2_feed_stats st;
+
+	convo_init(&a, true);
+	convo_init(&b, true);
+	headers(&a, true, 1, H2_F_END_STREAM,
+		":method: GET\n:scheme: https\n:path: /feature\n"
+		":authority: canary.example.com\nx-canary: 1\n");
+	headers(&b, true, 3, 0,
+		":method: POST\n:scheme: http\n:path: /v1/orders\n"
+		":authority: api.example.com\n");
+	data(&b, true, 3, H2_F_END_STREAM, 10);
+	headers(&a, false, 1, H2_F_END_STREAM, ":status: 200\n");
+	headers(&b, false, 3, 0, ":status: 201\n");
+	data(&b, false, 3, H2_F_END_STREAM, 5);
+	/* both connections' events interleaved, split every 7 bytes */
+	while (ac < a.c.len || bc < b.c.len) {
+		size_t a0 = ac, b0 = bc;
+
+		feed_bytes(f, 11, MM_DIR_FROM_CLIENT, &a.c, &ac, 7);
+		feed_bytes(f, 22, MM_DIR_FROM_CLIENT, &b.c, &bc, 7);
+		ASSERT_TRUE(ac > a0 || bc > b0, "no progress");
+	}
+	feed_bytes(f, 22, MM_DIR_FROM_SERVER, &b.s, &bs, 5);
+	feed_bytes(f, 11, MM_DIR_FROM_SERVER, &a.s, &as, 64);
+	ASSERT_EQ(g.n, 2);
+	/* stream 3 of connection 22 ended first */
+	ASSERT_EQ(g.e[0].conn_id, 22);
+	ASSERT_EQ(g.e[0].req_seq, 3);
+	ASSERT_EQ(g.e[0].status, 201);
+	ASSERT_EQ(g.e[0].method, MM_M_POST);
+	ASSERT_EQ(g.e[0].route_id, MM_ROUTE_DEFER);
+	ASSERT_EQ(g.e[0].route_gen, 3);
+	ASSERT_EQ(g.e[0].leg, MM_LEG_DOWNSTREAM);
+	ASSERT_STREQ(g.head[0], "POST /v1/orders HTTP/1.1\r\nhost: api.example.com\r\n\r\n");
+	ASSERT_EQ(g.e[1].conn_id, 11);
+	ASSERT_EQ(g.e[1].req_seq, 1);
+	ASSERT_EQ(g.e[1].status, 200);
+	/* the header a route may match on is in the head */
+	ASSERT_STREQ(g.head[1], "GET /feature HTTP/1.1\r\nhost: canary.example.com\r\n"
+				 "x-canary: 1\r\n\r\n");
+	ASSERT_TRUE(!g.trunc[0] && !g.trunc[1], "heads complete");
+	h2_feed__stats(f, &st);
+	ASSERT_EQ(st.conns, 2);
+	ASSERT_EQ(st.open, 2);
+	feed_close(f, 11, 0);
+	feed_close(f, 22, 0);
+	h2_feed__stats(f, &st);
+	ASSERT_EQ(st.open, 0);
+	ASSERT_EQ(g.n, 2);
+	h2_feed__free(f, 0);
+	convo_free(&a);
+	convo_free(&b);
+}
+
+TEST(h2_feed_close_aborts_loss_drops)
+{
+	struct feed_got g = {};
+	struct h2_feed *f = h2_feed__new(on_feed, &g);
+	struct convo a;
+	size_t off = 0;
+	struct h2_feed_stats st;
+
+	convo_init(&a, true);
+	headers(&a, true, 1, H2_F_END_STREAM,
+		":method: GET\n:scheme: https\n:path: /a\n:authority: x.test\n");
+	feed_bytes(f, 1, MM_DIR_FROM_CLIENT, &a.c, &off, 64);
+	off = 0;
+	feed_bytes(f, 2, MM_DIR_FROM_CLIENT, &a.c, &off, 64);
+	/* closed with the stream open: one aborted exchange, as for HTTP/1 */
+	feed_close(f, 1, 0);
+	ASSERT_EQ(g.n, 1);
+	ASSERT_TRUE(g.e[0].flags & MM_EV_ABORTED, "aborted");
+	ASSERT_TRUE(g.e[0].flags & MM_EV_NO_RESPONSE, "no response");
+	/* bytes lost: the open stream is not an exchange, it is counted */
+	feed_close(f, 2, MM_DATA_LOST);
+	ASSERT_EQ(g.n, 1);
+	h2_feed__stats(f, &st);
+	ASSERT_EQ(st.lost_conns, 1);
+	ASSERT_EQ(st.lost_streams, 1);
+	/* not HTTP/2 at all: refused, nothing reported */
+	{
+		struct wire w = {};
+
+		put(&w, "GET / HTTP/1.1\r\n\r\n", 18);
+		off = 0;
+		feed_bytes(f, 3, MM_DIR_FROM_CLIENT, &w, &off, 64);
+		free(w.b);
+	}
+	h2_feed__stats(f, &st);
+	ASSERT_EQ(st.not_h2, 1);
+	ASSERT_EQ(st.open, 0);
+	h2_feed__free(f, 0);
+	convo_free(&a);
 }
