@@ -313,9 +313,9 @@ start_haproxy() {
 	    -e "s/@STATIC_PORT@/$STATIC_PORT/g" -e "s/@NBTHREAD@/$1/g" \
 	    "$IT_DIR/haproxy.cfg.in" >"$T/haproxy/haproxy.cfg"
 	# HAPROXY_TLS_PORT: the frontend also binds there with TLS ($T/tls.pem:
-	# certificate and key), ALPN http/1.1
+	# certificate and key), ALPN $HAPROXY_ALPN (default http/1.1)
 	[ -z "${HAPROXY_TLS_PORT:-}" ] ||
-		sed -i "s|^\(    bind 127.0.0.1:$PROXY_PORT\)\$|\1\n    bind 127.0.0.1:$HAPROXY_TLS_PORT ssl crt $T/tls.pem alpn http/1.1|" \
+		sed -i "s|^\(    bind 127.0.0.1:$PROXY_PORT\)\$|\1\n    bind 127.0.0.1:$HAPROXY_TLS_PORT ssl crt $T/tls.pem alpn ${HAPROXY_ALPN:-http/1.1}|" \
 			"$T/haproxy/haproxy.cfg"
 	haproxy -c -q -f "$T/haproxy/haproxy.cfg" || fail "haproxy.cfg does not load"
 	cp /usr/sbin/haproxy "$T/mm-it-haproxy"
