@@ -315,15 +315,43 @@ static __always_inline void resync_turn(struct mm_parser *other)
 		other->state = PS_START;
 }
 
-/* The client's first bytes are the HTTP/2 preface, and the gate is on. */
-static __always_inline bool h2_start(struct mm_conn *c, __u64 ubuf)
+/* The gate is on and the client's first bytes are the HTTP/2 preface. */
+static __always_inline bool h2_start(struct mm_conn *c, __u64 ubuf, long ret)
 {
 	bool on;
 
 	h2_route_gen(&on);
-	if (!on || !h2_preface(ubuf))
+	if (!on)
+		return false;
+	if (ret < 24 || !h2_preface(ubuf))
 		return false;
 	c->h2 = MM_H2_FEED;
+	stat_inc(MM_STAT_H2_CONNS);
+	return true;
+}
+
+/*
+ * A connection found open whose bytes, in either direction, are HTTP/2
+ * frames. Its role is then the downstream one (the proxy serves HTTP/2;
+ * upstream h2c is not followed) whatever the first I/O seen suggested: on a
+ * busy connection that may have been the proxy's write. Looked at on up to
+ * 16 I/Os until an HTTP/1 request head is complete: a read may start inside
+ * a frame, and such bytes may even look like the start of a request.
+ */
+static __always_inline bool h2_late_start(struct mm_conn *c,
+					  const struct mm_io_args *a, long ret)
+{
+	bool on;
+
+	if (c->connect_ns || a->kind != MM_IO_BUF || c->h2_tries >= 16)
+		return false;
+	h2_route_gen(&on);
+	if (!on)
+		return false;
+	c->h2_tries++;
+	if (!h2_late(a->buf, ret))
+		return false;
+	c->h2 = MM_H2_LATE;
 	stat_inc(MM_STAT_H2_CONNS);
 	return true;
 }
@@ -342,14 +370,16 @@ static __always_inline void capture_io(struct mm_conn *c,
 
 	if (c->role == MM_ROLE_UNKNOWN)
 		c->role = is_read ? MM_ROLE_DOWN : MM_ROLE_UP;
+	if (!c->h2 && c->lazy && h2_late_start(c, a, ret))
+		c->role = MM_ROLE_DOWN;
 	is_req = (c->role == MM_ROLE_DOWN) == is_read;
 	if (c->h2 || (is_req && c->role == MM_ROLE_DOWN && !c->next_seq &&
 		      c->req.state == PS_START && a->kind == MM_IO_BUF &&
-		      ret >= 24 && h2_start(c, a->buf))) {
+		      h2_start(c, a->buf, ret))) {
 		/* an upstream request is not this stream's: own head decides */
 		if (is_req)
 			thread_link_forget();
-		if (c->h2 != MM_H2_FEED)
+		if (c->h2 != MM_H2_FEED && c->h2 != MM_H2_LATE)
 			return;
 		x.s = bpf_map_lookup_elem(&mm_scratch, &zero);
 		if (!x.s)

@@ -67,6 +67,7 @@ enum mm_h2_state {
 	MM_H2_NO = 0,
 	MM_H2_FEED = 1,     /* HTTP/2: every byte goes up to the decoder */
 	MM_H2_DEAD = 2,     /* HTTP/2, but its feed lost bytes: ignored */
+	MM_H2_LATE = 3,     /* HTTP/2 joined mid-connection: fed, not from start */
 };
 
 /* One MM_EVT_H2_DATA event being built (per CPU, too big for the stack). */
@@ -223,7 +224,7 @@ struct mm_conn {
 	__u8 lazy;           /* first seen mid-stream, not at accept/connect */
 	__u8 established;    /* upstream: connect() completed */
 	__u8 h2;             /* enum mm_h2_state */
-	__u8 _pad[1];
+	__u8 h2_tries;       /* found open: I/Os looked at for HTTP/2 frames */
 	struct mm_link bind;
 	struct mm_parser req;
 	struct mm_parser resp;

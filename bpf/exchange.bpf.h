@@ -236,7 +236,7 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 	c->finished = 1;
 	c->finished_ns = now;
 	stat_inc(MM_STAT_CONNS_CLOSED);
-	if (c->h2 == MM_H2_FEED) {
+	if (c->h2 == MM_H2_FEED || c->h2 == MM_H2_LATE) {
 		/* its streams are the decoder's: it ends them */
 		h2_close(c, now, 0);
 		return;
@@ -444,6 +444,8 @@ static __always_inline void request_head_done(struct mm_lctx *x)
 	struct mm_parser *p = x->p;
 	struct mm_pending *s = NULL;
 
+	/* HTTP/1 proved itself: no more looking for HTTP/2 frames */
+	c->h2_tries = 16;
 	/* a request past the pipeline depth has no slot: its route is kept
 	 * in the overflow ring by request number */
 	if (!c->untracked) {

@@ -45,6 +45,62 @@ static __always_inline bool h2_preface(__u64 ubuf)
 	       w[2] == H2_PREFACE_2;
 }
 
+/*
+ * Does a frame header (9 bytes) look like one a client sends? Length within
+ * the default SETTINGS_MAX_FRAME_SIZE (an HTTP/1 request's first bytes are
+ * ASCII: a length of megabytes), a known type, the reserved bit clear, the
+ * stream id and length each type requires.
+ */
+static __always_inline bool h2_frame_ok(const __u8 *b)
+{
+	__u32 len = (__u32)b[0] << 16 | (__u32)b[1] << 8 | b[2];
+	__u32 sid = ((__u32)b[5] << 24 | (__u32)b[6] << 16 |
+		     (__u32)b[7] << 8 | b[8]);
+	__u8 type = b[3];
+
+	if (len > 16384 || type > 9 || (sid & 0x80000000))
+		return false;
+	switch (type) {
+	case 4: /* SETTINGS */
+		return !sid && len % 6 == 0;
+	case 6: /* PING */
+		return !sid && len == 8;
+	case 7: /* GOAWAY */
+		return !sid && len >= 8;
+	case 8: /* WINDOW_UPDATE */
+		return len == 4;
+	case 3: /* RST_STREAM */
+		return sid && len == 4;
+	case 2: /* PRIORITY */
+		return sid && len == 5;
+	case 5: /* PUSH_PROMISE: never from a client */
+		return false;
+	default: /* DATA, HEADERS, CONTINUATION */
+		return sid != 0;
+	}
+}
+
+/*
+ * A connection found open (the agent or the gate started after it) whose
+ * first client bytes are HTTP/2 frames: one plausible frame header, and a
+ * second one after it when the read holds more. Joined late, the decoder
+ * resolves only what the connection says after this point.
+ */
+static __always_inline bool h2_late(__u64 ubuf, __u64 len)
+{
+	__u8 b[9];
+	__u32 next;
+
+	if (len < 9 || bpf_probe_read_user(b, sizeof(b), (void *)ubuf) ||
+	    !h2_frame_ok(b))
+		return false;
+	next = 9 + ((__u32)b[0] << 16 | (__u32)b[1] << 8 | b[2]);
+	if (len < next + 9)
+		return len == next;
+	return !bpf_probe_read_user(b, sizeof(b), (void *)(ubuf + next)) &&
+	       h2_frame_ok(b);
+}
+
 struct mm_h2_fctx {
 	struct mm_conn *c;
 	__u64 now;
@@ -185,9 +241,9 @@ __noinline int mm_h2_feed(struct mm_conn *c, struct mm_scratch *s,
 	 * Found by its preface: the client's side from its first byte. (An h2
 	 * server may write SETTINGS before it reads the preface; those bytes
 	 * went by as an HTTP/1 response stream, and its next write starts at a
-	 * frame boundary.)
+	 * frame boundary.) Found by its frames: joined late.
 	 */
-	f.flags = MM_DATA_FROM_START;
+	f.flags = c->h2 == MM_H2_LATE ? 0 : MM_DATA_FROM_START;
 	f.now = s->now;
 	if (kind == MM_IO_BUF) {
 		f.ubuf = buf;
