@@ -162,18 +162,25 @@ static inline uint64_t mix(uint64_t k)
 }
 
 /*
- * Packed key, never 0: gen 16 bits | route 20 | rule 8 | method 4 |
- * status 10 | leg 1 | aborted 1 | 1 (non-zero marker), low bit first.
+ * Packed key, never 0: gen 16 bits | route 17 | rule 8 | method 4 |
+ * status 10 | grpc 5 | leg 1 | aborted 1 | 1 (non-zero marker), high bits
+ * first. Route ids at or past ROUTE_KEY_SPECIAL share the three special
+ * routes' keys (unmatched, defer, unknown): 131 000 routes per table.
  */
+#define ROUTE_KEY_BITS 17
+#define ROUTE_KEY_MASK ((1u << ROUTE_KEY_BITS) - 1)
+#define ROUTE_KEY_SPECIAL (ROUTE_KEY_MASK - 2)
+
 static uint64_t pack_key(uint32_t gen, uint32_t route, uint32_t rule,
-			 uint32_t method, uint32_t status, uint32_t leg,
-			 bool aborted)
+			 uint32_t method, uint32_t status, uint32_t grpc,
+			 uint32_t leg, bool aborted)
 {
-	return ((uint64_t)(gen & 0xffff) << 48) |
-	       ((uint64_t)(route & 0xfffff) << 28) |
-	       ((uint64_t)(rule & 0xff) << 20) |
-	       ((uint64_t)(method & 0xf) << 16) |
-	       ((uint64_t)(status > 999 ? 999 : status) << 6) |
+	return ((uint64_t)(gen & 0xffff) << 47) |
+	       ((uint64_t)(route & ROUTE_KEY_MASK) << 30) |
+	       ((uint64_t)(rule & 0xff) << 22) |
+	       ((uint64_t)(method & 0xf) << 18) |
+	       ((uint64_t)(status > 999 ? 999 : status) << 8) |
+	       ((uint64_t)(grpc > 17 ? 0 : grpc) << 3) |
 	       ((uint64_t)(leg & 1) << 2) | ((uint64_t)aborted << 1) | 1;
 }
 
@@ -201,10 +208,10 @@ static int grow(struct aggregate *a)
 }
 
 struct labels {
-	struct mlabel l[9];
-	struct cel_attr c[9];
+	struct mlabel l[10];
+	struct cel_attr c[10];
 	size_t n;
-	char cluster[512], status[8], class[4];
+	char cluster[512], status[8], class[4], grpc[4];
 };
 
 static void add_label(struct labels *lb, const char *k, const char *v)
@@ -218,7 +225,7 @@ static void add_label(struct labels *lb, const char *k, const char *v)
 
 static void build_labels(const struct route_table *t, uint32_t route,
 			 uint32_t rule, uint32_t method, uint32_t status,
-			 bool aborted, struct labels *lb)
+			 uint32_t grpc, bool aborted, struct labels *lb)
 {
 	lb->n = 0;
 	if (t && route < t->nroutes) {
@@ -245,6 +252,11 @@ static void build_labels(const struct route_table *t, uint32_t route,
 		snprintf(lb->class, sizeof(lb->class), "%uxx", status / 100);
 		add_label(lb, "http.response.status_code_class", lb->class);
 	}
+	/* gRPC (HTTP/2 trailers), as OpenTelemetry's semantic conventions say */
+	if (grpc && grpc <= 17) {
+		snprintf(lb->grpc, sizeof(lb->grpc), "%u", grpc - 1);
+		add_label(lb, "rpc.grpc.status_code", lb->grpc);
+	}
 }
 
 static void bind_entry(struct aggregate *a, struct key_entry *e, int leg,
@@ -266,7 +278,7 @@ static void bind_entry(struct aggregate *a, struct key_entry *e, int leg,
 static struct key_entry *lookup(struct aggregate *a, uint64_t key,
 				const struct route_table *t, uint32_t route,
 				uint32_t rule, uint32_t method, uint32_t status,
-				int leg, bool aborted)
+				uint32_t grpc, int leg, bool aborted)
 {
 	size_t i = mix(key) & (a->cap - 1);
 	struct key_entry *e;
@@ -278,14 +290,14 @@ static struct key_entry *lookup(struct aggregate *a, uint64_t key,
 	if ((a->used + 1) * 2 > a->cap) {
 		if (grow(a))
 			return NULL;
-		return lookup(a, key, t, route, rule, method, status, leg,
-			      aborted);
+		return lookup(a, key, t, route, rule, method, status, grpc,
+			      leg, aborted);
 	}
 	e = &a->tab[i];
 	e->key = key;
 	a->used++;
 	a->st.keys = a->used;
-	build_labels(t, route, rule, method, status, aborted, &lb);
+	build_labels(t, route, rule, method, status, grpc, aborted, &lb);
 	if (a->export_sources) {
 		e->total = mstore__series(a->store,
 					  a->metric[leg ? SRC_US_TOTAL : SRC_DS_TOTAL],
@@ -386,10 +398,15 @@ static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
 	}
 	if (route >= MM_ROUTE_UNKNOWN)
 		gen = 0; /* unmatched/unknown series are the same in every gen */
+	if (route >= ROUTE_KEY_SPECIAL && route < MM_ROUTE_UNKNOWN)
+		route = MM_ROUTE_UNKNOWN; /* past what a key holds */
 	ke = lookup(a,
-		    pack_key(gen, route >= MM_ROUTE_UNKNOWN ? 0xfffff - (~route) : route,
-			     rule, e->method, e->status, e->leg, aborted),
-		    t, route, rule, e->method, e->status, e->leg, aborted);
+		    pack_key(gen, route >= MM_ROUTE_UNKNOWN ?
+				     ROUTE_KEY_MASK - (~route) : route,
+			     rule, e->method, e->status, e->grpc, e->leg,
+			     aborted),
+		    t, route, rule, e->method, e->status, e->grpc, e->leg,
+		    aborted);
 	if (!ke)
 		return;
 	ke->last_ns = now;
@@ -401,7 +418,8 @@ static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
 	if (a->pe && ke->pe_gen != policy_engine__generation(a->pe)) {
 		struct labels lb;
 
-		build_labels(t, route, rule, e->method, e->status, aborted, &lb);
+		build_labels(t, route, rule, e->method, e->status, e->grpc,
+			     aborted, &lb);
 		bind_entry(a, ke, e->leg, &lb);
 	}
 	if (ke->b_total)

@@ -49,6 +49,8 @@ static void on_exchange(void *ctx, const struct h2_exchange *ex)
 		.tgid = fc->tgid,
 		.route_gen = fc->gen,
 		.route_id = MM_ROUTE_DEFER,
+		.grpc = ex->grpc_status >= 0 && ex->grpc_status <= 16 ?
+				ex->grpc_status + 1 : 0,
 		.req_seq = ex->stream_id,
 		.conn_id = fc->conn_id,
 		.start_ns = ex->start_ns,

@@ -349,9 +349,13 @@ static __always_inline bool h2_late_start(struct mm_conn *c,
 	if (!on)
 		return false;
 	c->h2_tries++;
-	if (!h2_late(a->buf, ret))
+	/* a connection found open may still be at its start */
+	if (ret >= 24 && h2_preface(a->buf))
+		c->h2 = MM_H2_FEED;
+	else if (h2_late(a->buf, ret))
+		c->h2 = MM_H2_LATE;
+	else
 		return false;
-	c->h2 = MM_H2_LATE;
 	stat_inc(MM_STAT_H2_CONNS);
 	return true;
 }

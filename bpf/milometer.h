@@ -198,7 +198,7 @@ struct mm_http_event {
 	__u32 route_gen;
 	__u32 route_id;    /* or MM_ROUTE_* */
 	__u16 rule_idx;
-	__u16 _pad0;
+	__u16 grpc;        /* grpc-status + 1 (HTTP/2 streams, from user space); 0: none */
 	__u32 req_seq;     /* request number on this connection */
 	__u32 parent_seq;  /* upstream leg: the downstream request it serves */
 	__u64 conn_id;     /* unique per connection for the agent's lifetime */

@@ -64,7 +64,8 @@ struct mm_tls_call {
 struct mm_tls_sock {
 	__u64 sk;
 	__u8 role;
-	__u8 _pad[7];
+	__u8 lazy;     /* bound after its handshake: the stream may be mid-way */
+	__u8 _pad[6];
 };
 
 struct mm_tls_ssl_key {
@@ -166,9 +167,11 @@ int BPF_KPROBE(mm_ssl_free_enter, void *ssl)
  * The plaintext stream's role is the ciphertext stream's (a TLS client
  * always speaks first, so that one is right), not its own first I/O: an
  * HTTP/2 server writes its SETTINGS before it reads the client's preface.
+ * Found open (the agent or the gate started later) unless its binding came
+ * from the handshake.
  */
 static __always_inline struct mm_conn *tls_conn(__u64 sk, __u32 tgid,
-						__u8 role)
+						__u8 role, __u8 lazy)
 {
 	struct mm_conn *c = bpf_map_lookup_elem(&mm_tls_conns, &sk);
 	__u32 zero = 0;
@@ -187,11 +190,8 @@ static __always_inline struct mm_conn *tls_conn(__u64 sk, __u32 tgid,
 	if (!c)
 		return NULL;
 	conn_init(c, tgid, role);
-	/*
-	 * The gate may turn on (or the agent start) mid-connection: a stream
-	 * that starts inside a message is picked up at its next turn.
-	 */
-	c->lazy = 1;
+	/* a stream that starts inside a message is picked up at its next turn */
+	c->lazy = lazy;
 	return c;
 }
 
@@ -217,14 +217,16 @@ int BPF_KRETPROBE(mm_ssl_ret, int ret)
 	fn = call->fn;
 	call->fn = 0;
 	k.ssl = call->ssl;
+	cached = bpf_map_lookup_elem(&mm_tls_ssl, &k);
 	if (call->sk) {
 		bound.sk = call->sk;
 		bound.role = call->role;
+		/* seen from the handshake on, or found open */
+		bound.lazy = fn == MM_TLS_HANDSHAKE ? 0 :
+			     cached && cached->sk == call->sk ? cached->lazy : 1;
 		bpf_map_update_elem(&mm_tls_ssl, &k, &bound, BPF_ANY);
-	} else {
-		cached = bpf_map_lookup_elem(&mm_tls_ssl, &k);
-		if (cached)
-			bound = *cached;
+	} else if (cached) {
+		bound = *cached;
 	}
 	if (fn == MM_TLS_HANDSHAKE)
 		return 0;
@@ -241,7 +243,7 @@ int BPF_KRETPROBE(mm_ssl_ret, int ret)
 		stat_inc(MM_STAT_TLS_NO_SOCKET);
 		return 0;
 	}
-	c = tls_conn(bound.sk, tgid, bound.role);
+	c = tls_conn(bound.sk, tgid, bound.role, bound.lazy);
 	if (!c || c->finished)
 		return 0;
 	stat_inc(MM_STAT_TLS_IO);

@@ -252,6 +252,12 @@ nginx_config() {
 	[ -z "${NGINX_TLS_PORT:-}" ] ||
 		sed -i "s|^http {|http {\n    ssl_certificate $T/tls.crt;\n    ssl_certificate_key $T/tls.key;|" \
 			"$NGINX_DIR/nginx.conf"
+	# $T/nginx-extra.conf: server blocks of a test's own, inside http {}
+	if [ -f "$T/nginx-extra.conf" ]; then
+		sed -i '$d' "$NGINX_DIR/nginx.conf"
+		cat "$T/nginx-extra.conf" >>"$NGINX_DIR/nginx.conf"
+		echo '}' >>"$NGINX_DIR/nginx.conf"
+	fi
 	grep -q 'connection_requests' "$NGINX_DIR/nginx.conf" ||
 		fail "gen_nginx's log_format changed: update nginx_config in lib.sh"
 	/usr/sbin/nginx -t -q -p "$NGINX_DIR/" -e "$NGINX_DIR/error.log" \
