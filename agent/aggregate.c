@@ -444,6 +444,13 @@ void aggregate__exchange_head(struct aggregate *a,
 			x.route_id = res.route_id;
 			x.rule_idx = res.rule_idx;
 		}
+		/*
+		 * An upstream request the proxy sent was routed: no route by
+		 * its own head means its authority was rewritten (gRPC's is the
+		 * backend's unless the proxy forwards Host), not "unmatched".
+		 */
+		if (x.leg == MM_LEG_UPSTREAM && x.route_id == MM_ROUTE_UNMATCHED)
+			x.route_id = MM_ROUTE_UNKNOWN;
 	}
 	on_exchange(a, &x);
 }

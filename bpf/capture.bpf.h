@@ -315,15 +315,32 @@ static __always_inline void resync_turn(struct mm_parser *other)
 		other->state = PS_START;
 }
 
-/* The gate is on and the client's first bytes are the HTTP/2 preface. */
-static __always_inline bool h2_start(struct mm_conn *c, __u64 ubuf, long ret)
+/*
+ * The gate is on and the client's first bytes are the HTTP/2 preface: read
+ * by the proxy (downstream), or written by it (upstream h2c, gRPC
+ * backends; nginx writes them with writev, the preface in the first iovec).
+ */
+static __always_inline bool h2_start(struct mm_conn *c,
+				     const struct mm_io_args *a, long ret)
 {
+	struct mm_iovec v;
+	__u64 ubuf;
 	bool on;
 
-	h2_route_gen(&on);
-	if (!on)
+	if (ret < 24)
 		return false;
-	if (ret < 24 || !h2_preface(ubuf))
+	if (a->kind == MM_IO_BUF) {
+		ubuf = a->buf;
+	} else if (a->kind == MM_IO_IOV) {
+		if (bpf_probe_read_user(&v, sizeof(v), (void *)a->buf) ||
+		    v.len < 24)
+			return false;
+		ubuf = v.base;
+	} else {
+		return false;
+	}
+	h2_route_gen(&on);
+	if (!on || !h2_preface(ubuf))
 		return false;
 	c->h2 = MM_H2_FEED;
 	stat_inc(MM_STAT_H2_CONNS);
@@ -377,9 +394,8 @@ static __always_inline void capture_io(struct mm_conn *c,
 	if (!c->h2 && c->lazy && h2_late_start(c, a, ret))
 		c->role = MM_ROLE_DOWN;
 	is_req = (c->role == MM_ROLE_DOWN) == is_read;
-	if (c->h2 || (is_req && c->role == MM_ROLE_DOWN && !c->next_seq &&
-		      c->req.state == PS_START && a->kind == MM_IO_BUF &&
-		      h2_start(c, a->buf, ret))) {
+	if (c->h2 || (is_req && !c->next_seq && c->req.state == PS_START &&
+		      h2_start(c, a, ret))) {
 		/* an upstream request is not this stream's: own head decides */
 		if (is_req)
 			thread_link_forget();
