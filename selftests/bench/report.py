@@ -38,6 +38,13 @@ def parse_wrk(path):
                                         re.findall(r"\w+ (\d+)", line))
                 elif line.strip().startswith("Non-2xx"):
                     out["non2xx"] = int(s[-1])
+                elif line.startswith("finished in"):
+                    # h2load: "finished in 5.00s, 12345.60 req/s, 1MB/s"
+                    out["rps"] = float(s[3])
+                elif line.startswith("requests:") and "failed" in line:
+                    # h2load: "requests: N total, N started, N done,
+                    # N succeeded, N failed, N errored, N timeout"
+                    out["errors"] = int(s[9]) + int(s[11])
     except OSError:
         pass
     return out
@@ -210,7 +217,10 @@ def main():
             ("nginx, --capture sys-exit", "A", "nginx", "sys-exit"),
             ("haproxy", "B", "haproxy", "auto"),
             ("nginx TLS, TLSCapture off", "T", "nginx-tls", "auto"),
-            ("nginx TLS, TLSCapture on", "T", "nginx-tls", "tls")):
+            ("nginx TLS, TLSCapture on", "T", "nginx-tls", "tls"),
+            ("nginx TLS+h2 (h2load), gates off", "H", "nginx-h2", "auto"),
+            ("nginx TLS+h2 (h2load), TLSCapture+HTTP2 on", "H", "nginx-h2",
+             "h2")):
         off, on = sel(prefix, gw, "off"), sel(prefix, gw, cap)
         if not off or not on:
             continue
@@ -254,11 +264,15 @@ def main():
 
     # TLS capture: uprobes trap into the kernel on every SSL_read/SSL_write
     # (of every process mapping the library, the client's too: wrk here)
-    for label in ("nginx TLS, TLSCapture off", "nginx TLS, TLSCapture on"):
+    for label in ("nginx TLS, TLSCapture off", "nginx TLS, TLSCapture on",
+                  "nginx TLS+h2 (h2load), gates off",
+                  "nginx TLS+h2 (h2load), TLSCapture+HTTP2 on"):
         p = pairs.get(label)
         S.add("gateway throughput on/off, %s" % label,
               ratio(p["rps"][1], p["rps"][0]) if p else None, "%.4f",
               note=" (TLS: info)")
+        if "h2load" in label:
+            continue  # h2load prints no percentiles
         S.add("p99 latency on/off, %s" % label,
               ratio(p["p99"][1], p["p99"][0]) if p else None, "%.3f",
               higher=False, note=" (TLS: info)")
@@ -284,7 +298,8 @@ def main():
     for tag, label in (("C-nginx", "nginx"), ("C-haproxy", "haproxy"),
                        ("C-sysexit", "nginx, --capture sys-exit"),
                        ("C-bytes", "nginx, +extra header bytes"),
-                       ("T-stats", "nginx TLS, TLSCapture on")):
+                       ("T-stats", "nginx TLS, TLSCapture on"),
+                       ("H-stats", "nginx TLS+h2, TLSCapture+HTTP2 on")):
         rs = sel(tag)
         if not rs or "bpf" not in rs[0]:
             continue
@@ -325,6 +340,15 @@ def main():
     S.add("BPF ns per proxied request, nginx TLS, TLSCapture on",
           r["bpf_ns_rq"] if r else None, "%.0f ns",
           note=" (uprobe programs' run time, not the trap: info)")
+    r = stats.get("H-stats")
+    S.add("BPF ns per proxied request, nginx TLS+h2, TLSCapture+HTTP2 on",
+          r["bpf_ns_rq"] if r else None, "%.0f ns",
+          note=" (HTTP/2 decoded in user space: next row; info)")
+    h2on = [r for r in sel("H", "nginx-h2", "h2") if r.get("cpu_us_rq")
+            and r["stats"] == "0"]
+    S.add("agent CPU per request, nginx TLS+h2, TLSCapture+HTTP2 on",
+          safe_med(r["cpu_us_rq"] for r in h2on) if h2on else None,
+          "%.2f us", note=" (the h2 decoder: info)")
     r = stats.get("C-sysexit")
     S.add("BPF ns per proxied request, nginx, sys-exit",
           r["bpf_ns_rq"] if r else None, "%.0f ns", (1000, "<= 1000 ns"),

@@ -27,7 +27,9 @@
 #     keep-alive), rounds agent off / on with TLSCapture off (the TLS leg is
 #     not read) / on with TLSCapture on (uprobes on SSL_read/SSL_write),
 #     bpf_stats off, then one TLSCapture round with bpf_stats on, and the
-#     cost of one uprobe hit (bin/bench_uprobe).
+#     cost of one uprobe hit (bin/bench_uprobe). Then the same listener
+#     with HTTP/2 (ALPN h2) under h2load (10 streams per connection):
+#     agent off / on with both gates off / on with TLSCapture and HTTP2.
 #
 # Knobs (environment): BENCH_ROUNDS (pairs in A and B, 3), BENCH_DURATION
 # (seconds per round in A-C, 5), BENCH_SCALE_DURATION (seconds per scale
@@ -62,6 +64,7 @@ GW_PORT=${BENCH_GW_PORT:-17080}
 BE_PORT=${BENCH_BE_PORT:-17081}
 HA_PORT=${BENCH_HA_PORT:-17082}
 TLS_PORT=${BENCH_TLS_PORT:-17443}
+H2_PORT=${BENCH_H2_PORT:-17444}
 AGENT_PORT=${BENCH_AGENT_PORT:-17464}
 PIN_DIR=/sys/fs/bpf/milometer
 PIN_ARGS=()
@@ -78,7 +81,7 @@ log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 phase() { [[ $PHASES == *"$1"* ]]; }
 
 [ "$(id -u)" = 0 ] || die "needs root (BPF, sysctl kernel.bpf_stats_enabled): run sudo make bench"
-for t in wrk nginx haproxy bpftool ss curl "$PY"; do
+for t in wrk h2load nginx haproxy bpftool ss curl "$PY"; do
 	command -v "$t" >/dev/null || die "$t is missing: run make bench as root on Debian 12 (make deps installs it)"
 done
 for b in milometer bench_aggregate bench_export bench_nodetax bench_store bench_cel bench_bpf_exchange bench_uprobe; do
@@ -215,7 +218,8 @@ subst() { # TEMPLATE OUT
 	sed -e "s|@DIR@|$W|g" -e "s|@WORKERS@|$WORKERS|g" -e "s|@NOFILE@|$NOFILE|g" \
 	    -e "s|@CONNS@|$((NOFILE - 500))|g" \
 	    -e "s|@GW_PORT@|$GW_PORT|g" -e "s|@BE_PORT@|$BE_PORT|g" \
-	    -e "s|@HA_PORT@|$HA_PORT|g" -e "s|@TLS_PORT@|$TLS_PORT|g" "$1" >"$2"
+	    -e "s|@HA_PORT@|$HA_PORT|g" -e "s|@TLS_PORT@|$TLS_PORT|g" \
+	    -e "s|@H2_PORT@|$H2_PORT|g" "$1" >"$2"
 }
 
 start_nginx() { # NAME TEMPLATE
@@ -235,7 +239,7 @@ start_haproxy() {
 	HA_PID=$!
 }
 
-port_free "$GW_PORT" "$BE_PORT" "$HA_PORT" "$TLS_PORT" "$AGENT_PORT"
+port_free "$GW_PORT" "$BE_PORT" "$HA_PORT" "$TLS_PORT" "$H2_PORT" "$AGENT_PORT"
 : >"$W/notes"
 wait_no_agent
 
@@ -271,11 +275,13 @@ url() { # GATEWAY
 		echo "http://127.0.0.1:$HA_PORT$URL_PATH"
 	elif [ "$1" = nginx-tls ]; then
 		echo "https://127.0.0.1:$TLS_PORT$URL_PATH"
+	elif [ "$1" = nginx-h2 ]; then
+		echo "https://127.0.0.1:$H2_PORT$URL_PATH"
 	else
 		echo "http://127.0.0.1:$GW_PORT$URL_PATH"
 	fi
 }
-for g in nginx haproxy nginx-tls; do
+for g in nginx haproxy nginx-tls nginx-h2; do
 	wait_for 5 curl -ksf -H "Host: $HOST" "$(url $g)" ||
 		die "the $g gateway does not answer on $(url $g) (logs in $W, BENCH_KEEP=1 keeps them)"
 done
@@ -300,6 +306,7 @@ start_agent() {
 	case $capture in
 	auto) ;;
 	tls) cap=(--feature-gates=TLSCapture=true) ;;
+	h2) cap=(--feature-gates=TLSCapture=true,HTTP2=true) ;;
 	*) cap=(--capture "$capture") ;;
 	esac
 	wait_no_agent
@@ -408,6 +415,7 @@ gw_port() {
 	case $1 in
 	haproxy) echo "$HA_PORT" ;;
 	nginx-tls) echo "$TLS_PORT" ;;
+	nginx-h2) echo "$H2_PORT" ;;
 	*) echo "$GW_PORT" ;;
 	esac
 }
@@ -439,6 +447,9 @@ round() {
 	[ "$threads" -le "$conns" ] || threads=$conns
 	[ "$stats" = 1 ] && wdur=$((dur + 90))
 	local cmd=(wrk --latency --timeout 30s -t"$threads" -c"$conns" -d"${wdur}s" -H "Host: $HOST" "$@" "$(url "$gw")")
+	# HTTP/2: h2load, 10 concurrent streams per connection
+	[ "$gw" != nginx-h2 ] ||
+		cmd=(h2load -t"$threads" -c"$conns" -m 10 -D "$wdur" -H ":authority: $HOST" "$@" "$(url "$gw")")
 	log "round $tag: $gw, agent ${capture/auto/on}, bpf_stats $stats, wrk -c$conns ${dur}s"
 	sysctl -qw kernel.bpf_stats_enabled=0
 	[ "$capture" = off ] || start_agent "$tag" "$capture" "$mdir" "$(proxy_pid "$gw")"
@@ -563,6 +574,15 @@ if phase T; then
 		done
 	done
 	round T-stats nginx-tls tls 1 "$CONNS" "$DURATION" "$W/m"
+fi
+if phase T; then
+	log "phase T: the same with HTTP/2 (h2load), agent off / on (gates off) / on (TLSCapture, HTTP2)"
+	for r in $(seq "$ROUNDS"); do
+		for c in off auto h2; do
+			round "H$r-$c" nginx-h2 "$c" 0 "$CONNS" "$DURATION" "$W/m"
+		done
+	done
+	round H-stats nginx-h2 h2 1 "$CONNS" "$DURATION" "$W/m"
 fi
 : >"$W/uprobe"
 if phase T; then
