@@ -7,6 +7,8 @@ The query string steers each response, so one backend serves every test:
   delay_ms=N    wait before answering (slow backends, mid-request close)
   chunked=1     send the body with Transfer-Encoding: chunked, in pieces
   size=N        body bytes (default: a short text naming the request)
+  page=N        an HTML page with N images and a script under the same
+                path prefix (a browser's subresources)
 
 usage: backend.py PORT [--name NAME]
 Prints "ready PORT" on stdout once listening.
@@ -62,13 +64,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         delay = int(q.get("delay_ms", "0"))
         if delay:
             time.sleep(delay / 1000.0)
-        if "size" in q:
+        ctype = "text/plain"
+        if "page" in q:
+            base = url.path.rsplit("/", 1)[0]
+            subs = "".join('<img src="%s/img%d.png?size=%d">' % (base, i, 200 + i)
+                           for i in range(int(q["page"])))
+            body = ('<!doctype html><html><head><script src="%s/app.js?size=64">'
+                    '</script></head><body>%s</body></html>' % (base, subs)).encode()
+            ctype = "text/html"
+        elif "size" in q:
             body = b"x" * int(q["size"])
         else:
             body = ("%s %s %s body=%d\n" % (self.server.name, self.command,
                                             url.path, got)).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Type", ctype)
         if q.get("chunked") == "1":
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
