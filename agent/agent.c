@@ -68,11 +68,21 @@ static void on_h2_exchange(void *ctx, const struct mm_http_event *e,
 
 static void drain(struct agent *ag)
 {
+	uint64_t now = state__mono_ns();
+
 	mstore__lock(ag->store);
 	/* a batch spans at most a few ms: one time stamp for all of it */
 	aggregate__set_now(ag->agg, state__real_ns());
 	ring_buffer__consume(ag->rb);
 	mstore__unlock(ag->store);
+	/*
+	 * TLS uprobes are per process: a worker forked since (nginx reload)
+	 * is attached within 100 ms (a walk of the target map when none is).
+	 */
+	if (ag->tls && now - ag->tls_scan_ns >= 100000000ULL) {
+		ag->tls_scan_ns = now;
+		tls_capture__scan(ag->tls);
+	}
 }
 
 static int ready_fn(void *ctx, char *why, size_t len)
@@ -401,9 +411,6 @@ static void tick(struct agent *ag, uint64_t ticks)
 	}
 	if (ticks % 5 == 0)
 		targets__rescan(ag->skel, o);
-	/* uprobes are per process: a new worker waits at most a second */
-	if (ag->tls)
-		tls_capture__scan(ag->tls);
 	mstore__lock(ag->store);
 	aggregate__maintain(ag->agg, real, o->series_idle_s * 1000000000ULL);
 	mstore__unlock(ag->store);

@@ -52,6 +52,7 @@ struct agent {
 	struct k8s_api *k8s; /* routes and policies from the API, or NULL */
 	struct features *features; /* gates (KEP-3920); subscribe to act on changes */
 	struct tls_capture *tls;   /* gate TLSCapture on: its BPF object, uprobes */
+	uint64_t tls_scan_ns;      /* CLOCK_MONOTONIC of its last process scan */
 	struct h2_feed *h2;        /* HTTP/2 connections' decoders (gate HTTP2) */
 	struct mem_limit mem_limit; /* this pod's limit; the caps follow it */
 	struct proxy_pods_stats proxy_pods; /* proxy pods found from the API */

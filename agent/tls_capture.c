@@ -219,8 +219,9 @@ static int lib_attach(struct tls_capture *tc, struct tls_proc *p,
 /*
  * Uprobes are bound to each proxy process, not to the library file: a
  * process that is not the proxy (a client on the node, another pod from the
- * same image) never traps. The scan runs every second: a worker forked
- * since the last one is attached then (its first TLS connections resync).
+ * same image) never traps. The agent scans every 100 ms: a worker forked
+ * since the last scan is attached then (a connection it served before is
+ * picked up at its next exchange).
  */
 int tls_capture__scan(struct tls_capture *tc)
 {

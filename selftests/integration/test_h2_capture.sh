@@ -61,7 +61,17 @@ h2load -n 2000 -c 4 -m 20 -H ':authority: www.shop.test' \
 	"https://127.0.0.1:$NGINX_TLS_PORT/cart/load" >"$T/h2load.out" 2>&1 ||
 	fail "h2load: $(tail -5 "$T/h2load.out")"
 grep -q '2000 succeeded' "$T/h2load.out" || fail "h2load: $(grep requests: "$T/h2load.out")"
-total=$((10 + 10 + 10 + 5 + 2000))
+# large bodies over h2 (flow control: WINDOW_UPDATEs both ways, DATA
+# frames across TLS records and reads)
+for i in 1 2 3; do
+	got=$(curl -sS -k --http2 $R -o /dev/null -w '%{http_version} %{http_code} %{size_download}' \
+		"https://www.shop.test:$NGINX_TLS_PORT/cart/big$i?size=2000000")
+	[ "$got" = "2 200 2000000" ] || fail "large h2 download $i: $got"
+done
+got=$(head -c 900000 /dev/zero | curl -sS -k --http2 $R -o /dev/null -w '%{http_version} %{http_code}' \
+	--data-binary @- "https://www.shop.test:$NGINX_TLS_PORT/cart/upload")
+[ "$got" = "2 200" ] || fail "large h2 upload: $got"
+total=$((10 + 10 + 10 + 5 + 2000 + 4))
 wait_log_lines "$NGINX_LOG" $total || fail "nginx logged $(log_lines "$NGINX_LOG"), want $total"
 $PY "$IT_DIR/mmcheck.py" compare --url "$METRICS_URL" --log "$NGINX_LOG" --no-latency ||
 	fail "the agent's counts differ from nginx's log (above)"

@@ -8,7 +8,8 @@
 # by a config reload: the uprobes, programs, maps and pins of TLS capture
 # are gone (bpftool prog/map/link show, the agent's bpffs), plaintext keeps
 # being counted without a gap, TLS requests are no longer read downstream.
-# Turned on again: attached again, counted again.
+# Turned on again: attached again, counted again. Then a slow reader of
+# large responses, and an nginx reload with a TLS request in flight.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_bin milometer gen_nginx
@@ -102,5 +103,30 @@ for i in $(seq 10); do
 	[ "$(tls_get "$TLS_URL/cart/on$i")" = 200 ] || fail "TLS request $i (on again)"
 done
 expect_metric $((before_down + 10)) "TLS requests after the gate came back" $DOWN k8s_httproute_name=web
+
+# a slow reader: 1 MB responses read at 300 KB/s (nginx's SSL_write
+# meets a full socket: partial writes, retried with the same buffer)
+for i in 1 2; do
+	got=$(curl -sS -k --limit-rate 300k -o /dev/null -w '%{http_code} %{size_download}' \
+		--resolve "www.shop.test:$NGINX_TLS_PORT:127.0.0.1" "$TLS_URL/cart/big$i?size=1000000")
+	[ "$got" = "200 1000000" ] || fail "slow reader $i: $got"
+done
+expect_metric $((before_down + 12)) "slowly read TLS responses" $DOWN k8s_httproute_name=web
+
+# nginx reloaded with a TLS request in flight: the old worker ends it, the
+# new workers (forked at the reload) are attached and count from the start
+curl -sS -k -o /dev/null --trace-ascii "$T/slow.trace" \
+	--resolve "www.shop.test:$NGINX_TLS_PORT:127.0.0.1" "$TLS_URL/cart/slow?delay_ms=2000" &
+SLOW_PID=$!
+wait_for 10 grep -q 'GET /cart/slow' "$T/slow.trace" || fail "the slow TLS request was not sent"
+nginx_reload
+wait "$SLOW_PID" || fail "the TLS request in flight across the reload failed"
+for i in $(seq 10); do
+	[ "$(tls_get "$TLS_URL/cart/new$i")" = 200 ] || fail "TLS request $i after the reload"
+done
+expect_metric $((before_down + 23)) "TLS requests across and after a reload" $DOWN k8s_httproute_name=web
+# all but the 10 made with the gate off
+[ "$(mmlogcount shop/web)" = $(($(metric $DOWN k8s_httproute_name=web) + 10)) ] ||
+	fail "nginx logged $(mmlogcount shop/web) for shop/web, the agent $(metric $DOWN k8s_httproute_name=web) (+10 with the gate off)"
 stop_agent
 log "TLS capture ok"
