@@ -16,6 +16,7 @@
 
 #include "agent/loader.h"
 #include "agent/tls/discover.h"
+#include "agent/tls/go_tls.h"
 #include "agent/tls/probe_points.h"
 #include "agent/tls_capture.h"
 #include "bpf/milometer.h"
@@ -52,6 +53,7 @@ struct tls_capture {
 	struct tls_lib_seen *libs;
 	size_t nlibs, cap_libs;
 	struct tls_capture_stats st;
+	bool go_announced;
 };
 
 /* Every map the main object has, by name, is the main object's map. */
@@ -217,6 +219,66 @@ static int lib_attach(struct tls_capture *tc, struct tls_proc *p,
 }
 
 /*
+ * Go's crypto/tls in the executable itself (Caddy): entry on the first jump
+ * (after the stack-growth check), a uprobe on every RET for the return.
+ */
+static int go_attach(struct tls_capture *tc, struct tls_proc *p)
+{
+	static const enum go_tls_func fns[] = { GO_TLS_CONN_READ,
+						GO_TLS_CONN_WRITE,
+						GO_TLS_CONN_HANDSHAKE };
+	struct tls_bpf *s = tc->skel;
+	char path[64], err[256];
+	struct go_tls g;
+	int ret, before = p->nlinks;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", p->pid);
+	ret = go_tls__lookup(path, &g, err, sizeof(err));
+	if (ret <= 0)
+		return ret; /* not Go, or a Go we do not read: nothing */
+	for (size_t i = 0; i < 3; i++) {
+		const struct go_func *f = &g.f[fns[i]];
+		struct bpf_program *enter = fns[i] == GO_TLS_CONN_READ ?
+						    s->progs.mm_go_read_enter :
+					    fns[i] == GO_TLS_CONN_WRITE ?
+						    s->progs.mm_go_write_enter :
+						    s->progs.mm_go_handshake_enter;
+		struct bpf_program *exit = fns[i] == GO_TLS_CONN_READ ?
+						   s->progs.mm_go_read_ret :
+					   fns[i] == GO_TLS_CONN_WRITE ?
+						   s->progs.mm_go_write_ret :
+						   s->progs.mm_go_handshake_ret;
+		uint64_t entry;
+
+		if (!f->offset || !f->nret)
+			continue;
+		entry = probe_points__entry_file(path, f->offset, f->size, 2,
+						 PP_ABI_GO);
+		ret = attach_at(p, enter, false, path, entry);
+		for (uint32_t r = 0; r < f->nret && !ret; r++)
+			ret = attach_at(p, exit, false, path, f->ret_offset[r]);
+		if (ret) {
+			if (ret != -ESRCH && ret != -ENOENT)
+				fprintf(stderr, "milometer: TLS capture: uprobes on Go crypto/tls in process %d failed: %s\n",
+					p->pid, strerror(-ret));
+			tc->st.failed++;
+			return ret;
+		}
+	}
+	if (p->nlinks == before)
+		return 0;
+	tc->st.uprobes += p->nlinks - before;
+	s->bss->mm_go_targets = 1;
+	if (!tc->go_announced) {
+		tc->go_announced = true;
+		tc->st.libraries++;
+		fprintf(stderr, "milometer: TLS capture: uprobes on Go crypto/tls in process %d (%d: entries at their first jump, every RET)\n",
+			p->pid, p->nlinks - before);
+	}
+	return 1;
+}
+
+/*
  * Uprobes are bound to each proxy process, not to the library file: a
  * process that is not the proxy (a client on the node, another pod from the
  * same image) never traps. The agent scans every 100 ms: a worker forked
@@ -261,6 +323,8 @@ int tls_capture__scan(struct tls_capture *tc)
 		for (int i = 0; i < n; i++)
 			if (!lib_attach(tc, p, &t[i]) && p->nlinks)
 				added++;
+		if (!n && go_attach(tc, p) > 0)
+			added++;
 	}
 	/* processes that left the target set (exited, exec'd) */
 	for (size_t i = 0; i < tc->nprocs;) {

@@ -41,6 +41,12 @@ char LICENSE[] SEC("license") = "GPL";
 /* The main object's capture mode: the same socket hook finds the socket. */
 const volatile __u32 mm_capture_mode = MM_CAPTURE_SOCK_TP;
 
+/*
+ * Set by the agent (.bss, at run time) once a Go program is hooked: only
+ * then do the socket hooks look for goroutine calls.
+ */
+volatile __u32 mm_go_targets;
+
 enum mm_tls_fn {
 	MM_TLS_READ = 1,      /* SSL_read: int ret = bytes */
 	MM_TLS_WRITE,         /* SSL_write */
@@ -195,26 +201,22 @@ static __always_inline struct mm_conn *tls_conn(__u64 sk, __u32 tgid,
 	return c;
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(mm_ssl_ret, int ret)
+/*
+ * A call returned RET (n bytes for read/write, 1 for the _ex functions with
+ * the count behind outlen): bind its SSL pointer (or Go connection) to the
+ * socket its syscall named, and parse what it moved.
+ */
+static __always_inline int call_done(struct mm_tls_call *call, __u32 tgid,
+				     long ret)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct mm_io_args a = { .kind = MM_IO_BUF };
 	struct mm_tls_ssl_key k = { .tgid = tgid };
 	struct mm_tls_sock bound = {};
 	struct mm_tls_sock *cached;
-	struct mm_tls_call *call;
 	struct mm_conn *c;
+	__u32 fn = call->fn;
 	__u64 n = 0;
-	__u32 fn;
 
-	if (!is_target(tgid))
-		return 0;
-	call = bpf_task_storage_get(&mm_tls_calls, bpf_get_current_task_btf(),
-				    0, 0);
-	if (!call || !call->fn)
-		return 0;
-	fn = call->fn;
 	call->fn = 0;
 	k.ssl = call->ssl;
 	cached = bpf_map_lookup_elem(&mm_tls_ssl, &k);
@@ -230,11 +232,11 @@ int BPF_KRETPROBE(mm_ssl_ret, int ret)
 	}
 	if (fn == MM_TLS_HANDSHAKE)
 		return 0;
-	if (fn == MM_TLS_READ || fn == MM_TLS_WRITE) {
-		if (ret > 0)
-			n = ret;
-	} else if (ret == 1 && call->outlen) {
-		bpf_probe_read_user(&n, sizeof(n), (void *)call->outlen);
+	if (fn == MM_TLS_READ_EX || fn == MM_TLS_WRITE_EX) {
+		if (ret == 1 && call->outlen)
+			bpf_probe_read_user(&n, sizeof(n), (void *)call->outlen);
+	} else if (ret > 0) {
+		n = ret;
 	}
 	if (!n || n > 0x7fffffff)
 		return 0;
@@ -252,6 +254,123 @@ int BPF_KRETPROBE(mm_ssl_ret, int ret)
 	return 0;
 }
 
+/* Return of SSL_*: a uretprobe, or a uprobe on the jump before the RET. */
+SEC("uretprobe")
+int BPF_KRETPROBE(mm_ssl_ret, int ret)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct mm_tls_call *call;
+
+	if (!is_target(tgid))
+		return 0;
+	call = bpf_task_storage_get(&mm_tls_calls, bpf_get_current_task_btf(),
+				    0, 0);
+	if (!call || !call->fn)
+		return 0;
+	return call_done(call, tgid, ret);
+}
+
+/*
+ * Go's crypto/tls: (*Conn).Read and (*Conn).Write. Register ABI (Go >=
+ * 1.17): receiver in rax, the slice's pointer in rbx; n returns in rax; the
+ * current goroutine is in r14. A goroutine that blocks in Read may resume
+ * on another thread, so the call is kept per goroutine, not per thread; the
+ * socket syscall it makes (on whatever thread) names the socket by the same
+ * r14. Entry on the function's first jump (after the stack check), return
+ * on each RET: never uretprobes on Go (they break its stack moves). The
+ * handshake (handshakeContext) binds a connection as SSL_do_handshake does.
+ */
+/* per goroutine and function: Read and Write call handshakeContext inside */
+struct mm_go_key {
+	__u64 g;
+	__u32 tgid;
+	__u32 fn;       /* enum mm_tls_fn */
+};
+
+/* Go crypto/tls calls in flight, per goroutine. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct mm_go_key);
+	__type(value, struct mm_tls_call);
+} mm_tls_gocalls SEC(".maps");
+
+static __always_inline int go_enter(struct pt_regs *ctx, __u32 fn)
+{
+	struct mm_go_key k = {
+		.g = ctx->r14, .tgid = bpf_get_current_pid_tgid() >> 32,
+		.fn = fn,
+	};
+	struct mm_tls_call call = {
+		.fn = fn, .ssl = ctx->ax, .buf = ctx->bx,
+		.role = MM_ROLE_UNKNOWN,
+	};
+
+	if (!is_target(k.tgid))
+		return 0;
+	bpf_map_update_elem(&mm_tls_gocalls, &k, &call, BPF_ANY);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mm_go_read_enter)
+{
+	return go_enter(ctx, MM_TLS_READ);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mm_go_write_enter)
+{
+	return go_enter(ctx, MM_TLS_WRITE);
+}
+
+/*
+ * net/http runs the handshake before its first Read: a request that came
+ * with the client's Finished is then read from crypto/tls's buffer without
+ * a syscall, so the connection must be bound here.
+ */
+SEC("uprobe")
+int BPF_KPROBE(mm_go_handshake_enter)
+{
+	return go_enter(ctx, MM_TLS_HANDSHAKE);
+}
+
+static __always_inline int go_ret(struct pt_regs *ctx, __u32 fn)
+{
+	struct mm_go_key k = {
+		.g = ctx->r14, .tgid = bpf_get_current_pid_tgid() >> 32,
+		.fn = fn,
+	};
+	struct mm_tls_call *call;
+
+	if (!is_target(k.tgid))
+		return 0;
+	call = bpf_map_lookup_elem(&mm_tls_gocalls, &k);
+	if (!call || !call->fn)
+		return 0;
+	call_done(call, k.tgid, (long)ctx->ax);
+	bpf_map_delete_elem(&mm_tls_gocalls, &k);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mm_go_read_ret)
+{
+	return go_ret(ctx, MM_TLS_READ);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mm_go_write_ret)
+{
+	return go_ret(ctx, MM_TLS_WRITE);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mm_go_handshake_ret)
+{
+	return go_ret(ctx, MM_TLS_HANDSHAKE);
+}
+
 /* The thread's SSL_* call in flight that has not named its socket yet. */
 static __always_inline struct mm_tls_call *unbound_call(void)
 {
@@ -264,12 +383,40 @@ static __always_inline struct mm_tls_call *unbound_call(void)
 	return call && call->fn && !call->sk ? call : NULL;
 }
 
+/*
+ * A Go crypto/tls call of the goroutine that made this syscall: r14 at the
+ * syscall is the goroutine (Go's syscall stubs keep the register ABI).
+ */
+static __always_inline struct mm_tls_call *unbound_go_call(void)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(
+		bpf_get_current_task_btf());
+	struct mm_go_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
+	struct mm_tls_call *call;
+
+	k.g = BPF_CORE_READ(regs, r14);
+	/* the innermost call first: a handshake inside Read or Write */
+	k.fn = MM_TLS_HANDSHAKE;
+	call = bpf_map_lookup_elem(&mm_tls_gocalls, &k);
+	if (!call) {
+		k.fn = MM_TLS_READ;
+		call = bpf_map_lookup_elem(&mm_tls_gocalls, &k);
+	}
+	if (!call) {
+		k.fn = MM_TLS_WRITE;
+		call = bpf_map_lookup_elem(&mm_tls_gocalls, &k);
+	}
+	return call && call->fn && !call->sk ? call : NULL;
+}
+
 /* The socket behind the call: its first socket I/O, and that one's role. */
 static __always_inline void note_sk(struct sock *sk)
 {
 	struct mm_tls_call *call = unbound_call();
 	struct mm_conn *ct;
 
+	if (!call && mm_go_targets && is_target(bpf_get_current_pid_tgid() >> 32))
+		call = unbound_go_call();
 	if (!call)
 		return;
 	call->sk = (__u64)sk;
@@ -307,6 +454,8 @@ int BPF_PROG(mm_tls_sys_exit, struct pt_regs *regs, long ret)
 		struct mm_tls_call *call = unbound_call();
 		struct mm_conn *ct;
 
+		if (!call && mm_go_targets)
+			call = unbound_go_call();
 		if (!call)
 			return 0;
 		call->sk = sk;

@@ -15,6 +15,8 @@
 const char *const go_tls__func_names[GO_TLS__COUNT] = {
 	[GO_TLS_CONN_READ] = "crypto/tls.(*Conn).Read",
 	[GO_TLS_CONN_WRITE] = "crypto/tls.(*Conn).Write",
+	/* Go 1.17+: what Handshake and HandshakeContext call */
+	[GO_TLS_CONN_HANDSHAKE] = "crypto/tls.(*Conn).handshakeContext",
 };
 
 int go_tls__find_rets(const uint8_t *code, size_t len, uint64_t vaddr,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Go's crypto/tls in a Go executable (Caddy): the entry and every RET of
- * (*Conn).Read and (*Conn).Write as file offsets. uretprobes must never be
+ * (*Conn).Read, (*Conn).Write and (*Conn).handshakeContext as file offsets. uretprobes must never be
  * used on Go: they rewrite the return address on a stack Go may move, which
  * crashes the program (golang/go#22008); a uprobe on each RET sees the
  * results in registers instead (Go >= 1.17 register ABI).
@@ -23,6 +23,7 @@
 enum go_tls_func {
 	GO_TLS_CONN_READ,
 	GO_TLS_CONN_WRITE,
+	GO_TLS_CONN_HANDSHAKE, /* (*Conn).handshakeContext: binds the socket */
 	GO_TLS__COUNT,
 };
 

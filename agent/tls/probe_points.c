@@ -118,15 +118,83 @@ static bool noreturn_call_at(csh h, const cs_insn *in, size_t n, uint64_t addr)
 	return true;
 }
 
+static const x86_reg sysv_args[] = { X86_REG_RDI, X86_REG_RSI, X86_REG_RDX,
+				      X86_REG_RCX };
+static const x86_reg go_args[] = { X86_REG_RAX, X86_REG_RBX, X86_REG_RCX,
+				    X86_REG_RDI };
+
+/* The first emulated branch of the straight-line prefix, args untouched. */
+static uint64_t find_entry(csh h, const cs_insn *in, size_t n,
+			   const uint64_t *targets, size_t ntargets,
+			   const x86_reg *args, unsigned nargs)
+{
+	uint64_t t;
+
+	for (size_t i = 0; i < n && i < PREFIX_MAX; i++) {
+		if (i && is_target(targets, ntargets, in[i].address))
+			return 0;
+		if (emulated(h, &in[i], &t))
+			return in[i].address;
+		if (is_flow(h, &in[i]))
+			return 0;
+		for (unsigned a = 0; a < nargs; a++)
+			if (writes(h, &in[i], args[a]))
+				return 0;
+	}
+	return 0;
+}
+
+/* Jump targets inside the function; false when some are unknown. */
+static bool jump_targets(csh h, const cs_insn *in, size_t n, uint64_t *targets,
+			 size_t max, size_t *ntargets)
+{
+	uint64_t t;
+
+	*ntargets = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!cs_insn_group(h, &in[i], CS_GRP_JUMP))
+			continue;
+		if (!emulated(h, &in[i], &t) &&
+		    !(in[i].detail->x86.op_count == 1 &&
+		      in[i].detail->x86.operands[0].type == X86_OP_IMM))
+			return false; /* a jump table: targets unknown */
+		if (*ntargets == max)
+			return false;
+		targets[(*ntargets)++] = in[i].detail->x86.operands[0].imm;
+	}
+	return true;
+}
+
+uint64_t probe_points__entry(const uint8_t *code, size_t len, unsigned nargs,
+			     enum pp_abi abi)
+{
+	uint64_t targets[256], entry = 0;
+	size_t n, ntargets;
+	cs_insn *in = NULL;
+	csh h;
+
+	if (nargs > 4)
+		nargs = 4;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
+		return 0;
+	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+	n = cs_disasm(h, code, len, 0, 0, &in);
+	if (n && jump_targets(h, in, n, targets, 256, &ntargets))
+		entry = find_entry(h, in, n, targets, ntargets,
+				   abi == PP_ABI_GO ? go_args : sysv_args,
+				   nargs);
+	if (n)
+		cs_free(in, n);
+	cs_close(&h);
+	return entry;
+}
+
 int probe_points__find(const uint8_t *code, size_t len, unsigned nargs,
 		       struct probe_points *pp)
 {
-	static const x86_reg args[] = { X86_REG_RDI, X86_REG_RSI, X86_REG_RDX,
-					X86_REG_RCX };
 	uint64_t targets[256], t;
 	size_t n = 0, ntargets = 0;
 	cs_insn *in = NULL;
-	bool indirect = false;
 	int err = 0;
 	csh h;
 
@@ -141,23 +209,7 @@ int probe_points__find(const uint8_t *code, size_t len, unsigned nargs,
 		err = -EINVAL;
 		goto cleanup;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (!cs_insn_group(h, &in[i], CS_GRP_JUMP))
-			continue;
-		if (!emulated(h, &in[i], &t) &&
-		    !(in[i].detail->x86.op_count == 1 &&
-		      in[i].detail->x86.operands[0].type == X86_OP_IMM)) {
-			indirect = true; /* a jump table: targets unknown */
-			continue;
-		}
-		t = in[i].detail->x86.operands[0].imm;
-		if (ntargets == sizeof(targets) / sizeof(targets[0])) {
-			indirect = true;
-			break;
-		}
-		targets[ntargets++] = t;
-	}
-	if (indirect)
+	if (!jump_targets(h, in, n, targets, 256, &ntargets))
 		goto cleanup; /* function start, uretprobe */
 
 	/* exits: one per RET, or none at all */
@@ -166,7 +218,8 @@ int probe_points__find(const uint8_t *code, size_t len, unsigned nargs,
 
 		if (!cs_insn_group(h, &in[r], CS_GRP_RET))
 			continue;
-		if (pp->nexit == PP_MAX_EXITS || is_target(targets, ntargets, in[r].address))
+		if (pp->nexit == PP_MAX_EXITS ||
+		    is_target(targets, ntargets, in[r].address))
 			goto no_exits;
 		for (size_t j = r; j-- > 0 && r - j <= SUFFIX_MAX;) {
 			if (is_cond_jump(h, &in[j])) {
@@ -186,21 +239,7 @@ int probe_points__find(const uint8_t *code, size_t len, unsigned nargs,
 	}
 	if (!pp->nexit)
 		goto cleanup;
-
-	/* entry: the first emulated branch of the straight-line prefix */
-	for (size_t i = 0; i < n && i < PREFIX_MAX; i++) {
-		if (i && is_target(targets, ntargets, in[i].address))
-			break;
-		if (emulated(h, &in[i], &t)) {
-			pp->entry = in[i].address;
-			break;
-		}
-		if (is_flow(h, &in[i]))
-			break;
-		for (unsigned a = 0; a < nargs; a++)
-			if (writes(h, &in[i], args[a]))
-				goto cleanup;
-	}
+	pp->entry = find_entry(h, in, n, targets, ntargets, sysv_args, nargs);
 	goto cleanup;
 no_exits:
 	pp->nexit = 0;
@@ -212,35 +251,67 @@ cleanup:
 	return err;
 }
 
+/* size bytes at off of path, malloc'd; NULL with *err set */
+static uint8_t *read_code(const char *path, uint64_t off, uint64_t size,
+			  int *err)
+{
+	uint8_t *code = NULL;
+	int fd;
+
+	*err = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*err = -errno;
+		return NULL;
+	}
+	code = malloc(size);
+	if (!code)
+		*err = -ENOMEM;
+	else if (pread(fd, code, size, off) != (ssize_t)size)
+		*err = -EIO;
+	if (*err) {
+		free(code);
+		code = NULL;
+	}
+	close(fd);
+	return code;
+}
+
 int probe_points__file(const char *path, uint64_t off, uint64_t size,
 		       unsigned nargs, struct probe_points *pp)
 {
-	uint8_t *code = NULL;
-	int fd, err = 0;
+	uint8_t *code;
+	int err;
 
 	memset(pp, 0, sizeof(*pp));
 	pp->entry = off;
 	/* no size (a stripped symbol table): probe the start, uretprobe */
 	if (!size || size > 1 << 20)
 		return 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	code = malloc(size);
-	if (!code) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	if (pread(fd, code, size, off) != (ssize_t)size) {
-		err = -EIO;
-		goto cleanup;
-	}
+	code = read_code(path, off, size, &err);
+	if (!code)
+		return err;
 	err = probe_points__find(code, size, nargs, pp);
 	pp->entry += off;
 	for (uint32_t i = 0; i < pp->nexit; i++)
 		pp->exit[i] += off;
-cleanup:
 	free(code);
-	close(fd);
 	return err;
+}
+
+uint64_t probe_points__entry_file(const char *path, uint64_t off,
+				  uint64_t size, unsigned nargs,
+				  enum pp_abi abi)
+{
+	uint64_t entry = 0;
+	uint8_t *code;
+	int err;
+
+	if (!size || size > 1 << 20)
+		return off;
+	code = read_code(path, off, size, &err);
+	if (code)
+		entry = probe_points__entry(code, size, nargs, abi);
+	free(code);
+	return off + entry;
 }

@@ -34,6 +34,12 @@ struct probe_points {
 	uint64_t exit[PP_MAX_EXITS]; /* offsets from the function's start */
 };
 
+/* Argument registers, in order. */
+enum pp_abi {
+	PP_ABI_SYSV,  /* C: rdi, rsi, rdx, rcx */
+	PP_ABI_GO,    /* Go's register ABI (1.17+): rax, rbx, rcx, rdi */
+};
+
 /*
  * Analyse code[0..len) (one function, x86-64) whose first nargs arguments
  * (0..4) the entry probe reads. Returns 0, or -errno when the code cannot
@@ -41,6 +47,14 @@ struct probe_points {
  */
 int probe_points__find(const uint8_t *code, size_t len, unsigned nargs,
 		       struct probe_points *pp);
+/*
+ * Only the entry, for an ABI (Go functions return through uprobes on each
+ * RET): the offset of the first emulated jump of the straight-line prefix
+ * before any of the nargs argument registers is written (Go: the jump of
+ * its stack-growth check), else 0.
+ */
+uint64_t probe_points__entry(const uint8_t *code, size_t len, unsigned nargs,
+			     enum pp_abi abi);
 
 /*
  * The same for the function of size bytes at file offset off of path;
@@ -48,5 +62,10 @@ int probe_points__find(const uint8_t *code, size_t len, unsigned nargs,
  */
 int probe_points__file(const char *path, uint64_t off, uint64_t size,
 		       unsigned nargs, struct probe_points *pp);
+
+/* The same for the function at file offset off: a file offset. */
+uint64_t probe_points__entry_file(const char *path, uint64_t off,
+				  uint64_t size, unsigned nargs,
+				  enum pp_abi abi);
 
 #endif /* MM_AGENT_TLS_PROBE_POINTS_H */

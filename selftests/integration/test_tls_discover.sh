@@ -179,7 +179,7 @@ for line in open(disc):
     assert rets == got, (kv["gofunc"], [hex(r) for r in rets], [hex(g) for g in got])
     print(kv["gofunc"], "entry", kv["offset"], "rets", len(got))
     n += 1
-assert n == 2, n
+assert n == 3, n
 PY
 	stop_pid "$CPID"
 else

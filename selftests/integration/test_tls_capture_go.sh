@@ -1,0 +1,72 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# TLS capture of a Go proxy (issue 12, gates TLSCapture and HTTP2): Debian's
+# caddy (stripped; crypto/tls found through .gopclntab) terminating TLS with
+# HTTP/3 off, reverse-proxying to the backend. Uprobes at (*Conn).Read and
+# Write's first jump and on each of their RETs (never uretprobes on Go);
+# calls are kept per goroutine (r14), and the socket syscall of the same
+# goroutine names the socket, whatever thread runs it. HTTP/1.1 and h2
+# clients; counts equal caddy's own access log.
+PROXY_EXE=mm-it-caddy
+. "$(dirname "$0")/lib.sh"
+need_root
+need_bin milometer
+command -v caddy >/dev/null || fail "caddy is missing (deploy/install-deps.sh installs it)"
+use_manifests base
+start_backends
+TLS_PORT=28443
+port_free $TLS_PORT
+C=$T/caddy
+mkdir -p "$C"
+cat >"$C/Caddyfile" <<CADDY
+{
+	admin off
+	skip_install_trust
+	servers {
+		protocols h1 h2
+	}
+}
+https://www.shop.test:$TLS_PORT {
+	tls internal
+	reverse_proxy 127.0.0.1:$PY_PORT
+	log {
+		output file $C/access.log
+		format json
+	}
+}
+CADDY
+cp /usr/bin/caddy "$T/mm-it-caddy"
+start_agent --feature-gates=TLSCapture=true,HTTP2=true
+XDG_DATA_HOME=$C XDG_CONFIG_HOME=$C HOME=$C \
+	start_bg caddy "$T/mm-it-caddy" run --config "$C/Caddyfile" --adapter caddyfile
+wait_for 20 listening $TLS_PORT || fail "caddy did not start: $(tail -5 "$T/caddy.out")"
+wait_for 10 grep -q 'TLS capture: uprobes on Go crypto/tls' "$T/agent.out" ||
+	fail "no uprobes on caddy's crypto/tls: $(grep -i tls "$T/agent.out")"
+
+R="--resolve www.shop.test:$TLS_PORT:127.0.0.1"
+U=https://www.shop.test:$TLS_PORT/cart
+for v in --http1.1 --http2; do
+	for i in $(seq 10); do
+		# shellcheck disable=SC2086
+		got=$(curl -sS -k $v $R -o /dev/null -w '%{http_version} %{http_code}' "$U/c$i")
+		case "$v $got" in "--http1.1 1.1 200" | "--http2 2 200") ;; *) fail "$v request $i: $got" ;; esac
+	done
+	urls=()
+	for i in $(seq 10); do urls+=("$U/k$i"); done
+	# shellcheck disable=SC2086
+	[ "$(curl -sS -k $v $R -o /dev/null -w '%{http_code}\n' "${urls[@]}" | grep -c 200)" = 10 ] ||
+		fail "$v keep-alive requests"
+done
+h2load -n 500 -c 4 -m 8 --connect-to=127.0.0.1:$TLS_PORT "https://www.shop.test:$TLS_PORT/cart/load" \
+	>"$T/h2load.out" 2>&1 || fail "h2load: $(tail -3 "$T/h2load.out")"
+grep -q '500 succeeded' "$T/h2load.out" || fail "h2load: $(grep -A1 requests: "$T/h2load.out")"
+wait_for 10 log_at_least "$C/access.log" 540 || fail "caddy logged $(log_lines "$C/access.log")"
+n=$(grep -c '"status":200' "$C/access.log")
+log "caddy logged $n requests"
+DOWN=envoy_http_downstream_rq_total
+UP=envoy_cluster_upstream_rq_total
+expect_metric "$n" "downstream requests caddy logged" $DOWN k8s_httproute_name=web
+expect_metric "$n" "upstream requests caddy logged" $UP k8s_httproute_name=web
+expect_metric 520 "HTTP/2 streams" milometer_http2_streams_total result=exchange
+stop_agent
+log "Go TLS capture ok"
