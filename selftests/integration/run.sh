@@ -21,7 +21,7 @@ leftovers() {
 	for p in $ports; do
 		[ -z "$(ss -Hltn "sport = :$p" 2>/dev/null)" ] || left="$left port $p;"
 	done
-	for p in mm-it-nginx mm-it-haproxy mm-it-agent mm-static mm-it-caddy mm-static-tls mm-it-apache2 mm-static-srv; do
+	for p in mm-it-nginx mm-it-haproxy mm-it-agent mm-static mm-it-caddy mm-static-tls mm-it-apache2 mm-static-srv mm-it-h2o; do
 		! pgrep -x "$p" >/dev/null || left="$left process $p;"
 	done
 	[ -z "$left" ] || echo "$1 left behind:$left"
