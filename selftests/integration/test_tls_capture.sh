@@ -41,7 +41,9 @@ tls_maps() { bpftool map show | grep -E ' name mm_tls_' || true; }
 agent_pins() { nsenter -t "$AGENT_PID" -m ls /sys/fs/bpf/milometer; }
 
 [ -n "$(tls_progs)" ] || fail "no TLS capture program loaded"
-[ "$(tls_maps | wc -l)" = 3 ] || fail "TLS capture maps: $(tls_maps)"
+for m in mm_tls_calls mm_tls_ssl mm_tls_conns mm_tls_gocalls; do
+	tls_maps | grep -q " name $m " || fail "TLS capture map $m missing: $(tls_maps)"
+done
 agent_pins | grep -q '^mm_tls_conns$' || fail "mm_tls_conns not pinned: $(agent_pins)"
 
 # one request per connection (curl), then several per connection
