@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/h2/conn.h"
+#include "agent/h2/detect.h"
 #include "agent/h2_feed.h"
 
 #define BUCKETS 4096 /* a power of 2 */
@@ -151,6 +152,21 @@ int h2_feed__event(struct h2_feed *f, const void *data, size_t size)
 			.from_start = e->flags & MM_DATA_FROM_START,
 			.on_exchange = on_exchange,
 		};
+		struct h2_upgrade_head uh;
+		struct h2_upgrade_req ur;
+
+		/* h2c by Upgrade: the request answered with 101 is stream 1 */
+		if (e->flags & MM_DATA_UPGRADE) {
+			if (h2_detect__client((const uint8_t *)e->data, e->len,
+					      &uh) != H2_DETECT_UPGRADE) {
+				f->st.not_h2++;
+				return 0;
+			}
+			ur = (struct h2_upgrade_req){ uh.method, uh.path,
+						      uh.authority, e->ts_ns,
+						      uh.head_len };
+			o.upgrade = &ur;
+		}
 
 		fc = calloc(1, sizeof(*fc));
 		if (!fc)
@@ -170,6 +186,8 @@ int h2_feed__event(struct h2_feed *f, const void *data, size_t size)
 		f->st.open++;
 	}
 	fc->gen = e->route_gen;
+	if (e->flags & MM_DATA_UPGRADE)
+		return 0; /* the head is the decoder's stream 1, not frames */
 	if (h2_conn__feed(fc->dec, e->dir == MM_DIR_FROM_SERVER ?
 			  H2_FROM_SERVER : H2_FROM_CLIENT,
 			  e->data, e->len, e->ts_ns) == -EPROTO) {

@@ -388,6 +388,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 	struct mm_lctx x = { .c = c };
 	__u32 zero = 0;
 	bool is_req;
+	__u8 was_h2;
 
 	if (c->role == MM_ROLE_UNKNOWN)
 		c->role = is_read ? MM_ROLE_DOWN : MM_ROLE_UP;
@@ -423,6 +424,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 		return;
 	x.s->is_req = is_req;
 	x.s->now = is_req ? bpf_ktime_get_ns() : c->last_resp_ns;
+	was_h2 = c->h2;
 
 	switch (a->kind) {
 	case MM_IO_BUF:
@@ -465,6 +467,24 @@ static __always_inline void capture_io(struct mm_conn *c,
 	default:
 		skip_bytes(&x, ret);
 		break;
+	}
+	/*
+	 * A 101 to "Upgrade: h2c" switched the connection inside this write:
+	 * what follows the 101 head in the buffer is HTTP/2 already.
+	 */
+	if (!was_h2 && c->h2 == MM_H2_FEED) {
+		struct mm_io_args rest = { .kind = MM_IO_BUF };
+		__u32 off = x.s->w_off;
+
+		if (a->kind != MM_IO_BUF) {
+			/* an offset inside iovecs: not followed, said so */
+			c->h2 = MM_H2_DEAD;
+			stat_inc(MM_STAT_H2_LOST);
+			h2_close(c, x.s->now, MM_DATA_LOST);
+		} else if (off < ret) {
+			rest.buf = a->buf + off;
+			mm_h2_feed(c, x.s, &rest, ret - off, MM_DIR_FROM_SERVER);
+		}
 	}
 }
 

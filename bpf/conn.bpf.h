@@ -151,6 +151,7 @@ enum mm_hdr {
 	HDR_HOST,
 	HDR_CL,
 	HDR_TE,
+	HDR_UPGRADE,     /* its value in te_tail: "h2c" asks for HTTP/2 */
 };
 
 /* Parser of one byte stream (requests, or responses) of a connection. */
@@ -163,6 +164,8 @@ struct mm_parser {
 	__u8 has_cl;
 	__u8 cl_bad;
 	__u8 resynced;   /* PS_RESYNC was used: the next garbage is final */
+	__u8 up_h2c;     /* this message has "Upgrade: h2c" */
+	__u8 _pad[7];
 	__u64 tok;       /* method bytes / status code being read */
 	__u64 rem;       /* body or chunk bytes left */
 	__u64 cl;        /* Content-Length value */

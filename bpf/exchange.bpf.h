@@ -505,6 +505,19 @@ static __always_inline void response_head_done(struct mm_conn *c,
 		return;
 	}
 	c->status = status;
+	/* upgraded to h2c: its request is stream 1 of the decoder's connection */
+	if (status == 101 && c->req.up_h2c && c->role == MM_ROLE_DOWN && s &&
+	    h2_switch(c, s->start_ns)) {
+		c->head = (c->head + 1) & (MM_PIPELINE_DEPTH - 1);
+		if (!--c->count)
+			c->head = 0;
+		c->resp_bytes = 0;
+		c->status = 0;
+		c->resp_started = 0;
+		c->req.state = PS_OPAQUE;
+		p->state = PS_OPAQUE;
+		return;
+	}
 	if (status == 101) { /* upgraded: no longer HTTP/1 */
 		response_done(c, now, 0);
 		c->req.state = PS_OPAQUE;

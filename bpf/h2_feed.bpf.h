@@ -185,6 +185,53 @@ static long h2_step(__u32 i, void *ctx)
 	return 0;
 }
 
+/*
+ * "Upgrade: h2c" answered with 101 (RFC 7540 3.2): the upgraded request is
+ * stream 1 of the HTTP/2 connection that starts now. Its head (as copied
+ * while it was parsed) goes up first, flagged MM_DATA_UPGRADE, so the
+ * decoder knows stream 1; its HTTP/1 slot is popped without an exchange.
+ */
+static __always_inline bool h2_switch(struct mm_conn *c, __u64 start_ns)
+{
+	struct mm_data_event *h;
+	struct mm_h2_rec *r;
+	__u32 zero = 0, len;
+	bool on;
+	__u32 gen = h2_route_gen(&on);
+
+	if (!on)
+		return false;
+	r = bpf_map_lookup_elem(&mm_h2_buf, &zero);
+	if (!r)
+		return false;
+	h = (struct mm_data_event *)r->raw;
+	len = c->head_len;
+	if (len > MM_HEAD_MAX)
+		len = MM_HEAD_MAX;
+	bpf_probe_read_kernel(r->raw + sizeof(*h), MM_HEAD_MAX, c->headbuf);
+	h->type = MM_EVT_H2_DATA;
+	h->dir = MM_DIR_FROM_CLIENT;
+	h->leg = MM_LEG_DOWNSTREAM;
+	h->flags = MM_DATA_UPGRADE | MM_DATA_FROM_START;
+	h->len = len;
+	h->tgid = c->tgid;
+	h->route_gen = gen;
+	h->conn_id = c->conn_id;
+	h->ts_ns = start_ns;
+	barrier_var(len);
+	len &= 2 * MM_HEAD_MAX - 1;
+	if (len > MM_HEAD_MAX)
+		return false;
+	if (bpf_ringbuf_output(&mm_events, r, sizeof(*h) + len, 0)) {
+		stat_inc(MM_STAT_RINGBUF_FULL);
+		return false;
+	}
+	stat_inc(MM_STAT_EVENTS);
+	stat_inc(MM_STAT_H2_CONNS);
+	c->h2 = MM_H2_FEED;
+	return true;
+}
+
 /* MM_EVT_H2_CLOSE: the decoder ends the connection (or drops it: lost). */
 static __always_inline void h2_close(struct mm_conn *c, __u64 now, __u8 flags)
 {

@@ -73,6 +73,7 @@ static __always_inline void msg_reset(struct mm_parser *p)
 	p->cl_bad = 0;
 	p->cl = 0;
 	p->te_tail = 0;
+	p->up_h2c = 0;
 }
 
 static __always_inline void start_request(struct mm_lctx *x)
@@ -142,6 +143,10 @@ static __always_inline void classify_header(struct mm_parser *p)
 		p->hdr = HDR_CL;
 	else if (name_is(p, "transfer-encoding", 17))
 		p->hdr = HDR_TE;
+	else if (name_is(p, "upgrade", 7)) {
+		p->hdr = HDR_UPGRADE;
+		p->te_tail = 0;
+	}
 }
 
 static __always_inline void host_byte(struct mm_conn *c, __u8 ch)
@@ -197,6 +202,7 @@ static __always_inline int header_value_byte(struct mm_lctx *x, __u8 ch)
 		}
 		break;
 	case HDR_TE:
+	case HDR_UPGRADE:
 		if (ch != ' ' && ch != '\t')
 			p->te_tail = (p->te_tail << 8) | lower(ch);
 		break;
@@ -204,10 +210,15 @@ static __always_inline int header_value_byte(struct mm_lctx *x, __u8 ch)
 	return 0;
 }
 
+/* "h2c" as te_tail: the whole value of an Upgrade header */
+#define UP_H2C 0x683263ULL
+
 static __always_inline void end_header_line(struct mm_parser *p)
 {
 	if (p->hdr == HDR_TE)
 		p->chunked = (p->te_tail & ((1ULL << 56) - 1)) == TE_CHUNKED;
+	else if (p->hdr == HDR_UPGRADE)
+		p->up_h2c = p->te_tail == UP_H2C;
 }
 
 static __always_inline long garbage(struct mm_lctx *x, __u32 i)
@@ -598,6 +609,7 @@ static __always_inline __u64 lower_word(__u64 w)
 #define W_HTTP10   0x302e312f50545448ULL /* "HTTP/1.0" */
 #define W_GET      0x20544547ULL         /* "GET " */
 #define W_PUT      0x20545550ULL         /* "PUT " */
+#define W_UPGRADE  0x3a65646172677075ULL /* "upgrade:" */
 #define W_POST     0x2054534f50ULL       /* "POST " */
 #define W_HEAD     0x2044414548ULL       /* "HEAD " */
 #define M_4        0xffffffffULL
@@ -605,7 +617,7 @@ static __always_inline __u64 lower_word(__u64 w)
 
 /*
  * At the start of a header line, one word tells whether the parser needs
- * the header at all: Host and Transfer-Encoding are read byte by byte,
+ * the header at all: Host, Transfer-Encoding and Upgrade are read byte by byte,
  * "Content-Length: " is recognised in two words, every other header (most
  * of them) goes straight to the skipping state. Routes that match on other
  * headers are decided in user space from the copied head. Returns the
@@ -636,7 +648,7 @@ static __always_inline __u32 line_start(struct mm_lctx *x, __u32 i)
 		p->state = PS_VALUE;
 		return 16;
 	}
-	if (lw == W_TRANSFER)
+	if (lw == W_TRANSFER || lw == W_UPGRADE)
 		return 0;
 	if ((lw & M_HOST) == W_HOST && x->s->is_req) {
 		struct mm_conn *c = x->c;

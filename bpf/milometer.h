@@ -167,6 +167,7 @@ enum mm_event_type {
 
 #define MM_DATA_FROM_START 0x1 /* the connection was seen from its first byte */
 #define MM_DATA_LOST       0x2 /* MM_EVT_H2_CLOSE: bytes were lost, not a close */
+#define MM_DATA_UPGRADE    0x4 /* data[] is the HTTP/1.1 request answered with 101 (h2c) */
 
 enum mm_data_dir {
 	MM_DIR_FROM_CLIENT = 0,

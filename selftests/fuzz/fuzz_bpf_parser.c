@@ -79,7 +79,7 @@ static void check_state(void)
 	if (c->req.state > PS_OPAQUE || c->resp.state > PS_OPAQUE)
 		fail("parser state %u/%u outside enum mm_pstate", c->req.state,
 		     c->resp.state);
-	if (c->req.hdr > HDR_TE || c->resp.hdr > HDR_TE)
+	if (c->req.hdr > HDR_UPGRADE || c->resp.hdr > HDR_UPGRADE)
 		fail("header kind outside enum mm_hdr");
 	if (c->count > MM_PIPELINE_DEPTH || c->head >= MM_PIPELINE_DEPTH)
 		fail("pipeline count %u head %u", c->count, c->head);
