@@ -48,6 +48,9 @@
 #define OTLP_MAX_POINTS 20000 /* points per request: well under 20 MiB */
 #define DRAIN_MS 50             /* ring buffer read at least this often */
 
+/* An HTTP/2 connection silent this long is forgotten (its close was lost). */
+#define H2_IDLE_NS (15 * 60 * 1000000000ULL)
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct agent *ag = ctx;
@@ -411,6 +414,9 @@ static void tick(struct agent *ag, uint64_t ticks)
 	}
 	if (ticks % 5 == 0)
 		targets__rescan(ag->skel, o);
+	/* HTTP/2 decoders whose close never came (idle past the keep-alive) */
+	if (ticks % 60 == 0)
+		h2_feed__expire(ag->h2, mono, H2_IDLE_NS);
 	mstore__lock(ag->store);
 	aggregate__maintain(ag->agg, real, o->series_idle_s * 1000000000ULL);
 	mstore__unlock(ag->store);

@@ -396,10 +396,10 @@ static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
 		a->st.retired_gen++;
 		route = MM_ROUTE_UNKNOWN;
 	}
-	if (route >= MM_ROUTE_UNKNOWN)
-		gen = 0; /* unmatched/unknown series are the same in every gen */
 	if (route >= ROUTE_KEY_SPECIAL && route < MM_ROUTE_UNKNOWN)
 		route = MM_ROUTE_UNKNOWN; /* past what a key holds */
+	if (route >= MM_ROUTE_UNKNOWN)
+		gen = 0; /* unmatched/unknown series are the same in every gen */
 	ke = lookup(a,
 		    pack_key(gen, route >= MM_ROUTE_UNKNOWN ?
 				     ROUTE_KEY_MASK - (~route) : route,

@@ -15,9 +15,10 @@ struct fconn {
 	uint64_t conn_id;
 	uint32_t tgid;
 	uint32_t gen;      /* route table of the newest bytes */
+	uint64_t last_ns;  /* capture time of its newest bytes */
 	uint8_t leg;
 	bool dropping;     /* ended by a loss: open streams are not exchanges */
-	struct h2_conn *dec;
+	struct h2_conn *dec; /* NULL: refused (not HTTP/2), kept until its close */
 	struct h2_feed *f;
 	struct fconn *next;
 };
@@ -35,6 +36,15 @@ static size_t bucket(uint64_t id)
 	id *= 0xff51afd7ed558ccdULL;
 	id ^= id >> 33;
 	return id & (BUCKETS - 1);
+}
+
+/* A field that would break the HTTP/1 head it goes into (or a header name). */
+static bool unsafe(const char *v, bool spaces)
+{
+	for (; *v; v++)
+		if (*v == '\r' || *v == '\n' || (spaces && (*v == ' ' || *v == '\t')))
+			return true;
+	return false;
 }
 
 static void on_exchange(void *ctx, const struct h2_exchange *ex)
@@ -67,8 +77,10 @@ static void on_exchange(void *ctx, const struct h2_exchange *ex)
 		return;
 	}
 	f->st.exchanges++;
+	/* a field that would add lines to the head: unknown, never a route */
 	if (ex->unknown & (H2_UNK_METHOD | H2_UNK_PATH | H2_UNK_AUTHORITY) ||
-	    !ex->path[0]) {
+	    !ex->path[0] || unsafe(ex->method_str, true) ||
+	    unsafe(ex->path, true) || unsafe(ex->authority, true)) {
 		/* a field from before the attach: unknown, never a guess */
 		e.route_id = MM_ROUTE_UNKNOWN;
 		f->st.unknown++;
@@ -101,7 +113,8 @@ static void end_conn(struct h2_feed *f, struct fconn **pp, uint64_t now,
 
 	*pp = fc->next;
 	fc->dropping = lost;
-	h2_conn__free(fc->dec, now);
+	if (fc->dec)
+		h2_conn__free(fc->dec, now);
 	free(fc);
 	f->st.open--;
 }
@@ -186,15 +199,41 @@ int h2_feed__event(struct h2_feed *f, const void *data, size_t size)
 		f->st.open++;
 	}
 	fc->gen = e->route_gen;
-	if (e->flags & MM_DATA_UPGRADE)
-		return 0; /* the head is the decoder's stream 1, not frames */
+	fc->last_ns = e->ts_ns;
+	if (e->flags & MM_DATA_UPGRADE || !fc->dec)
+		return 0; /* stream 1's head, or a refused connection's bytes */
 	if (h2_conn__feed(fc->dec, e->dir == MM_DIR_FROM_SERVER ?
 			  H2_FROM_SERVER : H2_FROM_CLIENT,
 			  e->data, e->len, e->ts_ns) == -EPROTO) {
+		/* not HTTP/2 after all: its later bytes are ignored until close */
 		f->st.not_h2++;
-		end_conn(f, pp, e->ts_ns, true);
+		fc->dropping = true;
+		h2_conn__free(fc->dec, e->ts_ns);
+		fc->dec = NULL;
 	}
 	return 0;
+}
+
+uint64_t h2_feed__expire(struct h2_feed *f, uint64_t now_ns, uint64_t idle_ns)
+{
+	uint64_t n = 0;
+
+	if (!f)
+		return 0;
+	for (size_t i = 0; i < BUCKETS; i++) {
+		struct fconn **pp = &f->b[i];
+
+		while (*pp) {
+			if (now_ns > (*pp)->last_ns + idle_ns) {
+				f->st.lost_conns++;
+				end_conn(f, pp, now_ns, true);
+				n++;
+			} else {
+				pp = &(*pp)->next;
+			}
+		}
+	}
+	return n;
 }
 
 void h2_feed__stats(const struct h2_feed *f, struct h2_feed_stats *st)

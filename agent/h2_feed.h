@@ -44,5 +44,11 @@ void h2_feed__free(struct h2_feed *f, uint64_t now_ns);
 /* MM_EVT_H2_DATA or MM_EVT_H2_CLOSE; other events are ignored. */
 int h2_feed__event(struct h2_feed *f, const void *data, size_t size);
 void h2_feed__stats(const struct h2_feed *f, struct h2_feed_stats *st);
+/*
+ * Forget connections with no bytes for idle_ns (CLOCK_MONOTONIC, as BPF
+ * stamps them): their close was lost (a full ring buffer) or never sent (the
+ * TLS object went away with the gate). Their open streams count as lost.
+ */
+uint64_t h2_feed__expire(struct h2_feed *f, uint64_t now_ns, uint64_t idle_ns);
 
 #endif /* MM_AGENT_H2_FEED_H */

@@ -225,7 +225,8 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 		   "{stream}", MI_COUNTER, true);
 	err |= reg(sm, M_TLS, "milometer.tls.uprobes",
 		   "TLS capture's uprobes attached now (0 with the gate off), by kind "
-		   "(uprobes; processes and libraries hooked).", "{item}", MI_GAUGE,
+		   "(uprobes; processes hooked now; libraries hooked since the gate "
+		   "turned on).", "{item}", MI_GAUGE,
 		   true);
 	if (err) {
 		free(sm);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -30,6 +31,9 @@
 struct tls_proc {
 	int pid;
 	bool seen;            /* in the target set at the last scan */
+	dev_t exe_dev;        /* its executable when attached */
+	ino_t exe_ino;
+	unsigned zero_scans;  /* looked at again with nothing to hook */
 	int nlinks, cap_links;
 	struct bpf_link **links;
 };
@@ -54,6 +58,7 @@ struct tls_capture {
 	size_t nlibs, cap_libs;
 	struct tls_capture_stats st;
 	bool go_announced;
+	uint64_t scans;
 };
 
 /* Every map the main object has, by name, is the main object's map. */
@@ -92,6 +97,13 @@ static void proc_detach(struct tls_proc *p)
 	free(p->links);
 	p->links = NULL;
 	p->nlinks = p->cap_links = 0;
+}
+
+/* Links from index `from` on go: a half-attached library is none. */
+static void links_drop(struct tls_proc *p, int from)
+{
+	while (p->nlinks > from)
+		bpf_link__destroy(p->links[--p->nlinks]);
 }
 
 static int grow(void **arr, size_t *cap, size_t n, size_t elem)
@@ -206,6 +218,7 @@ static int lib_attach(struct tls_capture *tc, struct tls_proc *p,
 			fprintf(stderr, "milometer: TLS capture: uprobes on %s in process %d failed: %s\n",
 				t->mapped, p->pid, strerror(-err));
 		tc->st.failed++;
+		links_drop(p, before);
 		return err;
 	}
 	tc->st.uprobes += p->nlinks - before;
@@ -262,6 +275,7 @@ static int go_attach(struct tls_capture *tc, struct tls_proc *p)
 				fprintf(stderr, "milometer: TLS capture: uprobes on Go crypto/tls in process %d failed: %s\n",
 					p->pid, strerror(-ret));
 			tc->st.failed++;
+			links_drop(p, before);
 			return ret;
 		}
 	}
@@ -285,14 +299,61 @@ static int go_attach(struct tls_capture *tc, struct tls_proc *p)
  * since the last scan is attached then (a connection it served before is
  * picked up at its next exchange).
  */
+/* The executable's identity: an exec in place (same pid) changes it. */
+static void exe_id(int pid, dev_t *dev, ino_t *ino)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	if (stat(path, &st)) {
+		*dev = 0;
+		*ino = 0;
+		return;
+	}
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+}
+
+/* Discover process p's TLS code and attach to it; the links it had go. */
+static int proc_attach(struct tls_capture *tc, struct tls_proc *p,
+		       struct tls_target *t)
+{
+	char err[256];
+	int n, added = 0;
+
+	tc->st.uprobes -= p->nlinks;
+	proc_detach(p);
+	exe_id(p->pid, &p->exe_dev, &p->exe_ino);
+	n = tls_discover__pid("/proc", p->pid, t, MAX_TARGETS_PER_PID, err,
+			      sizeof(err));
+	if (n < 0)
+		return n; /* gone already */
+	for (int i = 0; i < n; i++)
+		if (!lib_attach(tc, p, &t[i]) && p->nlinks)
+			added = 1;
+	if (!n && go_attach(tc, p) > 0)
+		added = 1;
+	return added;
+}
+
+/*
+ * Every 5 s (50 scans), processes are looked at again: one that exec'd in
+ * place (a container's entrypoint script exec'ing the proxy) has another
+ * executable; one with nothing hooked may have loaded its TLS library
+ * since (dlopen), tried up to 12 times.
+ */
+#define RESCAN_EVERY 50
+#define ZERO_RETRIES 12
+
 int tls_capture__scan(struct tls_capture *tc)
 {
 	int fd = bpf_map__fd(tc->main->maps.mm_targets);
+	bool recheck = ++tc->scans % RESCAN_EVERY == 0;
 	struct tls_target *t;
 	struct tls_proc *p;
 	__u32 key, next, *prev = NULL;
-	char err[256];
-	int added = 0, n, ret = 0;
+	int added = 0, ret = 0;
 
 	t = calloc(MAX_TARGETS_PER_PID, sizeof(*t));
 	if (!t)
@@ -304,29 +365,33 @@ int tls_capture__scan(struct tls_capture *tc)
 		prev = &key;
 		p = proc_find(tc, key);
 		if (p) {
+			dev_t dev;
+			ino_t ino;
+
 			p->seen = true;
+			if (!recheck)
+				continue;
+			exe_id(p->pid, &dev, &ino);
+			if (dev != p->exe_dev || ino != p->exe_ino ||
+			    (!p->nlinks && p->zero_scans++ < ZERO_RETRIES))
+				added += proc_attach(tc, p, t) > 0;
 			continue;
 		}
-		n = tls_discover__pid("/proc", key, t, MAX_TARGETS_PER_PID,
-				      err, sizeof(err));
-		if (n < 0)
-			continue; /* gone already */
 		if (grow((void **)&tc->procs, &tc->cap_procs, tc->nprocs,
 			 sizeof(*p))) {
 			ret = -ENOMEM;
 			break;
 		}
-		p = &tc->procs[tc->nprocs++];
+		p = &tc->procs[tc->nprocs];
 		memset(p, 0, sizeof(*p));
 		p->pid = key;
 		p->seen = true;
-		for (int i = 0; i < n; i++)
-			if (!lib_attach(tc, p, &t[i]) && p->nlinks)
-				added++;
-		if (!n && go_attach(tc, p) > 0)
-			added++;
+		if (proc_attach(tc, p, t) < 0)
+			continue; /* gone already: not kept */
+		tc->nprocs++;
+		added += p->nlinks > 0;
 	}
-	/* processes that left the target set (exited, exec'd) */
+	/* processes that left the target set (exited, exec'd another program) */
 	for (size_t i = 0; i < tc->nprocs;) {
 		if (tc->procs[i].seen) {
 			i++;
@@ -336,7 +401,9 @@ int tls_capture__scan(struct tls_capture *tc)
 		proc_detach(&tc->procs[i]);
 		tc->procs[i] = tc->procs[--tc->nprocs];
 	}
-	tc->st.processes = tc->nprocs;
+	tc->st.processes = 0;
+	for (size_t i = 0; i < tc->nprocs; i++)
+		tc->st.processes += tc->procs[i].nlinks > 0;
 	free(t);
 	return ret ?: added;
 }

@@ -62,6 +62,22 @@ static __always_inline bool is_tcp(__u16 family, __u16 type, __u16 proto)
 	       type == SOCK_STREAM_ && proto == IPPROTO_TCP_;
 }
 
+#define SOCK_BINDPORT_LOCK_ 8 /* include/net/sock.h */
+
+/*
+ * An accepted socket inherits its listener's bound-port lock; a connected
+ * one gets an automatic port and no lock (unless the proxy bound its local
+ * port itself, which nginx's proxy_bind with a port would). So this tells
+ * the proxy's server side from its client side on a connection found open,
+ * where the direction of its first I/O does not.
+ */
+static __always_inline __u8 sock_accepted(struct sock *sk)
+{
+	__u8 locks = BPF_CORE_READ_BITFIELD_PROBED(sk, sk_userlocks);
+
+	return !!(locks & SOCK_BINDPORT_LOCK_);
+}
+
 /* The struct sock behind fd in the current process, 0 if not a socket. */
 static __always_inline __u64 sock_of_fd(__u32 fd)
 {
@@ -349,9 +365,9 @@ static __always_inline bool h2_start(struct mm_conn *c,
 
 /*
  * A connection found open whose bytes, in either direction, are HTTP/2
- * frames. Its role is then the downstream one (the proxy serves HTTP/2;
- * upstream h2c is not followed) whatever the first I/O seen suggested: on a
- * busy connection that may have been the proxy's write. Looked at on up to
+ * frames, on a socket the proxy accepted (sock_accepted()): its role is the
+ * downstream one whatever the first I/O seen suggested (on a busy
+ * connection that may have been the proxy's write). Looked at on up to
  * 16 I/Os until an HTTP/1 request head is complete: a read may start inside
  * a frame, and such bytes may even look like the start of a request.
  */
@@ -360,7 +376,9 @@ static __always_inline bool h2_late_start(struct mm_conn *c,
 {
 	bool on;
 
-	if (c->connect_ns || a->kind != MM_IO_BUF || c->h2_tries >= 16)
+	/* the proxy's server side only: upstream h2c is followed from its start */
+	if (!c->accepted || c->connect_ns || a->kind != MM_IO_BUF ||
+	    c->h2_tries >= 16)
 		return false;
 	h2_route_gen(&on);
 	if (!on)
@@ -477,10 +495,12 @@ static __always_inline void capture_io(struct mm_conn *c,
 		__u32 off = x.s->w_off;
 
 		if (a->kind != MM_IO_BUF) {
-			/* an offset inside iovecs: not followed, said so */
-			c->h2 = MM_H2_DEAD;
-			stat_inc(MM_STAT_H2_LOST);
-			h2_close(c, x.s->now, MM_DATA_LOST);
+			/* h2 bytes at an offset inside iovecs: not followed */
+			if (x.s->x_left || x.s->w_off < x.s->w_len) {
+				c->h2 = MM_H2_DEAD;
+				stat_inc(MM_STAT_H2_LOST);
+				h2_close(c, x.s->now, MM_DATA_LOST);
+			}
 		} else if (off < ret) {
 			rest.buf = a->buf + off;
 			mm_h2_feed(c, x.s, &rest, ret - off, MM_DIR_FROM_SERVER);

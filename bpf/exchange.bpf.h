@@ -236,9 +236,12 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 	c->finished = 1;
 	c->finished_ns = now;
 	stat_inc(MM_STAT_CONNS_CLOSED);
-	if (c->h2 == MM_H2_FEED || c->h2 == MM_H2_LATE) {
-		/* its streams are the decoder's: it ends them */
-		h2_close(c, now, 0);
+	if (c->h2) {
+		/*
+		 * Its streams are the decoder's: it ends them (a feed that lost
+		 * bytes says so again: its first close may have been lost too).
+		 */
+		h2_close(c, now, c->h2 == MM_H2_DEAD ? MM_DATA_LOST : 0);
 		return;
 	}
 	if (c->resp.state == PS_CLOSE_BODY)

@@ -313,7 +313,11 @@ __noinline int mm_h2_feed(struct mm_conn *c, struct mm_scratch *s,
 		f.lost = 1; /* sendfile, io_uring: bytes we cannot read */
 		goto out;
 	}
-	/* up to MM_H2_BYTES in chunks, across any number of iovecs */
+	/*
+	 * One step per iovec and one per chunk: MM_IOV_MAX + 64 steps cover
+	 * 256 KiB in up to ~960 iovecs; a syscall past that stops the feed
+	 * (counted).
+	 */
 	bpf_loop(MM_IOV_MAX + MM_H2_BYTES / MM_DATA_CHUNK, h2_step, &f, 0);
 	if (f.left)
 		f.lost = 1;

@@ -196,6 +196,7 @@ static __always_inline struct mm_conn *tls_conn(__u64 sk, __u32 tgid,
 	if (!c)
 		return NULL;
 	conn_init(c, tgid, role);
+	c->accepted = role == MM_ROLE_DOWN;
 	/* a stream that starts inside a message is picked up at its next turn */
 	c->lazy = lazy;
 	return c;
@@ -287,9 +288,12 @@ struct mm_go_key {
 	__u32 fn;       /* enum mm_tls_fn */
 };
 
-/* Go crypto/tls calls in flight, per goroutine. */
+/*
+ * Go crypto/tls calls in flight, per goroutine (LRU: a goroutine that never
+ * returns, blocked at exit or unwound by a panic, does not fill it).
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, struct mm_go_key);
 	__type(value, struct mm_tls_call);
@@ -417,11 +421,13 @@ static __always_inline void note_sk(struct sock *sk)
 
 	if (!call && mm_go_targets && is_target(bpf_get_current_pid_tgid() >> 32))
 		call = unbound_go_call();
-	if (!call)
+	if (!call ||
+	    !is_tcp(sk->__sk_common.skc_family, sk->sk_type, sk->sk_protocol))
 		return;
 	call->sk = (__u64)sk;
 	ct = bpf_sk_storage_get(&mm_sk_conns, sk, 0, 0);
-	call->role = ct ? ct->role : MM_ROLE_UNKNOWN;
+	call->role = sock_accepted(sk) ? MM_ROLE_DOWN :
+		     ct ? ct->role : MM_ROLE_UNKNOWN;
 }
 
 SEC("tp_btf/sock_recv_length")
@@ -456,11 +462,16 @@ int BPF_PROG(mm_tls_sys_exit, struct pt_regs *regs, long ret)
 
 		if (!call && mm_go_targets)
 			call = unbound_go_call();
-		if (!call)
+		struct sock *so = (struct sock *)sk;
+
+		if (!call || !is_tcp(BPF_CORE_READ(so, __sk_common.skc_family),
+				     BPF_CORE_READ(so, sk_type),
+				     BPF_CORE_READ(so, sk_protocol)))
 			return 0;
 		call->sk = sk;
 		ct = bpf_map_lookup_elem(&mm_conns, &sk);
-		call->role = ct ? ct->role : MM_ROLE_UNKNOWN;
+		call->role = sock_accepted(so) ? MM_ROLE_DOWN :
+			     ct ? ct->role : MM_ROLE_UNKNOWN;
 	}
 	return 0;
 }

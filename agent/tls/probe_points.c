@@ -144,13 +144,19 @@ static uint64_t find_entry(csh h, const cs_insn *in, size_t n,
 	return 0;
 }
 
-/* Jump targets inside the function; false when some are unknown. */
-static bool jump_targets(csh h, const cs_insn *in, size_t n, uint64_t *targets,
-			 size_t max, size_t *ntargets)
+/*
+ * Jump targets of the function; false when some are unknown (a jump table).
+ * *outside: a jump leaves the function (a tail call, a .cold part that may
+ * jump back in where no exit probe would see it).
+ */
+static bool jump_targets(csh h, const cs_insn *in, size_t n, size_t len,
+			 uint64_t *targets, size_t max, size_t *ntargets,
+			 bool *outside)
 {
 	uint64_t t;
 
 	*ntargets = 0;
+	*outside = false;
 	for (size_t i = 0; i < n; i++) {
 		if (!cs_insn_group(h, &in[i], CS_GRP_JUMP))
 			continue;
@@ -160,7 +166,10 @@ static bool jump_targets(csh h, const cs_insn *in, size_t n, uint64_t *targets,
 			return false; /* a jump table: targets unknown */
 		if (*ntargets == max)
 			return false;
-		targets[(*ntargets)++] = in[i].detail->x86.operands[0].imm;
+		t = in[i].detail->x86.operands[0].imm;
+		if (t >= len)
+			*outside = true;
+		targets[(*ntargets)++] = t;
 	}
 	return true;
 }
@@ -171,6 +180,7 @@ uint64_t probe_points__entry(const uint8_t *code, size_t len, unsigned nargs,
 	uint64_t targets[256], entry = 0;
 	size_t n, ntargets;
 	cs_insn *in = NULL;
+	bool outside;
 	csh h;
 
 	if (nargs > 4)
@@ -179,7 +189,7 @@ uint64_t probe_points__entry(const uint8_t *code, size_t len, unsigned nargs,
 		return 0;
 	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
 	n = cs_disasm(h, code, len, 0, 0, &in);
-	if (n && jump_targets(h, in, n, targets, 256, &ntargets))
+	if (n && jump_targets(h, in, n, len, targets, 256, &ntargets, &outside))
 		entry = find_entry(h, in, n, targets, ntargets,
 				   abi == PP_ABI_GO ? go_args : sysv_args,
 				   nargs);
@@ -195,6 +205,7 @@ int probe_points__find(const uint8_t *code, size_t len, unsigned nargs,
 	uint64_t targets[256], t;
 	size_t n = 0, ntargets = 0;
 	cs_insn *in = NULL;
+	bool outside;
 	int err = 0;
 	csh h;
 
@@ -209,7 +220,8 @@ int probe_points__find(const uint8_t *code, size_t len, unsigned nargs,
 		err = -EINVAL;
 		goto cleanup;
 	}
-	if (!jump_targets(h, in, n, targets, 256, &ntargets))
+	if (!jump_targets(h, in, n, len, targets, 256, &ntargets, &outside) ||
+	    outside)
 		goto cleanup; /* function start, uretprobe */
 
 	/* exits: one per RET, or none at all */

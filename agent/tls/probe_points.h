@@ -17,8 +17,10 @@
  * line, with nothing in between writing rax or being a branch target, and
  * whose taken branch ends in a call that does not return (OpenSSL's
  * stack-protector check, `jne __stack_chk_fail`). The return value is in
- * rax there. When any RET lacks one, there are no exit points: the caller
- * uses a uretprobe and the entry at the first instruction.
+ * rax there. When any RET lacks one, or a jump leaves the function (a tail
+ * call, a .cold part that may jump back in unseen), there are no exit
+ * points: the caller uses a uretprobe and the entry at the first
+ * instruction.
  */
 #ifndef MM_AGENT_TLS_PROBE_POINTS_H
 #define MM_AGENT_TLS_PROBE_POINTS_H

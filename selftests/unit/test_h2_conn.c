@@ -883,7 +883,31 @@ TEST(h2_feed_close_aborts_loss_drops)
 	}
 	h2_feed__stats(f, &st);
 	ASSERT_EQ(st.not_h2, 1);
+	/* kept (refused) until its close: no decoder per later chunk */
+	ASSERT_EQ(st.open, 1);
+	off = 0;
+	{
+		struct wire w = {};
+
+		put(&w, "more bytes of it", 16);
+		feed_bytes(f, 3, MM_DIR_FROM_CLIENT, &w, &off, 64);
+		free(w.b);
+	}
+	h2_feed__stats(f, &st);
+	ASSERT_EQ(st.conns, 3);
+	ASSERT_EQ(st.not_h2, 1);
+	feed_close(f, 3, 0);
+	h2_feed__stats(f, &st);
 	ASSERT_EQ(st.open, 0);
+	/* a connection whose close never came is forgotten when idle */
+	off = 0;
+	feed_bytes(f, 4, MM_DIR_FROM_CLIENT, &a.c, &off, 64);
+	ASSERT_EQ(h2_feed__expire(f, 1000 + 10, 1000000), 0);
+	ASSERT_EQ(h2_feed__expire(f, 5000000, 1000000), 1);
+	h2_feed__stats(f, &st);
+	ASSERT_EQ(st.open, 0);
+	ASSERT_EQ(st.lost_streams, 2);
+	ASSERT_EQ(g.n, 1);
 	h2_feed__free(f, 0);
 	convo_free(&a);
 }

@@ -138,3 +138,23 @@ TEST(tls_probe_points_installed_libssl)
 	}
 	dlclose(h);
 }
+
+TEST(tls_probe_points_tail_call_leaves_the_function)
+{
+	uint8_t c[sizeof(ssl_read) + 5];
+	struct probe_points pp;
+
+	memcpy(c, ssl_read, sizeof(ssl_read));
+	/* "jmp 3545a" (0x7c) -> "jmp <past the end>": a tail call */
+	c[0x7c] = 0xe9;
+	c[0x7d] = 0x00;
+	c[0x7e] = 0x10;
+	c[0x7f] = 0x00;
+	c[0x80] = 0x00;
+	memset(c + sizeof(ssl_read), 0x90, 5);
+	ASSERT_EQ(probe_points__find(c, sizeof(c), 3, &pp), 0);
+	ASSERT_EQ(pp.nexit, 0);
+	ASSERT_EQ(pp.entry, 0);
+	/* the entry alone still is the js */
+	ASSERT_EQ(probe_points__entry(c, sizeof(c), 3, PP_ABI_SYSV), 0x16);
+}
