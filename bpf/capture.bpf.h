@@ -62,22 +62,6 @@ static __always_inline bool is_tcp(__u16 family, __u16 type, __u16 proto)
 	       type == SOCK_STREAM_ && proto == IPPROTO_TCP_;
 }
 
-#define SOCK_BINDPORT_LOCK_ 8 /* include/net/sock.h */
-
-/*
- * An accepted socket inherits its listener's bound-port lock; a connected
- * one gets an automatic port and no lock (unless the proxy bound its local
- * port itself, which nginx's proxy_bind with a port would). So this tells
- * the proxy's server side from its client side on a connection found open,
- * where the direction of its first I/O does not.
- */
-static __always_inline __u8 sock_accepted(struct sock *sk)
-{
-	__u8 locks = BPF_CORE_READ_BITFIELD_PROBED(sk, sk_userlocks);
-
-	return !!(locks & SOCK_BINDPORT_LOCK_);
-}
-
 /* The struct sock behind fd in the current process, 0 if not a socket. */
 static __always_inline __u64 sock_of_fd(__u32 fd)
 {
@@ -336,14 +320,14 @@ static __always_inline void resync_turn(struct mm_parser *other)
  * by the proxy (downstream), or written by it (upstream h2c, gRPC
  * backends; nginx writes them with writev, the preface in the first iovec).
  */
-static __always_inline bool h2_start(struct mm_conn *c,
-				     const struct mm_io_args *a, long ret)
+__noinline int mm_h2_start(struct mm_conn *c, const struct mm_io_args *a,
+			   __s64 ret)
 {
 	struct mm_iovec v;
 	__u64 ubuf;
 	bool on;
 
-	if (ret < 24)
+	if (!c || !a || ret < 24)
 		return false;
 	if (a->kind == MM_IO_BUF) {
 		ubuf = a->buf;
@@ -365,19 +349,21 @@ static __always_inline bool h2_start(struct mm_conn *c,
 
 /*
  * A connection found open whose bytes, in either direction, are HTTP/2
- * frames, on a socket the proxy accepted (sock_accepted()): its role is the
- * downstream one whatever the first I/O seen suggested (on a busy
- * connection that may have been the proxy's write). Looked at on up to
+ * frames: its role is taken as the downstream one whatever the first I/O
+ * seen suggested (on a busy connection that may have been the proxy's
+ * write). An upstream h2c connection found open would be taken the same
+ * way: its bound-port lock does not tell (an accepted socket's is cleared
+ * by sk_clone_lock), and nothing else in the socket does without a lookup
+ * of listeners. Looked at on up to
  * 16 I/Os until an HTTP/1 request head is complete: a read may start inside
  * a frame, and such bytes may even look like the start of a request.
  */
-static __always_inline bool h2_late_start(struct mm_conn *c,
-					  const struct mm_io_args *a, long ret)
+__noinline int mm_h2_late_start(struct mm_conn *c, const struct mm_io_args *a,
+				__s64 ret)
 {
 	bool on;
 
-	/* the proxy's server side only: upstream h2c is followed from its start */
-	if (!c->accepted || c->connect_ns || a->kind != MM_IO_BUF ||
+	if (!c || !a || c->connect_ns || a->kind != MM_IO_BUF ||
 	    c->h2_tries >= 16)
 		return false;
 	h2_route_gen(&on);
@@ -410,11 +396,11 @@ static __always_inline void capture_io(struct mm_conn *c,
 
 	if (c->role == MM_ROLE_UNKNOWN)
 		c->role = is_read ? MM_ROLE_DOWN : MM_ROLE_UP;
-	if (!c->h2 && c->lazy && h2_late_start(c, a, ret))
+	if (!c->h2 && c->lazy && mm_h2_late_start(c, a, ret))
 		c->role = MM_ROLE_DOWN;
 	is_req = (c->role == MM_ROLE_DOWN) == is_read;
 	if (c->h2 || (is_req && !c->next_seq && c->req.state == PS_START &&
-		      h2_start(c, a, ret))) {
+		      mm_h2_start(c, a, ret))) {
 		/* an upstream request is not this stream's: own head decides */
 		if (is_req)
 			thread_link_forget();

@@ -244,8 +244,7 @@ struct mm_conn {
 	__u8 head_trunc;
 	__u8 dots[MM_DOTS_MAX];
 	__u8 dots_over;      /* the host had more dots than dots[] holds */
-	__u8 accepted;       /* the socket's port was bound (a listener's child) */
-	__u8 _pad2[6];
+	__u8 _pad2[7];
 	char host[MM_HOST_MAX];
 	char headbuf[MM_HEAD_MAX];
 	struct mm_pending slots[MM_PIPELINE_DEPTH];

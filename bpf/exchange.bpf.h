@@ -510,7 +510,7 @@ static __always_inline void response_head_done(struct mm_conn *c,
 	c->status = status;
 	/* upgraded to h2c: its request is stream 1 of the decoder's connection */
 	if (status == 101 && c->req.up_h2c && c->role == MM_ROLE_DOWN && s &&
-	    h2_switch(c, s->start_ns)) {
+	    mm_h2_switch(c, s->start_ns)) {
 		c->head = (c->head + 1) & (MM_PIPELINE_DEPTH - 1);
 		if (!--c->count)
 			c->head = 0;

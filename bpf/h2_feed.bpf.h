@@ -191,7 +191,7 @@ static long h2_step(__u32 i, void *ctx)
  * while it was parsed) goes up first, flagged MM_DATA_UPGRADE, so the
  * decoder knows stream 1; its HTTP/1 slot is popped without an exchange.
  */
-static __always_inline bool h2_switch(struct mm_conn *c, __u64 start_ns)
+__noinline int mm_h2_switch(struct mm_conn *c, __u64 start_ns)
 {
 	struct mm_data_event *h;
 	struct mm_h2_rec *r;
@@ -199,7 +199,7 @@ static __always_inline bool h2_switch(struct mm_conn *c, __u64 start_ns)
 	bool on;
 	__u32 gen = h2_route_gen(&on);
 
-	if (!on)
+	if (!on || !c)
 		return false;
 	r = bpf_map_lookup_elem(&mm_h2_buf, &zero);
 	if (!r)

@@ -78,7 +78,6 @@ static __always_inline int sock_io(struct sock *sk, int ret, int flags,
 			return 0;
 		}
 		conn_init(c, tgid, MM_ROLE_UNKNOWN);
-		c->accepted = sock_accepted(sk);
 		tp = bpf_skc_to_tcp_sock(sk);
 		c->lazy = tp && !tcp_first_io(tp, ret, is_read);
 	}
@@ -166,7 +165,6 @@ int BPF_PROG(mm_sys_exit, struct pt_regs *regs, long ret)
 		if (!c)
 			return 0;
 		conn_init(c, tgid, MM_ROLE_UNKNOWN);
-		c->accepted = sock_accepted(sk);
 		c->lazy = !tcp_first_io((struct tcp_sock *)skaddr, ret, is_read);
 	}
 	if (c->finished)

@@ -196,7 +196,6 @@ static __always_inline struct mm_conn *tls_conn(__u64 sk, __u32 tgid,
 	if (!c)
 		return NULL;
 	conn_init(c, tgid, role);
-	c->accepted = role == MM_ROLE_DOWN;
 	/* a stream that starts inside a message is picked up at its next turn */
 	c->lazy = lazy;
 	return c;
@@ -426,8 +425,7 @@ static __always_inline void note_sk(struct sock *sk)
 		return;
 	call->sk = (__u64)sk;
 	ct = bpf_sk_storage_get(&mm_sk_conns, sk, 0, 0);
-	call->role = sock_accepted(sk) ? MM_ROLE_DOWN :
-		     ct ? ct->role : MM_ROLE_UNKNOWN;
+	call->role = ct ? ct->role : MM_ROLE_UNKNOWN;
 }
 
 SEC("tp_btf/sock_recv_length")
@@ -470,8 +468,7 @@ int BPF_PROG(mm_tls_sys_exit, struct pt_regs *regs, long ret)
 			return 0;
 		call->sk = sk;
 		ct = bpf_map_lookup_elem(&mm_conns, &sk);
-		call->role = sock_accepted(so) ? MM_ROLE_DOWN :
-			     ct ? ct->role : MM_ROLE_UNKNOWN;
+		call->role = ct ? ct->role : MM_ROLE_UNKNOWN;
 	}
 	return 0;
 }

@@ -26,12 +26,14 @@ start_nginx
 wait_for 10 listening $NGINX_H2C_PORT || fail "nginx did not listen for h2c"
 wait_for 10 listening $NGINX_TLS_PORT || fail "nginx did not listen with TLS"
 
-h2load -c 2 -m 4 -D 10 -H ':authority: www.shop.test' \
+h2load -c 2 -m 4 -D 25 -H ':authority: www.shop.test' \
 	"http://127.0.0.1:$NGINX_H2C_PORT/cart/late" >"$T/h2c.out" 2>&1 &
 H2C_PID=$!
-h2load -c 2 -m 4 -D 10 -H ':authority: api.example.com' \
+h2load -c 2 -m 4 -D 25 -H ':authority: api.example.com' \
 	"https://127.0.0.1:$NGINX_TLS_PORT/v1/status" >"$T/h2tls.out" 2>&1 &
 H2TLS_PID=$!
+# 25 s of load: the agent loads its programs on the two busy CPUs (up to
+# ~10 s here) and must see the connections for a while after that
 wait_for 10 log_at_least "$NGINX_LOG" 100 || fail "h2load did not start: $(cat "$T/h2c.out")"
 before=$(log_lines "$NGINX_LOG")
 start_agent --feature-gates=TLSCapture=true,HTTP2=true

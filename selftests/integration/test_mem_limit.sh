@@ -1,18 +1,21 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# The agent in a memory cgroup with a 192 MiB limit, as a pod with
-# resources.limits.memory: 192Mi: it reads the limit itself, lowers its
+# The agent in a memory cgroup with a 224 MiB limit, as a pod with
+# resources.limits.memory: 224Mi: it reads the limit itself, lowers its
 # caps to fit (and says so), exports the limit, the caps and their drivers
 # as self-metrics (the per-node sizing figures a VPA uses), and still
 # counts nginx traffic exactly. The limit is set by this script through the
 # cgroup filesystem (ground truth), v2 memory.max or v1 memory.limit_in_bytes.
-# 192 MiB, not much less: loading the BPF programs charges ~100 MiB of verifier
-# memory to the cgroup (the peak this test logs), so a smaller limit is
-# OOM-killed at start whatever the caps (the agent warns about it).
+# 224 MiB: loading the BPF programs charges the verifier's memory to the
+# cgroup (the peak this test logs). Measured on this VM's 6.18 (v1 memory
+# cgroup, kernel memory included): the agent starts under 188 MiB and is
+# OOM-killed under 184, with this session's object and the one before it
+# alike, so 192 left too little room; a smaller limit is OOM-killed at start
+# whatever the caps (the agent warns about it). The caps are still lowered.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_bin milometer gen_nginx
-LIMIT=${MM_IT_MEM_LIMIT:-$((192 << 20))}
+LIMIT=${MM_IT_MEM_LIMIT:-$((224 << 20))}
 
 if [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ]; then
 	CGROOT=/sys/fs/cgroup
