@@ -330,6 +330,14 @@ start_haproxy() {
 		fail "haproxy did not start: $(cat "$T/haproxy.out")"
 }
 
+# make_cert: a self-signed certificate and key for TLS listeners, in
+# $T/tls.crt and $T/tls.key
+make_cert() {
+	command -v openssl >/dev/null || fail "openssl is missing (deploy/install-deps.sh installs it)"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=milometer-test \
+		-keyout "$T/tls.key" -out "$T/tls.crt" 2>/dev/null || fail "openssl req"
+}
+
 # --- the agent -------------------------------------------------------------
 
 # start_agent [EXTRA ARGS]: the agent on $T/manifests, tracing nginx by

@@ -20,8 +20,7 @@ NGINX_TLS_PORT=28443
 NGINX_TLS_H2=1
 NGINX_H2C_PORT=28444
 port_free $NGINX_TLS_PORT $NGINX_H2C_PORT
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=milometer-test \
-	-keyout "$T/tls.key" -out "$T/tls.crt" 2>/dev/null || fail "openssl req"
+make_cert
 start_nginx
 wait_for 10 listening $NGINX_TLS_PORT || fail "nginx did not listen with TLS"
 wait_for 10 listening $NGINX_H2C_PORT || fail "nginx did not listen for h2c"

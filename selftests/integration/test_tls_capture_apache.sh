@@ -14,8 +14,7 @@ use_manifests base
 start_backends
 TLS_PORT=28443
 port_free $TLS_PORT
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=milometer-test \
-	-keyout "$T/tls.key" -out "$T/tls.crt" 2>/dev/null || fail "openssl req"
+make_cert
 A=$T/apache
 mkdir -p "$A"
 M=/usr/lib/apache2/modules

@@ -14,8 +14,7 @@ need_bin milometer
 command -v openssl >/dev/null || fail "openssl is missing (deploy/install-deps.sh installs it)"
 use_manifests base
 start_backends
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=milometer-test \
-	-keyout "$T/tls.key" -out "$T/tls.crt" 2>/dev/null || fail "openssl req"
+make_cert
 cat "$T/tls.crt" "$T/tls.key" >"$T/tls.pem"
 HAPROXY_TLS_PORT=28443
 HAPROXY_ALPN=h2,http/1.1

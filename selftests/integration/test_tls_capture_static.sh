@@ -15,8 +15,7 @@ cc -O2 -o "$SRV" "$IT_DIR/static_tls/server.c" /usr/lib/x86_64-linux-gnu/libssl.
 	/usr/lib/x86_64-linux-gnu/libcrypto.a -lpthread 2>"$T/cc.err" ||
 	fail "cannot build the static TLS server: $(tail -3 "$T/cc.err")"
 ! ldd "$SRV" | grep -q libssl || fail "the static server links libssl dynamically"
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=milometer-test \
-	-keyout "$T/tls.key" -out "$T/tls.crt" 2>/dev/null || fail "openssl req"
+make_cert
 port_free $PROXY_PORT
 start_bg static-srv sh -c "exec '$SRV' $PROXY_PORT '$T/tls.crt' '$T/tls.key' >'$T/srv.log'"
 wait_for 10 listening $PROXY_PORT || fail "the static server did not start"
