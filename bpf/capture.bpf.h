@@ -366,10 +366,11 @@ __noinline int mm_h2_late_start(struct mm_conn *c, const struct mm_io_args *a,
 	if (!c || !a || c->connect_ns || a->kind != MM_IO_BUF ||
 	    c->h2_tries >= 16)
 		return false;
+	/* counted with the gate off too: a found-open stream stops asking */
+	c->h2_tries++;
 	h2_route_gen(&on);
 	if (!on)
 		return false;
-	c->h2_tries++;
 	/* a connection found open may still be at its start */
 	if (ret >= 24 && h2_preface(a->buf))
 		c->h2 = MM_H2_FEED;
