@@ -194,6 +194,15 @@ static int open_contract(struct agent *ag)
 	if (!ag->engine)
 		return -ENOMEM;
 	policy_engine__sync(ag->engine, ag->msrc);
+	/*
+	 * Control-plane series are the same on every node: from the API one
+	 * producer (the controller's leader) makes them for the cluster.
+	 */
+	ag->resource_fields = !strcmp(ag->opts->resource_fields, "on") ||
+			      (!strcmp(ag->opts->resource_fields, "auto") &&
+			       !ag->opts->use_api);
+	if (ag->opts->use_api && !ag->resource_fields)
+		fprintf(stderr, "milometer: ResourceFields policies are left to `milometer controller` (one producer for the cluster; --resource-fields on makes them here too)\n");
 	return 0;
 }
 
@@ -397,15 +406,20 @@ static void tick(struct agent *ag, uint64_t ticks)
 {
 	uint64_t mono = state__mono_ns(), real = state__real_ns();
 	struct agent_opts *o = ag->opts;
+	uint64_t before = ag->proxy_pods.containers;
 
 	/* the source first: an API change reaches routes in the same tick */
 	reload_contract(ag);
+	/* pods first: a Gateway new on this node is in the table polled next */
+	if (ag->k8s)
+		proxy_pods__sync(ag->k8s, ag->skel, ag->routes, &ag->proxy_pods);
 	route_sync__poll(ag->routes, mono);
 	ctl__expire(ag->ctl, mono);
 	if (ag->k8s) {
-		uint64_t before = ag->proxy_pods.containers;
-
-		proxy_pods__sync(ag->k8s, ag->skel, &ag->proxy_pods);
+		/* containers that waited for their Gateway's table */
+		if (ag->proxy_pods.missing)
+			proxy_pods__sync(ag->k8s, ag->skel, ag->routes,
+					 &ag->proxy_pods);
 		if (ag->proxy_pods.containers != before)
 			fprintf(stderr, "milometer: %llu proxy pods on this node, %llu containers traced, %llu not found yet\n",
 				(unsigned long long)ag->proxy_pods.pods,
@@ -420,7 +434,7 @@ static void tick(struct agent *ag, uint64_t ticks)
 	mstore__lock(ag->store);
 	aggregate__maintain(ag->agg, real, o->series_idle_s * 1000000000ULL);
 	mstore__unlock(ag->store);
-	if (ag->engine)
+	if (ag->engine && ag->resource_fields)
 		policy_engine__collect_resource_fields(ag->engine, real);
 	self_metrics__refresh(ag->self);
 	if (ag->otlp &&

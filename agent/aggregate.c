@@ -164,7 +164,8 @@ static inline uint64_t mix(uint64_t k)
 /*
  * Packed key, never 0: gen 16 bits | route 17 | rule 8 | method 4 |
  * status 10 | grpc 5 | leg 1 | aborted 1 | 1 (non-zero marker), high bits
- * first. Route ids at or past ROUTE_KEY_SPECIAL share the three special
+ * first. The unmatched and unknown series are the same in every
+ * generation: their gen bits hold the gateway slot instead. Route ids at or past ROUTE_KEY_SPECIAL share the three special
  * routes' keys (unmatched, defer, unknown): 131 000 routes per table.
  */
 #define ROUTE_KEY_BITS 17
@@ -223,9 +224,10 @@ static void add_label(struct labels *lb, const char *k, const char *v)
 	lb->n++;
 }
 
-static void build_labels(const struct route_table *t, uint32_t route,
-			 uint32_t rule, uint32_t method, uint32_t status,
-			 uint32_t grpc, bool aborted, struct labels *lb)
+static void build_labels(const struct route_table *t, uint32_t gw,
+			 uint32_t route, uint32_t rule, uint32_t method,
+			 uint32_t status, uint32_t grpc, bool aborted,
+			 struct labels *lb)
 {
 	lb->n = 0;
 	if (t && route < t->nroutes) {
@@ -241,6 +243,9 @@ static void build_labels(const struct route_table *t, uint32_t route,
 	} else {
 		add_label(lb, "k8s.httproute.name",
 			  route == MM_ROUTE_UNMATCHED ? "unmatched" : "unknown");
+		/* several Gateways on the node: say whose request it was */
+		if (t && gw < t->nslots && t->slots[gw].gw_name)
+			add_label(lb, "k8s.gateway.name", t->slots[gw].gw_name);
 	}
 	add_label(lb, "http.request.method",
 		  method_names[method < MM_M__COUNT ? method : 0]);
@@ -276,7 +281,8 @@ static void bind_entry(struct aggregate *a, struct key_entry *e, int leg,
 }
 
 static struct key_entry *lookup(struct aggregate *a, uint64_t key,
-				const struct route_table *t, uint32_t route,
+				const struct route_table *t, uint32_t gw,
+				uint32_t route,
 				uint32_t rule, uint32_t method, uint32_t status,
 				uint32_t grpc, int leg, bool aborted)
 {
@@ -290,14 +296,14 @@ static struct key_entry *lookup(struct aggregate *a, uint64_t key,
 	if ((a->used + 1) * 2 > a->cap) {
 		if (grow(a))
 			return NULL;
-		return lookup(a, key, t, route, rule, method, status, grpc,
+		return lookup(a, key, t, gw, route, rule, method, status, grpc,
 			      leg, aborted);
 	}
 	e = &a->tab[i];
 	e->key = key;
 	a->used++;
 	a->st.keys = a->used;
-	build_labels(t, route, rule, method, status, grpc, aborted, &lb);
+	build_labels(t, gw, route, rule, method, status, grpc, aborted, &lb);
 	if (a->export_sources) {
 		e->total = mstore__series(a->store,
 					  a->metric[leg ? SRC_US_TOTAL : SRC_DS_TOTAL],
@@ -330,7 +336,7 @@ static void on_head(struct aggregate *a, const struct mm_http_event *e,
 		len = size - sizeof(*e);
 	if (!t) {
 		a->st.retired_gen++;
-	} else if (route_match__lookup_head(t, e->head, len,
+	} else if (route_match__lookup_head(t, e->gw, e->head, len,
 					    e->flags & MM_EV_HEAD_TRUNC,
 					    &res) < 0 ||
 		   res.route_id == MM_ROUTE_UNKNOWN) {
@@ -398,15 +404,14 @@ static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
 	}
 	if (route >= ROUTE_KEY_SPECIAL && route < MM_ROUTE_UNKNOWN)
 		route = MM_ROUTE_UNKNOWN; /* past what a key holds */
-	if (route >= MM_ROUTE_UNKNOWN)
-		gen = 0; /* unmatched/unknown series are the same in every gen */
 	ke = lookup(a,
-		    pack_key(gen, route >= MM_ROUTE_UNKNOWN ?
+		    pack_key(route >= MM_ROUTE_UNKNOWN ? e->gw : gen,
+			     route >= MM_ROUTE_UNKNOWN ?
 				     ROUTE_KEY_MASK - (~route) : route,
 			     rule, e->method, e->status, e->grpc, e->leg,
 			     aborted),
-		    t, route, rule, e->method, e->status, e->grpc, e->leg,
-		    aborted);
+		    t, e->gw, route, rule, e->method, e->status, e->grpc,
+		    e->leg, aborted);
 	if (!ke)
 		return;
 	ke->last_ns = now;
@@ -418,8 +423,8 @@ static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
 	if (a->pe && ke->pe_gen != policy_engine__generation(a->pe)) {
 		struct labels lb;
 
-		build_labels(t, route, rule, e->method, e->status, e->grpc,
-			     aborted, &lb);
+		build_labels(t, e->gw, route, rule, e->method, e->status,
+			     e->grpc, aborted, &lb);
 		bind_entry(a, ke, e->leg, &lb);
 	}
 	if (ke->b_total)
@@ -440,7 +445,8 @@ void aggregate__exchange_head(struct aggregate *a,
 		x.route_id = MM_ROUTE_UNKNOWN;
 		if (!t)
 			a->st.retired_gen++;
-		else if (route_match__lookup_head(t, head, len, trunc, &res) >= 0) {
+		else if (route_match__lookup_head(t, x.gw, head, len, trunc,
+						  &res) >= 0) {
 			x.route_id = res.route_id;
 			x.rule_idx = res.rule_idx;
 		}

@@ -15,6 +15,7 @@ struct fconn {
 	uint64_t conn_id;
 	uint32_t tgid;
 	uint32_t gen;      /* route table of the newest bytes */
+	uint8_t gw;        /* gateway slot of the process */
 	uint64_t last_ns;  /* capture time of its newest bytes */
 	uint8_t leg;
 	bool dropping;     /* ended by a loss: open streams are not exchanges */
@@ -59,6 +60,7 @@ static void on_exchange(void *ctx, const struct h2_exchange *ex)
 		.status = ex->status,
 		.tgid = fc->tgid,
 		.route_gen = fc->gen,
+		.gw = fc->gw,
 		.route_id = MM_ROUTE_DEFER,
 		.grpc = ex->grpc_status >= 0 && ex->grpc_status <= 16 ?
 				ex->grpc_status + 1 : 0,
@@ -199,6 +201,7 @@ int h2_feed__event(struct h2_feed *f, const void *data, size_t size)
 		f->st.open++;
 	}
 	fc->gen = e->route_gen;
+	fc->gw = e->gw;
 	fc->last_ns = e->ts_ns;
 	if (e->flags & MM_DATA_UPGRADE || !fc->dec)
 		return 0; /* stream 1's head, or a refused connection's bytes */

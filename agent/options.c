@@ -30,6 +30,7 @@ void options__defaults(struct agent_opts *o)
 	o->otlp_queue_bytes = 8 << 20;
 	o->otlp_timeout_ms = 10000;
 	o->export_source_metrics = true;
+	o->resource_fields = "auto";
 	o->node_name = getenv("NODE_NAME");
 	o->otlp_headers = getenv("MILOMETER_OTLP_HEADERS");
 }
@@ -72,6 +73,9 @@ void options__usage(FILE *out)
 "  --max-series N             series per metric before overflow (default 10000)\n"
 "  --series-idle SECONDS      drop series idle this long (default 300, 0 never)\n"
 "  --no-source-metrics        export only policy targets, not envoy.* sources\n"
+"  --resource-fields MODE     ResourceFields (control-plane) series: auto\n"
+"                             (default: with --manifests; from the API the\n"
+"                             controller makes them once), on, off\n"
 "  --node-name NAME           k8s.node.name, and the node whose Pods are watched\n"
 "                             (default $NODE_NAME, then the hostname)\n"
 "  --kubeconfig FILE          take Gateways, HTTPRoutes, MetricDefinitions and\n"
@@ -324,6 +328,8 @@ static int load_config(struct agent_opts *o, const char *path)
 			ret = cfg_u32(v, k, &o->series_idle_s);
 		else if (!strcmp(k, "exportSourceMetrics"))
 			ret = cfg_bool(v, k, &o->export_source_metrics);
+		else if (!strcmp(k, "resourceFields"))
+			ret = cfg_str(o, v, k, &o->resource_fields);
 		else if (!strcmp(k, "nodeName"))
 			ret = cfg_str(o, v, k, &o->node_name);
 		else if (!strcmp(k, "pinDir"))
@@ -335,7 +341,7 @@ static int load_config(struct agent_opts *o, const char *path)
 		else if (!strcmp(k, "featureGates"))
 			ret = cfg_features(&o->fg_config, v);
 		else
-			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, nodeName, pinDir, capture, kubeconfig, featureGates)");
+			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, resourceFields, nodeName, pinDir, capture, kubeconfig, featureGates)");
 	}
 cleanup:
 	doc__free_file(f);
@@ -384,6 +390,12 @@ static int validate(const struct agent_opts *o)
 			o->capture);
 		return -EINVAL;
 	}
+	if (strcmp(o->resource_fields, "auto") && strcmp(o->resource_fields, "on") &&
+	    strcmp(o->resource_fields, "off")) {
+		fprintf(stderr, "milometer: --resource-fields %s: use auto, on or off\n",
+			o->resource_fields);
+		return -EINVAL;
+	}
 	if (o->max_connections < 64) {
 		fprintf(stderr, "milometer: --max-connections must be at least 64\n");
 		return -EINVAL;
@@ -407,6 +419,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		O_SOCKET, O_OTLP, O_OTLP_HDR, O_OTLP_CA, O_OTLP_GZIP,
 		O_INTERVAL, O_RINGBUF, O_MAXCONN, O_MAXSERIES, O_IDLE,
 		O_NOSRC, O_NODE, O_CONFIG, O_PINDIR, O_CAPTURE, O_KUBECONFIG, O_FGATES,
+		O_RFIELDS,
 	};
 	static const struct option lopts[] = {
 		{ "config", required_argument, NULL, O_CONFIG },
@@ -427,6 +440,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		{ "max-series", required_argument, NULL, O_MAXSERIES },
 		{ "series-idle", required_argument, NULL, O_IDLE },
 		{ "no-source-metrics", no_argument, NULL, O_NOSRC },
+		{ "resource-fields", required_argument, NULL, O_RFIELDS },
 		{ "node-name", required_argument, NULL, O_NODE },
 		{ "pin-dir", required_argument, NULL, O_PINDIR },
 		{ "capture", required_argument, NULL, O_CAPTURE },
@@ -507,6 +521,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 			err = parse_u32("--series-idle", optarg, &o->series_idle_s);
 			break;
 		case O_NOSRC: o->export_source_metrics = false; break;
+		case O_RFIELDS: o->resource_fields = optarg; break;
 		case O_NODE: o->node_name = optarg; break;
 		case O_PINDIR: o->pin_dir = optarg; break;
 		case O_KUBECONFIG: o->kubeconfig = optarg; break;

@@ -37,6 +37,12 @@ struct agent_opts {
 	uint32_t max_series;            /* per metric */
 	uint32_t series_idle_s;         /* 0: never expire */
 	bool export_source_metrics;     /* envoy.* names as well as targets */
+	/*
+	 * ResourceFields (control-plane) series: "auto" produces them from
+	 * --manifests only; from the API `milometer controller` produces them
+	 * once for the cluster, not every node. "on", "off" force it.
+	 */
+	const char *resource_fields;
 	const char *node_name;          /* k8s.node.name; $NODE_NAME, hostname */
 	/* --- Kubernetes API (agent/k8s) --- */
 	const char *kubeconfig;         /* --kubeconfig; NULL: $KUBECONFIG/in-cluster */

@@ -38,6 +38,11 @@ struct route_sync {
 	char last_error[512];
 	struct manifest_source *src; /* the API; NULL: dir */
 	uint64_t src_gen;
+	/* gateway slots: [0] the default table (--gateway or all), then the
+	 * Gateways of proxy pods in the order they were found; never reused */
+	char *slots[MM_GW_SLOTS];
+	size_t nslots;
+	bool slots_changed; /* a slot was added: the next poll rebuilds */
 };
 
 static struct gen_state *slot(struct route_sync *rs, uint32_t gen)
@@ -55,6 +60,8 @@ struct route_sync *route_sync__new(struct milometer_bpf *skel, const char *dir,
 	rs->skel = skel;
 	rs->dir = dir ? strdup(dir) : NULL;
 	rs->gateway = gateway ? strdup(gateway) : NULL;
+	rs->slots[0] = rs->gateway;
+	rs->nslots = 1;
 	return rs;
 }
 
@@ -88,6 +95,8 @@ void route_sync__free(struct route_sync *rs)
 		free_gen(&rs->gens[i]);
 	free(rs->dir);
 	free(rs->gateway);
+	for (size_t i = 1; i < rs->nslots; i++)
+		free(rs->slots[i]);
 	free(rs);
 }
 
@@ -224,7 +233,8 @@ static int build(struct route_sync *rs, char *err, size_t errlen)
 			fprintf(stderr, "milometer: manifest left out: %s\n",
 				m->rejected[i]);
 	}
-	ret = route_compile__build(m, rs->gateway, gen, &t, err, errlen);
+	ret = route_compile__build_slots(m, (const char *const *)rs->slots,
+					 rs->nslots, gen, &t, err, errlen);
 	if (ret)
 		goto fail;
 	ret = install(rs, m, t);
@@ -266,15 +276,17 @@ int route_sync__poll(struct route_sync *rs, uint64_t now_ns)
 		}
 	}
 	if (rs->src) {
-		if (manifest_source__generation(rs->src) == rs->src_gen)
+		if (manifest_source__generation(rs->src) == rs->src_gen &&
+		    !rs->slots_changed)
 			return 0;
 		rs->src_gen = manifest_source__generation(rs->src);
 	} else {
 		fp = fingerprint(rs->dir);
-		if (fp == rs->fingerprint)
+		if (fp == rs->fingerprint && !rs->slots_changed)
 			return 0;
 		rs->fingerprint = fp;
 	}
+	rs->slots_changed = false;
 	ret = build(rs, rs->last_error, sizeof(rs->last_error));
 	if (ret) {
 		fprintf(stderr, "milometer: manifests rejected, keeping the previous route table: %s\n",
@@ -284,6 +296,32 @@ int route_sync__poll(struct route_sync *rs, uint64_t now_ns)
 	fprintf(stderr, "milometer: route table generation %u installed (%zu routes)\n",
 		rs->cur, route_sync__current(rs)->nroutes);
 	return 1;
+}
+
+int route_sync__gateway_slot(struct route_sync *rs, const char *ns,
+			     const char *name)
+{
+	char want[512];
+	int n = snprintf(want, sizeof(want), "%s/%s", ns, name);
+
+	if (n < 0 || (size_t)n >= sizeof(want))
+		return -ENAMETOOLONG;
+	if (rs->gateway && !strcmp(rs->gateway, want))
+		return 0;
+	for (size_t i = 1; i < rs->nslots; i++)
+		if (!strcmp(rs->slots[i], want))
+			return (int)i;
+	if (rs->nslots == MM_GW_SLOTS)
+		return -ENOSPC;
+	if (!(rs->slots[rs->nslots] = strdup(want)))
+		return -ENOMEM;
+	rs->slots_changed = true;
+	return (int)rs->nslots++;
+}
+
+const char *route_sync__gateway_name(const struct route_sync *rs, uint32_t slot)
+{
+	return slot < rs->nslots ? rs->slots[slot] : NULL;
 }
 
 const struct route_table *route_sync__table_fn(void *rs, uint32_t gen)

@@ -38,6 +38,17 @@ int route_sync__load(struct route_sync *rs, char *err, size_t errlen);
  * manifests were rejected (the old table stays active; see last_error).
  */
 int route_sync__poll(struct route_sync *rs, uint64_t now_ns);
+/*
+ * The gateway slot of Gateway ns/name, a new one (from 1) the first time:
+ * processes of its pods carry it (mm_target.gw) and the next poll builds
+ * its part of the table. 0 when it is the --gateway Gateway; -ENOSPC past
+ * MM_GW_SLOTS Gateways.
+ */
+int route_sync__gateway_slot(struct route_sync *rs, const char *ns,
+			     const char *name);
+/* "ns/name" of a slot, NULL for slot 0 without --gateway or past the end. */
+const char *route_sync__gateway_name(const struct route_sync *rs,
+				     uint32_t slot);
 /* The table of generation gen, NULL if retired. */
 const struct route_table *route_sync__table(const struct route_sync *rs,
 					    uint32_t gen);

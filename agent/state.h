@@ -60,6 +60,7 @@ struct agent {
 	uint64_t start_ns;       /* CLOCK_REALTIME */
 	uint64_t last_export_ns; /* CLOCK_MONOTONIC */
 	volatile bool ready;
+	bool resource_fields;    /* this agent produces ResourceFields series */
 	char not_ready[256];
 	/* cluster identity as last read; the Prometheus thread reads it */
 	pthread_mutex_t ci_lock;

@@ -49,13 +49,24 @@ static int read_small(const char *path, char *buf, size_t len)
 /* mm_target_bits, mapped: BPF sets bits at fork/exec concurrently. */
 static uint64_t *target_bits;
 
-static int add_target(struct milometer_bpf *skel, __u32 pid, __u32 source)
+/*
+ * A process already traced keeps its source; one found in a proxy pod's
+ * cgroup (gw set) takes that pod's Gateway even if its name matched first.
+ */
+static int add_target(struct milometer_bpf *skel, __u32 pid, __u32 source,
+		      __u32 gw)
 {
-	struct mm_target t = { .source = source };
+	int fd = bpf_map__fd(skel->maps.mm_targets);
+	struct mm_target t = { .source = source, .gw = gw }, old;
 
-	if (bpf_map_update_elem(bpf_map__fd(skel->maps.mm_targets), &pid, &t,
-				BPF_NOEXIST) && errno != EEXIST)
-		return -errno;
+	if (bpf_map_update_elem(fd, &pid, &t, BPF_NOEXIST)) {
+		if (errno != EEXIST)
+			return -errno;
+		if (gw && !bpf_map_lookup_elem(fd, &pid, &old) && old.gw != gw) {
+			old.gw = gw;
+			bpf_map_update_elem(fd, &pid, &old, BPF_EXIST);
+		}
+	}
 	if (target_bits && pid / 64 < MM_TARGET_WORDS)
 		__atomic_fetch_or(&target_bits[pid / 64], 1ULL << (pid % 64),
 				  __ATOMIC_RELAXED);
@@ -130,7 +141,8 @@ static bool pid_selected(const struct agent_opts *o, pid_t pid)
 	return false;
 }
 
-static int scan_cgroup_procs(struct milometer_bpf *skel, const char *cg)
+static int scan_cgroup_procs(struct milometer_bpf *skel, const char *cg,
+			     __u32 gw)
 {
 	char path[PATH_MAX + 16];
 	FILE *f;
@@ -142,7 +154,7 @@ static int scan_cgroup_procs(struct milometer_bpf *skel, const char *cg)
 	if (!f)
 		return -errno;
 	while (fscanf(f, "%u", &pid) == 1)
-		if (!add_target(skel, pid, MM_TGT_CGROUP))
+		if (!add_target(skel, pid, MM_TGT_CGROUP, gw))
 			n++;
 	fclose(f);
 	return n;
@@ -176,15 +188,13 @@ static int resolve_cgroup(const char *cg, char *dir, size_t len, __u64 *id)
 }
 
 int targets__add_cgroup(struct milometer_bpf *skel, const char *dir,
-			uint64_t id)
+			uint64_t id, uint32_t gw)
 {
-	__u32 one = 1;
-
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.mm_target_cgroups), &id,
-				&one, BPF_ANY))
+				&gw, BPF_ANY))
 		return -errno;
 	/* processes already running there; new ones are caught at exec */
-	return scan_cgroup_procs(skel, dir);
+	return scan_cgroup_procs(skel, dir, gw);
 }
 
 int targets__rescan(struct milometer_bpf *skel, const struct agent_opts *o)
@@ -202,7 +212,7 @@ int targets__rescan(struct milometer_bpf *skel, const struct agent_opts *o)
 			continue;
 		pid = atoi(de->d_name);
 		if (o->nproxy_exe && exe_matches(o, de->d_name)) {
-			add_target(skel, pid, MM_TGT_COMM);
+			add_target(skel, pid, MM_TGT_COMM, 0);
 			continue;
 		}
 		if (!o->nproxy_pid)
@@ -213,7 +223,7 @@ int targets__rescan(struct milometer_bpf *skel, const struct agent_opts *o)
 
 			if (pid_selected(o, pp)) {
 				add_target(skel, pid,
-					   pp == pid ? MM_TGT_PID : MM_TGT_FORK);
+					   pp == pid ? MM_TGT_PID : MM_TGT_FORK, 0);
 				break;
 			}
 			snprintf(buf, sizeof(buf), "%d", pp);
@@ -226,7 +236,7 @@ int targets__rescan(struct milometer_bpf *skel, const struct agent_opts *o)
 		__u64 id;
 
 		if (!resolve_cgroup(o->proxy_cgroup[i], dir, sizeof(dir), &id))
-			scan_cgroup_procs(skel, dir);
+			scan_cgroup_procs(skel, dir, 0);
 	}
 	n = targets__count(skel);
 	return n;
@@ -236,7 +246,7 @@ int targets__init(struct milometer_bpf *skel, const struct agent_opts *o)
 {
 	int comms = bpf_map__fd(skel->maps.mm_target_comms);
 	int cgs = bpf_map__fd(skel->maps.mm_target_cgroups);
-	__u32 one = 1;
+	__u32 one = 1, default_gw = 0;
 	int err = map_target_bits(skel);
 
 	if (err)
@@ -261,7 +271,8 @@ int targets__init(struct milometer_bpf *skel, const struct agent_opts *o)
 				o->proxy_cgroup[i]);
 			return -ENOENT;
 		}
-		if (bpf_map_update_elem(cgs, &id, &one, BPF_ANY))
+		/* --proxy-cgroup: the default route table */
+		if (bpf_map_update_elem(cgs, &id, &default_gw, BPF_ANY))
 			return -errno;
 	}
 	for (size_t i = 0; i < o->nproxy_pid; i++) {
@@ -309,9 +320,9 @@ void targets__dump(struct milometer_bpf *skel, FILE *out, int json)
 		read_small(path, comm, sizeof(comm));
 		if (json) {
 			/* comm is whatever the process named itself */
-			fprintf(out, "%s{\"pid\":%u,\"source\":\"%s\",\"comm\":",
+			fprintf(out, "%s{\"pid\":%u,\"source\":\"%s\",\"gateway_slot\":%u,\"comm\":",
 				first ? "" : ",", key,
-				src[t.source < 5 ? t.source : 0]);
+				src[t.source < 5 ? t.source : 0], t.gw);
 			json_out__str(out, comm);
 			fputc('}', out);
 		} else

@@ -19,10 +19,11 @@ struct agent_opts;
 int targets__init(struct milometer_bpf *skel, const struct agent_opts *o);
 /*
  * Trace the processes of the cgroup v2 directory dir (cgroup id id), now
- * and as they exec. Returns the processes added or -errno.
+ * and as they exec, in the route table of gateway slot gw (0: the default
+ * one). Returns the processes added or -errno.
  */
 int targets__add_cgroup(struct milometer_bpf *skel, const char *dir,
-			uint64_t id);
+			uint64_t id, uint32_t gw);
 /* Re-scan /proc; returns the number of target processes. */
 int targets__rescan(struct milometer_bpf *skel, const struct agent_opts *o);
 /* Print "PID SOURCE COMM" lines (or a JSON array). */

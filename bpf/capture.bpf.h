@@ -119,8 +119,12 @@ static __always_inline __u64 new_conn_id(void)
 /* A connection state fresh from its map: give it its identity. */
 static __always_inline void conn_init(struct mm_conn *c, __u32 tgid, __u8 role)
 {
+	/* once per connection: which Gateway's route table applies */
+	struct mm_target *t = bpf_map_lookup_elem(&mm_targets, &tgid);
+
 	c->conn_id = new_conn_id();
 	c->tgid = tgid;
+	c->gw = t ? t->gw : 0;
 	c->role = role;
 	stat_inc(MM_STAT_CONNS_OPENED);
 }

@@ -106,7 +106,8 @@ struct mm_route_memo {
 	__u16 rule_idx;
 	__u8 method;
 	__u8 valid;
-	__u32 _pad;
+	__u8 gw;
+	__u8 _pad[3];
 };
 
 /* The downstream request a thread is serving, inherited by upstream legs. */
@@ -211,7 +212,8 @@ struct mm_conn {
 	__u64 conn_id;
 	__u32 tgid;          /* process that owns the socket (events name it) */
 	__u8 finished;       /* closed: pending requests reported, I/O ignored */
-	__u8 _pad0[3];
+	__u8 gw;             /* gateway slot of tgid (struct mm_target) */
+	__u8 _pad0[2];
 	__u64 finished_ns;
 	__u64 connect_ns;    /* upstream: when connect() started */
 	__u64 last_resp_ns;  /* time of the last response byte seen */

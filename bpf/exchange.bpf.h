@@ -53,6 +53,7 @@ static __always_inline void fill_event(struct mm_http_event *e,
 	e->status = 0;
 	e->head_len = 0;
 	e->tgid = c->tgid;
+	e->gw = c->gw;
 	e->route_gen = s->route_gen;
 	e->route_id = s->route_id;
 	e->rule_idx = s->rule_idx;
@@ -128,6 +129,7 @@ static __always_inline void emit_untracked(struct mm_conn *c, __u8 flags)
 	e->flags = MM_EV_UNTRACKED | flags;
 	e->status = c->status;
 	e->tgid = c->tgid;
+	e->gw = c->gw;
 	e->route_id = MM_ROUTE_UNKNOWN;
 	e->req_seq = c->ovf_front;
 	if (o->seq == c->ovf_front)
@@ -168,6 +170,7 @@ static __always_inline void emit_unsent(struct mm_conn *c, __u64 now)
 	e->leg = MM_LEG_UPSTREAM;
 	e->flags = MM_EV_ABORTED | MM_EV_NO_RESPONSE;
 	e->tgid = c->tgid;
+	e->gw = c->gw;
 	e->route_gen = c->bind.route_gen;
 	e->route_id = c->bind.route_id;
 	e->rule_idx = c->bind.rule_idx;

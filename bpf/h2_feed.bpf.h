@@ -171,6 +171,7 @@ static long h2_step(__u32 i, void *ctx)
 	h->flags = f->flags;
 	h->len = n;
 	h->tgid = f->c->tgid;
+	h->gw = f->c->gw;
 	h->route_gen = f->gen;
 	h->conn_id = f->c->conn_id;
 	h->ts_ns = f->now;
@@ -215,6 +216,7 @@ __noinline int mm_h2_switch(struct mm_conn *c, __u64 start_ns)
 	h->flags = MM_DATA_UPGRADE | MM_DATA_FROM_START;
 	h->len = len;
 	h->tgid = c->tgid;
+	h->gw = c->gw;
 	h->route_gen = gen;
 	h->conn_id = c->conn_id;
 	h->ts_ns = start_ns;
@@ -249,6 +251,7 @@ static __always_inline void h2_close(struct mm_conn *c, __u64 now, __u8 flags)
 	e->flags = flags;
 	e->len = 0;
 	e->tgid = c->tgid;
+	e->gw = c->gw;
 	e->route_gen = h2_route_gen(&on);
 	e->conn_id = c->conn_id;
 	e->ts_ns = now;

@@ -43,7 +43,7 @@ struct {
 	__uint(map_flags, BPF_F_RDONLY_PROG);
 } mm_target_comms SEC(".maps");
 
-/* cgroup v2 ids whose processes become targets at exec or fork. */
+/* cgroup v2 ids whose processes become targets at exec, -> gateway slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 256);

@@ -264,10 +264,14 @@ int BPF_PROG(mm_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
-	struct mm_target t = { .source = MM_TGT_FORK };
+	struct mm_target t = { .source = MM_TGT_FORK }, *pt;
 
 	if (ctgid == ptgid || !is_target(ptgid))
 		return 0;
+	/* a worker serves the Gateway its master serves */
+	pt = bpf_map_lookup_elem(&mm_targets, &ptgid);
+	if (pt)
+		t.gw = pt->gw;
 	bpf_map_update_elem(&mm_targets, &ctgid, &t, BPF_ANY);
 	target_bit_set(ctgid, true);
 	stat_inc(MM_STAT_FORKS);
@@ -282,12 +286,16 @@ int mm_exec(struct trace_event_raw_sched_process_exec *ctx)
 	__u64 cg = bpf_get_current_cgroup_id();
 	struct mm_target t = {};
 	char comm[MM_COMM_LEN] = {};
+	__u32 *gw;
 
 	bpf_get_current_comm(comm, sizeof(comm));
-	if (bpf_map_lookup_elem(&mm_target_comms, comm))
-		t.source = MM_TGT_COMM;
-	else if (bpf_map_lookup_elem(&mm_target_cgroups, &cg))
+	if ((gw = bpf_map_lookup_elem(&mm_target_cgroups, &cg))) {
+		/* a pod's cgroup names its Gateway: it wins over a name */
 		t.source = MM_TGT_CGROUP;
+		t.gw = *gw;
+	} else if (bpf_map_lookup_elem(&mm_target_comms, comm)) {
+		t.source = MM_TGT_COMM;
+	}
 	if (t.source) {
 		bpf_map_update_elem(&mm_targets, &tgid, &t, BPF_ANY);
 		target_bit_set(tgid, true);

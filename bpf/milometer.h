@@ -73,7 +73,8 @@ enum mm_vhost_kind {
 
 struct mm_vhost_key {
 	__u32 gen;
-	__u32 kind; /* enum mm_vhost_kind */
+	__u16 kind; /* enum mm_vhost_kind */
+	__u16 gw;   /* gateway slot of the serving process (mm_target.gw) */
 	__u64 hash;
 };
 _Static_assert(sizeof(struct mm_vhost_key) == 16, "mm_vhost_key");
@@ -126,11 +127,18 @@ struct mm_config {
 
 #define MM_CFG_HTTP2 0x1 /* gate HTTP2: send h2 connections' bytes up */
 
-/* Why a process is traced (value of mm_targets). */
+/*
+ * Why a process is traced (value of mm_targets), and the route table it is
+ * attributed in: gw is the slot of the Gateway its pod serves (from
+ * mm_target_cgroups at exec, the parent's at fork), 0 for the default table
+ * (--gateway, or every Gateway merged). A connection takes its process's
+ * slot when it is first seen.
+ */
 struct mm_target {
 	__u32 source; /* MM_TGT_* */
-	__u32 _pad;
+	__u32 gw;
 };
+#define MM_GW_SLOTS 256 /* gateway slots per node (u8 in events) */
 #define MM_TGT_PID    1
 #define MM_TGT_COMM   2
 #define MM_TGT_CGROUP 3
@@ -179,7 +187,9 @@ struct mm_data_event {
 	__u8 dir;       /* enum mm_data_dir */
 	__u8 leg;       /* enum mm_leg */
 	__u8 flags;     /* MM_DATA_* */
-	__u32 len;      /* bytes in data[] */
+	__u16 len;      /* bytes in data[] */
+	__u8 gw;        /* gateway slot (struct mm_target) */
+	__u8 _pad;
 	__u32 tgid;
 	__u32 route_gen; /* the route table when the bytes were captured */
 	__u64 conn_id;
@@ -198,7 +208,8 @@ struct mm_http_event {
 	__u32 tgid;
 	__u32 route_gen;
 	__u32 route_id;    /* or MM_ROUTE_* */
-	__u16 rule_idx;
+	__u8 rule_idx;     /* Gateway API allows 16 rules per HTTPRoute */
+	__u8 gw;           /* gateway slot: the route table of route_id */
 	__u16 grpc;        /* grpc-status + 1 (HTTP/2 streams, from user space); 0: none */
 	__u32 req_seq;     /* request number on this connection */
 	__u32 parent_seq;  /* upstream leg: the downstream request it serves */

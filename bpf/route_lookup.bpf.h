@@ -61,7 +61,9 @@ static long wildcard_try(__u32 i, void *ctx)
 {
 	struct mm_lctx *x = ctx;
 	struct mm_scratch *s = x->s;
-	struct mm_vhost_key key = { .gen = s->rl_gen, .kind = MM_VH_WILDCARD };
+	struct mm_vhost_key key = {
+		.gen = s->rl_gen, .kind = MM_VH_WILDCARD, .gw = x->c->gw,
+	};
 	struct mm_vhost_val *vh;
 	__u32 from;
 
@@ -89,7 +91,7 @@ static __always_inline bool vhost_lookup(struct mm_lctx *x, bool *defer)
 {
 	struct mm_conn *c = x->c;
 	struct mm_scratch *s = x->s;
-	struct mm_vhost_key key = { .gen = s->rl_gen };
+	struct mm_vhost_key key = { .gen = s->rl_gen, .gw = c->gw };
 	struct mm_vhost_val *vh;
 	__u64 h = c->host_hash;
 	__u8 len = c->host_len;
@@ -217,10 +219,11 @@ static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method)
 	/* absolute-form targets, hosts past MM_HOST_MAX: user space decides */
 	if (!c->target_ok || c->host_state == 3)
 		return MM_ROUTE_DEFER;
-	h = (c->host_hash ^ (c->path_hash * 31)) + method;
+	h = (c->host_hash ^ (c->path_hash * 31)) + method + ((__u64)c->gw << 8);
 	i = (h ^ (h >> 29)) & (MM_ROUTE_CACHE_SLOTS - 1);
 	m = bpf_map_lookup_elem(&mm_route_cache, &i);
 	if (m && m->valid && m->gen == s->rl_gen && m->method == method &&
+	    m->gw == c->gw &&
 	    m->host_hash == c->host_hash && m->path_hash == c->path_hash) {
 		s->rl_rule_idx = m->rule_idx;
 		return m->route_id;
@@ -233,6 +236,7 @@ static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method)
 		m->route_id = id;
 		m->rule_idx = s->rl_rule_idx;
 		m->method = method;
+		m->gw = c->gw;
 		m->valid = 1;
 	}
 	return id;

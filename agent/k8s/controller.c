@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,13 +15,24 @@
 #include "agent/k8s/controller.h"
 #include "agent/k8s/http.h"
 #include "agent/k8s/lease.h"
+#include "exporter/metric_store.h"
+#include "exporter/prom_server.h"
+#include "policy/contract/cluster_id.h"
 #include "policy/contract/conditions.h"
 #include "policy/contract/contract.h"
+#include "policy/contract/policy_engine.h"
 #include "policy/source/doc.h"
 #include "policy/source/manifest_source.h"
 
 #define FIELD_MANAGER "milometer"
 #define CRD_GROUP_PATH "/apis/telemetry.miloapis.com/v1alpha1"
+/*
+ * ResourceFields series: set by the leader every COLLECT_S seconds, gone
+ * from a replica's /metrics IDLE_S after it stopped leading (the new leader
+ * has them by then), as they go when their object does.
+ */
+#define COLLECT_S 5
+#define IDLE_S 20
 
 static volatile sig_atomic_t stopping;
 
@@ -34,8 +46,55 @@ struct ctrl {
 	struct k8s_http *http;
 	struct manifest_source *src;
 	struct contract *contract;
+	struct mstore *store;          /* ResourceFields series (leader) */
+	struct policy_engine *engine;
+	struct prom_server *prom;
+	pthread_mutex_t ci_lock;       /* cluster id: the scrape thread reads it */
+	struct cluster_identity ci;
 	uint64_t writes, write_errors;
 };
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* k8s.cluster.id (and clusterset) on every series, as the agents add them */
+static size_t cluster_labels(void *ctx, struct mlabel *out, size_t max,
+			     char *buf, size_t buflen)
+{
+	struct ctrl *c = ctx;
+	size_t n = 0, used = 0;
+
+	pthread_mutex_lock(&c->ci_lock);
+	if (c->ci.id[0] && n < max) {
+		int w = snprintf(buf + used, buflen - used, "%s", c->ci.id);
+
+		out[n++] = (struct mlabel){ CLUSTER_ID_ATTR, buf + used };
+		used += w + 1;
+	}
+	if (c->ci.clusterset[0] && n < max && used < buflen) {
+		snprintf(buf + used, buflen - used, "%s", c->ci.clusterset);
+		out[n++] = (struct mlabel){ CLUSTERSET_ATTR, buf + used };
+	}
+	pthread_mutex_unlock(&c->ci_lock);
+	return n;
+}
+
+static void reload(struct ctrl *c)
+{
+	struct cluster_identity ci = {};
+
+	contract__load(c->contract, c->src);
+	policy_engine__sync(c->engine, c->src);
+	contract__cluster(c->contract, &ci);
+	pthread_mutex_lock(&c->ci_lock);
+	c->ci = ci;
+	pthread_mutex_unlock(&c->ci_lock);
+}
 
 static void rfc3339(uint64_t real_ns, char *buf, size_t len)
 {
@@ -167,12 +226,17 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: milometer controller [--kubeconfig FILE] [--leader-elect-namespace NS]\n"
 		"                            [--identity ID] [--lease-name NAME]\n"
+		"                            [--prometheus-listen ADDR]\n"
 		"\n"
 		"Validate MetricDefinitions and MetricPolicies and write their status\n"
-		"conditions (Accepted, ResolvedRefs) by server-side apply on /status.\n"
-		"Run 1-2 replicas: one leader, elected with a coordination.k8s.io Lease.\n"
+		"conditions (Accepted, ResolvedRefs) by server-side apply on /status, and\n"
+		"produce the ResourceFields (control-plane) series once for the cluster.\n"
+		"Run 1-2 replicas: one leader, elected with a coordination.k8s.io Lease;\n"
+		"only the leader writes status and sets series.\n"
 		"\n"
 		"  --kubeconfig FILE             default $KUBECONFIG, then in-cluster\n"
+		"  --prometheus-listen ADDR      /metrics with the ResourceFields series\n"
+		"                                (default 127.0.0.1:9465; \"\" disables)\n"
 		"  --leader-elect-namespace NS   the Lease's namespace (default $POD_NAMESPACE,\n"
 		"                                then milometer)\n"
 		"  --identity ID                 this replica (default $POD_NAME, then host_pid)\n"
@@ -186,14 +250,17 @@ int controller__main(int argc, char **argv)
 		{ "leader-elect-namespace", required_argument, NULL, 'n' },
 		{ "identity", required_argument, NULL, 'i' },
 		{ "lease-name", required_argument, NULL, 'l' },
+		{ "prometheus-listen", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	const char *kubeconfig = NULL, *ns = getenv("POD_NAMESPACE");
 	const char *id = getenv("POD_NAME"), *lease_name = "milometer-controller";
+	const char *listen = "127.0.0.1:9465";
+	struct mstore_opts so = { .idle_expiry_ns = IDLE_S * 1000000000ULL };
 	struct k8s_api_opts ao = {};
 	struct k8s_lease *lease = NULL;
-	struct ctrl c = {};
+	struct ctrl c = { .ci_lock = PTHREAD_MUTEX_INITIALIZER };
 	char idbuf[300], host[256] = "", ua[400], err[1024];
 	bool leader = false;
 	uint64_t ticks = 0;
@@ -206,6 +273,7 @@ int controller__main(int argc, char **argv)
 		case 'n': ns = optarg; break;
 		case 'i': id = optarg; break;
 		case 'l': lease_name = optarg; break;
+		case 'p': listen = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -228,11 +296,27 @@ int controller__main(int argc, char **argv)
 	}
 	c.http = k8s_http__new(k8s_api__config(c.api), ua, NULL, k8s_api__http_stats(c.api));
 	c.contract = contract__new();
+	c.store = mstore__new(&so);
+	c.engine = c.store && c.contract ?
+			   policy_engine__new(c.store, c.contract) : NULL;
 	k8s_api__wait_synced(c.api, 10000);
 	c.src = k8s_api__manifest_source(c.api);
-	if (!c.http || !c.contract || !c.src)
+	if (!c.http || !c.engine || !c.src)
 		goto cleanup;
-	contract__load(c.contract, c.src);
+	reload(&c);
+	if (listen[0]) {
+		struct prom_server_opts po = {
+			.listen_addr = listen, .store = c.store,
+			.const_labels_fn = cluster_labels, .ctx = &c,
+		};
+
+		c.prom = prom_server__start(&po, err, sizeof(err));
+		if (!c.prom) {
+			fprintf(stderr, "milometer: controller: --prometheus-listen %s: %s\n",
+				listen, err);
+			goto cleanup;
+		}
+	}
 	{
 		struct k8s_lease_opts lo = { .http = c.http, .ns = ns,
 					     .name = lease_name, .identity = id };
@@ -249,9 +333,12 @@ int controller__main(int argc, char **argv)
 			leader = k8s_lease__try(lease);
 		r = manifest_source__reload(c.src);
 		if (r > 0)
-			contract__load(c.contract, c.src);
+			reload(&c);
 		if (leader && (r > 0 || !was))
 			sync_all(&c);
+		/* one producer: a follower's series age out (IDLE_S) */
+		if (leader && (r > 0 || !was || ticks % COLLECT_S == 0))
+			policy_engine__collect_resource_fields(c.engine, real_ns());
 		ticks++;
 		sleep(1);
 	}
@@ -261,7 +348,10 @@ cleanup:
 		k8s_lease__release(lease);
 		k8s_lease__free(lease);
 	}
+	prom_server__stop(c.prom);
 	manifest_source__free(c.src);
+	policy_engine__free(c.engine);
+	mstore__free(c.store);
 	contract__free(c.contract);
 	k8s_http__free(c.http);
 	k8s_api__free(c.api);

@@ -9,7 +9,11 @@
  * "milometer", force. Conditions that did not change are never written.
  * Programmed is per node and stays in the agents' self-metrics; HTTPRoute
  * and Gateway status belong to the gateway's controller and are not
- * touched.
+ * touched. The leader also evaluates the ResourceFields policies (series
+ * from control-plane objects, the same for every node) and serves them on
+ * its /metrics: one producer for the cluster, where every node agent would
+ * emit the same series (agents leave them out when their source is the
+ * API).
  */
 #ifndef MM_AGENT_K8S_CONTROLLER_H
 #define MM_AGENT_K8S_CONTROLLER_H

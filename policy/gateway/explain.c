@@ -277,7 +277,7 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 	for (size_t i = 0; i < m->nrejected; i++)
 		fprintf(errs, "milometer explain: left out: %s\n",
 			m->rejected[i]);
-	if (route_match__lookup(t, &req, &res)) {
+	if (route_match__lookup(t, 0, &req, &res)) {
 		fprintf(errs, "milometer explain: %s\n", res.why);
 		goto cleanup;
 	}

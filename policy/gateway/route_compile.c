@@ -359,12 +359,13 @@ static int fill_vhost(struct build *b, struct rc_vhost *vh, size_t from,
 				struct rc_entry *e;
 
 				/*
-				 * The BPF ABI indexes rules and matches with
-				 * 16 bits. gateway_api.h's limits keep a
-				 * route far below; should a model bypass
-				 * them, count what does not fit, never wrap.
+				 * The BPF ABI indexes rules with 8 bits (the
+				 * event's rule_idx) and matches with 16.
+				 * gateway_api.h's limits keep a route far
+				 * below; should a model bypass them, count
+				 * what does not fit, never wrap.
 				 */
-				if (k > UINT16_MAX || j > UINT16_MAX) {
+				if (k > UINT8_MAX || j > UINT16_MAX) {
 					t->unindexable++;
 					continue;
 				}
@@ -736,16 +737,14 @@ static int build_routes(struct build *b)
 	return 0;
 }
 
-int route_compile__build(const struct gw_model *m, const char *gateway,
-			 uint32_t gen, struct route_table **out, char *err,
-			 size_t errlen)
+static int build_one(const struct gw_model *m, const char *gateway,
+		     uint32_t gen, struct route_table **out, char *err,
+		     size_t errlen)
 {
 	struct build b = { .m = m, .err = err, .errlen = errlen };
 	int ret;
 
 	*out = NULL;
-	if (errlen)
-		err[0] = '\0';
 	b.t = calloc(1, sizeof(*b.t));
 	if (!b.t)
 		return -ENOMEM;
@@ -773,6 +772,154 @@ int route_compile__build(const struct gw_model *m, const char *gateway,
 	return 0;
 }
 
+static void *grow_by(void *p, size_t have, size_t add, size_t size)
+{
+	void *n = realloc(p, (have + add ? have + add : 1) * size);
+
+	return n;
+}
+
+/*
+ * Move one slot's table to the end of t: its route and vhost ids shift by
+ * what t already holds, its vhost keys take the slot, and the sub-table is
+ * left with nothing to free but its own arrays.
+ */
+static int append_slot(struct route_table *t, struct route_table *sub,
+		       uint16_t gw)
+{
+	uint32_t r0 = (uint32_t)t->nroutes, v0 = (uint32_t)t->nvhosts;
+	void *p;
+
+	if ((p = grow_by(t->routes, t->nroutes, sub->nroutes, sizeof(*t->routes))))
+		t->routes = p;
+	if (!p || !(p = grow_by(t->vhosts, t->nvhosts, sub->nvhosts, sizeof(*t->vhosts))))
+		return -ENOMEM;
+	t->vhosts = p;
+	if (!(p = grow_by(t->detached, t->ndetached, sub->ndetached, sizeof(*t->detached))))
+		return -ENOMEM;
+	t->detached = p;
+	if (!(p = grow_by(t->vhost_keys, t->nvhost_keys, sub->nvhost_keys, sizeof(*t->vhost_keys))))
+		return -ENOMEM;
+	t->vhost_keys = p;
+	if (!(p = grow_by(t->vhost_vals, t->nvhost_keys, sub->nvhost_keys, sizeof(*t->vhost_vals))))
+		return -ENOMEM;
+	t->vhost_vals = p;
+	if (!(p = grow_by(t->route_keys, t->nroute_keys, sub->nroute_keys, sizeof(*t->route_keys))))
+		return -ENOMEM;
+	t->route_keys = p;
+	if (!(p = grow_by(t->route_cands, t->nroute_keys, sub->nroute_keys, sizeof(*t->route_cands))))
+		return -ENOMEM;
+	t->route_cands = p;
+	for (size_t i = 0; i < sub->nroutes; i++) {
+		t->routes[t->nroutes] = sub->routes[i];
+		t->routes[t->nroutes++].gw = gw;
+	}
+	for (size_t i = 0; i < sub->nvhosts; i++) {
+		struct rc_vhost *vh = &t->vhosts[t->nvhosts++];
+
+		*vh = sub->vhosts[i];
+		vh->gw = gw;
+		for (size_t e = 0; e < vh->nentries; e++)
+			vh->entries[e].route_id += r0;
+	}
+	sub->nvhosts = 0; /* the hosts and entries moved */
+	for (size_t i = 0; i < sub->ndetached; i++)
+		t->detached[t->ndetached++] = sub->detached[i];
+	for (size_t i = 0; i < sub->nvhost_keys; i++) {
+		t->vhost_keys[t->nvhost_keys] = sub->vhost_keys[i];
+		t->vhost_keys[t->nvhost_keys].gw = gw;
+		t->vhost_vals[t->nvhost_keys] = sub->vhost_vals[i];
+		t->vhost_vals[t->nvhost_keys++].vhost_id += v0;
+	}
+	for (size_t i = 0; i < sub->nroute_keys; i++) {
+		struct mm_route_cands *c = &t->route_cands[t->nroute_keys];
+
+		t->route_keys[t->nroute_keys] = sub->route_keys[i];
+		t->route_keys[t->nroute_keys++].vhost_id += v0;
+		*c = sub->route_cands[i];
+		for (uint32_t k = 0; k < c->n && k < MM_ROUTE_CANDS; k++)
+			if (c->c[k].route_id != MM_ROUTE_DEFER)
+				c->c[k].route_id += r0;
+	}
+	t->unindexable += sub->unindexable;
+	return 0;
+}
+
+static int split_name(const char *gateway, char **ns, char **name)
+{
+	const char *slash = strchr(gateway, '/');
+
+	*ns = slash ? strndup(gateway, (size_t)(slash - gateway)) : NULL;
+	*name = slash ? strdup(slash + 1) : NULL;
+	return *ns && *name ? 0 : -ENOMEM;
+}
+
+int route_compile__build_slots(const struct gw_model *m,
+			       const char *const *gateways, size_t n,
+			       uint32_t gen, struct route_table **out,
+			       char *err, size_t errlen)
+{
+	struct route_table *t;
+	int ret = 0;
+
+	*out = NULL;
+	if (errlen)
+		err[0] = '\0';
+	if (!n || n > MM_GW_SLOTS) {
+		snprintf(err, errlen, "%zu gateway slots (1 to %d)", n,
+			 MM_GW_SLOTS);
+		return -EINVAL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t || !(t->slots = calloc(n, sizeof(*t->slots)))) {
+		free(t);
+		return -ENOMEM;
+	}
+	t->gen = gen;
+	t->model = m;
+	for (size_t i = 0; i < n && !ret; i++) {
+		struct rc_slot *sl = &t->slots[t->nslots++];
+		struct route_table *sub = NULL;
+
+		if (gateways[i] && strchr(gateways[i], '/') &&
+		    (ret = split_name(gateways[i], &sl->gw_ns, &sl->gw_name)))
+			break;
+		sl->route_first = t->nroutes;
+		ret = build_one(m, gateways[i], gen, &sub, err, errlen);
+		/*
+		 * The default table's Gateway must exist (a typo in
+		 * --gateway); a Gateway whose pod runs here may not be known
+		 * yet: its slot is empty until it is.
+		 */
+		if (ret == -ENOENT && i) {
+			sl->missing = true;
+			err[0] = '\0';
+			ret = 0;
+			continue;
+		}
+		if (!ret)
+			ret = append_slot(t, sub, (uint16_t)i);
+		route_compile__free(sub);
+		sl->nroutes = t->nroutes - sl->route_first;
+	}
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory compiling routes");
+	if (ret) {
+		route_compile__free(t);
+		return ret;
+	}
+	*out = t;
+	return 0;
+}
+
+int route_compile__build(const struct gw_model *m, const char *gateway,
+			 uint32_t gen, struct route_table **out, char *err,
+			 size_t errlen)
+{
+	return route_compile__build_slots(m, &gateway, 1, gen, out, err,
+					  errlen);
+}
+
 void route_compile__free(struct route_table *t)
 {
 	if (!t)
@@ -788,5 +935,10 @@ void route_compile__free(struct route_table *t)
 	free(t->vhost_vals);
 	free(t->route_keys);
 	free(t->route_cands);
+	for (size_t i = 0; i < t->nslots; i++) {
+		free(t->slots[i].gw_ns);
+		free(t->slots[i].gw_name);
+	}
+	free(t->slots);
 	free(t);
 }

@@ -51,6 +51,7 @@ struct rc_route {
 	const char *gw_ns, *gw_name; /* first selected Gateway it attached to */
 	uint32_t nrules;
 	uint32_t rank; /* position in age-then-name order (0 = wins ties) */
+	uint16_t gw;   /* gateway slot whose table holds it */
 };
 
 /* One (route, rule, match) in a virtual host. */
@@ -68,6 +69,7 @@ struct rc_vhost {
 	const char *host; /* "a.example.com", "*.example.com", "" = catch-all */
 	enum mm_vhost_kind kind;
 	uint32_t flags;   /* MM_VHOST_* */
+	uint16_t gw;      /* gateway slot */
 	struct rc_entry *entries; /* precedence order */
 	size_t nentries;
 };
@@ -78,8 +80,21 @@ struct rc_detached {
 	char why[256]; /* the first reason, for messages */
 };
 
+/*
+ * One Gateway's part of the table: the processes of its pods carry the slot
+ * (struct mm_target.gw) and every vhost key of the part carries it too, so a
+ * request is matched only against the routes of the Gateway that served it.
+ */
+struct rc_slot {
+	char *gw_ns, *gw_name; /* NULL: every Gateway merged (slot 0 only) */
+	bool missing;          /* named Gateway not in the model: no routes */
+	size_t route_first, nroutes; /* its routes in routes[] */
+};
+
 struct route_table {
 	uint32_t gen;
+	struct rc_slot *slots; /* gateway slot is the index */
+	size_t nslots;
 	const struct gw_model *model; /* borrowed: must outlive the table */
 
 	struct rc_route *routes; /* route_id is the index */
@@ -89,15 +104,16 @@ struct route_table {
 
 	struct rc_detached *detached;
 	size_t ndetached;
-	/* matches left out: rule or match index past the ABI's 16 bits */
+	/* matches left out: rule index past 8 bits or match index past 16 */
 	size_t unindexable;
 
-	/* mm_vhosts map contents, sorted by (kind, hash) */
+	/* mm_vhosts map contents, sorted by (gw, kind, hash) */
 	struct mm_vhost_key *vhost_keys;
 	struct mm_vhost_val *vhost_vals;
 	size_t nvhost_keys;
 
-	/* mm_route_cands map contents, sorted by (vhost_id, kind, hash) */
+	/* mm_route_cands map contents, sorted by (vhost_id, kind, hash);
+	 * vhost ids are global, so a route key needs no slot */
 	struct mm_route_key *route_keys;
 	struct mm_route_cands *route_cands;
 	size_t nroute_keys;
@@ -112,6 +128,16 @@ struct route_table {
 int route_compile__build(const struct gw_model *m, const char *gateway,
 			 uint32_t gen, struct route_table **out, char *err,
 			 size_t errlen);
+/*
+ * One table for several route tables side by side: gateways[i] is what
+ * route_compile__build takes for gateway slot i. Only slot 0's Gateway
+ * must exist (-ENOENT); a later slot's absent Gateway leaves it empty with
+ * missing set, so its requests are unmatched until the Gateway appears.
+ */
+int route_compile__build_slots(const struct gw_model *m,
+			       const char *const *gateways, size_t n,
+			       uint32_t gen, struct route_table **out,
+			       char *err, size_t errlen);
 void route_compile__free(struct route_table *t);
 
 /* FNV-1a 64 as BPF computes it. */

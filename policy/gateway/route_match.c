@@ -152,17 +152,22 @@ bool route_match__entry_matches(const struct rc_entry *e,
 /* ---- BPF replay ----------------------------------------------------- */
 
 static const struct mm_vhost_val *find_vhost(const struct route_table *t,
-					     uint32_t kind, uint64_t hash)
+					     uint32_t gw, uint32_t kind,
+					     uint64_t hash)
 {
 	size_t lo = 0, hi = t->nvhost_keys;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 		const struct mm_vhost_key *k = &t->vhost_keys[mid];
+		int c;
 
-		if (k->kind == kind && k->hash == hash)
+		c = k->gw != gw     ? (k->gw < gw ? -1 : 1) :
+		    k->kind != kind ? (k->kind < kind ? -1 : 1) :
+		    k->hash != hash ? (k->hash < hash ? -1 : 1) : 0;
+		if (!c)
 			return &t->vhost_vals[mid];
-		if (k->kind < kind || (k->kind == kind && k->hash < hash))
+		if (c < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -194,13 +199,14 @@ static const struct mm_route_cands *find_cands(const struct route_table *t,
 	return NULL;
 }
 
-static int32_t bpf_vhost(const struct route_table *t, const char *host,
-			 uint32_t *flags, struct route_result *res)
+static int32_t bpf_vhost(const struct route_table *t, uint32_t gw,
+			 const char *host, uint32_t *flags,
+			 struct route_result *res)
 {
 	const struct mm_vhost_val *v;
 	size_t len = strlen(host);
 
-	v = find_vhost(t, MM_VH_EXACT, route_compile__hash(host, len));
+	v = find_vhost(t, gw, MM_VH_EXACT, route_compile__hash(host, len));
 	if (v) {
 		say(res, "vhost %s (exact)", host);
 		goto found;
@@ -208,7 +214,7 @@ static int32_t bpf_vhost(const struct route_table *t, const char *host,
 	for (const char *p = strchr(host, '.'); p; p = strchr(p + 1, '.')) {
 		if (p == host)
 			continue; /* an empty first label is no label */
-		v = find_vhost(t, MM_VH_WILDCARD,
+		v = find_vhost(t, gw, MM_VH_WILDCARD,
 			       route_compile__hash(p + 1, strlen(p + 1)));
 		if (v) {
 			say(res, "vhost *.%s (wildcard; exact %s not present)",
@@ -216,7 +222,7 @@ static int32_t bpf_vhost(const struct route_table *t, const char *host,
 			goto found;
 		}
 	}
-	v = find_vhost(t, MM_VH_CATCHALL, 0);
+	v = find_vhost(t, gw, MM_VH_CATCHALL, 0);
 	if (v) {
 		say(res, "vhost * (catch-all; no exact or wildcard vhost for "
 		    "\"%s\")", host);
@@ -415,7 +421,7 @@ static void why_beats(const struct route_table *t, const struct rc_entry *w,
 
 /* ---- Lookup ---------------------------------------------------------- */
 
-int route_match__lookup(const struct route_table *t,
+int route_match__lookup(const struct route_table *t, uint32_t gw,
 			const struct http_req *r, struct route_result *res)
 {
 	char host[MM_HOST_MAX * 2];
@@ -428,7 +434,13 @@ int route_match__lookup(const struct route_table *t,
 	res->route_id = MM_ROUTE_UNMATCHED;
 	route_match__norm_host(r->host, r->host ? r->host_len : 0, host,
 			       sizeof(host));
-	res->vhost_id = bpf_vhost(t, host, &flags, res);
+	if (gw >= t->nslots && gw) {
+		say(res, "gateway slot %u is not in this table", gw);
+		res->vhost_id = -1;
+		res->bpf_route_id = MM_ROUTE_UNMATCHED;
+		return 0;
+	}
+	res->vhost_id = bpf_vhost(t, gw, host, &flags, res);
 	bpf_replay(t, res->vhost_id, flags, r, res);
 	if (res->vhost_id < 0)
 		return 0;
@@ -500,8 +512,8 @@ static bool cut_header_decides(const struct route_table *t,
 	return false;
 }
 
-int route_match__lookup_head(const struct route_table *t, const char *head,
-			     size_t len, bool truncated,
+int route_match__lookup_head(const struct route_table *t, uint32_t gw,
+			     const char *head, size_t len, bool truncated,
 			     struct route_result *res)
 {
 	struct http_req req;
@@ -520,7 +532,7 @@ int route_match__lookup_head(const struct route_table *t, const char *head,
 	}
 	if (ret)
 		return ret;
-	ret = route_match__lookup(t, &req, res);
+	ret = route_match__lookup(t, gw, &req, res);
 	if (ret || !(truncated || req.truncated) || !cut_header_decides(t, &req,
 									res))
 		return ret;

@@ -61,7 +61,8 @@ struct route_result {
 	char why[1024];    /* one line per step, '\n'-separated */
 };
 
-int route_match__lookup(const struct route_table *t,
+/* gw: the gateway slot whose routes apply (0 with a one-Gateway table). */
+int route_match__lookup(const struct route_table *t, uint32_t gw,
 			const struct http_req *req, struct route_result *res);
 
 /*
@@ -73,8 +74,8 @@ int route_match__lookup(const struct route_table *t,
  * the answer failed only on a header that may have been in the lost part.
  * Returns 0, or -EINVAL when head is not an HTTP/1.x request.
  */
-int route_match__lookup_head(const struct route_table *t, const char *head,
-			     size_t len, bool truncated,
+int route_match__lookup_head(const struct route_table *t, uint32_t gw,
+			     const char *head, size_t len, bool truncated,
 			     struct route_result *res);
 
 /*

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 
@@ -113,9 +114,13 @@ static void unload_table(void)
 	model = NULL;
 }
 
-/* route_sync.c's install(): every key, then the generation flip. */
-static int load_table(char *err, size_t errlen)
+/*
+ * route_sync.c's install(): every key, then the generation flip. nslots
+ * copies of the table side by side, one per gateway slot.
+ */
+static int load_slots(size_t nslots, char *err, size_t errlen)
 {
+	static const char *const gws[] = { "infra/gw", "infra/gw", "infra/gw" };
 	struct mm_config cfg = { .route_gen = GEN };
 	int vfd = fx_map_fd("mm_vhosts"), rfd = fx_map_fd("mm_routes");
 	int cfd = fx_map_fd("mm_config");
@@ -127,7 +132,8 @@ static int load_table(char *err, size_t errlen)
 	if (!model)
 		return -ENOMEM;
 	if (gateway_api__load_dir(model, route_testdata(), err, errlen) ||
-	    route_compile__build(model, "infra/gw", GEN, &table, err, errlen))
+	    route_compile__build_slots(model, gws, nslots, GEN, &table, err,
+				       errlen))
 		return -EINVAL;
 	for (size_t i = 0; i < table->nvhost_keys; i++)
 		if (bpf_map_update_elem(vfd, &table->vhost_keys[i],
@@ -138,6 +144,11 @@ static int load_table(char *err, size_t errlen)
 					&table->route_cands[i], BPF_ANY))
 			return -errno;
 	return bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY) ? -errno : 0;
+}
+
+static int load_table(char *err, size_t errlen)
+{
+	return load_slots(1, err, errlen);
 }
 
 /* Back to an empty table for the other tests. */
@@ -219,7 +230,7 @@ static void run_cases(void)
 			REQUIRE(ASSERT_EQ(hd->head_len, n));
 			REQUIRE(ASSERT_TRUE(!memcmp(hdbytes, head, n)));
 			REQUIRE(ASSERT_EQ(route_match__lookup_head(
-					  table, hdbytes,
+					  table, 0, hdbytes,
 					  hd->head_len, false, &res), 0));
 			answer(res.route_id, res.rule_idx, got, sizeof(got));
 		} else {
@@ -234,7 +245,7 @@ static void run_cases(void)
 		}
 		/* user space's mirror of the kernel walk agrees */
 		REQUIRE(ASSERT_EQ(route_match__parse_head(head, n, &req), 0));
-		REQUIRE(ASSERT_EQ(route_match__lookup(table, &req, &res), 0));
+		REQUIRE(ASSERT_EQ(route_match__lookup(table, 0, &req, &res), 0));
 		if (res.bpf_route_id != ex->route_id ||
 		    (c->bpf == KERNEL && res.bpf_rule_idx != ex->rule_idx)) {
 			failed++;
@@ -294,5 +305,67 @@ TEST(bpf_route_upstream_link)
 	}
 	REQUIRE(ASSERT_TRUE(EV(0)->conn_id != EV(1)->conn_id));
 	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_LINK_FAIL), 0));
+	clear_table();
+}
+
+/* One GET through a fresh connection: its exchange event, or NULL. */
+static const struct mm_http_event *one_get(const char *host, const char *path)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	char head[512];
+	int n = snprintf(head, sizeof(head), "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n",
+			 path, host);
+
+	if (fx_reset() || fx_open(0, MM_ROLE_UNKNOWN) ||
+	    fx_buf(0, 1, head, (size_t)n) ||
+	    fx_buf(0, 0, resp, sizeof(resp) - 1) || fx_drain() != 1)
+		return NULL;
+	return FX_EV(0)->type == MM_EVT_EXCHANGE ? FX_EV(0) : NULL;
+}
+
+/*
+ * Two Gateways on one node: a process carries its Gateway's slot
+ * (mm_targets), its connections take it, and its requests are looked up in
+ * that slot's part of the table only — also through the per-CPU route
+ * cache, which must not answer one slot's request with another's route.
+ */
+TEST(bpf_route_gateway_slots)
+{
+	__u32 pid = (__u32)getpid();
+	int tfd;
+	struct mm_target tg = { .source = MM_TGT_PID };
+	const struct mm_http_event *e;
+	char err[512] = "", got[256];
+	uint32_t first1;
+
+	OK(fx_reset());
+	tfd = fx_map_fd("mm_targets");
+	REQUIRE(ASSERT_EQ(load_slots(2, err, sizeof(err)), 0));
+	first1 = (uint32_t)table->slots[1].route_first;
+	REQUIRE(ASSERT_TRUE(first1 > 0 && table->slots[1].nroutes == first1,
+			    "slot 1 holds routes [%u, +%zu)", first1,
+			    table->slots[1].nroutes));
+	for (__u32 gw = 0; gw < 3; gw++) {
+		tg.gw = gw % 2;
+		OK(bpf_map_update_elem(tfd, &pid, &tg, BPF_ANY) ? -errno : 0);
+		e = one_get("www.example.com", "/login");
+		REQUIRE(ASSERT_TRUE(e != NULL, "no exchange in slot %u", tg.gw));
+		REQUIRE(ASSERT_EQ(e->gw, tg.gw));
+		answer(e->route_id, e->rule_idx, got, sizeof(got));
+		REQUIRE(ASSERT_STREQ(got, "apps/login rule 0"));
+		REQUIRE(ASSERT_TRUE(tg.gw ? e->route_id >= first1 :
+					    e->route_id < first1,
+				    "slot %u answered with route %u", tg.gw,
+				    e->route_id));
+		REQUIRE(ASSERT_EQ(table->routes[e->route_id].gw, tg.gw));
+	}
+	/* a slot the table does not hold: no vhost, unmatched */
+	tg.gw = 2;
+	OK(bpf_map_update_elem(tfd, &pid, &tg, BPF_ANY) ? -errno : 0);
+	e = one_get("www.example.com", "/login");
+	REQUIRE(ASSERT_TRUE(e != NULL, "no exchange in slot 2"));
+	REQUIRE(ASSERT_EQ(e->gw, 2));
+	REQUIRE(ASSERT_EQ(e->route_id, MM_ROUTE_UNMATCHED));
+	bpf_map_delete_elem(tfd, &pid);
 	clear_table();
 }

@@ -35,7 +35,7 @@ pod_cg_cleanup() {
 		rmdir "${CG_DIRS[i]}" 2>/dev/null
 	done
 }
-trap 'rc=$?; pod_cg_cleanup; (exit $rc); cleanup' EXIT
+trap 'rc=$?; set +e; pod_cg_cleanup; (exit $rc); cleanup' EXIT
 
 k8s_start_api
 for ns in infra apps shop; do

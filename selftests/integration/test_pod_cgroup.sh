@@ -33,7 +33,7 @@ rmcg() {
 	[ -d "$ROOT" ] && find "$ROOT" -depth -type d -exec rmdir {} \; 2>/dev/null
 	[ ! -d "$ROOT" ] || log "could not remove $ROOT"
 }
-trap 'rc=$?; rmcg; (exit $rc); cleanup' EXIT
+trap 'rc=$?; set +e; rmcg; (exit $rc); cleanup' EXIT
 
 # check REL QOS CID: move a shell into ROOT/REL, exec the probe there
 check() {

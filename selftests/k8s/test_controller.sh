@@ -5,7 +5,9 @@
 # MetricDefinition and MetricPolicy by server-side apply on /status (field
 # manager milometer, force), never rewrites unchanged conditions (not after
 # an unrelated change, not after a leader change), and writes again with
-# the new observedGeneration when a spec changes. Ground truth: the
+# the new observedGeneration when a spec changes. The leader alone also
+# sets the ResourceFields series (one producer for the cluster) on its
+# /metrics; after a failover the new leader has them. Ground truth: the
 # server's request log and the objects as kubectl reads them.
 . "$(dirname "$0")/lib.sh"
 M="$ROOT/bin/milometer"
@@ -20,7 +22,11 @@ NPOL=$(ls "$EX"/*metricpolicy*.yaml | wc -l)
 patches() { requests | grep -c "^PATCH .*/status?fieldManager=milometer&force=true 200" || true; }
 holder() { kubectl get lease -n milometer milometer-controller -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
 start_ctrl() {
-	"$M" controller --identity "$1" --leader-elect-namespace milometer >"$T/$1.log" 2>&1 &
+	local port
+	port=$(free_port)
+	eval "PORT_$1=$port"
+	"$M" controller --identity "$1" --leader-elect-namespace milometer \
+		--prometheus-listen "127.0.0.1:$port" >"$T/$1.log" 2>&1 &
 	PIDS+=($!)
 	eval "PID_$1=$!"
 }
@@ -68,6 +74,44 @@ PY
 		fail "ResolvedRefs missing"
 }
 
+# created_series REPLICA ROUTE: REPLICA's /metrics has ROUTE's
+# httproute.created series (extra-httproute-created-metricpolicy)
+created_series() {
+	local port
+	eval "port=\$PORT_$1"
+	curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null |
+		grep -E "^gateway_networking_k8s_io_httproute_created[a-z_]*\{.*resource_name=\"$2\"" | grep -q .
+}
+follower() { [ "$(holder)" = c1 ] && echo c2 || echo c1; }
+
+t_resource_fields_from_leader() {
+	local h f
+	put_objects "$(ns_obj apps)" "$(route_obj apps rf-a a.test)"
+	h=$(holder)
+	f=$(follower)
+	wait_for 15 created_series "$h" rf-a ||
+		fail "the leader ($h) has no httproute.created series for rf-a: $(tail -3 "$T/$h.log")"
+	# its value is the route's creationTimestamp, as the policy's CEL says
+	local want got port
+	want=$(date -d "$(kubectl get httproute -n apps rf-a -o jsonpath='{.metadata.creationTimestamp}')" +%s)
+	eval "port=\$PORT_$h"
+	got=$(curl -fsS "http://127.0.0.1:$port/metrics" |
+		grep -E '^gateway_networking_k8s_io_httproute_created[a-z_]*\{.*resource_name="rf-a"' | awk '{print $NF}')
+	[ "$(printf '%.0f' "$got")" = "$want" ] || fail "rf-a created: $got, want $want"
+	sleep 2 # a few follower ticks: it must still set nothing
+	created_series "$f" rf-a && fail "the follower ($f) produced ResourceFields series too"
+	return 0
+}
+
+t_resource_fields_follow_leader() {
+	local h
+	h=$(holder)
+	put_objects "$(route_obj apps rf-b b.test)"
+	wait_for 15 created_series "$h" rf-b ||
+		fail "the new leader ($h) has no series for rf-b: $(tail -3 "$T/$h.log")"
+	created_series "$h" rf-a || fail "the new leader ($h) lost rf-a's series"
+}
+
 t_no_rewrites() {
 	local p0
 	p0=$(patches)
@@ -103,4 +147,5 @@ t_spec_change_writes_once() {
 	[ "$(patches)" = $((p0 + 1)) ] || fail "want exactly one status write, got $(($(patches) - p0))"
 }
 
-run_tests t_one_leader_writes_status t_no_rewrites t_failover_keeps_status t_spec_change_writes_once
+run_tests t_one_leader_writes_status t_resource_fields_from_leader t_no_rewrites \
+	t_failover_keeps_status t_resource_fields_follow_leader t_spec_change_writes_once

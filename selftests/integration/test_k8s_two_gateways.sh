@@ -1,0 +1,148 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# Two Gateways on one node, each served by its own proxy pod: nginx runs
+# Gateway infra/gw, haproxy runs infra/gw2, in two cgroups shaped as the
+# systemd driver + containerd lay pods out. Both Gateways have a route for
+# api.example.com, each its own; www.shop.test is routed on gw only. Every
+# request must be attributed within the route table of the Gateway whose
+# pod served it (found from the pod's gateway-name label), with that
+# Gateway as k8s.gateway.name. Counts come from nginx's log and, for
+# haproxy (whose stdout log drops lines under load here, see
+# test_haproxy_counts.sh), from the client's own count of responses.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/k8s_api.sh"
+need_root
+need_bin milometer gen_nginx
+use_manifests base
+start_backends
+start_nginx
+HA_PORT=28090
+PROXY_PORT=$HA_PORT start_haproxy 1
+
+CG_ROOT=/sys/fs/cgroup/unified
+[ -f "$CG_ROOT/cgroup.controllers" ] || CG_ROOT=/sys/fs/cgroup
+[ -f "$CG_ROOT/cgroup.controllers" ] || fail "no cgroup v2 mount here"
+NODE=mm-it-node
+CG_DIRS=()
+
+pod_cg_cleanup() {
+	local d p i
+	for d in "${CG_DIRS[@]}"; do
+		[ -d "$d" ] || continue
+		for p in $(cat "$d/cgroup.procs" 2>/dev/null); do
+			echo "$p" >"$CG_ROOT/cgroup.procs" 2>/dev/null
+		done
+	done
+	for ((i = ${#CG_DIRS[@]} - 1; i >= 0; i--)); do
+		rmdir "${CG_DIRS[i]}" 2>/dev/null
+	done
+}
+trap 'rc=$?; set +e; pod_cg_cleanup; (exit $rc); cleanup' EXIT
+
+k8s_start_api
+for ns in infra apps shop; do
+	printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n' $ns
+	echo ---
+done | kc apply -f - >/dev/null || fail "kubectl apply namespaces"
+kc apply -f "$T/manifests/" >/dev/null || fail "kubectl apply of the base manifests"
+cat <<'EOF2' | kc apply -f - >/dev/null || fail "kubectl apply of gw2"
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw2, namespace: infra}
+spec:
+  gatewayClassName: milometer-test
+  listeners: [{name: http, protocol: HTTP, port: 80, allowedRoutes: {namespaces: {from: All}}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: edge-api, namespace: apps}
+spec:
+  parentRefs: [{name: gw2, namespace: infra}]
+  hostnames: ["api.example.com"]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /v1}}]
+    backendRefs: [{name: py, port: 18181}]
+EOF2
+
+# proxy_pod NAME GATEWAY PID...: a Burstable pod of GATEWAY on this node,
+# its container's cgroup made the systemd way, PIDs moved into it
+proxy_pod() {
+	local name=$1 gw=$2 cid uid d cg
+	shift 2
+	cid=$(head -c 32 /dev/urandom | sha256sum | cut -c1-64)
+	cat <<EOP | kc apply -f - >/dev/null || fail "kubectl apply of pod $name"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $name
+  namespace: infra
+  labels: {gateway.networking.k8s.io/gateway-name: $gw}
+spec:
+  nodeName: $NODE
+  containers: [{name: proxy, image: proxy}]
+EOP
+	uid=$(kc -n infra get pod "$name" -o jsonpath='{.metadata.uid}')
+	[ -n "$uid" ] || fail "pod $name has no uid"
+	kc -n infra patch pod "$name" --subresource=status --type=merge -p \
+		"{\"status\":{\"phase\":\"Running\",\"qosClass\":\"Burstable\",\"containerStatuses\":[{\"name\":\"proxy\",\"containerID\":\"containerd://$cid\"}]}}" \
+		>/dev/null || fail "kubectl patch of pod $name's status"
+	for d in kubepods.slice kubepods.slice/kubepods-burstable.slice \
+		"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${uid//-/_}.slice" \
+		"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${uid//-/_}.slice/cri-containerd-$cid.scope"; do
+		[ -d "$CG_ROOT/$d" ] || { mkdir "$CG_ROOT/$d" || fail "mkdir $CG_ROOT/$d"; CG_DIRS+=("$CG_ROOT/$d"); }
+	done
+	cg="$CG_ROOT/$d"
+	for p in "$@"; do
+		echo "$p" >"$cg/cgroup.procs" || fail "cannot move $p into $cg"
+	done
+	log "pod $name (Gateway $gw): $* in $cg"
+}
+HA_PID=$(pgrep -f "^$T/mm-it-haproxy")
+[ -n "$HA_PID" ] || fail "no haproxy process"
+proxy_pod gw-proxy gw $NGINX_PID $(nginx_workers)
+proxy_pod gw2-proxy gw2 $HA_PID
+
+AGENT_SOURCE=(--kubeconfig "$T/kubeconfig")
+AGENT_TARGET=(--node-name "$NODE") # no --proxy-*: the pods say
+start_agent
+found() { grep -q '2 proxy pods on this node, 2 containers traced' "$T/agent.out"; }
+wait_for 20 found || fail "the agent did not find both proxy pods: $(tail -5 "$T/agent.out")"
+
+hey -n 300 -c 4 -host api.example.com "http://127.0.0.1:$PROXY_PORT/v1/status" >/dev/null
+hey -n 200 -c 4 -host www.shop.test "http://127.0.0.1:$PROXY_PORT/cart/1" >/dev/null
+hey -n 250 -c 4 -host api.example.com "http://127.0.0.1:$HA_PORT/v1/x" >"$T/hey-api.txt"
+hey -n 150 -c 4 -host www.shop.test "http://127.0.0.1:$HA_PORT/cart/1" >"$T/hey-web.txt"
+
+# ground truth: nginx's log, the client's count of haproxy's responses
+wait_log_lines "$NGINX_LOG" 500 || fail "nginx logged $(log_lines "$NGINX_LOG") of 500"
+n_api=$(grep -c 'api\.example\.com' "$NGINX_LOG")
+n_web=$(grep -c 'www\.shop\.test' "$NGINX_LOG")
+h_api=$(awk '$1 == "[200]" { print $2 }' "$T/hey-api.txt")
+h_web=$(awk '$1 == "[200]" { print $2 }' "$T/hey-web.txt")
+log "nginx: $n_api api, $n_web web; haproxy: $h_api api, $h_web web"
+[ $((n_api + n_web)) = 500 ] || fail "nginx's log does not add up: $n_api+$n_web"
+[ "${h_api:-0}" -gt 0 ] && [ "${h_web:-0}" -gt 0 ] ||
+	fail "haproxy did not answer 200: $(tail -3 "$T/hey-api.txt" "$T/hey-web.txt")"
+
+D=envoy_http_downstream_rq_total
+expect_metric "$n_api" "gw's api route" $D k8s_httproute_name=api k8s_gateway_name=gw
+expect_metric "$n_web" "gw's web route" $D k8s_httproute_name=web k8s_gateway_name=gw
+expect_metric "$h_api" "gw2's edge-api route" $D k8s_httproute_name=edge-api k8s_gateway_name=gw2
+expect_metric "$h_web" "www.shop.test on gw2 (no route there)" $D k8s_httproute_name=unmatched k8s_gateway_name=gw2
+# and nothing crossed over
+expect_metric "$n_api" "api route on any Gateway" $D k8s_httproute_name=api
+expect_metric "$h_web" "unmatched on any Gateway" $D k8s_httproute_name=unmatched
+expect_metric "$((n_api + n_web + h_api + h_web))" "every request" $D
+
+# control-plane series are the controller's (one producer for the cluster):
+# an agent whose source is the API leaves ResourceFields policies out
+kc apply -f "$ROOT/deploy/examples/contract/extra-httproute-created-metricdefinition.yaml" \
+	-f "$ROOT/deploy/examples/contract/extra-httproute-created-metricpolicy.yaml" >/dev/null ||
+	fail "kubectl apply of a ResourceFields policy"
+policy_loaded() { ctl policies | grep -q 'gateway-httproute-created-policy'; }
+wait_for 20 policy_loaded || fail "the agent did not load the policy: $(ctl policies)"
+sleep 2 # two collection ticks
+metrics | grep -q '^gateway_networking_k8s_io_httproute_created' &&
+	fail "a node agent produced ResourceFields series: $(metrics | grep httproute_created | head -3)"
+grep -q 'ResourceFields policies are left to `milometer controller`' "$T/agent.out" ||
+	fail "the agent did not say who produces ResourceFields series"
