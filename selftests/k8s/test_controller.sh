@@ -147,5 +147,26 @@ t_spec_change_writes_once() {
 	[ "$(patches)" = $((p0 + 1)) ] || fail "want exactly one status write, got $(($(patches) - p0))"
 }
 
+# the seed's change management (t_spec_change_writes_once left an unknown
+# field, removed here): a definition's identity (name, unit,
+# instrument) is stable; an edit of it is refused with a condition and the
+# accepted version stays in effect (the leader still serves its series)
+t_immutable_field_reported() {
+	local h
+	h=$(holder)
+	kubectl patch metricdefinition gateway-httproute-created --type merge \
+		-p '{"spec":{"description":null,"metric":{"instrument":{"type":"Gauge","unit":"ms"}}}}' >/dev/null ||
+		fail "patch unit"
+	wait_for 10 bash -c "[ \"\$(kubectl get metricdefinition gateway-httproute-created -o jsonpath='{.status.conditions[?(@.type==\"Accepted\")].reason}')\" = ImmutableFieldChanged ]" ||
+		fail "no ImmutableFieldChanged: $(kubectl get metricdefinition gateway-httproute-created -o jsonpath='{.status}')"
+	kubectl get metricdefinition gateway-httproute-created -o jsonpath='{.status.conditions[?(@.type=="Accepted")].message}' |
+		grep -q 'stays in effect' || fail "the condition does not say the accepted version stays"
+	sleep 6 # a collection after the refused edit
+	created_series "$h" rf-a || fail "the accepted definition's series are gone after a refused edit"
+	curl -fsS "http://127.0.0.1:$(eval echo \$PORT_$h)/metrics" | grep -q '^gateway_networking_k8s_io_httproute_created_seconds' ||
+		fail "the series' unit changed with the refused edit"
+}
+
 run_tests t_one_leader_writes_status t_resource_fields_from_leader t_no_rewrites \
-	t_failover_keeps_status t_resource_fields_follow_leader t_spec_change_writes_once
+	t_failover_keeps_status t_resource_fields_follow_leader t_spec_change_writes_once \
+	t_immutable_field_reported
