@@ -58,6 +58,14 @@ static uint64_t mono_ns(void)
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 /* xorshift64*: reproducible, no libc state */
 static uint64_t rnd(uint64_t *s)
 {
@@ -215,6 +223,8 @@ static uint64_t feed(struct aggregate *ag, struct mstore *st,
 		unsigned long long end = i + BATCH < count ? i + BATCH : count;
 
 		mstore__lock(st);
+		/* one time stamp per batch, as the agent's drain() sets it */
+		aggregate__set_now(ag, real_ns());
 		for (; i < end; i++)
 			aggregate__event(ag, &ev[i & (NEV_DISTINCT - 1)],
 					 sizeof(*ev));
