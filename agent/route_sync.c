@@ -174,6 +174,8 @@ static int install(struct route_sync *rs, struct gw_model *m,
 	/* the other settings (feature flags) stay: only this thread writes */
 	if (!bpf_map_lookup_elem(cfd, &zero, &cfg))
 		cfg.route_gen = t->gen;
+	cfg.flags = t->nslots > 1 ? cfg.flags | MM_CFG_GW_SLOTS :
+				   cfg.flags & ~MM_CFG_GW_SLOTS;
 	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY)) {
 		err = -errno;
 		delete_keys(rs, g);

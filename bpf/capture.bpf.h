@@ -119,8 +119,14 @@ static __always_inline __u64 new_conn_id(void)
 /* A connection state fresh from its map: give it its identity. */
 static __always_inline void conn_init(struct mm_conn *c, __u32 tgid, __u8 role)
 {
-	/* once per connection: which Gateway's route table applies */
-	struct mm_target *t = bpf_map_lookup_elem(&mm_targets, &tgid);
+	/*
+	 * Once per connection: which Gateway's route table applies. A hash
+	 * lookup, so only when the table has more than the default slot.
+	 */
+	__u32 zero = 0;
+	struct mm_config *cfg = bpf_map_lookup_elem(&mm_config, &zero);
+	struct mm_target *t = cfg && (cfg->flags & MM_CFG_GW_SLOTS) ?
+		bpf_map_lookup_elem(&mm_targets, &tgid) : NULL;
 
 	c->conn_id = new_conn_id();
 	c->tgid = tgid;

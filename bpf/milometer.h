@@ -126,6 +126,8 @@ struct mm_config {
 };
 
 #define MM_CFG_HTTP2 0x1 /* gate HTTP2: send h2 connections' bytes up */
+#define MM_CFG_GW_SLOTS 0x2 /* the table has gateway slots past 0: a new
+			     * connection looks its process's slot up */
 
 /*
  * Why a process is traced (value of mm_targets), and the route table it is

@@ -121,7 +121,9 @@ static void unload_table(void)
 static int load_slots(size_t nslots, char *err, size_t errlen)
 {
 	static const char *const gws[] = { "infra/gw", "infra/gw", "infra/gw" };
-	struct mm_config cfg = { .route_gen = GEN };
+	struct mm_config cfg = {
+		.route_gen = GEN, .flags = nslots > 1 ? MM_CFG_GW_SLOTS : 0,
+	};
 	int vfd = fx_map_fd("mm_vhosts"), rfd = fx_map_fd("mm_routes");
 	int cfd = fx_map_fd("mm_config");
 	__u32 zero = 0;
