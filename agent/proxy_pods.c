@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +28,56 @@ static const struct {
 	{ "gateway.envoyproxy.io/owning-gateway-name",
 	  "gateway.envoyproxy.io/owning-gateway-namespace" },
 };
+
+/*
+ * Container cgroups made targets, to take them out again when their pod or
+ * container is gone (restarts and rollouts would fill mm_target_cgroups).
+ */
+struct tracked {
+	uint64_t id;
+	bool seen; /* found again by the walk in progress */
+};
+
+static struct tracked *tracked;
+static size_t ntracked, ctracked;
+
+static int track(uint64_t id)
+{
+	for (size_t i = 0; i < ntracked; i++)
+		if (tracked[i].id == id) {
+			tracked[i].seen = true;
+			return 0;
+		}
+	if (ntracked == ctracked) {
+		size_t cap = ctracked ? ctracked * 2 : 16;
+		struct tracked *n = realloc(tracked, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		tracked = n;
+		ctracked = cap;
+	}
+	tracked[ntracked++] = (struct tracked){ .id = id, .seen = true };
+	return 0;
+}
+
+/* After a full walk: what it did not find again is gone. */
+static uint64_t untrack_unseen(struct milometer_bpf *skel)
+{
+	uint64_t removed = 0;
+	size_t j = 0;
+
+	for (size_t i = 0; i < ntracked; i++) {
+		if (!tracked[i].seen && !targets__remove_cgroup(skel, tracked[i].id)) {
+			removed++;
+			continue;
+		}
+		tracked[i].seen = false;
+		tracked[j++] = tracked[i];
+	}
+	ntracked = j;
+	return removed;
+}
 
 struct walk {
 	struct milometer_bpf *skel;
@@ -109,7 +161,8 @@ static int visit(struct json_object *pod, void *ctx)
 		    pod_cgroup__parse_container_id(json_object_get_string(v), &cid))
 			continue; /* not started yet */
 		if (pod_cgroup__find(w->root, uid, q, &cid, dir, sizeof(dir), &id) ||
-		    targets__add_cgroup(w->skel, dir, id, (uint32_t)slot) < 0) {
+		    targets__add_cgroup(w->skel, dir, id, (uint32_t)slot) < 0 ||
+		    track(id)) {
 			w->st.missing++;
 			continue;
 		}
@@ -138,6 +191,7 @@ int proxy_pods__sync(struct k8s_api *a, struct milometer_bpf *skel,
 		return -ENOENT;
 	}
 	k8s_store__foreach(pods, visit, &w);
+	w.st.removed = st->removed + untrack_unseen(skel);
 	seen_gen = gen;
 	*st = w.st;
 	return 0;

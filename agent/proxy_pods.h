@@ -20,6 +20,7 @@ struct proxy_pods_stats {
 	uint64_t containers;  /* their containers whose cgroup was found */
 	uint64_t missing;     /* containers whose cgroup (or Gateway's table) is not there yet */
 	uint64_t no_slot;     /* pods past MM_GW_SLOTS Gateways: default table */
+	uint64_t removed;     /* container cgroups taken out (pod or container gone), ever */
 };
 
 /*
@@ -29,7 +30,9 @@ struct proxy_pods_stats {
  * runs (from its labels), so its requests are matched against that
  * Gateway's routes only. A Gateway seen for the first time gets a slot and
  * its containers wait for the route table that holds it (route_sync's next
- * poll): call again after the poll. Returns 0 or -errno.
+ * poll): call again after the poll. A container cgroup the walk no longer
+ * finds (pod deleted, container replaced) leaves mm_target_cgroups.
+ * Returns 0 or -errno.
  */
 int proxy_pods__sync(struct k8s_api *a, struct milometer_bpf *skel,
 		     struct route_sync *rs, struct proxy_pods_stats *st);

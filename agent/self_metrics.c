@@ -15,6 +15,7 @@
 #include "agent/route_sync.h"
 #include "agent/self_metrics.h"
 #include "agent/h2_feed.h"
+#include "agent/proxy_pods.h"
 #include "agent/state.h"
 #include "agent/tls_capture.h"
 #include "agent/targets.h"
@@ -24,6 +25,7 @@
 #include "exporter/otlp_sender.h"
 #include "milometer.skel.h"
 #include "policy/contract/contract.h"
+#include "policy/gateway/route_compile.h"
 #include "agent/k8s/k8s_metrics.h"
 
 static const char *const bpf_stat_names[MM_STAT__COUNT] = {
@@ -85,6 +87,7 @@ enum {
 	M_REQUESTS,
 	M_H2,
 	M_TLS,
+	M_PROXY_PODS,
 	M__N,
 };
 
@@ -228,6 +231,12 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 		   "(uprobes; processes hooked now; libraries hooked since the gate "
 		   "turned on).", "{item}", MI_GAUGE,
 		   true);
+	err |= reg(sm, M_PROXY_PODS, "milometer.proxy_pods",
+		   "Proxy pods of this node found from the API, by state (pods; "
+		   "containers traced; containers waiting for their cgroup or "
+		   "Gateway table; container cgroups taken out since start, their "
+		   "pod or container gone; Gateways with a route table slot).",
+		   "{item}", MI_GAUGE, true);
 	if (err) {
 		free(sm);
 		return NULL;
@@ -420,6 +429,23 @@ void self_metrics__refresh(struct self_metrics *sm)
 		set1(sm, M_TLS, ts.processes, now, &k, 1);
 		k.value = "libraries";
 		set1(sm, M_TLS, ts.libraries, now, &k, 1);
+	}
+	if (ag->k8s) {
+		const struct proxy_pods_stats *pp = &ag->proxy_pods;
+		const struct route_table *t = route_sync__current(ag->routes);
+		const struct { const char *state; uint64_t v; } rows[] = {
+			{ "pods", pp->pods },
+			{ "containers_traced", pp->containers },
+			{ "containers_waiting", pp->missing },
+			{ "containers_removed", pp->removed },
+			{ "gateway_slots", t && t->nslots ? t->nslots - 1 : 0 },
+		};
+		struct mlabel l = { .key = "state" };
+
+		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+			l.value = rows[i].state;
+			set1(sm, M_PROXY_PODS, rows[i].v, now, &l, 1);
+		}
 	}
 	{
 		const struct agent_opts *o = ag->opts;

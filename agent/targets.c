@@ -197,6 +197,15 @@ int targets__add_cgroup(struct milometer_bpf *skel, const char *dir,
 	return scan_cgroup_procs(skel, dir, gw);
 }
 
+int targets__remove_cgroup(struct milometer_bpf *skel, uint64_t id)
+{
+	/* its processes, if any are left, stay until they exit */
+	if (bpf_map_delete_elem(bpf_map__fd(skel->maps.mm_target_cgroups), &id) &&
+	    errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
 int targets__rescan(struct milometer_bpf *skel, const struct agent_opts *o)
 {
 	struct dirent *de;

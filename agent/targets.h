@@ -24,6 +24,11 @@ int targets__init(struct milometer_bpf *skel, const struct agent_opts *o);
  */
 int targets__add_cgroup(struct milometer_bpf *skel, const char *dir,
 			uint64_t id, uint32_t gw);
+/*
+ * Stop taking new processes of cgroup id (a pod that is gone): its entry
+ * leaves mm_target_cgroups, which holds 256. Returns 0 or -errno.
+ */
+int targets__remove_cgroup(struct milometer_bpf *skel, uint64_t id);
 /* Re-scan /proc; returns the number of target processes. */
 int targets__rescan(struct milometer_bpf *skel, const struct agent_opts *o);
 /* Print "PID SOURCE COMM" lines (or a JSON array). */

@@ -13,6 +13,7 @@
 . "$(dirname "$0")/k8s_api.sh"
 need_root
 need_bin milometer gen_nginx
+command -v bpftool >/dev/null || fail "bpftool is missing (deploy/install-deps.sh installs it)"
 use_manifests base
 start_backends
 start_nginx
@@ -107,6 +108,7 @@ AGENT_TARGET=(--node-name "$NODE") # no --proxy-*: the pods say
 start_agent
 found() { grep -q '2 proxy pods on this node, 2 containers traced' "$T/agent.out"; }
 wait_for 20 found || fail "the agent did not find both proxy pods: $(tail -5 "$T/agent.out")"
+expect_metric 2 "gateway slots" milometer_proxy_pods state=gateway_slots
 
 hey -n 300 -c 4 -host api.example.com "http://127.0.0.1:$PROXY_PORT/v1/status" >/dev/null
 hey -n 200 -c 4 -host www.shop.test "http://127.0.0.1:$PROXY_PORT/cart/1" >/dev/null
@@ -146,3 +148,13 @@ metrics | grep -q '^gateway_networking_k8s_io_httproute_created' &&
 	fail "a node agent produced ResourceFields series: $(metrics | grep httproute_created | head -3)"
 grep -q 'ResourceFields policies are left to `milometer controller`' "$T/agent.out" ||
 	fail "the agent did not say who produces ResourceFields series"
+
+# a pod that goes away takes its container cgroup out of the target map
+# (restarts and rollouts would otherwise fill its 256 entries)
+# (map names are cut to 15 bytes in the kernel)
+cg_entries() { bpftool map dump name mm_target_cgrou -j 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+[ "$(cg_entries)" = 2 ] || fail "mm_target_cgroups has $(cg_entries) entries, want 2: $(bpftool map dump name mm_target_cgrou 2>&1 | head -20)"
+kc -n infra delete pod gw2-proxy >/dev/null || fail "kubectl delete pod"
+expect_metric 1 "containers removed after the pod was deleted" milometer_proxy_pods state=containers_removed
+expect_metric 1 "containers traced after the pod was deleted" milometer_proxy_pods state=containers_traced
+[ "$(cg_entries)" = 1 ] || fail "mm_target_cgroups has $(cg_entries) entries after the delete, want 1"
