@@ -165,8 +165,9 @@ static inline uint64_t mix(uint64_t k)
  * Packed key, never 0: gen 16 bits | route 17 | rule 8 | method 4 |
  * status 10 | grpc 5 | leg 1 | aborted 1 | 1 (non-zero marker), high bits
  * first. The unmatched and unknown series are the same in every
- * generation: their gen bits hold the gateway slot instead. Route ids at or past ROUTE_KEY_SPECIAL share the three special
- * routes' keys (unmatched, defer, unknown): 131 000 routes per table.
+ * generation: their gen bits hold the gateway slot instead. Route ids at or
+ * past ROUTE_KEY_SPECIAL share the three special routes' keys (unmatched,
+ * defer, unknown): 131 000 routes per table.
  */
 #define ROUTE_KEY_BITS 17
 #define ROUTE_KEY_MASK ((1u << ROUTE_KEY_BITS) - 1)

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
-#include <stdbool.h>
-#include <stdlib.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <json-c/json.h>

@@ -321,11 +321,6 @@ int route_sync__gateway_slot(struct route_sync *rs, const char *ns,
 	return (int)rs->nslots++;
 }
 
-const char *route_sync__gateway_name(const struct route_sync *rs, uint32_t slot)
-{
-	return slot < rs->nslots ? rs->slots[slot] : NULL;
-}
-
 const struct route_table *route_sync__table_fn(void *rs, uint32_t gen)
 {
 	return route_sync__table(rs, gen);

@@ -46,9 +46,6 @@ int route_sync__poll(struct route_sync *rs, uint64_t now_ns);
  */
 int route_sync__gateway_slot(struct route_sync *rs, const char *ns,
 			     const char *name);
-/* "ns/name" of a slot, NULL for slot 0 without --gateway or past the end. */
-const char *route_sync__gateway_name(const struct route_sync *rs,
-				     uint32_t slot);
 /* The table of generation gen, NULL if retired. */
 const struct route_table *route_sync__table(const struct route_sync *rs,
 					    uint32_t gen);

@@ -67,21 +67,19 @@ static size_t cluster_labels(void *ctx, struct mlabel *out, size_t max,
 			     char *buf, size_t buflen)
 {
 	struct ctrl *c = ctx;
-	size_t n = 0, used = 0;
+	struct mlabel l[2];
+	size_t n, k = 0, used = 0;
 
 	pthread_mutex_lock(&c->ci_lock);
-	if (c->ci.id[0] && n < max) {
-		int w = snprintf(buf + used, buflen - used, "%s", c->ci.id);
+	n = cluster_id__attrs(&c->ci, l);
+	for (size_t i = 0; i < n && k < max && used < buflen; i++) {
+		int w = snprintf(buf + used, buflen - used, "%s", l[i].value);
 
-		out[n++] = (struct mlabel){ CLUSTER_ID_ATTR, buf + used };
-		used += w + 1;
-	}
-	if (c->ci.clusterset[0] && n < max && used < buflen) {
-		snprintf(buf + used, buflen - used, "%s", c->ci.clusterset);
-		out[n++] = (struct mlabel){ CLUSTERSET_ATTR, buf + used };
+		out[k++] = (struct mlabel){ l[i].key, buf + used };
+		used += (size_t)w + 1;
 	}
 	pthread_mutex_unlock(&c->ci_lock);
-	return n;
+	return k;
 }
 
 static void reload(struct ctrl *c)

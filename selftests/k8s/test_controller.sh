@@ -100,6 +100,15 @@ t_resource_fields_from_leader() {
 	[ "$(printf '%.0f' "$got")" = "$want" ] || fail "rf-a created: $got, want $want"
 	sleep 2 # a few follower ticks: it must still set nothing
 	created_series "$f" rf-a && fail "the follower ($f) produced ResourceFields series too"
+	# the cluster's id on every series, as the agents add it
+	kubectl apply -f "$ROOT/deploy/examples/contract-clusterproperties.yaml" >/dev/null ||
+		fail "kubectl apply ClusterProperties"
+	with_id() {
+		curl -fsS "http://127.0.0.1:$port/metrics" |
+			grep -E '^gateway_networking_k8s_io_httproute_created[a-z_]*\{.*resource_name="rf-a"' |
+			grep -q 'k8s_cluster_id="edge-eu-west-1"'
+	}
+	wait_for 15 with_id || fail "no k8s.cluster.id on the leader's series: $(curl -fsS "http://127.0.0.1:$port/metrics" | grep rf-a)"
 	return 0
 }
 
