@@ -774,9 +774,7 @@ static int build_one(const struct gw_model *m, const char *gateway,
 
 static void *grow_by(void *p, size_t have, size_t add, size_t size)
 {
-	void *n = realloc(p, (have + add ? have + add : 1) * size);
-
-	return n;
+	return realloc(p, (have + add ? have + add : 1) * size);
 }
 
 /*
@@ -790,9 +788,10 @@ static int append_slot(struct route_table *t, struct route_table *sub,
 	uint32_t r0 = (uint32_t)t->nroutes, v0 = (uint32_t)t->nvhosts;
 	void *p;
 
-	if ((p = grow_by(t->routes, t->nroutes, sub->nroutes, sizeof(*t->routes))))
-		t->routes = p;
-	if (!p || !(p = grow_by(t->vhosts, t->nvhosts, sub->nvhosts, sizeof(*t->vhosts))))
+	if (!(p = grow_by(t->routes, t->nroutes, sub->nroutes, sizeof(*t->routes))))
+		return -ENOMEM;
+	t->routes = p;
+	if (!(p = grow_by(t->vhosts, t->nvhosts, sub->nvhosts, sizeof(*t->vhosts))))
 		return -ENOMEM;
 	t->vhosts = p;
 	if (!(p = grow_by(t->detached, t->ndetached, sub->ndetached, sizeof(*t->detached))))

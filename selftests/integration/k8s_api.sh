@@ -55,6 +55,16 @@ EOK
 }
 
 kc() { kubectl --kubeconfig "$T/kubeconfig" "$@"; }
+
+# k8s_base_objects [NS...]: the Namespaces of manifests/base (and NS...),
+# then its Gateway and HTTPRoutes, into the API with kubectl
+k8s_base_objects() {
+	local ns
+	for ns in infra apps shop "$@"; do
+		printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n---\n' "$ns"
+	done | kc apply -f - >/dev/null || fail "kubectl apply namespaces"
+	kc apply -f "$T/manifests/" >/dev/null || fail "kubectl apply of the base manifests"
+}
 k8s_ctl() {
 	curl -fsS -X POST -H 'Content-Type: application/json' --data "$2" \
 		"http://127.0.0.1:$K8S_CTL_PORT$1" >/dev/null

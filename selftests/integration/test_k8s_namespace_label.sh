@@ -15,11 +15,7 @@ use_manifests base
 start_backends
 start_nginx
 k8s_start_api
-for ns in infra apps shop teamx; do
-	printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n' $ns
-	echo ---
-done | kc apply -f - >/dev/null || fail "kubectl apply namespaces"
-kc apply -f "$T/manifests/" >/dev/null || fail "kubectl apply of the base manifests"
+k8s_base_objects teamx
 cat <<'EOF2' | kc apply -f - >/dev/null || fail "kubectl apply of gw's team listener and teamx/team"
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway

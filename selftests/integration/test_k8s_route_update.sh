@@ -17,11 +17,7 @@ use_manifests base
 start_backends
 start_nginx
 k8s_start_api --bookmark-interval 5
-for ns in infra apps shop; do
-	printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n' $ns
-	echo ---
-done | kc apply -f - >/dev/null || fail "kubectl apply namespaces"
-kc apply -f "$T/manifests/" >/dev/null || fail "kubectl apply of the base manifests"
+k8s_base_objects
 AGENT_SOURCE=(--kubeconfig "$T/kubeconfig")
 export MILOMETER_K8S_BACKOFF_RESET_S=5
 start_agent

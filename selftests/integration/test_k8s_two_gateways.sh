@@ -11,6 +11,7 @@
 # test_haproxy_counts.sh), from the client's own count of responses.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/k8s_api.sh"
+. "$(dirname "$0")/proxy_pod.sh"
 need_root
 need_bin milometer gen_nginx
 command -v bpftool >/dev/null || fail "bpftool is missing (deploy/install-deps.sh installs it)"
@@ -20,32 +21,8 @@ start_nginx
 HA_PORT=28090
 PROXY_PORT=$HA_PORT start_haproxy 1
 
-CG_ROOT=/sys/fs/cgroup/unified
-[ -f "$CG_ROOT/cgroup.controllers" ] || CG_ROOT=/sys/fs/cgroup
-[ -f "$CG_ROOT/cgroup.controllers" ] || fail "no cgroup v2 mount here"
-NODE=mm-it-node
-CG_DIRS=()
-
-pod_cg_cleanup() {
-	local d p i
-	for d in "${CG_DIRS[@]}"; do
-		[ -d "$d" ] || continue
-		for p in $(cat "$d/cgroup.procs" 2>/dev/null); do
-			echo "$p" >"$CG_ROOT/cgroup.procs" 2>/dev/null
-		done
-	done
-	for ((i = ${#CG_DIRS[@]} - 1; i >= 0; i--)); do
-		rmdir "${CG_DIRS[i]}" 2>/dev/null
-	done
-}
-trap 'rc=$?; set +e; pod_cg_cleanup; (exit $rc); cleanup' EXIT
-
 k8s_start_api
-for ns in infra apps shop; do
-	printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n' $ns
-	echo ---
-done | kc apply -f - >/dev/null || fail "kubectl apply namespaces"
-kc apply -f "$T/manifests/" >/dev/null || fail "kubectl apply of the base manifests"
+k8s_base_objects
 cat <<'EOF2' | kc apply -f - >/dev/null || fail "kubectl apply of gw2"
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
@@ -65,39 +42,6 @@ spec:
     backendRefs: [{name: py, port: 18181}]
 EOF2
 
-# proxy_pod NAME GATEWAY PID...: a Burstable pod of GATEWAY on this node,
-# its container's cgroup made the systemd way, PIDs moved into it
-proxy_pod() {
-	local name=$1 gw=$2 cid uid d cg
-	shift 2
-	cid=$(head -c 32 /dev/urandom | sha256sum | cut -c1-64)
-	cat <<EOP | kc apply -f - >/dev/null || fail "kubectl apply of pod $name"
-apiVersion: v1
-kind: Pod
-metadata:
-  name: $name
-  namespace: infra
-  labels: {gateway.networking.k8s.io/gateway-name: $gw}
-spec:
-  nodeName: $NODE
-  containers: [{name: proxy, image: proxy}]
-EOP
-	uid=$(kc -n infra get pod "$name" -o jsonpath='{.metadata.uid}')
-	[ -n "$uid" ] || fail "pod $name has no uid"
-	kc -n infra patch pod "$name" --subresource=status --type=merge -p \
-		"{\"status\":{\"phase\":\"Running\",\"qosClass\":\"Burstable\",\"containerStatuses\":[{\"name\":\"proxy\",\"containerID\":\"containerd://$cid\"}]}}" \
-		>/dev/null || fail "kubectl patch of pod $name's status"
-	for d in kubepods.slice kubepods.slice/kubepods-burstable.slice \
-		"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${uid//-/_}.slice" \
-		"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${uid//-/_}.slice/cri-containerd-$cid.scope"; do
-		[ -d "$CG_ROOT/$d" ] || { mkdir "$CG_ROOT/$d" || fail "mkdir $CG_ROOT/$d"; CG_DIRS+=("$CG_ROOT/$d"); }
-	done
-	cg="$CG_ROOT/$d"
-	for p in "$@"; do
-		echo "$p" >"$cg/cgroup.procs" || fail "cannot move $p into $cg"
-	done
-	log "pod $name (Gateway $gw): $* in $cg"
-}
 HA_PID=$(pgrep -f "^$T/mm-it-haproxy")
 [ -n "$HA_PID" ] || fail "no haproxy process"
 proxy_pod gw-proxy gw $NGINX_PID $(nginx_workers)
