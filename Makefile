@@ -368,6 +368,23 @@ $(BIN)/bench_bpf_exchange: selftests/bench/bpf/bench_bpf_exchange.c \
 
 bench: $(BIN)/bench_bpf_exchange
 
+# Floors of the data path's cost (selftests/bench/bpf/floor.bpf.c): the
+# attach point, a per-socket state, a prefix copy, each without milometer.
+$(OUTPUT)/selftests/bench/floor.bpf.o: selftests/bench/bpf/floor.bpf.c | $(OUTPUT) $(DEPS_STAMP)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp
+	$(Q)rm -f $@.tmp
+
+$(OUTPUT)/selftests/bench/floor.skel.h: $(OUTPUT)/selftests/bench/floor.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name floor_bpf > $@
+
+$(BIN)/bench_floor: selftests/bench/bench_floor.c $(OUTPUT)/selftests/bench/floor.skel.h | $(BIN) $(DEPS_STAMP)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -I$(OUTPUT)/selftests/bench $< $(AGENT_LIBS) -o $@
+
 # --- libFuzzer: the BPF parsing headers as user-space C (selftests/fuzz) ---
 # Part of `make fuzz` (its own rules: the glue is compiled against vmlinux.h
 # with bpf_shim/ in place of libbpf's helper headers). clang only (libFuzzer

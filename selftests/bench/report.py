@@ -189,12 +189,12 @@ def main():
                 (capture is None or r["capture"] == capture)]
 
     print("\n== rounds")
-    print("%-11s %-7s %-8s %5s %6s %6s %10s %8s %8s %9s %7s %9s %8s %7s" %
+    print("%-11s %-7s %-11s %5s %6s %6s %10s %8s %8s %9s %7s %9s %8s %7s" %
           ("round", "gateway", "agent", "stats", "conns", "routes", "req/s",
            "p50 ms", "p99 ms", "served", "errors", "BPF ns/rq", "CPU us/rq",
            "RSS MiB"))
     for r in rounds:
-        print("%-11s %-7s %-8s %5s %6d %6s %10s %8s %8s %9d %7d %9s %8s %7s" %
+        print("%-11s %-7s %-11s %5s %6d %6s %10s %8s %8s %9d %7d %9s %8s %7s" %
               (r["tag"], r["gw"], r["capture"], r["stats"], r["conns"],
                r["routes"], fmt("%.0f", r["rps"]), fmt("%.2f", r["p50"]),
                fmt("%.2f", r["p99"]), r["served"], r["errors"] + r["non2xx"],
@@ -216,6 +216,14 @@ def main():
             ("nginx", "A", "nginx", "auto"),
             ("nginx, --capture sys-exit", "A", "nginx", "sys-exit"),
             ("haproxy", "B", "haproxy", "auto"),
+            ("nginx, floor: empty programs", "A", "nginx", "floor-empty"),
+            ("nginx, floor: filter + sk state", "A", "nginx", "floor-hook"),
+            ("nginx, floor: + prefix copy", "A", "nginx", "floor-copy"),
+            ("haproxy, floor: empty programs", "B", "haproxy",
+             "floor-empty"),
+            ("haproxy, floor: filter + sk state", "B", "haproxy",
+             "floor-hook"),
+            ("haproxy, floor: + prefix copy", "B", "haproxy", "floor-copy"),
             ("nginx TLS, TLSCapture off", "T", "nginx-tls", "auto"),
             ("nginx TLS, TLSCapture on", "T", "nginx-tls", "tls"),
             ("nginx TLS+h2 (h2load), gates off", "H", "nginx-h2", "auto"),
@@ -248,15 +256,38 @@ def main():
               "%s" % (label, fmt("%.2f", g[0]), fmt("%.2f", g[1]),
                       fmt("%.4f", ratio(g[0], g[1])), fmt("%.2f", b[0]),
                       fmt("%.2f", b[1])))
+    def floors(gw, key):
+        """ the same ratio for the floor levels of this gateway """
+        out = []
+        for short, lvl in (("empty", "empty programs"),
+                           ("hook", "filter + sk state"),
+                           ("copy", "+ prefix copy")):
+            f = pairs.get("%s, floor: %s" % (gw, lvl))
+            if f:
+                out.append("%s %s" % (short, fmt("%.2f", ratio(f[key][1],
+                                                               f[key][0]))))
+        return " (floors: %s)" % ", ".join(out) if out else ""
+
+    if any(", floor: " in k for k in pairs):
+        print("floors (bin/bench_floor in the agent's place, same rounds): "
+              "empty = both socket tracepoints\n  with programs that return "
+              "at once; filter = the agent's tgid bitmap and a 64-byte sk "
+              "storage state;\n  copy = filter + up to 256 bytes of each "
+              "proxy I/O copied to a ring buffer with a time stamp\n  (what "
+              "an agent that parses in user space does in the kernel, its "
+              "user-space parsing not run)")
     for label, info in (("nginx", ""), ("haproxy", ""),
                         ("nginx, --capture sys-exit", " (fallback: info)")):
         p = pairs.get(label)
         thr = ratio(p["rps"][1], p["rps"][0]) if p else None
         p99 = ratio(p["p99"][1], p["p99"][0]) if p else None
+        fl = "" if info else floors(label, "rps")
         S.add("gateway throughput on/off, %s" % label, thr, "%.4f",
-              (0.95, ">= 0.95"), (0.98, ">= 0.98"), note=info)
+              (0.95, ">= 0.95"), (0.98, ">= 0.98"), note=info + fl)
+        fl = "" if info else floors(label, "p99")
         S.add("p99 latency on/off, %s" % label, p99, "%.3f",
-              (1.10, "<= 1.10"), (1.03, "<= 1.03"), higher=False, note=info)
+              (1.10, "<= 1.10"), (1.03, "<= 1.03"), higher=False,
+              note=info + fl)
         g = p["gw_us_rq"] if p else (None, None)
         S.add("gateway CPU per request off/on, %s" % label,
               ratio(g[0], g[1]), "%.4f", (0.95, ">= 0.95"),
@@ -371,23 +402,28 @@ def main():
             continue
         ns_off = min(v for v, _ in off)
         spread_off = max(v for v, _ in off) / ns_off - 1
-        for cap in ("auto", "sys-exit"):
+        for cap in ("auto", "sys-exit", "floor-empty", "floor-hook",
+                    "floor-copy"):
             on = nt.get((cap, kind))
             if not on:
                 continue
             ns_on = min(v for v, _ in on)
             tax[(cap, kind)] = (ns_off, ns_on)
-            print("%-42s %-8s off %7.1f ns/syscall, on %7.1f ns/syscall: "
+            print("%-42s %-11s off %7.1f ns/syscall, on %7.1f ns/syscall: "
                   "off/on %.4f, +%.1f ns per syscall  (off rounds spread "
                   "%.1f%%)" % (text, cap, ns_off, ns_on, ns_off / ns_on,
                                ns_on - ns_off, spread_off * 100))
     for cap, info in (("auto", ""), ("sys-exit", " (fallback: info)")):
         for kind, text in (("zero", "dd bs=1"), ("tcp", "1-byte TCP echo")):
             v = tax.get((cap, kind))
+            fl = [(short, tax.get(("floor-" + short, kind)))
+                  for short in ("empty", "hook", "copy")] if not info else []
+            fl = ", ".join("%s %.2f" % (n, f[0] / f[1]) for n, f in fl if f)
             S.add("node tax time off/on, %s, capture %s" %
                   (text, cap.replace("auto", "default")),
                   v[0] / v[1] if v else None, "%.4f", (0.98, ">= 0.98"),
-                  (0.995, ">= 0.995"), note=info)
+                  (0.995, ">= 0.995"),
+                  note=info + (" (floors: %s)" % fl if fl else ""))
 
     # --- scale rows -----------------------------------------------------------
     print("\n== scale (bpf_stats on)")

@@ -10,8 +10,13 @@
 #     loopback under wrk, rounds agent off / on (default capture) / on
 #     (--capture sys-exit), kernel.bpf_stats_enabled=0. After each wrk, the
 #     node-tax tool (bin/bench_nodetax: 1-byte syscalls of a process that
-#     is not the proxy) runs in the same agent state.
-#  B. Gateway pair, haproxy (Debian's), rounds off / on, bpf_stats off.
+#     is not the proxy) runs in the same agent state. Interleaved with
+#     them, the floors (bin/bench_floor in the agent's place): the socket
+#     tracepoints with empty programs, with a process filter and a
+#     per-socket state, and with a prefix copy of each I/O into a ring
+#     buffer (what agents that parse in user space do in the kernel).
+#  B. Gateway pair, haproxy (Debian's), rounds off / on / floors,
+#     bpf_stats off.
 #  C. Per-program figures: rounds with bpf_stats on (nginx, nginx with 16
 #     extra request headers, haproxy, nginx with --capture sys-exit).
 #  D. Scale: BPF ns/request at 10 / 1 000 / 10 000 keep-alive connections
@@ -37,7 +42,8 @@
 # BENCH_WORKERS (nginx worker_processes, 1), BENCH_SCALE_CONNS ("10 1000
 # 10000"), BENCH_SCALE_ROUTES ("10 1000 10000"), BENCH_MEM_CONNS (10000),
 # BENCH_NODETAX_REPS (50), BENCH_EVENTS (aggregation events, 20000000),
-# BENCH_PHASES (which phases to run, "ABCDEFGT").
+# BENCH_PHASES (which phases to run, "ABCDEFGT"), BENCH_FLOORS (the floor
+# levels of phases A and B, "floor-empty floor-hook floor-copy"; empty: none).
 
 set -euo pipefail
 
@@ -58,6 +64,8 @@ MEM_CONNS=${BENCH_MEM_CONNS:-10000}
 NODETAX_REPS=${BENCH_NODETAX_REPS:-50}
 EVENTS=${BENCH_EVENTS:-20000000}
 PHASES=${BENCH_PHASES:-ABCDEFGT}
+# the floor levels run beside the agent in phases A and B (bench_floor.c)
+FLOORS=${BENCH_FLOORS-floor-empty floor-hook floor-copy}
 # Loopback ports apart from the integration tests (28xxx/29xxx) and below
 # the ephemeral range (32768+), where a client socket may hold them.
 GW_PORT=${BENCH_GW_PORT:-17080}
@@ -84,7 +92,7 @@ phase() { [[ $PHASES == *"$1"* ]]; }
 for t in wrk h2load nginx haproxy bpftool ss curl "$PY"; do
 	command -v "$t" >/dev/null || die "$t is missing: run make bench as root on Debian 12 (make deps installs it)"
 done
-for b in milometer bench_aggregate bench_export bench_nodetax bench_store bench_cel bench_bpf_exchange bench_uprobe; do
+for b in milometer bench_aggregate bench_export bench_nodetax bench_store bench_cel bench_bpf_exchange bench_uprobe bench_floor; do
 	[ -x "$BIN/$b" ] || die "$BIN/$b is missing: run make bench, not this script"
 done
 # 10 000 client connections (wrk, idle_conns.py), as many at the gateway
@@ -326,6 +334,19 @@ start_agent() {
 		die "the agent's BPF programs (mm_*) are not in bpftool prog show"
 }
 
+# start_floor TAG LEVEL GATEWAY: bin/bench_floor (empty, hook, copy) in the
+# agent's place, on the gateway's processes: what the attach point, a
+# per-socket state and a prefix copy cost without milometer's own work.
+start_floor() {
+	local tag=$1 level=$2 pids
+	if [ "$3" = haproxy ]; then pids=$HA_PID; else pids="$GW_PID $(pgrep -P "$GW_PID" | tr '\n' ' ')"; fi
+	# shellcheck disable=SC2086 # one argument per PID
+	"$BIN/bench_floor" "$level" $pids >"$W/floor.$tag" 2>&1 &
+	AGENT_PID=$!
+	wait_for 30 grep -q '^ready' "$W/floor.$tag" ||
+		die "bin/bench_floor $level did not attach: $(cat "$W/floor.$tag")"
+}
+
 # In the background so that a signal is handled at once, not after wrk.
 run_wrk() {
 	"$@" &
@@ -452,7 +473,11 @@ round() {
 		cmd=(h2load -t"$threads" -c"$conns" -m 10 -D "$wdur" -H ":authority: $HOST" "$@" "$(url "$gw")")
 	log "round $tag: $gw, agent ${capture/auto/on}, bpf_stats $stats, wrk -c$conns ${dur}s"
 	sysctl -qw kernel.bpf_stats_enabled=0
-	[ "$capture" = off ] || start_agent "$tag" "$capture" "$mdir" "$(proxy_pid "$gw")"
+	case $capture in
+	off) ;;
+	floor-*) start_floor "$tag" "${capture#floor-}" "$gw" ;;
+	*) start_agent "$tag" "$capture" "$mdir" "$(proxy_pid "$gw")" ;;
+	esac
 	if [ "$stats" = 1 ]; then
 		"${cmd[@]}" >"$W/wrk.$tag" 2>&1 &
 		WRK_PID=$!
@@ -490,7 +515,8 @@ round() {
 		t1=$(agent_ticks)
 		extra="$extra cpu_s=$(echo "$t0 $t1 $(getconf CLK_TCK)" | awk '{ printf "%.3f", ($2 - $1) / $3 }')"
 		extra="$extra rss_kb=$(status_kb VmRSS) hwm_kb=$(status_kb VmHWM)"
-		curl -sf "http://127.0.0.1:$AGENT_PORT/metrics" >"$W/metrics.$tag" || true
+		[[ $capture == floor-* ]] ||
+			curl -sf "http://127.0.0.1:$AGENT_PORT/metrics" >"$W/metrics.$tag" || true
 	fi
 	# the node tax in the same agent state, after the gateway's load
 	[ -n "${NODETAX:-}" ] && nodetax "$capture"
@@ -510,7 +536,7 @@ if phase A; then
 	log "phase A: nginx gateway, agent off / on / on --capture sys-exit, bpf_stats off"
 	warm nginx
 	for r in $(seq "$ROUNDS"); do
-		for c in off auto sys-exit; do
+		for c in off auto sys-exit $FLOORS; do
 			NODETAX=1 round "A$r-$c" nginx "$c" 0 "$CONNS" "$DURATION" "$W/m"
 		done
 	done
@@ -520,7 +546,7 @@ if phase B; then
 	log "phase B: haproxy gateway, agent off / on, bpf_stats off"
 	warm haproxy
 	for r in $(seq "$ROUNDS"); do
-		for c in off auto; do
+		for c in off auto $FLOORS; do
 			round "B$r-$c" haproxy "$c" 0 "$CONNS" "$DURATION" "$W/m"
 		done
 	done

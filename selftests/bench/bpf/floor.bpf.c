@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Floors for make bench: what attaching to the socket tracepoints costs a
+ * gateway before milometer's own work, at three levels of doing less
+ * (bench_floor.c loads one of them; the bench runs them side by side with
+ * the agent, agent off as the reference):
+ *   empty  both programs return at once: the price of the attach point
+ *          (retpolined dispatch, the tracepoint's own work);
+ *   hook   the process filter (the agent's tgid bitmap) and a 64-byte
+ *          socket-storage state created on first sight, bytes counted:
+ *          any design that keeps state per socket pays this;
+ *   copy   hook, plus what the agents that parse in user space do in the
+ *          kernel (Beyla, Pixie): the syscall's buffer located through
+ *          its saved registers (first iovec for readv/writev), up to
+ *          FL_PREFIX bytes of it copied into a ring-buffer record with a
+ *          time stamp, one record per socket I/O of the proxy. The user-
+ *          space side (parsing those records) is not run: a lower bound
+ *          for that design.
+ * Not the data path: no parsing, no routes, no exchange; it exists to put a
+ * measured number under "this target is out of reach for any design here".
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define FL_LEVEL_EMPTY 0
+#define FL_LEVEL_HOOK  1
+#define FL_LEVEL_COPY  2
+
+#define FL_PREFIX 256
+#define FL_TARGET_WORDS 65536 /* as mm_target_bits: PID_MAX_LIMIT bits */
+
+#define NR_read   0
+#define NR_write  1
+#define NR_readv  19
+#define NR_writev 20
+#define NR_sendto 44
+#define NR_recvfrom 45
+
+const volatile __u32 fl_level = FL_LEVEL_EMPTY;
+
+struct fl_conn {
+	__u64 bytes;
+	__u64 ios;
+	__u64 first_ns;
+	__u8 pad[40];
+};
+_Static_assert(sizeof(struct fl_conn) == 64, "fl_conn is one cache line");
+
+struct fl_record {
+	__u64 sk;
+	__u64 ts;
+	__u32 len;
+	__u32 dir;
+	__u8 data[FL_PREFIX];
+};
+
+/* tgid bitmap of the proxy's processes, as the agent's mm_target_bits */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FL_TARGET_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(map_flags, BPF_F_RDONLY_PROG);
+} fl_target_bits SEC(".maps");
+
+/* per-socket state of the hook and copy levels */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct fl_conn);
+} fl_sk_conns SEC(".maps");
+
+/* the copy level's records, drained by bench_floor without wakeups */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} fl_records SEC(".maps");
+
+/* records the ring buffer had no room for (the reader fell behind) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} fl_dropped SEC(".maps");
+
+struct fl_iovec {
+	__u64 base;
+	__u64 len;
+};
+
+static __always_inline bool fl_is_target(__u32 tgid)
+{
+	__u32 w = tgid / 64;
+	__u64 *bits = bpf_map_lookup_elem(&fl_target_bits, &w);
+
+	return bits && (*bits & (1ULL << (tgid & 63)));
+}
+
+static __always_inline void fl_copy(struct sock *sk, int ret, __u32 dir)
+{
+	struct pt_regs *regs =
+		(struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct fl_record *r;
+	struct fl_iovec v;
+	__u64 buf, nr = regs->orig_ax;
+	__u32 n, zero = 0;
+	__u64 *d;
+
+	if (nr == NR_read || nr == NR_write || nr == NR_recvfrom ||
+	    nr == NR_sendto) {
+		buf = regs->si;
+	} else if (nr == NR_readv || nr == NR_writev) {
+		if (bpf_probe_read_user(&v, sizeof(v), (void *)regs->si))
+			return;
+		buf = v.base;
+	} else {
+		return;
+	}
+	r = bpf_ringbuf_reserve(&fl_records, sizeof(*r), 0);
+	if (!r) {
+		d = bpf_map_lookup_elem(&fl_dropped, &zero);
+		if (d)
+			*d += 1;
+		return;
+	}
+	n = ret;
+	if (n > FL_PREFIX)
+		n = FL_PREFIX;
+	r->sk = (__u64)sk;
+	r->ts = bpf_ktime_get_ns();
+	r->len = n;
+	r->dir = dir;
+	if (bpf_probe_read_user(r->data, n, (void *)buf))
+		r->len = 0;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline int fl_io(struct sock *sk, int ret, __u32 dir)
+{
+	struct fl_conn *c;
+
+	if (fl_level == FL_LEVEL_EMPTY)
+		return 0;
+	if (ret <= 0 || !fl_is_target(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	c = bpf_sk_storage_get(&fl_sk_conns, sk, 0,
+			       BPF_SK_STORAGE_GET_F_CREATE);
+	if (!c)
+		return 0;
+	c->bytes += ret;
+	c->ios++;
+	if (fl_level == FL_LEVEL_COPY)
+		fl_copy(sk, ret, dir);
+	return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(fl_sock_recv, struct sock *sk, int ret, int flags)
+{
+	return fl_io(sk, ret, 0);
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(fl_sock_send, struct sock *sk, int ret, int flags)
+{
+	return fl_io(sk, ret, 1);
+}
