@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Run time and run count of the agent's BPF programs (bpf_stats).
 
-  bpf_stats.py list          "ID NAME" of every mm_* program loaded now
-  bpf_stats.py ids BEFORE    "ID NAME" of the mm_* programs loaded now that
+  bpf_stats.py list          "ID NAME" of every mm_* (the agent's) and fl_*
+                             (bin/bench_floor's) program loaded now
+  bpf_stats.py ids BEFORE    "ID NAME" of those programs loaded now that
                              were not in BEFORE (a list): the agent just
                              started, not another one (pins are shared)
   bpf_stats.py snap IDS      JSON {name: [run_time_ns, run_cnt]} now
@@ -29,7 +30,7 @@ def bpftool(*args):
 
 def loaded():
     return {p["id"]: p["name"] for p in bpftool("prog", "show") or []
-            if p.get("name", "").startswith("mm_")}
+            if p.get("name", "").startswith(("mm_", "fl_"))}
 
 
 def read_ids(path):

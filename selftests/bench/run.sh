@@ -340,11 +340,14 @@ start_agent() {
 start_floor() {
 	local tag=$1 level=$2 pids
 	if [ "$3" = haproxy ]; then pids=$HA_PID; else pids="$GW_PID $(pgrep -P "$GW_PID" | tr '\n' ' ')"; fi
+	"$PY" "$HERE/bpf_stats.py" list >"$W/before.$tag" || true
 	# shellcheck disable=SC2086 # one argument per PID
 	"$BIN/bench_floor" "$level" $pids >"$W/floor.$tag" 2>&1 &
 	AGENT_PID=$!
 	wait_for 30 grep -q '^ready' "$W/floor.$tag" ||
 		die "bin/bench_floor $level did not attach: $(cat "$W/floor.$tag")"
+	"$PY" "$HERE/bpf_stats.py" ids "$W/before.$tag" >"$W/ids.$tag" ||
+		die "bin/bench_floor's BPF programs (fl_*) are not in bpftool prog show"
 }
 
 # In the background so that a signal is handled at once, not after wrk.
@@ -575,6 +578,12 @@ if phase C; then
 	round C-bytes nginx auto 1 "$CONNS" "$DURATION" "$W/m" "${HDRS[@]}"
 	round C-haproxy haproxy auto 1 "$CONNS" "$DURATION" "$W/m"
 	round C-sysexit nginx sys-exit 1 "$CONNS" "$DURATION" "$W/m"
+	for f in $FLOORS; do
+		[ "$f" = floor-empty ] && continue # nothing to time
+		for g in nginx haproxy; do
+			round "C-$f-$g" "$g" "$f" 1 "$CONNS" "$DURATION" "$W/m"
+		done
+	done
 fi
 
 if phase D; then
@@ -582,6 +591,12 @@ if phase D; then
 	for c in $SCALE_CONNS; do
 		round "Dc$c" nginx auto 1 "$c" "$SCALE_DURATION" "$W/m"
 	done
+	# the floor of the same rows: a per-socket state and nothing else
+	if [[ $FLOORS == *floor-hook* ]]; then
+		for c in $SCALE_CONNS; do
+			round "Dc$c-floor" nginx floor-hook 1 "$c" "$SCALE_DURATION" "$W/m"
+		done
+	fi
 	for n in $SCALE_ROUTES; do
 		mkdir -p "$W/m$n"
 		cp "$W"/m/*.yaml "$W/m$n/"
