@@ -19,6 +19,16 @@
 #include "bpf/conn.bpf.h"
 #include "bpf/maps.bpf.h"
 
+/*
+ * The word paths below do in one step what the byte path does in several,
+ * and must end in the same state. The parser fuzzer's byte-by-byte run
+ * turns them off (its glue defines this), so the byte path is the oracle
+ * every word path is compared with; the BPF object always has them on.
+ */
+#ifndef MM_WORD_PATHS
+#define MM_WORD_PATHS() 1
+#endif
+
 enum mm_bev {
 	BEV_NONE = 0,
 	BEV_HEAD_END, /* empty line after the headers */
@@ -229,6 +239,16 @@ static __always_inline long garbage(struct mm_lctx *x, __u32 i)
 	return 1;
 }
 
+/* One byte of a request head into the copy user space may finish. */
+static __always_inline void head_byte(struct mm_conn *c, __u8 ch)
+{
+	if (c->head_len < MM_HEAD_MAX)
+		*IDX(c->headbuf, c->head_len, MM_HEAD_MAX) = ch;
+	else
+		c->head_trunc = 1;
+	c->head_len++;
+}
+
 static __always_inline long parse_byte(__u32 i, void *ctx)
 {
 	struct mm_lctx *x = ctx;
@@ -237,13 +257,8 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 	__u8 ch = *IDX(x->s->buf, i, MM_SCRATCH);
 	__u8 st = p->state;
 
-	if (x->s->is_req && st >= PS_METHOD && st <= PS_END_LF) {
-		if (c->head_len < MM_HEAD_MAX)
-			*IDX(c->headbuf, c->head_len, MM_HEAD_MAX) = ch;
-		else
-			c->head_trunc = 1;
-		c->head_len++;
-	}
+	if (x->s->is_req && st >= PS_METHOD && st <= PS_END_LF)
+		head_byte(c, ch);
 
 	switch (st) {
 	case PS_START:
@@ -517,6 +532,33 @@ static __always_inline bool load_word(struct mm_lctx *x, __u32 i, __u64 *w)
 }
 
 /*
+ * The word at buf[i] and how many of its bytes are in the window: 8, fewer
+ * at the window's end, 0 when none or when the word would cross the scratch
+ * buffer's end. Bytes past the window read as 0, which ends every word
+ * path (a real NUL goes to the byte path), so the paths need no count
+ * checks: fewer branches for the verifier to walk. The end of a head is
+ * mostly the end of a read or of a writev's head iovec: without this, its
+ * last 7 bytes went one step each.
+ */
+static __always_inline __u32 load_tail(struct mm_lctx *x, __u32 i, __u64 *w)
+{
+	__u32 j = i, n;
+
+	if (i >= x->s->b_n)
+		return 0;
+	n = x->s->b_n - i;
+	barrier_var(j);
+	j &= MM_SCRATCH - 1;
+	if (j > MM_SCRATCH - 8)
+		return 0;
+	__builtin_memcpy(w, &x->s->buf[j], 8);
+	if (n >= 8)
+		return 8;
+	*w &= (1ULL << (8 * n)) - 1;
+	return n;
+}
+
+/*
  * In a line we do not read (a header value we do not need, the rest of a
  * request or status line, a trailer): step over every byte before the next
  * '\n' of the word at once. The lowest zero byte of w ^ "\n\n\n\n\n\n\n\n"
@@ -555,25 +597,25 @@ static __always_inline __u32 skip_in_line(struct mm_lctx *x, __u32 i)
 #pragma unroll
 	for (int j = 0; j < MM_SKIP_WORDS; j++) {
 		__u64 w, v, m;
-		__u32 k;
+		__u32 k, avail;
 
-		if (!head_word_ok(x) || !load_word(x, i + n, &w))
+		avail = head_word_ok(x) ? load_tail(x, i + n, &w) : 0;
+		if (!avail)
 			return n;
 		v = w ^ LFS;
 		m = (v - ONES) & ~v & HIGHS;
-		if (!m)
-			k = 8;
-		else if (m & 0x80808080ULL)
-			k = m & 0x8080ULL ? (m & 0x80ULL ? 0 : 1) :
-					    (m & 0x800000ULL ? 2 : 3);
-		else
-			k = m & 0x808000000000ULL ?
-				    (m & 0x8000000000ULL ? 4 : 5) :
-				    (m & 0x80000000000000ULL ? 6 : 7);
+		/*
+		 * The lowest '\n''s index, 8 if none, without a branch (each
+		 * one multiplies the verifier's paths): the bytes below the
+		 * lowest set bit of m, counted a byte at a time.
+		 */
+		k = (((((m & -m) - 1) >> 7) & ONES) * ONES) >> 56;
 		if (k == 8) {
 			if (x->s->is_req)
-				copy_head(x, w, 8);
-			n += 8;
+				copy_head(x, w, avail);
+			n += avail;
+			if (avail < 8)
+				return n;
 			continue;
 		}
 		/*
@@ -667,17 +709,24 @@ static __always_inline __u32 line_start(struct mm_lctx *x, __u32 i)
 /*
  * Path bytes of the request target, a word at a time: hashed and their '/'
  * boundaries recorded as the byte path does, up to the first byte that ends
- * or leaves the path (' ', '?', a control byte), which the byte path takes.
- * The first target byte also goes byte by byte (it sets target_ok).
+ * or leaves the path. A ' ' ends it here (on to the version, skipped); a
+ * '?' or a control byte is left to the byte path.
  */
 static __always_inline __u32 target_word(struct mm_lctx *x, __u32 i)
 {
 	struct mm_conn *c = x->c;
+	struct mm_parser *p = x->p;
+	__u32 k, avail;
 	__u64 w, h;
-	__u32 k;
 
-	if (!x->p->tok_len || !head_word_ok(x) || !load_word(x, i, &w))
+	avail = head_word_ok(x) ? load_tail(x, i, &w) : 0;
+	if (!avail)
 		return 0;
+	if (!p->tok_len) {
+		/* the first target byte: as the byte path's PS_TARGET */
+		p->tok_len = 1;
+		c->target_ok = (__u8)w == '/';
+	}
 	h = c->path_hash;
 #pragma unroll
 	for (k = 0; k < 8; k++) {
@@ -694,34 +743,115 @@ static __always_inline __u32 target_word(struct mm_lctx *x, __u32 i)
 		h = fnv_step(h, ch);
 	}
 	c->path_hash = h;
+	if ((__u8)(w >> (8 * (k & 7))) == ' ' && k < 8) {
+		k++;
+		p->state = PS_VERSION;
+	}
 	if (k)
 		copy_head(x, w, k);
 	return k;
 }
 
 /*
+ * The end of a header value we read (Host, Content-Length) at byte k of w:
+ * CRLF or LF ends the line as the byte path's PS_VALUE does. Returns the
+ * bytes of the line end consumed (0 when it is not in the word).
+ */
+static __always_inline __u32 value_end(struct mm_parser *p, __u64 w, __u32 k)
+{
+	__u16 two = k < 8 ? (__u16)(w >> (8 * (k & 7))) : 0;
+	__u32 n = 0;
+
+	if (two == ('\r' | '\n' << 8) && k < 7)
+		n = 2;
+	else if ((__u8)two == '\n')
+		n = 1;
+	if (n) {
+		end_header_line(p);
+		p->state = PS_LINE;
+	}
+	return n;
+}
+
+/*
  * The Host value of a request a word at a time, byte for byte what
- * host_byte() does, up to the CR/LF that ends it (left to the byte path).
+ * host_byte() does, and its line end.
  */
 static __always_inline __u32 host_word(struct mm_lctx *x, __u32 i)
 {
 	struct mm_conn *c = x->c;
+	__u32 k, avail;
 	__u64 w;
-	__u32 k;
 
-	if (!head_word_ok(x) || !load_word(x, i, &w))
+	avail = head_word_ok(x) ? load_tail(x, i, &w) : 0;
+	if (!avail)
 		return 0;
 #pragma unroll
 	for (k = 0; k < 8; k++) {
 		__u8 ch = w >> (8 * k);
 
-		if (ch == '\r' || ch == '\n')
+		if (!ch || ch == '\r' || ch == '\n')
 			break;
 		host_byte(c, ch);
 	}
+	k += value_end(x->p, w, k);
 	if (k)
 		copy_head(x, w, k);
 	return k;
+}
+
+/*
+ * The digits of a Content-Length value a word at a time, as
+ * header_value_byte() takes them, and its line end. Anything else (OWS,
+ * a bad byte) is left to the byte path.
+ */
+static __always_inline __u32 cl_word(struct mm_lctx *x, __u32 i)
+{
+	struct mm_parser *p = x->p;
+	__u32 k, avail;
+	__u64 w;
+
+	avail = head_word_ok(x) ? load_tail(x, i, &w) : 0;
+	if (!avail)
+		return 0;
+#pragma unroll
+	for (k = 0; k < 8; k++) {
+		__u8 ch = w >> (8 * k);
+
+		if (ch < '0' || ch > '9')
+			break;
+		if (p->cl > (1ULL << 50))
+			p->cl_bad = 1;
+		p->cl = p->cl * 10 + (ch - '0');
+		p->has_cl = 1;
+	}
+	k += value_end(p, w, k);
+	if (k && x->s->is_req)
+		copy_head(x, w, k);
+	return k;
+}
+
+/*
+ * The empty line that ends a head, CRLF, in one step: what the byte path
+ * does with its two bytes (PS_LINE, PS_END_LF, head_end). False when the
+ * two bytes are not both in the window or are something else.
+ */
+static __always_inline bool head_end_crlf(struct mm_lctx *x, __u32 i)
+{
+	struct mm_scratch *s = x->s;
+
+	if (i + 2 > s->b_n || *IDX(s->buf, i, MM_SCRATCH) != '\r' ||
+	    *IDX(s->buf, i + 1, MM_SCRATCH) != '\n')
+		return false;
+	if (s->is_req) {
+		head_byte(x->c, '\r');
+		head_byte(x->c, '\n');
+	}
+	x->p->state = PS_END_LF;
+	s->b_pos = i + 2;
+	s->b_used = i + 2;
+	s->b_ev = BEV_HEAD_END;
+	return true;
 }
 
 static __always_inline __u8 byte_at(struct mm_lctx *x, __u32 i)
@@ -803,25 +933,35 @@ static __always_inline __u32 msg_start(struct mm_lctx *x, __u32 i)
  */
 static __noinline long parse_step(struct mm_lctx *x)
 {
+	struct mm_parser *p = x->p;
 	__u32 i = x->s->b_pos, n = 0;
-	__u8 st = x->p->state;
+	__u8 st = p->state;
 
 	if (i >= x->s->b_n)
 		return 1;
-	if (st == PS_LINE)
-		n = line_start(x, i);
-	else if (st == PS_START)
+	if (!MM_WORD_PATHS())
+		goto byte;
+	if (st == PS_START) {
 		n = msg_start(x, i);
-	else if (st == PS_TARGET)
+	} else if (st == PS_LINE) {
+		n = line_start(x, i);
+		if (!n && p->state == PS_LINE && head_end_crlf(x, i))
+			return 1;
+	} else if (st == PS_TARGET) {
 		n = target_word(x, i);
-	else if (st == PS_VALUE && x->p->hdr == HDR_HOST)
+	} else if (st == PS_VALUE && p->hdr == HDR_HOST) {
 		n = host_word(x, i);
-	if (!n && to_eol(x->p))
+	} else if (st == PS_VALUE && p->hdr == HDR_CL) {
+		n = cl_word(x, i);
+	}
+	/* a status line's reason, a request's version: on in the same step */
+	if (!n && to_eol(p))
 		n = skip_in_line(x, i);
 	if (n) {
 		x->s->b_pos = i + n;
 		return 0;
 	}
+byte:
 	x->s->b_pos = i + 1;
 	return parse_byte(i, x);
 }

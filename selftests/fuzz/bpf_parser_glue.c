@@ -11,6 +11,9 @@
  * kernel does) outside the memory the syscall handed over, and counts it.
  */
 #define BPF_NO_PRESERVE_ACCESS_INDEX
+/* off for the byte-by-byte run: the byte path is the word paths' oracle */
+int fzb_word_paths = 1;
+#define MM_WORD_PATHS() fzb_word_paths
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 

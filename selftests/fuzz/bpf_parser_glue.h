@@ -27,6 +27,8 @@ struct fzb_iov {
 /* Fresh connection state, counters, events; ROLE as at first sight
  * (MM_ROLE_UNKNOWN) or at connect() (MM_ROLE_UP). */
 void fzb_reset(unsigned int role);
+/* 0: the parser takes one byte per step (no word paths): the oracle run */
+extern int fzb_word_paths;
 void fzb_buf(int is_read, const void *buf, unsigned long len);
 /* writev/readv of CNT iovecs that moved RET bytes */
 void fzb_iov(int is_read, const struct fzb_iov *iov, unsigned int cnt,

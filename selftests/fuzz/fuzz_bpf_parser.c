@@ -22,7 +22,9 @@
  *     complete is never dropped; request bytes never end an exchange;
  *   - a status is 0 only on an aborted exchange, else within 100..999;
  *   - how the bytes were split into syscalls changes no event (except when
- *     a per-syscall scan limit was hit, which is counted). FZB_NO_SPLIT_CHECK=1
+ *     a per-syscall scan limit was hit, which is counted); the
+ *     byte-by-byte run takes the byte path only (fzb_word_paths = 0), so
+ *     this also holds every word path to the byte path. FZB_NO_SPLIT_CHECK=1
  *     in the environment turns this one off (to keep fuzzing the others
  *     while a known split dependence waits for its fix).
  * Run: make fuzz-bpf-parser (builds bin/fuzz_bpf_parser), then
@@ -149,6 +151,7 @@ static void run(const uint8_t *d, size_t n, bool bytewise, struct run *r)
 
 	r->stray = 0;
 	r->garbage = 0;
+	fzb_word_paths = !bytewise;
 	fzb_reset(ctl & 1 ? MM_ROLE_UP : MM_ROLE_UNKNOWN);
 	while (pos < n) {
 		uint8_t h = d[pos++];
