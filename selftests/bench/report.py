@@ -10,12 +10,14 @@ A figure that could not be measured prints as n/a with verdict MISSING;
 the report itself never fails on the figures."""
 import argparse
 import json
+import os
 import re
 import statistics
 
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 IO_PROGS = ("mm_sock_recv", "mm_sock_send", "mm_sys_exit")
 med = statistics.median
+NCPU = os.cpu_count() or 1
 
 
 def ms(text):
@@ -178,6 +180,10 @@ def main():
             n = max(r["served"], 1) / 1e6
             r["gw_us_rq"] = int(r["gw_ticks"]) / int(r["tck"]) / n
             r["be_us_rq"] = int(r["be_ticks"]) / int(r["tck"]) / n
+        if "steal_ticks" in r and int(r.get("wall_ms", 0)) > 0:
+            # share of the CPUs' time the hypervisor gave other guests
+            r["steal_pct"] = (100.0 * int(r["steal_ticks"]) / int(r["tck"]) /
+                              (int(r["wall_ms"]) / 1000.0) / NCPU)
         if "cpu_s" in r:
             r["cpu_us_rq"] = float(r["cpu_s"]) * 1e6 / max(r["served"], 1)
             r["rss_mib"] = int(r["rss_kb"]) / 1024
@@ -189,20 +195,25 @@ def main():
                 (capture is None or r["capture"] == capture)]
 
     print("\n== rounds")
-    print("%-11s %-7s %-11s %5s %6s %6s %10s %8s %8s %9s %7s %9s %8s %7s" %
+    print("%-11s %-7s %-11s %5s %6s %6s %10s %8s %8s %9s %7s %9s %8s %7s "
+          "%7s" %
           ("round", "gateway", "agent", "stats", "conns", "routes", "req/s",
            "p50 ms", "p99 ms", "served", "errors", "BPF ns/rq", "CPU us/rq",
-           "RSS MiB"))
+           "RSS MiB", "steal %"))
     for r in rounds:
-        print("%-11s %-7s %-11s %5s %6d %6s %10s %8s %8s %9d %7d %9s %8s %7s" %
+        print("%-11s %-7s %-11s %5s %6d %6s %10s %8s %8s %9d %7d %9s %8s %7s "
+              "%7s" %
               (r["tag"], r["gw"], r["capture"], r["stats"], r["conns"],
                r["routes"], fmt("%.0f", r["rps"]), fmt("%.2f", r["p50"]),
                fmt("%.2f", r["p99"]), r["served"], r["errors"] + r["non2xx"],
                fmt("%.0f", r.get("bpf_ns_rq")),
-               fmt("%.2f", r.get("cpu_us_rq")), fmt("%.1f", r.get("rss_mib"))))
+               fmt("%.2f", r.get("cpu_us_rq")), fmt("%.1f", r.get("rss_mib")),
+               fmt("%.1f", r.get("steal_pct"))))
     print("(bpf_stats rounds: req/s and BPF figures over the measuring window "
           "once all connections are up;\n p50/p99 are wrk's, over its whole "
-          "run)")
+          "run; steal: CPU time the hypervisor gave other guests\n during the "
+          "round, /proc/stat - req/s of rounds with much of it are of a slower "
+          "machine)")
     if notes.get("other_agent"):
         print("NOTE: another milometer's BPF programs were loaded during the "
               "run: they ran in every round, off and on")

@@ -360,6 +360,10 @@ run_wrk() {
 	return $rc
 }
 
+# CPU time the hypervisor gave other guests (/proc/stat steal), clock ticks:
+# rounds with much of it measured a slower machine, not the agent
+steal_ticks() { awk '$1 == "cpu" { print $9 }' /proc/stat; }
+
 agent_ticks() { # utime + stime, clock ticks
 	awk '{ print $14 + $15 }' "/proc/$AGENT_PID/stat"
 }
@@ -465,7 +469,7 @@ window_open() { # PORT CONNS: poll (0.5 s: ss over 10 000 sockets is not free)
 # ..." to $W/rounds.
 round() {
 	local tag=$1 gw=$2 capture=$3 stats=$4 conns=$5 dur=$6 mdir=$7 l0 l1 t0 t1 io0 io1
-	local extra="" log wdur=$6 threads=$THREADS g0 g1 b0 b1
+	local extra="" log wdur=$6 threads=$THREADS g0 g1 b0 b1 s0 t_start
 	shift 7
 	log=$(access_log "$gw")
 	[ "$threads" -le "$conns" ] || threads=$conns
@@ -493,6 +497,8 @@ round() {
 	g0=$(gw_ticks "$gw")
 	b0=$(be_ticks)
 	l0=$(wc -l <"$log")
+	s0=$(steal_ticks)
+	t_start=$(date +%s%N)
 	if [ "$stats" = 1 ]; then
 		# the measuring window; perf counts the proxy's own socket I/O
 		# (sys_exit rounds: syscalls) for the cost model
@@ -514,6 +520,7 @@ round() {
 		g1=$(gw_ticks "$gw")
 		b1=$(be_ticks)
 	fi
+	extra="$extra steal_ticks=$(($(steal_ticks) - s0)) wall_ms=$((($(date +%s%N) - t_start) / 1000000))"
 	if [ "$capture" != off ]; then
 		t1=$(agent_ticks)
 		extra="$extra cpu_s=$(echo "$t0 $t1 $(getconf CLK_TCK)" | awk '{ printf "%.3f", ($2 - $1) / $3 }')"
