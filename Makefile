@@ -154,7 +154,7 @@ $(OUTPUT)/%.o: %.c $(PROTO_C) | $(OUTPUT) $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(OUTPUT)/%.o: %.cc | $(OUTPUT)
+$(OUTPUT)/%.o: %.cc | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
