@@ -261,7 +261,10 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 		/* state lives in the sockets; the fallback's hash stays tiny */
 		bpf_map__set_max_entries(skel->maps.mm_conns, 1);
 		bpf_program__set_autoload(skel->progs.mm_sys_exit, false);
+		/* tail-called by mm_sock_recv/mm_sock_send, never attached */
+		bpf_program__set_autoattach(skel->progs.mm_sock_io, false);
 	} else {
+		bpf_program__set_autoload(skel->progs.mm_sock_io, false);
 		bpf_map__set_max_entries(skel->maps.mm_conns, o->max_connections);
 		bpf_program__set_autoload(skel->progs.mm_sock_recv, false);
 		bpf_program__set_autoload(skel->progs.mm_sock_send, false);
@@ -275,6 +278,20 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 			"  --capture sys-exit\n",
 			strerror(-err), loader__capture_mode());
 		goto cleanup;
+	}
+	if (loaded_mode == MM_CAPTURE_SOCK_TP) {
+		__u32 zero = 0;
+		int fd = bpf_program__fd(skel->progs.mm_sock_io);
+
+		err = bpf_map_update_elem(bpf_map__fd(skel->maps.mm_sock_progs),
+					  &zero, &fd, BPF_ANY);
+		if (err) {
+			err = -errno;
+			fprintf(stderr, "milometer: cannot chain the socket hooks "
+				"to mm_sock_io: %s; try --capture sys-exit\n",
+				strerror(-err));
+			goto cleanup;
+		}
 	}
 	err = milometer_bpf__attach(skel);
 	if (err) {
@@ -315,8 +332,12 @@ void loader__attached(const struct milometer_bpf *skel, int *attached,
 	if (!skel)
 		return;
 	bpf_object__for_each_program(prog, skel->obj) {
-		/* the other capture mode's programs are not loaded */
-		if (!bpf_program__autoload(prog)) {
+		/*
+		 * The other capture mode's programs are not loaded; a program
+		 * only tail-called is not attached.
+		 */
+		if (!bpf_program__autoload(prog) ||
+		    !bpf_program__autoattach(prog)) {
 			i++;
 			continue;
 		}

@@ -49,10 +49,8 @@
  * ia32 syscalls have other numbers and argument registers; classic syscall
  * tracepoints never showed them either. Skipped.
  */
-static __always_inline bool compat_syscall(void)
+static __always_inline bool compat_syscall(const struct task_struct *t)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
-
 	return t->thread_info.status & TS_COMPAT_;
 }
 
@@ -186,10 +184,10 @@ static long window_step(__u32 i, void *ctx)
 		s->w_off = off + n;
 		account(x, n);
 		if (st == PS_CLOSE_BODY)
-			return 0;
+			return 1; /* the window is consumed */
 		p->rem -= n;
 		if (p->rem)
-			return 0;
+			return 1; /* likewise */
 		if (st == PS_CDATA) {
 			p->state = PS_CDATA_END;
 		} else {
@@ -197,7 +195,7 @@ static long window_step(__u32 i, void *ctx)
 			if (!s->is_req)
 				response_done(c, s->now, 0);
 		}
-		return 0;
+		return s->w_off >= len;
 	}
 
 	n = left > MM_SCRATCH ? MM_SCRATCH : left;
@@ -253,7 +251,11 @@ static long window_step(__u32 i, void *ctx)
 		stat_inc(c->lazy ? MM_STAT_NOT_HTTP : MM_STAT_UNPARSED);
 		return 1;
 	}
-	return 0;
+	/*
+	 * Stop when the buffer is done rather than in one more callback:
+	 * each return costs a mispredict here (see parse_step()).
+	 */
+	return s->w_off >= len;
 }
 
 static __always_inline void parse_buf(struct mm_lctx *x, __u64 ubuf, __u32 len)
@@ -299,7 +301,7 @@ static long iov_step(__u32 i, void *ctx)
 	s->x_left -= n;
 	if (n)
 		parse_buf(x, v->base, n);
-	return 0;
+	return !s->x_left;
 }
 
 /* Body bytes we cannot (or need not) read: only counted. */

@@ -17,7 +17,7 @@
 
 #define MM_SCRATCH      512 /* user bytes copied and scanned per window */
 #ifndef MM_BLOCK
-#define MM_BLOCK        4  /* parser steps per bpf_loop callback (unrolled) */
+#define MM_BLOCK        4  /* parser steps per bpf_loop callback (a loop, not unrolled) */
 #endif
 #define MM_SKIP_WORDS   4  /* words of a skipped line per parser step */
 #define MM_IOV_BATCH    8  /* iovecs read per user-memory read (a power of 2) */
@@ -290,7 +290,8 @@ struct mm_scratch {
 	__u8 is_req;
 	/* block loop (buf[0, b_n)) */
 	__u8 b_ev;             /* enum mm_bev */
-	__u16 _pad0;
+	__u8 io_read;          /* socket hooks -> mm_sock_io: a read */
+	__u8 _pad0;
 	__u32 b_n;
 	__u32 b_pos;
 	__u32 b_used;

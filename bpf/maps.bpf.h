@@ -172,6 +172,14 @@ struct {
 	__type(value, struct mm_scratch);
 } mm_scratch SEC(".maps");
 
+/* [0]: mm_sock_io, which the socket hooks tail-call; set by the agent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} mm_sock_progs SEC(".maps");
+
 /* Per-CPU HTTP/2 data event under construction. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -9,7 +9,8 @@
  *   - tp_btf/sock_recv_length, tp_btf/sock_send_length (6.3+): fire only on
  *     socket I/O, with the socket; the user buffer comes from the syscall's
  *     saved registers (bpf_task_pt_regs). Connection state lives in the
- *     socket (sk storage). Nothing runs on other syscalls.
+ *     socket (sk storage). Nothing runs on other syscalls. Both hooks
+ *     tail-call one program, mm_sock_io.
  *   - tp_btf/sys_exit (fallback): every syscall exit of the node, filtered
  *     on the syscall number and the process bitmap before anything else;
  *     arguments from the same saved registers (Falco's modern probe does
@@ -36,9 +37,11 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by the agent before load; the verifier drops the other mode's code. */
 const volatile __u32 mm_capture_mode = MM_CAPTURE_SOCK_TP;
 
-static __always_inline void io_args(struct pt_regs *regs, struct mm_io_args *a)
+/* T is the current task: each helper call is a mispredicted return here */
+static __always_inline void io_args(struct task_struct *t, struct pt_regs *regs,
+				    struct mm_io_args *a)
 {
-	a->kind = compat_syscall() ? MM_IO_NONE : io_kind(regs->orig_ax);
+	a->kind = compat_syscall(t) ? MM_IO_NONE : io_kind(regs->orig_ax);
 	a->buf = regs->si;
 	a->cnt = regs->dx;
 }
@@ -50,11 +53,11 @@ static __always_inline int sock_io(struct sock *sk, int ret, int flags,
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct mm_io_args a = {};
+	struct task_struct *t;
 	struct tcp_sock *tp;
 	struct mm_conn *c;
 
-	if (!is_target(tgid) || ret < 0)
-		return 0;
+	/* the hooks below filtered on the process and on ret < 0 */
 	/*
 	 * recv(MSG_PEEK) leaves the bytes in the socket: nginx peeks to test
 	 * idle keep-alive connections; parsing them would read them twice.
@@ -83,26 +86,54 @@ static __always_inline int sock_io(struct sock *sk, int ret, int flags,
 	}
 	if (c->finished)
 		return 0;
-	io_args((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()),
-		&a);
+	t = bpf_get_current_task_btf();
+	io_args(t, (struct pt_regs *)bpf_task_pt_regs(t), &a);
 	capture_io(c, &a, ret, is_read);
+	return 0;
+}
+
+/*
+ * Both socket tracepoints run one program: its code (most of this object)
+ * is then in the CPU's caches once, not twice. The hooks filter on the
+ * process and tail-call it (a patched direct jump).
+ */
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(mm_sock_io, struct sock *sk, int ret, int flags)
+{
+	__u32 zero = 0;
+	struct mm_scratch *s = bpf_map_lookup_elem(&mm_scratch, &zero);
+
+	if (!s)
+		return 0;
+	return sock_io(sk, ret, flags, s->io_read);
+}
+
+static __always_inline int sock_hook(void *ctx, int ret, bool is_read)
+{
+	__u32 zero = 0;
+	struct mm_scratch *s;
+
+	if (mm_capture_mode != MM_CAPTURE_SOCK_TP || ret < 0 ||
+	    !is_target(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	s = bpf_map_lookup_elem(&mm_scratch, &zero);
+	if (!s)
+		return 0;
+	s->io_read = is_read;
+	bpf_tail_call(ctx, &mm_sock_progs, 0);
 	return 0;
 }
 
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(mm_sock_recv, struct sock *sk, int ret, int flags)
 {
-	if (mm_capture_mode != MM_CAPTURE_SOCK_TP)
-		return 0;
-	return sock_io(sk, ret, flags, true);
+	return sock_hook(ctx, ret, true);
 }
 
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(mm_sock_send, struct sock *sk, int ret, int flags)
 {
-	if (mm_capture_mode != MM_CAPTURE_SOCK_TP)
-		return 0;
-	return sock_io(sk, ret, flags, false);
+	return sock_hook(ctx, ret, false);
 }
 
 /* sys_exit fallback mode ------------------------------------------------- */
@@ -127,6 +158,7 @@ int BPF_PROG(mm_sys_exit, struct pt_regs *regs, long ret)
 {
 	__u64 nr, skaddr;
 	struct mm_io_args a = {};
+	struct task_struct *t;
 	struct sock *sk;
 	struct mm_conn *c;
 	__u32 tgid;
@@ -139,7 +171,10 @@ int BPF_PROG(mm_sys_exit, struct pt_regs *regs, long ret)
 	if (io_kind(nr) == MM_IO_NONE || ret < 0)
 		return 0;
 	tgid = bpf_get_current_pid_tgid() >> 32;
-	if (!is_target(tgid) || compat_syscall())
+	if (!is_target(tgid))
+		return 0;
+	t = bpf_get_current_task_btf();
+	if (compat_syscall(t))
 		return 0;
 	is_read = nr == NR_read || nr == NR_readv || nr == NR_recvfrom ||
 		  nr == NR_recvmsg;
@@ -169,7 +204,7 @@ int BPF_PROG(mm_sys_exit, struct pt_regs *regs, long ret)
 	}
 	if (c->finished)
 		return 0;
-	io_args(regs, &a);
+	io_args(t, regs, &a);
 	capture_io(c, &a, ret, is_read);
 	return 0;
 }
