@@ -386,6 +386,72 @@ TEST(bpf_parse_content_length_bodies)
 	}
 }
 
+/*
+ * "Content-" headers other than Content-Length are skipped a word at a time
+ * (the byte path took a step per name byte); a name that only starts like
+ * it ("Content-Lengthy") is not framing, and "Content-Length:3" without the
+ * space still is. Three pipelined responses in one write, then byte by byte.
+ */
+TEST(bpf_parse_content_star_headers)
+{
+	static const char resps[] =
+		"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+		"Content-Lengthy: 7\r\nContent-Length: 5\r\n\r\nhello"
+		"HTTP/1.1 201 Created\r\nContent-Encoding: gzip\r\n"
+		"content-length:3\r\n\r\nabc"
+		"HTTP/1.1 404 Not Found\r\nCONTENT-TYPE: x\r\n"
+		"Content-Language: en\r\nContent-Length: 0\r\n\r\n";
+	static const char reqs[] = REQ_GET REQ_GET
+		"POST /a HTTP/1.1\r\nHost: x.test\r\nContent-Type: a/b\r\n"
+		"Content-Length: 2\r\n\r\nok";
+	size_t rl = sizeof(reqs) - 1, sl = sizeof(resps) - 1;
+
+	for (size_t chunk = sl; chunk; chunk = chunk == 1 ? 0 : 1) {
+		REQUIRE(ASSERT_EQ(exchange(reqs, rl, chunk < rl ? chunk : rl,
+					   resps, sl, chunk), 3));
+		REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+		REQUIRE(ASSERT_EQ(EV(1)->status, 201));
+		REQUIRE(ASSERT_EQ(EV(2)->status, 404));
+		REQUIRE(ASSERT_EQ(EV(2)->method, MM_M_POST));
+		REQUIRE(ASSERT_EQ(EV(2)->req_bytes, rl - 2 * strlen(REQ_GET)));
+		REQUIRE(ASSERT_EQ(EV(0)->resp_bytes + EV(1)->resp_bytes +
+				  EV(2)->resp_bytes, sl));
+		REQUIRE(ASSERT_EQ(EV(1)->resp_bytes,
+				  strlen("HTTP/1.1 201 Created\r\nContent-Encoding: gzip\r\n"
+					 "content-length:3\r\n\r\nabc")));
+	}
+}
+
+/*
+ * The chunked framing's word paths (a whole "Transfer-Encoding: chunked"
+ * line, a size line, a chunk's data, its CRLF) against what they must
+ * leave to the byte path: leading zeros, upper-case hex, a bare LF, a
+ * seven-digit size. Three pipelined responses, in every split.
+ */
+TEST(bpf_parse_chunked_word_paths)
+{
+	static const char r1[] = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+				 "00A\r\n0123456789\r\n000003\r\nabc\r\n1\nx\r\n0\r\n\r\n";
+	static const char r2[] = "HTTP/1.1 201 Created\r\nTRANSFER-ENCODING: CHUNKED\r\n\r\n"
+				 "0000001\r\ny\r\n0\r\n\r\n";
+	static const char r3[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok";
+	static const char reqs[] = REQ_GET REQ_GET REQ_GET;
+	char resps[sizeof(r1) + sizeof(r2) + sizeof(r3)];
+	size_t sl;
+
+	sl = snprintf(resps, sizeof(resps), "%s%s%s", r1, r2, r3);
+	for (size_t ch = 1; ch <= sl; ch += ch < 9 ? 1 : 17) {
+		REQUIRE(ASSERT_EQ(exchange(S(reqs), sizeof(reqs) - 1, resps, sl, ch), 3));
+		REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+		REQUIRE(ASSERT_EQ(EV(1)->status, 201));
+		REQUIRE(ASSERT_EQ(EV(2)->status, 202));
+		REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, sizeof(r1) - 1));
+		REQUIRE(ASSERT_EQ(EV(1)->resp_bytes, sizeof(r2) - 1));
+		REQUIRE(ASSERT_EQ(EV(2)->resp_bytes, sizeof(r3) - 1));
+		REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 0));
+	}
+}
+
 /* Interim 1xx responses are not the exchange's status. */
 TEST(bpf_parse_interim_1xx)
 {
