@@ -51,13 +51,16 @@ static __always_inline void io_args(struct task_struct *t, struct pt_regs *regs,
 static __always_inline int sock_io(struct sock *sk, int ret, int flags,
 				   bool is_read)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct mm_io_args a = {};
 	struct task_struct *t;
 	struct tcp_sock *tp;
 	struct mm_conn *c;
 
-	/* the hooks below filtered on the process and on ret < 0 */
+	/*
+	 * The hooks below filtered on the process and on ret < 0; the tgid is
+	 * asked for again only for a new connection (a helper call, and its
+	 * return, per I/O otherwise).
+	 */
 	/*
 	 * recv(MSG_PEEK) leaves the bytes in the socket: nginx peeks to test
 	 * idle keep-alive connections; parsing them would read them twice.
@@ -80,7 +83,7 @@ static __always_inline int sock_io(struct sock *sk, int ret, int flags,
 			stat_inc(MM_STAT_CONN_MAP_FULL);
 			return 0;
 		}
-		conn_init(c, tgid, MM_ROLE_UNKNOWN);
+		conn_init(c, bpf_get_current_pid_tgid() >> 32, MM_ROLE_UNKNOWN);
 		tp = bpf_skc_to_tcp_sock(sk);
 		c->lazy = tp && !tcp_first_io(tp, ret, is_read);
 	}
