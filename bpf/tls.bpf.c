@@ -169,35 +169,70 @@ int BPF_KPROBE(mm_ssl_free_enter, void *ssl)
 	return 0;
 }
 
+/* The mm_tls_conns entry under construction (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mm_conn);
+} mm_tls_newconn SEC(".maps");
+
 /*
  * The plaintext stream's role is the ciphertext stream's (a TLS client
  * always speaks first, so that one is right), not its own first I/O: an
  * HTTP/2 server writes its SETTINGS before it reads the client's preface.
  * Found open (the agent or the gate started later) unless its binding came
  * from the handshake.
+ *
+ * The entry is inserted whole: Caddy's first write (SETTINGS) and its
+ * preface read run in two goroutines, on two CPUs at once. Inserted zeroed
+ * and then given its role, a stalled vCPU let the write see role 0, take
+ * the connection as a client's (its SETTINGS then parsed as a garbage
+ * request) and the preface was never recognised: a stream lost without a
+ * counter (test_tls_capture_go in CI, reproduced with a delay injected
+ * here). Only the identity fields of the template are ever written.
  */
 static __always_inline struct mm_conn *tls_conn(__u64 sk, __u32 tgid,
 						__u8 role, __u8 lazy)
 {
 	struct mm_conn *c = bpf_map_lookup_elem(&mm_tls_conns, &sk);
 	__u32 zero = 0;
-	struct mm_conn *init;
+	struct mm_conn *n;
+	__u64 id;
+	long err;
 
 	if (c)
 		return c;
-	init = bpf_map_lookup_elem(&mm_conn_zero, &zero);
-	if (!init)
+	n = bpf_map_lookup_elem(&mm_tls_newconn, &zero);
+	if (!n)
 		return NULL;
-	if (bpf_map_update_elem(&mm_tls_conns, &sk, init, BPF_NOEXIST)) {
+	id = new_conn_id();
+	n->conn_id = id;
+	n->tgid = tgid;
+	n->gw = mm_conn_gw(tgid);
+	n->role = role;
+	/* a stream that starts inside a message is picked up at its next turn */
+	n->lazy = lazy;
+	err = bpf_map_update_elem(&mm_tls_conns, &sk, n, BPF_NOEXIST);
+	if (err == -EEXIST_)	/* another CPU created it first: use that one */
+		return bpf_map_lookup_elem(&mm_tls_conns, &sk);
+	if (err) {
 		stat_inc(MM_STAT_CONN_MAP_FULL);
 		return NULL;
 	}
+	stat_inc(MM_STAT_CONNS_OPENED);
 	c = bpf_map_lookup_elem(&mm_tls_conns, &sk);
-	if (!c)
-		return NULL;
-	conn_init(c, tgid, role);
-	/* a stream that starts inside a message is picked up at its next turn */
-	c->lazy = lazy;
+	/*
+	 * A preemptible kernel may have run another TLS program on this CPU
+	 * between the template's writes and the insert: set them again.
+	 */
+	if (c && c->conn_id != id) {
+		c->conn_id = id;
+		c->tgid = tgid;
+		c->gw = mm_conn_gw(tgid);
+		c->role = role;
+		c->lazy = lazy;
+	}
 	return c;
 }
 
