@@ -56,7 +56,8 @@ a_api=$(metric $DOWN k8s_httproute_name=api)
 a_unk=$(metric $DOWN k8s_httproute_name=unknown)
 a_all=$(metric $DOWN)
 log "agent: shop/web $a_web, apps/api $a_api, unknown $a_unk, all $a_all"
-[ "$(metric milometer_bpf_h2_connections_total)" -ge 4 ] ||
+# self-metrics are refreshed on a timer: poll
+wait_for 10 metric_grew milometer_bpf_h2_connections_total 0 4 ||
 	fail "the 4 open h2 connections were not recognised: $(metric milometer_bpf_h2_connections_total)"
 [ $((a_web + a_api + a_unk)) -gt 0 ] || fail "no stream after the attach was counted"
 [ "$a_all" = $((a_web + a_api + a_unk)) ] || fail "streams counted on other routes: $a_all in all"
