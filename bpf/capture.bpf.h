@@ -36,7 +36,6 @@
 #define MSG_PEEK_ 0x2
 
 #define TS_COMPAT_ 0x0002 /* x86 thread_info.status: a 32-bit syscall */
-#define EEXIST_ 17       /* a BPF_NOEXIST update of a key already there */
 #define S_IFMT_ 00170000
 #define S_IFSOCK_ 0140000
 
