@@ -51,7 +51,9 @@ static int mount_if_missing(const char *dir, const char *type, long magic)
 	if (mount(type, dir, type, 0, NULL)) {
 		int err = -errno;
 
-		fprintf(stderr, "milometer: cannot mount %s on %s: %s (run as root)\n",
+		fprintf(stderr, "milometer: cannot mount %s on %s: %s (run as "
+			"root with CAP_SYS_ADMIN, or mount it on the node: in "
+			"a pod, the hostPath volume shows the node's)\n",
 			type, dir, strerror(errno));
 		return err;
 	}

@@ -20,6 +20,11 @@ mount -t proc proc "$R/proc"
 mount -t sysfs -o ro sysfs "$R/sys"
 ro_bind() { mount --bind "$1" "$2" && mount -o remount,bind,ro "$2"; }
 mount --bind /sys/fs/bpf "$R/sys/fs/bpf"
+# A node's systemd mounts tracefs (sys-kernel-tracing.mount), and the pod's
+# hostPath shows it; a machine without it (a fresh CI VM) gets one here, in
+# this private mount namespace, as that node would have.
+[ "$(stat -f -c %T /sys/kernel/tracing 2>/dev/null)" = tracefs ] ||
+	mount -t tracefs tracefs /sys/kernel/tracing
 ro_bind /sys/kernel/tracing "$R/sys/kernel/tracing"
 mount --rbind /sys/fs/cgroup "$R/host/sys/fs/cgroup"
 mount -o remount,bind,ro "$R/host/sys/fs/cgroup"
