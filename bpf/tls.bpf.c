@@ -38,6 +38,8 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+#define MM_EEXIST 17 /* asm-generic/errno-base.h: vmlinux.h has no macros */
+
 /* The main object's capture mode: the same socket hook finds the socket. */
 const volatile __u32 mm_capture_mode = MM_CAPTURE_SOCK_TP;
 
@@ -62,16 +64,12 @@ struct mm_tls_call {
 	__u64 outlen;  /* size_t * of the _ex functions */
 	__u64 sk;      /* socket of the first socket I/O inside the call */
 	__u32 fn;      /* enum mm_tls_fn, 0: no call in flight */
-	__u8 role;     /* of sk, from its ciphertext stream (MM_ROLE_*) */
-	__u8 _pad[3];
+	__u32 _pad;
 };
 
 /* What an SSL pointer is bound to. */
 struct mm_tls_sock {
 	__u64 sk;
-	__u8 role;
-	__u8 lazy;     /* bound after its handshake: the stream may be mid-way */
-	__u8 _pad[6];
 };
 
 struct mm_tls_ssl_key {
@@ -121,7 +119,6 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 fn)
 	call->buf = PT_REGS_PARM2(ctx);
 	call->outlen = PT_REGS_PARM4(ctx);
 	call->sk = 0;
-	call->role = MM_ROLE_UNKNOWN;
 	return 0;
 }
 
@@ -181,8 +178,6 @@ struct {
  * The plaintext stream's role is the ciphertext stream's (a TLS client
  * always speaks first, so that one is right), not its own first I/O: an
  * HTTP/2 server writes its SETTINGS before it reads the client's preface.
- * Found open (the agent or the gate started later) unless its binding came
- * from the handshake.
  *
  * The entry is inserted whole: Caddy's first write (SETTINGS) and its
  * preface read run in two goroutines, on two CPUs at once. Inserted zeroed
@@ -190,52 +185,44 @@ struct {
  * the connection as a client's (its SETTINGS then parsed as a garbage
  * request) and the preface was never recognised: a stream lost without a
  * counter (test_tls_capture_go in CI, reproduced with a delay injected
- * here). Only the identity fields of the template are ever written, and
- * uprobe programs do not nest on a CPU (bpf_prog_active), so no other
- * program writes it between these stores and the insert.
+ * here). The template is written only by the socket and sys_exit
+ * tracepoints, which run with preemption off and never in an interrupt, so
+ * nothing else on this CPU writes it between these stores and the insert.
  */
-static __always_inline struct mm_conn *tls_conn(__u64 sk, __u32 tgid,
-						__u8 role, __u8 lazy)
+static __always_inline void tls_conn_create(__u64 sk, __u32 tgid, __u8 role,
+					    __u8 lazy)
 {
-	struct mm_conn *c = bpf_map_lookup_elem(&mm_tls_conns, &sk);
 	__u32 zero = 0;
 	struct mm_conn *n;
-	__u64 *opened;
 	long err;
 
-	if (c)
-		return c;
+	if (bpf_map_lookup_elem(&mm_tls_conns, &sk))
+		return;
 	n = bpf_map_lookup_elem(&mm_tls_newconn, &zero);
 	if (!n)
-		return NULL;
+		return;
 	n->conn_id = new_conn_id();
 	n->tgid = tgid;
 	n->gw = mm_conn_gw(tgid);
 	n->role = role;
 	/* a stream that starts inside a message is picked up at its next turn */
 	n->lazy = lazy;
-	/*
-	 * Failed with -EEXIST, another CPU created it first: that one is used.
-	 * No branch on the result: 6.1's verifier walks capture_io() once per
-	 * path that leaves here (a third path took mm_go_read_ret past 1M
-	 * insns there), so the count is arithmetic (err is 0 or negative).
-	 */
 	err = bpf_map_update_elem(&mm_tls_conns, &sk, n, BPF_NOEXIST);
-	c = bpf_map_lookup_elem(&mm_tls_conns, &sk);
-	if (!c) {
-		stat_inc(MM_STAT_CONN_MAP_FULL);
-		return NULL;
-	}
-	opened = bpf_map_lookup_elem(&mm_stats, &(__u32){ MM_STAT_CONNS_OPENED });
-	if (opened)
-		*opened += 1 + (err >> 63);
-	return c;
+	if (err == -MM_EEXIST) /* another CPU created it first */
+		return;
+	stat_inc(err ? MM_STAT_CONN_MAP_FULL : MM_STAT_CONNS_OPENED);
 }
 
 /*
  * A call returned RET (n bytes for read/write, 1 for the _ex functions with
  * the count behind outlen): bind its SSL pointer (or Go connection) to the
  * socket its syscall named, and parse what it moved.
+ *
+ * The connection is only looked up here: bind_call() created it at the
+ * socket's own I/O. Go's Write can return after tcp_destroy_sock freed the
+ * entry (1-3 % of HTTP/2 connections under load, the one carrying the final
+ * DATA frame); created here, an entry keyed by the dead socket was never
+ * freed, and a later socket at the same address inherited it.
  */
 static __always_inline int call_done(struct mm_tls_call *call, __u32 tgid,
 				     long ret)
@@ -250,16 +237,13 @@ static __always_inline int call_done(struct mm_tls_call *call, __u32 tgid,
 
 	call->fn = 0;
 	k.ssl = call->ssl;
-	cached = bpf_map_lookup_elem(&mm_tls_ssl, &k);
 	if (call->sk) {
 		bound.sk = call->sk;
-		bound.role = call->role;
-		/* seen from the handshake on, or found open */
-		bound.lazy = fn == MM_TLS_HANDSHAKE ? 0 :
-			     cached && cached->sk == call->sk ? cached->lazy : 1;
 		bpf_map_update_elem(&mm_tls_ssl, &k, &bound, BPF_ANY);
-	} else if (cached) {
-		bound = *cached;
+	} else {
+		cached = bpf_map_lookup_elem(&mm_tls_ssl, &k);
+		if (cached)
+			bound = *cached;
 	}
 	if (fn == MM_TLS_HANDSHAKE)
 		return 0;
@@ -276,8 +260,12 @@ static __always_inline int call_done(struct mm_tls_call *call, __u32 tgid,
 		stat_inc(MM_STAT_TLS_NO_SOCKET);
 		return 0;
 	}
-	c = tls_conn(bound.sk, tgid, bound.role, bound.lazy);
-	if (!c || c->finished)
+	c = bpf_map_lookup_elem(&mm_tls_conns, &bound.sk);
+	if (!c) {
+		stat_inc(MM_STAT_TLS_NO_CONN);
+		return 0;
+	}
+	if (c->finished)
 		return 0;
 	stat_inc(MM_STAT_TLS_IO);
 	a.buf = call->buf;
@@ -337,7 +325,6 @@ static __always_inline int go_enter(struct pt_regs *ctx, __u32 fn)
 	};
 	struct mm_tls_call call = {
 		.fn = fn, .ssl = ctx->ax, .buf = ctx->bx,
-		.role = MM_ROLE_UNKNOWN,
 	};
 
 	if (!is_target(k.tgid))
@@ -443,20 +430,32 @@ static __always_inline struct mm_tls_call *unbound_go_call(void)
 	return call && call->fn && !call->sk ? call : NULL;
 }
 
-/* The socket behind the call: its first socket I/O, and that one's role. */
+/*
+ * The call's socket, named by its first socket I/O, and the plaintext
+ * connection of that socket, created here while the socket is alive (see
+ * call_done()). Its role is the ciphertext stream's (ct: that socket's
+ * state in the main object). Created by a handshake, the stream is seen
+ * from its start; by a read or write, the connection was found open.
+ */
+static __always_inline void bind_call(struct mm_tls_call *call, __u64 sk,
+				      const struct mm_conn *ct)
+{
+	call->sk = sk;
+	tls_conn_create(sk, bpf_get_current_pid_tgid() >> 32,
+			ct ? ct->role : MM_ROLE_UNKNOWN,
+			call->fn != MM_TLS_HANDSHAKE);
+}
+
 static __always_inline void note_sk(struct sock *sk)
 {
 	struct mm_tls_call *call = unbound_call();
-	struct mm_conn *ct;
 
 	if (!call && mm_go_targets && is_target(bpf_get_current_pid_tgid() >> 32))
 		call = unbound_go_call();
 	if (!call ||
 	    !is_tcp(sk->__sk_common.skc_family, sk->sk_type, sk->sk_protocol))
 		return;
-	call->sk = (__u64)sk;
-	ct = bpf_sk_storage_get(&mm_sk_conns, sk, 0, 0);
-	call->role = ct ? ct->role : MM_ROLE_UNKNOWN;
+	bind_call(call, (__u64)sk, bpf_sk_storage_get(&mm_sk_conns, sk, 0, 0));
 }
 
 SEC("tp_btf/sock_recv_length")
@@ -487,7 +486,6 @@ int BPF_PROG(mm_tls_sys_exit, struct pt_regs *regs, long ret)
 	sk = sock_of_fd(regs->di);
 	if (sk) {
 		struct mm_tls_call *call = unbound_call();
-		struct mm_conn *ct;
 
 		if (!call && mm_go_targets)
 			call = unbound_go_call();
@@ -497,9 +495,7 @@ int BPF_PROG(mm_tls_sys_exit, struct pt_regs *regs, long ret)
 				     BPF_CORE_READ(so, sk_type),
 				     BPF_CORE_READ(so, sk_protocol)))
 			return 0;
-		call->sk = sk;
-		ct = bpf_map_lookup_elem(&mm_conns, &sk);
-		call->role = ct ? ct->role : MM_ROLE_UNKNOWN;
+		bind_call(call, sk, bpf_map_lookup_elem(&mm_conns, &sk));
 	}
 	return 0;
 }

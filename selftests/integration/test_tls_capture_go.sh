@@ -6,12 +6,15 @@
 # Write's first jump and on each of their RETs (never uretprobes on Go);
 # calls are kept per goroutine (r14), and the socket syscall of the same
 # goroutine names the socket, whatever thread runs it. HTTP/1.1 and h2
-# clients; counts equal caddy's own access log.
+# clients; counts equal caddy's own access log. Plaintext state goes with
+# its socket: a Write that returns after its socket's destroy (Go's h2
+# server, under many short connections) leaves no entry behind.
 PROXY_EXE=mm-it-caddy
 . "$(dirname "$0")/lib.sh"
 need_root
 need_bin milometer
 command -v caddy >/dev/null || fail "caddy is missing (deploy/install-deps.sh installs it)"
+command -v bpftool >/dev/null || fail "bpftool is missing (deploy/install-deps.sh installs it)"
 use_manifests base
 start_backends
 TLS_PORT=28443
@@ -60,13 +63,22 @@ done
 h2load -n 500 -c 4 -m 8 --connect-to=127.0.0.1:$TLS_PORT "https://www.shop.test:$TLS_PORT/cart/load" \
 	>"$T/h2load.out" 2>&1 || fail "h2load: $(tail -3 "$T/h2load.out")"
 grep -q '500 succeeded' "$T/h2load.out" || fail "h2load: $(grep -A1 requests: "$T/h2load.out")"
-wait_for 10 log_at_least "$C/access.log" 540 || fail "caddy logged $(log_lines "$C/access.log")"
+# many short h2 connections: each ends while its last Write may be returning
+h2load -n 800 -c 200 -m 1 --connect-to=127.0.0.1:$TLS_PORT "https://www.shop.test:$TLS_PORT/cart/short" \
+	>"$T/h2load2.out" 2>&1 || fail "h2load: $(tail -3 "$T/h2load2.out")"
+grep -q '800 succeeded' "$T/h2load2.out" || fail "h2load: $(grep -A1 requests: "$T/h2load2.out")"
+wait_for 10 log_at_least "$C/access.log" 1340 || fail "caddy logged $(log_lines "$C/access.log")"
 n=$(grep -c '"status":200' "$C/access.log")
 log "caddy logged $n requests"
 DOWN=envoy_http_downstream_rq_total
 UP=envoy_cluster_upstream_rq_total
 expect_metric "$n" "downstream requests caddy logged" $DOWN k8s_httproute_name=web
 expect_metric "$n" "upstream requests caddy logged" $UP k8s_httproute_name=web
-expect_metric 520 "HTTP/2 streams" milometer_http2_streams_total result=exchange
+expect_metric 1320 "HTTP/2 streams" milometer_http2_streams_total result=exchange
+tls_conns() { bpftool map dump name mm_tls_conns -j | $PY -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+tls_conns_gone() { [ "$(tls_conns)" = 0 ]; }
+wait_for 20 tls_conns_gone ||
+	fail "mm_tls_conns keeps $(tls_conns) entries after every client closed: $(bpftool map dump name mm_tls_conns | grep -m3 key)"
+log "plaintext entries all freed; TLS I/Os after their socket's close: $(metric milometer_bpf_tls_no_connection_total)"
 stop_agent
 log "Go TLS capture ok"
