@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Loads one level of selftests/bench/bpf/floor.bpf.c (empty, hook, copy)
+ * Loads one level of selftests/bench/bpf/floor.bpf.c (empty, hook, read, copy)
  * for the proxy processes given, drains the copy level's records every
  * 10 ms without wakeups (as the agent drains its own), until SIGINT or
  * SIGTERM. make bench runs it in place of the agent to measure what the
- * attach point, a per-socket state and a prefix copy cost the gateway.
+ * attach point, a per-socket state, reading each I/O's first bytes and a
+ * prefix copy cost the gateway.
  *
- * Usage: bench_floor empty|hook|copy PID...   (root)
+ * Usage: bench_floor empty|hook|read|copy PID...   (root)
  * Prints "ready" once attached; at exit "records N bytes B dropped D".
  */
 #include <errno.h>
@@ -40,9 +41,9 @@ static int on_record(void *ctx, void *data, size_t len)
 
 static int level_of(const char *s)
 {
-	static const char *const names[] = { "empty", "hook", "copy" };
+	static const char *const names[] = { "empty", "hook", "read", "copy" };
 
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		if (!strcmp(s, names[i]))
 			return i;
 	return -1;
@@ -85,7 +86,7 @@ int main(int argc, char **argv)
 	int level, err = 1;
 
 	if (argc < 3 || (level = level_of(argv[1])) < 0) {
-		fprintf(stderr, "usage: %s empty|hook|copy PID...\n", argv[0]);
+		fprintf(stderr, "usage: %s empty|hook|read|copy PID...\n", argv[0]);
 		return 2;
 	}
 	signal(SIGINT, on_signal);

@@ -229,11 +229,14 @@ def main():
             ("haproxy", "B", "haproxy", "auto"),
             ("nginx, floor: empty programs", "A", "nginx", "floor-empty"),
             ("nginx, floor: filter + sk state", "A", "nginx", "floor-hook"),
+            ("nginx, floor: + first bytes read", "A", "nginx", "floor-read"),
             ("nginx, floor: + prefix copy", "A", "nginx", "floor-copy"),
             ("haproxy, floor: empty programs", "B", "haproxy",
              "floor-empty"),
             ("haproxy, floor: filter + sk state", "B", "haproxy",
              "floor-hook"),
+            ("haproxy, floor: + first bytes read", "B", "haproxy",
+             "floor-read"),
             ("haproxy, floor: + prefix copy", "B", "haproxy", "floor-copy"),
             ("nginx TLS, TLSCapture off", "T", "nginx-tls", "auto"),
             ("nginx TLS, TLSCapture on", "T", "nginx-tls", "tls"),
@@ -272,6 +275,7 @@ def main():
         out = []
         for short, lvl in (("empty", "empty programs"),
                            ("hook", "filter + sk state"),
+                           ("read", "+ first bytes read"),
                            ("copy", "+ prefix copy")):
             f = pairs.get("%s, floor: %s" % (gw, lvl))
             if f:
@@ -279,11 +283,26 @@ def main():
                                                                f[key][0]))))
         return " (floors: %s)" % ", ".join(out) if out else ""
 
+    def cpu_floors(gw):
+        """ gateway CPU per request off/on of the floor levels """
+        out = []
+        for short, lvl in (("empty", "empty programs"),
+                           ("hook", "filter + sk state"),
+                           ("read", "+ first bytes read"),
+                           ("copy", "+ prefix copy")):
+            f = pairs.get("%s, floor: %s" % (gw, lvl))
+            if f:
+                g = f["gw_us_rq"]
+                out.append("%s %s" % (short, fmt("%.2f", ratio(g[0], g[1]))))
+        return " (floors: %s)" % ", ".join(out) if out else ""
+
     if any(", floor: " in k for k in pairs):
         print("floors (bin/bench_floor in the agent's place, same rounds): "
               "empty = both socket tracepoints\n  with programs that return "
               "at once; filter = the agent's tgid bitmap and a 64-byte sk "
-              "storage state;\n  copy = filter + up to 256 bytes of each "
+              "storage state;\n  read = filter + the first 64 bytes of each "
+              "proxy I/O read into per-CPU memory\n  (the least an agent that "
+              "parses in the kernel does);\n  copy = filter + up to 256 bytes of each "
               "proxy I/O copied to a ring buffer with a time stamp\n  (what "
               "an agent that parses in user space does in the kernel, its "
               "user-space parsing not run)")
@@ -302,7 +321,8 @@ def main():
         g = p["gw_us_rq"] if p else (None, None)
         S.add("gateway CPU per request off/on, %s" % label,
               ratio(g[0], g[1]), "%.4f", (0.95, ">= 0.95"),
-              (0.98, ">= 0.98"), note=" (throughput if CPU-bound: info)")
+              (0.98, ">= 0.98"), note=" (throughput if CPU-bound: info)" +
+              ("" if info else cpu_floors(label)))
 
     # TLS capture: uprobes trap into the kernel on every SSL_read/SSL_write
     # (of every process mapping the library, the client's too: wrk here)
@@ -344,9 +364,13 @@ def main():
                        ("H-stats", "nginx TLS+h2, TLSCapture+HTTP2 on"),
                        ("C-floor-hook-nginx", "nginx, floor: filter + sk "
                         "state"),
+                       ("C-floor-read-nginx", "nginx, floor: + first bytes "
+                        "read"),
                        ("C-floor-copy-nginx", "nginx, floor: + prefix copy"),
                        ("C-floor-hook-haproxy", "haproxy, floor: filter + "
                         "sk state"),
+                       ("C-floor-read-haproxy", "haproxy, floor: + first "
+                        "bytes read"),
                        ("C-floor-copy-haproxy", "haproxy, floor: + prefix "
                         "copy")):
         rs = sel(tag)
@@ -381,6 +405,7 @@ def main():
         r = stats.get("C-" + gw)
         fl = ["%s %.0f ns" % (lvl, stats[t]["bpf_ns_rq"])
               for lvl, t in (("hook", "C-floor-hook-" + gw),
+                             ("read", "C-floor-read-" + gw),
                              ("copy", "C-floor-copy-" + gw)) if t in stats]
         S.add("BPF ns per proxied request, all programs, %s" % gw,
               r["bpf_ns_rq"] if r else None, "%.0f ns", (1000, "<= 1000 ns"),
@@ -422,7 +447,7 @@ def main():
         ns_off = min(v for v, _ in off)
         spread_off = max(v for v, _ in off) / ns_off - 1
         for cap in ("auto", "sys-exit", "floor-empty", "floor-hook",
-                    "floor-copy"):
+                    "floor-read", "floor-copy"):
             on = nt.get((cap, kind))
             if not on:
                 continue
@@ -436,7 +461,7 @@ def main():
         for kind, text in (("zero", "dd bs=1"), ("tcp", "1-byte TCP echo")):
             v = tax.get((cap, kind))
             fl = [(short, tax.get(("floor-" + short, kind)))
-                  for short in ("empty", "hook", "copy")] if not info else []
+                  for short in ("empty", "hook", "read", "copy")] if not info else []
             fl = ", ".join("%s %.2f" % (n, f[0] / f[1]) for n, f in fl if f)
             S.add("node tax time off/on, %s, capture %s" %
                   (text, cap.replace("auto", "default")),

@@ -13,8 +13,9 @@
 #     is not the proxy) runs in the same agent state. Interleaved with
 #     them, the floors (bin/bench_floor in the agent's place): the socket
 #     tracepoints with empty programs, with a process filter and a
-#     per-socket state, and with a prefix copy of each I/O into a ring
-#     buffer (what agents that parse in user space do in the kernel).
+#     per-socket state, with each I/O's first 64 bytes read (the least an
+#     in-kernel parser does), and with a prefix copy of each I/O into a
+#     ring buffer (what agents that parse in user space do in the kernel).
 #  B. Gateway pair, haproxy (Debian's), rounds off / on / floors,
 #     bpf_stats off.
 #  C. Per-program figures: rounds with bpf_stats on (nginx, nginx with 16
@@ -43,7 +44,8 @@
 # 10000"), BENCH_SCALE_ROUTES ("10 1000 10000"), BENCH_MEM_CONNS (10000),
 # BENCH_NODETAX_REPS (50), BENCH_EVENTS (aggregation events, 20000000),
 # BENCH_PHASES (which phases to run, "ABCDEFGT"), BENCH_FLOORS (the floor
-# levels of phases A and B, "floor-empty floor-hook floor-copy"; empty: none).
+# levels of phases A and B, "floor-empty floor-hook floor-read floor-copy";
+# empty: none).
 
 set -euo pipefail
 
@@ -65,7 +67,7 @@ NODETAX_REPS=${BENCH_NODETAX_REPS:-50}
 EVENTS=${BENCH_EVENTS:-20000000}
 PHASES=${BENCH_PHASES:-ABCDEFGT}
 # the floor levels run beside the agent in phases A and B (bench_floor.c)
-FLOORS=${BENCH_FLOORS-floor-empty floor-hook floor-copy}
+FLOORS=${BENCH_FLOORS-floor-empty floor-hook floor-read floor-copy}
 # Loopback ports apart from the integration tests (28xxx/29xxx) and below
 # the ephemeral range (32768+), where a client socket may hold them.
 GW_PORT=${BENCH_GW_PORT:-17080}
@@ -334,9 +336,10 @@ start_agent() {
 		die "the agent's BPF programs (mm_*) are not in bpftool prog show"
 }
 
-# start_floor TAG LEVEL GATEWAY: bin/bench_floor (empty, hook, copy) in the
+# start_floor TAG LEVEL GATEWAY: bin/bench_floor (empty, hook, read, copy) in the
 # agent's place, on the gateway's processes: what the attach point, a
-# per-socket state and a prefix copy cost without milometer's own work.
+# per-socket state, a read of each I/O's first bytes and a prefix copy
+# cost without milometer's own work.
 start_floor() {
 	local tag=$1 level=$2 pids
 	if [ "$3" = haproxy ]; then pids=$HA_PID; else pids="$GW_PID $(pgrep -P "$GW_PID" | tr '\n' ' ')"; fi

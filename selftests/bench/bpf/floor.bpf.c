@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Floors for make bench: what attaching to the socket tracepoints costs a
- * gateway before milometer's own work, at three levels of doing less
+ * gateway before milometer's own work, at four levels of doing less
  * (bench_floor.c loads one of them; the bench runs them side by side with
  * the agent, agent off as the reference):
  *   empty  both programs return at once: the price of the attach point
@@ -9,6 +9,10 @@
  *   hook   the process filter (the agent's tgid bitmap) and a 64-byte
  *          socket-storage state created on first sight, bytes counted:
  *          any design that keeps state per socket pays this;
+ *   read   hook, plus the syscall's buffer located through its saved
+ *          registers (first iovec for readv/writev) and its first
+ *          FL_READ bytes read into per-CPU memory, nothing sent: the
+ *          least an agent that parses in the kernel does on each I/O;
  *   copy   hook, plus what the agents that parse in user space do in the
  *          kernel (Beyla, Pixie): the syscall's buffer located through
  *          its saved registers (first iovec for readv/writev), up to
@@ -27,9 +31,11 @@ char LICENSE[] SEC("license") = "GPL";
 
 #define FL_LEVEL_EMPTY 0
 #define FL_LEVEL_HOOK  1
-#define FL_LEVEL_COPY  2
+#define FL_LEVEL_READ  2
+#define FL_LEVEL_COPY  3
 
 #define FL_PREFIX 256
+#define FL_READ   64  /* a request line, a status line */
 #define FL_TARGET_WORDS 65536 /* as mm_target_bits: PID_MAX_LIMIT bits */
 
 #define NR_read   0
@@ -93,6 +99,14 @@ struct fl_iovec {
 	__u64 len;
 };
 
+/* the read level's bytes (per CPU: not on the stack, as a parser's are not) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8[FL_READ]);
+} fl_scratch SEC(".maps");
+
 static __always_inline bool fl_is_target(__u32 tgid)
 {
 	__u32 w = tgid / 64;
@@ -101,26 +115,46 @@ static __always_inline bool fl_is_target(__u32 tgid)
 	return bits && (*bits & (1ULL << (tgid & 63)));
 }
 
-static __always_inline void fl_copy(struct sock *sk, int ret, __u32 dir)
+/* the syscall's buffer (the first iovec's), 0 if it has none we read */
+static __always_inline __u64 fl_buf(void)
 {
 	struct pt_regs *regs =
 		(struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	struct fl_record *r;
+	__u64 nr = regs->orig_ax;
 	struct fl_iovec v;
-	__u64 buf, nr = regs->orig_ax;
+
+	if (nr == NR_read || nr == NR_write || nr == NR_recvfrom ||
+	    nr == NR_sendto)
+		return regs->si;
+	if ((nr == NR_readv || nr == NR_writev) &&
+	    !bpf_probe_read_user(&v, sizeof(v), (void *)regs->si))
+		return v.base;
+	return 0;
+}
+
+static __always_inline void fl_read(int ret)
+{
+	__u64 buf = fl_buf();
+	__u32 n = ret, zero = 0;
+	__u8 *b;
+
+	b = bpf_map_lookup_elem(&fl_scratch, &zero);
+	if (!buf || !b)
+		return;
+	if (n > FL_READ)
+		n = FL_READ;
+	bpf_probe_read_user(b, n, (void *)buf);
+}
+
+static __always_inline void fl_copy(struct sock *sk, int ret, __u32 dir)
+{
+	__u64 buf = fl_buf();
+	struct fl_record *r;
 	__u32 n, zero = 0;
 	__u64 *d;
 
-	if (nr == NR_read || nr == NR_write || nr == NR_recvfrom ||
-	    nr == NR_sendto) {
-		buf = regs->si;
-	} else if (nr == NR_readv || nr == NR_writev) {
-		if (bpf_probe_read_user(&v, sizeof(v), (void *)regs->si))
-			return;
-		buf = v.base;
-	} else {
+	if (!buf)
 		return;
-	}
 	r = bpf_ringbuf_reserve(&fl_records, sizeof(*r), 0);
 	if (!r) {
 		d = bpf_map_lookup_elem(&fl_dropped, &zero);
@@ -154,7 +188,9 @@ static __always_inline int fl_io(struct sock *sk, int ret, __u32 dir)
 		return 0;
 	c->bytes += ret;
 	c->ios++;
-	if (fl_level == FL_LEVEL_COPY)
+	if (fl_level == FL_LEVEL_READ)
+		fl_read(ret);
+	else if (fl_level == FL_LEVEL_COPY)
 		fl_copy(sk, ret, dir);
 	return 0;
 }
