@@ -548,7 +548,7 @@ void self_metrics__dump(struct self_metrics *sm, FILE *out, int json)
 	}
 	fputs("bpf:\n", out);
 	for (int i = 0; i < MM_STAT__COUNT; i++)
-		fprintf(out, "  %-16s %llu\n", bpf_stat_names[i],
+		fprintf(out, "  %-18s %llu\n", bpf_stat_names[i],
 			(unsigned long long)sm->bpf[i]);
 	fputs("map fill (last refresh):\n", out);
 	for (size_t i = 0; i < NMAPS; i++)

@@ -63,6 +63,7 @@ struct mm_tls_call {
 	__u64 buf;
 	__u64 outlen;  /* size_t * of the _ex functions */
 	__u64 sk;      /* socket of the first socket I/O inside the call */
+	__u64 conn_id; /* sk's plaintext connection then (0: none) */
 	__u32 fn;      /* enum mm_tls_fn, 0: no call in flight */
 	__u32 _pad;
 };
@@ -70,6 +71,7 @@ struct mm_tls_call {
 /* What an SSL pointer is bound to. */
 struct mm_tls_sock {
 	__u64 sk;
+	__u64 conn_id;
 };
 
 struct mm_tls_ssl_key {
@@ -189,18 +191,19 @@ struct {
  * tracepoints, which run with preemption off and never in an interrupt, so
  * nothing else on this CPU writes it between these stores and the insert.
  */
-static __always_inline void tls_conn_create(__u64 sk, __u32 tgid, __u8 role,
-					    __u8 lazy)
+static __always_inline __u64 tls_conn_create(__u64 sk, __u32 tgid, __u8 role,
+					     __u8 lazy)
 {
+	struct mm_conn *c = bpf_map_lookup_elem(&mm_tls_conns, &sk);
 	__u32 zero = 0;
 	struct mm_conn *n;
 	long err;
 
-	if (bpf_map_lookup_elem(&mm_tls_conns, &sk))
-		return;
+	if (c)
+		return c->conn_id;
 	n = bpf_map_lookup_elem(&mm_tls_newconn, &zero);
 	if (!n)
-		return;
+		return 0;
 	n->conn_id = new_conn_id();
 	n->tgid = tgid;
 	n->gw = mm_conn_gw(tgid);
@@ -208,9 +211,12 @@ static __always_inline void tls_conn_create(__u64 sk, __u32 tgid, __u8 role,
 	/* a stream that starts inside a message is picked up at its next turn */
 	n->lazy = lazy;
 	err = bpf_map_update_elem(&mm_tls_conns, &sk, n, BPF_NOEXIST);
-	if (err == -MM_EEXIST) /* another CPU created it first */
-		return;
+	if (err == -MM_EEXIST) { /* another CPU created it first */
+		c = bpf_map_lookup_elem(&mm_tls_conns, &sk);
+		return c ? c->conn_id : 0;
+	}
 	stat_inc(err ? MM_STAT_CONN_MAP_FULL : MM_STAT_CONNS_OPENED);
+	return err ? 0 : n->conn_id;
 }
 
 /*
@@ -222,7 +228,9 @@ static __always_inline void tls_conn_create(__u64 sk, __u32 tgid, __u8 role,
  * socket's own I/O. Go's Write can return after tcp_destroy_sock freed the
  * entry (1-3 % of HTTP/2 connections under load, the one carrying the final
  * DATA frame); created here, an entry keyed by the dead socket was never
- * freed, and a later socket at the same address inherited it.
+ * freed. The entry found must also be the one bound: the freed socket's
+ * memory may already hold the next accepted connection, whose handshake
+ * made its own entry at the same address.
  */
 static __always_inline int call_done(struct mm_tls_call *call, __u32 tgid,
 				     long ret)
@@ -239,6 +247,7 @@ static __always_inline int call_done(struct mm_tls_call *call, __u32 tgid,
 	k.ssl = call->ssl;
 	if (call->sk) {
 		bound.sk = call->sk;
+		bound.conn_id = call->conn_id;
 		bpf_map_update_elem(&mm_tls_ssl, &k, &bound, BPF_ANY);
 	} else {
 		cached = bpf_map_lookup_elem(&mm_tls_ssl, &k);
@@ -261,7 +270,7 @@ static __always_inline int call_done(struct mm_tls_call *call, __u32 tgid,
 		return 0;
 	}
 	c = bpf_map_lookup_elem(&mm_tls_conns, &bound.sk);
-	if (!c) {
+	if (!c || c->conn_id != bound.conn_id) {
 		stat_inc(MM_STAT_TLS_NO_CONN);
 		return 0;
 	}
@@ -441,7 +450,7 @@ static __always_inline void bind_call(struct mm_tls_call *call, __u64 sk,
 				      const struct mm_conn *ct)
 {
 	call->sk = sk;
-	tls_conn_create(sk, bpf_get_current_pid_tgid() >> 32,
+	call->conn_id = tls_conn_create(sk, bpf_get_current_pid_tgid() >> 32,
 			ct ? ct->role : MM_ROLE_UNKNOWN,
 			call->fn != MM_TLS_HANDSHAKE);
 }
