@@ -52,6 +52,7 @@ static const char *const bpf_stat_names[MM_STAT__COUNT] = {
 	[MM_STAT_H2_CONNS] = "h2_connections",
 	[MM_STAT_H2_LOST] = "h2_lost",
 	[MM_STAT_TLS_NO_CONN] = "tls_no_connection",
+	[MM_STAT_TLS_STREAMS] = "tls_streams",
 };
 
 enum {

@@ -157,6 +157,17 @@ static __always_inline void account(struct mm_lctx *x, __u32 n)
 		s->req_bytes += n;
 }
 
+/*
+ * A TLS record header (RFC 8446 5.1: content type 20-23, legacy version
+ * 3.x) where an HTTP message should start: the socket of an HTTPS listener
+ * or backend. Its plaintext, if any, is TLSCapture's.
+ */
+static __always_inline bool tls_record_start(const struct mm_scratch *s)
+{
+	return s->b_n >= 3 && s->buf[0] >= 20 && s->buf[0] <= 23 &&
+	       s->buf[1] == 3 && (__u8)s->buf[2] <= 4;
+}
+
 /* One step over the user buffer: skip body bytes, or parse a window. */
 static long window_step(__u32 i, void *ctx)
 {
@@ -229,6 +240,13 @@ static long window_step(__u32 i, void *ctx)
 			response_done(c, s->now, 0);
 		break;
 	case BEV_GARBAGE:
+		/* not a parse failure: both directions stop, counted apart */
+		if (st == PS_START && tls_record_start(s)) {
+			if (s->is_req)
+				request_garbage(c, false);
+			stat_inc(MM_STAT_TLS_STREAMS);
+			return 1;
+		}
 		/*
 		 * A connection the agent found open (started after it) may be
 		 * inside a message: skip to the exchange's next turn (see

@@ -250,6 +250,7 @@ enum mm_stat {
 	MM_STAT_H2_CONNS,        /* connections found to speak HTTP/2 (gate HTTP2) */
 	MM_STAT_H2_LOST,         /* HTTP/2 feeds stopped: bytes could not be read or sent up */
 	MM_STAT_TLS_NO_CONN,     /* SSL_* I/Os returned after their socket was gone (or not tracked): dropped */
+	MM_STAT_TLS_STREAMS,     /* streams of TLS records (HTTPS listener or backend): not parsed, TLSCapture's */
 	MM_STAT__COUNT,
 };
 

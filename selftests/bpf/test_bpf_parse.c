@@ -560,18 +560,30 @@ TEST(bpf_parse_close_delimited_downstream)
 TEST(bpf_parse_garbage_request)
 {
 	static const char tls[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03";
+	static const char not_tls[] = "\x16\x05\x01\x02\x00";
 	static const char lower[] = "get / HTTP/1.1\r\n\r\n";
 	struct mm_conn c;
 
+	/* a TLS ClientHello: an HTTPS socket, not a parse failure */
 	OK(fx_reset());
 	OK(fx_open(0, MM_ROLE_UNKNOWN));
 	OK(fx_buf(0, 1, S(tls)));
 	OK(fx_buf(0, 1, S(REQ_GET))); /* too late: the stream is not HTTP */
 	OK(fx_close(0));
 	REQUIRE(ASSERT_EQ(fx_drain(), 0));
-	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 1));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 0));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_TLS_STREAMS), 1));
 	OK(fx_conn(0, &c));
 	REQUIRE(ASSERT_EQ(c.req.state, PS_OPAQUE));
+	REQUIRE(ASSERT_EQ(c.resp.state, PS_OPAQUE));
+
+	/* the same content type with no TLS version after it is garbage */
+	OK(fx_reset());
+	OK(fx_open(0, MM_ROLE_UNKNOWN));
+	OK(fx_buf(0, 1, S(not_tls)));
+	OK(fx_close(0));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 1));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_TLS_STREAMS), 0));
 
 	/* garbage after a good exchange: the good one stays */
 	REQUIRE(ASSERT_EQ(exchange(S(REQ_GET), 100, S(RESP_200), 100), 1));

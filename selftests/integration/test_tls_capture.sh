@@ -46,6 +46,8 @@ done
 agent_pins | grep -q '^mm_tls_conns$' || fail "mm_tls_conns not pinned: $(agent_pins)"
 
 # one request per connection (curl), then several per connection
+unparsed0=$(metric milometer_bpf_unparsed_total)
+tls0=$(metric milometer_bpf_tls_streams_total)
 N=30
 for i in $(seq $N); do
 	[ "$(tls_get "$TLS_URL/cart/c$i")" = 200 ] || fail "TLS request $i"
@@ -58,6 +60,12 @@ expect_metric $((N + 20)) "TLS requests read downstream (SSL_read/SSL_write)" $D
 expect_metric $((N + 20)) "their upstream requests" $UP k8s_httproute_name=web
 [ "$(metric $DOWN k8s_httproute_name=unmatched)" = 0 ] || fail "TLS requests unmatched"
 [ "$(metric $DOWN k8s_httproute_name=unknown)" = 0 ] || fail "TLS requests unknown"
+# the ciphertext on the sockets is TLS records, not a parse failure: one
+# TLS stream per connection (31), nothing unparsed
+wait_for 10 metric_grew milometer_bpf_tls_streams_total "$tls0" $((N + 1)) ||
+	fail "TLS streams $tls0 -> $(metric milometer_bpf_tls_streams_total), want +$((N + 1))"
+[ "$(metric milometer_bpf_unparsed_total)" = "$unparsed0" ] ||
+	fail "unparsed $unparsed0 -> $(metric milometer_bpf_unparsed_total): TLS records counted as parse failures"
 
 # wrk: keep-alive under load, responses of several sizes
 wrk -t1 -c8 -d2s -H 'Host: www.shop.test' "https://127.0.0.1:$NGINX_TLS_PORT/cart/w" \
