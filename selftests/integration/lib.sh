@@ -223,7 +223,8 @@ NGINX_LOG=$NGINX_DIR/access.log
 # nginx's defaults: two workers (the agent must follow every worker),
 # workers as root (temp dirs live in $T), upstream keep-alive (exercises
 # the upstream leg with many requests per connection), no keepalive_requests
-# cap, and $connection/$connection_requests appended to the log line.
+# cap, and $connection/$connection_requests/$upstream_connect_time appended
+# to the log line.
 nginx_config() {
 	mkdir -p "$NGINX_DIR/tmp"
 	"$BIN/gen_nginx" --manifests "$T/manifests" \
@@ -247,7 +248,7 @@ nginx_config() {
 	sed -e 's/^worker_processes 1;/user root;\nworker_processes 2;/' \
 	    -e 's/^http {/http {\n    keepalive_requests 1000000;/' \
 	    -e "$ka" -e "$tls" \
-	    -e 's/\$request_uri";/$request_uri\\t$connection\\t$connection_requests";/' \
+	    -e 's/\$request_uri";/$request_uri\\t$connection\\t$connection_requests\\t$upstream_connect_time";/' \
 	    "$NGINX_DIR/nginx.conf.gen" >"$NGINX_DIR/nginx.conf"
 	[ -z "${NGINX_TLS_PORT:-}" ] ||
 		sed -i "s|^http {|http {\n    ssl_certificate $T/tls.crt;\n    ssl_certificate_key $T/tls.key;|" \
