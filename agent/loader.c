@@ -265,8 +265,11 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 		bpf_program__set_autoload(skel->progs.mm_sys_exit, false);
 		/* tail-called by mm_sock_recv/mm_sock_send, never attached */
 		bpf_program__set_autoattach(skel->progs.mm_sock_io, false);
+		bpf_program__set_autoload(skel->progs.mm_fb_io, false);
 	} else {
 		bpf_program__set_autoload(skel->progs.mm_sock_io, false);
+		/* tail-called by mm_sys_exit, never attached */
+		bpf_program__set_autoattach(skel->progs.mm_fb_io, false);
 		bpf_map__set_max_entries(skel->maps.mm_conns, o->max_connections);
 		bpf_program__set_autoload(skel->progs.mm_sock_recv, false);
 		bpf_program__set_autoload(skel->progs.mm_sock_send, false);
@@ -276,21 +279,25 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 	if (err) {
 		fprintf(stderr,
 			"milometer: loading BPF programs failed: %s\n"
-			"  (capture mode %s); run with -v for the verifier log, or try\n"
-			"  --capture sys-exit\n",
-			strerror(-err), loader__capture_mode());
+			"  (capture mode %s); run with -v for the verifier log%s\n",
+			strerror(-err), loader__capture_mode(),
+			loaded_mode == MM_CAPTURE_SOCK_TP ?
+				", or try --capture sys-exit" : "");
 		goto cleanup;
 	}
-	if (loaded_mode == MM_CAPTURE_SOCK_TP) {
+	{
+		struct bpf_program *io = loaded_mode == MM_CAPTURE_SOCK_TP ?
+						 skel->progs.mm_sock_io :
+						 skel->progs.mm_fb_io;
+		int fd = bpf_program__fd(io);
 		__u32 zero = 0;
-		int fd = bpf_program__fd(skel->progs.mm_sock_io);
 
 		err = bpf_map_update_elem(bpf_map__fd(skel->maps.mm_sock_progs),
 					  &zero, &fd, BPF_ANY);
 		if (err) {
 			err = -errno;
-			fprintf(stderr, "milometer: cannot chain the socket hooks "
-				"to mm_sock_io: %s; try --capture sys-exit\n",
+			fprintf(stderr, "milometer: cannot chain the capture hooks "
+				"to %s: %s\n", bpf_program__name(io),
 				strerror(-err));
 			goto cleanup;
 		}

@@ -290,11 +290,12 @@ struct mm_scratch {
 	__u8 is_req;
 	/* block loop (buf[0, b_n)) */
 	__u8 b_ev;             /* enum mm_bev */
-	__u8 io_read;          /* socket hooks -> mm_sock_io: a read */
+	__u8 io_read;          /* capture hooks -> mm_sock_io/mm_fb_io: a read */
 	__u8 _pad0;
 	__u32 b_n;
 	__u32 b_pos;
 	__u32 b_used;
+	__u64 fb_sk;           /* mm_sys_exit -> mm_fb_io: the socket's key */
 	/* iovec loop */
 	__u64 x_iov;
 	__u64 x_left;

@@ -172,7 +172,10 @@ struct {
 	__type(value, struct mm_scratch);
 } mm_scratch SEC(".maps");
 
-/* [0]: mm_sock_io, which the socket hooks tail-call; set by the agent. */
+/*
+ * [0]: the data path the capture hooks tail-call, set by the agent:
+ * mm_sock_io (socket tracepoints) or mm_fb_io (sys_exit).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
 	__uint(max_entries, 1);

@@ -50,7 +50,7 @@ for c in status targets routes series stats policies; do
 done
 grep -q '"envoy.http.downstream_rq_total"' "$T/series.json" ||
 	fail "ctl --json series lacks the source series"
-# every program meant to be attached is (mm_sock_io is only tail-called)
+# every program meant to be attached is (mm_sock_io, mm_fb_io are only tail-called)
 $PY -c 'import json,sys; s = json.load(open(sys.argv[1]))
 sys.exit(not (s["programs"] >= 6 and s["programs_attached"] == s["programs"]))' \
 	"$T/status.json" || fail "programs attached: $(cat "$T/status.json")"
