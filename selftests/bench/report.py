@@ -270,30 +270,18 @@ def main():
               "%s" % (label, fmt("%.2f", g[0]), fmt("%.2f", g[1]),
                       fmt("%.4f", ratio(g[0], g[1])), fmt("%.2f", b[0]),
                       fmt("%.2f", b[1])))
-    def floors(gw, key):
-        """ the same ratio for the floor levels of this gateway """
-        out = []
-        for short, lvl in (("empty", "empty programs"),
-                           ("hook", "filter + sk state"),
-                           ("read", "+ first bytes read"),
-                           ("copy", "+ prefix copy")):
-            f = pairs.get("%s, floor: %s" % (gw, lvl))
-            if f:
-                out.append("%s %s" % (short, fmt("%.2f", ratio(f[key][1],
-                                                               f[key][0]))))
-        return " (floors: %s)" % ", ".join(out) if out else ""
+    floor_levels = (("empty", "empty programs"), ("hook", "filter + sk state"),
+                    ("read", "+ first bytes read"), ("copy", "+ prefix copy"))
 
-    def cpu_floors(gw):
-        """ gateway CPU per request off/on of the floor levels """
+    def floors(gw, key, off_over_on=False):
+        """ the same ratio (on/off, or off/on) for this gateway's floors """
         out = []
-        for short, lvl in (("empty", "empty programs"),
-                           ("hook", "filter + sk state"),
-                           ("read", "+ first bytes read"),
-                           ("copy", "+ prefix copy")):
+        for short, lvl in floor_levels:
             f = pairs.get("%s, floor: %s" % (gw, lvl))
             if f:
-                g = f["gw_us_rq"]
-                out.append("%s %s" % (short, fmt("%.2f", ratio(g[0], g[1]))))
+                off, on = f[key]
+                r = ratio(off, on) if off_over_on else ratio(on, off)
+                out.append("%s %s" % (short, fmt("%.2f", r)))
         return " (floors: %s)" % ", ".join(out) if out else ""
 
     if any(", floor: " in k for k in pairs):
@@ -322,7 +310,7 @@ def main():
         S.add("gateway CPU per request off/on, %s" % label,
               ratio(g[0], g[1]), "%.4f", (0.95, ">= 0.95"),
               (0.98, ">= 0.98"), note=" (throughput if CPU-bound: info)" +
-              ("" if info else cpu_floors(label)))
+              ("" if info else floors(label, "gw_us_rq", True)))
 
     # TLS capture: uprobes trap into the kernel on every SSL_read/SSL_write
     # (of every process mapping the library, the client's too: wrk here)
