@@ -58,6 +58,11 @@ static int on_event(void *ctx, void *data, size_t size)
 
 	if (type == MM_EVT_H2_DATA || type == MM_EVT_H2_CLOSE)
 		return h2_feed__event(ag->h2, data, size);
+	if (type == MM_EVT_FORK) {
+		/* drain() scans for the new process once the batch is read */
+		ag->tls_scan_ns = 0;
+		return 0;
+	}
 	return aggregate__event(ag->agg, data, size);
 }
 
@@ -80,7 +85,9 @@ static void drain(struct agent *ag)
 	mstore__unlock(ag->store);
 	/*
 	 * TLS uprobes are per process: a worker forked since (nginx reload)
-	 * is attached within 100 ms (a walk of the target map when none is).
+	 * is attached as soon as its fork event is read, and a process that
+	 * became a target otherwise (exec, cgroup) within 100 ms (a walk of
+	 * the target map).
 	 */
 	if (ag->tls && now - ag->tls_scan_ns >= 100000000ULL) {
 		ag->tls_scan_ns = now;

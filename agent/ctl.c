@@ -26,6 +26,7 @@
 #include "agent/self_metrics.h"
 #include "agent/state.h"
 #include "agent/targets.h"
+#include "agent/tls_capture.h"
 #include "exporter/json_out.h"
 #include "agent/k8s/api_source.h"
 #include "exporter/metric_store.h"
@@ -284,6 +285,8 @@ static void run_cmd(struct agent *ag, char *line, FILE *out)
 			fputs("]\n", out);
 	} else if (!strcmp(cmd, "features")) {
 		features__dump(ag->features, out, json);
+	} else if (!strcmp(cmd, "tls")) {
+		tls_capture__dump(ag->tls, out, json);
 	} else if (!strcmp(cmd, "stats")) {
 		self_metrics__dump(ag->self, out, json);
 	} else if (!strcmp(cmd, "policies")) {
@@ -298,7 +301,7 @@ static void run_cmd(struct agent *ag, char *line, FILE *out)
 		else
 			fputs(json ? "{}\n" : "not watching the Kubernetes API (--manifests)\n", out);
 	} else {
-		fprintf(out, "error: unknown command \"%s\" (status, targets, routes, series, stats, policies, k8s, features)\n",
+		fprintf(out, "error: unknown command \"%s\" (status, targets, routes, series, stats, policies, k8s, features, tls)\n",
 			cmd);
 	}
 }
@@ -487,6 +490,7 @@ static void ctl_usage(FILE *out)
 		"  policies  MetricDefinitions and MetricPolicies with conditions\n"
 		"  k8s       API watches: state, objects, relists, errors, sync age\n"
 		"  features  feature gates: stage, default, enabled\n"
+		"  tls       TLS capture: hooked libraries, uprobes per process\n"
 		"\n"
 		"  --socket PATH  default /run/milometer/milometer.sock\n"
 		"  --json         machine-readable output\n");

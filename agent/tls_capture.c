@@ -21,6 +21,7 @@
 #include "agent/tls/probe_points.h"
 #include "agent/tls_capture.h"
 #include "bpf/milometer.h"
+#include "exporter/json_out.h"
 #include "milometer.skel.h"
 #include "tls.skel.h"
 
@@ -481,17 +482,36 @@ void tls_capture__stats(const struct tls_capture *tc,
 		memset(st, 0, sizeof(*st));
 }
 
-void tls_capture__dump(const struct tls_capture *tc, FILE *out)
+void tls_capture__dump(const struct tls_capture *tc, FILE *out, int json)
 {
-	if (!tc)
+	if (!tc) {
+		fputs(json ? "{\"enabled\":false}\n" :
+			     "TLS capture is off (feature gate TLSCapture)\n", out);
 		return;
-	for (size_t i = 0; i < tc->nlibs; i++)
-		fprintf(out, "%s %s%s\n", tc->libs[i].path,
+	}
+	if (!json) {
+		for (size_t i = 0; i < tc->nlibs; i++)
+			fprintf(out, "library %s %s%s\n", tc->libs[i].path,
+				tls_discover__lib_name(tc->libs[i].lib),
+				tc->libs[i].usable ? "" : " (no SSL_read/SSL_write)");
+		for (size_t i = 0; i < tc->nprocs; i++)
+			fprintf(out, "pid %d uprobes=%d\n", tc->procs[i].pid,
+				tc->procs[i].nlinks);
+		return;
+	}
+	fputs("{\"enabled\":true,\"libraries\":[", out);
+	for (size_t i = 0; i < tc->nlibs; i++) {
+		fputs(i ? ",{\"path\":" : "{\"path\":", out);
+		json_out__str(out, tc->libs[i].path);
+		fprintf(out, ",\"library\":\"%s\",\"usable\":%s}",
 			tls_discover__lib_name(tc->libs[i].lib),
-			tc->libs[i].usable ? "" : " (no SSL_read/SSL_write)");
+			tc->libs[i].usable ? "true" : "false");
+	}
+	fputs("],\"processes\":[", out);
 	for (size_t i = 0; i < tc->nprocs; i++)
-		fprintf(out, "pid %d uprobes=%d\n", tc->procs[i].pid,
-			tc->procs[i].nlinks);
+		fprintf(out, "%s{\"pid\":%d,\"uprobes\":%d}", i ? "," : "",
+			tc->procs[i].pid, tc->procs[i].nlinks);
+	fputs("]}\n", out);
 }
 
 void tls_capture__stop(struct tls_capture *tc)

@@ -39,8 +39,11 @@ struct tls_capture *tls_capture__start(struct milometer_bpf *main,
 int tls_capture__scan(struct tls_capture *tc);
 void tls_capture__stats(const struct tls_capture *tc,
 			struct tls_capture_stats *st);
-/* Print the hooked libraries and the processes, one line each. */
-void tls_capture__dump(const struct tls_capture *tc, FILE *out);
+/*
+ * Print the hooked libraries and the processes with their uprobe count, one
+ * line each (ctl tls). NULL: TLS capture is off.
+ */
+void tls_capture__dump(const struct tls_capture *tc, FILE *out, int json);
 /* Detach, unload, unpin, free. NULL is fine. */
 void tls_capture__stop(struct tls_capture *tc);
 

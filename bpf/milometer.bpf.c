@@ -336,6 +336,7 @@ int BPF_PROG(mm_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
 	struct mm_target t = { .source = MM_TGT_FORK }, *pt;
+	struct mm_fork_event *e;
 
 	if (ctgid == ptgid || !is_target(ptgid))
 		return 0;
@@ -346,6 +347,18 @@ int BPF_PROG(mm_fork, struct task_struct *parent, struct task_struct *child)
 	bpf_map_update_elem(&mm_targets, &ctgid, &t, BPF_ANY);
 	target_bit_set(ctgid, true);
 	stat_inc(MM_STAT_FORKS);
+	/*
+	 * Forks are rare (a reload, a worker replaced or added): one wakeup
+	 * each. Until its uprobes are attached, a new worker's TLS calls are
+	 * unseen; apache's first SSL_read after a handshake even needs no
+	 * syscall to bind by later (mod_ssl buffered the request).
+	 */
+	e = bpf_ringbuf_reserve(&mm_events, sizeof(*e), 0);
+	if (e) {
+		e->type = MM_EVT_FORK;
+		e->tgid = ctgid;
+		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	}
 	return 0;
 }
 

@@ -171,7 +171,20 @@ enum mm_event_type {
 	MM_EVT_H2_DATA = 3,
 	/* The HTTP/2 connection ended (closed, or its feed lost bytes). */
 	MM_EVT_H2_CLOSE = 4,
+	/*
+	 * A target process forked a new one (struct mm_fork_event), sent with
+	 * a wakeup: TLS capture attaches its per-process uprobes now rather
+	 * than at its next scan.
+	 */
+	MM_EVT_FORK = 5,
 };
+
+struct mm_fork_event {
+	__u8 type;      /* MM_EVT_FORK */
+	__u8 _pad[3];
+	__u32 tgid;     /* the new process */
+};
+_Static_assert(sizeof(struct mm_fork_event) == 8, "mm_fork_event");
 
 #define MM_DATA_CHUNK 4096 /* bytes per MM_EVT_H2_DATA event at most */
 

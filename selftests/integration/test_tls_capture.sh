@@ -44,6 +44,15 @@ for m in mm_tls_calls mm_tls_ssl mm_tls_conns mm_tls_gocalls; do
 	tls_maps | grep -q " name $m " || fail "TLS capture map $m missing: $(tls_maps)"
 done
 agent_pins | grep -q '^mm_tls_conns$' || fail "mm_tls_conns not pinned: $(agent_pins)"
+# ctl tls: the library, and each nginx process with its uprobes
+ctl --json tls >"$T/tls.json" || fail "ctl tls failed"
+$PY - "$T/tls.json" $(pgrep -x "$PROXY_EXE") <<'PY' || fail "ctl --json tls: $(cat "$T/tls.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["enabled"] and any(l["path"].endswith("libssl.so.3") and l["usable"] for l in d["libraries"]), d
+up = {p["pid"]: p["uprobes"] for p in d["processes"]}
+assert all(up.get(int(pid), 0) > 0 for pid in sys.argv[2:]), (up, sys.argv[2:])
+PY
 
 # one request per connection (curl), then several per connection
 unparsed0=$(metric milometer_bpf_unparsed_total)
@@ -92,6 +101,7 @@ for id in $ids; do
 done
 agent_pins | grep -Eq '^mm_(tls|ssl)_' && fail "TLS pins left: $(agent_pins)"
 agent_pins | grep -q '^mm_events$' || fail "the data path's pins went too: $(agent_pins)"
+[ "$(ctl --json tls)" = '{"enabled":false}' ] || fail "ctl tls with the gate off: $(ctl --json tls)"
 before_down=$(metric $DOWN k8s_httproute_name=web)
 before_api=$(metric $DOWN k8s_httproute_name=api)
 for i in $(seq 10); do
