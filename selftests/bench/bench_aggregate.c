@@ -340,12 +340,20 @@ cleanup:
  * Loaded, never attached: route_sync writes the table into the maps; no
  * program runs. (Programs load too: the parser's tail-call array needs them.)
  */
+/*
+ * Only the maps: programs stay unloaded. The two capture modes' programs
+ * share one tail-call map, which on 6.18 takes tracing programs of one hook
+ * only (loading both failed with EINVAL); the agent loads one mode's.
+ */
 static struct milometer_bpf *open_maps(void)
 {
 	struct milometer_bpf *skel = milometer_bpf__open();
+	struct bpf_program *prog;
 
 	if (!skel)
 		return NULL;
+	bpf_object__for_each_program(prog, skel->obj)
+		bpf_program__set_autoload(prog, false);
 	if (milometer_bpf__load(skel)) {
 		milometer_bpf__destroy(skel);
 		return NULL;
