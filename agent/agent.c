@@ -60,7 +60,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		return h2_feed__event(ag->h2, data, size);
 	if (type == MM_EVT_FORK) {
 		/* drain() scans for the new process once the batch is read */
-		ag->tls_scan_ns = 0;
+		ag->tls_fork = true;
 		return 0;
 	}
 	return aggregate__event(ag->agg, data, size);
@@ -89,9 +89,13 @@ static void drain(struct agent *ag)
 	 * became a target otherwise (exec, cgroup) within 100 ms (a walk of
 	 * the target map).
 	 */
-	if (ag->tls && now - ag->tls_scan_ns >= 100000000ULL) {
+	if (ag->tls && ag->ready &&
+	    (ag->tls_fork || now - ag->tls_scan_ns >= 100000000ULL)) {
+		/* re-armed first: a fork during the scan sends its event */
+		ag->skel->bss->mm_fork_notify = 1;
+		tls_capture__scan(ag->tls, now, ag->tls_fork);
 		ag->tls_scan_ns = now;
-		tls_capture__scan(ag->tls);
+		ag->tls_fork = false;
 	}
 }
 
@@ -275,9 +279,11 @@ static int on_tls_gate(void *ctx, int gate, bool enabled)
 	if (enabled && !ag->tls) {
 		ag->tls = tls_capture__start(ag->skel, ag->opts->pin_dir,
 					     ag->opts->max_connections, &err);
+		ag->skel->bss->mm_fork_notify = !!ag->tls;
 		return ag->tls ? 0 : err;
 	}
 	if (!enabled && ag->tls) {
+		ag->skel->bss->mm_fork_notify = 0;
 		tls_capture__stop(ag->tls);
 		ag->tls = NULL;
 		fprintf(stderr, "milometer: TLS capture off: its uprobes, programs, maps and pins are gone\n");

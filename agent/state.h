@@ -53,6 +53,7 @@ struct agent {
 	struct features *features; /* gates (KEP-3920); subscribe to act on changes */
 	struct tls_capture *tls;   /* gate TLSCapture on: its BPF object, uprobes */
 	uint64_t tls_scan_ns;      /* CLOCK_MONOTONIC of its last process scan */
+	bool tls_fork;             /* a fork event came: scan after the batch */
 	struct h2_feed *h2;        /* HTTP/2 connections' decoders (gate HTTP2) */
 	struct mem_limit mem_limit; /* this pod's limit; the caps follow it */
 	struct proxy_pods_stats proxy_pods; /* proxy pods found from the API */

@@ -59,7 +59,8 @@ struct tls_capture {
 	size_t nlibs, cap_libs;
 	struct tls_capture_stats st;
 	bool go_announced;
-	uint64_t scans;
+	uint64_t scans, fork_scans;  /* all, and those a fork event asked for */
+	uint64_t recheck_ns;         /* CLOCK_MONOTONIC of the last recheck */
 };
 
 /* Every map the main object has, by name, is the main object's map. */
@@ -296,9 +297,9 @@ static int go_attach(struct tls_capture *tc, struct tls_proc *p)
 /*
  * Uprobes are bound to each proxy process, not to the library file: a
  * process that is not the proxy (a client on the node, another pod from the
- * same image) never traps. The agent scans every 100 ms: a worker forked
- * since the last scan is attached then (a connection it served before is
- * picked up at its next exchange).
+ * same image) never traps. The agent scans when a target forks (its fork
+ * event) and every 100 ms: a new worker is attached then (a connection it
+ * served before is picked up at its next exchange).
  */
 /* The executable's identity: an exec in place (same pid) changes it. */
 static void exe_id(int pid, dev_t *dev, ino_t *ino)
@@ -339,18 +340,18 @@ static int proc_attach(struct tls_capture *tc, struct tls_proc *p,
 }
 
 /*
- * Every 5 s (50 scans), processes are looked at again: one that exec'd in
- * place (a container's entrypoint script exec'ing the proxy) has another
- * executable; one with nothing hooked may have loaded its TLS library
- * since (dlopen), tried up to 12 times.
+ * Every 5 s, processes are looked at again: one that exec'd in place (a
+ * container's entrypoint script exec'ing the proxy) has another executable;
+ * one with nothing hooked may have loaded its TLS library since (dlopen),
+ * tried up to 12 times (a minute). By time, not by scans: forks add scans.
  */
-#define RESCAN_EVERY 50
+#define RECHECK_NS (5 * 1000000000ULL)
 #define ZERO_RETRIES 12
 
-int tls_capture__scan(struct tls_capture *tc)
+int tls_capture__scan(struct tls_capture *tc, uint64_t now, bool on_fork)
 {
 	int fd = bpf_map__fd(tc->main->maps.mm_targets);
-	bool recheck = ++tc->scans % RESCAN_EVERY == 0;
+	bool recheck = now - tc->recheck_ns >= RECHECK_NS;
 	struct tls_target *t;
 	struct tls_proc *p;
 	__u32 key, next, *prev = NULL;
@@ -359,6 +360,10 @@ int tls_capture__scan(struct tls_capture *tc)
 	t = calloc(MAX_TARGETS_PER_PID, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
+	tc->scans++;
+	tc->fork_scans += on_fork;
+	if (recheck)
+		tc->recheck_ns = now;
 	for (size_t i = 0; i < tc->nprocs; i++)
 		tc->procs[i].seen = false;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
@@ -465,7 +470,8 @@ struct tls_capture *tls_capture__start(struct milometer_bpf *main,
 			tc->pin_dir, strerror(-*err));
 		goto cleanup;
 	}
-	if (tls_capture__scan(tc) < 0)
+	/* every process is new: no recheck (now 0) */
+	if (tls_capture__scan(tc, 0, false) < 0)
 		fprintf(stderr, "milometer: TLS capture: scanning the proxy processes failed\n");
 	return tc;
 cleanup:
@@ -497,9 +503,13 @@ void tls_capture__dump(const struct tls_capture *tc, FILE *out, int json)
 		for (size_t i = 0; i < tc->nprocs; i++)
 			fprintf(out, "pid %d uprobes=%d\n", tc->procs[i].pid,
 				tc->procs[i].nlinks);
+		fprintf(out, "scans %llu, on a fork event %llu\n",
+			(unsigned long long)tc->scans,
+			(unsigned long long)tc->fork_scans);
 		return;
 	}
-	fputs("{\"enabled\":true,\"libraries\":[", out);
+	fprintf(out, "{\"enabled\":true,\"scans\":%llu,\"fork_scans\":%llu,\"libraries\":[",
+		(unsigned long long)tc->scans, (unsigned long long)tc->fork_scans);
 	for (size_t i = 0; i < tc->nlibs; i++) {
 		fputs(i ? ",{\"path\":" : "{\"path\":", out);
 		json_out__str(out, tc->libs[i].path);

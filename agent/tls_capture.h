@@ -9,6 +9,7 @@
 #ifndef MM_AGENT_TLS_CAPTURE_H
 #define MM_AGENT_TLS_CAPTURE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -33,15 +34,17 @@ struct tls_capture *tls_capture__start(struct milometer_bpf *main,
 				       uint32_t max_connections, int *err);
 /*
  * Attach to TLS libraries of proxy processes not scanned yet (new workers,
- * new pods), detach from those gone. Returns the number of processes newly
- * attached, or -errno.
+ * new pods), detach from those gone; now: CLOCK_MONOTONIC ns (the 5 s
+ * recheck); on_fork: a fork event asked for it (counted apart). Returns the
+ * number of processes newly attached, or -errno.
  */
-int tls_capture__scan(struct tls_capture *tc);
+int tls_capture__scan(struct tls_capture *tc, uint64_t now, bool on_fork);
 void tls_capture__stats(const struct tls_capture *tc,
 			struct tls_capture_stats *st);
 /*
- * Print the hooked libraries and the processes with their uprobe count, one
- * line each (ctl tls). NULL: TLS capture is off.
+ * ctl tls: the hooked libraries, the processes with their uprobe count and
+ * the scans made, as lines or (json) one JSON object. NULL: TLS capture is
+ * off.
  */
 void tls_capture__dump(const struct tls_capture *tc, FILE *out, int json);
 /* Detach, unload, unpin, free. NULL is fine. */

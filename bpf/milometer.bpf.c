@@ -329,6 +329,14 @@ int BPF_PROG(mm_tcp_destroy, struct sock *sk)
 
 /* Target processes ------------------------------------------------------- */
 
+/*
+ * Set by the agent while TLS capture is on (its uprobes are per process),
+ * cleared by the fork that sends an event and set again when the agent has
+ * scanned: forks in a burst (a reload) wake it once. A race between two
+ * CPUs costs a second event, nothing else.
+ */
+volatile __u32 mm_fork_notify;
+
 /* Children of a traced process are traced: nginx reload forks new workers. */
 SEC("raw_tp/sched_process_fork")
 int BPF_PROG(mm_fork, struct task_struct *parent, struct task_struct *child)
@@ -348,13 +356,17 @@ int BPF_PROG(mm_fork, struct task_struct *parent, struct task_struct *child)
 	target_bit_set(ctgid, true);
 	stat_inc(MM_STAT_FORKS);
 	/*
-	 * Forks are rare (a reload, a worker replaced or added): one wakeup
-	 * each. Until its uprobes are attached, a new worker's TLS calls are
-	 * unseen; apache's first SSL_read after a handshake even needs no
-	 * syscall to bind by later (mod_ssl buffered the request).
+	 * Until its uprobes are attached, a new worker's TLS calls are unseen
+	 * (apache's first SSL_read after a handshake even needs no syscall to
+	 * bind by later: mod_ssl buffered the request). A child sharing the
+	 * parent's mm (vfork, posix_spawn) is about to exec: no wakeup.
 	 */
+	if (!mm_fork_notify ||
+	    BPF_CORE_READ(child, mm) == BPF_CORE_READ(parent, mm))
+		return 0;
 	e = bpf_ringbuf_reserve(&mm_events, sizeof(*e), 0);
 	if (e) {
+		mm_fork_notify = 0;
 		e->type = MM_EVT_FORK;
 		e->tgid = ctgid;
 		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);

@@ -173,8 +173,8 @@ enum mm_event_type {
 	MM_EVT_H2_CLOSE = 4,
 	/*
 	 * A target process forked a new one (struct mm_fork_event), sent with
-	 * a wakeup: TLS capture attaches its per-process uprobes now rather
-	 * than at its next scan.
+	 * a wakeup while TLS capture is on: it attaches its per-process
+	 * uprobes now rather than at its next scan.
 	 */
 	MM_EVT_FORK = 5,
 };
