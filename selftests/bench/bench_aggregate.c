@@ -337,13 +337,10 @@ cleanup:
 }
 
 /*
- * Loaded, never attached: route_sync writes the table into the maps; no
- * program runs. (Programs load too: the parser's tail-call array needs them.)
- */
-/*
- * Only the maps: programs stay unloaded. The two capture modes' programs
- * share one tail-call map, which on 6.18 takes tracing programs of one hook
- * only (loading both failed with EINVAL); the agent loads one mode's.
+ * Only the maps: route_sync writes the table into them; no program is
+ * loaded. (Loading every program failed with EINVAL: the two capture modes'
+ * hooks share one tail-call map, which on 6.18 takes tracing programs of
+ * one hook only; the agent loads one mode's.)
  */
 static struct milometer_bpf *open_maps(void)
 {
