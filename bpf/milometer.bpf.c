@@ -222,7 +222,10 @@ int BPF_PROG(mm_sys_exit, struct pt_regs *regs, long ret)
  * The fallback's data path, tail-called by mm_sys_exit: verified on its
  * own, as mm_sock_io is. Inline in mm_sys_exit, the two took 999 877 of the
  * verifier's 1M insns on 6.18 (callbacks are verified as loops since 6.7),
- * and one more check in the parser did not load.
+ * and one more check in the parser did not load. The connection is looked
+ * up a second time here (a pointer cannot cross the tail call): with the
+ * find-or-create moved in, the verifier walks the parse once per path and
+ * stops at 1 000 001 insns.
  */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(mm_fb_io, struct pt_regs *regs, long ret)
