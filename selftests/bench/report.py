@@ -52,6 +52,27 @@ def parse_wrk(path):
     return out
 
 
+def parse_latency(path):
+    """h2load --log-file: start (us since the epoch), status, latency (us)
+    per request: wrk's p50/p99, from every request of the round"""
+    lat, bad = [], 0
+    try:
+        with open(path) as f:
+            for line in f:
+                s = line.split()
+                if len(s) >= 3:
+                    lat.append(int(s[2]))
+                    bad += not s[1].startswith("2")
+    except OSError:
+        return {}
+    if not lat:
+        return {}
+    lat.sort()
+    pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] / 1e3
+    return {"p50": pick(0.50), "p99": pick(0.99), "p999": pick(0.999),
+            "non2xx": bad}
+
+
 def load(path):
     with open(path) as f:
         return json.load(f)
@@ -165,6 +186,8 @@ def main():
     rounds = kv_lines(args.rounds)
     for r in rounds:
         r.update(parse_wrk(r["wrk"]))
+        if "lat" in r:
+            r.update(parse_latency(r["lat"]))
         r["served"] = int(r["requests"])
         r["conns"] = int(r["conns"])
         r["perf"] = perf_counts(r.get("perf", ""))
@@ -238,6 +261,8 @@ def main():
             ("haproxy, floor: + first bytes read", "B", "haproxy",
              "floor-read"),
             ("haproxy, floor: + prefix copy", "B", "haproxy", "floor-copy"),
+            ("nginx, fixed rate", "RA", "nginx", "auto"),
+            ("haproxy, fixed rate", "RB", "haproxy", "auto"),
             ("nginx TLS, TLSCapture off", "T", "nginx-tls", "auto"),
             ("nginx TLS, TLSCapture on", "T", "nginx-tls", "tls"),
             ("nginx TLS+h2 (h2load), gates off", "H", "nginx-h2", "auto"),
@@ -311,6 +336,23 @@ def main():
               ratio(g[0], g[1]), "%.4f", (0.95, ">= 0.95"),
               (0.98, ">= 0.98"), note=" (throughput if CPU-bound: info)" +
               ("" if info else floors(label, "gw_us_rq", True)))
+
+    # Below saturation the load generator sets the rate, and latency is
+    # what the agent adds to each request's path, not the queue that its
+    # CPU cost builds in front of a saturated gateway (the rows above: a
+    # closed loop of 50 connections, whose latency is about 50 / req/s).
+    for gw in ("nginx", "haproxy"):
+        p = pairs.get("%s, fixed rate" % gw)
+        rate = [r for r in rounds if r["tag"].startswith("R") and
+                r["gw"] == gw]
+        note = (" (%s req/s, h2load -c%s: below saturation; the issue's "
+                "row is the saturated one above)" %
+                (rate[0]["rate"], rate[0]["conns"]) if rate else "")
+        for q in ("p50", "p99"):
+            S.add("%s latency on/off at a fixed rate, %s" % (q, gw),
+                  ratio(p[q][1], p[q][0]) if p else None, "%.3f",
+                  (1.10, "<= 1.10"), (1.03, "<= 1.03"), higher=False,
+                  note=note)
 
     # TLS capture: uprobes trap into the kernel on every SSL_read/SSL_write
     # (of every process mapping the library, the client's too: wrk here)

@@ -16,8 +16,11 @@
 #     per-socket state, with each I/O's first 64 bytes read (the least an
 #     in-kernel parser does), and with a prefix copy of each I/O into a
 #     ring buffer (what agents that parse in user space do in the kernel).
+#     Then the same pair at a fixed rate below saturation (h2load over
+#     HTTP/1.1, BENCH_RATE req/s on BENCH_RATE_CONNS connections), its
+#     latency from every request's own time (h2load --log-file).
 #  B. Gateway pair, haproxy (Debian's), rounds off / on / floors,
-#     bpf_stats off.
+#     bpf_stats off; then at the fixed rate.
 #  C. Per-program figures: rounds with bpf_stats on (nginx, nginx with 16
 #     extra request headers, haproxy, nginx with --capture sys-exit).
 #  D. Scale: BPF ns/request at 10 / 1 000 / 10 000 keep-alive connections
@@ -40,6 +43,7 @@
 # Knobs (environment): BENCH_ROUNDS (pairs in A and B, 3), BENCH_DURATION
 # (seconds per round in A-C, 5), BENCH_SCALE_DURATION (seconds per scale
 # round, 5), BENCH_THREADS (wrk -t, 1), BENCH_CONNS (wrk -c, 50),
+# BENCH_RATE (req/s of the fixed-rate rounds, 10000), BENCH_RATE_CONNS (10),
 # BENCH_WORKERS (nginx worker_processes, 1), BENCH_SCALE_CONNS ("10 1000
 # 10000"), BENCH_SCALE_ROUTES ("10 1000 10000"), BENCH_MEM_CONNS (10000),
 # BENCH_NODETAX_REPS (50), BENCH_EVENTS (aggregation events, 20000000),
@@ -59,6 +63,8 @@ DURATION=${BENCH_DURATION:-5}
 SCALE_DURATION=${BENCH_SCALE_DURATION:-5}
 THREADS=${BENCH_THREADS:-1}
 CONNS=${BENCH_CONNS:-50}
+RATE_RQ=${BENCH_RATE:-10000}
+RATE_CONNS=${BENCH_RATE_CONNS:-10}
 WORKERS=${BENCH_WORKERS:-1}
 SCALE_CONNS=${BENCH_SCALE_CONNS:-10 1000 10000}
 SCALE_ROUTES=${BENCH_SCALE_ROUTES:-10 1000 10000}
@@ -478,10 +484,14 @@ round() {
 	[ "$threads" -le "$conns" ] || threads=$conns
 	[ "$stats" = 1 ] && wdur=$((dur + 90))
 	local cmd=(wrk --latency --timeout 30s -t"$threads" -c"$conns" -d"${wdur}s" -H "Host: $HOST" "$@" "$(url "$gw")")
+	# a fixed rate (RATE req/s in all): h2load over HTTP/1.1, each request's
+	# latency in $W/lat.TAG (wrk has no fixed-rate mode)
+	[ -z "${RATE:-}" ] ||
+		cmd=(h2load --h1 -t1 -c"$conns" --rps="$((RATE / conns))" -D "$wdur" --log-file="$W/lat.$tag" -H ":authority: $HOST" "$@" "$(url "$gw")")
 	# HTTP/2: h2load, 10 concurrent streams per connection
 	[ "$gw" != nginx-h2 ] ||
 		cmd=(h2load -t"$threads" -c"$conns" -m 10 -D "$wdur" -H ":authority: $HOST" "$@" "$(url "$gw")")
-	log "round $tag: $gw, agent ${capture/auto/on}, bpf_stats $stats, wrk -c$conns ${dur}s"
+	log "round $tag: $gw, agent ${capture/auto/on}, bpf_stats $stats, ${RATE:+$RATE req/s, }${cmd[0]} -c$conns ${dur}s"
 	sysctl -qw kernel.bpf_stats_enabled=0
 	case $capture in
 	off) ;;
@@ -534,6 +544,7 @@ round() {
 	# the node tax in the same agent state, after the gateway's load
 	[ -n "${NODETAX:-}" ] && nodetax "$capture"
 	stop_agent
+	[ -z "${RATE:-}" ] || extra="$extra rate=$RATE lat=$W/lat.$tag"
 	echo "tag=$tag gw=$gw capture=$capture stats=$stats conns=$conns routes=${ROUTES:-2} wrk=$W/wrk.$tag requests=$((l1 - l0)) proxy_io=$((io1 - io0)) gw_ticks=$((g1 - g0)) be_ticks=$((b1 - b0)) tck=$(getconf CLK_TCK) $extra" >>"$W/rounds"
 }
 
@@ -553,6 +564,12 @@ if phase A; then
 			NODETAX=1 round "A$r-$c" nginx "$c" 0 "$CONNS" "$DURATION" "$W/m"
 		done
 	done
+	log "phase A: the same pair at a fixed rate of $RATE_RQ req/s (h2load)"
+	for r in $(seq "$ROUNDS"); do
+		for c in off auto; do
+			RATE=$RATE_RQ round "RA$r-$c" nginx "$c" 0 "$RATE_CONNS" "$DURATION" "$W/m"
+		done
+	done
 fi
 
 if phase B; then
@@ -561,6 +578,12 @@ if phase B; then
 	for r in $(seq "$ROUNDS"); do
 		for c in off auto $FLOORS; do
 			round "B$r-$c" haproxy "$c" 0 "$CONNS" "$DURATION" "$W/m"
+		done
+	done
+	log "phase B: the same pair at a fixed rate of $RATE_RQ req/s (h2load)"
+	for r in $(seq "$ROUNDS"); do
+		for c in off auto; do
+			RATE=$RATE_RQ round "RB$r-$c" haproxy "$c" 0 "$RATE_CONNS" "$DURATION" "$W/m"
 		done
 	done
 fi
