@@ -263,6 +263,10 @@ def main():
             ("haproxy, floor: + prefix copy", "B", "haproxy", "floor-copy"),
             ("nginx, fixed rate", "RA", "nginx", "auto"),
             ("haproxy, fixed rate", "RB", "haproxy", "auto"),
+            ("nginx, fixed rate, floor: + first bytes read", "RA", "nginx",
+             "floor-read"),
+            ("haproxy, fixed rate, floor: + first bytes read", "RB",
+             "haproxy", "floor-read"),
             ("nginx TLS, TLSCapture off", "T", "nginx-tls", "auto"),
             ("nginx TLS, TLSCapture on", "T", "nginx-tls", "tls"),
             ("nginx TLS+h2 (h2load), gates off", "H", "nginx-h2", "auto"),
@@ -352,7 +356,7 @@ def main():
             S.add("%s latency on/off at a fixed rate, %s" % (q, gw),
                   ratio(p[q][1], p[q][0]) if p else None, "%.3f",
                   (1.10, "<= 1.10"), (1.03, "<= 1.03"), higher=False,
-                  note=note)
+                  note=note + floors("%s, fixed rate" % gw, q))
 
     # TLS capture: uprobes trap into the kernel on every SSL_read/SSL_write
     # (of every process mapping the library, the client's too: wrk here)

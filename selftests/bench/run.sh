@@ -44,6 +44,7 @@
 # (seconds per round in A-C, 5), BENCH_SCALE_DURATION (seconds per scale
 # round, 5), BENCH_THREADS (wrk -t, 1), BENCH_CONNS (wrk -c, 50),
 # BENCH_RATE (req/s of the fixed-rate rounds, 10000), BENCH_RATE_CONNS (10),
+# BENCH_RATE_FLOORS (floors beside them, "floor-read"),
 # BENCH_WORKERS (nginx worker_processes, 1), BENCH_SCALE_CONNS ("10 1000
 # 10000"), BENCH_SCALE_ROUTES ("10 1000 10000"), BENCH_MEM_CONNS (10000),
 # BENCH_NODETAX_REPS (50), BENCH_EVENTS (aggregation events, 20000000),
@@ -74,6 +75,8 @@ EVENTS=${BENCH_EVENTS:-20000000}
 PHASES=${BENCH_PHASES:-ABCDEFGT}
 # the floor levels run beside the agent in phases A and B (bench_floor.c)
 FLOORS=${BENCH_FLOORS-floor-empty floor-hook floor-read floor-copy}
+# and beside the fixed-rate rounds: the least an in-kernel parser does
+RATE_FLOORS=${BENCH_RATE_FLOORS-floor-read}
 # Loopback ports apart from the integration tests (28xxx/29xxx) and below
 # the ephemeral range (32768+), where a client socket may hold them.
 GW_PORT=${BENCH_GW_PORT:-17080}
@@ -566,7 +569,7 @@ if phase A; then
 	done
 	log "phase A: the same pair at a fixed rate of $RATE_RQ req/s (h2load)"
 	for r in $(seq "$ROUNDS"); do
-		for c in off auto; do
+		for c in off auto $RATE_FLOORS; do
 			RATE=$RATE_RQ round "RA$r-$c" nginx "$c" 0 "$RATE_CONNS" "$DURATION" "$W/m"
 		done
 	done
@@ -582,7 +585,7 @@ if phase B; then
 	done
 	log "phase B: the same pair at a fixed rate of $RATE_RQ req/s (h2load)"
 	for r in $(seq "$ROUNDS"); do
-		for c in off auto; do
+		for c in off auto $RATE_FLOORS; do
 			RATE=$RATE_RQ round "RB$r-$c" haproxy "$c" 0 "$RATE_CONNS" "$DURATION" "$W/m"
 		done
 	done
