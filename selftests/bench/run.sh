@@ -98,6 +98,8 @@ die() {
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 
 phase() { [[ $PHASES == *"$1"* ]]; }
+[ "$RATE_RQ" -ge "$RATE_CONNS" ] 2>/dev/null ||
+	die "BENCH_RATE ($RATE_RQ) must be a number of requests per second, at least BENCH_RATE_CONNS ($RATE_CONNS)"
 
 [ "$(id -u)" = 0 ] || die "needs root (BPF, sysctl kernel.bpf_stats_enabled): run sudo make bench"
 for t in wrk h2load nginx haproxy bpftool ss curl "$PY"; do
