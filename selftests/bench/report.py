@@ -54,7 +54,8 @@ def parse_wrk(path):
 
 def parse_latency(path):
     """h2load --log-file: start (us since the epoch), status, latency (us)
-    per request: wrk's p50/p99, from every request of the round"""
+    per request. p50/p99 over every request of the round (h2load prints
+    no percentiles)"""
     lat, bad = [], 0
     try:
         with open(path) as f:
@@ -342,9 +343,10 @@ def main():
               ("" if info else floors(label, "gw_us_rq", True)))
 
     # Below saturation the load generator sets the rate, and latency is
-    # what the agent adds to each request's path, not the queue that its
+    # mostly what the agent adds to each request's path, not the queue its
     # CPU cost builds in front of a saturated gateway (the rows above: a
     # closed loop of 50 connections, whose latency is about 50 / req/s).
+    # h2load's connections fire together: a short queue of that many remains.
     for gw in ("nginx", "haproxy"):
         p = pairs.get("%s, fixed rate" % gw)
         rate = [r for r in rounds if r["tag"].startswith("R") and
