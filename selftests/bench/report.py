@@ -177,7 +177,7 @@ class Summary:
 def main():
     ap = argparse.ArgumentParser()
     for a in ("rounds", "nodetax", "kmem", "conn-size", "notes",
-              "aggregate", "export", "memory", "bpf-cost", "uprobe"):
+              "aggregate", "export", "memory", "bpf-cost", "uprobe", "cel"):
         ap.add_argument("--" + a, required=True)
     args = ap.parse_args()
     notes = {}
@@ -645,6 +645,14 @@ def main():
     exp, exp_lines = figures(args.export)
     print("\n== export (bin/bench_export; bin/bench_store)")
     print("\n".join(exp_lines))
+    try:
+        with open(args.cel) as f:
+            cel = f.read().rstrip()
+    except OSError:
+        cel = ""
+    if cel:
+        print("\n== CEL transforms (bin/bench_cel)")
+        print(cel)
     mem = {}
     try:
         with open(args.memory) as f:

@@ -28,7 +28,8 @@
 #  E. Kernel memory: Slab growth with 10 000 idle keep-alive connections
 #     through the gateway, agent off vs on; sizeof(struct mm_conn) from BTF.
 #  F. User-space aggregation capacity (bin/bench_aggregate, one core),
-#     OTLP encode (bin/bench_export), bytes per series (mstore test).
+#     OTLP encode (bin/bench_export), bytes per series (bin/bench_store),
+#     ns per CEL transform (bin/bench_cel).
 #  G. BPF cost model: ns per run of each leg of one exchange through the
 #     data path's code under BPF_PROG_TEST_RUN, warm and with caches
 #     evicted between runs (bin/bench_bpf_exchange).
@@ -710,6 +711,7 @@ FAILED=${FAILED_T:-}
 : >"$W/aggregate"
 : >"$W/export"
 : >"$W/memory"
+: >"$W/cel"
 if phase F; then
 	log "aggregation capacity (bin/bench_aggregate, $EVENTS events, one core)"
 	if ! "$BIN/bench_aggregate" --events "$EVENTS" --contract "$W/contract" \
@@ -727,6 +729,11 @@ if phase F; then
 		FAILED="$FAILED bench_store"
 		sed 's/^/  /' "$W/memory" >&2
 	fi
+	log "CEL transforms, ns per evaluation (bin/bench_cel)"
+	if ! "$BIN/bench_cel" >"$W/cel" 2>&1; then
+		FAILED="$FAILED bench_cel"
+		sed 's/^/  /' "$W/cel" >&2
+	fi
 fi
 
 : >"$W/bpf_cost"
@@ -741,6 +748,6 @@ fi
 "$PY" "$HERE/report.py" --rounds "$W/rounds" --nodetax "$W/nodetax" \
 	--kmem "$W/memory_k" --conn-size "$W/conn_size" --notes "$W/notes" \
 	--aggregate "$W/aggregate" --export "$W/export" --memory "$W/memory" \
-	--bpf-cost "$W/bpf_cost" --uprobe "$W/uprobe" ||
+	--bpf-cost "$W/bpf_cost" --uprobe "$W/uprobe" --cel "$W/cel" ||
 	die "report.py failed on the collected figures (BENCH_KEEP=1 keeps $W)"
 [ -z "$FAILED" ] || die "failed:$FAILED (output above)"
