@@ -513,17 +513,17 @@ def main():
         if not rs:
             continue
         vals = [r["bpf_ns_rq"] for r in rs]
-        for r in rs:
-            print("  %6s %-22s %8.0f BPF ns/request  %8.0f req/s  errors %d"
-                  % (r[key], unit, r["bpf_ns_rq"], r["rps"] or 0,
-                     r["errors"] + r["non2xx"]))
-        # the floor rounds: filter + socket storage only (bench_floor hook)
+        # connects per request: a row of keep-alive connections that
+        # opens upstream connections measures their setup, not the scale
+        opens = lambda r: ("%.3f" % (int(r["tcp_opens"]) / r["served"])
+                           if "tcp_opens" in r and r["served"] else "n/a")
         fl = sel(prefix, capture="floor-hook")
-        for r in fl:
+        for r in rs + fl:
             print("  %6s %-22s %8.0f BPF ns/request  %8.0f req/s  errors %d"
-                  "  (floor: filter + sk state)"
+                  "  connects/request %s%s"
                   % (r[key], unit, r["bpf_ns_rq"], r["rps"] or 0,
-                     r["errors"] + r["non2xx"]))
+                     r["errors"] + r["non2xx"], opens(r),
+                     "  (floor: filter + sk state)" if r in fl else ""))
         note = " (%s ns)" % " / ".join("%.0f" % v for v in vals)
         fv = [r["bpf_ns_rq"] for r in fl]
         if fv and min(fv) > 0:

@@ -375,6 +375,10 @@ run_wrk() {
 	return $rc
 }
 
+# TCP connections opened by connect() on this machine (/proc/net/snmp
+# ActiveOpens): a round's upstream connects per request, wrk's own aside
+tcp_opens() { awk '$1 == "Tcp:" && $6 ~ /^[0-9]+$/ { print $6 }' /proc/net/snmp; }
+
 # CPU time the hypervisor gave other guests (/proc/stat steal), clock ticks:
 # rounds with much of it measured a slower machine, not the agent
 steal_ticks() { awk '$1 == "cpu" { print $9 }' /proc/stat; }
@@ -483,7 +487,7 @@ window_open() { # PORT CONNS: poll (0.5 s: ss over 10 000 sockets is not free)
 # BPF programs' run time and count over the window. Appends "key=value
 # ..." to $W/rounds.
 round() {
-	local tag=$1 gw=$2 capture=$3 stats=$4 conns=$5 dur=$6 mdir=$7 l0 l1 t0 t1 io0 io1
+	local tag=$1 gw=$2 capture=$3 stats=$4 conns=$5 dur=$6 mdir=$7 l0 l1 o0 o1 t0 t1 io0 io1
 	local extra="" log wdur=$6 threads=$THREADS g0 g1 b0 b1 s0 t_start
 	shift 7
 	log=$(access_log "$gw")
@@ -516,6 +520,7 @@ round() {
 	g0=$(gw_ticks "$gw")
 	b0=$(be_ticks)
 	l0=$(wc -l <"$log")
+	o0=$(tcp_opens)
 	s0=$(steal_ticks)
 	t_start=$(date +%s%N)
 	if [ "$stats" = 1 ]; then
@@ -523,6 +528,7 @@ round() {
 		# (sys_exit rounds: syscalls) for the cost model
 		proxy_perf "$gw" "$capture" "$dur" "$W/perf.$tag"
 		l1=$(wc -l <"$log")
+		o1=$(tcp_opens)
 		io1=$(proxy_io "$gw")
 		g1=$(gw_ticks "$gw")
 		b1=$(be_ticks)
@@ -535,6 +541,7 @@ round() {
 	else
 		run_wrk "${cmd[@]}" >"$W/wrk.$tag" 2>&1 || die "wrk failed: $(cat "$W/wrk.$tag")"
 		l1=$(wc -l <"$log")
+		o1=$(tcp_opens)
 		io1=$(proxy_io "$gw")
 		g1=$(gw_ticks "$gw")
 		b1=$(be_ticks)
@@ -551,7 +558,7 @@ round() {
 	[ -n "${NODETAX:-}" ] && nodetax "$capture"
 	stop_agent
 	[ -z "${RATE:-}" ] || extra="$extra rate=$RATE lat=$W/lat.$tag"
-	echo "tag=$tag gw=$gw capture=$capture stats=$stats conns=$conns routes=${ROUTES:-2} wrk=$W/wrk.$tag requests=$((l1 - l0)) proxy_io=$((io1 - io0)) gw_ticks=$((g1 - g0)) be_ticks=$((b1 - b0)) tck=$(getconf CLK_TCK) $extra" >>"$W/rounds"
+	echo "tag=$tag gw=$gw capture=$capture stats=$stats conns=$conns routes=${ROUTES:-2} wrk=$W/wrk.$tag requests=$((l1 - l0)) tcp_opens=$((o1 - o0)) proxy_io=$((io1 - io0)) gw_ticks=$((g1 - g0)) be_ticks=$((b1 - b0)) tck=$(getconf CLK_TCK) $extra" >>"$W/rounds"
 }
 
 warm() { # GATEWAY: 2 s of load, agent off
