@@ -376,7 +376,8 @@ run_wrk() {
 }
 
 # TCP connections opened by connect() on this machine (/proc/net/snmp
-# ActiveOpens): a round's upstream connects per request, wrk's own aside
+# ActiveOpens): over a round, the gateway's upstream connects and any
+# client reconnects
 tcp_opens() { awk '$1 == "Tcp:" && $6 ~ /^[0-9]+$/ { print $6 }' /proc/net/snmp; }
 
 # CPU time the hypervisor gave other guests (/proc/stat steal), clock ticks:
