@@ -73,6 +73,15 @@ def parse_latency(path):
     return {"p50": pick(0.50), "p99": pick(0.99), "non2xx": bad}
 
 
+def tool_output(path):
+    """a tool's output, "" when it did not run"""
+    try:
+        with open(path) as f:
+            return f.read().rstrip()
+    except OSError:
+        return ""
+
+
 def load(path):
     with open(path) as f:
         return json.load(f)
@@ -627,11 +636,7 @@ def main():
         S.add("cost per parsed head byte", slope, "%.2f ns")
 
     # --- BPF cost model: the harness, warm and cold (bin/bench_bpf_exchange)
-    try:
-        with open(args.bpf_cost) as f:
-            cost = f.read().rstrip()
-    except OSError:
-        cost = ""
+    cost = tool_output(args.bpf_cost)
     if cost:
         print("\n== BPF cost per exchange leg (bin/bench_bpf_exchange, "
               "BPF_PROG_TEST_RUN; cold = caches evicted between runs)")
@@ -644,11 +649,7 @@ def main():
     exp, exp_lines = figures(args.export)
     print("\n== export (bin/bench_export; bin/bench_store)")
     print("\n".join(exp_lines))
-    try:
-        with open(args.cel) as f:
-            cel = f.read().rstrip()
-    except OSError:
-        cel = ""
+    cel = tool_output(args.cel)
     if cel:
         print("\n== CEL transforms (bin/bench_cel)")
         print(cel)

@@ -562,6 +562,17 @@ round() {
 	echo "tag=$tag gw=$gw capture=$capture stats=$stats conns=$conns routes=${ROUTES:-2} wrk=$W/wrk.$tag requests=$((l1 - l0)) tcp_opens=$((o1 - o0)) proxy_io=$((io1 - io0)) gw_ticks=$((g1 - g0)) be_ticks=$((b1 - b0)) tck=$(getconf CLK_TCK) $extra" >>"$W/rounds"
 }
 
+# rate_rounds TAG GATEWAY: the pair again at a fixed rate below saturation
+rate_rounds() {
+	local r c
+	log "phase ${1#R}: the same pair at a fixed rate of $RATE_RQ req/s (h2load)"
+	for r in $(seq "$ROUNDS"); do
+		for c in off auto $RATE_FLOORS; do
+			RATE=$RATE_RQ round "$1$r-$c" "$2" "$c" 0 "$RATE_CONNS" "$DURATION" "$W/m"
+		done
+	done
+}
+
 warm() { # GATEWAY: 2 s of load (WRK_CONNS connections, else CONNS), agent off
 	run_wrk wrk -t"$THREADS" -c"${WRK_CONNS:-$CONNS}" -d2s -H "Host: $HOST" "$(url "$1")" >/dev/null 2>&1
 }
@@ -578,12 +589,7 @@ if phase A; then
 			NODETAX=1 round "A$r-$c" nginx "$c" 0 "$CONNS" "$DURATION" "$W/m"
 		done
 	done
-	log "phase A: the same pair at a fixed rate of $RATE_RQ req/s (h2load)"
-	for r in $(seq "$ROUNDS"); do
-		for c in off auto $RATE_FLOORS; do
-			RATE=$RATE_RQ round "RA$r-$c" nginx "$c" 0 "$RATE_CONNS" "$DURATION" "$W/m"
-		done
-	done
+	rate_rounds RA nginx
 fi
 
 if phase B; then
@@ -594,12 +600,7 @@ if phase B; then
 			round "B$r-$c" haproxy "$c" 0 "$CONNS" "$DURATION" "$W/m"
 		done
 	done
-	log "phase B: the same pair at a fixed rate of $RATE_RQ req/s (h2load)"
-	for r in $(seq "$ROUNDS"); do
-		for c in off auto $RATE_FLOORS; do
-			RATE=$RATE_RQ round "RB$r-$c" haproxy "$c" 0 "$RATE_CONNS" "$DURATION" "$W/m"
-		done
-	done
+	rate_rounds RB haproxy
 fi
 
 # Where the BPF time goes (C): bpf_stats on. The "bytes" round's requests
