@@ -733,6 +733,9 @@ static __always_inline __u32 chunk_size_line(struct mm_lctx *x, __u32 i)
 	__u64 w, v;
 
 	avail = load_tail(x, i, &w);
+	/* w is unset then: clang 14 passed whatever register to the call */
+	if (!avail)
+		return 0;
 	v = mm_chunk_hex(w);
 	k = v & 0xff;
 	v >>= 8;
