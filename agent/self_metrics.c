@@ -106,7 +106,7 @@ struct self_metrics {
 
 static const char *const map_names[] = {
 	"mm_conns", "mm_targets", "mm_vhosts",
-	"mm_routes",
+	"mm_routes", "mm_conn_exts",
 };
 #define NMAPS (sizeof(map_names) / sizeof(map_names[0]))
 

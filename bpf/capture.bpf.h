@@ -152,7 +152,7 @@ static __always_inline void account(struct mm_lctx *x, __u32 n)
 		c->resp_bytes += n;
 		return;
 	}
-	s = c->untracked ? NULL : newest_slot(c);
+	s = c->untracked ? NULL : pipe_newest(c);
 	if (s)
 		s->req_bytes += n;
 }

@@ -27,6 +27,7 @@
 #define MM_DOTS_MAX     8   /* host labels tried as wildcard suffixes */
 #define MM_RECENT_SLOTS 16384 /* mm_recent: power of 2 */
 #define MM_ROUTE_CACHE_SLOTS 1024 /* mm_route_cache per CPU: power of 2 */
+#define MM_SLOTS_INLINE 4   /* pipeline slots in mm_conn (power of 2); the rest in mm_conn_exts */
 
 /*
  * clang drops "i & (N - 1)" when an earlier check already bounds i, but that
@@ -246,13 +247,31 @@ struct mm_conn {
 	__u8 head_trunc;
 	__u8 dots[MM_DOTS_MAX];
 	__u8 dots_over;      /* the host had more dots than dots[] holds */
-	__u8 _pad2[7];
+	__u8 xhead;          /* mm_conn_ext: ring index of the oldest middle request */
+	__u8 xcount;         /* mm_conn_ext: middle requests (count - MM_SLOTS_INLINE) */
+	__u8 has_ext;        /* an mm_conn_exts entry was made for conn_id */
+	__u8 _pad2[4];
 	char host[MM_HOST_MAX];
 	char headbuf[MM_HEAD_MAX];
-	struct mm_pending slots[MM_PIPELINE_DEPTH];
-	struct mm_overflow ovf[MM_PIPELINE_DEPTH];
+	/*
+	 * The oldest requests and the newest, in a ring of MM_SLOTS_INLINE
+	 * (pipeline.bpf.h); the ones between, when more are in flight, in
+	 * struct mm_conn_ext.
+	 */
+	struct mm_pending slots[MM_SLOTS_INLINE];
 	__u32 ovf_front;     /* request number of the oldest untracked request */
 	__u32 _pad3;
+};
+
+/*
+ * What a connection pipelining deeper than MM_SLOTS_INLINE needs beyond its
+ * mm_conn, made the first time it does (mm_conn_exts, by conn_id): nearly
+ * every connection has one request in flight at a time, and a state sized
+ * for 32 made every tracked socket carry 2.5 KiB it never touched.
+ */
+struct mm_conn_ext {
+	struct mm_pending slots[MM_PIPELINE_DEPTH]; /* middle requests, a ring */
+	struct mm_overflow ovf[MM_PIPELINE_DEPTH];  /* untracked, by request number */
 };
 
 /*

@@ -13,18 +13,8 @@
 #include "bpf/conn.bpf.h"
 #include "bpf/h2_feed.bpf.h"
 #include "bpf/maps.bpf.h"
+#include "bpf/pipeline.bpf.h"
 #include "bpf/route_lookup.bpf.h"
-
-static __always_inline struct mm_pending *front_slot(struct mm_conn *c)
-{
-	return c->count ? IDX(c->slots, c->head, MM_PIPELINE_DEPTH) : NULL;
-}
-
-static __always_inline struct mm_pending *newest_slot(struct mm_conn *c)
-{
-	return c->count ? IDX(c->slots, c->head + c->count - 1, MM_PIPELINE_DEPTH) :
-			  NULL;
-}
 
 /*
  * Set by the agent before load: wake the reader only once this many bytes
@@ -115,7 +105,7 @@ static __always_inline void emit_head(struct mm_conn *c, struct mm_pending *s)
  */
 static __always_inline void emit_untracked(struct mm_conn *c, __u8 flags)
 {
-	struct mm_overflow *o = IDX(c->ovf, c->ovf_front, MM_PIPELINE_DEPTH);
+	struct mm_overflow *o = pipe_ovf(c, c->ovf_front);
 	struct mm_http_event *e;
 
 	e = bpf_ringbuf_reserve(&mm_events, sizeof(*e), 0);
@@ -132,9 +122,9 @@ static __always_inline void emit_untracked(struct mm_conn *c, __u8 flags)
 	e->gw = c->gw;
 	e->route_id = MM_ROUTE_UNKNOWN;
 	e->req_seq = c->ovf_front;
-	if (o->seq == c->ovf_front)
+	if (o && o->seq == c->ovf_front)
 		e->start_ns = o->start_ns;
-	if (o->valid && o->seq == c->ovf_front) {
+	if (o && o->valid && o->seq == c->ovf_front) {
 		e->route_gen = o->route_gen;
 		e->route_id = o->route_id;
 		e->rule_idx = o->rule_idx;
@@ -188,18 +178,11 @@ static __always_inline void emit_unsent(struct mm_conn *c, __u64 now)
 static __always_inline void response_done(struct mm_conn *c, __u64 end_ns,
 					  __u8 flags)
 {
-	struct mm_pending *s = front_slot(c);
+	struct mm_pending *s = pipe_front(c);
 
 	if (s) {
 		emit_exchange(c, s, end_ns, flags);
-		c->head = (c->head + 1) & (MM_PIPELINE_DEPTH - 1);
-		c->count--;
-		/*
-		 * An empty pipeline starts again at slot 0: keep-alive traffic
-		 * then reuses one cache line instead of cycling through all.
-		 */
-		if (!c->count)
-			c->head = 0;
+		pipe_pop(c);
 	} else if (c->untracked) {
 		/* slots fill again only once the untracked ones are answered,
 		 * so with no slot left this response is the oldest untracked's */
@@ -245,6 +228,7 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 		 * bytes says so again: its first close may have been lost too).
 		 */
 		h2_close(c, now, c->h2 == MM_H2_DEAD ? MM_DATA_LOST : 0);
+		pipe_free(c);
 		return;
 	}
 	if (c->resp.state == PS_CLOSE_BODY)
@@ -254,6 +238,7 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 		emit_unsent(c, now);
 	/* untracked counts up to 255 more than the pipeline */
 	bpf_loop(MM_PIPELINE_DEPTH + 256, finish_one, &cp, 0);
+	pipe_free(c);
 }
 
 /*
@@ -265,13 +250,13 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 static __always_inline void drop_partial_request(struct mm_conn *c,
 						 bool in_body)
 {
-	struct mm_pending *s = c->untracked ? NULL : newest_slot(c);
+	struct mm_pending *s = c->untracked ? NULL : pipe_newest(c);
 
 	if (c->untracked) {
 		if (!in_body)
 			c->untracked--;
 	} else if (s && !s->head_done) {
-		c->count--;
+		pipe_drop_newest(c);
 	}
 }
 
@@ -455,18 +440,21 @@ static __always_inline void request_head_done(struct mm_lctx *x)
 	/* a request past the pipeline depth has no slot: its route is kept
 	 * in the overflow ring by request number */
 	if (!c->untracked) {
-		s = newest_slot(c);
+		s = pipe_newest(c);
 	} else if (c->role == MM_ROLE_DOWN) {
 		__u32 seq = c->next_seq - 1;
-		struct mm_overflow *o = IDX(c->ovf, seq, MM_PIPELINE_DEPTH);
+		struct mm_overflow *o = pipe_ovf(c, seq);
 
-		o->method = method_of(p->tok);
-		o->route_id = route_lookup(x, o->method);
-		o->route_gen = x->s->rl_gen;
-		o->rule_idx = x->s->rl_rule_idx;
-		/* deferred routes need the head in user space: unknown */
-		o->valid = o->seq == seq && o->route_id != MM_ROUTE_DEFER &&
-			   c->untracked <= MM_PIPELINE_DEPTH;
+		if (o) {
+			o->method = method_of(p->tok);
+			o->route_id = route_lookup(x, o->method);
+			o->route_gen = x->s->rl_gen;
+			o->rule_idx = x->s->rl_rule_idx;
+			/* deferred routes need the head in user space: unknown */
+			o->valid = o->seq == seq &&
+				   o->route_id != MM_ROUTE_DEFER &&
+				   c->untracked <= MM_PIPELINE_DEPTH;
+		}
 	}
 	if (s) {
 		s->method = method_of(p->tok);
@@ -501,7 +489,7 @@ static __always_inline void request_head_done(struct mm_lctx *x)
 static __always_inline void response_head_done(struct mm_conn *c,
 					       struct mm_parser *p, __u64 now)
 {
-	struct mm_pending *s = front_slot(c);
+	struct mm_pending *s = pipe_front(c);
 	__u16 status = p->tok;
 	bool no_body;
 
@@ -514,9 +502,7 @@ static __always_inline void response_head_done(struct mm_conn *c,
 	/* upgraded to h2c: its request is stream 1 of the decoder's connection */
 	if (status == 101 && c->req.up_h2c && c->role == MM_ROLE_DOWN && s &&
 	    mm_h2_switch(c, s->start_ns)) {
-		c->head = (c->head + 1) & (MM_PIPELINE_DEPTH - 1);
-		if (!--c->count)
-			c->head = 0;
+		pipe_pop(c);
 		c->resp_bytes = 0;
 		c->status = 0;
 		c->resp_started = 0;

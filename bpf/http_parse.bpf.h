@@ -18,6 +18,7 @@
 
 #include "bpf/conn.bpf.h"
 #include "bpf/maps.bpf.h"
+#include "bpf/pipeline.bpf.h"
 
 /*
  * The word paths below do in one step what the byte path does in several,
@@ -89,6 +90,7 @@ static __always_inline void msg_reset(struct mm_parser *p)
 static __always_inline void start_request(struct mm_lctx *x)
 {
 	struct mm_conn *c = x->c;
+	struct mm_pending *s = NULL;
 
 	c->path_hash = MM_FNV_OFFSET;
 	c->host_hash = MM_FNV_OFFSET;
@@ -104,23 +106,23 @@ static __always_inline void start_request(struct mm_lctx *x)
 	 * Past the depth, requests wait uncounted in order; slots are used
 	 * again only once those are answered, so responses stay in order.
 	 */
-	if (c->count < MM_PIPELINE_DEPTH && !c->untracked) {
-		struct mm_pending *s = IDX(c->slots, c->head + c->count, MM_PIPELINE_DEPTH);
-
-		__builtin_memset(s, 0, sizeof(*s));
+	if (c->count < MM_PIPELINE_DEPTH && !c->untracked)
+		s = pipe_push(c);
+	if (s) {
 		s->start_ns = x->s->now;
 		s->seq = c->next_seq;
 		s->route_id = MM_ROUTE_UNKNOWN;
-		c->count++;
 	} else if (c->untracked < 255) {
-		struct mm_overflow *o = IDX(c->ovf, c->next_seq, MM_PIPELINE_DEPTH);
+		struct mm_overflow *o = pipe_ovf(c, c->next_seq);
 
 		if (!c->untracked)
 			c->ovf_front = c->next_seq;
 		c->untracked++;
-		o->seq = c->next_seq;
-		o->start_ns = x->s->now;
-		o->valid = 0;
+		if (o) {
+			o->seq = c->next_seq;
+			o->start_ns = x->s->now;
+			o->valid = 0;
+		}
 	} else {
 		/* 287 requests unanswered: past what one connection tracks */
 		stat_inc(MM_STAT_PIPELINE_LOST);

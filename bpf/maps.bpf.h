@@ -85,6 +85,27 @@ struct {
 } mm_conn_zero SEC(".maps");
 
 /*
+ * The pipeline past MM_SLOTS_INLINE of connections that pipeline that deep
+ * (struct mm_conn_ext), by conn_id; deleted when the connection ends. Full:
+ * such requests are reported untracked, without a route.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct mm_conn_ext);
+} mm_conn_exts SEC(".maps");
+
+/* A zeroed mm_conn_ext to create mm_conn_exts entries from. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mm_conn_ext);
+} mm_conn_ext_zero SEC(".maps");
+
+/*
  * The downstream request each proxy thread is handling now (upstream link),
  * in the thread's own storage: written once per request without a map
  * update call, gone with the thread.

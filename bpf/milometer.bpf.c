@@ -146,10 +146,14 @@ static __always_inline struct mm_conn *fb_conn_create(__u64 key)
 {
 	__u32 zero = 0;
 	struct mm_conn *init = bpf_map_lookup_elem(&mm_conn_zero, &zero);
+	struct mm_conn *old;
 
 	if (!init)
 		return NULL;
 	/* a socket address reused after a missed close starts afresh */
+	old = bpf_map_lookup_elem(&mm_conns, &key);
+	if (old)
+		pipe_free(old);
 	if (bpf_map_update_elem(&mm_conns, &key, init, BPF_ANY)) {
 		stat_inc(MM_STAT_CONN_MAP_FULL);
 		return NULL;

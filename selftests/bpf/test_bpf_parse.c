@@ -7,10 +7,13 @@
  * the figures the agent exports. Downstream leg unless said otherwise: the
  * proxy reads requests and writes responses.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <bpf/bpf.h>
 
 #include "selftests/bpf/bpf_fixture.h"
 #include "selftests/unit/test.h"
@@ -284,6 +287,110 @@ TEST(bpf_parse_pipeline_past_depth_close)
 	REQUIRE(ASSERT_EQ(aborted, 37));
 	REQUIRE(ASSERT_EQ(untracked, 8));
 	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_ABORTED), 37));
+}
+
+/* Request I of the sliding test: HEAD every third, else POST with I body bytes. */
+static size_t sliding_req(char *buf, size_t size, int i)
+{
+	if (i % 3 == 0)
+		return snprintf(buf, size, "HEAD /h%d HTTP/1.1\r\nHost: a\r\n\r\n", i);
+	return snprintf(buf, size,
+			"POST /p%d HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\n\r\n%.*s",
+			i, i, i, "0123456789abcdefghijklmnopqrstuvwxyz");
+}
+
+/* Requests FROM..TO-1 of the sliding test in one read. */
+static int sliding_send(int from, int to)
+{
+	char buf[4096];
+	size_t n = 0;
+
+	for (int i = from; i < to; i++)
+		n += sliding_req(buf + n, sizeof(buf) - n, i);
+	return fx_buf(0, 1, buf, n);
+}
+
+/* The response to request I: a HEAD's has a Content-Length and no body. */
+static int sliding_respond(int i)
+{
+	char r[128];
+	int n = snprintf(r, sizeof(r), "HTTP/1.1 %d X\r\nContent-Length: 4\r\n\r\n%s",
+			 400 + i, i % 3 == 0 ? "" : "body");
+
+	return fx_buf(0, 0, r, n);
+}
+
+/*
+ * Past the slots kept in the connection state (MM_SLOTS_INLINE) requests
+ * wait in mm_conn_exts while others arrive and are answered: each keeps its
+ * own method (a HEAD's response has no body: a slot mixed up would frame
+ * the next response wrong), request bytes and number; the entry goes with
+ * the connection.
+ */
+TEST(bpf_parse_pipeline_sliding)
+{
+	static const int steps[][2] = { /* requests sent, then answered */
+		{ 10, 3 }, { 20, 15 }, { 23, 16 }, { 30, 30 },
+	};
+	char one[256];
+	struct mm_conn c;
+	int sent = 0, answered = 0, ext_fd;
+	char ext[sizeof(struct mm_conn_ext)];
+
+	OK(fx_reset());
+	ext_fd = fx_map_fd("mm_conn_exts");
+	REQUIRE(ASSERT_TRUE(ext_fd >= 0));
+	OK(fx_open(0, MM_ROLE_UNKNOWN));
+	for (unsigned int k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		OK(sliding_send(sent, steps[k][0]));
+		sent = steps[k][0];
+		OK(fx_conn(0, &c));
+		REQUIRE(ASSERT_EQ(c.count, sent - answered));
+		REQUIRE(ASSERT_EQ(c.xcount, c.count > MM_SLOTS_INLINE ?
+					    c.count - MM_SLOTS_INLINE : 0));
+		for (; answered < steps[k][1]; answered++)
+			OK(sliding_respond(answered));
+	}
+	OK(fx_conn(0, &c));
+	REQUIRE(ASSERT_EQ(c.count, 0));
+	REQUIRE(ASSERT_EQ(c.has_ext, 1));
+	REQUIRE(ASSERT_EQ(bpf_map_lookup_elem(ext_fd, &c.conn_id, ext), 0));
+	REQUIRE(ASSERT_EQ(fx_drain(), 30));
+	for (int i = 0; i < 30; i++) {
+		REQUIRE(ASSERT_EQ(EV(i)->req_seq, i));
+		REQUIRE(ASSERT_EQ(EV(i)->status, 400 + i));
+		REQUIRE(ASSERT_EQ(EV(i)->flags, 0));
+		REQUIRE(ASSERT_EQ(EV(i)->method, i % 3 ? MM_M_POST : MM_M_HEAD));
+		REQUIRE(ASSERT_EQ(EV(i)->req_bytes, sliding_req(one, sizeof(one), i)));
+	}
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_PIPELINE_FULL), 0));
+	OK(fx_close(0));
+	REQUIRE(ASSERT_EQ(bpf_map_lookup_elem(ext_fd, &c.conn_id, ext), -ENOENT));
+}
+
+/* A request cut by garbage while deep: the ones before it keep their order. */
+TEST(bpf_parse_pipeline_garbage_deep)
+{
+	static const char bad[] = "GEt /x HTTP/1.1\r\n\r\n"; /* a method is upper case */
+	struct mm_conn c;
+
+	OK(fx_reset());
+	OK(fx_open(0, MM_ROLE_UNKNOWN));
+	OK(sliding_send(0, 7));
+	OK(fx_buf(0, 1, S(bad)));
+	OK(fx_conn(0, &c));
+	REQUIRE(ASSERT_EQ(c.count, 7));
+	REQUIRE(ASSERT_EQ(c.xcount, 7 - MM_SLOTS_INLINE));
+	for (int i = 0; i < 7; i++)
+		OK(sliding_respond(i));
+	REQUIRE(ASSERT_EQ(fx_drain(), 7));
+	for (int i = 0; i < 7; i++) {
+		REQUIRE(ASSERT_EQ(EV(i)->req_seq, i));
+		REQUIRE(ASSERT_EQ(EV(i)->status, 400 + i));
+		REQUIRE(ASSERT_EQ(EV(i)->method, i % 3 ? MM_M_POST : MM_M_HEAD));
+	}
+	OK(fx_close(0));
+	REQUIRE(ASSERT_EQ(fx_drain(), 7));
 }
 
 /* Past 32 + 255 nothing is reported any more, but every loss is counted. */

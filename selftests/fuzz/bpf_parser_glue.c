@@ -42,6 +42,10 @@ static int nregions;
 static __u64 bad_reads;
 
 static struct mm_conn conn;
+/* mm_conn_exts: one connection here, so one entry at most */
+static struct mm_conn_ext conn_ext, conn_ext_zero;
+static __u64 conn_ext_key;
+static bool conn_ext_live;
 static __u64 stats[MM_STAT__COUNT];
 static __u64 conn_ids;
 static struct mm_scratch scratch;
@@ -102,6 +106,11 @@ static void *bpf_map_lookup_elem(void *map, const void *key)
 		return k < MM_RECENT_SLOTS ? &recent[k] : NULL;
 	if (map == &mm_route_cache)
 		return k < MM_ROUTE_CACHE_SLOTS ? &route_cache[k] : NULL;
+	if (map == &mm_conn_ext_zero)
+		return k ? NULL : &conn_ext_zero;
+	if (map == &mm_conn_exts)
+		return conn_ext_live && conn_ext_key == *(const __u64 *)key ?
+			       &conn_ext : NULL;
 	t = table_of(map, &ksz, &vsz);
 	if (!t)
 		abort(); /* a map the emulation does not know: teach it */
@@ -118,6 +127,14 @@ static long bpf_map_update_elem(void *map, const void *key, const void *value,
 	struct kv *t = table_of(map, &ksz, &vsz);
 	struct kv *slot;
 
+	if (map == &mm_conn_exts) {
+		if (conn_ext_live && flags == BPF_NOEXIST)
+			return -17; /* EEXIST */
+		conn_ext_key = *(const __u64 *)key;
+		conn_ext_live = true;
+		memcpy(&conn_ext, value, sizeof(conn_ext));
+		return 0;
+	}
 	if (!t)
 		abort();
 	slot = bpf_map_lookup_elem(map, key) ?
@@ -136,7 +153,11 @@ static long bpf_map_update_elem(void *map, const void *key, const void *value,
 
 static long bpf_map_delete_elem(void *map, const void *key)
 {
-	abort(); /* not on the parsing path */
+	if (map != &mm_conn_exts)
+		abort(); /* not on the parsing path */
+	if (!conn_ext_live || conn_ext_key != *(const __u64 *)key)
+		return -2; /* ENOENT */
+	conn_ext_live = false;
 	return 0;
 }
 
@@ -309,6 +330,8 @@ void fzb_reset(unsigned int role)
 	memset(routes, 0, sizeof(routes));
 	memset(&thread_link, 0, sizeof(thread_link));
 	thread_link_live = false;
+	memset(&conn_ext, 0xa5, sizeof(conn_ext)); /* made from conn_ext_zero */
+	conn_ext_live = false;
 	kv_next = 0;
 	nevents = 0;
 	bad_reads = 0;
@@ -389,6 +412,11 @@ int fzb_nevents(void)
 const struct fzb_event *fzb_event(int i)
 {
 	return &events[i];
+}
+
+int fzb_ext_live(void)
+{
+	return conn_ext_live;
 }
 
 __u64 fzb_bad_reads(void)

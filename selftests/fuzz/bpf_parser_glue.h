@@ -42,5 +42,7 @@ int fzb_nevents(void);
 const struct fzb_event *fzb_event(int i);
 /* User reads outside the memory the syscall handed over. */
 __u64 fzb_bad_reads(void);
+/* the connection has an mm_conn_exts entry (pipelined past MM_SLOTS_INLINE) */
+int fzb_ext_live(void);
 
 #endif /* MM_FUZZ_BPF_PARSER_GLUE_H */

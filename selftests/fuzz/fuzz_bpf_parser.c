@@ -83,8 +83,12 @@ static void check_state(void)
 		     c->resp.state);
 	if (c->req.hdr > HDR_UPGRADE || c->resp.hdr > HDR_UPGRADE)
 		fail("header kind outside enum mm_hdr");
-	if (c->count > MM_PIPELINE_DEPTH || c->head >= MM_PIPELINE_DEPTH)
+	if (c->count > MM_PIPELINE_DEPTH || c->head >= MM_SLOTS_INLINE)
 		fail("pipeline count %u head %u", c->count, c->head);
+	if (c->xcount != (c->count > MM_SLOTS_INLINE ? c->count - MM_SLOTS_INLINE : 0) ||
+	    (c->xcount && !fzb_ext_live()) || !!c->has_ext != fzb_ext_live())
+		fail("pipeline count %u, middle %u, ext %u/%d", c->count,
+		     c->xcount, c->has_ext, fzb_ext_live());
 	if (fzb_bad_reads())
 		fail("%llu user reads outside the syscall's memory",
 		     (unsigned long long)fzb_bad_reads());
