@@ -166,6 +166,7 @@ cleanup() {
 		[ -s "$W/$p/nginx.pid" ] && stop_pid "$(cat "$W/$p/nginx.pid")"
 	done
 	sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD"
+	[ -n "${AGENT_CG:-}" ] && rmdir "$AGENT_CG" 2>/dev/null
 	if [ "${BENCH_KEEP:-}" ]; then
 		log "kept $W"
 	else
@@ -333,7 +334,11 @@ start_agent() {
 	esac
 	wait_no_agent
 	"$PY" "$HERE/bpf_stats.py" list >"$W/before.$tag" || true
-	"$BIN/milometer" run --manifests "$mdir" --proxy-pid "$pid" \
+	# in AGENT_CG (phase E) from its first instruction: the maps it makes
+	# are charged there, and with them every socket's storage
+	sh -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs" || exit 1; shift; exec "$@"' \
+		sh "${AGENT_CG:-}" \
+		"$BIN/milometer" run --manifests "$mdir" --proxy-pid "$pid" \
 		--prometheus-listen "127.0.0.1:$AGENT_PORT" "${cap[@]}" \
 		--socket "$W/mm.sock" "${PIN_ARGS[@]}" >"$W/agent.$tag.log" 2>&1 &
 	AGENT_PID=$!
@@ -689,13 +694,45 @@ slab_kb() { awk '$1 == "Slab:" { print $2 }' /proc/meminfo; }
 few_estab() { [ "$(estab "$GW_PORT")" -lt 50 ]; }
 idle_ready() { grep -q '^ready' "$W/idle.out"; }
 
+# A memory cgroup of its own for the agent of phase E (v1 with kernel memory
+# accounting, or v2 with the memory controller): what the kernel charges
+# it is the agent's kernel memory, exactly; Slab moves with every socket
+# buffer on the machine (a Slab delta of 696 B per connection came out of
+# a run where each tracked socket held a 2 KiB storage object).
+mem_cg_make() {
+	local d
+	for d in /sys/fs/cgroup/memory /sys/fs/cgroup; do
+		if [ -e "$d/memory.kmem.usage_in_bytes" ] ||
+			grep -qw memory "$d/cgroup.subtree_control" 2>/dev/null; then
+			mkdir -p "$d/mm-bench-$$" 2>/dev/null && echo "$d/mm-bench-$$" && return 0
+		fi
+	done
+	return 1
+}
+
+kmem_bytes() { # CGROUP: kernel memory charged to it (v1 kmem usage, v2 memory.stat kernel)
+	if [ -r "$1/memory.kmem.usage_in_bytes" ]; then
+		cat "$1/memory.kmem.usage_in_bytes"
+	else
+		awk '$1 == "kernel" { print $2 }' "$1/memory.stat"
+	fi
+}
+
+tracked_conns() { # sockets with state now: connections opened - closed (BPF counters)
+	"$BIN/milometer" ctl --socket "$W/mm.sock" --json stats |
+		"$PY" -c 'import json, sys; b = json.load(sys.stdin)["bpf"]; print(b["connections_opened"] - b["connections_closed"])'
+}
+
 # Kernel memory (E): Slab growth while MEM_CONNS idle keep-alive connections
-# (one request each, so the agent tracks them) are open, agent off vs on.
+# (one request each, so the agent tracks them) are open, agent off vs on;
+# with the agent on, also its memory cgroup's kernel memory over the
+# connections it tracks.
 mem_round() { # CAPTURE
-	local c=$1 s0 s1
+	local c=$1 s0 s1 k0= k1= tracked=
 	[ "$c" = off ] || start_agent "E-$c" "$c" "$W/m" "$GW_PID"
 	wait_for 30 few_estab || log "connections of the last round are still open"
 	sync
+	[ "$c" = off ] || [ -z "${AGENT_CG:-}" ] || k0=$(kmem_bytes "$AGENT_CG")
 	s0=$(slab_kb)
 	rm -f "$W/idle.in"
 	mkfifo "$W/idle.in"
@@ -706,7 +743,11 @@ mem_round() { # CAPTURE
 	wait_for 120 idle_ready ||
 		die "idle_conns.py did not open $MEM_CONNS connections: $(cat "$W/idle.err")"
 	s1=$(slab_kb)
-	echo "capture=$c slab0_kb=$s0 slab1_kb=$s1 $(sed 's/ready \([0-9]*\) \([0-9]*\)/open=\1 failed=\2/' "$W/idle.out") estab=$(estab "$GW_PORT")" >>"$W/memory_k"
+	if [ -n "$k0" ]; then
+		k1=$(kmem_bytes "$AGENT_CG")
+		tracked=$(tracked_conns) || log "milometer ctl stats failed: no tracked-connection count"
+	fi
+	echo "capture=$c slab0_kb=$s0 slab1_kb=$s1 kmem0=${k0:--} kmem1=${k1:--} tracked=${tracked:--} $(sed 's/ready \([0-9]*\) \([0-9]*\)/open=\1 failed=\2/' "$W/idle.out") estab=$(estab "$GW_PORT")" >>"$W/memory_k"
 	if [ "$c" != off ]; then
 		"$PY" "$HERE/bpf_stats.py" conn mm_sk_conns >"$W/conn_size" || true
 		"$PY" "$HERE/bpf_stats.py" conn mm_conns >"$W/conn_size_hash" || true
@@ -718,7 +759,11 @@ mem_round() { # CAPTURE
 if phase E; then
 	log "phase E: kernel memory, $MEM_CONNS idle keep-alive connections, agent off / on"
 	mem_round off
+	AGENT_CG=$(mem_cg_make) ||
+		log "no memory cgroup with kernel memory accounting: the Slab delta only"
 	mem_round auto
+	[ -z "$AGENT_CG" ] || rmdir "$AGENT_CG" 2>/dev/null || true
+	AGENT_CG=
 fi
 
 # A failing tool is reported after the figures that did come out.
