@@ -176,6 +176,8 @@ static int install(struct route_sync *rs, struct gw_model *m,
 		cfg.route_gen = t->gen;
 	cfg.flags = t->nslots > 1 ? cfg.flags | MM_CFG_GW_SLOTS :
 				   cfg.flags & ~MM_CFG_GW_SLOTS;
+	cfg.flags = route_compile__defers(t) ? cfg.flags | MM_CFG_DEFERS :
+				      cfg.flags & ~MM_CFG_DEFERS;
 	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY)) {
 		err = -errno;
 		delete_keys(rs, g);

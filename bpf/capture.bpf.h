@@ -226,8 +226,13 @@ static long window_step(__u32 i, void *ctx)
 	n = s->b_used;
 	if (n > s->b_n)
 		n = s->b_n;
+	s->b_used = n;
 	s->w_off = off + n;
 	account(x, n);
+	/* the next window overwrites buf: a head going on keeps its part */
+	if (s->is_req && s->b_ev == BEV_NONE && p->state >= PS_METHOD &&
+	    p->state <= PS_END_LF)
+		head_save(x, n);
 	switch (s->b_ev) {
 	case BEV_HEAD_END:
 		if (s->is_req)

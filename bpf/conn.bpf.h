@@ -250,9 +250,9 @@ struct mm_conn {
 	__u8 xhead;          /* mm_conn_ext: ring index of the oldest middle request */
 	__u8 xcount;         /* mm_conn_ext: middle requests (count - MM_SLOTS_INLINE) */
 	__u8 has_ext;        /* an mm_conn_exts entry was made for conn_id */
-	__u8 _pad2[4];
+	__u8 head_gap;       /* bytes of this head's earlier windows were not kept */
+	__u8 _pad2[3];
 	char host[MM_HOST_MAX];
-	char headbuf[MM_HEAD_MAX];
 	/*
 	 * The oldest requests and the newest, in a ring of MM_SLOTS_INLINE
 	 * (pipeline.bpf.h); the ones between, when more are in flight, in
@@ -264,12 +264,15 @@ struct mm_conn {
 };
 
 /*
- * What a connection pipelining deeper than MM_SLOTS_INLINE needs beyond its
- * mm_conn, made the first time it does (mm_conn_exts, by conn_id): nearly
- * every connection has one request in flight at a time, and a state sized
- * for 32 made every tracked socket carry 2.5 KiB it never touched.
+ * What a connection needs beyond its mm_conn now and then, made the first
+ * time it does (mm_conn_exts, by conn_id): a pipeline deeper than
+ * MM_SLOTS_INLINE, or a request head that spans windows and may have to go
+ * to user space whole (head_copy.bpf.h). Nearly every connection has one
+ * request in flight and its head in one read; a state sized for the rest
+ * made every tracked socket carry 3 KiB it never touched.
  */
 struct mm_conn_ext {
+	char headbuf[MM_HEAD_MAX]; /* first: head_copy.bpf.h's offset + size bound */
 	struct mm_pending slots[MM_PIPELINE_DEPTH]; /* middle requests, a ring */
 	struct mm_overflow ovf[MM_PIPELINE_DEPTH];  /* untracked, by request number */
 };

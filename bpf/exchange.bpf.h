@@ -12,6 +12,7 @@
 
 #include "bpf/conn.bpf.h"
 #include "bpf/h2_feed.bpf.h"
+#include "bpf/head_copy.bpf.h"
 #include "bpf/maps.bpf.h"
 #include "bpf/pipeline.bpf.h"
 #include "bpf/route_lookup.bpf.h"
@@ -79,21 +80,29 @@ static __always_inline void emit_exchange(struct mm_conn *c, struct mm_pending *
 		stat_inc(MM_STAT_ABORTED);
 }
 
-static __always_inline void emit_head(struct mm_conn *c, struct mm_pending *s)
+/*
+ * The head of a request user space must finish, then its exchange later. A
+ * head whose earlier windows were not kept cannot be finished: unknown.
+ */
+static __always_inline void emit_head(struct mm_lctx *x, struct mm_pending *s)
 {
 	struct mm_http_event *e;
-	__u32 len = c->head_len;
+	int len;
 
-	e = bpf_ringbuf_reserve(&mm_events, sizeof(*e) + MM_HEAD_MAX, 0);
+	e = bpf_ringbuf_reserve(&mm_events, sizeof(*e) + 2 * MM_HEAD_MAX, 0);
 	if (!e) {
 		stat_inc(MM_STAT_RINGBUF_FULL);
 		return;
 	}
-	fill_event(e, c, s, MM_EVT_HEAD);
-	if (len > MM_HEAD_MAX)
-		len = MM_HEAD_MAX;
+	len = head_copy_out(x, x->s->b_used, e->head);
+	if (len < 0) {
+		bpf_ringbuf_discard(e, 0);
+		s->route_id = MM_ROUTE_UNKNOWN;
+		s->flags |= MM_EV_HEAD_TRUNC;
+		return;
+	}
+	fill_event(e, x->c, s, MM_EVT_HEAD);
 	e->head_len = len;
-	bpf_probe_read_kernel(e->head, MM_HEAD_MAX, c->headbuf);
 	bpf_ringbuf_submit(e, submit_flags());
 	stat_inc(MM_STAT_EVENTS);
 	stat_inc(MM_STAT_DEFERRED);
@@ -335,9 +344,10 @@ static __always_inline void set_thread_link(struct mm_conn *c,
  * rewrote Host (nginx's default proxy_pass), by thread: see inherit_link().
  * Returns false when there was no content match.
  */
-static __always_inline bool link_by_content(struct mm_conn *c,
+static __always_inline bool link_by_content(struct mm_lctx *x,
 					    struct mm_pending *s)
 {
+	struct mm_conn *c = x->c;
 	struct mm_recent_key k = {};
 	struct mm_recent_slot *r;
 	__u64 tag;
@@ -362,7 +372,7 @@ static __always_inline bool link_by_content(struct mm_conn *c,
 	 * request with the same content may have taken the key since.
 	 */
 	if (s->route_id == MM_ROUTE_DEFER)
-		emit_head(c, s);
+		emit_head(x, s);
 	return true;
 }
 
@@ -412,7 +422,7 @@ static __always_inline void own_route(struct mm_lctx *x, struct mm_pending *s)
 	s->route_gen = x->s->rl_gen;
 	s->rule_idx = x->s->rl_rule_idx;
 	if (id == MM_ROUTE_DEFER)
-		emit_head(x->c, s);
+		emit_head(x, s);
 }
 
 /*
@@ -437,6 +447,9 @@ static __always_inline void request_head_done(struct mm_lctx *x)
 
 	/* HTTP/1 proved itself: no more looking for HTTP/2 frames */
 	c->h2_tries = 16;
+	/* an h2c upgrade's head is stream 1 once its 101 comes: kept */
+	if (p->up_h2c)
+		head_save(x, x->s->b_used);
 	/* a request past the pipeline depth has no slot: its route is kept
 	 * in the overflow ring by request number */
 	if (!c->untracked) {
@@ -464,14 +477,14 @@ static __always_inline void request_head_done(struct mm_lctx *x)
 			stat_inc(MM_STAT_HEAD_TRUNC);
 		}
 		if (c->role == MM_ROLE_UP) {
-			if (!link_by_content(c, s) && !inherit_link(c, s))
+			if (!link_by_content(x, s) && !inherit_link(c, s))
 				own_route(x, s);
 		} else {
 			s->route_id = route_lookup(x, s->method);
 			s->route_gen = x->s->rl_gen;
 			s->rule_idx = x->s->rl_rule_idx;
 			if (s->route_id == MM_ROUTE_DEFER)
-				emit_head(c, s);
+				emit_head(x, s);
 			set_thread_link(c, s);
 		}
 	}

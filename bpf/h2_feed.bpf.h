@@ -17,6 +17,7 @@
 
 #include "bpf/conn.bpf.h"
 #include "bpf/maps.bpf.h"
+#include "bpf/pipeline.bpf.h"
 
 #define MM_H2_BYTES (256 * 1024) /* sent up per syscall at most */
 
@@ -188,13 +189,14 @@ static long h2_step(__u32 i, void *ctx)
 
 /*
  * "Upgrade: h2c" answered with 101 (RFC 7540 3.2): the upgraded request is
- * stream 1 of the HTTP/2 connection that starts now. Its head (as copied
- * while it was parsed) goes up first, flagged MM_DATA_UPGRADE, so the
+ * stream 1 of the HTTP/2 connection that starts now. Its head (kept in
+ * mm_conn_ext when it ended) goes up first, flagged MM_DATA_UPGRADE, so the
  * decoder knows stream 1; its HTTP/1 slot is popped without an exchange.
  */
 __noinline int mm_h2_switch(struct mm_conn *c, __u64 start_ns)
 {
 	struct mm_data_event *h;
+	struct mm_conn_ext *e;
 	struct mm_h2_rec *r;
 	__u32 zero = 0, len;
 	bool on;
@@ -205,11 +207,15 @@ __noinline int mm_h2_switch(struct mm_conn *c, __u64 start_ns)
 	r = bpf_map_lookup_elem(&mm_h2_buf, &zero);
 	if (!r)
 		return false;
+	/* the upgrade request's head, kept at its end (head_copy.bpf.h) */
+	e = pipe_ext(c, false);
+	if (!e || c->head_gap)
+		return false;
 	h = (struct mm_data_event *)r->raw;
 	len = c->head_len;
 	if (len > MM_HEAD_MAX)
 		len = MM_HEAD_MAX;
-	bpf_probe_read_kernel(r->raw + sizeof(*h), MM_HEAD_MAX, c->headbuf);
+	bpf_probe_read_kernel(r->raw + sizeof(*h), MM_HEAD_MAX, e->headbuf);
 	h->type = MM_EVT_H2_DATA;
 	h->dir = MM_DIR_FROM_CLIENT;
 	h->leg = MM_LEG_DOWNSTREAM;

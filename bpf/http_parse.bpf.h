@@ -102,6 +102,7 @@ static __always_inline void start_request(struct mm_lctx *x)
 	c->head_len = 0;
 	c->target_ok = 0;
 	c->head_trunc = 0;
+	c->head_gap = 0;
 	/*
 	 * Past the depth, requests wait uncounted in order; slots are used
 	 * again only once those are answered, so responses stay in order.
@@ -241,14 +242,16 @@ static __always_inline long garbage(struct mm_lctx *x, __u32 i)
 	return 1;
 }
 
-/* One byte of a request head into the copy user space may finish. */
-static __always_inline void head_byte(struct mm_conn *c, __u8 ch)
+/*
+ * N more bytes of the request head: user space, if it has to finish the
+ * request, gets the first MM_HEAD_MAX of them (head_copy.bpf.h copies them
+ * out of the windows they were parsed in).
+ */
+static __always_inline void head_count(struct mm_conn *c, __u32 n)
 {
-	if (c->head_len < MM_HEAD_MAX)
-		*IDX(c->headbuf, c->head_len, MM_HEAD_MAX) = ch;
-	else
+	if (c->head_len + n > MM_HEAD_MAX)
 		c->head_trunc = 1;
-	c->head_len++;
+	c->head_len += n;
 }
 
 static __always_inline long parse_byte(__u32 i, void *ctx)
@@ -260,7 +263,7 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 	__u8 st = p->state;
 
 	if (x->s->is_req && st >= PS_METHOD && st <= PS_END_LF)
-		head_byte(c, ch);
+		head_count(c, 1);
 
 	switch (st) {
 	case PS_START:
@@ -269,8 +272,6 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 		msg_reset(p);
 		if (x->s->is_req) {
 			start_request(x);
-			if (c->head_len < MM_HEAD_MAX)
-				c->headbuf[0] = ch;
 			c->head_len = 1;
 			p->state = PS_METHOD;
 			/* fallthrough to the method byte */
@@ -498,26 +499,6 @@ static __always_inline bool to_eol(const struct mm_parser *p)
 #define HIGHS 0x8080808080808080ULL
 #define LFS 0x0a0a0a0a0a0a0a0aULL
 
-/*
- * Head bytes go to user space only for requests it must finish (deferred
- * routes); the copy is kept exact for the bytes the parser steps over.
- */
-static __always_inline void copy_head(struct mm_lctx *x, __u64 w, __u32 k)
-{
-	struct mm_conn *c = x->c;
-	__u32 h = c->head_len;
-
-	if (h <= MM_HEAD_MAX - 8) {
-		barrier_var(h);
-		h &= MM_HEAD_MAX - 1;
-		if (h <= MM_HEAD_MAX - 8)
-			__builtin_memcpy(&c->headbuf[h], &w, 8);
-	} else {
-		c->head_trunc = 1;
-	}
-	c->head_len += k;
-}
-
 /* The 8 bytes at buf[i], or false when fewer are left in the window. */
 static __always_inline bool load_word(struct mm_lctx *x, __u32 i, __u64 *w)
 {
@@ -568,17 +549,6 @@ static __always_inline __u32 load_tail(struct mm_lctx *x, __u32 i, __u64 *w)
  * '\n'. Returns the bytes stepped over, 0 when the word starts with '\n'
  * or the window has fewer than 8 bytes left.
  */
-/*
- * May a word step consume bytes of a request head? The last bytes of the
- * head copy go one by one, so it stays exact.
- */
-static __always_inline bool head_word_ok(struct mm_lctx *x)
-{
-	__u16 h = x->c->head_len;
-
-	return !x->s->is_req || h <= MM_HEAD_MAX - 8 || h >= MM_HEAD_MAX;
-}
-
 /* What the byte path does with the '\n' that ends a line we skip. */
 static __always_inline void skipped_line_end(struct mm_parser *p)
 {
@@ -601,7 +571,7 @@ static __always_inline __u32 skip_in_line(struct mm_lctx *x, __u32 i)
 		__u64 w, v, m;
 		__u32 k, avail;
 
-		avail = head_word_ok(x) ? load_tail(x, i + n, &w) : 0;
+		avail = load_tail(x, i + n, &w);
 		if (!avail)
 			return n;
 		v = w ^ LFS;
@@ -614,7 +584,7 @@ static __always_inline __u32 skip_in_line(struct mm_lctx *x, __u32 i)
 		k = (((((m & -m) - 1) >> 7) & ONES) * ONES) >> 56;
 		if (k == 8) {
 			if (x->s->is_req)
-				copy_head(x, w, avail);
+				head_count(x->c, avail);
 			n += avail;
 			if (avail < 8)
 				return n;
@@ -627,7 +597,7 @@ static __always_inline __u32 skip_in_line(struct mm_lctx *x, __u32 i)
 		k++;
 		skipped_line_end(x->p);
 		if (x->s->is_req)
-			copy_head(x, w, k);
+			head_count(x->c, k);
 		return n + k;
 	}
 	return n;
@@ -797,7 +767,7 @@ static __always_inline __u32 line_start(struct mm_lctx *x, __u32 i)
 	struct mm_parser *p = x->p;
 	__u64 w, w2, lw;
 
-	if (!head_word_ok(x) || !load_word(x, i, &w))
+	if (!load_word(x, i, &w))
 		return 0;
 	/* '\r' or '\n' first: the empty line, parsed byte by byte */
 	if ((__u8)w == '\r' || (__u8)w == '\n')
@@ -816,13 +786,8 @@ static __always_inline __u32 line_start(struct mm_lctx *x, __u32 i)
 		/* "Content-Length" without ": " after it: the byte path */
 		if (lower_word(w2) != W_LENGTH)
 			return 0;
-		if (x->s->is_req) {
-			if (x->c->head_len > MM_HEAD_MAX - 16 &&
-			    x->c->head_len < MM_HEAD_MAX)
-				return 0;
-			copy_head(x, w, 8);
-			copy_head(x, w2, 8);
-		}
+		if (x->s->is_req)
+			head_count(x->c, 16);
 		p->hdr = HDR_CL;
 		p->state = PS_VALUE;
 		return 16;
@@ -834,7 +799,7 @@ static __always_inline __u32 line_start(struct mm_lctx *x, __u32 i)
 	if ((lw & M_HOST) == W_HOST && x->s->is_req) {
 		struct mm_conn *c = x->c;
 
-		copy_head(x, w, 5);
+		head_count(x->c, 5);
 		/* first Host wins, as in the byte path */
 		p->hdr = c->host_len || c->host_state ? HDR_OTHER : HDR_HOST;
 		p->state = PS_VALUE;
@@ -858,7 +823,7 @@ static __always_inline __u32 target_word(struct mm_lctx *x, __u32 i)
 	__u32 k, avail;
 	__u64 w, h;
 
-	avail = head_word_ok(x) ? load_tail(x, i, &w) : 0;
+	avail = load_tail(x, i, &w);
 	if (!avail)
 		return 0;
 	if (!p->tok_len) {
@@ -890,7 +855,7 @@ static __always_inline __u32 target_word(struct mm_lctx *x, __u32 i)
 		p->state = PS_QUERY;
 	}
 	if (k)
-		copy_head(x, w, k);
+		head_count(x->c, k);
 	return k;
 }
 
@@ -906,7 +871,7 @@ static __always_inline __u32 query_word(struct mm_lctx *x, __u32 i)
 	__u64 w, m;
 	__u32 k, avail;
 
-	avail = head_word_ok(x) ? load_tail(x, i, &w) : 0;
+	avail = load_tail(x, i, &w);
 	if (!avail)
 		return 0;
 	m = (w - ONES * 0x21) & ~w & HIGHS;
@@ -918,7 +883,7 @@ static __always_inline __u32 query_word(struct mm_lctx *x, __u32 i)
 		x->p->state = PS_VERSION;
 	}
 	if (k)
-		copy_head(x, w, k);
+		head_count(x->c, k);
 	return k;
 }
 
@@ -953,7 +918,7 @@ static __always_inline __u32 host_word(struct mm_lctx *x, __u32 i)
 	__u32 k, avail;
 	__u64 w;
 
-	avail = head_word_ok(x) ? load_tail(x, i, &w) : 0;
+	avail = load_tail(x, i, &w);
 	if (!avail)
 		return 0;
 #pragma unroll
@@ -966,7 +931,7 @@ static __always_inline __u32 host_word(struct mm_lctx *x, __u32 i)
 	}
 	k += value_end(x->p, w, k);
 	if (k)
-		copy_head(x, w, k);
+		head_count(x->c, k);
 	return k;
 }
 
@@ -981,7 +946,7 @@ static __always_inline __u32 cl_word(struct mm_lctx *x, __u32 i)
 	__u32 k, avail;
 	__u64 w;
 
-	avail = head_word_ok(x) ? load_tail(x, i, &w) : 0;
+	avail = load_tail(x, i, &w);
 	if (!avail)
 		return 0;
 #pragma unroll
@@ -997,7 +962,7 @@ static __always_inline __u32 cl_word(struct mm_lctx *x, __u32 i)
 	}
 	k += value_end(p, w, k);
 	if (k && x->s->is_req)
-		copy_head(x, w, k);
+		head_count(x->c, k);
 	return k;
 }
 
@@ -1014,8 +979,7 @@ static __always_inline bool head_end_crlf(struct mm_lctx *x, __u32 i)
 	    *IDX(s->buf, i + 1, MM_SCRATCH) != '\n')
 		return false;
 	if (s->is_req) {
-		head_byte(x->c, '\r');
-		head_byte(x->c, '\n');
+		head_count(x->c, 2);
 	}
 	x->p->state = PS_END_LF;
 	s->b_pos = i + 2;
@@ -1061,7 +1025,7 @@ static __always_inline __u32 msg_start(struct mm_lctx *x, __u32 i)
 		}
 		msg_reset(p);
 		start_request(x);
-		copy_head(x, w, k);
+		head_count(x->c, k);
 		p->tok = tok;
 		p->state = PS_TARGET;
 		return k;

@@ -128,6 +128,9 @@ struct mm_config {
 #define MM_CFG_HTTP2 0x1 /* gate HTTP2: send h2 connections' bytes up */
 #define MM_CFG_GW_SLOTS 0x2 /* the table has gateway slots past 0: a new
 			     * connection looks its process's slot up */
+#define MM_CFG_DEFERS   0x4 /* the table can leave a request to user space
+			     * (header, query or regex matches, deep
+			     * prefixes): keep heads that span windows */
 
 /*
  * Why a process is traced (value of mm_targets), and the route table it is

@@ -39,19 +39,20 @@ static __always_inline struct mm_pending *pipe_newest(struct mm_conn *c)
 static __always_inline struct mm_conn_ext *pipe_ext(struct mm_conn *c,
 						    bool create)
 {
+	/* on the stack: 6.1 takes no key from a global function's argument */
+	__u64 id = c->conn_id;
 	struct mm_conn_ext *init;
 	__u32 zero = 0;
 
 	if (c->has_ext)
-		return bpf_map_lookup_elem(&mm_conn_exts, &c->conn_id);
+		return bpf_map_lookup_elem(&mm_conn_exts, &id);
 	if (!create)
 		return NULL;
 	init = bpf_map_lookup_elem(&mm_conn_ext_zero, &zero);
-	if (!init || bpf_map_update_elem(&mm_conn_exts, &c->conn_id, init,
-					 BPF_NOEXIST))
+	if (!init || bpf_map_update_elem(&mm_conn_exts, &id, init, BPF_NOEXIST))
 		return NULL;
 	c->has_ext = 1;
-	return bpf_map_lookup_elem(&mm_conn_exts, &c->conn_id);
+	return bpf_map_lookup_elem(&mm_conn_exts, &id);
 }
 
 /*
@@ -145,9 +146,11 @@ static __always_inline struct mm_overflow *pipe_ovf(struct mm_conn *c,
 /* The connection is done with its pipeline: give its mm_conn_ext back. */
 static __always_inline void pipe_free(struct mm_conn *c)
 {
+	__u64 id = c->conn_id;
+
 	if (!c->has_ext)
 		return;
-	bpf_map_delete_elem(&mm_conn_exts, &c->conn_id);
+	bpf_map_delete_elem(&mm_conn_exts, &id);
 	c->has_ext = 0;
 	c->xcount = 0;
 }

@@ -18,6 +18,18 @@
 _Static_assert(FNV1A64_OFFSET == MM_FNV_OFFSET && FNV1A64_PRIME == MM_FNV_PRIME,
 	       "user space and BPF hash routes alike");
 
+bool route_compile__defers(const struct route_table *t)
+{
+	for (size_t i = 0; i < t->nvhost_keys; i++)
+		if (t->vhost_vals[i].flags & (MM_VHOST_HAS_REGEX | MM_VHOST_DEEP))
+			return true;
+	for (size_t i = 0; i < t->nroute_keys; i++)
+		for (uint32_t j = 0; j < t->route_cands[i].n && j < MM_ROUTE_CANDS; j++)
+			if (t->route_cands[i].c[j].flags & MM_CAND_NEEDS_USER)
+				return true;
+	return false;
+}
+
 uint64_t route_compile__hash(const void *buf, size_t len)
 {
 	return fnv1a64(FNV1A64_OFFSET, buf, len);

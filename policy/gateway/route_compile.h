@@ -140,6 +140,15 @@ int route_compile__build_slots(const struct gw_model *m,
 			       char *err, size_t errlen);
 void route_compile__free(struct route_table *t);
 
+/*
+ * Can the table leave a request to user space by its candidates or virtual
+ * hosts (header, query or regex matches, prefixes deeper than BPF hashes)?
+ * The agent says so to BPF (MM_CFG_DEFERS), which then keeps every request
+ * head that spans windows; a request can defer by itself too (an
+ * absolute-form target, a long host), which BPF sees on its own.
+ */
+bool route_compile__defers(const struct route_table *t);
+
 /* FNV-1a 64 as BPF computes it. */
 uint64_t route_compile__hash(const void *buf, size_t len);
 

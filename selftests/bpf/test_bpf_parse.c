@@ -821,6 +821,49 @@ TEST(bpf_parse_oversize_head)
 }
 
 /*
+ * The head copy user space gets is put together from the windows the head
+ * was parsed in. This table (none: MM_CFG_DEFERS off) defers only requests
+ * that say so themselves, here an absolute-form target: its head, read 5
+ * bytes at a time, arrives whole, and cut at MM_HEAD_MAX when longer. A
+ * plain head whose reads are cut after its Host keeps nothing and gets no
+ * mm_conn_exts entry (cut before, it must keep: a long host defers).
+ */
+TEST(bpf_parse_head_copy_across_reads)
+{
+	static const char line_host[] = "GET /a HTTP/1.1\r\nHost: x.test\r\nAcc";
+	static const char rest[] = "ept: */*\r\nX-Long: 0123456789abcdef\r\n\r\n";
+	static char req[2048];
+	struct mm_conn c;
+	size_t n;
+
+	OK(fx_reset());
+	OK(fx_open(0, MM_ROLE_UNKNOWN));
+	OK(fx_buf(0, 1, S(line_host)));
+	OK(fx_chunks(0, 1, S(rest), 5));
+	OK(fx_buf(0, 0, S(RESP_200)));
+	OK(fx_conn(0, &c));
+	REQUIRE(ASSERT_EQ(c.has_ext, 0));
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->route_id, MM_ROUTE_UNMATCHED));
+
+	for (int big = 0; big < 2; big++) {
+		n = snprintf(req, sizeof(req),
+			     "GET http://x.test/abs HTTP/1.1\r\nHost: x.test\r\n"
+			     "Cookie: %0*d\r\n\r\n", big ? 1200 : 10, 7);
+		OK(fx_reset());
+		OK(fx_open(0, MM_ROLE_UNKNOWN));
+		OK(fx_chunks(0, 1, req, n, 5));
+		OK(fx_buf(0, 0, S(RESP_200)));
+		REQUIRE(ASSERT_EQ(fx_drain(), 2));
+		REQUIRE(ASSERT_EQ(EV(0)->type, MM_EVT_HEAD));
+		REQUIRE(ASSERT_EQ(EV(0)->head_len, big ? MM_HEAD_MAX : n));
+		REQUIRE(ASSERT_TRUE(!memcmp(FX_HEAD(0), req, EV(0)->head_len)));
+		REQUIRE(ASSERT_EQ(EV(0)->flags, big ? MM_EV_HEAD_TRUNC : 0));
+		REQUIRE(ASSERT_EQ(EV(1)->route_id, MM_ROUTE_DEFER));
+	}
+}
+
+/*
  * A status line whose code is below 100 is not HTTP (RFC 9110 15): the
  * request is reported aborted, never as a completed exchange with status
  * 0 or 11 (found by fuzz_bpf_parser).

@@ -151,6 +151,8 @@ static int load_slots(size_t nslots, char *err, size_t errlen)
 		if (bpf_map_update_elem(rfd, &table->route_keys[i],
 					&table->route_cands[i], BPF_ANY))
 			return -errno;
+	if (route_compile__defers(table))
+		cfg.flags |= MM_CFG_DEFERS;
 	return bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY) ? -errno : 0;
 }
 
@@ -244,6 +246,30 @@ static void run_cases(void)
 		} else {
 			REQUIRE(ASSERT_TRUE(hd == NULL, "case \"%s\": deferred", c->what));
 			answer(ex->route_id, ex->rule_idx, got, sizeof(got));
+		}
+		if (c->bpf == DEFER) {
+			/*
+			 * Again with the head in 7-byte reads: its copy is
+			 * put together from every window it was parsed in
+			 * (the table defers, so each is kept).
+			 */
+			struct mm_conn conn;
+
+			OK(fx_reset());
+			OK(fx_open(0, MM_ROLE_UNKNOWN));
+			OK(fx_chunks(0, 1, head, n, 7));
+			OK(fx_conn(0, &conn));
+			REQUIRE(ASSERT_EQ(conn.has_ext, 1));
+			OK(fx_buf(0, 0, resp, sizeof(resp) - 1));
+			fx_drain();
+			REQUIRE(ASSERT_TRUE(fx_nev == 2 &&
+					    FX_EV(0)->type == MM_EVT_HEAD,
+					    "case \"%s\" in 7-byte reads: no head event",
+					    c->what));
+			REQUIRE(ASSERT_EQ(FX_EV(0)->head_len, n));
+			REQUIRE(ASSERT_TRUE(!memcmp(FX_HEAD(0), head, n),
+					    "case \"%s\" in 7-byte reads: head differs",
+					    c->what));
 		}
 		if (strcmp(got, c->want)) {
 			failed++;

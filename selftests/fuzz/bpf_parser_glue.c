@@ -212,6 +212,13 @@ static void *bpf_ringbuf_reserve(void *ringbuf, __u64 size, __u64 flags)
 	return rb_slot;
 }
 
+static void bpf_ringbuf_discard(void *data, __u64 flags)
+{
+	if (data != rb_slot || !rb_reserved)
+		abort();
+	rb_reserved = false;
+}
+
 static void bpf_ringbuf_submit(void *data, __u64 flags)
 {
 	if (data != rb_slot || !rb_reserved)
@@ -302,16 +309,19 @@ static void add_route(int slot, __u32 vhost, __u32 kind, const char *path,
 	routes[slot].live = true;
 }
 
-static void routes_init(void)
+/* DEFERS: the table has what leaves requests to user space, and says so */
+static void routes_init(bool defers)
 {
 	cfg_map.route_gen = 1;
+	cfg_map.flags = defers ? MM_CFG_DEFERS : 0;
 	add_vhost(MM_VH_EXACT, "a", 0, 0);
-	add_vhost(MM_VH_WILDCARD, "example.com", 1, MM_VHOST_DEEP);
+	add_vhost(MM_VH_WILDCARD, "example.com", 1, defers ? MM_VHOST_DEEP : 0);
 	add_vhost(MM_VH_CATCHALL, "", 2, 0);
-	add_vhost(MM_VH_EXACT, "re.test", 3, MM_VHOST_HAS_REGEX);
+	add_vhost(MM_VH_EXACT, "re.test", 3, defers ? MM_VHOST_HAS_REGEX : 0);
 	add_route(0, 0, MM_PATH_EXACT, "/", 1, MM_M_ANY, 0);
 	add_route(1, 0, MM_PATH_PREFIX, "/api", 2, MM_M_GET, 0);
-	add_route(2, 0, MM_PATH_PREFIX, "/api", 3, MM_M_ANY, MM_CAND_NEEDS_USER);
+	add_route(2, 0, MM_PATH_PREFIX, "/api", 3, MM_M_ANY,
+		  defers ? MM_CAND_NEEDS_USER : 0);
 	add_route(3, 1, MM_PATH_PREFIX, "", 4, MM_M_ANY, 0);
 	add_route(4, 2, MM_PATH_PREFIX, "/x", 5, MM_M_POST, 0);
 	add_route(5, 3, MM_PATH_EXACT, "/e", 6, MM_M_ANY, 0);
@@ -319,7 +329,7 @@ static void routes_init(void)
 
 /* ---- the API ---- */
 
-void fzb_reset(unsigned int role)
+void fzb_reset(unsigned int role, int defers)
 {
 	memset(&conn, 0, sizeof(conn));
 	memset(stats, 0, sizeof(stats));
@@ -336,7 +346,7 @@ void fzb_reset(unsigned int role)
 	nevents = 0;
 	bad_reads = 0;
 	nregions = 0;
-	routes_init();
+	routes_init(defers);
 	conn_init(&conn, bpf_get_current_pid_tgid() >> 32, role);
 	if (role == MM_ROLE_UP)
 		conn.established = 1;

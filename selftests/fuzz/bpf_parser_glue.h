@@ -16,7 +16,7 @@
 
 /* An event as submitted: struct mm_http_event, then head[] for MM_EVT_HEAD. */
 struct fzb_event {
-	char raw[sizeof(struct mm_http_event) + MM_HEAD_MAX];
+	char raw[sizeof(struct mm_http_event) + 2 * MM_HEAD_MAX];
 } __attribute__((aligned(8)));
 
 struct fzb_iov {
@@ -26,7 +26,7 @@ struct fzb_iov {
 
 /* Fresh connection state, counters, events; ROLE as at first sight
  * (MM_ROLE_UNKNOWN) or at connect() (MM_ROLE_UP). */
-void fzb_reset(unsigned int role);
+void fzb_reset(unsigned int role, int defers);
 /* 0: the parser takes one byte per step (no word paths): the oracle run */
 extern int fzb_word_paths;
 void fzb_buf(int is_read, const void *buf, unsigned long len);

@@ -6,8 +6,9 @@
  *
  * Input: one control byte, then operations. Control: bit 0 the connection
  * starts at connect() (upstream leg; else first sight decides), bit 1 the
- * operations go through writev/readv iovecs of (bits 2-4) + 1 bytes each.
- * Operation: a byte H then H & 0x7f data bytes, a read when H & 0x80 (else
+ * operations go through writev/readv iovecs of (bits 2-4) + 1 bytes each,
+ * bit 5 the route table has nothing that leaves a request to user space
+ * (MM_CFG_DEFERS off: heads that span windows are not kept). Operation: a byte H then H & 0x7f data bytes, a read when H & 0x80 (else
  * a write); H & 0x7f == 0 is a read of 0 bytes (EOF). The connection closes
  * after the last operation.
  *
@@ -156,7 +157,7 @@ static void run(const uint8_t *d, size_t n, bool bytewise, struct run *r)
 	r->stray = 0;
 	r->garbage = 0;
 	fzb_word_paths = !bytewise;
-	fzb_reset(ctl & 1 ? MM_ROLE_UP : MM_ROLE_UNKNOWN);
+	fzb_reset(ctl & 1 ? MM_ROLE_UP : MM_ROLE_UNKNOWN, !(ctl & 0x20));
 	while (pos < n) {
 		uint8_t h = d[pos++];
 		int is_read = h & 0x80;

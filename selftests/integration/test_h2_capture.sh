@@ -91,7 +91,9 @@ cfg_flags() {
 	nsenter -t "$AGENT_PID" -m bpftool -j map dump pinned /sys/fs/bpf/milometer/mm_config |
 		$PY -c 'import json,sys; print(json.load(sys.stdin)[0]["formatted"]["value"]["flags"])'
 }
-[ "$(cfg_flags)" = 0 ] || fail "mm_config.flags still $(cfg_flags) with HTTP2 off"
+# bit 0x1 is MM_CFG_HTTP2 (bpf/milometer.h); 0x4 (the table defers) stays
+[ $(($(cfg_flags) & 1)) = 0 ] || fail "mm_config.flags still $(cfg_flags) (MM_CFG_HTTP2 set) with HTTP2 off"
+[ $(($(cfg_flags) & 4)) = 4 ] || fail "mm_config.flags $(cfg_flags): MM_CFG_DEFERS off, but this table has header matches"
 before_api=$(metric $DOWN k8s_httproute_name=api)
 before_h2=$(metric milometer_http2_streams_total result=exchange)
 for i in $(seq 5); do

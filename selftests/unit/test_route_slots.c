@@ -111,6 +111,8 @@ TEST(route_slots_each_gateway_its_routes)
 	ASSERT_EQ(route_compile__build_slots(m, gws, 3, 1, &t, err, sizeof(err)),
 		  0);
 	ASSERT_EQ(t->nslots, 3);
+	/* paths and hosts only: BPF decides every request of this table */
+	ASSERT_TRUE(!route_compile__defers(t));
 	ASSERT_TRUE(!t->slots[0].gw_name && !t->slots[1].missing);
 	ASSERT_STREQ(t->slots[2].gw_ns, "infra");
 	ASSERT_STREQ(t->slots[2].gw_name, "internal");

@@ -33,6 +33,7 @@ static long bpf_probe_read_kernel(void *dst, __u32 size, const void *src);
 static long bpf_loop(__u32 nr_loops, fzb_loop_cb cb, void *ctx, __u64 flags);
 static void *bpf_ringbuf_reserve(void *ringbuf, __u64 size, __u64 flags);
 static void bpf_ringbuf_submit(void *data, __u64 flags);
+static void bpf_ringbuf_discard(void *data, __u64 flags);
 static long bpf_ringbuf_output(void *ringbuf, void *data, __u64 size, __u64 flags);
 static __u64 bpf_ringbuf_query(void *ringbuf, __u64 flags);
 static __u64 bpf_ktime_get_ns(void);
