@@ -85,9 +85,10 @@ struct {
 } mm_conn_zero SEC(".maps");
 
 /*
- * The pipeline past MM_SLOTS_INLINE of connections that pipeline that deep
- * (struct mm_conn_ext), by conn_id; deleted when the connection ends. Full:
- * such requests are reported untracked, without a route.
+ * What a connection needs now and then (struct mm_conn_ext), by conn_id:
+ * its pipeline past MM_SLOTS_INLINE, the earlier reads of a request head
+ * that spans reads and may go to user space; deleted when the connection
+ * ends. Full: such requests are reported untracked, or with route unknown.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
