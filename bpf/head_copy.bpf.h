@@ -27,12 +27,9 @@
 /*
  * Of the head's bytes so far, how many are the last of buf[0, used) (the
  * window) and how many came before it: a head is contiguous and ends at
- * the parse position.
- */
-/*
- * 64-bit all through: a 32-bit value is zero-extended into a new register
- * before a compare, and the bound the compare teaches the verifier misses
- * the copy clang passes on as the size.
+ * the parse position. 64-bit all through: a 32-bit value is zero-extended
+ * into a new register before a compare, and the bound the compare teaches
+ * the verifier misses the copy clang passes on as the size.
  */
 static __always_inline __u64 head_in_window(const struct mm_conn *c,
 					    __u64 used, __u64 *prev)
