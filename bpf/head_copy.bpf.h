@@ -59,6 +59,32 @@ static __always_inline bool head_may_defer(const struct mm_conn *c)
 }
 
 /*
+ * The window's part of the head (the last PART of buf[0, used)) to
+ * dst[prev...], as far as MM_HEAD_MAX; returns the bytes copied. DST has
+ * 2 * MM_HEAD_MAX bytes: with prev < MM_HEAD_MAX and part clamped to
+ * MM_HEAD_MAX, that is what lets the verifier bound offset + size (the
+ * masks and the clamp only show it bounds the code already keeps).
+ */
+static __always_inline __u64 head_window_copy(struct mm_lctx *x, char *dst,
+					      __u64 prev, __u64 part,
+					      __u32 used)
+{
+	__u64 from = used - part;
+
+	if (prev >= MM_HEAD_MAX)
+		return 0;
+	if (part > MM_HEAD_MAX - prev)
+		part = MM_HEAD_MAX - prev;
+	barrier_var(part);
+	if (part > MM_HEAD_MAX)
+		part = MM_HEAD_MAX;
+	barrier_var(prev);
+	bpf_probe_read_kernel(dst + (prev & (MM_HEAD_MAX - 1)), part,
+			      IDX(x->s->buf, from, MM_SCRATCH));
+	return part;
+}
+
+/*
  * The window ends inside a request head (its first USED bytes parsed):
  * keep its part of the head for later, or note that it was not kept.
  */
@@ -66,7 +92,7 @@ static __always_inline void head_save(struct mm_lctx *x, __u32 used)
 {
 	struct mm_conn *c = x->c;
 	struct mm_conn_ext *e;
-	__u64 prev, from, part = head_in_window(c, used, &prev);
+	__u64 prev, part = head_in_window(c, used, &prev);
 
 	if (!part || prev >= MM_HEAD_MAX || c->head_gap)
 		return;
@@ -74,19 +100,8 @@ static __always_inline void head_save(struct mm_lctx *x, __u32 used)
 		c->head_gap = 1;
 		return;
 	}
-	from = used - part;
-	if (part > MM_HEAD_MAX - prev)
-		part = MM_HEAD_MAX - prev;
-	/*
-	 * prev < MM_HEAD_MAX and part <= MM_HEAD_MAX - prev; the masks and the
-	 * clamp only show the verifier bounds within struct mm_conn_ext
-	 * (headbuf first), as in head_copy_out() within the record.
-	 */
-	barrier_var(part);
-	if (part > MM_HEAD_MAX)
-		part = MM_HEAD_MAX;
-	bpf_probe_read_kernel(IDX(e->headbuf, prev, MM_HEAD_MAX), part,
-			      IDX(x->s->buf, from, MM_SCRATCH));
+	/* headbuf comes first in struct mm_conn_ext: 2 * MM_HEAD_MAX fit */
+	head_window_copy(x, e->headbuf, prev, part, used);
 }
 
 /*
@@ -98,8 +113,8 @@ static __always_inline int head_copy_out(struct mm_lctx *x, __u32 used,
 					 char *dst)
 {
 	struct mm_conn *c = x->c;
-	struct mm_conn_ext *e = NULL;
-	__u64 prev, from, part = head_in_window(c, used, &prev);
+	struct mm_conn_ext *e;
+	__u64 prev, part = head_in_window(c, used, &prev);
 
 	if (prev) {
 		if (c->head_gap || !(e = pipe_ext(c, false)))
@@ -108,16 +123,7 @@ static __always_inline int head_copy_out(struct mm_lctx *x, __u32 used,
 	}
 	if (prev >= MM_HEAD_MAX)
 		return MM_HEAD_MAX;
-	from = used - part;
-	if (part > MM_HEAD_MAX - prev)
-		part = MM_HEAD_MAX - prev;
-	barrier_var(part);
-	if (part > MM_HEAD_MAX)
-		part = MM_HEAD_MAX;
-	barrier_var(prev);
-	bpf_probe_read_kernel(dst + (prev & (MM_HEAD_MAX - 1)), part,
-			      IDX(x->s->buf, from, MM_SCRATCH));
-	return prev + part;
+	return prev + head_window_copy(x, dst, prev, part, used);
 }
 
 #endif /* MM_HEAD_COPY_BPF_H */
