@@ -42,6 +42,9 @@ struct rcase {
 	enum bpf_says bpf;
 };
 
+#define A10 "aaaaaaaaaa"
+#define A100 A10 A10 A10 A10 A10 A10 A10 A10 A10 A10
+
 static const struct rcase cases[] = {
 	{ "exact vhost", "GET", "www.example.com", "/x", "",
 	  "apps/login rule 1", KERNEL },
@@ -57,6 +60,14 @@ static const struct rcase cases[] = {
 	  "apps/wild rule 0", KERNEL },
 	{ "longer wildcard wins", "GET", "x.eu.example.com", "/", "",
 	  "apps/deepwild rule 0", KERNEL },
+	{ "wildcard, upper case, whole words", "GET", "NEWS.AB.EU.EXAMPLE.COM",
+	  "/", "", "apps/deepwild rule 0", KERNEL },
+	{ "host of 128 bytes, the most the kernel reads", "GET",
+	  A100 "aaaaaaaaaaaaaaaa.example.com", "/x", "", "apps/wild rule 0",
+	  KERNEL },
+	{ "host of 129 bytes: user space", "GET",
+	  A100 "aaaaaaaaaaaaaaaaa.example.com", "/x", "", "apps/wild rule 0",
+	  DEFER },
 	{ "wildcard never the apex", "GET", "eu.example.com", "/", "",
 	  "apps/wild rule 0", KERNEL },
 	{ "apex not in *.example.com", "GET", "example.com", "/healthz", "",
@@ -339,6 +350,40 @@ TEST(bpf_route_upstream_link)
 	}
 	REQUIRE(ASSERT_TRUE(EV(0)->conn_id != EV(1)->conn_id));
 	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_LINK_FAIL), 0));
+	clear_table();
+}
+
+/*
+ * A response's own Host header (a backend may send anything) is not the
+ * request's, also when its name went byte by byte (a write cut inside
+ * "Host") while a pipelined request waits for its Host line: taken, it
+ * would be that request's first Host.
+ */
+TEST(bpf_route_response_host_ignored)
+{
+	static const char reqs[] = "GET /login HTTP/1.1\r\nHost: www.example.com\r\n\r\n"
+				   "GET /login HTTP/1.1\r\nAccept: */*\r\n";
+	static const char req2_rest[] = "Host: www.example.com\r\n\r\n";
+	static const char resp1_a[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nHos";
+	static const char resp1_b[] = "t: evil.example.org\r\n\r\n";
+	static const char resp2[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	char err[512] = "", got[256];
+
+	OK(fx_reset());
+	REQUIRE(ASSERT_EQ(load_table(err, sizeof(err)), 0));
+	OK(fx_open(0, MM_ROLE_UNKNOWN));
+	OK(fx_buf(0, 1, reqs, sizeof(reqs) - 1));
+	OK(fx_buf(0, 0, resp1_a, sizeof(resp1_a) - 1));
+	OK(fx_buf(0, 0, resp1_b, sizeof(resp1_b) - 1));
+	OK(fx_buf(0, 1, req2_rest, sizeof(req2_rest) - 1));
+	OK(fx_buf(0, 0, resp2, sizeof(resp2) - 1));
+	REQUIRE(ASSERT_EQ(fx_drain(), 2));
+	for (int i = 0; i < 2; i++) {
+		REQUIRE(ASSERT_EQ(EV(i)->type, MM_EVT_EXCHANGE));
+		REQUIRE(ASSERT_EQ(EV(i)->status, 200));
+		answer(EV(i)->route_id, EV(i)->rule_idx, got, sizeof(got));
+		REQUIRE(ASSERT_STREQ(got, "apps/login rule 0"));
+	}
 	clear_table();
 }
 
