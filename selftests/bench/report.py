@@ -26,7 +26,8 @@ def ms(text):
 
 
 def parse_wrk(path):
-    out = {"rps": None, "p50": None, "p99": None, "errors": 0, "non2xx": 0}
+    out = {"rps": None, "p50": None, "p99": None, "errors": 0, "non2xx": 0,
+           "error_kinds": ""}
     try:
         with open(path) as f:
             for line in f:
@@ -36,8 +37,12 @@ def parse_wrk(path):
                 elif len(s) == 2 and s[0] in ("50%", "99%"):
                     out["p" + s[0][:-1]] = ms(s[1])
                 elif line.strip().startswith("Socket errors:"):
-                    out["errors"] = sum(int(x) for x in
-                                        re.findall(r"\w+ (\d+)", line))
+                    kinds = re.findall(r"(\w+) (\d+)", line)
+                    out["errors"] = sum(int(n) for _, n in kinds)
+                    # which kind (connect, read, write, timeout) says
+                    # where to look: resets are read errors
+                    out["error_kinds"] = ", ".join(
+                        "%s %s" % (k, n) for k, n in kinds if n != "0")
                 elif line.strip().startswith("Non-2xx"):
                     out["non2xx"] = int(s[-1])
                 elif line.startswith("finished in"):
@@ -528,12 +533,14 @@ def main():
         # opens upstream connections measures their setup, not the scale
         opens = lambda r: ("%.3f" % (int(r["tcp_opens"]) / r["served"])
                            if "tcp_opens" in r and r["served"] else "n/a")
+        kinds = lambda r: (" (%s)" % r["error_kinds"]
+                           if r.get("error_kinds") else "")
         fl = sel(prefix, capture="floor-hook")
         for r in rs + fl:
-            print("  %6s %-22s %8.0f BPF ns/request  %8.0f req/s  errors %d"
+            print("  %6s %-22s %8.0f BPF ns/request  %8.0f req/s  errors %d%s"
                   "  connects/request %s%s"
                   % (r[key], unit, r["bpf_ns_rq"], r["rps"] or 0,
-                     r["errors"] + r["non2xx"], opens(r),
+                     r["errors"] + r["non2xx"], kinds(r), opens(r),
                      "  (floor: filter + sk state)" if r in fl else ""))
         note = " (%s ns)" % " / ".join("%.0f" % v for v in vals)
         fv = [r["bpf_ns_rq"] for r in fl]
