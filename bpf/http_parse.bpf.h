@@ -579,14 +579,6 @@ static __always_inline __u32 load_tail(struct mm_lctx *x, __u32 i, __u64 *w)
 	return n;
 }
 
-/*
- * In a line we do not read (a header value we do not need, the rest of a
- * request or status line, a trailer): step over every byte before the next
- * '\n' of the word at once. The lowest zero byte of w ^ "\n\n\n\n\n\n\n\n"
- * (the classic has-zero-byte test: exact for the lowest one) is the first
- * '\n'. Returns the bytes stepped over, 0 when the word starts with '\n'
- * or the window has fewer than 8 bytes left.
- */
 /* What the byte path does with the '\n' that ends a line we skip. */
 static __always_inline void skipped_line_end(struct mm_parser *p)
 {
@@ -599,6 +591,14 @@ static __always_inline void skipped_line_end(struct mm_parser *p)
 	}
 }
 
+/*
+ * In a line we do not read (a header value we do not need, the rest of a
+ * request or status line, a trailer): step over every byte up to and with
+ * the next '\n', a word at a time. The lowest zero byte of
+ * w ^ "\n\n\n\n\n\n\n\n" (the classic has-zero-byte test: exact for the lowest
+ * one) is the first '\n'. Returns the bytes stepped over, 0 when none are
+ * left in the window.
+ */
 static __always_inline __u32 skip_in_line(struct mm_lctx *x, __u32 i)
 {
 	__u32 n = 0;
@@ -960,8 +960,9 @@ static __always_inline __u64 zero_bytes(__u64 v)
 #define BYTES(b) ((__u64)(b) * ONES)
 
 /*
- * Eight bytes inside a Host name, none of them ending it (OWS, ':', a
- * line end, NUL) and all fitting in host[]: what host_byte() does with
+ * Eight bytes inside a Host name, none of them one host_byte() or the
+ * value's end treats apart (OWS, ':', CR, LF, NUL: those words go byte by
+ * byte) and all fitting in host[]: what host_byte() does with
  * each, with one store and one length update. host_byte() took ~40
  * instructions a byte, most of them reloading the fields it had just
  * stored (a byte store into host[] may alias any of them).

@@ -68,6 +68,16 @@ static const struct rcase cases[] = {
 	{ "host of 129 bytes: user space", "GET",
 	  A100 "aaaaaaaaaaaaaaaaa.example.com", "/x", "", "apps/wild rule 0",
 	  DEFER },
+	/*
+	 * One more space before the value: its words start at host lengths
+	 * 7, 15, ... 127, where a word no longer fits in host[] (the next
+	 * field, a pipeline slot, would take its last 7 bytes).
+	 */
+	{ "host of 136 bytes, words at odd lengths: user space", "GET",
+	  " " A100 "aaaaaaaaaaaaaaaaaaaaaaaa.example.com", "/x", "",
+	  "apps/wild rule 0", DEFER },
+	{ "port in a whole word of its own", "GET", "www.example.com:12345678",
+	  "/login", "", "apps/login rule 0", KERNEL },
 	{ "wildcard never the apex", "GET", "eu.example.com", "/", "",
 	  "apps/wild rule 0", KERNEL },
 	{ "apex not in *.example.com", "GET", "example.com", "/healthz", "",
@@ -240,6 +250,13 @@ static void run_cases(void)
 		}
 		REQUIRE(ASSERT_TRUE(ex != NULL, "case \"%s\": no exchange event", c->what));
 		REQUIRE(ASSERT_EQ(ex->route_gen, GEN));
+		/* the request's own slot intact: its start before its end */
+		REQUIRE(ASSERT_TRUE(ex->start_ns && ex->end_ns >= ex->start_ns &&
+				    ex->end_ns - ex->start_ns < 10000000000ULL,
+				    "case \"%s\": start %llu end %llu", c->what,
+				    (unsigned long long)ex->start_ns,
+				    (unsigned long long)ex->end_ns));
+		REQUIRE(ASSERT_EQ(ex->req_bytes, n));
 		if (c->bpf == DEFER) {
 			/* the kernel hands the head over; user space decides */
 			REQUIRE(ASSERT_TRUE(ex->route_id == MM_ROUTE_DEFER,
