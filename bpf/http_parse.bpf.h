@@ -946,23 +946,23 @@ static __always_inline __u32 value_end(struct mm_parser *p, __u64 w, __u32 k)
 	return n;
 }
 
-/*
- * Bit 7 of each byte set where that byte of v is 0: exact for every byte
- * (the test in skip_in_line() is exact for the lowest only).
- */
-static __always_inline __u64 zero_bytes(__u64 v)
-{
-	const __u64 low7 = 0x7f7f7f7f7f7f7f7fULL;
-
-	return ~(((v & low7) + low7) | v | low7);
-}
-
 #define BYTES(b) ((__u64)(b) * ONES)
 
 /*
+ * Bit 7 of each byte set where that byte of v is below N (1..0x80): exact
+ * for every byte, no carry crosses one (the test in skip_in_line() is
+ * exact for the lowest only). N = 1 finds zero bytes.
+ */
+static __always_inline __u64 bytes_below(__u64 v, __u8 n)
+{
+	return ~(((v & 0x7f7f7f7f7f7f7f7fULL) + BYTES(0x80 - n)) | v) & HIGHS;
+}
+
+/*
  * Eight bytes inside a Host name, none of them one host_byte() or the
- * value's end treats apart (OWS, ':', CR, LF, NUL: those words go byte by
- * byte) and all fitting in host[]: what host_byte() does with
+ * value's end treats apart (OWS, ':', CR, LF, NUL: those words, and any
+ * with another control byte, go byte by byte) and all fitting in host[]:
+ * what host_byte() does with
  * each, with one store and one length update. host_byte() took ~40
  * instructions a byte, most of them reloading the fields it had just
  * stored (a byte store into host[] may alias any of them).
@@ -974,9 +974,7 @@ static __always_inline bool host_name_word(struct mm_conn *c, __u64 w)
 
 	if (c->host_state || len > MM_HOST_MAX - 8)
 		return false;
-	if (zero_bytes(w) | zero_bytes(w ^ BYTES('\r')) |
-	    zero_bytes(w ^ BYTES('\n')) | zero_bytes(w ^ BYTES(' ')) |
-	    zero_bytes(w ^ BYTES('\t')) | zero_bytes(w ^ BYTES(':')))
+	if (bytes_below(w, 0x21) | bytes_below(w ^ BYTES(':'), 1))
 		return false;
 	lw = lower_word(w);
 	store_u64(IDX(c->host, len, MM_HOST_MAX), lw);
@@ -986,7 +984,7 @@ static __always_inline bool host_name_word(struct mm_conn *c, __u64 w)
 		h = fnv_step(h, lw >> (8 * k));
 	c->host_hash = h;
 	c->host_len = len + 8;
-	dots = zero_bytes(lw ^ BYTES('.'));
+	dots = bytes_below(lw ^ BYTES('.'), 1);
 	if (dots) {
 #pragma unroll
 		for (int k = 0; k < 8; k++)

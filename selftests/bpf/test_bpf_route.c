@@ -76,6 +76,8 @@ static const struct rcase cases[] = {
 	{ "host of 136 bytes, words at odd lengths: user space", "GET",
 	  " " A100 "aaaaaaaaaaaaaaaaaaaaaaaa.example.com", "/x", "",
 	  "apps/wild rule 0", DEFER },
+	{ "two spaces before the host: OWS in a word", "GET",
+	  " www.example.com", "/x", "", "apps/login rule 1", KERNEL },
 	{ "port in a whole word of its own", "GET", "www.example.com:12345678",
 	  "/login", "", "apps/login rule 0", KERNEL },
 	{ "wildcard never the apex", "GET", "eu.example.com", "/", "",
