@@ -53,6 +53,7 @@ static const char *const bpf_stat_names[MM_STAT__COUNT] = {
 	[MM_STAT_H2_LOST] = "h2_lost",
 	[MM_STAT_TLS_NO_CONN] = "tls_no_connection",
 	[MM_STAT_TLS_STREAMS] = "tls_streams",
+	[MM_STAT_ROUTE_STATE_LOST] = "route_state_lost",
 };
 
 enum {
@@ -106,7 +107,7 @@ struct self_metrics {
 
 static const char *const map_names[] = {
 	"mm_conns", "mm_targets", "mm_vhosts",
-	"mm_routes", "mm_conn_exts",
+	"mm_routes", "mm_conn_exts", "mm_route_accs",
 };
 #define NMAPS (sizeof(map_names) / sizeof(map_names[0]))
 

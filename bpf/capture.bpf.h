@@ -221,6 +221,8 @@ static long window_step(__u32 i, void *ctx)
 	s->b_pos = 0;
 	s->b_used = n;
 	s->b_ev = BEV_NONE;
+	if (c->ra_saved)
+		route_acc_load(x);
 	/* each callback advances by at least one byte: n calls at most */
 	bpf_loop(n, parse_block, x, 0);
 	n = s->b_used;
@@ -231,8 +233,10 @@ static long window_step(__u32 i, void *ctx)
 	account(x, n);
 	/* the next window overwrites buf: a head going on keeps its part */
 	if (s->is_req && s->b_ev == BEV_NONE && p->state >= PS_METHOD &&
-	    p->state <= PS_END_LF)
+	    p->state <= PS_END_LF) {
 		head_save(x, n);
+		route_acc_save(x);
+	}
 	switch (s->b_ev) {
 	case BEV_HEAD_END:
 		if (s->is_req)

@@ -167,13 +167,18 @@ struct mm_parser {
 	__u8 cl_bad;
 	__u8 resynced;   /* PS_RESYNC was used: the next garbage is final */
 	__u8 up_h2c;     /* this message has "Upgrade: h2c" */
-	__u8 _pad[7];
+	char name[MM_NAME_MAX]; /* written through a mask of 32: see PS_NAME */
+	__u8 _pad[3];
 	__u64 tok;       /* method bytes / status code being read */
 	__u64 rem;       /* body or chunk bytes left */
 	__u64 cl;        /* Content-Length value */
 	__u64 te_tail;   /* last 8 lower-cased bytes of Transfer-Encoding */
-	char name[32];
 };
+
+_Static_assert(sizeof(struct mm_parser) == 64, "mm_parser: one cache line");
+_Static_assert(__builtin_offsetof(struct mm_parser, name) + 32 <=
+		       sizeof(struct mm_parser),
+	       "mm_parser: a name index masked to 32 stays inside");
 
 /* One request awaiting its response. */
 struct mm_pending {
@@ -188,8 +193,10 @@ struct mm_pending {
 	__u8 method;
 	__u8 flags;      /* MM_EV_* known at request time */
 	__u8 head_done;  /* head parsed: route decided */
-	__u8 _pad[7];
+	__u8 _pad[3];
 };
+
+_Static_assert(sizeof(struct mm_pending) == 48, "mm_pending: no hole");
 
 /*
  * A request past the pipeline depth: its start and route are kept, by
@@ -209,20 +216,47 @@ struct mm_overflow {
 #define MM_ROLE_DOWN    1 /* accepted: the proxy reads requests */
 #define MM_ROLE_UP      2 /* connected: the proxy writes requests */
 
+/*
+ * What the request head being parsed has said about its route so far:
+ * needed only until that head ends, nearly always in the window it starts
+ * in. It lives in the per-CPU mm_scratch while a window is parsed and, for
+ * a head that spans windows, in mm_route_accs between them
+ * (route_acc.bpf.h): in every socket's state it took 288 of 776 bytes.
+ */
+struct mm_route_acc {
+	__u64 path_hash;
+	__u64 host_hash;
+	__u64 bounds[MM_PATH_PREFIXES];
+	__u8 nbounds;
+	__u8 host_len;
+	__u8 host_state;     /* 0 name, 1 port (ignored), 2 done, 3 too long */
+	__u8 ndots;
+	__u8 target_ok;      /* origin-form target ("/...") */
+	__u8 dots_over;      /* the host had more dots than dots[] holds */
+	__u8 lost;           /* saved nowhere between windows: route unknown */
+	__u8 _pad;
+	__u8 dots[MM_DOTS_MAX];
+	char host[MM_HOST_MAX];
+};
+
+/*
+ * One per tracked socket, in its socket storage: 72 bytes of storage
+ * element header + this must stay within a 512-byte kmalloc object.
+ */
 struct mm_conn {
 	__u64 conn_id;
-	__u32 tgid;          /* process that owns the socket (events name it) */
-	__u8 finished;       /* closed: pending requests reported, I/O ignored */
-	__u8 gw;             /* gateway slot of tgid (struct mm_target) */
-	__u8 _pad0[2];
 	__u64 finished_ns;
 	__u64 connect_ns;    /* upstream: when connect() started */
 	__u64 last_resp_ns;  /* time of the last response byte seen */
 	__u64 resp_bytes;    /* of the front exchange */
+	__u32 tgid;          /* process that owns the socket (events name it) */
+	__u32 next_seq;
+	__u32 ovf_front;     /* request number of the oldest untracked request */
 	__u16 status;        /* of the front exchange (final) */
 	__u8 role;
 	__u8 resp_started;   /* a response byte of the front exchange seen */
-	__u32 next_seq;
+	__u8 finished;       /* closed: pending requests reported, I/O ignored */
+	__u8 gw;             /* gateway slot of tgid (struct mm_target) */
 	__u8 head;           /* pipeline index of the oldest request */
 	__u8 count;          /* requests in the pipeline */
 	__u8 untracked;      /* requests past MM_PIPELINE_DEPTH not timed */
@@ -231,37 +265,27 @@ struct mm_conn {
 	__u8 established;    /* upstream: connect() completed */
 	__u8 h2;             /* enum mm_h2_state */
 	__u8 h2_tries;       /* found open: I/Os looked at for HTTP/2 frames */
-	struct mm_link bind;
-	struct mm_parser req;
-	struct mm_parser resp;
-	/* request being parsed: host, path hashes, head copy */
-	__u64 path_hash;
-	__u64 host_hash;
-	__u64 bounds[MM_PATH_PREFIXES];
-	__u8 nbounds;
-	__u8 host_len;
-	__u8 host_state;     /* 0 name, 1 port (ignored), 2 done */
-	__u8 ndots;
-	__u16 head_len;
-	__u8 target_ok;      /* origin-form target ("/...") */
 	__u8 head_trunc;
-	__u8 dots[MM_DOTS_MAX];
-	__u8 dots_over;      /* the host had more dots than dots[] holds */
 	__u8 xhead;          /* mm_conn_ext: ring index of the oldest middle request */
 	__u8 xcount;         /* mm_conn_ext: middle requests (count - MM_SLOTS_INLINE) */
 	__u8 has_ext;        /* an mm_conn_exts entry was made for conn_id */
 	__u8 head_gap;       /* bytes of this head's earlier windows were not kept */
-	__u8 _pad2[3];
-	char host[MM_HOST_MAX];
+	__u8 ra_saved;       /* the head's mm_route_acc waits in mm_route_accs */
+	__u16 head_len;
+	__u8 _pad[4];
+	struct mm_link bind;
+	struct mm_parser req;
+	struct mm_parser resp;
 	/*
 	 * The oldest requests and the newest, in a ring of MM_SLOTS_INLINE
 	 * (pipeline.bpf.h); the ones between, when more are in flight, in
 	 * struct mm_conn_ext.
 	 */
 	struct mm_pending slots[MM_SLOTS_INLINE];
-	__u32 ovf_front;     /* request number of the oldest untracked request */
-	__u32 _pad3;
 };
+
+_Static_assert(sizeof(struct mm_conn) + 72 <= 512,
+	       "mm_conn: a 512-byte kmalloc object with its storage header");
 
 /*
  * What a connection needs beyond its mm_conn now and then, made the first
@@ -304,6 +328,7 @@ struct mm_iovec {
  */
 struct mm_scratch {
 	char buf[MM_SCRATCH];  /* user bytes of the window being parsed */
+	struct mm_route_acc ra; /* of the request head being parsed */
 	/* window loop (one user buffer) */
 	__u64 w_ubuf;
 	__u64 now;

@@ -15,6 +15,7 @@
 #include "bpf/head_copy.bpf.h"
 #include "bpf/maps.bpf.h"
 #include "bpf/pipeline.bpf.h"
+#include "bpf/route_acc.bpf.h"
 #include "bpf/route_lookup.bpf.h"
 
 /*
@@ -231,6 +232,7 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 	c->finished = 1;
 	c->finished_ns = now;
 	stat_inc(MM_STAT_CONNS_CLOSED);
+	route_acc_drop(c);
 	if (c->h2) {
 		/*
 		 * Its streams are the decoder's: it ends them (a feed that lost
@@ -280,13 +282,14 @@ static __always_inline void request_garbage(struct mm_conn *c, bool in_body)
 		c->resp.state = PS_OPAQUE;
 }
 
-static __always_inline void recent_key(struct mm_conn *c, __u8 method,
-				       struct mm_recent_key *k)
+static __always_inline void recent_key(const struct mm_conn *c,
+				       const struct mm_route_acc *a,
+				       __u8 method, struct mm_recent_key *k)
 {
 	k->tgid = c->tgid;
 	k->method = method;
-	k->host_hash = c->host_hash;
-	k->path_hash = c->path_hash;
+	k->host_hash = a->host_hash;
+	k->path_hash = a->path_hash;
 }
 
 static __always_inline __u64 recent_tag(const struct mm_recent_key *k)
@@ -303,6 +306,7 @@ static __always_inline struct mm_recent_slot *recent_slot(__u64 tag)
 }
 
 static __always_inline void set_thread_link(struct mm_conn *c,
+					    const struct mm_route_acc *a,
 					    struct mm_pending *s)
 {
 	struct mm_link l = {
@@ -323,7 +327,7 @@ static __always_inline void set_thread_link(struct mm_conn *c,
 		*tl = l;
 	else
 		stat_inc(MM_STAT_LINK_FAIL);
-	recent_key(c, s->method, &k);
+	recent_key(c, a, s->method, &k);
 	r = recent_slot(recent_tag(&k));
 	if (!r)
 		return;
@@ -352,7 +356,7 @@ static __always_inline bool link_by_content(struct mm_lctx *x,
 	struct mm_recent_slot *r;
 	__u64 tag;
 
-	recent_key(c, s->method, &k);
+	recent_key(c, &x->s->ra, s->method, &k);
 	tag = recent_tag(&k);
 	r = recent_slot(tag);
 	if (!r || r->tag != tag || r->k.tgid != k.tgid ||
@@ -485,7 +489,7 @@ static __always_inline void request_head_done(struct mm_lctx *x)
 			s->rule_idx = x->s->rl_rule_idx;
 			if (s->route_id == MM_ROUTE_DEFER)
 				emit_head(x, s);
-			set_thread_link(c, s);
+			set_thread_link(c, &x->s->ra, s);
 		}
 	}
 	if (p->chunked) {

@@ -41,7 +41,8 @@ static __always_inline __u64 head_in_window(const struct mm_conn *c,
 }
 
 /* May this head still go to user space whole? */
-static __always_inline bool head_may_defer(const struct mm_conn *c)
+static __always_inline bool head_may_defer(const struct mm_conn *c,
+					   const struct mm_route_acc *a)
 {
 	__u32 zero = 0;
 	struct mm_config *cfg = bpf_map_lookup_elem(&mm_config, &zero);
@@ -53,9 +54,9 @@ static __always_inline bool head_may_defer(const struct mm_conn *c)
 	 * host or more dots than dots[] holds; not known before the Host
 	 * value has been read.
 	 */
-	return !c->target_ok || !c->host_len ||
+	return !a->target_ok || !a->host_len ||
 	       (c->req.state == PS_VALUE && c->req.hdr == HDR_HOST) ||
-	       c->host_state == 3 || c->dots_over;
+	       a->host_state == 3 || a->dots_over;
 }
 
 /*
@@ -96,7 +97,7 @@ static __always_inline void head_save(struct mm_lctx *x, __u32 used)
 
 	if (!part || prev >= MM_HEAD_MAX || c->head_gap)
 		return;
-	if (!head_may_defer(c) || !(e = pipe_ext(c, true))) {
+	if (!head_may_defer(c, &x->s->ra) || !(e = pipe_ext(c, true))) {
 		c->head_gap = 1;
 		return;
 	}

@@ -19,6 +19,7 @@
 #include "bpf/conn.bpf.h"
 #include "bpf/maps.bpf.h"
 #include "bpf/pipeline.bpf.h"
+#include "bpf/route_acc.bpf.h"
 
 /*
  * The word paths below do in one step what the byte path does in several,
@@ -92,15 +93,8 @@ static __always_inline void start_request(struct mm_lctx *x)
 	struct mm_conn *c = x->c;
 	struct mm_pending *s = NULL;
 
-	c->path_hash = MM_FNV_OFFSET;
-	c->host_hash = MM_FNV_OFFSET;
-	c->nbounds = 0;
-	c->host_len = 0;
-	c->host_state = 0;
-	c->ndots = 0;
-	c->dots_over = 0;
+	route_acc_reset(&x->s->ra);
 	c->head_len = 0;
-	c->target_ok = 0;
 	c->head_trunc = 0;
 	c->head_gap = 0;
 	/*
@@ -163,41 +157,41 @@ static __always_inline void classify_header(struct mm_parser *p)
 }
 
 /* a '.' at host[pos]: where the wildcard suffixes to try start */
-static __always_inline void host_dot(struct mm_conn *c, __u8 pos)
+static __always_inline void host_dot(struct mm_route_acc *a, __u8 pos)
 {
-	if (c->ndots < MM_DOTS_MAX) {
-		*IDX(c->dots, c->ndots, MM_DOTS_MAX) = pos;
-		c->ndots++;
+	if (a->ndots < MM_DOTS_MAX) {
+		*IDX(a->dots, a->ndots, MM_DOTS_MAX) = pos;
+		a->ndots++;
 	} else {
-		c->dots_over = 1;
+		a->dots_over = 1;
 	}
 }
 
-static __always_inline void host_byte(struct mm_conn *c, __u8 ch)
+static __always_inline void host_byte(struct mm_route_acc *a, __u8 ch)
 {
-	__u8 len = c->host_len;
+	__u8 len = a->host_len;
 
-	if (c->host_state)
+	if (a->host_state)
 		return;
 	if (ch == ' ' || ch == '\t') {
 		if (len)
-			c->host_state = 2; /* trailing OWS */
+			a->host_state = 2; /* trailing OWS */
 		return;
 	}
 	if (ch == ':') { /* port in Host is ignored */
-		c->host_state = 1;
+		a->host_state = 1;
 		return;
 	}
 	if (len >= MM_HOST_MAX) {
-		c->host_state = 3; /* too long: user space decides */
+		a->host_state = 3; /* too long: user space decides */
 		return;
 	}
 	ch = lower(ch);
-	*IDX(c->host, len, MM_HOST_MAX) = ch;
-	c->host_len = len + 1;
-	c->host_hash = fnv_step(c->host_hash, ch);
+	*IDX(a->host, len, MM_HOST_MAX) = ch;
+	a->host_len = len + 1;
+	a->host_hash = fnv_step(a->host_hash, ch);
 	if (ch == '.')
-		host_dot(c, len);
+		host_dot(a, len);
 }
 
 static __always_inline int header_value_byte(struct mm_lctx *x, __u8 ch)
@@ -207,7 +201,7 @@ static __always_inline int header_value_byte(struct mm_lctx *x, __u8 ch)
 	switch (p->hdr) {
 	case HDR_HOST:
 		if (x->s->is_req)
-			host_byte(x->c, ch);
+			host_byte(&x->s->ra, ch);
 		break;
 	case HDR_CL:
 		if (ch >= '0' && ch <= '9') {
@@ -304,7 +298,7 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 	case PS_TARGET:
 		if (!p->tok_len) {
 			p->tok_len = 1;
-			c->target_ok = ch == '/';
+			x->s->ra.target_ok = ch == '/';
 		}
 		if (ch == ' ') {
 			p->state = PS_VERSION;
@@ -313,14 +307,16 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 		} else if (ch < 0x21 || ch == 0x7f) {
 			return garbage(x, i);
 		} else {
+			struct mm_route_acc *a = &x->s->ra;
+
 			if (ch == '/') {
-				if (c->nbounds < MM_PATH_PREFIXES)
-					*IDX(c->bounds, c->nbounds, MM_PATH_PREFIXES) =
-						c->path_hash;
-				if (c->nbounds < 255)
-					c->nbounds++;
+				if (a->nbounds < MM_PATH_PREFIXES)
+					*IDX(a->bounds, a->nbounds, MM_PATH_PREFIXES) =
+						a->path_hash;
+				if (a->nbounds < 255)
+					a->nbounds++;
 			}
-			c->path_hash = fnv_step(c->path_hash, ch);
+			a->path_hash = fnv_step(a->path_hash, ch);
 		}
 		return 0;
 	case PS_QUERY:
@@ -372,8 +368,9 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 	case PS_NAME:
 		if (ch == ':') {
 			classify_header(p);
-			if (p->hdr == HDR_HOST && (!x->s->is_req || c->host_len ||
-						   c->host_state))
+			if (p->hdr == HDR_HOST &&
+			    (!x->s->is_req || x->s->ra.host_len ||
+			     x->s->ra.host_state))
 				p->hdr = HDR_OTHER; /* first Host wins */
 			p->state = PS_VALUE;
 			return 0;
@@ -388,6 +385,11 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 			p->state = PS_LINE;
 			return 0;
 		}
+		/*
+		 * The mask only shows the verifier a bound (clang drops the
+		 * compare's): the index is below MM_NAME_MAX, and any masked
+		 * one stays inside struct mm_parser.
+		 */
 		if (p->name_len < MM_NAME_MAX)
 			*IDX(p->name, p->name_len, 32) = lower(ch);
 		if (p->name_len < 255)
@@ -833,13 +835,13 @@ static __always_inline __u32 line_start(struct mm_lctx *x, __u32 i)
 	if (lw == W_UPGRADE)
 		return 0;
 	if ((lw & M_HOST) == W_HOST && x->s->is_req) {
-		struct mm_conn *c = x->c;
+		struct mm_route_acc *a = &x->s->ra;
 		/* and the usual one space: the value's words start at its name */
 		__u32 n = (__u8)(w >> 40) == ' ' ? 6 : 5;
 
 		head_count(x->c, n);
 		/* first Host wins, as in the byte path */
-		p->hdr = c->host_len || c->host_state ? HDR_OTHER : HDR_HOST;
+		p->hdr = a->host_len || a->host_state ? HDR_OTHER : HDR_HOST;
 		p->state = PS_VALUE;
 		return n;
 	}
@@ -856,7 +858,7 @@ static __always_inline __u32 line_start(struct mm_lctx *x, __u32 i)
  */
 static __always_inline __u32 target_word(struct mm_lctx *x, __u32 i)
 {
-	struct mm_conn *c = x->c;
+	struct mm_route_acc *a = &x->s->ra;
 	struct mm_parser *p = x->p;
 	__u32 k, avail;
 	__u64 w, h;
@@ -867,9 +869,9 @@ static __always_inline __u32 target_word(struct mm_lctx *x, __u32 i)
 	if (!p->tok_len) {
 		/* the first target byte: as the byte path's PS_TARGET */
 		p->tok_len = 1;
-		c->target_ok = (__u8)w == '/';
+		a->target_ok = (__u8)w == '/';
 	}
-	h = c->path_hash;
+	h = a->path_hash;
 #pragma unroll
 	for (k = 0; k < 8; k++) {
 		__u8 ch = w >> (8 * k);
@@ -877,14 +879,14 @@ static __always_inline __u32 target_word(struct mm_lctx *x, __u32 i)
 		if (ch < 0x21 || ch == 0x7f || ch == '?')
 			break;
 		if (ch == '/') {
-			if (c->nbounds < MM_PATH_PREFIXES)
-				*IDX(c->bounds, c->nbounds, MM_PATH_PREFIXES) = h;
-			if (c->nbounds < 255)
-				c->nbounds++;
+			if (a->nbounds < MM_PATH_PREFIXES)
+				*IDX(a->bounds, a->nbounds, MM_PATH_PREFIXES) = h;
+			if (a->nbounds < 255)
+				a->nbounds++;
 		}
 		h = fnv_step(h, ch);
 	}
-	c->path_hash = h;
+	a->path_hash = h;
 	if ((__u8)(w >> (8 * (k & 7))) == ' ' && k < 8) {
 		k++;
 		p->state = PS_VERSION;
@@ -967,29 +969,29 @@ static __always_inline __u64 bytes_below(__u64 v, __u8 n)
  * instructions a byte, most of them reloading the fields it had just
  * stored (a byte store into host[] may alias any of them).
  */
-static __always_inline bool host_name_word(struct mm_conn *c, __u64 w)
+static __always_inline bool host_name_word(struct mm_route_acc *a, __u64 w)
 {
-	__u8 len = c->host_len;
+	__u8 len = a->host_len;
 	__u64 lw, h, dots;
 
-	if (c->host_state || len > MM_HOST_MAX - 8)
+	if (a->host_state || len > MM_HOST_MAX - 8)
 		return false;
 	if (bytes_below(w, 0x21) | bytes_below(w ^ BYTES(':'), 1))
 		return false;
 	lw = lower_word(w);
-	store_u64(IDX(c->host, len, MM_HOST_MAX), lw);
-	h = c->host_hash;
+	store_u64(IDX(a->host, len, MM_HOST_MAX), lw);
+	h = a->host_hash;
 #pragma unroll
 	for (int k = 0; k < 8; k++)
 		h = fnv_step(h, lw >> (8 * k));
-	c->host_hash = h;
-	c->host_len = len + 8;
+	a->host_hash = h;
+	a->host_len = len + 8;
 	dots = bytes_below(lw ^ BYTES('.'), 1);
 	if (dots) {
 #pragma unroll
 		for (int k = 0; k < 8; k++)
 			if (dots & (0x80ULL << (8 * k)))
-				host_dot(c, len + k);
+				host_dot(a, len + k);
 	}
 	return true;
 }
@@ -1007,7 +1009,7 @@ static __always_inline __u32 host_word(struct mm_lctx *x, __u32 i)
 	avail = load_tail(x, i, &w);
 	if (!avail)
 		return 0;
-	if (avail == 8 && host_name_word(c, w)) {
+	if (avail == 8 && host_name_word(&x->s->ra, w)) {
 		head_count(c, 8);
 		return 8;
 	}
@@ -1017,7 +1019,7 @@ static __always_inline __u32 host_word(struct mm_lctx *x, __u32 i)
 
 		if (!ch || ch == '\r' || ch == '\n')
 			break;
-		host_byte(c, ch);
+		host_byte(&x->s->ra, ch);
 	}
 	k += value_end(x->p, w, k);
 	if (k)

@@ -98,6 +98,20 @@ struct {
 	__type(value, struct mm_conn_ext);
 } mm_conn_exts SEC(".maps");
 
+/*
+ * A request head's struct mm_route_acc between two windows it spans, by
+ * conn_id (route_acc.bpf.h): made at the end of the first, deleted at the
+ * start of the next or when the connection ends. Full: the head's route is
+ * reported unknown (MM_STAT_ROUTE_STATE_LOST).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct mm_route_acc);
+} mm_route_accs SEC(".maps");
+
 /* A zeroed mm_conn_ext to create mm_conn_exts entries from. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -152,8 +152,10 @@ static __always_inline struct mm_conn *fb_conn_create(__u64 key)
 		return NULL;
 	/* a socket address reused after a missed close starts afresh */
 	old = bpf_map_lookup_elem(&mm_conns, &key);
-	if (old)
+	if (old) {
 		pipe_free(old);
+		route_acc_drop(old);
+	}
 	if (bpf_map_update_elem(&mm_conns, &key, init, BPF_ANY)) {
 		stat_inc(MM_STAT_CONN_MAP_FULL);
 		return NULL;

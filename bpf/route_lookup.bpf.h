@@ -43,9 +43,9 @@ static long suffix_byte(__u32 i, void *ctx)
 	struct mm_scratch *s = x->s;
 	__u32 pos = s->sfx_from + i;
 
-	if (pos >= x->c->host_len)
+	if (pos >= x->s->ra.host_len)
 		return 1;
-	s->sfx_hash = fnv_step(s->sfx_hash, *IDX(x->c->host, pos, MM_HOST_MAX));
+	s->sfx_hash = fnv_step(s->sfx_hash, *IDX(x->s->ra.host, pos, MM_HOST_MAX));
 	return 0;
 }
 
@@ -67,9 +67,9 @@ static long wildcard_try(__u32 i, void *ctx)
 	struct mm_vhost_val *vh;
 	__u32 from;
 
-	if (i >= x->c->ndots || i >= MM_DOTS_MAX)
+	if (i >= x->s->ra.ndots || i >= MM_DOTS_MAX)
 		return 1;
-	from = *IDX(x->c->dots, i, MM_DOTS_MAX) + 1;
+	from = *IDX(x->s->ra.dots, i, MM_DOTS_MAX) + 1;
 	/* "*.example.com" never matches the apex: a label must precede */
 	if (from <= 1)
 		return 0;
@@ -91,15 +91,16 @@ static __always_inline bool vhost_lookup(struct mm_lctx *x, bool *defer)
 {
 	struct mm_conn *c = x->c;
 	struct mm_scratch *s = x->s;
+	struct mm_route_acc *a = &s->ra;
 	struct mm_vhost_key key = { .gen = s->rl_gen, .gw = c->gw };
 	struct mm_vhost_val *vh;
-	__u64 h = c->host_hash;
-	__u8 len = c->host_len;
+	__u64 h = a->host_hash;
+	__u8 len = a->host_len;
 
 	if (len) {
 		/* "example.com." names the same host as "example.com" */
-		if (*IDX(c->host, len - 1, MM_HOST_MAX) == '.') {
-			c->host_len = len - 1;
+		if (*IDX(a->host, len - 1, MM_HOST_MAX) == '.') {
+			a->host_len = len - 1;
 			h = suffix_hash(x, 0);
 		}
 		key.kind = MM_VH_EXACT;
@@ -107,14 +108,14 @@ static __always_inline bool vhost_lookup(struct mm_lctx *x, bool *defer)
 		vh = bpf_map_lookup_elem(&mm_vhosts, &key);
 		if (vh)
 			goto found;
-		if (c->ndots) {
+		if (a->ndots) {
 			s->vh_found = 0;
 			bpf_loop(MM_DOTS_MAX, wildcard_try, x, 0);
 			if (s->vh_found)
 				return true;
 		}
 		/* shorter suffixes past dots[] were not tried: user space */
-		if (c->dots_over) {
+		if (a->dots_over) {
 			*defer = true;
 			return false;
 		}
@@ -139,14 +140,14 @@ static long prefix_try(__u32 i, void *ctx)
 		.gen = s->rl_gen, .vhost_id = s->rl_vhost, .kind = MM_PATH_PREFIX,
 	};
 	struct mm_route_cands *rc;
-	__u32 nb = x->c->nbounds;
+	__u32 nb = x->s->ra.nbounds;
 
 	if (nb > MM_PATH_PREFIXES)
 		nb = MM_PATH_PREFIXES;
 	if (i > nb)
 		return 1;
-	key.hash = i ? *IDX(x->c->bounds, nb - i, MM_PATH_PREFIXES) :
-		       x->c->path_hash;
+	key.hash = i ? *IDX(x->s->ra.bounds, nb - i, MM_PATH_PREFIXES) :
+		       x->s->ra.path_hash;
 	rc = bpf_map_lookup_elem(&mm_routes, &key);
 	if (!rc)
 		return 0;
@@ -161,8 +162,8 @@ static long prefix_try(__u32 i, void *ctx)
 static __always_inline __u32 route_decide(struct mm_lctx *x, __u8 method)
 {
 	struct mm_route_key key = { .kind = MM_PATH_EXACT };
-	struct mm_conn *c = x->c;
 	struct mm_scratch *s = x->s;
+	struct mm_route_acc *a = &s->ra;
 	struct mm_route_cands *rc;
 	bool defer = false;
 	int v;
@@ -170,11 +171,11 @@ static __always_inline __u32 route_decide(struct mm_lctx *x, __u8 method)
 	s->rl_rule_idx = 0;
 	if (!vhost_lookup(x, &defer))
 		return defer ? MM_ROUTE_DEFER : MM_ROUTE_UNMATCHED;
-	if ((s->vh_flags & MM_VHOST_DEEP) && c->nbounds > MM_PATH_PREFIXES)
+	if ((s->vh_flags & MM_VHOST_DEEP) && a->nbounds > MM_PATH_PREFIXES)
 		return MM_ROUTE_DEFER;
 	key.gen = s->rl_gen;
 	key.vhost_id = s->vh_id;
-	key.hash = c->path_hash;
+	key.hash = a->path_hash;
 	rc = bpf_map_lookup_elem(&mm_routes, &key);
 	if (rc) {
 		v = scan_cands(rc, method, s);
@@ -207,6 +208,7 @@ static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method)
 	struct mm_config *cfg = bpf_map_lookup_elem(&mm_config, &zero);
 	struct mm_conn *c = x->c;
 	struct mm_scratch *s = x->s;
+	struct mm_route_acc *a = &s->ra;
 	struct mm_route_memo *m;
 	__u64 h;
 	__u32 i, id;
@@ -216,22 +218,25 @@ static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method)
 	if (!cfg)
 		return MM_ROUTE_UNKNOWN;
 	s->rl_gen = cfg->route_gen;
+	/* what the head said of its route was lost between windows */
+	if (a->lost)
+		return MM_ROUTE_UNKNOWN;
 	/* absolute-form targets, hosts past MM_HOST_MAX: user space decides */
-	if (!c->target_ok || c->host_state == 3)
+	if (!a->target_ok || a->host_state == 3)
 		return MM_ROUTE_DEFER;
-	h = (c->host_hash ^ (c->path_hash * 31)) + method + ((__u64)c->gw << 8);
+	h = (a->host_hash ^ (a->path_hash * 31)) + method + ((__u64)c->gw << 8);
 	i = (h ^ (h >> 29)) & (MM_ROUTE_CACHE_SLOTS - 1);
 	m = bpf_map_lookup_elem(&mm_route_cache, &i);
 	if (m && m->valid && m->gen == s->rl_gen && m->method == method &&
 	    m->gw == c->gw &&
-	    m->host_hash == c->host_hash && m->path_hash == c->path_hash) {
+	    m->host_hash == a->host_hash && m->path_hash == a->path_hash) {
 		s->rl_rule_idx = m->rule_idx;
 		return m->route_id;
 	}
 	id = route_decide(x, method);
 	if (m) {
-		m->host_hash = c->host_hash;
-		m->path_hash = c->path_hash;
+		m->host_hash = a->host_hash;
+		m->path_hash = a->path_hash;
 		m->gen = s->rl_gen;
 		m->route_id = id;
 		m->rule_idx = s->rl_rule_idx;

@@ -406,6 +406,131 @@ TEST(bpf_route_response_host_ignored)
 	clear_table();
 }
 
+/* Entries in mm_route_accs: heads waiting there for their next read. */
+static int route_accs_held(void)
+{
+	int fd = fx_map_fd("mm_route_accs"), n = 0;
+	__u64 k, next;
+
+	for (int err = bpf_map_get_next_key(fd, NULL, &next); !err;
+	     err = bpf_map_get_next_key(fd, &k, &next)) {
+		k = next;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Heads A and B on connections 0 and 1, each in reads of K bytes, read in
+ * turns (A's first, B's first, A's second...), then a response on each;
+ * NB = 0: A alone.
+ */
+static int interleave(const char *a, size_t na, const char *b, size_t nb,
+		      size_t k)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	int err = fx_reset() ?: fx_open(0, MM_ROLE_UNKNOWN);
+
+	if (!err && nb)
+		err = fx_open(1, MM_ROLE_UNKNOWN);
+	for (size_t off = 0; !err && (off < na || off < nb); off += k) {
+		if (off < na)
+			err = fx_buf(0, 1, a + off, na - off < k ? na - off : k);
+		if (!err && off < nb)
+			err = fx_buf(1, 1, b + off, nb - off < k ? nb - off : k);
+	}
+	err = err ?: fx_buf(0, 0, resp, sizeof(resp) - 1);
+	return err || !nb ? err : fx_buf(1, 0, resp, sizeof(resp) - 1);
+}
+
+/*
+ * What a head has said of its route (host, its dots, path hash and '/'
+ * boundaries) is kept in per-CPU scratch while a window is parsed, and in
+ * mm_route_accs between the reads of a head they cut: another
+ * connection's head parsed on this CPU in between must change neither.
+ * Every in-kernel case is paired with another of a different answer, both
+ * cut at 1, 5 and 13 bytes, read in turns. And with mm_route_accs full,
+ * a cut head's route is unknown and counted, never another head's.
+ */
+TEST(bpf_route_heads_interleaved)
+{
+	static const size_t cuts[] = { 1, 5, 13 };
+	const size_t ncases = sizeof(cases) / sizeof(cases[0]);
+	char err[512] = "", ha[1024], hb[1024], got[256];
+	size_t na, nb;
+	int fd;
+
+	OK(fx_reset());
+	REQUIRE(ASSERT_EQ(load_table(err, sizeof(err)), 0));
+	for (size_t i = 0; i < ncases; i++) {
+		const struct rcase *ca = &cases[i], *cb = NULL;
+
+		if (ca->bpf != KERNEL)
+			continue;
+		for (size_t d = 1; d < ncases && !cb; d++) {
+			const struct rcase *c = &cases[(i + d) % ncases];
+
+			if (c->bpf == KERNEL && strcmp(c->want, ca->want))
+				cb = c;
+		}
+		REQUIRE(ASSERT_TRUE(cb != NULL));
+		na = head_of(ca, ha, sizeof(ha));
+		nb = head_of(cb, hb, sizeof(hb));
+		for (size_t ci = 0; ci < sizeof(cuts) / sizeof(cuts[0]); ci++) {
+			OK(interleave(ha, na, hb, nb, cuts[ci]));
+			REQUIRE(ASSERT_EQ(fx_drain(), 2));
+			answer(EV(0)->route_id, EV(0)->rule_idx, got, sizeof(got));
+			REQUIRE(ASSERT_TRUE(!strcmp(got, ca->want),
+					    "\"%s\" in %zu-byte reads after \"%s\": %s",
+					    ca->what, cuts[ci], cb->what, got));
+			answer(EV(1)->route_id, EV(1)->rule_idx, got, sizeof(got));
+			REQUIRE(ASSERT_TRUE(!strcmp(got, cb->want),
+					    "\"%s\" in %zu-byte reads after \"%s\": %s",
+					    cb->what, cuts[ci], ca->what, got));
+			REQUIRE(ASSERT_EQ(route_accs_held(), 0));
+			REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_ROUTE_STATE_LOST), 0));
+		}
+	}
+	/* a connection closed inside a cut head leaves no entry behind */
+	OK(fx_reset());
+	OK(fx_open(0, MM_ROLE_UNKNOWN));
+	OK(fx_buf(0, 1, ha, 20));
+	REQUIRE(ASSERT_EQ(route_accs_held(), 1));
+	OK(fx_close(0));
+	REQUIRE(ASSERT_EQ(route_accs_held(), 0));
+
+	/* the map full (entries no connection has): unknown, counted */
+	fd = fx_map_fd("mm_route_accs");
+	{
+		struct mm_route_acc junk = { .target_ok = 1 };
+		__u64 key = ~0ULL;
+		int made = 0;
+
+		while (!bpf_map_update_elem(fd, &key, &junk, BPF_NOEXIST)) {
+			key--;
+			made++;
+		}
+		REQUIRE(ASSERT_TRUE(made > 0 && errno == E2BIG,
+				    "filled with %d, then %s", made,
+				    strerror(errno)));
+		na = head_of(&cases[0], ha, sizeof(ha));
+		OK(interleave(ha, na, NULL, 0, 7));
+		REQUIRE(ASSERT_EQ(fx_drain(), 1));
+		REQUIRE(ASSERT_EQ(EV(0)->route_id, MM_ROUTE_UNKNOWN));
+		REQUIRE(ASSERT_EQ(EV(0)->req_bytes, na));
+		REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_ROUTE_STATE_LOST), 1));
+		/* read whole, it needs no entry */
+		OK(interleave(ha, na, NULL, 0, na));
+		REQUIRE(ASSERT_EQ(fx_drain(), 1));
+		answer(EV(0)->route_id, EV(0)->rule_idx, got, sizeof(got));
+		REQUIRE(ASSERT_STREQ(got, cases[0].want));
+		while (made--)
+			bpf_map_delete_elem(fd, &(__u64){ ++key });
+	}
+	REQUIRE(ASSERT_EQ(route_accs_held(), 0));
+	clear_table();
+}
+
 /* One GET through a fresh connection: its exchange event, or NULL. */
 static const struct mm_http_event *one_get(const char *host, const char *path)
 {

@@ -46,6 +46,10 @@ static struct mm_conn conn;
 static struct mm_conn_ext conn_ext, conn_ext_zero;
 static __u64 conn_ext_key;
 static bool conn_ext_live;
+/* mm_route_accs: likewise */
+static struct mm_route_acc route_acc;
+static __u64 route_acc_key;
+static bool route_acc_live;
 static __u64 stats[MM_STAT__COUNT];
 static __u64 conn_ids;
 static struct mm_scratch scratch;
@@ -111,6 +115,9 @@ static void *bpf_map_lookup_elem(void *map, const void *key)
 	if (map == &mm_conn_exts)
 		return conn_ext_live && conn_ext_key == *(const __u64 *)key ?
 			       &conn_ext : NULL;
+	if (map == &mm_route_accs)
+		return route_acc_live && route_acc_key == *(const __u64 *)key ?
+			       &route_acc : NULL;
 	t = table_of(map, &ksz, &vsz);
 	if (!t)
 		abort(); /* a map the emulation does not know: teach it */
@@ -135,6 +142,14 @@ static long bpf_map_update_elem(void *map, const void *key, const void *value,
 		memcpy(&conn_ext, value, sizeof(conn_ext));
 		return 0;
 	}
+	if (map == &mm_route_accs) {
+		if (route_acc_live && route_acc_key != *(const __u64 *)key)
+			abort(); /* one connection here */
+		route_acc_key = *(const __u64 *)key;
+		route_acc_live = true;
+		memcpy(&route_acc, value, sizeof(route_acc));
+		return 0;
+	}
 	if (!t)
 		abort();
 	slot = bpf_map_lookup_elem(map, key) ?
@@ -153,6 +168,12 @@ static long bpf_map_update_elem(void *map, const void *key, const void *value,
 
 static long bpf_map_delete_elem(void *map, const void *key)
 {
+	if (map == &mm_route_accs) {
+		if (!route_acc_live || route_acc_key != *(const __u64 *)key)
+			return -2; /* ENOENT */
+		route_acc_live = false;
+		return 0;
+	}
 	if (map != &mm_conn_exts)
 		abort(); /* not on the parsing path */
 	if (!conn_ext_live || conn_ext_key != *(const __u64 *)key)
@@ -342,6 +363,8 @@ void fzb_reset(unsigned int role, int defers)
 	thread_link_live = false;
 	memset(&conn_ext, 0xa5, sizeof(conn_ext)); /* made from conn_ext_zero */
 	conn_ext_live = false;
+	memset(&route_acc, 0xa5, sizeof(route_acc));
+	route_acc_live = false;
 	kv_next = 0;
 	nevents = 0;
 	bad_reads = 0;
@@ -359,6 +382,11 @@ static void io(int is_read, __u32 kind, const void *buf, __u64 cnt, long ret)
 	if (conn.finished || ret <= 0)
 		return;
 	capture_io(&conn, &a, ret, is_read);
+	/*
+	 * Another connection's parse on this CPU before the next I/O: what a
+	 * head said of its route must survive in mm_conn_ext, not scratch.
+	 */
+	memset(&scratch.ra, 0xa5, sizeof(scratch.ra));
 	nregions = 0;
 }
 
@@ -427,6 +455,11 @@ const struct fzb_event *fzb_event(int i)
 int fzb_ext_live(void)
 {
 	return conn_ext_live;
+}
+
+int fzb_route_acc_live(void)
+{
+	return route_acc_live;
 }
 
 __u64 fzb_bad_reads(void)

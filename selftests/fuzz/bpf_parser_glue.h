@@ -44,5 +44,6 @@ const struct fzb_event *fzb_event(int i);
 __u64 fzb_bad_reads(void);
 /* the connection has an mm_conn_exts entry (pipelined past MM_SLOTS_INLINE) */
 int fzb_ext_live(void);
+int fzb_route_acc_live(void);
 
 #endif /* MM_FUZZ_BPF_PARSER_GLUE_H */

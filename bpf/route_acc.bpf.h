@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * A request head's struct mm_route_acc (conn.bpf.h) between the windows it
+ * spans. The parser keeps it in the per-CPU mm_scratch, which the next
+ * window of another connection on this CPU overwrites: a window that ends
+ * inside a head puts it in mm_route_accs, and the connection's next window
+ * takes it back out. Heads nearly always end in the window they start in,
+ * so sockets do without those 288 bytes, and the map holds only heads
+ * waiting for their next read. With nowhere to put it (the map full) the
+ * head's route is reported unknown, and counted.
+ */
+#ifndef MM_ROUTE_ACC_BPF_H
+#define MM_ROUTE_ACC_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#include "bpf/conn.bpf.h"
+#include "bpf/maps.bpf.h"
+
+#define RA_SAVED 1 /* c->ra_saved: in mm_route_accs */
+#define RA_LOST  2 /* c->ra_saved: kept nowhere */
+
+/* A head starts: nothing said yet. */
+static __always_inline void route_acc_reset(struct mm_route_acc *a)
+{
+	a->path_hash = MM_FNV_OFFSET;
+	a->host_hash = MM_FNV_OFFSET;
+	a->nbounds = 0;
+	a->host_len = 0;
+	a->host_state = 0;
+	a->ndots = 0;
+	a->dots_over = 0;
+	a->target_ok = 0;
+	a->lost = 0;
+}
+
+/* The window ends inside a request head: keep what it said so far. */
+static __always_inline void route_acc_save(struct mm_lctx *x)
+{
+	struct mm_conn *c = x->c;
+	struct mm_route_acc *a = &x->s->ra;
+	/* on the stack: 6.1 takes no key from a global function's argument */
+	__u64 id = c->conn_id;
+
+	if (bpf_map_update_elem(&mm_route_accs, &id, a, BPF_ANY)) {
+		if (!a->lost)
+			stat_inc(MM_STAT_ROUTE_STATE_LOST);
+		c->ra_saved = RA_LOST;
+		return;
+	}
+	c->ra_saved = RA_SAVED;
+}
+
+/* A window of a connection whose head went on past its last window. */
+static __always_inline void route_acc_load(struct mm_lctx *x)
+{
+	struct mm_conn *c = x->c;
+	struct mm_route_acc *a = &x->s->ra, *saved = NULL;
+	__u64 id = c->conn_id;
+
+	if (c->ra_saved == RA_SAVED)
+		saved = bpf_map_lookup_elem(&mm_route_accs, &id);
+	c->ra_saved = 0;
+	if (saved) {
+		*a = *saved;
+		bpf_map_delete_elem(&mm_route_accs, &id);
+		return;
+	}
+	/* kept nowhere (or, not reached, deleted meanwhile) */
+	route_acc_reset(a);
+	a->lost = 1;
+}
+
+/* The connection ends, maybe inside a head. */
+static __always_inline void route_acc_drop(struct mm_conn *c)
+{
+	__u64 id = c->conn_id;
+
+	if (c->ra_saved == RA_SAVED)
+		bpf_map_delete_elem(&mm_route_accs, &id);
+	c->ra_saved = 0;
+}
+
+#endif /* MM_ROUTE_ACC_BPF_H */
