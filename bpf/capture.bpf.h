@@ -221,8 +221,6 @@ static long window_step(__u32 i, void *ctx)
 	s->b_pos = 0;
 	s->b_used = n;
 	s->b_ev = BEV_NONE;
-	if (c->ra_saved)
-		route_acc_load(x);
 	/* each callback advances by at least one byte: n calls at most */
 	bpf_loop(n, parse_block, x, 0);
 	n = s->b_used;
@@ -233,10 +231,8 @@ static long window_step(__u32 i, void *ctx)
 	account(x, n);
 	/* the next window overwrites buf: a head going on keeps its part */
 	if (s->is_req && s->b_ev == BEV_NONE && p->state >= PS_METHOD &&
-	    p->state <= PS_END_LF) {
+	    p->state <= PS_END_LF)
 		head_save(x, n);
-		route_acc_save(x);
-	}
 	switch (s->b_ev) {
 	case BEV_HEAD_END:
 		if (s->is_req)
@@ -479,6 +475,13 @@ static __always_inline void capture_io(struct mm_conn *c,
 	x.s->is_req = is_req;
 	x.s->now = is_req ? bpf_ktime_get_ns() : c->last_resp_ns;
 	was_h2 = c->h2;
+	/*
+	 * What a request head cut by the last read has said of its route.
+	 * The windows of one I/O share the scratch copy: only between I/Os
+	 * may another socket's parse on this CPU overwrite it.
+	 */
+	if (is_req && c->ra_saved)
+		route_acc_load(&x);
 
 	switch (a->kind) {
 	case MM_IO_BUF:
@@ -522,6 +525,8 @@ static __always_inline void capture_io(struct mm_conn *c,
 		skip_bytes(&x, ret);
 		break;
 	}
+	if (is_req && x.p->state >= PS_METHOD && x.p->state <= PS_END_LF)
+		route_acc_save(&x);
 	/*
 	 * A 101 to "Upgrade: h2c" switched the connection inside this write:
 	 * what follows the 101 head in the buffer is HTTP/2 already.

@@ -218,9 +218,9 @@ struct mm_overflow {
 
 /*
  * What the request head being parsed has said about its route so far:
- * needed only until that head ends, nearly always in the window it starts
- * in. It lives in the per-CPU mm_scratch while a window is parsed and, for
- * a head that spans windows, in mm_route_accs between them
+ * needed only until that head ends, nearly always in the read it starts
+ * in. It lives in the per-CPU mm_scratch while an I/O is parsed and, for
+ * a head that spans reads, in mm_route_accs between them
  * (route_acc.bpf.h): in every socket's state it took 288 of 776 bytes.
  */
 struct mm_route_acc {
@@ -328,7 +328,7 @@ struct mm_iovec {
  */
 struct mm_scratch {
 	char buf[MM_SCRATCH];  /* user bytes of the window being parsed */
-	struct mm_route_acc ra; /* of the request head being parsed */
+	struct mm_route_acc ra; /* of the request head being parsed (this I/O) */
 	/* window loop (one user buffer) */
 	__u64 w_ubuf;
 	__u64 now;

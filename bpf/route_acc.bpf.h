@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
 /*
- * A request head's struct mm_route_acc (conn.bpf.h) between the windows it
- * spans. The parser keeps it in the per-CPU mm_scratch, which the next
- * window of another connection on this CPU overwrites: a window that ends
- * inside a head puts it in mm_route_accs, and the connection's next window
- * takes it back out. Heads nearly always end in the window they start in,
- * so sockets do without those 288 bytes, and the map holds only heads
- * waiting for their next read. With nowhere to put it (the map full) the
- * head's route is reported unknown, and counted.
+ * A request head's struct mm_route_acc (conn.bpf.h) between the reads it
+ * spans. The parser keeps it in the per-CPU mm_scratch, which the next I/O
+ * of another socket on this CPU overwrites: an I/O that ends inside a head
+ * puts it in mm_route_accs, and the connection's next request I/O takes it
+ * back out (capture_io()). Heads nearly always come in one read, so sockets
+ * do without those 288 bytes, and the map holds only heads waiting for
+ * their next read. With nowhere to put it (the map full) the head's route
+ * is reported unknown, and counted.
  */
 #ifndef MM_ROUTE_ACC_BPF_H
 #define MM_ROUTE_ACC_BPF_H
@@ -35,7 +35,7 @@ static __always_inline void route_acc_reset(struct mm_route_acc *a)
 	a->lost = 0;
 }
 
-/* The window ends inside a request head: keep what it said so far. */
+/* The I/O ends inside a request head: keep what it said so far. */
 static __always_inline void route_acc_save(struct mm_lctx *x)
 {
 	struct mm_conn *c = x->c;
@@ -52,7 +52,7 @@ static __always_inline void route_acc_save(struct mm_lctx *x)
 	c->ra_saved = RA_SAVED;
 }
 
-/* A window of a connection whose head went on past its last window. */
+/* A request I/O of a connection whose head went on past its last one. */
 static __always_inline void route_acc_load(struct mm_lctx *x)
 {
 	struct mm_conn *c = x->c;

@@ -491,6 +491,40 @@ TEST(bpf_route_heads_interleaved)
 			REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_ROUTE_STATE_LOST), 0));
 		}
 	}
+	/*
+	 * A response between two reads of a pipelined head, and another
+	 * connection's head before it: the response's window must leave the
+	 * saved state to the request's next window.
+	 */
+	{
+		static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+		static const char r1[] = "GET /x HTTP/1.1\r\nHost: a.b.example.com\r\n\r\n"
+					 "GET /api/v2/users HTTP/1.1\r\nHost: www.ex";
+		static const char r2[] = "ample.com\r\n\r\n";
+		static const char other[] = "GET /healthz HTTP/1.1\r\nHost: unknown.org\r\n\r\n";
+		static const char *const want[] = { "apps/wild rule 0",
+						    "apps/catchall rule 0",
+						    "apps/api rule 1" };
+
+		OK(fx_reset());
+		OK(fx_open(0, MM_ROLE_UNKNOWN));
+		OK(fx_open(1, MM_ROLE_UNKNOWN));
+		OK(fx_buf(0, 1, r1, sizeof(r1) - 1));
+		OK(fx_buf(0, 0, resp, sizeof(resp) - 1));
+		OK(fx_buf(1, 1, other, sizeof(other) - 1));
+		OK(fx_buf(1, 0, resp, sizeof(resp) - 1));
+		OK(fx_buf(0, 1, r2, sizeof(r2) - 1));
+		OK(fx_buf(0, 0, resp, sizeof(resp) - 1));
+		REQUIRE(ASSERT_EQ(fx_drain(), 3));
+		for (int i = 0; i < 3; i++) {
+			answer(EV(i)->route_id, EV(i)->rule_idx, got, sizeof(got));
+			REQUIRE(ASSERT_TRUE(!strcmp(got, want[i]),
+					    "exchange %d: %s, want %s", i, got,
+					    want[i]));
+		}
+		REQUIRE(ASSERT_EQ(route_accs_held(), 0));
+	}
+
 	/* a connection closed inside a cut head leaves no entry behind */
 	OK(fx_reset());
 	OK(fx_open(0, MM_ROLE_UNKNOWN));
