@@ -448,8 +448,11 @@ static __always_inline void capture_io(struct mm_conn *c,
 	if (c->h2 || (is_req && !c->next_seq && c->req.state == PS_START &&
 		      mm_h2_start(c, a, ret))) {
 		/* an upstream request is not this stream's: own head decides */
-		if (is_req)
+		if (is_req) {
 			thread_link_forget();
+			if (c->ra_saved)
+				route_acc_drop(c);
+		}
 		if (c->h2 != MM_H2_FEED && c->h2 != MM_H2_LATE)
 			return;
 		x.s = bpf_map_lookup_elem(&mm_scratch, &zero);
@@ -467,6 +470,9 @@ static __always_inline void capture_io(struct mm_conn *c,
 	if (x.p->state == PS_OPAQUE || x.p->state == PS_RESYNC) {
 		if (is_req && c->role == MM_ROLE_DOWN)
 			thread_link_forget();
+		/* a head cut before the stream stopped being HTTP/1 (101) */
+		if (is_req && c->ra_saved)
+			route_acc_drop(c);
 		return;
 	}
 	x.s = bpf_map_lookup_elem(&mm_scratch, &zero);

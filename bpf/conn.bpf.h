@@ -240,8 +240,9 @@ struct mm_route_acc {
 };
 
 /*
- * One per tracked socket, in its socket storage: 72 bytes of storage
- * element header + this must stay within a 512-byte kmalloc object.
+ * One per tracked socket, in its socket storage: with the storage
+ * element's 72-byte header (and 8 more where it comes from bpf_mem_alloc)
+ * it must stay within a 512-byte kmalloc object.
  */
 struct mm_conn {
 	__u64 conn_id;
@@ -272,7 +273,7 @@ struct mm_conn {
 	__u8 head_gap;       /* bytes of this head's earlier windows were not kept */
 	__u8 ra_saved;       /* the head's mm_route_acc waits in mm_route_accs */
 	__u16 head_len;
-	__u8 _pad[4];
+	__u8 _pad[6];
 	struct mm_link bind;
 	struct mm_parser req;
 	struct mm_parser resp;
@@ -284,7 +285,7 @@ struct mm_conn {
 	struct mm_pending slots[MM_SLOTS_INLINE];
 };
 
-_Static_assert(sizeof(struct mm_conn) + 72 <= 512,
+_Static_assert(sizeof(struct mm_conn) + 72 + 8 <= 512,
 	       "mm_conn: a 512-byte kmalloc object with its storage header");
 
 /*

@@ -327,6 +327,9 @@ static __always_inline void set_thread_link(struct mm_conn *c,
 		*tl = l;
 	else
 		stat_inc(MM_STAT_LINK_FAIL);
+	/* without its Host and path, no content to be found by */
+	if (a->lost)
+		return;
 	recent_key(c, a, s->method, &k);
 	r = recent_slot(recent_tag(&k));
 	if (!r)
@@ -356,6 +359,8 @@ static __always_inline bool link_by_content(struct mm_lctx *x,
 	struct mm_recent_slot *r;
 	__u64 tag;
 
+	if (x->s->ra.lost)
+		return false;
 	recent_key(c, &x->s->ra, s->method, &k);
 	tag = recent_tag(&k);
 	r = recent_slot(tag);

@@ -54,7 +54,7 @@ static __always_inline bool head_may_defer(const struct mm_conn *c,
 	 * host or more dots than dots[] holds; not known before the Host
 	 * value has been read.
 	 */
-	return !a->target_ok || !a->host_len ||
+	return a->lost || !a->target_ok || !a->host_len ||
 	       (c->req.state == PS_VALUE && c->req.hdr == HDR_HOST) ||
 	       a->host_state == 3 || a->dots_over;
 }

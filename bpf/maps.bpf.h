@@ -102,7 +102,7 @@ struct {
  * A request head's struct mm_route_acc between two reads it spans, by
  * conn_id (route_acc.bpf.h): made at the end of the first, deleted at the
  * start of the next or when the connection ends. Full: the head's route is
- * reported unknown (MM_STAT_ROUTE_STATE_LOST).
+ * decided in user space from its copy (MM_STAT_ROUTE_STATE_LOST).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

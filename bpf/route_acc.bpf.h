@@ -6,8 +6,9 @@
  * puts it in mm_route_accs, and the connection's next request I/O takes it
  * back out (capture_io()). Heads nearly always come in one read, so sockets
  * do without those 288 bytes, and the map holds only heads waiting for
- * their next read. With nowhere to put it (the map full) the head's route
- * is reported unknown, and counted.
+ * their next read. With nowhere to put it (the map full) the head is
+ * finished in user space from its copy (head_copy.bpf.h), or reported with
+ * its route unknown when that was not kept either; counted.
  */
 #ifndef MM_ROUTE_ACC_BPF_H
 #define MM_ROUTE_ACC_BPF_H
@@ -43,6 +44,9 @@ static __always_inline void route_acc_save(struct mm_lctx *x)
 	/* on the stack: 6.1 takes no key from a global function's argument */
 	__u64 id = c->conn_id;
 
+	/* closed meanwhile (on another CPU): nothing would delete it */
+	if (c->finished)
+		return;
 	if (bpf_map_update_elem(&mm_route_accs, &id, a, BPF_ANY)) {
 		if (!a->lost)
 			stat_inc(MM_STAT_ROUTE_STATE_LOST);
@@ -72,7 +76,7 @@ static __always_inline void route_acc_load(struct mm_lctx *x)
 	a->lost = 1;
 }
 
-/* The connection ends, maybe inside a head. */
+/* The connection ends, maybe inside a head, or its requests stop being parsed. */
 static __always_inline void route_acc_drop(struct mm_conn *c)
 {
 	__u64 id = c->conn_id;

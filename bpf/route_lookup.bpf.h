@@ -218,9 +218,12 @@ static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method)
 	if (!cfg)
 		return MM_ROUTE_UNKNOWN;
 	s->rl_gen = cfg->route_gen;
-	/* what the head said of its route was lost between windows */
+	/*
+	 * What the head said of its route was kept nowhere between its
+	 * reads: user space decides from the head copy (route_acc.bpf.h).
+	 */
 	if (a->lost)
-		return MM_ROUTE_UNKNOWN;
+		return MM_ROUTE_DEFER;
 	/* absolute-form targets, hosts past MM_HOST_MAX: user space decides */
 	if (!a->target_ok || a->host_state == 3)
 		return MM_ROUTE_DEFER;

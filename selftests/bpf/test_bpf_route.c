@@ -449,8 +449,9 @@ static int interleave(const char *a, size_t na, const char *b, size_t nb,
  * mm_route_accs between the reads of a head they cut: another
  * connection's head parsed on this CPU in between must change neither.
  * Every in-kernel case is paired with another of a different answer, both
- * cut at 1, 5 and 13 bytes, read in turns. And with mm_route_accs full,
- * a cut head's route is unknown and counted, never another head's.
+ * cut at 1, 5 and 13 bytes, read in turns; a response, and an upstream
+ * head, in between. With mm_route_accs full, a cut head is finished in
+ * user space from its copy, never with another head's route.
  */
 TEST(bpf_route_heads_interleaved)
 {
@@ -533,13 +534,86 @@ TEST(bpf_route_heads_interleaved)
 	OK(fx_close(0));
 	REQUIRE(ASSERT_EQ(route_accs_held(), 0));
 
-	/* the map full (entries no connection has): unknown, counted */
+	/*
+	 * A head cut right behind an Upgrade that the 101 grants: its stream
+	 * is no longer HTTP/1, and its entry goes with the next read.
+	 */
+	{
+		static const char up[] = "GET /x HTTP/1.1\r\nHost: a.b.example.com\r\n"
+					 "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\nGET /y HT";
+		static const char r101[] = "HTTP/1.1 101 Switching Protocols\r\n"
+					   "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
+		static const char frame[] = "\x81\x02hi";
+
+		OK(fx_reset());
+		OK(fx_open(0, MM_ROLE_UNKNOWN));
+		OK(fx_buf(0, 1, up, sizeof(up) - 1));
+		REQUIRE(ASSERT_EQ(route_accs_held(), 1));
+		OK(fx_buf(0, 0, r101, sizeof(r101) - 1));
+		OK(fx_buf(0, 1, frame, sizeof(frame) - 1));
+		REQUIRE(ASSERT_EQ(route_accs_held(), 0));
+	}
+
+	/*
+	 * An upstream head cut by its writes, another downstream head read
+	 * in between on this thread: the upstream one is still found by its
+	 * content (mm_recent), not taken for the thread's newest request.
+	 */
+	{
+		static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+		static const char down[] = "GET /api/v2/users HTTP/1.1\r\nHost: www.example.com\r\n\r\n";
+		static const char up[] = "GET /api/v2/users HTTP/1.1\r\nHost: www.example.com\r\n"
+					 "X-Forwarded-For: 1.2.3.4\r\n\r\n";
+		static const char other[] = "GET /healthz HTTP/1.1\r\nHost: unknown.org\r\n\r\n";
+		const struct mm_http_event *u = NULL, *d = NULL;
+
+		OK(fx_reset());
+		OK(fx_open(0, MM_ROLE_UNKNOWN));
+		OK(fx_open(1, MM_ROLE_UP));
+		OK(fx_open(2, MM_ROLE_UNKNOWN));
+		OK(fx_buf(0, 1, down, sizeof(down) - 1));
+		for (size_t off = 0; off < sizeof(up) - 1; off += 7) {
+			size_t left = sizeof(up) - 1 - off;
+
+			OK(fx_buf(1, 0, up + off, left < 7 ? left : 7));
+			if (off < sizeof(other) - 1)
+				OK(fx_buf(2, 1, other + off,
+					  sizeof(other) - 1 - off < 7 ?
+						  sizeof(other) - 1 - off : 7));
+		}
+		OK(fx_buf(1, 1, resp, sizeof(resp) - 1));
+		OK(fx_buf(0, 0, resp, sizeof(resp) - 1));
+		OK(fx_buf(2, 0, resp, sizeof(resp) - 1));
+		REQUIRE(ASSERT_EQ(fx_drain(), 3));
+		for (int k = 0; k < 3; k++) {
+			answer(EV(k)->route_id, EV(k)->rule_idx, got, sizeof(got));
+			if (EV(k)->leg == MM_LEG_UPSTREAM)
+				u = EV(k);
+			else if (!strcmp(got, "apps/api rule 1"))
+				d = EV(k);
+		}
+		REQUIRE(ASSERT_TRUE(u && d, "no upstream or no /api exchange"));
+		REQUIRE(ASSERT_EQ(u->parent_conn_id, d->conn_id));
+		REQUIRE(ASSERT_EQ(u->parent_seq, d->req_seq));
+		REQUIRE(ASSERT_EQ(u->route_id, d->route_id));
+	}
+
+	/*
+	 * The map full (entries of no connection): a cut head's route is
+	 * decided in user space from its copy, counted; read whole, a head
+	 * needs no entry.
+	 */
 	fd = fx_map_fd("mm_route_accs");
 	{
+		static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 		struct mm_route_acc junk = { .target_ok = 1 };
+		struct route_result res;
 		__u64 key = ~0ULL;
 		int made = 0;
 
+		OK(fx_reset());
+		OK(fx_open(0, MM_ROLE_UNKNOWN));
+		OK(fx_open(1, MM_ROLE_UNKNOWN));
 		while (!bpf_map_update_elem(fd, &key, &junk, BPF_NOEXIST)) {
 			key--;
 			made++;
@@ -548,18 +622,26 @@ TEST(bpf_route_heads_interleaved)
 				    "filled with %d, then %s", made,
 				    strerror(errno)));
 		na = head_of(&cases[0], ha, sizeof(ha));
-		OK(interleave(ha, na, NULL, 0, 7));
-		REQUIRE(ASSERT_EQ(fx_drain(), 1));
-		REQUIRE(ASSERT_EQ(EV(0)->route_id, MM_ROUTE_UNKNOWN));
-		REQUIRE(ASSERT_EQ(EV(0)->req_bytes, na));
-		REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_ROUTE_STATE_LOST), 1));
-		/* read whole, it needs no entry */
-		OK(interleave(ha, na, NULL, 0, na));
-		REQUIRE(ASSERT_EQ(fx_drain(), 1));
-		answer(EV(0)->route_id, EV(0)->rule_idx, got, sizeof(got));
-		REQUIRE(ASSERT_STREQ(got, cases[0].want));
+		OK(fx_chunks(0, 1, ha, na, 7));
+		OK(fx_buf(0, 0, resp, sizeof(resp) - 1));
+		OK(fx_buf(1, 1, ha, na));
+		OK(fx_buf(1, 0, resp, sizeof(resp) - 1));
 		while (made--)
 			bpf_map_delete_elem(fd, &(__u64){ ++key });
+		REQUIRE(ASSERT_EQ(fx_drain(), 3));
+		REQUIRE(ASSERT_EQ(EV(0)->type, MM_EVT_HEAD));
+		REQUIRE(ASSERT_EQ(EV(0)->head_len, na));
+		REQUIRE(ASSERT_TRUE(!memcmp(FX_HEAD(0), ha, na)));
+		REQUIRE(ASSERT_EQ(route_match__lookup_head(table, 0, FX_HEAD(0),
+							   na, false, &res), 0));
+		answer(res.route_id, res.rule_idx, got, sizeof(got));
+		REQUIRE(ASSERT_STREQ(got, cases[0].want));
+		REQUIRE(ASSERT_EQ(EV(1)->route_id, MM_ROUTE_DEFER));
+		REQUIRE(ASSERT_EQ(EV(1)->req_seq, EV(0)->req_seq));
+		REQUIRE(ASSERT_EQ(EV(1)->req_bytes, na));
+		answer(EV(2)->route_id, EV(2)->rule_idx, got, sizeof(got));
+		REQUIRE(ASSERT_STREQ(got, cases[0].want));
+		REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_ROUTE_STATE_LOST), 1));
 	}
 	REQUIRE(ASSERT_EQ(route_accs_held(), 0));
 	clear_table();

@@ -384,7 +384,7 @@ static void io(int is_read, __u32 kind, const void *buf, __u64 cnt, long ret)
 	capture_io(&conn, &a, ret, is_read);
 	/*
 	 * Another connection's parse on this CPU before the next I/O: what a
-	 * head said of its route must survive in mm_conn_ext, not scratch.
+	 * head said of its route must survive in mm_route_accs, not scratch.
 	 */
 	memset(&scratch.ra, 0xa5, sizeof(scratch.ra));
 	nregions = 0;
