@@ -450,7 +450,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 		/* an upstream request is not this stream's: own head decides */
 		if (is_req) {
 			thread_link_forget();
-			if (c->ra_saved)
+			if (c->ra_held)
 				route_acc_drop(c);
 		}
 		if (c->h2 != MM_H2_FEED && c->h2 != MM_H2_LATE)
@@ -471,7 +471,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 		if (is_req && c->role == MM_ROLE_DOWN)
 			thread_link_forget();
 		/* a head cut before the stream stopped being HTTP/1 (101) */
-		if (is_req && c->ra_saved)
+		if (is_req && c->ra_held)
 			route_acc_drop(c);
 		return;
 	}

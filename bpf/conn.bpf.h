@@ -273,7 +273,8 @@ struct mm_conn {
 	__u8 head_gap;       /* bytes of this head's earlier windows were not kept */
 	__u8 ra_saved;       /* the head's mm_route_acc waits in mm_route_accs */
 	__u16 head_len;
-	__u8 _pad[6];
+	__u8 ra_held;        /* an mm_route_accs entry was made for conn_id */
+	__u8 _pad[5];
 	struct mm_link bind;
 	struct mm_parser req;
 	struct mm_parser resp;

@@ -100,14 +100,14 @@ struct {
 
 /*
  * A request head's struct mm_route_acc between two reads it spans, by
- * conn_id (route_acc.bpf.h): made at the end of the first, deleted at the
- * start of the next or when the connection ends. Full: the head's route is
- * decided in user space from its copy (MM_STAT_ROUTE_STATE_LOST).
+ * conn_id (route_acc.bpf.h): made the first time a connection's head is
+ * cut, deleted when the connection ends. Full: the head's route is decided
+ * in user space from its copy (MM_STAT_ROUTE_STATE_LOST).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 16384);
+	__uint(max_entries, 65536);
 	__type(key, __u64);
 	__type(value, struct mm_route_acc);
 } mm_route_accs SEC(".maps");

@@ -267,7 +267,7 @@ enum mm_stat {
 	MM_STAT_H2_LOST,         /* HTTP/2 feeds stopped: bytes could not be read or sent up */
 	MM_STAT_TLS_NO_CONN,     /* SSL_* I/Os returned after their socket was gone (or not tracked): dropped */
 	MM_STAT_TLS_STREAMS,     /* streams of TLS records (HTTPS listener or backend): not parsed, TLSCapture's */
-	MM_STAT_ROUTE_STATE_LOST, /* request heads spanning reads with no mm_route_accs entry: finished in user space */
+	MM_STAT_ROUTE_STATE_LOST, /* request heads spanning reads with no mm_route_accs entry to be had: finished in user space */
 	MM_STAT__COUNT,
 };
 

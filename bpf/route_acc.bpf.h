@@ -3,10 +3,12 @@
  * A request head's struct mm_route_acc (conn.bpf.h) between the reads it
  * spans. The parser keeps it in the per-CPU mm_scratch, which the next I/O
  * of another socket on this CPU overwrites: an I/O that ends inside a head
- * puts it in mm_route_accs, and the connection's next request I/O takes it
- * back out (capture_io()). Heads nearly always come in one read, so sockets
- * do without those 288 bytes, and the map holds only heads waiting for
- * their next read. With nowhere to put it (the map full) the head is
+ * copies it to the connection's mm_route_accs entry, and the connection's
+ * next request I/O copies it back (capture_io()). Heads nearly always come
+ * in one read, so most sockets do without those 288 bytes. A connection
+ * whose heads are cut (heads longer than a TCP segment: big cookies) keeps
+ * its entry until it ends: made and freed per head, it cost ~500 ns more
+ * per request than two lookups and copies. With nowhere to put it (the map full) the head is
  * finished in user space from its copy (head_copy.bpf.h), or reported with
  * its route unknown when that was not kept either; counted.
  */
@@ -40,19 +42,24 @@ static __always_inline void route_acc_reset(struct mm_route_acc *a)
 static __always_inline void route_acc_save(struct mm_lctx *x)
 {
 	struct mm_conn *c = x->c;
-	struct mm_route_acc *a = &x->s->ra;
+	struct mm_route_acc *a = &x->s->ra, *e = NULL;
 	/* on the stack: 6.1 takes no key from a global function's argument */
 	__u64 id = c->conn_id;
 
 	/* closed meanwhile (on another CPU): nothing would delete it */
 	if (c->finished)
 		return;
-	if (bpf_map_update_elem(&mm_route_accs, &id, a, BPF_ANY)) {
+	if (c->ra_held)
+		e = bpf_map_lookup_elem(&mm_route_accs, &id);
+	if (e) {
+		*e = *a;
+	} else if (bpf_map_update_elem(&mm_route_accs, &id, a, BPF_ANY)) {
 		if (!a->lost)
 			stat_inc(MM_STAT_ROUTE_STATE_LOST);
 		c->ra_saved = RA_LOST;
 		return;
 	}
+	c->ra_held = 1;
 	c->ra_saved = RA_SAVED;
 }
 
@@ -63,12 +70,11 @@ static __always_inline void route_acc_load(struct mm_lctx *x)
 	struct mm_route_acc *a = &x->s->ra, *saved = NULL;
 	__u64 id = c->conn_id;
 
-	if (c->ra_saved == RA_SAVED)
+	if (c->ra_saved == RA_SAVED && c->ra_held)
 		saved = bpf_map_lookup_elem(&mm_route_accs, &id);
 	c->ra_saved = 0;
 	if (saved) {
 		*a = *saved;
-		bpf_map_delete_elem(&mm_route_accs, &id);
 		return;
 	}
 	/* kept nowhere (or, not reached, deleted meanwhile) */
@@ -76,13 +82,14 @@ static __always_inline void route_acc_load(struct mm_lctx *x)
 	a->lost = 1;
 }
 
-/* The connection ends, maybe inside a head, or its requests stop being parsed. */
+/* The connection ends, or its requests stop being parsed (101, h2). */
 static __always_inline void route_acc_drop(struct mm_conn *c)
 {
 	__u64 id = c->conn_id;
 
-	if (c->ra_saved == RA_SAVED)
+	if (c->ra_held)
 		bpf_map_delete_elem(&mm_route_accs, &id);
+	c->ra_held = 0;
 	c->ra_saved = 0;
 }
 

@@ -445,7 +445,7 @@ static int interleave(const char *a, size_t na, const char *b, size_t nb,
 
 /*
  * What a head has said of its route (host, its dots, path hash and '/'
- * boundaries) is kept in per-CPU scratch while a window is parsed, and in
+ * boundaries) is kept in per-CPU scratch while an I/O is parsed, and in
  * mm_route_accs between the reads of a head they cut: another
  * connection's head parsed on this CPU in between must change neither.
  * Every in-kernel case is paired with another of a different answer, both
@@ -488,6 +488,10 @@ TEST(bpf_route_heads_interleaved)
 			REQUIRE(ASSERT_TRUE(!strcmp(got, cb->want),
 					    "\"%s\" in %zu-byte reads after \"%s\": %s",
 					    cb->what, cuts[ci], ca->what, got));
+			/* one entry per connection however often cut, until it ends */
+			REQUIRE(ASSERT_EQ(route_accs_held(), 2));
+			OK(fx_close(0));
+			OK(fx_close(1));
 			REQUIRE(ASSERT_EQ(route_accs_held(), 0));
 			REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_ROUTE_STATE_LOST), 0));
 		}
@@ -523,6 +527,9 @@ TEST(bpf_route_heads_interleaved)
 					    "exchange %d: %s, want %s", i, got,
 					    want[i]));
 		}
+		REQUIRE(ASSERT_EQ(route_accs_held(), 1));
+		OK(fx_close(0));
+		OK(fx_close(1));
 		REQUIRE(ASSERT_EQ(route_accs_held(), 0));
 	}
 
@@ -536,7 +543,8 @@ TEST(bpf_route_heads_interleaved)
 
 	/*
 	 * A head cut right behind an Upgrade that the 101 grants: its stream
-	 * is no longer HTTP/1, and its entry goes with the next read.
+	 * is no longer HTTP/1, and its entry goes with the next read (a
+	 * WebSocket may stay open for hours).
 	 */
 	{
 		static const char up[] = "GET /x HTTP/1.1\r\nHost: a.b.example.com\r\n"

@@ -90,11 +90,12 @@ static void check_state(void)
 	    (c->xcount && !fzb_ext_live()) || !!c->has_ext != fzb_ext_live())
 		fail("pipeline count %u, middle %u, ext %u/%d", c->count,
 		     c->xcount, c->has_ext, fzb_ext_live());
-	/* a saved route state is in the map exactly while the flag says so
-	 * (and so no longer once the connection is closed) */
-	if ((c->ra_saved == 1) != !!fzb_route_acc_live() || c->ra_saved > 2)
-		fail("route state flag %u, map entry %d", c->ra_saved,
-		     fzb_route_acc_live());
+	/* the map holds an entry exactly while the flag says so (and so
+	 * none once the connection is closed); a saved state is in it */
+	if (!!c->ra_held != !!fzb_route_acc_live() || c->ra_held > 1 ||
+	    (c->ra_saved == 1 && !c->ra_held) || c->ra_saved > 2)
+		fail("route state flags %u/%u, map entry %d", c->ra_held,
+		     c->ra_saved, fzb_route_acc_live());
 	if (fzb_bad_reads())
 		fail("%llu user reads outside the syscall's memory",
 		     (unsigned long long)fzb_bad_reads());
