@@ -233,7 +233,7 @@ struct mm_route_acc {
 	__u8 ndots;
 	__u8 target_ok;      /* origin-form target ("/...") */
 	__u8 dots_over;      /* the host had more dots than dots[] holds */
-	__u8 lost;           /* saved nowhere between windows: route unknown */
+	__u8 lost;           /* kept nowhere between reads: user space decides */
 	__u8 _pad;
 	__u8 dots[MM_DOTS_MAX];
 	char host[MM_HOST_MAX];

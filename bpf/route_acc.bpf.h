@@ -8,9 +8,10 @@
  * in one read, so most sockets do without those 288 bytes. A connection
  * whose heads are cut (heads longer than a TCP segment: big cookies) keeps
  * its entry until it ends: made and freed per head, it cost ~500 ns more
- * per request than two lookups and copies. With nowhere to put it (the map full) the head is
- * finished in user space from its copy (head_copy.bpf.h), or reported with
- * its route unknown when that was not kept either; counted.
+ * per request than two lookups and copies. With nowhere to put it (the map
+ * full) the head is finished in user space from its copy (head_copy.bpf.h),
+ * or reported with its route unknown when that was not kept either;
+ * counted.
  */
 #ifndef MM_ROUTE_ACC_BPF_H
 #define MM_ROUTE_ACC_BPF_H

@@ -70,8 +70,8 @@ static const struct rcase cases[] = {
 	  DEFER },
 	/*
 	 * One more space before the value: its words start at host lengths
-	 * 7, 15, ... 127, where a word no longer fits in host[] (the next
-	 * field, a pipeline slot, would take its last 7 bytes).
+	 * 7, 15, ... 127, where a word no longer fits in host[] (what follows it
+	 * in mm_scratch, the window loop's state, would take its last 7 bytes).
 	 */
 	{ "host of 136 bytes, words at odd lengths: user space", "GET",
 	  " " A100 "aaaaaaaaaaaaaaaaaaaaaaaa.example.com", "/x", "",
