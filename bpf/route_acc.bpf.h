@@ -71,7 +71,8 @@ static __always_inline void route_acc_load(struct mm_lctx *x)
 	struct mm_route_acc *a = &x->s->ra, *saved = NULL;
 	__u64 id = c->conn_id;
 
-	if (c->ra_saved == RA_SAVED && c->ra_held)
+	/* RA_SAVED only with an entry: drop clears both */
+	if (c->ra_saved == RA_SAVED)
 		saved = bpf_map_lookup_elem(&mm_route_accs, &id);
 	c->ra_saved = 0;
 	if (saved) {

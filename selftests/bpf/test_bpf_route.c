@@ -406,7 +406,7 @@ TEST(bpf_route_response_host_ignored)
 	clear_table();
 }
 
-/* Entries in mm_route_accs: heads waiting there for their next read. */
+/* Entries in mm_route_accs: connections that have had a head cut. */
 static int route_accs_held(void)
 {
 	int fd = fx_map_fd("mm_route_accs"), n = 0;
@@ -422,25 +422,23 @@ static int route_accs_held(void)
 
 /*
  * Heads A and B on connections 0 and 1, each in reads of K bytes, read in
- * turns (A's first, B's first, A's second...), then a response on each;
- * NB = 0: A alone.
+ * turns (A's first, B's first, A's second...), then a response on each.
  */
 static int interleave(const char *a, size_t na, const char *b, size_t nb,
 		      size_t k)
 {
 	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-	int err = fx_reset() ?: fx_open(0, MM_ROLE_UNKNOWN);
+	int err = fx_reset() ?: fx_open(0, MM_ROLE_UNKNOWN) ?:
+		  fx_open(1, MM_ROLE_UNKNOWN);
 
-	if (!err && nb)
-		err = fx_open(1, MM_ROLE_UNKNOWN);
 	for (size_t off = 0; !err && (off < na || off < nb); off += k) {
 		if (off < na)
 			err = fx_buf(0, 1, a + off, na - off < k ? na - off : k);
 		if (!err && off < nb)
 			err = fx_buf(1, 1, b + off, nb - off < k ? nb - off : k);
 	}
-	err = err ?: fx_buf(0, 0, resp, sizeof(resp) - 1);
-	return err || !nb ? err : fx_buf(1, 0, resp, sizeof(resp) - 1);
+	return err ?: fx_buf(0, 0, resp, sizeof(resp) - 1) ?:
+		      fx_buf(1, 0, resp, sizeof(resp) - 1);
 }
 
 /*
