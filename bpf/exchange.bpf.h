@@ -230,6 +230,8 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 	if (c->finished)
 		return;
 	c->finished = 1;
+	/* an I/O parsed on another CPU may be making entries: conn_fence() */
+	conn_fence(c);
 	c->finished_ns = now;
 	stat_inc(MM_STAT_CONNS_CLOSED);
 	route_acc_drop(c);

@@ -35,6 +35,18 @@ static __always_inline struct mm_pending *pipe_newest(struct mm_conn *c)
 	return c->count ? IDX(c->slots, c->head + n - 1, MM_SLOTS_INLINE) : NULL;
 }
 
+/* The connection is done with its pipeline: give its mm_conn_ext back. */
+static __always_inline void pipe_free(struct mm_conn *c)
+{
+	__u64 id = c->conn_id;
+
+	if (!c->has_ext)
+		return;
+	bpf_map_delete_elem(&mm_conn_exts, &id);
+	c->has_ext = 0;
+	c->xcount = 0;
+}
+
 /* The connection's mm_conn_ext; made (zeroed) when create and none yet. */
 static __always_inline struct mm_conn_ext *pipe_ext(struct mm_conn *c,
 						    bool create)
@@ -52,6 +64,12 @@ static __always_inline struct mm_conn_ext *pipe_ext(struct mm_conn *c,
 	if (!init || bpf_map_update_elem(&mm_conn_exts, &id, init, BPF_NOEXIST))
 		return NULL;
 	c->has_ext = 1;
+	/* closed meanwhile on another CPU: it may not have seen has_ext */
+	conn_fence(c);
+	if (c->finished) {
+		pipe_free(c);
+		return NULL;
+	}
 	return bpf_map_lookup_elem(&mm_conn_exts, &id);
 }
 
@@ -141,18 +159,6 @@ static __always_inline struct mm_overflow *pipe_ovf(struct mm_conn *c,
 	struct mm_conn_ext *e = pipe_ext(c, false);
 
 	return e ? IDX(e->ovf, seq, MM_PIPELINE_DEPTH) : NULL;
-}
-
-/* The connection is done with its pipeline: give its mm_conn_ext back. */
-static __always_inline void pipe_free(struct mm_conn *c)
-{
-	__u64 id = c->conn_id;
-
-	if (!c->has_ext)
-		return;
-	bpf_map_delete_elem(&mm_conn_exts, &id);
-	c->has_ext = 0;
-	c->xcount = 0;
 }
 
 #endif /* MM_PIPELINE_BPF_H */

@@ -39,6 +39,17 @@ static __always_inline void route_acc_reset(struct mm_route_acc *a)
 	a->lost = 0;
 }
 
+/* The connection ends, or its requests stop being parsed (101, h2). */
+static __always_inline void route_acc_drop(struct mm_conn *c)
+{
+	__u64 id = c->conn_id;
+
+	if (c->ra_held)
+		bpf_map_delete_elem(&mm_route_accs, &id);
+	c->ra_held = 0;
+	c->ra_saved = 0;
+}
+
 /* The I/O ends inside a request head: keep what it said so far. */
 static __always_inline void route_acc_save(struct mm_lctx *x)
 {
@@ -62,6 +73,12 @@ static __always_inline void route_acc_save(struct mm_lctx *x)
 	}
 	c->ra_held = 1;
 	c->ra_saved = RA_SAVED;
+	if (e)
+		return;
+	/* made it: closed meanwhile on another CPU, unseen by its drop? */
+	conn_fence(c);
+	if (c->finished)
+		route_acc_drop(c);
 }
 
 /* A request I/O of a connection whose head went on past its last one. */
@@ -82,17 +99,6 @@ static __always_inline void route_acc_load(struct mm_lctx *x)
 	/* kept nowhere (or, not reached, deleted meanwhile) */
 	route_acc_reset(a);
 	a->lost = 1;
-}
-
-/* The connection ends, or its requests stop being parsed (101, h2). */
-static __always_inline void route_acc_drop(struct mm_conn *c)
-{
-	__u64 id = c->conn_id;
-
-	if (c->ra_held)
-		bpf_map_delete_elem(&mm_route_accs, &id);
-	c->ra_held = 0;
-	c->ra_saved = 0;
 }
 
 #endif /* MM_ROUTE_ACC_BPF_H */
