@@ -14,6 +14,7 @@
 /* off for the byte-by-byte run: the byte path is the word paths' oracle */
 int fzb_word_paths = 1;
 #define MM_WORD_PATHS() fzb_word_paths
+int fzb_route_accs_full;
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
@@ -145,6 +146,8 @@ static long bpf_map_update_elem(void *map, const void *key, const void *value,
 	if (map == &mm_route_accs) {
 		if (route_acc_live && route_acc_key != *(const __u64 *)key)
 			abort(); /* one connection here */
+		if (fzb_route_accs_full && !route_acc_live)
+			return -7; /* E2BIG: the hash map's "full" */
 		route_acc_key = *(const __u64 *)key;
 		route_acc_live = true;
 		memcpy(&route_acc, value, sizeof(route_acc));

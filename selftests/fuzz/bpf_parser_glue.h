@@ -29,6 +29,8 @@ struct fzb_iov {
 void fzb_reset(unsigned int role, int defers);
 /* 0: the parser takes one byte per step (no word paths): the oracle run */
 extern int fzb_word_paths;
+/* 1: mm_route_accs is full, every update fails (as with 65 536 entries) */
+extern int fzb_route_accs_full;
 void fzb_buf(int is_read, const void *buf, unsigned long len);
 /* writev/readv of CNT iovecs that moved RET bytes */
 void fzb_iov(int is_read, const struct fzb_iov *iov, unsigned int cnt,

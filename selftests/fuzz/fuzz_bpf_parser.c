@@ -8,7 +8,8 @@
  * starts at connect() (upstream leg; else first sight decides), bit 1 the
  * operations go through writev/readv iovecs of (bits 2-4) + 1 bytes each,
  * bit 5 the route table has nothing that leaves a request to user space
- * (MM_CFG_DEFERS off: heads that span windows are not kept). Operation: a byte H then H & 0x7f data bytes, a read when H & 0x80 (else
+ * (MM_CFG_DEFERS off: heads that span windows are not kept), bits 6 and 7
+ * both set: mm_route_accs is full (no update succeeds). Operation: a byte H then H & 0x7f data bytes, a read when H & 0x80 (else
  * a write); H & 0x7f == 0 is a read of 0 bytes (EOF). The connection closes
  * after the last operation.
  *
@@ -22,8 +23,12 @@
  *     are counted (MM_STAT_PIPELINE_LOST); a request whose head was
  *     complete is never dropped; request bytes never end an exchange;
  *   - a status is 0 only on an aborted exchange, else within 100..999;
+ *   - with mm_route_accs full, no downstream request whose head spanned
+ *     reads is attributed by the kernel: each is left to user space
+ *     (MM_ROUTE_DEFER) or unknown, and counted (MM_STAT_ROUTE_STATE_LOST);
  *   - how the bytes were split into syscalls changes no event (except when
- *     a per-syscall scan limit was hit, which is counted); the
+ *     a per-syscall scan limit was hit, which is counted, or mm_route_accs
+ *     is full, which sends a head cut by its reads to user space); the
  *     byte-by-byte run takes the byte path only (fzb_word_paths = 0), so
  *     this also holds every word path to the byte path. FZB_NO_SPLIT_CHECK=1
  *     in the environment turns this one off (to keep fuzzing the others
@@ -163,6 +168,7 @@ static void run(const uint8_t *d, size_t n, bool bytewise, struct run *r)
 	r->stray = 0;
 	r->garbage = 0;
 	fzb_word_paths = !bytewise;
+	fzb_route_accs_full = (ctl & 0xc0) == 0xc0;
 	fzb_reset(ctl & 1 ? MM_ROLE_UP : MM_ROLE_UNKNOWN, !(ctl & 0x20));
 	while (pos < n) {
 		uint8_t h = d[pos++];
@@ -237,8 +243,20 @@ static void run(const uint8_t *d, size_t n, bool bytewise, struct run *r)
 	check_events(r);
 	if (!bytewise)
 		return;
-	for (int i = 0; i < r->nev; i++)
-		exchanges += r->ev[i].type == MM_EVT_EXCHANGE;
+	for (int i = 0; i < r->nev; i++) {
+		const struct mm_http_event *e = &r->ev[i];
+
+		exchanges += e->type == MM_EVT_EXCHANGE;
+		/*
+		 * One byte per read: every head spans reads, so with nowhere to
+		 * keep its state none may be decided from what was left of it.
+		 */
+		if (fzb_route_accs_full && e->type == MM_EVT_EXCHANGE &&
+		    e->leg == MM_LEG_DOWNSTREAM && e->route_id != MM_ROUTE_DEFER &&
+		    e->route_id != MM_ROUTE_UNKNOWN)
+			fail("event %d: route %#x decided in the kernel with mm_route_accs full",
+			     i, e->route_id);
+	}
 	if (exchanges + dropped + fzb_stat(MM_STAT_PIPELINE_LOST) !=
 	    fzb_conn()->next_seq)
 		fail("%llu requests started, %llu reported, %llu cut by garbage, %llu lost past the pipeline",
@@ -285,7 +303,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cur_size = size;
 	run(data, size, false, &split_run);
 	run(data, size, true, &byte_run);
-	if (split_run.scan_limited || !split_check)
+	if (split_run.scan_limited || !split_check || fzb_route_accs_full)
 		return 0; /* counted limit: the split changes what is parsed */
 	if (split_run.nev != byte_run.nev)
 		fail("%d events as split, %d byte by byte", split_run.nev,
