@@ -272,12 +272,14 @@ static __always_inline void target_bit_set(__u32 tgid, bool on)
  * finished, then tests has_ext / ra_held and deletes; the parser makes an
  * entry and sets the flag, then tests finished and deletes. With a barrier
  * on both sides one of them sees the other's store (Dekker), so no entry
- * outlives its connection (test_close_race: 35 of 3 000 connections left
- * an mm_conn_exts entry without it). BPF has no fence instruction, but its
- * fetching atomics are fully ordered (the JITs emit a locked instruction
- * or one with acquire-release and a barrier); clang emits one for a
- * fetch-add of 0 whose value is used (as a fetch-or of 0).
- * conn_id does not change: it only gives the atomic an aligned word.
+ * outlives its connection (test_close_race: 5-35 of 3 000 connections
+ * left an mm_conn_exts entry without it). Neither clears a flag it did not
+ * see set (pipe_free(), route_acc_drop()): a late 0 would hide the entry
+ * from both. BPF has no fence instruction, but its fetching atomics are
+ * fully ordered (the JITs emit a locked instruction, or one with
+ * acquire-release and a barrier); clang emits one for a fetch-add of 0
+ * whose value is used (as a fetch-or of 0). conn_id does not change: it
+ * only gives the atomic an aligned word.
  */
 static __always_inline void conn_fence(struct mm_conn *c)
 {

@@ -44,28 +44,38 @@ static __always_inline void route_acc_drop(struct mm_conn *c)
 {
 	__u64 id = c->conn_id;
 
-	if (c->ra_held)
-		bpf_map_delete_elem(&mm_route_accs, &id);
-	c->ra_held = 0;
 	c->ra_saved = 0;
+	/*
+	 * No store to ra_held unless it was set: a closer's 0 landing after a
+	 * parser's 1 (conn_fence()) would hide the entry from both.
+	 */
+	if (!c->ra_held)
+		return;
+	bpf_map_delete_elem(&mm_route_accs, &id);
+	c->ra_held = 0;
 }
 
 /* The I/O ends inside a request head: keep what it said so far. */
 static __always_inline void route_acc_save(struct mm_lctx *x)
 {
 	struct mm_conn *c = x->c;
-	struct mm_route_acc *a = &x->s->ra, *e = NULL;
+	struct mm_route_acc *a = &x->s->ra, *e;
 	/* on the stack: 6.1 takes no key from a global function's argument */
 	__u64 id = c->conn_id;
 
 	/* closed meanwhile (on another CPU): nothing would delete it */
 	if (c->finished)
 		return;
-	if (c->ra_held)
+	if (c->ra_held) {
 		e = bpf_map_lookup_elem(&mm_route_accs, &id);
-	if (e) {
-		*e = *a;
-	} else if (bpf_map_update_elem(&mm_route_accs, &id, a, BPF_ANY)) {
+		/* missing only when a close on another CPU deleted it */
+		if (e) {
+			*e = *a;
+			c->ra_saved = RA_SAVED;
+		}
+		return;
+	}
+	if (bpf_map_update_elem(&mm_route_accs, &id, a, BPF_ANY)) {
 		if (!a->lost)
 			stat_inc(MM_STAT_ROUTE_STATE_LOST);
 		c->ra_saved = RA_LOST;
@@ -73,9 +83,7 @@ static __always_inline void route_acc_save(struct mm_lctx *x)
 	}
 	c->ra_held = 1;
 	c->ra_saved = RA_SAVED;
-	if (e)
-		return;
-	/* made it: closed meanwhile on another CPU, unseen by its drop? */
+	/* closed meanwhile on another CPU, its drop before our ra_held? */
 	conn_fence(c);
 	if (c->finished)
 		route_acc_drop(c);

@@ -264,6 +264,9 @@ static void run(const uint8_t *d, size_t n, bool bytewise, struct run *r)
 		     (unsigned long long)exchanges,
 		     (unsigned long long)dropped,
 		     (unsigned long long)fzb_stat(MM_STAT_PIPELINE_LOST));
+	if (fzb_route_accs_full && heads && !fzb_stat(MM_STAT_ROUTE_STATE_LOST))
+		fail("%llu heads cut with mm_route_accs full, none counted lost",
+		     (unsigned long long)heads);
 	if (heads > exchanges + fzb_stat(MM_STAT_PIPELINE_LOST))
 		fail("%llu complete heads, %llu reported",
 		     (unsigned long long)heads, (unsigned long long)exchanges);

@@ -443,6 +443,20 @@ compare_log() {
 # client.py for scripted requests
 client() { $PY "$IT_DIR/client.py" "$@"; }
 
+# map_entries NAME: the entries of the one BPF map named NAME, read with
+# bpftool (not through the agent); names the maps instead when there is not
+# exactly one (another agent running, or none loaded).
+map_entries() {
+	local ids
+	ids=$(bpftool map show name "$1" -j 2>/dev/null | $PY -c '
+import json, sys
+t = sys.stdin.read().strip()
+d = json.loads(t) if t else []
+print(*[m["id"] for m in (d if isinstance(d, list) else [d])])')
+	[ "$(wc -w <<<"$ids")" = 1 ] || { echo "maps named $1: ${ids:-none}"; return; }
+	bpftool map dump id "$ids" -j | $PY -c 'import json,sys; print(len(json.load(sys.stdin)))'
+}
+
 # url HOST PATH: a URL through the proxy with Host HOST; curl's --connect-to
 # keeps the name out of DNS.
 px() {

@@ -96,9 +96,8 @@ grep -q 'ResourceFields policies are left to `milometer controller`' "$T/agent.o
 # a pod that goes away takes its container cgroup out of the target map
 # (restarts and rollouts would otherwise fill its 256 entries)
 # (map names are cut to 15 bytes in the kernel)
-cg_entries() { bpftool map dump name mm_target_cgrou -j 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
-[ "$(cg_entries)" = 2 ] || fail "mm_target_cgroups has $(cg_entries) entries, want 2: $(bpftool map dump name mm_target_cgrou 2>&1 | head -20)"
+[ "$(map_entries mm_target_cgrou)" = 2 ] || fail "mm_target_cgroups has $(map_entries mm_target_cgrou) entries, want 2: $(bpftool map dump name mm_target_cgrou 2>&1 | head -20)"
 kc -n infra delete pod gw2-proxy >/dev/null || fail "kubectl delete pod"
 expect_metric 1 "containers removed after the pod was deleted" milometer_proxy_pods state=containers_removed
 expect_metric 1 "containers traced after the pod was deleted" milometer_proxy_pods state=containers_traced
-[ "$(cg_entries)" = 1 ] || fail "mm_target_cgroups has $(cg_entries) entries after the delete, want 1"
+[ "$(map_entries mm_target_cgrou)" = 1 ] || fail "mm_target_cgroups has $(map_entries mm_target_cgrou) entries after the delete, want 1"

@@ -75,20 +75,9 @@ UP=envoy_cluster_upstream_rq_total
 expect_metric "$n" "downstream requests caddy logged" $DOWN k8s_httproute_name=web
 expect_metric "$n" "upstream requests caddy logged" $UP k8s_httproute_name=web
 expect_metric 1320 "HTTP/2 streams" milometer_http2_streams_total result=exchange
-# entries of the agent's mm_tls_conns (bpftool lists each map of that name)
-tls_conns() {
-	local ids
-	ids=$(bpftool map show name mm_tls_conns -j 2>/dev/null | $PY -c '
-import json, sys
-t = sys.stdin.read().strip()
-d = json.loads(t) if t else []
-print(*[m["id"] for m in (d if isinstance(d, list) else [d])])')
-	[ "$(wc -w <<<"$ids")" = 1 ] || { echo "maps named mm_tls_conns: ${ids:-none}"; return; }
-	bpftool map dump id "$ids" -j | $PY -c 'import json,sys; print(len(json.load(sys.stdin)))'
-}
-tls_conns_gone() { [ "$(tls_conns)" = 0 ]; }
+tls_conns_gone() { [ "$(map_entries mm_tls_conns)" = 0 ]; }
 wait_for 20 tls_conns_gone ||
-	fail "mm_tls_conns keeps $(tls_conns) entries after every client closed: $(bpftool map dump name mm_tls_conns | grep -m3 key)"
+	fail "mm_tls_conns keeps $(map_entries mm_tls_conns) entries after every client closed: $(bpftool map dump name mm_tls_conns | grep -m3 key)"
 log "plaintext entries all freed; TLS I/Os after their socket's close: $(metric milometer_bpf_tls_no_connection_total)"
 stop_agent
 log "Go TLS capture ok"
