@@ -661,7 +661,8 @@ def main():
     cost = tool_output(args.bpf_cost)
     if cost:
         print("\n== BPF cost per exchange leg (bin/bench_bpf_exchange, "
-              "BPF_PROG_TEST_RUN; cold = caches evicted between runs)")
+              "BPF_PROG_TEST_RUN; cold = caches evicted between runs, "
+              "code-cold = only code run between them)")
         print(cost)
 
     # --- user space: aggregation, export, memory per series ----------------
