@@ -245,9 +245,13 @@ nginx_config() {
 		tls="s|^\(\tlisten 127.0.0.1:$PROXY_PORT;\)\$|\1\n\tlisten 127.0.0.1:$NGINX_TLS_PORT ssl$h2;$h2c|"
 	[ -n "${NGINX_TLS_PORT:-}" ] || [ -z "$h2c" ] ||
 		tls="s|^\(\tlisten 127.0.0.1:$PROXY_PORT;\)\$|\1$h2c|"
+	# NGINX_WORKER_CONNECTIONS: more than nginx's default 1024 per worker
+	local wc=
+	[ -z "${NGINX_WORKER_CONNECTIONS:-}" ] ||
+		wc="s/^events { worker_connections [0-9]*; }/worker_rlimit_nofile $((NGINX_WORKER_CONNECTIONS + 64));\nevents { worker_connections $NGINX_WORKER_CONNECTIONS; }/"
 	sed -e 's/^worker_processes 1;/user root;\nworker_processes 2;/' \
 	    -e 's/^http {/http {\n    keepalive_requests 1000000;/' \
-	    -e "$ka" -e "$tls" \
+	    -e "$ka" -e "$tls" -e "$wc" \
 	    -e 's/\$request_uri";/$request_uri\\t$connection\\t$connection_requests\\t$upstream_connect_time";/' \
 	    "$NGINX_DIR/nginx.conf.gen" >"$NGINX_DIR/nginx.conf"
 	[ -z "${NGINX_TLS_PORT:-}" ] ||

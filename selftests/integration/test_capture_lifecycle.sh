@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # What the socket-attached capture meets in a running node (issue "Data
 # path cost"):
-#  1. The agent starts while hundreds of connections are mid-request (a head
+#  1. The agent starts while thousands of connections are mid-request (a head
 #     but its final CRLF, a head but its last line, a POST head and half its
 #     body): those requests began before it and are not counted, nothing
 #     else is taken for them, and the next request on each of those
@@ -18,11 +18,16 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 need_bin milometer gen_nginx
+N=${MM_IT_HELD:-3000}
+# the client holds N sockets, one nginx worker up to N and their upstream
+# N, the backend N: past a fresh machine's 1024 open files per process
+ulimit -n $((2 * N + 1024)) ||
+	fail "cannot raise the open-file limit to $((2 * N + 1024)) (hard limit $(ulimit -Hn)): lower MM_IT_HELD"
+export NGINX_WORKER_CONNECTIONS=$((2 * N + 512))
 use_manifests base
 start_backends
 start_nginx
 A=127.0.0.1:$PROXY_PORT
-N=${MM_IT_HELD:-400}
 DOWN=envoy_http_downstream_rq_total
 UP=envoy_cluster_upstream_rq_total
 
