@@ -144,7 +144,7 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 	err |= reg(sm, M_MAP_FILL, "milometer.bpf.map.fill",
 		   "Entries in use over capacity, per BPF map.", "1", MI_GAUGE, false);
 	err |= reg(sm, M_SERIES_ACTIVE, "milometer.series.active",
-		   "Series held in memory.", "1", MI_GAUGE, true);
+		   "Series held in memory.", "{series}", MI_GAUGE, true);
 	err |= reg(sm, M_SERIES_OVERFLOW, "milometer.series.overflowed",
 		   "Points routed to overflow series past the per-metric cap.",
 		   "1", MI_COUNTER, true);
@@ -161,12 +161,12 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 		   "Requests that could not be attributed (head lost or unparseable).",
 		   "1", MI_COUNTER, true);
 	err |= reg(sm, M_TARGETS, "milometer.targets",
-		   "Proxy processes traced.", "1", MI_GAUGE, true);
+		   "Proxy processes traced.", "{process}", MI_GAUGE, true);
 	err |= reg(sm, M_ROUTE_RELOADS, "milometer.routes.reloads",
 		   "Route tables installed.", "1", MI_COUNTER, true);
 	err |= reg(sm, M_ROUTE_ERROR, "milometer.routes.rejected",
 		   "1 while the latest manifests are rejected (previous table active).",
-		   "1", MI_GAUGE, true);
+		   "", MI_GAUGE, true);
 	err |= reg(sm, M_CONTRACT_RELOAD_FAILURES,
 		   "milometer.contract.reload_failures",
 		   "Manifest reloads that failed (previous MetricDefinitions/MetricPolicies kept).",
@@ -198,13 +198,13 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 		   "1", MI_COUNTER, true);
 	err |= reg(sm, M_CAPTURE_MODE, "milometer.capture.mode",
 		   "1 for the capture mode in use (sock: socket tracepoints; sys-exit: fallback).",
-		   "1", MI_GAUGE, true);
+		   "", MI_GAUGE, true);
 	err |= reg(sm, M_CONNS_OPEN, "milometer.bpf.connections",
-		   "Connections the data path holds state for now.", "1",
-		   MI_GAUGE, true);
+		   "Connections the data path holds state for now.",
+		   "{connection}", MI_GAUGE, true);
 	err |= reg(sm, M_CONTRACT, "milometer.contract.objects",
-		   "MetricDefinitions and MetricPolicies by condition.", "1",
-		   MI_GAUGE, true);
+		   "MetricDefinitions and MetricPolicies by condition.",
+		   "{object}", MI_GAUGE, true);
 	if (!err && ag->k8s && !(sm->k8s = k8s_metrics__new(ag->store)))
 		err = -ENOMEM;
 	/* as kubernetes_feature_enabled: 1 on, 0 off, one series per gate */

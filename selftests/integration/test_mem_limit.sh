@@ -76,10 +76,10 @@ wait_for 10 exchanges_at_least 1000 ||
 	fail "milometer_http_exchanges_total $(metric milometer_http_exchanges_total) after 500 proxied requests, want >= 1000"
 req=$(metric milometer_http_exchanges_total)
 metrics >"$T/metrics.txt"
-for m in milometer_bpf_connections_ratio milometer_series_active_ratio \
+for m in milometer_bpf_connections milometer_series_active \
 	milometer_process_memory_usage_bytes milometer_process_cpu_time_seconds_total \
 	milometer_export_queue_bytes; do
 	grep -q "^$m[ {]" "$T/metrics.txt" || fail "self-metric $m missing"
 done
 rss=$(metric milometer_process_memory_usage_bytes)
-log "under a $((LIMIT >> 20)) MiB limit: rss ${rss%.*} B, exchanges ${req%.*}, series $(metric milometer_series_active_ratio)"
+log "under a $((LIMIT >> 20)) MiB limit: rss ${rss%.*} B, exchanges ${req%.*}, series $(metric milometer_series_active)"
