@@ -74,7 +74,8 @@ selftests/integration/run.sh "${T:-}" 2>&1 | tee "$out"
 tally "$out" selftests/integration/run.sh
 
 # The fallback capture mode (kernels before 6.3) on the tests that exercise
-# the parser and the connection lifecycle; the default mode ran above.
+# the parser, the connection lifecycle, TLS, h2 and two Gateways; the
+# default mode ran above.
 if [ -z "${T:-}" ]; then
 	echo "== integration tests, --capture sys-exit"
 	MM_IT_CAPTURE=sys-exit selftests/integration/run.sh nginx_counts \
