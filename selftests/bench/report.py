@@ -657,7 +657,7 @@ def main():
                base["bpf_ns_rq"] - slope * head))
         S.add("cost per parsed head byte", slope, "%.2f ns")
 
-    # --- BPF cost model: the harness, warm and cold (bin/bench_bpf_exchange)
+    # --- BPF cost model: the harness, warm, code-cold, cold (bin/bench_bpf_exchange)
     cost = tool_output(args.bpf_cost)
     if cost:
         print("\n== BPF cost per exchange leg (bin/bench_bpf_exchange, "

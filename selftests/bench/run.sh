@@ -31,8 +31,8 @@
 #     OTLP encode (bin/bench_export), bytes per series (bin/bench_store),
 #     ns per CEL transform (bin/bench_cel).
 #  G. BPF cost model: ns per run of each leg of one exchange through the
-#     data path's code under BPF_PROG_TEST_RUN, warm and with caches
-#     evicted between runs (bin/bench_bpf_exchange).
+#     data path's code under BPF_PROG_TEST_RUN, warm, with only code run
+#     between runs and with caches evicted (bin/bench_bpf_exchange).
 #  T. TLS (issue 12): the nginx gateway terminating TLS (wrk over https,
 #     keep-alive), rounds agent off / on with TLSCapture off (the TLS leg is
 #     not read) / on with TLSCapture on (uprobes on SSL_read/SSL_write),
@@ -798,7 +798,7 @@ fi
 
 : >"$W/bpf_cost"
 if phase G; then
-	log "BPF cost per exchange leg, warm and cold caches (bin/bench_bpf_exchange)"
+	log "BPF cost per exchange leg, warm, code-cold and cold caches (bin/bench_bpf_exchange)"
 	if ! "$BIN/bench_bpf_exchange" >"$W/bpf_cost" 2>&1; then
 		FAILED="$FAILED bench_bpf_exchange"
 		sed 's/^/  /' "$W/bpf_cost" >&2

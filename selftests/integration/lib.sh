@@ -223,8 +223,9 @@ NGINX_LOG=$NGINX_DIR/access.log
 # nginx's defaults: two workers (the agent must follow every worker),
 # workers as root (temp dirs live in $T), upstream keep-alive (exercises
 # the upstream leg with many requests per connection), no keepalive_requests
-# cap, and $connection/$connection_requests/$upstream_connect_time appended
-# to the log line.
+# cap, $connection/$connection_requests/$upstream_connect_time appended
+# to the log line, and with NGINX_WORKER_CONNECTIONS set, that many
+# connections per worker.
 nginx_config() {
 	mkdir -p "$NGINX_DIR/tmp"
 	"$BIN/gen_nginx" --manifests "$T/manifests" \
@@ -254,6 +255,9 @@ nginx_config() {
 	    -e "$ka" -e "$tls" -e "$wc" \
 	    -e 's/\$request_uri";/$request_uri\\t$connection\\t$connection_requests\\t$upstream_connect_time";/' \
 	    "$NGINX_DIR/nginx.conf.gen" >"$NGINX_DIR/nginx.conf"
+	[ -z "$wc" ] ||
+		grep -q "^events { worker_connections $NGINX_WORKER_CONNECTIONS; }" "$NGINX_DIR/nginx.conf" ||
+		fail "nginx_config: gen_nginx's worker_connections line changed; NGINX_WORKER_CONNECTIONS not applied"
 	[ -z "${NGINX_TLS_PORT:-}" ] ||
 		sed -i "s|^http {|http {\n    ssl_certificate $T/tls.crt;\n    ssl_certificate_key $T/tls.key;|" \
 			"$NGINX_DIR/nginx.conf"

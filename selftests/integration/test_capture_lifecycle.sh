@@ -21,8 +21,9 @@ need_bin milometer gen_nginx
 N=${MM_IT_HELD:-3000}
 # the client holds N sockets, one nginx worker up to N and their upstream
 # N, the backend N: past a fresh machine's 1024 open files per process
-ulimit -n $((2 * N + 1024)) ||
-	fail "cannot raise the open-file limit to $((2 * N + 1024)) (hard limit $(ulimit -Hn)): lower MM_IT_HELD"
+NOFILE=$((2 * N + 1024))
+[ "$(ulimit -Sn)" -ge "$NOFILE" ] || ulimit -Sn "$NOFILE" 2>/dev/null || ulimit -n "$NOFILE" ||
+	fail "cannot raise the open-file limit to $NOFILE (soft $(ulimit -Sn), hard $(ulimit -Hn)): lower MM_IT_HELD"
 export NGINX_WORKER_CONNECTIONS=$((2 * N + 512))
 use_manifests base
 start_backends
