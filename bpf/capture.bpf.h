@@ -562,25 +562,42 @@ static __always_inline void capture_io(struct mm_conn *c,
  * so no accept()/connect() hook is needed: bytes read so far are
  * bytes_received - (rcv_nxt - copied_seq); written so far,
  * write_seq - snd_una + bytes_acked.
+ *
+ * Read without the socket lock while segments and ACKs land on another
+ * CPU, which add to bytes_received (bytes_acked) before they move rcv_nxt
+ * (snd_una). Loading the counter first, the pair can only be seen half
+ * updated the other way round: a count short by the new bytes, never long.
+ * Short of RET itself (a fresh socket, a segment in between) is "first".
+ * The loads are separate statements: C does not order an expression's
+ * operands. Before, either half update made a fresh connection look found
+ * open (a test_garbage run under load once counted its garbage as
+ * resynced).
  */
 static __always_inline bool tcp_first_io(struct tcp_sock *tp, long ret,
 					 bool is_read)
 {
-	__u64 done;
+	__s64 count, done;
+	__u32 ahead;
 
-	if (is_read)
-		done = BPF_CORE_READ(tp, bytes_received) -
-		       (__u32)(BPF_CORE_READ(tp, rcv_nxt) -
-			       BPF_CORE_READ(tp, copied_seq));
-	else
-		done = (__u32)(BPF_CORE_READ(tp, write_seq) -
-			       BPF_CORE_READ(tp, snd_una)) +
-		       BPF_CORE_READ(tp, bytes_acked);
+	if (is_read) {
+		count = BPF_CORE_READ(tp, bytes_received);
+		ahead = BPF_CORE_READ(tp, rcv_nxt);
+		ahead -= BPF_CORE_READ(tp, copied_seq);
+		done = count - ahead;
+	} else {
+		count = BPF_CORE_READ(tp, bytes_acked);
+		ahead = BPF_CORE_READ(tp, write_seq);
+		ahead -= BPF_CORE_READ(tp, snd_una);
+		done = count + ahead;
+	}
+	/* signed: short by more than was read so far is below zero */
+	if (done < ret)
+		return true;
 	/*
 	 * Seen here: one byte more than read on fresh connections whose
 	 * client sent more than the proxy's buffer held; never more.
 	 */
-	return done - (__u64)ret <= 1;
+	return done - ret <= 1;
 }
 
 /* ret == 0 on a read: EOF ends a close-delimited response from a backend. */
