@@ -45,16 +45,18 @@ BG_NAMES+=(sampler)
 touch "$T/client.done"
 wait "$SAMPLER"
 wait "$SERVER_PID" || fail "shutdown_race server failed: $(cat "$T/server.out")"
-read -r _ conns _ reads _ raced < <(grep '^conns ' "$T/server.out")
+read -r _ conns _ reads _ raced _ read_conns < <(grep '^conns ' "$T/server.out")
 read -r max_ra max_ext <"$T/max"
-log "server: $conns connections, $reads reads, $raced shut down while read; entries seen at once: mm_route_accs $max_ra, mm_conn_exts $max_ext"
+log "server: $conns connections, $read_conns read from, $reads reads, $raced shut down while read; entries seen at once: mm_route_accs $max_ra, mm_conn_exts $max_ext"
 [ "$conns" = "$CONNS" ] || fail "the server served $conns of $CONNS connections"
 [ "$raced" -ge $((CONNS * 9 / 10)) ] ||
 	fail "only $raced of $CONNS connections were shut down while being read"
 [ "$max_ra" -gt 0 ] && [ "$max_ext" -gt 0 ] ||
 	fail "the agent made no entries to race for (mm_route_accs $max_ra, mm_conn_exts $max_ext)"
-# every shutdown ended a connection the agent tracked
-expect_metric "$CONNS" "connections closed" milometer_bpf_connections_closed_total
+# every connection the server read from is one the agent tracked, and its
+# shutdown ended it (one the client sent nothing on before the server's
+# deadline carried no bytes to see: it happens on a loaded machine)
+expect_metric "$read_conns" "connections closed" milometer_bpf_connections_closed_total
 ra=$(map_entries mm_route_accs)
 ext=$(map_entries mm_conn_exts)
 log "entries left: mm_route_accs $ra, mm_conn_exts $ext"

@@ -16,8 +16,11 @@
  * thread recv()s until end of stream, and the main thread, once the reader
  * has read twice (or after 1 s), waits 0-60 us (varied) and shuts the
  * socket down. Prints "listening" when ready and, at the end,
- * "conns N reads R raced S": R reads in all (what the agent parsed), S
- * connections shut down after their second read, while reads went on.
+ * "conns N reads R raced S read_conns C": R reads in all (what the agent
+ * parsed), S connections shut down after their second read, while reads
+ * went on, C connections read from at all (a connection whose client sent
+ * nothing before the 1 s deadline is never seen by the agent, nor by the
+ * proxy).
  * client: for each of CONNS connections sends a request line, a Host and
  * an endless header value in 16-byte sends until the server goes away
  * (or 256 KiB, then waits for it to). Exit 0 when done, 1 on an error, 2
@@ -71,7 +74,7 @@ static int serve(int port, int conns)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	unsigned long long reads = 0, raced = 0, start, deadline;
+	unsigned long long reads = 0, raced = 0, read_conns = 0, start, deadline;
 	int one = 1, ls, i;
 
 	ls = socket(AF_INET, SOCK_STREAM, 0);
@@ -107,9 +110,11 @@ static int serve(int port, int conns)
 		shutdown(r.fd, SHUT_RDWR);
 		pthread_join(t, NULL);
 		reads += atomic_load(&r.reads);
+		read_conns += atomic_load(&r.reads) > 0;
 		close(r.fd);
 	}
-	printf("conns %d reads %llu raced %llu\n", conns, reads, raced);
+	printf("conns %d reads %llu raced %llu read_conns %llu\n", conns, reads,
+	       raced, read_conns);
 	return 0;
 }
 
