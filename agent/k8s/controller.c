@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "agent/k8s/api_source.h"
 #include "agent/k8s/controller.h"
 #include "agent/k8s/http.h"
+#include "agent/k8s/k8s_metrics.h"
 #include "agent/k8s/lease.h"
 #include "exporter/metric_store.h"
 #include "exporter/prom_server.h"
@@ -49,6 +51,8 @@ struct ctrl {
 	struct mstore *store;          /* ResourceFields series (leader) */
 	struct policy_engine *engine;
 	struct prom_server *prom;
+	struct k8s_metrics *k8sm;      /* milometer_k8s_*: the watches' health */
+	atomic_bool loaded;            /* the contract was read once */
 	pthread_mutex_t ci_lock;       /* cluster id: the scrape thread reads it */
 	struct cluster_identity ci;
 	uint64_t writes, write_errors;
@@ -63,6 +67,27 @@ static uint64_t real_ns(void)
 }
 
 /* k8s.cluster.id (and clusterset) on every series, as the agents add them */
+/* /readyz: 503 until every watch listed once and the contract was read */
+static int ctrl_ready(void *ctx, char *why, size_t len)
+{
+	struct ctrl *c = ctx;
+
+	if (!k8s_api__synced(c->api, why, len))
+		return 1;
+	if (!atomic_load(&c->loaded)) {
+		snprintf(why, len, "reading MetricDefinitions and MetricPolicies");
+		return 1;
+	}
+	return 0;
+}
+
+static void ctrl_before_collect(void *ctx)
+{
+	struct ctrl *c = ctx;
+
+	k8s_metrics__refresh(c->k8sm, c->api, real_ns());
+}
+
 static size_t cluster_labels(void *ctx, struct mlabel *out, size_t max,
 			     char *buf, size_t buflen)
 {
@@ -297,14 +322,15 @@ int controller__main(int argc, char **argv)
 	c.store = mstore__new(&so);
 	c.engine = c.store && c.contract ?
 			   policy_engine__new(c.store, c.contract) : NULL;
-	k8s_api__wait_synced(c.api, 10000);
-	c.src = k8s_api__manifest_source(c.api);
-	if (!c.http || !c.engine || !c.src)
+	c.k8sm = c.store ? k8s_metrics__new(c.store) : NULL;
+	if (!c.http || !c.engine || !c.k8sm)
 		goto cleanup;
-	reload(&c);
+	/* up before the caches sync: probes see 503 and why, not a refusal */
 	if (listen[0]) {
 		struct prom_server_opts po = {
 			.listen_addr = listen, .store = c.store,
+			.ready_fn = ctrl_ready,
+			.before_collect = ctrl_before_collect,
 			.const_labels_fn = cluster_labels, .ctx = &c,
 		};
 
@@ -315,6 +341,12 @@ int controller__main(int argc, char **argv)
 			goto cleanup;
 		}
 	}
+	k8s_api__wait_synced(c.api, 10000);
+	c.src = k8s_api__manifest_source(c.api);
+	if (!c.src)
+		goto cleanup;
+	reload(&c);
+	atomic_store(&c.loaded, true);
 	{
 		struct k8s_lease_opts lo = { .http = c.http, .ns = ns,
 					     .name = lease_name, .identity = id };
@@ -347,6 +379,7 @@ cleanup:
 		k8s_lease__free(lease);
 	}
 	prom_server__stop(c.prom);
+	k8s_metrics__free(c.k8sm);
 	manifest_source__free(c.src);
 	policy_engine__free(c.engine);
 	mstore__free(c.store);
