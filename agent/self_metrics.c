@@ -54,6 +54,8 @@ static const char *const bpf_stat_names[MM_STAT__COUNT] = {
 	[MM_STAT_TLS_NO_CONN] = "tls_no_connection",
 	[MM_STAT_TLS_STREAMS] = "tls_streams",
 	[MM_STAT_ROUTE_STATE_LOST] = "route_state_lost",
+	[MM_STAT_TARGETS_FULL] = "targets_full",
+	[MM_STAT_TLS_CALL_LOST] = "tls_call_lost",
 };
 
 enum {

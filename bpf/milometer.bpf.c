@@ -361,7 +361,9 @@ int BPF_PROG(mm_fork, struct task_struct *parent, struct task_struct *child)
 	pt = bpf_map_lookup_elem(&mm_targets, &ptgid);
 	if (pt)
 		t.gw = pt->gw;
-	bpf_map_update_elem(&mm_targets, &ctgid, &t, BPF_ANY);
+	/* full: still traced (the bit), but on the default route table */
+	if (bpf_map_update_elem(&mm_targets, &ctgid, &t, BPF_ANY))
+		stat_inc(MM_STAT_TARGETS_FULL);
 	target_bit_set(ctgid, true);
 	stat_inc(MM_STAT_FORKS);
 	/*
@@ -402,7 +404,8 @@ int mm_exec(struct trace_event_raw_sched_process_exec *ctx)
 		t.source = MM_TGT_COMM;
 	}
 	if (t.source) {
-		bpf_map_update_elem(&mm_targets, &tgid, &t, BPF_ANY);
+		if (bpf_map_update_elem(&mm_targets, &tgid, &t, BPF_ANY))
+			stat_inc(MM_STAT_TARGETS_FULL);
 		target_bit_set(tgid, true);
 		return 0;
 	}

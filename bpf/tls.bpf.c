@@ -114,8 +114,10 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 fn)
 		return 0;
 	call = bpf_task_storage_get(&mm_tls_calls, bpf_get_current_task_btf(),
 				    0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!call)
+	if (!call) {
+		stat_inc(MM_STAT_TLS_CALL_LOST);
 		return 0;
+	}
 	call->fn = fn;
 	call->ssl = PT_REGS_PARM1(ctx);
 	call->buf = PT_REGS_PARM2(ctx);
