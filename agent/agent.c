@@ -99,14 +99,18 @@ static void drain(struct agent *ag)
 	}
 }
 
+/* ready: programs attached and every watched resource listed once */
 static int ready_fn(void *ctx, char *why, size_t len)
 {
 	struct agent *ag = ctx;
 
-	if (ag->ready)
-		return 0;
-	snprintf(why, len, "%s", ag->not_ready);
-	return 1;
+	if (!__atomic_load_n(&ag->ready, __ATOMIC_ACQUIRE)) {
+		snprintf(why, len, "%s", ag->not_ready);
+		return 1;
+	}
+	if (ag->k8s && !k8s_api__synced(ag->k8s, why, len))
+		return 1;
+	return 0;
 }
 
 /* Re-read the ClusterProperties; say once when they become unusable. */
@@ -558,6 +562,7 @@ int agent__run(struct agent_opts *o)
 		.opts = o, .ci_lock = PTHREAD_MUTEX_INITIALIZER,
 	};
 	char err[1024];
+	uint32_t conn_key, conn_val;
 	sigset_t mask;
 	int ret;
 
@@ -569,9 +574,17 @@ int agent__run(struct agent_opts *o)
 	/* blocked before any thread starts, so only the signalfd sees them */
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	ag.start_ns = state__real_ns();
-	snprintf(ag.not_ready, sizeof(ag.not_ready), "starting");
+	ag.not_ready = "starting";
+	/* first: a second agent on these pins must not touch the running one */
+	ret = loader__lock_pin_dir(o->pin_dir);
+	if (ret)
+		goto cleanup;
 	/* caps sized to the pod's memory limit before maps and store exist */
-	mem_limit__apply(o, &ag.mem_limit);
+	ret = loader__conn_sizes(&conn_key, &conn_val);
+	if (ret)
+		goto cleanup;
+	mem_limit__apply(o, mem_limit__conn_bytes(conn_key, conn_val),
+			 &ag.mem_limit);
 	lo.ringbuf_bytes = o->ringbuf_bytes;
 	lo.max_connections = o->max_connections;
 	so.max_series_per_metric = o->max_series;
@@ -581,9 +594,28 @@ int agent__run(struct agent_opts *o)
 		ret = -ENOMEM;
 		goto cleanup;
 	}
+	/* /healthz and /readyz (503 with the stage) while the rest starts */
+	if (o->prometheus_listen && o->prometheus_listen[0]) {
+		struct prom_server_opts po = {
+			.listen_addr = o->prometheus_listen,
+			.store = ag.store,
+			.ready_fn = ready_fn,
+			.const_labels_fn = cluster_labels,
+			.ctx = &ag,
+		};
+
+		ag.prom = prom_server__start(&po, err, sizeof(err));
+		if (!ag.prom) {
+			fprintf(stderr, "milometer: --prometheus-listen %s: %s\n",
+				o->prometheus_listen, err);
+			ret = -EINVAL;
+			goto cleanup;
+		}
+	}
 	ret = start_feature_gates(&ag);
 	if (ret)
 		goto cleanup;
+	ag.not_ready = "loading and attaching the BPF programs";
 	ret = loader__start(&lo, &ag.skel);
 	if (ret)
 		goto cleanup;
@@ -598,9 +630,11 @@ int agent__run(struct agent_opts *o)
 		ret = -ENOMEM;
 		goto cleanup;
 	}
+	ag.not_ready = "waiting for the first list of every watched Kubernetes resource";
 	ret = open_api(&ag);
 	if (ret)
 		goto cleanup;
+	ag.not_ready = "loading routes and policies";
 	ret = route_sync__load(ag.routes, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "milometer: %s\n", err);
@@ -627,35 +661,19 @@ int agent__run(struct agent_opts *o)
 		ret = -EINVAL;
 		goto cleanup;
 	}
-	if (o->prometheus_listen && o->prometheus_listen[0]) {
-		struct prom_server_opts po = {
-			.listen_addr = o->prometheus_listen,
-			.store = ag.store,
-			.ready_fn = ready_fn,
-			.const_labels_fn = cluster_labels,
-			.ctx = &ag,
-		};
-
-		ag.prom = prom_server__start(&po, err, sizeof(err));
-		if (!ag.prom) {
-			fprintf(stderr, "milometer: --prometheus-listen %s: %s\n",
-				o->prometheus_listen, err);
-			ret = -EINVAL;
-			goto cleanup;
-		}
-	}
 	ret = start_otlp(&ag);
 	if (ret)
 		goto cleanup;
 	self_metrics__refresh(ag.self);
 	ag.last_export_ns = state__mono_ns();
-	ag.ready = true;
+	__atomic_store_n(&ag.ready, true, __ATOMIC_RELEASE);
 	fprintf(stderr, "milometer: attached (capture mode %s); %d proxy processes, %zu routes; metrics on %s\n",
 		loader__capture_mode(), targets__count(ag.skel),
 		route_sync__current(ag.routes)->nroutes,
 		ag.prom ? o->prometheus_listen : "(no prometheus)");
 	ret = main_loop(&ag);
-	ag.ready = false;
+	ag.not_ready = "stopping";
+	__atomic_store_n(&ag.ready, false, __ATOMIC_RELEASE);
 	/* what is already in the ring buffer still counts */
 	drain(&ag);
 	if (ag.otlp) {
@@ -682,6 +700,7 @@ cleanup:
 	route_sync__free(ag.routes);
 	tls_capture__stop(ag.tls);
 	loader__stop(ag.skel, o->pin_dir);
+	loader__unlock_pin_dir();
 	mstore__free(ag.store);
 	return ret;
 }

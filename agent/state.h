@@ -62,7 +62,8 @@ struct agent {
 	uint64_t last_export_ns; /* CLOCK_MONOTONIC */
 	volatile bool ready;
 	bool resource_fields;    /* this agent produces ResourceFields series */
-	char not_ready[256];
+	/* what startup is doing (a literal), /readyz's reason before ready */
+	const char *_Atomic not_ready;
 	/* cluster identity as last read; the Prometheus thread reads it */
 	pthread_mutex_t ci_lock;
 	char cluster_id[64];
