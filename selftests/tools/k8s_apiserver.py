@@ -43,6 +43,9 @@ docs/research/k8s_integration.md sections 1-2):
   * Leases (coordination.k8s.io/v1), namespaced, plain create/update/get
   * custom resources can be installed and removed at run time (404 when
     absent, like a missing CRD)
+  * --deploy-kinds: Services, ConfigMaps, ServiceAccounts, DaemonSets,
+    Deployments, RBAC, CRDs, PodMonitors and VPAs too (discovery and plain
+    storage, no schema validation), for `kubectl apply --dry-run`
 
 Faults and state for tests, on a plain-HTTP control port (127.0.0.1 only):
   POST /ctl/tokens      {"valid": ["t1", ...]}         token rotation
@@ -101,6 +104,23 @@ RESOURCES = [
     ("telemetry.miloapis.com", "v1alpha1", "metricdefinitions", "MetricDefinition", False, True, True),
     ("telemetry.miloapis.com", "v1alpha1", "metricpolicies", "MetricPolicy", False, True, True),
     ("about.k8s.io", "v1alpha1", "clusterproperties", "ClusterProperty", False, False, True),
+]
+# --deploy-kinds: what deploy/ manifests hold, served (discovery, plain
+# storage, no validation) so that `kubectl apply --dry-run` can map them
+DEPLOY_RESOURCES = [
+    ("", "v1", "services", "Service", True, True, False),
+    ("", "v1", "configmaps", "ConfigMap", True, False, False),
+    ("", "v1", "serviceaccounts", "ServiceAccount", True, False, False),
+    ("apps", "v1", "daemonsets", "DaemonSet", True, True, False),
+    ("apps", "v1", "deployments", "Deployment", True, True, False),
+    ("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, False, False),
+    ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False, False, False),
+    ("rbac.authorization.k8s.io", "v1", "roles", "Role", True, False, False),
+    ("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, False, False),
+    ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False, True, False),
+    # the Prometheus Operator's and the VPA's CRDs, as a cluster with them has
+    ("monitoring.coreos.com", "v1", "podmonitors", "PodMonitor", True, False, True),
+    ("autoscaling.k8s.io", "v1", "verticalpodautoscalers", "VerticalPodAutoscaler", True, True, True),
 ]
 # list-type=map lists (x-kubernetes-list-map-keys) known to the SSA model
 MAP_LISTS = {("status", "conditions"): "type"}
@@ -1328,7 +1348,11 @@ def main():
     ap.add_argument("--bookmark-interval", type=float, default=60.0)
     ap.add_argument("--objects", help="JSON file of objects to create at start")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--deploy-kinds", action="store_true",
+                    help="also serve the kinds deploy/ manifests use (DEPLOY_RESOURCES)")
     args = ap.parse_args()
+    if args.deploy_kinds:
+        RESOURCES.extend(DEPLOY_RESOURCES)
 
     s = Server(args)
     Handler.srv = s
