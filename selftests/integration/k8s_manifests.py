@@ -144,6 +144,23 @@ def check_refs(docs, wl):
                 bad("%s: port name %s longer than 15 (IANA_SVC_NAME)" % (name, p["name"]))
 
 
+def check_probes(wl):
+    """/readyz gates traffic, /healthz restarts: both on a declared port."""
+    name = "%s/%s" % (wl["kind"], wl["metadata"]["name"])
+    c = wl["spec"]["template"]["spec"]["containers"][0]
+    ports = {p.get("name") for p in c.get("ports", [])} | \
+        {p["containerPort"] for p in c.get("ports", [])}
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+        g = c.get(probe, {}).get("httpGet")
+        if not g:
+            bad("%s: no %s (httpGet %s)" % (name, probe, path))
+            continue
+        if g.get("path") != path:
+            bad("%s: %s path %r, want %s" % (name, probe, g.get("path"), path))
+        if g.get("port") not in ports:
+            bad("%s: %s port %r is not a container port" % (name, probe, g.get("port")))
+
+
 def check_agent(docs):
     ds = by_kind(docs, "DaemonSet")
     if len(ds) != 1:
@@ -153,6 +170,7 @@ def check_agent(docs):
     pod = ds["spec"]["template"]["spec"]
     check_pod_security(ds, AGENT_CAPS)
     check_refs(docs, ds)
+    check_probes(ds)
     if pod.get("hostPID") is not True:
         bad("the agent needs hostPID (BPF reports host PIDs)")
     c = pod["containers"][0]
@@ -185,6 +203,7 @@ def check_controller(docs):
     dep = dep[0]
     check_pod_security(dep, set())
     check_refs(docs, dep)
+    check_probes(dep)
     pod = dep["spec"]["template"]["spec"]
     if dep["spec"].get("replicas") != 2:
         bad("controller replicas %r, want 2" % dep["spec"].get("replicas"))

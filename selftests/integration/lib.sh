@@ -378,6 +378,8 @@ start_agent() {
 		"$@" >"$T/agent.out" 2>&1 &
 	AGENT_PID=$!
 	AGENT_STARTED=1
+	# AGENT_NO_WAIT=1: the caller watches /readyz itself
+	[ -z "${AGENT_NO_WAIT:-}" ] || return 0
 	local end=$(($(date +%s) + 30))
 	until curl -fsS -o /dev/null "$AGENT_URL/readyz" 2>/dev/null; do
 		if ! alive "$AGENT_PID"; then
@@ -463,6 +465,15 @@ d = json.loads(t) if t else []
 print(*[m["id"] for m in (d if isinstance(d, list) else [d])])')
 	[ "$(wc -w <<<"$ids")" = 1 ] || { echo "maps named $1: ${ids:-none}"; return; }
 	bpftool map dump id "$ids" -j | $PY -c 'import json,sys; print(len(json.load(sys.stdin)))'
+}
+
+# agent_map NAME: bpftool's JSON for the running agent's own map NAME, by
+# its pin (in agent_ns.sh's bpffs unless MM_IT_SHARED_BPFFS): never
+# another agent's map of the same name.
+agent_map() {
+	local pre=()
+	[ -n "${MM_IT_SHARED_BPFFS:-}" ] || pre=(nsenter -t "$AGENT_PID" -m)
+	"${pre[@]}" bpftool -j map show pinned "$PIN_DIR/$1"
 }
 
 # url HOST PATH: a URL through the proxy with Host HOST; curl's --connect-to

@@ -73,11 +73,10 @@ done
 # budget the agent logged over that, or the configured cap.
 budget_mib=$(sed -n 's/.*caps lowered to fit \([0-9]*\) MiB.*/\1/p' "$T/agent.out")
 [ -n "$budget_mib" ] || fail "the agent did not log the budget its caps fit"
-kv=$(bpftool -j map show | $PY -c '
+kv=$(agent_map mm_conns | $PY -c '
 import json, sys
-for m in json.load(sys.stdin):
-    if m.get("name") == "mm_conns" and any(p.get("comm") == "mm-it-agent" for p in m.get("pids", [])):
-        print(m["bytes_key"], m["bytes_value"]); break')
+m = json.load(sys.stdin)
+print(m["bytes_key"], m["bytes_value"])')
 [ -n "$kv" ] || fail "bpftool shows no mm_conns map of the agent"
 bound=$((2 * (${kv% *} + ${kv#* }) + 128))
 want=$(((budget_mib << 20) * 3 / 8 / bound))

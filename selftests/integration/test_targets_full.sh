@@ -21,11 +21,10 @@ start_agent
 
 # entries / max_entries of the agent's mm_targets, as bpftool shows them
 targets_map() {
-	bpftool -j map show | $PY -c '
+	agent_map mm_targets | $PY -c '
 import json, sys
-for m in json.load(sys.stdin):
-    if m.get("name") == "mm_targets" and any(p.get("comm") == "mm-it-agent" for p in m.get("pids", [])):
-        print(m["id"], m["max_entries"]); break'
+m = json.load(sys.stdin)
+print(m["id"], m["max_entries"])'
 }
 read -r id max <<<"$(targets_map)"
 [ -n "$id" ] || fail "bpftool shows no mm_targets map of the agent"
