@@ -130,7 +130,7 @@ TEST(mem_limit_derive_caps)
 	const struct mem_caps defaults = {
 		.max_connections = 16384, .ringbuf_bytes = 4 << 20,
 		.max_series = 10000, .otlp_queue_bytes = 8 << 20,
-		.conn_bytes = 544,
+		.conn_bytes = 704,
 	};
 	struct mem_caps c;
 	uint64_t budget, used;
@@ -183,8 +183,10 @@ TEST(mem_limit_derive_caps)
 /*
  * One connection's cost follows the map's sizes as the kernel allocates
  * them, and the cap follows it: a 424-byte struct mm_conn (the size the
- * loaded object's BTF gives on x86_64) in a 64-bit-keyed hash is one
- * 512-byte kmalloc object plus its buckets, not kilobytes.
+ * loaded object's BTF gives on x86_64) is one 512-byte kmalloc object in a
+ * 64-bit-keyed hash (plus its buckets), or in socket storage one 512-byte
+ * element plus the socket's 192-byte storage owner: under 1 KiB, where the
+ * caps once charged 3.5 KiB.
  */
 TEST(mem_limit_conn_cap)
 {
@@ -194,21 +196,24 @@ TEST(mem_limit_conn_cap)
 	};
 	uint64_t budget;
 
-	/* 48 header + 8 key + 424 value + 8 llist = 488: kmalloc-512 */
-	ASSERT_EQ(mem_limit__conn_bytes(8, 424), 512 + 32);
+	/* sk storage: 72 + 424 + 8 = 504 (kmalloc-512) + 176 + 8 (kmalloc-192);
+	 * hash: 48 + 8 + 424 + 8 = 488 (kmalloc-512) + 32 of buckets */
+	ASSERT_EQ(mem_limit__conn_bytes(8, 424), 512 + 192);
 	/* the largest mm_conn its _Static_assert admits still fits */
-	ASSERT_EQ(mem_limit__conn_bytes(8, 432), 512 + 32);
-	/* one byte more in the element: the next size class */
-	ASSERT_EQ(mem_limit__conn_bytes(8, 449), 1024 + 32);
-	/* a big value: socket storage and hash both page-sized */
-	ASSERT_EQ(mem_limit__conn_bytes(8, 8000), 8192 + 32);
-	ASSERT_EQ(mem_limit__conn_bytes(8, 9000), 12288 + 32);
+	ASSERT_EQ(mem_limit__conn_bytes(8, 432), 512 + 192);
+	/* past it, the next size class */
+	ASSERT_EQ(mem_limit__conn_bytes(8, 449), 1024 + 192);
+	/* page-sized values: both maps round to pages */
+	ASSERT_EQ(mem_limit__conn_bytes(8, 8000), 8192 + 192);
+	ASSERT_EQ(mem_limit__conn_bytes(8, 9000), 12288 + 192);
+	/* a hash element bigger than the socket's storage: the hash's cost */
+	ASSERT_EQ(mem_limit__conn_bytes(64, 424), 1024 + 32);
 
 	c.conn_bytes = mem_limit__conn_bytes(8, 424);
 	budget = mem_limit__derive_caps(96ULL << 20, &c);
-	ASSERT_EQ(c.max_connections, budget * 3 / 8 / (512 + 32));
+	ASSERT_EQ(c.max_connections, budget * 3 / 8 / (512 + 192));
 	/* 96 MiB: 48 MiB budget, 18 MiB of it for connections */
-	ASSERT_TRUE(c.max_connections > 34000, "max_connections %u",
+	ASSERT_TRUE(c.max_connections > 26000, "max_connections %u",
 		    c.max_connections);
 	/* the default 16384 is not lowered under a 96 MiB limit */
 	c.max_connections = 16384;
