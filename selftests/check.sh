@@ -63,6 +63,9 @@ bin/bpf_tests 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 tally "$out" bin/bpf_tests
 
+# once, minutes, outside the per-test timeouts: test_deploy_configs' promtool
+selftests/tools/build_promtool.sh >/dev/null ||
+	echo "check: no promtool with Kubernetes service discovery (above): test_deploy_configs fails"
 echo "== Kubernetes client tests (no root)"
 selftests/k8s/run.sh 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
