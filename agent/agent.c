@@ -700,7 +700,7 @@ cleanup:
 	route_sync__free(ag.routes);
 	tls_capture__stop(ag.tls);
 	loader__stop(ag.skel, o->pin_dir);
-	loader__unlock_pin_dir();
+	loader__unlock_pin_dir(o->pin_dir);
 	mstore__free(ag.store);
 	return ret;
 }

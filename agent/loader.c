@@ -197,10 +197,13 @@ int loader__lock_pin_dir(const char *pin_dir)
 	return -EAGAIN;
 }
 
-void loader__unlock_pin_dir(void)
+void loader__unlock_pin_dir(const char *pin_dir)
 {
-	if (pin_lock_fd >= 0)
-		close(pin_lock_fd);
+	if (pin_lock_fd < 0)
+		return;
+	/* made by the lock: gone unless something was pinned since */
+	rmdir(pin_dir);
+	close(pin_lock_fd);
 	pin_lock_fd = -1;
 }
 

@@ -24,7 +24,8 @@ struct loader_opts {
  * the running agent's pid, before it touches the first one's pins.
  */
 int loader__lock_pin_dir(const char *pin_dir);
-void loader__unlock_pin_dir(void);
+/* Remove pin_dir if empty and drop the lock; nothing when not held. */
+void loader__unlock_pin_dir(const char *pin_dir);
 /*
  * Mount tracefs and bpffs when missing, open, size, load and attach every
  * program, pin maps and programs. Returns 0 or -errno with a message on
