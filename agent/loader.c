@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +162,12 @@ int loader__lock_pin_dir(const char *pin_dir)
 			return err;
 		}
 		fd = open(pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 && errno != ENOENT) {
+			err = -errno;
+			fprintf(stderr, "milometer: cannot open the pin directory %s: %s\n",
+				pin_dir, strerror(-err));
+			return err;
+		}
 		if (fd < 0)
 			continue;
 		if (flock(fd, LOCK_EX | LOCK_NB)) {
