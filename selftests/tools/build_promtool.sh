@@ -35,7 +35,10 @@ if [ -z "$GO" ]; then
 	exit 2
 fi
 mkdir -p "$CACHE/bin"
-export GOMODCACHE="$CACHE/gomod" GOCACHE="$CACHE/gobuild" GOFLAGS=-mod=mod
+# modules and build cache only for this build (GBs): the binary stays
+work=$(mktemp -d "$CACHE/build.XXXXXX")
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+export GOMODCACHE="$work/mod" GOCACHE="$work/cache" GOFLAGS=-mod=mod
 # the module's go line is old enough for any Go here: never fetch another
 export GOTOOLCHAIN=local
 src=$("$GO" mod download -json "github.com/prometheus/prometheus@$VERSION" |
@@ -44,11 +47,10 @@ src=$("$GO" mod download -json "github.com/prometheus/prometheus@$VERSION" |
 	echo "build_promtool: go mod download github.com/prometheus/prometheus@$VERSION failed" >&2
 	exit 1
 }
-work=$(mktemp -d "$CACHE/src.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cp -r "$src/." "$work/"
-chmod -R u+w "$work"
+mkdir "$work/src"
+cp -r "$src/." "$work/src/"
+chmod -R u+w "$work/src"
 echo "build_promtool: building promtool $VERSION with $("$GO" version) (minutes, once)" >&2
-(cd "$work" && nice -n 10 "$GO" build -o "$OUT.tmp" ./cmd/promtool) >&2
+(cd "$work/src" && nice -n 10 "$GO" build -o "$OUT.tmp" ./cmd/promtool) >&2
 mv "$OUT.tmp" "$OUT"
 echo "$OUT"
