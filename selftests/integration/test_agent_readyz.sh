@@ -32,7 +32,7 @@ c=$(code /readyz)
 log "starting: /readyz 503 \"$(cat "$T/body")\""
 # past the agent's first-sync wait it runs on what it has, still not ready
 wait_for 30 waits_for_api || fail "/readyz $(code /readyz) \"$(cat "$T/body")\": want 503 naming the API server"
-grep -q "attached" "$T/agent.out" || fail "the agent has not attached yet: $(tail -3 "$T/agent.out")"
+wait_for 10 grep -q "attached" "$T/agent.out" || fail "the agent has not attached: $(tail -3 "$T/agent.out")"
 log "attached, API away: /readyz 503 \"$(cat "$T/body")\""
 healthz_ok || fail "/healthz $(code /healthz) while waiting for the API server"
 
