@@ -22,6 +22,8 @@ A=$(pgrep -P "$NS_PID" -x mm-it-agent)
 # keeps the mount namespace (and its bpffs) after the first agent is gone
 start_bg ns-holder nsenter -t "$NS_PID" -m sleep 600
 HOLDER=$LAST_PID
+in_agent_ns() { [ "$(readlink /proc/$HOLDER/ns/mnt)" = "$(readlink /proc/$NS_PID/ns/mnt)" ]; }
+wait_for 5 in_agent_ns || fail "nsenter did not enter the agent's mount namespace"
 inns() { nsenter -t "$HOLDER" -m "$@"; }
 pins() { inns ls -A "$PIN_DIR" 2>/dev/null | sort | tr '\n' ' '; }
 before=$(pins)
