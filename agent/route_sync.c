@@ -223,6 +223,7 @@ static int build(struct route_sync *rs, char *err, size_t errlen)
 		if (skipped)
 			fprintf(stderr, "milometer: k8s: %zu Gateway/HTTPRoute objects skipped, the others are in the table\n",
 				skipped);
+		gateway_api__log_dropped(m, stderr, "milometer: k8s: ");
 	} else if (rs->dir) {
 		ret = gateway_api__load_dir(m, rs->dir, err, errlen);
 		if (ret)
@@ -236,6 +237,7 @@ static int build(struct route_sync *rs, char *err, size_t errlen)
 		for (size_t i = 0; i < m->nrejected; i++)
 			fprintf(stderr, "milometer: manifest left out: %s\n",
 				m->rejected[i]);
+		gateway_api__log_dropped(m, stderr, "milometer: ");
 	}
 	ret = route_compile__build_slots(m, (const char *const *)rs->slots,
 					 rs->nslots, gen, &t, err, errlen);

@@ -496,7 +496,7 @@ TEST(route_input_explain)
 		{ { "--manifests", DIR, "-X", "G ET", "http://a/" }, 2, "",
 		  "is not an HTTP token" },
 		{ { "--manifests", "/nonexistent", "http://a/" }, 2, "",
-		  "/nonexistent: cannot read manifest directory" },
+		  "cannot read manifests: /nonexistent: No such file" },
 		{ { "--manifests", DIR, "--gateway", "x/y", "http://a/" }, 2, "",
 		  "gateway x/y is not in the manifests" },
 		{ { "--manifests", DIR }, 2, "", "exactly one URL" },
