@@ -14,10 +14,12 @@ M="$ROOT/bin/milometer"
 [ -x "$M" ] || fail "build bin/milometer first"
 start_apiserver
 EX="$ROOT/deploy/examples/contract"
+# the seed's twins, which conflict with the examples on purpose
+TWINS="$ROOT/selftests/unit/testdata/contract/seed-twins"
 printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: milometer}\n' | kubectl apply -f - >/dev/null
-kubectl apply -f "$EX" >/dev/null || fail "kubectl apply examples"
-NDEF=$(ls "$EX"/*metricdefinition*.yaml | wc -l)
-NPOL=$(ls "$EX"/*metricpolicy*.yaml | wc -l)
+kubectl apply -f "$EX" -f "$TWINS" >/dev/null || fail "kubectl apply examples"
+NDEF=$(ls "$EX"/*metricdefinition*.yaml "$TWINS"/*metricdefinition*.yaml | wc -l)
+NPOL=$(ls "$EX"/*metricpolicy*.yaml "$TWINS"/*metricpolicy*.yaml | wc -l)
 
 patches() { requests | grep -c "^PATCH .*/status?fieldManager=milometer&force=true 200" || true; }
 holder() { kubectl get lease -n milometer milometer-controller -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
@@ -60,7 +62,7 @@ assert a["observedGeneration"] == o["metadata"]["generation"], a
 assert a["lastTransitionTime"].endswith("Z"), a
 assert "Programmed" not in c, c
 PY
-	# the examples hold two pairs of policies that target the same metric
+	# the examples and twins hold two pairs of policies that target the same metric
 	# from the same source (*condition-status-policy, *upstream-latency-
 	# policy): in each, the newer (creationTimestamp, then name) is
 	# Conflicted; which one depends on whether kubectl's creates crossed a

@@ -281,7 +281,7 @@ TEST(contract_condition_counts_for_self_metrics)
 	struct tc_ctx t;
 
 	buf[0] = 0;
-	ASSERT_EQ(tc_open1(&t, SEED_DIR), 0);
+	ASSERT_EQ(tc_open_seed(&t), 0);
 	contract__condition_counts(t.c, count_cb, buf);
 	test_log("%s\n", buf);
 	ASSERT_TRUE(strstr(buf, "MetricDefinition/Accepted/True/TelemetryRegistered=6;"));
@@ -311,12 +311,12 @@ TEST(contract_uid_is_uuid5)
 
 TEST(contract_same_file_listed_twice_read_once)
 {
-	const char *paths[] = { SEED_DIR,
-				SEED_DIR "/seed-complete-metricdefinition.yaml",
+	const char *paths[] = { SEED_DIR, SEED_TWINS_DIR,
+				SEED_TWINS_DIR "/seed-complete-metricdefinition.yaml",
 				SEED_DIR "/" };
 	struct tc_ctx t;
 
-	ASSERT_EQ(tc_open(&t, paths, 3), 0);
+	ASSERT_EQ(tc_open(&t, paths, 4), 0);
 	ASSERT_EQ(manifest_source__count(t.src), 15);
 	ASSERT_EQ(contract__rejected(t.c), 3); /* the seed's twins only */
 	tc_close(&t);
@@ -332,7 +332,7 @@ TEST(contract_attribute_filter_regex_not_cut)
 	char *seed = NULL, *y, pat[1200];
 	const char *at;
 	size_t len = 0;
-	FILE *f = fopen(SEED_DIR "/seed-complete-metricpolicy-dataplane.yaml",
+	FILE *f = fopen(SEED_TWINS_DIR "/seed-complete-metricpolicy-dataplane.yaml",
 			"r");
 	struct tc_ctx t;
 	const char *paths[3];
@@ -350,7 +350,7 @@ TEST(contract_attribute_filter_regex_not_cut)
 		     (int)(at - seed), seed, pat, at);
 	ASSERT_TRUE(n > 0);
 	paths[0] = tc_write(dir, "p.yaml", y);
-	paths[1] = SEED_DIR "/seed-complete-metricdefinition.yaml";
+	paths[1] = SEED_TWINS_DIR "/seed-complete-metricdefinition.yaml";
 	paths[2] = ROUTES;
 	ASSERT_EQ(tc_open(&t, paths, 3), 0);
 	ASSERT_STREQ(tc_status(&t, "MetricPolicy",
