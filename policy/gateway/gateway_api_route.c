@@ -14,6 +14,7 @@
 #include "policy/gateway/gateway_api_fields.h"
 #include "policy/gateway/http_method.h"
 #include "policy/source/rfc3339.h"
+#include "policy/source/spelling.h"
 
 static int kv_matches(struct gw_ctx *c, const struct doc_node *list,
 		      const char *what, bool fold_names,
@@ -88,11 +89,16 @@ static int kv_matches(struct gw_ctx *c, const struct doc_node *list,
 			if (err)
 				return err;
 		} else {
+			static const char *const types[] = {
+				"Exact", "RegularExpression" };
+			const char *near = spelling__closest(type, types, 2);
+
 			return gateway_api_fields__bad(
-				c, it,
-				"%s.type \"%s\": use Exact or "
+				c, doc__get(it, "type"),
+				"%s.type \"%s\"%s%s%s: use Exact or "
 				"RegularExpression",
-				what, type);
+				what, type, near ? " (did you mean `" : "",
+				near ? near : "", near ? "`?)" : "");
 		}
 		n++;
 	}
@@ -142,11 +148,17 @@ static int path_match(struct gw_ctx *c, const struct doc_node *mn,
 		return gateway_api_fields__compile_re(c, p, value,
 						      &gm->path_re);
 	} else {
+		static const char *const types[] = { "Exact", "PathPrefix",
+						     "RegularExpression" };
+		const char *near = spelling__closest(type, types, 3);
+
 		return gateway_api_fields__bad(
-			c, p,
-			"path.type \"%s\": use Exact, PathPrefix or "
+			c, doc__get(p, "type"),
+			"path.type \"%s\" is not a Gateway API path match "
+			"type%s%s%s; use Exact, PathPrefix or "
 			"RegularExpression",
-			type);
+			type, near ? " (did you mean `" : "",
+			near ? near : "", near ? "`?)" : "");
 	}
 	if (value[0] != '/')
 		return gateway_api_fields__bad(
