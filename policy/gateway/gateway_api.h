@@ -12,7 +12,8 @@
  *     absent or path.type absent -> PathPrefix; path.value absent -> "/"
  *   - header/query match type Exact
  *   - parentRef group gateway.networking.k8s.io, kind Gateway, namespace
- *     the route's; backendRef namespace the route's, weight 1
+ *     the route's; backendRef group "" (core), kind Service, namespace the
+ *     route's, weight 1
  *   - listener allowedRoutes.namespaces.from Same
  * metadata.creationTimestamp is optional: a route without one counts as
  * newer than every route that has one (see route_compile.c).
@@ -146,6 +147,7 @@ struct gw_match {
 };
 
 struct gw_backend {
+	const char *group, *kind; /* "" and "Service" by default */
 	const char *ns, *name;
 	uint32_t port;
 	uint32_t weight;

@@ -248,11 +248,19 @@ static int backends(struct gw_ctx *c, const struct gw_route *r,
 		struct gw_backend *gb = &gr->backends[i];
 
 		gb->ns = r->ns;
+		gb->group = "";
+		gb->kind = "Service";
 		gb->weight = 1;
 		err = gateway_api_fields__item_map(c, b, "backendRefs", i);
 		if (!err)
 			err = gateway_api_fields__req_str(
 				c, b, "name", "backendRef", &gb->name);
+		if (!err)
+			err = gateway_api_fields__opt_str(
+				c, b, "group", "backendRef", &gb->group);
+		if (!err)
+			err = gateway_api_fields__opt_str(
+				c, b, "kind", "backendRef", &gb->kind);
 		if (!err)
 			err = gateway_api_fields__opt_str(
 				c, b, "namespace", "backendRef", &gb->ns);

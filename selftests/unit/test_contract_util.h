@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "policy/contract/check_cmd.h"
 #include "policy/contract/conditions.h"
 #include "policy/contract/contract.h"
 #include "policy/source/manifest_source.h"
@@ -138,6 +139,23 @@ static inline const char *tc_write(const char *dir, const char *name,
 	fputs(content, f);
 	fclose(f);
 	return p;
+}
+
+/* `milometer check ARGS...` with its output in *out and *err (free both). */
+static inline int tc_check(const char *const *args, size_t n, char **out,
+			   char **err)
+{
+	char *argv[16] = { "check" };
+	size_t olen, elen;
+	FILE *o = open_memstream(out, &olen), *e = open_memstream(err, &elen);
+	int rc;
+
+	for (size_t i = 0; i < n && i < 15; i++)
+		argv[i + 1] = (char *)args[i];
+	rc = check__run((int)n + 1, argv, o, e);
+	fclose(o);
+	fclose(e);
+	return rc;
 }
 
 /* Copy a file (the seed examples) into dir under a new name. */

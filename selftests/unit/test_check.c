@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * `milometer check` on the mistakes users make: each must exit 1 with a
+ * file:line message naming the fix (and the closest valid spelling where
+ * there is one); what may be right later is a warning, exit 0; one bad
+ * object never hides another; the shipped examples pass.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "selftests/unit/test.h"
+#include "selftests/unit/test_contract_util.h"
+
+#define GATEWAY_YAML                                                       \
+	"apiVersion: gateway.networking.k8s.io/v1\n"          /* 1 */     \
+	"kind: Gateway\n"                                      /* 2 */     \
+	"metadata: {name: gw, namespace: infra}\n"             /* 3 */     \
+	"spec:\n"                                              /* 4 */     \
+	"  listeners:\n"                                       /* 5 */     \
+	"  - name: http\n"                                     /* 6 */     \
+	"    port: 80\n"                                       /* 7 */     \
+	"    protocol: HTTP\n"                                 /* 8 */     \
+	"    hostname: \"*.example.com\"\n"                    /* 9 */     \
+	"    allowedRoutes: {namespaces: {from: All}}\n"       /* 10 */    \
+	"  - name: https\n"                                    /* 11 */    \
+	"    port: 443\n"                                      /* 12 */    \
+	"    protocol: HTTPS\n"                                /* 13 */    \
+	"    allowedRoutes: {namespaces: {from: Same}}\n"      /* 14 */
+
+#define ROUTE_HEAD(name)                                                   \
+	"apiVersion: gateway.networking.k8s.io/v1\n"                      \
+	"kind: HTTPRoute\n"                                                \
+	"metadata: {name: " name ", namespace: t}\n"                      \
+	"spec:\n"
+
+struct run {
+	int rc;
+	char *out, *err;
+};
+
+static void run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+static struct run check_path(const char *path, bool json)
+{
+	struct run r;
+	const char *args[] = { "--manifests", path, "--json" };
+
+	r.rc = tc_check(args, json ? 3 : 2, &r.out, &r.err);
+	return r;
+}
+
+/* A directory holding the Gateway and one file with yaml in it. */
+static const char *with_gateway(const char *name, const char *yaml)
+{
+	const char *dir = test__tmpdir();
+
+	tc_write(dir, "gw.yaml", GATEWAY_YAML);
+	tc_write(dir, name, yaml);
+	return dir;
+}
+
+#define ASSERT_OUT(r, s) ASSERT_TRUE(strstr((r).out, (s)), "want \"%s\" in:\n%s", (s), (r).out)
+
+TEST(check_shipped_examples_pass)
+{
+	struct run r = check_path("deploy/examples", false);
+
+	ASSERT_EQ(r.rc, 0);
+	ASSERT_OUT(r, " 0 rejected, 0 manifest error(s), 0 warning(s)");
+	/* it descends into deploy/examples/contract/ */
+	ASSERT_OUT(r, "deploy/examples/contract/seed-scenario-upstream-request-count-metricpolicy.yaml:1: MetricPolicy");
+	ASSERT_OUT(r, "deploy/examples/contract-gateway.yaml:2: Gateway demo/edge");
+	ASSERT_OUT(r, "deploy/examples/demo-httproutes.yaml:3: HTTPRoute demo/api\n    parentRef Gateway demo/edge:\n      Accepted      True    Accepted");
+	run_free(&r);
+	r = check_path("deploy/examples/contract", false);
+	ASSERT_EQ(r.rc, 0);
+	run_free(&r);
+	/* the seed's twins beside them are the deliberate conflict */
+	{
+		const char *args[] = { "-m", SEED_DIR, "-m", SEED_TWINS_DIR };
+
+		r.rc = tc_check(args, 4, &r.out, &r.err);
+	}
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "Conflicted");
+	ASSERT_OUT(r, "DuplicateMetric");
+	ASSERT_OUT(r, " 3 rejected,");
+	run_free(&r);
+}
+
+TEST(check_descends_and_says_what_it_skipped)
+{
+	const char *dir = test__tmpdir();
+	char sub[256], deep[256];
+	struct run r;
+
+	snprintf(sub, sizeof(sub), "%.200s/team-a", dir);
+	snprintf(deep, sizeof(deep), "%.200s/team-a/routes", dir);
+	ASSERT_EQ(mkdir(sub, 0755), 0);
+	ASSERT_EQ(mkdir(deep, 0755), 0);
+	tc_write(dir, "gw.yaml", GATEWAY_YAML);
+	tc_write(deep, "r.yml", ROUTE_HEAD("deep")
+		 "  parentRefs: [{name: gw, namespace: infra, sectionName: http}]\n"
+		 "  hostnames: [a.example.com]\n");
+	tc_write(sub, "notes.md", "# not a manifest\n");
+	tc_write(dir, "deploy.yaml",
+		 "apiVersion: apps/v1\nkind: Deployment\n"
+		 "metadata: {name: web, namespace: t}\n");
+	r = check_path(dir, false);
+	ASSERT_EQ(r.rc, 0);
+	ASSERT_OUT(r, "/team-a/routes/r.yml:1: HTTPRoute t/deep\n    parentRef Gateway infra/gw sectionName http:\n      Accepted      True    Accepted               Attached to listener(s) http.");
+	ASSERT_OUT(r, "note: ");
+	ASSERT_OUT(r, "/team-a/notes.md: skipped: not a *.yaml or *.yml file");
+	ASSERT_OUT(r, "/deploy.yaml:1: Deployment t/web (apps/v1): skipped: milometer reads Gateway, HTTPRoute");
+	ASSERT_OUT(r, "2 object(s), 0 rejected, 0 manifest error(s), 0 warning(s), 2 skipped");
+	run_free(&r);
+	/* --json says the same */
+	r = check_path(dir, true);
+	ASSERT_EQ(r.rc, 0);
+	ASSERT_OUT(r, "\"skipped\":[");
+	ASSERT_OUT(r, "\"parents\":[{\"parentRef\":\"Gateway infra/gw sectionName http\",\"conditions\":[{\"type\":\"Accepted\",\"status\":\"True\"");
+	run_free(&r);
+}
+
+TEST(check_path_type_misspelt)
+{
+	const char *dir = with_gateway("r.yaml", ROUTE_HEAD("typo")
+		"  parentRefs: [{name: gw, namespace: infra}]\n"   /* 5 */
+		"  rules:\n"                                        /* 6 */
+		"  - matches:\n"                                    /* 7 */
+		"    - path: {type: Pathprefix, value: /a}\n");     /* 8 */
+	struct run r = check_path(dir, false);
+
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "/r.yaml:1: HTTPRoute t/typo\n    Accepted      False   UnsupportedValue       ");
+	ASSERT_OUT(r, "/r.yaml:8: path.type \"Pathprefix\" is not a Gateway API path match type (did you mean `PathPrefix`?)");
+	ASSERT_OUT(r, " 1 rejected,");
+	run_free(&r);
+}
+
+TEST(check_parent_gateway_missing)
+{
+	const char *dir = with_gateway("r.yaml", ROUTE_HEAD("nogw")
+		"  parentRefs:\n"                                   /* 5 */
+		"  - {name: gw2, namespace: infra}\n");             /* 6 */
+	struct run r = check_path(dir, false);
+	char path[512];
+
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "parentRef Gateway infra/gw2:\n      Accepted      False   NoMatchingParent       ");
+	ASSERT_OUT(r, "/r.yaml:6: Gateway infra/gw2 is not in the manifests (did you mean `infra/gw`?)");
+	run_free(&r);
+	/* the route checked alone (no Gateway read at all): a warning */
+	snprintf(path, sizeof(path), "%s/r.yaml", dir);
+	r = check_path(path, false);
+	ASSERT_EQ(r.rc, 0);
+	ASSERT_OUT(r, "    warning: ");
+	ASSERT_OUT(r, "/r.yaml:6: Gateway infra/gw2 is not in the manifests read (none is): the route's attachment is not checked");
+	ASSERT_OUT(r, "1 object(s), 0 rejected, 0 manifest error(s), 1 warning(s)");
+	run_free(&r);
+}
+
+TEST(check_parent_listener_reasons)
+{
+	const char *dir = with_gateway("r.yaml", ROUTE_HEAD("r")
+		"  hostnames: [shop.other.org]\n"                   /* 5 */
+		"  parentRefs:\n"                                   /* 6 */
+		"  - {name: gw, namespace: infra, sectionName: htp}\n" /* 7 */
+		"  - {name: gw, namespace: infra, sectionName: https}\n" /* 8 */
+		"  - {name: gw, namespace: infra, port: 8080}\n"    /* 9 */
+		"  - {name: gw, namespace: infra, port: 80}\n");    /* 10 */
+	struct run r = check_path(dir, false);
+
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "/r.yaml:7: Gateway infra/gw has no listener named htp; did you mean `http`? (listeners: http:80, https:443)");
+	ASSERT_OUT(r, "parentRef Gateway infra/gw sectionName https:\n      Accepted      False   NotAllowedByListeners  ");
+	ASSERT_OUT(r, "/r.yaml:8: listener https takes routes from namespace infra only (allowedRoutes from Same)");
+	ASSERT_OUT(r, "parentRef Gateway infra/gw port 8080:\n      Accepted      False   NoMatchingParent       ");
+	ASSERT_OUT(r, "/r.yaml:9: Gateway infra/gw has no listener on port 8080 (listeners: http:80, https:443)");
+	ASSERT_OUT(r, "parentRef Gateway infra/gw port 80:\n      Accepted      False   NoMatchingListenerHostname ");
+	ASSERT_OUT(r, "/r.yaml:10: no hostname of the route intersects listener http's hostname *.example.com");
+	run_free(&r);
+}
+
+TEST(check_backend_refs)
+{
+	const char *dir = with_gateway("r.yaml", ROUTE_HEAD("r")
+		"  parentRefs: [{name: gw, namespace: infra, sectionName: http}]\n" /* 5 */
+		"  rules:\n"                                        /* 6 */
+		"  - backendRefs:\n"                                /* 7 */
+		"    - {name: cm, kind: ConfigMap}\n");             /* 8 */
+	struct run r = check_path(dir, false);
+
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "ResolvedRefs  False   InvalidKind            ");
+	ASSERT_OUT(r, "/r.yaml:8: rule 0 backendRef cm: kind ConfigMap is not supported; use a core Service");
+	run_free(&r);
+
+	/* Services in the manifests: a missing one is BackendNotFound */
+	tc_write(dir, "r.yaml", ROUTE_HEAD("r")
+		 "  parentRefs: [{name: gw, namespace: infra, sectionName: http}]\n"
+		 "  rules:\n"
+		 "  - backendRefs:\n"
+		 "    - {name: web, port: 80}\n"                    /* 8 */
+		 "    - {name: api, namespace: other, port: 80}\n"  /* 9 */
+		 "---\n"
+		 "apiVersion: v1\nkind: Service\n"
+		 "metadata: {name: web, namespace: t}\n");
+	tc_write(dir, "svc.yaml", "apiVersion: v1\nkind: Service\n"
+		 "metadata: {name: api, namespace: other}\n");
+	r = check_path(dir, false);
+	ASSERT_EQ(r.rc, 0);
+	/* no ReferenceGrant anywhere: the cross-namespace ref is a warning */
+	ASSERT_OUT(r, "warning: ");
+	ASSERT_OUT(r, "/r.yaml:9: rule 0 backendRef other/api is in another namespace: it needs a ReferenceGrant in other");
+	run_free(&r);
+
+	tc_write(dir, "grant.yaml",
+		 "apiVersion: gateway.networking.k8s.io/v1beta1\n"
+		 "kind: ReferenceGrant\n"
+		 "metadata: {name: g, namespace: other}\n"
+		 "spec:\n"
+		 "  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: elsewhere}]\n"
+		 "  to: [{group: \"\", kind: Service}]\n");
+	r = check_path(dir, false);
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "ResolvedRefs  False   RefNotPermitted        ");
+	ASSERT_OUT(r, "/r.yaml:9: rule 0 backendRef other/api is in another namespace and no ReferenceGrant in other lets HTTPRoutes of t refer to it");
+	run_free(&r);
+
+	tc_write(dir, "grant.yaml",
+		 "apiVersion: gateway.networking.k8s.io/v1beta1\n"
+		 "kind: ReferenceGrant\n"
+		 "metadata: {name: g, namespace: other}\n"
+		 "spec:\n"
+		 "  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: t}]\n"
+		 "  to: [{group: \"\", kind: Service, name: api}]\n");
+	r = check_path(dir, false);
+	ASSERT_EQ(r.rc, 0);
+	ASSERT_OUT(r, "ResolvedRefs  True    ResolvedRefs ");
+	run_free(&r);
+
+	tc_write(dir, "svc.yaml", "apiVersion: v1\nkind: Service\n"
+		 "metadata: {name: apx, namespace: other}\n");
+	r = check_path(dir, false);
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "ResolvedRefs  False   BackendNotFound        ");
+	ASSERT_OUT(r, "/r.yaml:9: rule 0 backendRef Service other/api is not in the manifests");
+	run_free(&r);
+}
+
+/*
+ * A rule whose regular expression is refused is dropped alone: the route
+ * is PartiallyInvalid (exit 1), its other rules and every other object in
+ * the same file are still there and accepted.
+ */
+TEST(check_bad_rule_is_dropped_alone)
+{
+	const char *dir = test__tmpdir();
+	struct run r;
+
+	tc_write(dir, "all.yaml", GATEWAY_YAML "---\n"       /* 15 */
+		 ROUTE_HEAD("mixed")                         /* 16 */
+		 "  parentRefs: [{name: gw, namespace: infra, sectionName: http}]\n" /* 20 */
+		 "  hostnames: [a.example.com]\n"            /* 21 */
+		 "  rules:\n"                                 /* 22 */
+		 "  - matches: [{path: {type: Exact, value: /ok}}]\n" /* 23 */
+		 "  - matches: [{path: {type: RegularExpression, value: \"/(.{0,255}){0,255}\"}}]\n" /* 24 */
+		 "---\n"                                      /* 25 */
+		 ROUTE_HEAD("good")                           /* 26 */
+		 "  parentRefs: [{name: gw, namespace: infra, sectionName: http}]\n"
+		 "  hostnames: [b.example.com]\n");
+	r = check_path(dir, false);
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "/all.yaml:1: Gateway infra/gw\n    Accepted      True    Accepted");
+	ASSERT_OUT(r, "/all.yaml:16: HTTPRoute t/mixed\n    parentRef Gateway infra/gw sectionName http:\n      Accepted      True    Accepted ");
+	ASSERT_OUT(r, "PartiallyInvalid True    UnsupportedValue       Dropped Rule 1: ");
+	ASSERT_OUT(r, "/all.yaml:24: invalid regular expression");
+	ASSERT_OUT(r, "/all.yaml:26: HTTPRoute t/good\n    parentRef Gateway infra/gw sectionName http:\n      Accepted      True    Accepted ");
+	ASSERT_OUT(r, "3 object(s), 1 rejected, 0 manifest error(s)");
+	run_free(&r);
+}
+
+/* A YAML error in one file is reported; the other files are checked. */
+TEST(check_bad_file_does_not_hide_others)
+{
+	const char *dir = with_gateway("bad.yaml", "a: [\n");
+	struct run r = check_path(dir, false);
+
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "/gw.yaml:1: Gateway infra/gw\n    Accepted      True    Accepted");
+	ASSERT_OUT(r, "error: ");
+	ASSERT_OUT(r, "/bad.yaml:");
+	run_free(&r);
+}
