@@ -12,6 +12,7 @@
 
 #include "exporter/json_out.h"
 #include "policy/contract/contract.h"
+#include "policy/contract/policy_lint.h"
 #include "policy/source/doc.h"
 #include "policy/source/manifest_source.h"
 
@@ -173,6 +174,14 @@ static bool wins(const char *a_created, const char *a_name,
 		return a_created != NULL;
 	}
 	return strcmp(a_name, b_name) < 0;
+}
+
+static void cobj_warn(void *ctx, const char *msg)
+{
+	struct cobj *o = ctx;
+
+	/* a warning lost to memory pressure changes no verdict */
+	(void)strs_add(&o->warnings, &o->nwarnings, msg);
 }
 
 static void reject(struct cobj *o, const struct crd_err *e)
@@ -473,8 +482,14 @@ static int load_table(struct contract *c, const struct manifest_source *src,
 			err = crd_policy__parse(m, &o->pol, &e);
 			if (err == -ENOMEM)
 				return err;
-			if (err)
+			if (err) {
 				reject(o, &e);
+			} else if (policy_lint__check(o->pol, &e, cobj_warn, o)) {
+				/* names what nothing provides: never in effect */
+				reject(o, &e);
+				crd_policy__put(o->pol);
+				o->pol = NULL;
+			}
 		} else {
 			conditions__set(&o->conds, COND_ACCEPTED, COND_FALSE,
 					"UnknownKind",

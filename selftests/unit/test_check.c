@@ -72,7 +72,9 @@ TEST(check_shipped_examples_pass)
 	struct run r = check_path("deploy/examples", false);
 
 	ASSERT_EQ(r.rc, 0);
-	ASSERT_OUT(r, " 0 rejected, 0 manifest error(s), 0 warning(s)");
+	ASSERT_OUT(r, " 0 rejected, 0 manifest error(s), 1 warning(s)");
+	/* the seed's condition policy reads what HTTPRoute keeps elsewhere */
+	ASSERT_OUT(r, "    warning: deploy/examples/contract/seed-scenario-condition-status-metricpolicy.yaml:16: spec.source.resourceFields.seriesFrom.path: `resource.status.conditions` is not in the HTTPRoute schema (gateway.networking.k8s.io/v1): the Gateway API keeps an HTTPRoute's conditions per parent Gateway, under status.parents[].conditions");
 	/* it descends into deploy/examples/contract/ */
 	ASSERT_OUT(r, "deploy/examples/contract/seed-scenario-upstream-request-count-metricpolicy.yaml:1: MetricPolicy");
 	ASSERT_OUT(r, "deploy/examples/contract-gateway.yaml:2: Gateway demo/edge");
@@ -297,5 +299,218 @@ TEST(check_bad_file_does_not_hide_others)
 	ASSERT_OUT(r, "/gw.yaml:1: Gateway infra/gw\n    Accepted      True    Accepted");
 	ASSERT_OUT(r, "error: ");
 	ASSERT_OUT(r, "/bad.yaml:");
+	run_free(&r);
+}
+
+/* The seed's scenario policy for upstream request counts, with one edit. */
+static const char *policy_with(const char *dir, const char *from,
+			       const char *to)
+{
+	static char buf[8192];
+	char *at;
+	FILE *f = fopen(SEED_DIR "/seed-scenario-upstream-request-count-metricpolicy.yaml", "r");
+	size_t n;
+
+	if (!f)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	at = strstr(buf, from);
+	if (!at)
+		return NULL;
+	{
+		char rest[8192];
+
+		snprintf(rest, sizeof(rest), "%s", at + strlen(from));
+		snprintf(at, sizeof(buf) - (size_t)(at - buf), "%s%s", to, rest);
+	}
+	tc_copy(SEED_DIR "/seed-scenario-upstream-request-count-metricdefinition.yaml",
+		dir, "d.yaml");
+	return tc_write(dir, "p.yaml", buf);
+}
+
+static struct run check_policy(const char *from, const char *to)
+{
+	const char *dir = test__tmpdir();
+	struct run r = { -1, NULL, NULL };
+
+	if (!policy_with(dir, from, to))
+		return r;
+	return check_path(dir, false);
+}
+
+TEST(check_cel_path_typo)
+{
+	struct run r = check_policy("resource_namespace: \"resource.metadata.namespace\"",
+				    "resource_namespace: \"resource.metadata.namepsace\"");
+
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "Accepted      False   InvalidCEL             ");
+	ASSERT_OUT(r, "/p.yaml:30: spec.source.dataPlane.transform.labels.resource_namespace: `resource.metadata.namepsace`: HTTPRoute (gateway.networking.k8s.io/v1) has no field namepsace in `resource.metadata` (did you mean `resource.metadata.namespace`?)");
+	run_free(&r);
+	/* ObjectMeta is closed: a field no one is close to is still wrong */
+	r = check_policy("valueFrom: \"resource.metadata.name\"",
+			 "valueFrom: \"resource.metadata.displayTitle\"");
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "/p.yaml:21: spec.source.dataPlane.selector.otel.attributeSelectors[0].valueFrom: `resource.metadata.displayTitle`: ObjectMeta has no field displayTitle (fields: name, namespace, uid");
+	run_free(&r);
+	/* selecting into a list */
+	r = check_policy("resource_uid: \"string(resource.metadata.uid)\"",
+			 "resource_uid: \"resource.spec.rules.name\"");
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "`resource.spec.rules` is a list in HTTPRoute: select an element first (`resource.spec.rules[0].name`)");
+	run_free(&r);
+	/* a list element, a map key, has(): fine */
+	r = check_policy("resource_uid: \"string(resource.metadata.uid)\"",
+			 "resource_uid: \"has(resource.metadata.labels.team) ? resource.metadata.labels['team'] + resource.spec.rules[0].matches[0].path.value : resource.spec.hostnames[0]\"");
+	ASSERT_EQ(r.rc, 0);
+	ASSERT_OUT(r, " 0 warning(s)");
+	run_free(&r);
+}
+
+TEST(check_unknown_field_outside_schema_is_a_warning)
+{
+	struct run r = check_policy("resource_uid: \"string(resource.metadata.uid)\"",
+				    "resource_uid: \"string(resource.spec.tenantId)\"");
+
+	ASSERT_EQ(r.rc, 0);
+	ASSERT_OUT(r, "Accepted      True    Accepted ");
+	ASSERT_OUT(r, "    warning: ");
+	ASSERT_OUT(r, "/p.yaml:31: spec.source.dataPlane.transform.labels.resource_uid: `resource.spec.tenantId` is not in the HTTPRoute schema (gateway.networking.k8s.io/v1; fields here: parentRefs, hostnames, rules");
+	run_free(&r);
+}
+
+TEST(check_attribute_key_typo)
+{
+	struct run r = check_policy("attributes['envoy.cluster_name']",
+				    "attributes['envoy.clustername']");
+
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "Accepted      False   UnknownAttribute       ");
+	ASSERT_OUT(r, "/p.yaml:33: spec.source.dataPlane.transform.labels.upstream_cluster: attribute envoy.clustername is not carried by envoy.cluster.upstream_rq_total samples (did you mean `envoy.cluster_name`?)");
+	run_free(&r);
+	/* in a selector key too */
+	r = check_policy("- key: \"k8s.namespace.name\"", "- key: \"k8s.namespace.nme\"");
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "/p.yaml:22: spec.source.dataPlane.selector.otel.attributeSelectors[1]: attribute k8s.namespace.nme is not carried by envoy.cluster.upstream_rq_total samples (did you mean `k8s.namespace.name`?)");
+	run_free(&r);
+	/* a key unlike any: another data plane's, a warning */
+	r = check_policy("attributes['envoy.cluster_name']",
+			 "attributes['tenant.billing.account']");
+	ASSERT_EQ(r.rc, 0);
+	ASSERT_OUT(r, "warning: ");
+	ASSERT_OUT(r, "attribute tenant.billing.account is not carried by milometer's envoy.cluster.upstream_rq_total samples");
+	run_free(&r);
+}
+
+TEST(check_source_metric_typo)
+{
+	struct run r = check_policy("envoy.cluster.upstream_rq_total",
+				    "envoy.cluster.upstream_rq_totl");
+
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "Accepted      False   UnknownSourceMetric    ");
+	ASSERT_OUT(r, "/p.yaml:17: spec.source.dataPlane.selector.otel.metricName: milometer produces no source metric envoy.cluster.upstream_rq_totl (did you mean `envoy.cluster.upstream_rq_total`?)");
+	run_free(&r);
+	r = check_policy("envoy.cluster.upstream_rq_total", "nginx.http.requests");
+	ASSERT_EQ(r.rc, 0);
+	ASSERT_OUT(r, "warning: ");
+	ASSERT_OUT(r, "/p.yaml:17: spec.source.dataPlane.selector.otel.metricName: milometer produces no source metric nginx.http.requests (it produces envoy.http.downstream_rq_total");
+	run_free(&r);
+}
+
+/* Every mistake of one policy is said in one run, the first as the condition. */
+TEST(check_reports_every_mistake)
+{
+	const char *dir = test__tmpdir();
+	struct run r;
+
+	ASSERT_TRUE(policy_with(dir, "attributes['envoy.cluster_name']",
+				"attributes['envoy.clustername']"));
+	/* p.yaml now has one typo: add a second one by hand */
+	{
+		const char *p2 = policy_with(dir, "resource_namespace: \"resource.metadata.namespace\"",
+					     "resource_namespace: \"resource.metadata.namepsace\"");
+		char cmd[1200];
+
+		ASSERT_TRUE(p2);
+		snprintf(cmd, sizeof(cmd), "sed -i \"s/envoy.cluster_name'/envoy.clustername'/\" %s", p2);
+		ASSERT_EQ(system(cmd), 0);
+	}
+	r = check_path(dir, false);
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "Accepted      False   InvalidCEL ");
+	ASSERT_OUT(r, "warning: ");
+	ASSERT_OUT(r, "/p.yaml:33: also wrong (UnknownAttribute): ");
+	run_free(&r);
+}
+
+/* A subject kind with no known schema: paths are not checked, and check says so. */
+TEST(check_unknown_subject_schema_is_a_warning)
+{
+	struct run r = check_policy("resource.metadata.name", "resource.metadata.name");
+	const char *dir = test__tmpdir();
+
+	run_free(&r);
+	tc_write(dir, "d.yaml",
+		 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		 "kind: MetricDefinition\n"
+		 "metadata: {name: widget-info}\n"
+		 "spec:\n"
+		 "  resource: {group: example.com, kind: Widget}\n"
+		 "  metric:\n"
+		 "    name: example.com.widget.info\n"
+		 "    instrument: {type: Gauge, unit: \"1\"}\n"
+		 "  labels: [{key: size}]\n");
+	tc_write(dir, "p.yaml",
+		 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		 "kind: MetricPolicy\n"
+		 "metadata: {name: widget-info}\n"
+		 "spec:\n"
+		 "  subject: {group: example.com, version: v1, kind: Widget}\n"
+		 "  targetMetric: {name: example.com.widget.info}\n"
+		 "  source:\n"
+		 "    type: ResourceFields\n"
+		 "    resourceFields:\n"
+		 "      seriesFrom:\n"
+		 "        path: resource\n"
+		 "        value: {cel: \"1\"}\n"
+		 "        labels: {size: \"resource.spec.size\"}\n");
+	r = check_path(dir, false);
+	ASSERT_EQ(r.rc, 0);
+	ASSERT_OUT(r, "/p.yaml:13: spec.source.resourceFields.seriesFrom.labels.size: the schema of subject example.com/Widget is unknown here, so paths into resource are not checked");
+	run_free(&r);
+}
+
+/* seriesFrom.path into a list gives item that list's element schema. */
+TEST(check_item_follows_series_path)
+{
+	const char *dir = test__tmpdir();
+	struct run r;
+
+	tc_copy(SEED_DIR "/seed-scenario-condition-status-metricdefinition.yaml",
+		dir, "d.yaml");
+	tc_write(dir, "p.yaml",
+		 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		 "kind: MetricPolicy\n"
+		 "metadata: {name: parents}\n"
+		 "spec:\n"
+		 "  subject: {group: gateway.networking.k8s.io, version: v1, kind: HTTPRoute}\n"
+		 "  targetMetric: {name: gateway.networking.k8s.io.httproute.status.condition}\n"
+		 "  source:\n"
+		 "    type: ResourceFields\n"
+		 "    resourceFields:\n"
+		 "      seriesFrom:\n"
+		 "        path: resource.status.parents\n"
+		 "        value: {cel: \"size(item.conditions)\"}\n"
+		 "        labels:\n"
+		 "          resource_name: resource.metadata.name\n"
+		 "          resource_namespace: resource.metadata.namespace\n"
+		 "          resource_uid: string(resource.metadata.uid)\n"
+		 "          condition: item.parentRef.nme\n");
+	r = check_path(dir, false);
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "/p.yaml:17: spec.source.resourceFields.seriesFrom.labels.condition: `item.parentRef.nme`: HTTPRoute (gateway.networking.k8s.io/v1) has no field nme in `item.parentRef` (did you mean `item.parentRef.name`?)");
 	run_free(&r);
 }
