@@ -12,7 +12,10 @@
  *                     DuplicateObject.
  *   MetricPolicy      Accepted: True Accepted, or False with InvalidCEL,
  *                     LabelSchemaMismatch, IncompatibleInstrument,
- *                     Conflicted, UnknownField, InvalidField, ...
+ *                     Conflicted, UnknownField, InvalidField,
+ *                     UnknownAttribute, UnknownSourceMetric (policy_lint.h:
+ *                     what a policy names against what exists; its
+ *                     warnings are kept with the object and rendered)...
  *                     ResolvedRefs: True ResolvedRefs, or False with
  *                     TargetNotFound, SubjectMismatch.
  *                     Programmed: set by the policy engine at run time
