@@ -253,6 +253,20 @@ static void accepted(struct ctx *x, const struct seen *s,
 	char attached[256] = "";
 	bool matched = false, allowed = false;
 
+	for (size_t i = 0; !g && i < x->nseen; i++) {
+		const struct seen *o = &x->seen[i];
+
+		if (o->err && is_gw(o->o, "Gateway") && o->o->name &&
+		    !strcmp(o->o->name, pr->name) &&
+		    !strcmp(ns_of(o->o), pr->ns)) {
+			conditions__set(cs, COND_ACCEPTED, COND_FALSE,
+					"NoMatchingParent",
+					"%s: Gateway %s/%s (%s:%u) is invalid; see its conditions",
+					where, pr->ns, pr->name, o->o->file,
+					o->o->line);
+			return;
+		}
+	}
 	if (!g) {
 		const char *names[64];
 		char *buf[64];

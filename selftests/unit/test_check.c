@@ -166,6 +166,18 @@ TEST(check_parent_gateway_missing)
 	ASSERT_OUT(r, "/r.yaml:6: Gateway infra/gw2 is not in the manifests read (none is): the route's attachment is not checked");
 	ASSERT_OUT(r, "1 object(s), 0 rejected, 0 manifest error(s), 1 warning(s)");
 	run_free(&r);
+	/* an invalid Gateway is rejected, and the routes to it say so */
+	tc_write(dir, "gw.yaml",
+		 "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
+		 "metadata: {name: gw2, namespace: infra}\nspec:\n  listeners:\n"
+		 "  - {name: http, port: 0, protocol: HTTP}\n");
+	r = check_path(dir, false);
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "/gw.yaml:1: Gateway infra/gw2\n    Accepted      False   Invalid                ");
+	ASSERT_OUT(r, "/gw.yaml:6: listener.port must be 1..65535, not 0");
+	ASSERT_OUT(r, "/r.yaml:6: Gateway infra/gw2 (");
+	ASSERT_OUT(r, "/gw.yaml:1) is invalid; see its conditions");
+	run_free(&r);
 }
 
 TEST(check_parent_listener_reasons)
