@@ -460,6 +460,21 @@ cleanup:
 	return err;
 }
 
+uint64_t manifest_source__fingerprint(const char *path)
+{
+	char *paths[1] = { (char *)path };
+	struct dir_backend d = { .paths = paths, .npaths = 1 };
+	struct msrc_snapshot snap = { 0 };
+	struct file_list fl = { 0 };
+	uint64_t sig = 0;
+
+	if (collect_files(&d, &fl, &sig, &snap))
+		sig = 0;
+	list_free(&fl);
+	snapshot_release(&snap);
+	return sig;
+}
+
 static void dir_free(void *impl)
 {
 	struct dir_backend *d = impl;

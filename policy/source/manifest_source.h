@@ -67,6 +67,12 @@ struct manifest_source *manifest_source__open_paths(const char *const *paths,
 						    size_t npaths, char *err,
 						    size_t errlen);
 void manifest_source__free(struct manifest_source *s);
+/*
+ * What the manifests backend would read under path (file names, sizes,
+ * mtimes, inodes), hashed without reading it: changes when a reload would
+ * find something new. 0 when path cannot be read.
+ */
+uint64_t manifest_source__fingerprint(const char *path);
 
 /*
  * Re-read the source. Returns 1 when the snapshot changed (generation
