@@ -526,3 +526,26 @@ TEST(check_item_follows_series_path)
 	ASSERT_OUT(r, "/p.yaml:17: spec.source.resourceFields.seriesFrom.labels.condition: `item.parentRef.nme`: HTTPRoute (gateway.networking.k8s.io/v1) has no field nme in `item.parentRef` (did you mean `item.parentRef.name`?)");
 	run_free(&r);
 }
+
+/* The agent's route table reloads when a file under a sub-directory changes. */
+TEST(check_fingerprint_follows_sub_directories)
+{
+	const char *dir = test__tmpdir();
+	char sub[256];
+	uint64_t a, b, c;
+
+	snprintf(sub, sizeof(sub), "%.200s/team-a", dir);
+	ASSERT_EQ(mkdir(sub, 0755), 0);
+	tc_write(sub, "r.yaml", "a: 1\n");
+	a = manifest_source__fingerprint(dir);
+	ASSERT_TRUE(a != 0);
+	tc_write(sub, "notes.txt", "not read\n");
+	ASSERT_EQ(manifest_source__fingerprint(dir), a);
+	tc_write(sub, "r.yaml", "a: 12\n");
+	b = manifest_source__fingerprint(dir);
+	ASSERT_TRUE(b != a);
+	tc_write(sub, "s.yml", "b: 1\n");
+	c = manifest_source__fingerprint(dir);
+	ASSERT_TRUE(c != b);
+	ASSERT_EQ(manifest_source__fingerprint("/nonexistent/dir"), 0);
+}
