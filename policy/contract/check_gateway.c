@@ -453,10 +453,15 @@ static void gateway_conds(struct ctx *x, const struct seen *s,
 
 static bool read_elsewhere(const struct mobject *o)
 {
-	/* the contract's own kinds, and what backendRefs are resolved with */
+	/*
+	 * the contract's own kinds, what backendRefs are resolved with, and
+	 * the CRDs whose schemas policies' subjects are checked against
+	 */
 	return in_group(o->api_version, CRD_GROUP) ||
 	       cluster_id__is_property(o) || is_core(o, "Service") ||
-	       is_gw(o, "ReferenceGrant");
+	       is_gw(o, "ReferenceGrant") ||
+	       (in_group(o->api_version, "apiextensions.k8s.io") &&
+		!strcmp(o->kind, "CustomResourceDefinition"));
 }
 
 static int read_objects(struct ctx *x, struct contract *c)

@@ -484,7 +484,7 @@ static int load_table(struct contract *c, const struct manifest_source *src,
 				return err;
 			if (err) {
 				reject(o, &e);
-			} else if (policy_lint__check(o->pol, &e, cobj_warn, o)) {
+			} else if (policy_lint__check(o->pol, src, &e, cobj_warn, o)) {
 				/* names what nothing provides: never in effect */
 				reject(o, &e);
 				crd_policy__put(o->pol);

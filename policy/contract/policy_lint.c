@@ -26,6 +26,8 @@
 #include "policy/contract/crd_policy.h"
 #include "policy/contract/policy_lint.h"
 #include "policy/gateway/gateway_api.h"
+#include "policy/source/doc.h"
+#include "policy/source/manifest_source.h"
 #include "policy/source/source_catalogue.h"
 #include "policy/source/spelling.h"
 
@@ -129,6 +131,12 @@ struct snode {
 	enum sk kind;
 	const char *at; /* OBJECT: its field list; LIST: the element's suffix */
 	const char *type; /* named type, for messages; NULL when inline */
+	/*
+	 * A CRD's OpenAPI v3 schema instead of the notation: OBJECT its
+	 * properties, LIST its items, MAP its additionalProperties.
+	 */
+	const struct doc_node *oapi;
+	bool root; /* the object itself: metadata is ObjectMeta */
 };
 
 static bool name_ch(char c)
@@ -167,7 +175,7 @@ static const char *suffix_end(const char *s)
 
 static struct snode resolve(const char *s)
 {
-	struct snode n = { SK_SCALAR, NULL, NULL };
+	struct snode n = { SK_SCALAR, NULL, NULL, NULL, false };
 
 	if (s[0] == '[' && s[1] == ']') {
 		n.kind = SK_LIST;
@@ -186,6 +194,34 @@ static struct snode resolve(const char *s)
 		n.kind = s[1] == '*' ? SK_OPEN : SK_OBJECT;
 		n.at = s + 1;
 	}
+	return n;
+}
+
+/* A node of a CRD's openAPIV3Schema. */
+static struct snode resolve_oapi(const struct doc_node *sc)
+{
+	struct snode n = { SK_OPEN, NULL, NULL, NULL, false };
+	const struct doc_node *props, *ap;
+	const char *type;
+
+	if (!sc || sc->kind != DOC_MAP)
+		return n; /* additionalProperties: true, or no schema */
+	props = doc__get(sc, "properties");
+	type = doc__str(sc, "type");
+	ap = doc__get(sc, "additionalProperties");
+	if (props && props->kind == DOC_MAP) {
+		n.kind = SK_OBJECT;
+		n.oapi = props;
+	} else if (type && !strcmp(type, "array")) {
+		n.kind = SK_LIST;
+		n.oapi = doc__get(sc, "items");
+	} else if (ap) {
+		n.kind = SK_MAP;
+		n.oapi = ap;
+	} else if (type && strcmp(type, "object")) {
+		n.kind = SK_SCALAR;
+	}
+	/* x-kubernetes-preserve-unknown-fields, or a bare object: open */
 	return n;
 }
 
@@ -236,6 +272,24 @@ static void field_names(const char *fields, struct names *nm)
 	while ((s = next_field(s, &name, &len, &suffix)) && nm->n < MAX_NAMES) {
 		snprintf(nm->buf[nm->n], sizeof(nm->buf[0]), "%.*s", (int)len,
 			 name);
+		nm->p[nm->n] = nm->buf[nm->n];
+		if (off < sizeof(nm->list))
+			off += snprintf(nm->list + off, sizeof(nm->list) - off,
+					"%s%s", nm->n ? ", " : "",
+					nm->buf[nm->n]);
+		nm->n++;
+	}
+}
+
+static void oapi_names(const struct doc_node *props, struct names *nm)
+{
+	size_t off = 0;
+
+	nm->n = 0;
+	nm->list[0] = 0;
+	for (size_t i = 0; i < props->map.n && nm->n < MAX_NAMES; i++) {
+		snprintf(nm->buf[nm->n], sizeof(nm->buf[0]), "%s",
+			 props->map.keys[i]);
 		nm->p[nm->n] = nm->buf[nm->n];
 		if (off < sizeof(nm->list))
 			off += snprintf(nm->list + off, sizeof(nm->list) - off,
@@ -368,7 +422,10 @@ static bool walk(struct lint *l, struct snode at, const char *var,
 			      what, here, l->kind, (int)s->len, s->s);
 			return false;
 		case SK_MAP:
-			at.kind = SK_SCALAR;
+			if (at.oapi)
+				at = resolve_oapi(at.oapi);
+			else
+				at.kind = SK_SCALAR;
 			continue;
 		case SK_LIST:
 			if (!s->any) {
@@ -378,10 +435,40 @@ static bool walk(struct lint *l, struct snode at, const char *var,
 				      s->s);
 				return false;
 			}
-			at = resolve(at.at);
+			at = at.oapi ? resolve_oapi(at.oapi) : resolve(at.at);
 			continue;
 		case SK_OBJECT:
 			break;
+		}
+		if (at.oapi && !s->any) {
+			const struct doc_node *f;
+			char word[64];
+
+			snprintf(word, sizeof(word), "%.*s", (int)s->len, s->s);
+			if (at.root && !strcmp(word, "metadata")) {
+				/* a CRD's schema leaves ObjectMeta out */
+				at = resolve(":ObjectMeta");
+				continue;
+			}
+			f = doc__get(at.oapi, word);
+			if (f || (at.root && (!strcmp(word, "apiVersion") ||
+					      !strcmp(word, "kind")))) {
+				at = f ? resolve_oapi(f) :
+					 (struct snode){ .kind = SK_SCALAR };
+				continue;
+			}
+			oapi_names(at.oapi, &nm);
+			near = spelling__closest(word, nm.p, nm.n);
+			render(fix, sizeof(fix), var, seg, i + 1);
+			if (near)
+				lfail(l, "InvalidCEL", l->line,
+				      "%s: `%s`: %s (its CRD's schema) has no field %s in `%s` (did you mean `%s.%s`?)",
+				      what, fix, l->kind, word, here, here, near);
+			else
+				lfail(l, "InvalidCEL", l->line,
+				      "%s: `%s`: %s (its CRD's schema) has no field %s in `%s` (fields: %s)",
+				      what, fix, l->kind, word, here, nm.list);
+			return false;
 		}
 		if (s->any) {
 			at.kind = SK_OPEN; /* a computed key: cannot know */
@@ -468,7 +555,7 @@ static void on_path(void *ctx, const struct cel_path *cp)
 		if (!l->kind) {
 			if (!l->schema_warned)
 				lwarn(l, l->line,
-				      "%s: the schema of subject %s%s%s is unknown here, so paths into resource are not checked",
+				      "%s: the schema of subject %s%s%s is unknown here, so paths into resource are not checked (add its CustomResourceDefinition to the manifests to check them)",
 				      l->field, l->p->subj_group,
 				      *l->p->subj_group ? "/" : "",
 				      l->p->subj_kind);
@@ -512,7 +599,8 @@ static void series_path(struct lint *l)
 	if (!walk(l, l->subject, "resource", seg, n, l->field, &end))
 		return;
 	/* item is each element of a list, else the value itself */
-	l->item = end.kind == SK_LIST ? resolve(end.at) : end;
+	l->item = end.kind != SK_LIST ? end :
+		  end.oapi ? resolve_oapi(end.oapi) : resolve(end.at);
 	l->item_known = true;
 }
 
@@ -541,11 +629,56 @@ static void source_metric(struct lint *l)
 		      source_catalogue__metrics[3].name);
 }
 
-int policy_lint__check(const struct metric_policy *p, struct crd_err *e,
+/*
+ * The openAPIV3Schema of the subject's CustomResourceDefinition when the
+ * manifests hold it: the version the subject names, else the storage one.
+ */
+static const struct doc_node *crd_schema(const struct manifest_source *src,
+					 const struct metric_policy *p,
+					 const char **kind, const char **version)
+{
+	const struct mobject *o = NULL;
+
+	while (src && (o = manifest_source__next(src, "CustomResourceDefinition", o))) {
+		const char *g = doc__str(o->root, "spec.group");
+		const char *k = doc__str(o->root, "spec.names.kind");
+		const char *pl = doc__str(o->root, "spec.names.plural");
+		const struct doc_node *vs = doc__path(o->root, "spec.versions");
+		const struct doc_node *pick = NULL;
+
+		if (strncmp(o->api_version, "apiextensions.k8s.io/", 21) || !g ||
+		    strcmp(g, p->subj_group) || !k ||
+		    !(crd__kind_matches(k, p->subj_kind) ||
+		      (pl && !strcasecmp(pl, p->subj_kind))) ||
+		    !vs || vs->kind != DOC_LIST)
+			continue;
+		for (size_t i = 0; i < vs->list.n; i++) {
+			const struct doc_node *v = vs->list.items[i];
+			const struct doc_node *st = doc__get(v, "storage");
+			const char *name = doc__str(v, "name");
+
+			if (p->subj_version) {
+				if (name && !strcmp(name, p->subj_version))
+					pick = v;
+			} else if (!pick || (st && st->kind == DOC_BOOL && st->b)) {
+				pick = v;
+			}
+		}
+		if (!pick)
+			continue;
+		*kind = k;
+		*version = doc__str(pick, "name");
+		return doc__path(pick, "schema.openAPIV3Schema");
+	}
+	return NULL;
+}
+
+int policy_lint__check(const struct metric_policy *p,
+		       const struct manifest_source *src, struct crd_err *e,
 		       policy_lint_warn_fn warn, void *ctx)
 {
 	struct lint l = { .p = p, .e = e, .warn = warn, .ctx = ctx };
-	char field[192];
+	char field[192], api[160];
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		if (strcmp(kinds[i].group, p->subj_group) ||
@@ -556,6 +689,19 @@ int policy_lint__check(const struct metric_policy *p, struct crd_err *e,
 		l.subject = (struct snode){ SK_OBJECT,
 					    type_fields(l.kind, strlen(l.kind)),
 					    l.kind };
+	}
+	if (!l.kind) {
+		const char *kind = NULL, *version = NULL;
+		const struct doc_node *sc = crd_schema(src, p, &kind, &version);
+
+		if (sc) {
+			snprintf(api, sizeof(api), "%s/%s", p->subj_group,
+				 version ? version : "?");
+			l.kind = kind;
+			l.api = api;
+			l.subject = resolve_oapi(sc);
+			l.subject.root = true;
+		}
 	}
 	if (p->type == MP_DATA_PLANE) {
 		source_metric(&l);

@@ -7,8 +7,11 @@
  *   - CEL paths into the subject (resource.x.y, item.x, has(...)) and
  *     seriesFrom.path against the subject kind's schema: the Gateway API's
  *     Gateway and HTTPRoute (v1), core Namespace, and the contract's own
- *     MetricDefinition and MetricPolicy are known (compact schemas below,
- *     from the types' Go definitions);
+ *     MetricDefinition and MetricPolicy are known (compact schemas in
+ *     policy_lint.c, from the types' Go definitions); another kind by the
+ *     openAPIV3Schema of its CustomResourceDefinition when the manifests
+ *     (src) hold it: the API server prunes what a structural schema does
+ *     not have, so naming such a field is an error;
  *   - attribute keys (attributeSelectors[].key, attributeFilters[].key,
  *     attributes['...'] in CEL) against the attributes the source metric
  *     carries (policy/source/source_catalogue.h);
@@ -30,6 +33,7 @@
 
 #include "policy/contract/crd_fields.h"
 
+struct manifest_source;
 struct metric_policy;
 
 typedef void (*policy_lint_warn_fn)(void *ctx, const char *msg);
@@ -39,7 +43,8 @@ typedef void (*policy_lint_warn_fn)(void *ctx, const char *msg);
  * UnknownSourceMetric, InvalidField); each warning ("file:line: ...") goes
  * to warn.
  */
-int policy_lint__check(const struct metric_policy *p, struct crd_err *e,
+int policy_lint__check(const struct metric_policy *p,
+		       const struct manifest_source *src, struct crd_err *e,
 		       policy_lint_warn_fn warn, void *ctx);
 
 #endif /* MM_POLICY_POLICY_LINT_H */

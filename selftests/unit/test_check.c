@@ -549,3 +549,86 @@ TEST(check_fingerprint_follows_sub_directories)
 	ASSERT_TRUE(c != b);
 	ASSERT_EQ(manifest_source__fingerprint("/nonexistent/dir"), 0);
 }
+
+/* A subject whose CRD is in the manifests is held to its openAPIV3Schema. */
+TEST(check_subject_crd_schema_from_manifests)
+{
+	const char *dir = test__tmpdir();
+	static const char crd[] =
+		"apiVersion: apiextensions.k8s.io/v1\n"
+		"kind: CustomResourceDefinition\n"
+		"metadata: {name: widgets.example.com}\n"
+		"spec:\n"
+		"  group: example.com\n"
+		"  names: {kind: Widget, plural: widgets}\n"
+		"  scope: Namespaced\n"
+		"  versions:\n"
+		"  - name: v1\n"
+		"    served: true\n"
+		"    storage: true\n"
+		"    schema:\n"
+		"      openAPIV3Schema:\n"
+		"        type: object\n"
+		"        properties:\n"
+		"          spec:\n"
+		"            type: object\n"
+		"            properties:\n"
+		"              size: {type: string}\n"
+		"              parts: {type: array, items: {type: object, properties: {name: {type: string}}}}\n"
+		"              extra: {type: object, x-kubernetes-preserve-unknown-fields: true}\n"
+		"              tags: {type: object, additionalProperties: {type: string}}\n";
+	static const char def[] =
+		"apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		"kind: MetricDefinition\n"
+		"metadata: {name: widget-info}\n"
+		"spec:\n"
+		"  resource: {group: example.com, kind: Widget}\n"
+		"  metric:\n"
+		"    name: example.com.widget.info\n"
+		"    instrument: {type: Gauge, unit: \"1\"}\n"
+		"  labels: [{key: size}]\n";
+	char pol[2048];
+	struct run r;
+
+	tc_write(dir, "crd.yaml", crd);
+	tc_write(dir, "d.yaml", def);
+#define WIDGET_POLICY(expr)                                                   \
+	snprintf(pol, sizeof(pol),                                            \
+		 "apiVersion: telemetry.miloapis.com/v1alpha1\n"              \
+		 "kind: MetricPolicy\n"                                       \
+		 "metadata: {name: widget-info}\n"                            \
+		 "spec:\n"                                                    \
+		 "  subject: {group: example.com, version: v1, kind: Widget}\n" \
+		 "  targetMetric: {name: example.com.widget.info}\n"          \
+		 "  source:\n"                                                \
+		 "    type: ResourceFields\n"                                 \
+		 "    resourceFields:\n"                                      \
+		 "      seriesFrom:\n"                                        \
+		 "        path: resource\n"                                   \
+		 "        value: {cel: \"1\"}\n"                              \
+		 "        labels: {size: \"%s\"}\n", expr);                     \
+	tc_write(dir, "p.yaml", pol)
+
+	WIDGET_POLICY("resource.spec.size + resource.metadata.name + resource.spec.parts[0].name + resource.spec.extra.anything + resource.spec.tags['x']");
+	r = check_path(dir, false);
+	ASSERT_EQ(r.rc, 0);
+	ASSERT_OUT(r, "2 object(s), 0 rejected, 0 manifest error(s), 0 warning(s), 0 skipped");
+	run_free(&r);
+	WIDGET_POLICY("resource.spec.sise");
+	r = check_path(dir, false);
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "/p.yaml:13: spec.source.resourceFields.seriesFrom.labels.size: `resource.spec.sise`: Widget (its CRD's schema) has no field sise in `resource.spec` (did you mean `resource.spec.size`?)");
+	run_free(&r);
+	/* pruned by the API server: never there, an error even with no near name */
+	WIDGET_POLICY("resource.spec.colour");
+	r = check_path(dir, false);
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "has no field colour in `resource.spec` (fields: size, parts, extra, tags)");
+	run_free(&r);
+	WIDGET_POLICY("resource.spec.parts[0].nmae");
+	r = check_path(dir, false);
+	ASSERT_EQ(r.rc, 1);
+	ASSERT_OUT(r, "(did you mean `resource.spec.parts[...].name`?)");
+	run_free(&r);
+#undef WIDGET_POLICY
+}
