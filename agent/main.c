@@ -5,6 +5,7 @@
 
 #include "agent/agent.h"
 #include "agent/ctl.h"
+#include "agent/metrics_ref.h"
 #include "agent/options.h"
 #include "agent/k8s/controller.h"
 #include "policy/contract/check_cmd.h"
@@ -23,6 +24,7 @@ static void usage(FILE *out)
 		"  explain   which HTTPRoute rule a request would match, and why\n"
 		"  check     validate MetricDefinitions/MetricPolicies offline\n"
 		"  controller  write MetricDefinition/MetricPolicy status (Lease-elected)\n"
+		"  metrics-reference  print the reference of every metric (Markdown)\n"
 		"  version   print the version\n"
 		"\n"
 		"`milometer COMMAND --help` describes each command.\n");
@@ -60,6 +62,8 @@ int main(int argc, char **argv)
 		return explain__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "check"))
 		return check__main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "metrics-reference"))
+		return metrics_ref__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "controller"))
 		return controller__main(argc - 1, argv + 1);
 	fprintf(stderr, "milometer: unknown command \"%s\"\n\n", cmd);
