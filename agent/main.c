@@ -7,6 +7,7 @@
 #include "agent/ctl.h"
 #include "agent/metrics_ref.h"
 #include "agent/options.h"
+#include "agent/top.h"
 #include "agent/k8s/controller.h"
 #include "policy/contract/check_cmd.h"
 #include "policy/gateway/explain.h"
@@ -21,6 +22,7 @@ static void usage(FILE *out)
 		"  run       trace the proxy and serve/export metrics (root)\n"
 		"  ctl       ask a running agent (status, targets, routes, series,\n"
 		"            stats, policies, features)\n"
+		"  top       live per-route requests/s, success rate, latency\n"
 		"  explain   which HTTPRoute rule a request would match, and why\n"
 		"  check     validate MetricDefinitions/MetricPolicies offline\n"
 		"  controller  write MetricDefinition/MetricPolicy status (Lease-elected)\n"
@@ -58,6 +60,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "ctl"))
 		return ctl__main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "top"))
+		return top__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "explain"))
 		return explain__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "check"))
