@@ -306,7 +306,9 @@ int top__run(const struct top_opts *o)
 
 		ret = top__fetch(o, &a, err, sizeof(err));
 		if (!ret && !o->prometheus_url) {
-			usleep((useconds_t)(o->interval_s * 1e6));
+			/* --window S: the frame covers the S seconds waited */
+			usleep((useconds_t)((o->window_s > 0 ? o->window_s :
+					     o->interval_s) * 1e6));
 			ret = top__fetch(o, &b, err, sizeof(err));
 		}
 		if (ret) {
@@ -398,8 +400,9 @@ static void usage(FILE *out)
 		"  --prometheus-url URL  cluster-wide, from a Prometheus query API that\n"
 		"                        scrapes the agents (e.g. http://prometheus:9090)\n"
 		"  --sort KEY            rps (default), success, p50, p95, p99, requests, route\n"
-		"  --once                print one frame and exit (figures since start;\n"
-		"                        rps over one --interval)\n"
+		"  --once                print one frame and exit (figures since start,\n"
+		"                        rps over one --interval; with --window S, all\n"
+		"                        over the next S seconds)\n"
 		"  -o, --output FORMAT   table (default) or json\n"
 		"  --interval S          seconds between refreshes (default 1)\n"
 		"  --window S            success and percentiles over the last S seconds\n"
