@@ -62,7 +62,7 @@ top --once | tee "$T/top.txt" | grep -q '^unmatched ' || fail "no unmatched row 
 # Prometheus has scraped the final figures when its total equals top's
 total=$($PY -c 'import json,sys; print(int(sum(r["requests"] for r in json.load(open(sys.argv[1])) if r["leg"] == "downstream")))' "$T/top.json")
 prom_total() {
-	curl -fsS "$PROM/api/v1/query" --data-urlencode 'query=sum(envoy_http_downstream_rq_time_count)' |
+	curl -fsS "$PROM/api/v1/query" --data-urlencode 'query=sum(envoy_http_downstream_rq_total)' |
 		grep -q "\"$total\"\]"
 }
 wait_for 20 prom_total || fail "prometheus never reached $total requests"
@@ -88,7 +88,7 @@ wait_for 5 refreshed || fail "the screen did not refresh within 5 s"
 pane >"$T/tmux-requests.txt"
 # sorted by requests: the REQUESTS column (last) never grows going down
 sorted_desc() {
-	pane | awk -v col="$1" '/^ROUTE/ {on=1; next} on && NF > 3 { v = $(NF - col); sub(/ms$/, "", v); if (v == "-") v = -1; if (n++ && v > last + 1e-9) bad = 1; last = v } END { exit bad || n < 3 }'
+	pane | awk -v col="$1" '/^ROUTE/ {on=1; next} on && NF > 3 { v = $(NF - col); sub(/ms$/, "", v); v = (v == "-") ? -1 : v + 0; if (n++ && v > last + 1e-9) bad = 1; last = v } END { exit bad || n < 3 }'
 }
 sorted_desc 0 || fail "rows not sorted by requests: $(pane)"
 tmux send-keys -t "$sess" 9

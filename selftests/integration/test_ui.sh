@@ -21,7 +21,8 @@ grep -q '<table id="routes">' "$T/ui.html" || fail "/ui is not the page: $(head 
 curl -fsS "$AGENT_URL/ui/top.json" | $PY -c 'import json,sys; d=json.load(sys.stdin); assert "rows" in d and "history" in d, d' ||
 	fail "/ui/top.json is not the view"
 
-# a viewer with the page open while load runs: history for the charts
+# a viewer with the page open before and while load runs: history for the
+# charts, and a window whose start precedes every request
 wrk -t2 -c4 -d4s -s "$IT_DIR/wrk_mix.lua" "http://127.0.0.1:$PROXY_PORT/" >/dev/null &
 wrk_pid=$!
 while kill -0 $wrk_pid 2>/dev/null; do
