@@ -74,7 +74,7 @@ BENCHES   := $(patsubst selftests/bench/%.c,$(BIN)/%,$(BENCH_SRCS))
 # agent objects with no libbpf, unit-tested like policy/ and exporter/
 AGENT_PURE_O := $(OUTPUT)/agent/deferred.o $(OUTPUT)/agent/aggregate.o \
 		$(OUTPUT)/agent/options.o $(OUTPUT)/agent/features.o \
-		$(OUTPUT)/agent/h2_feed.o $(OUTPUT)/agent/route_top.o \
+		$(OUTPUT)/agent/h2_feed.o \
 		$(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/h2/*.c agent/tls/*.c)))
 # agent objects a bench tool may link: everything but main()
 AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))
@@ -149,12 +149,12 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .,_,$*)_bpf > $@
 
 # The /ui page as a C array (no xxd on a minimal system: od is coreutils).
-$(OUTPUT)/ui_index.h: agent/ui/index.html | $(OUTPUT)
+$(OUTPUT)/ui_index.h: exporter/ui_index.html | $(OUTPUT)
 	$(call msg,GEN,$@)
 	$(Q){ echo 'static const unsigned char ui_index_html[] = {'; \
 	  od -An -v -tx1 $< | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	  echo '};'; } > $@.tmp && mv $@.tmp $@
-$(OUTPUT)/agent/ui.o: $(OUTPUT)/ui_index.h
+$(OUTPUT)/exporter/ui_pages.o: $(OUTPUT)/ui_index.h
 
 # Every C object depends on generated headers so the first build is ordered.
 $(OUTPUT)/%.o: %.c $(PROTO_C) | $(OUTPUT) $(DEPS_STAMP)

@@ -24,7 +24,7 @@
 #include "agent/aggregate.h"
 #include "agent/ctl.h"
 #include "agent/features.h"
-#include "agent/ui.h"
+#include "exporter/ui_pages.h"
 #include "agent/h2_feed.h"
 #include "agent/loader.h"
 #include "agent/proxy_pods.h"

@@ -23,7 +23,7 @@
 #include "agent/features.h"
 #include "agent/loader.h"
 #include "agent/route_sync.h"
-#include "agent/route_top.h"
+#include "exporter/route_view.h"
 #include "agent/self_metrics.h"
 #include "agent/state.h"
 #include "agent/targets.h"

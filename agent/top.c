@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* `milometer top`: see top.h. */
-#include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
-#include <json-c/json.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -69,148 +67,11 @@ static int fetch_socket(const char *path, struct rt_snap *snap, char *err,
 	return ret;
 }
 
-static size_t on_body(char *p, size_t sz, size_t n, void *ctx)
-{
-	return fwrite(p, sz, n, ctx) * sz;
-}
-
-/* One instant query; the "result" array of the answer, or NULL (err says why). */
-static struct json_object *prom_query(CURL *c, const char *base,
-				      const char *query, char *err,
-				      size_t errlen)
-{
-	char *q = curl_easy_escape(c, query, 0), *url = NULL, *body = NULL;
-	struct json_object *root = NULL, *data, *res = NULL, *st;
-	size_t blen = 0;
-	long code = 0;
-	FILE *f;
-	CURLcode rc;
-
-	if (!q || asprintf(&url, "%s%s/api/v1/query?query=%s", base,
-			   base[strlen(base) - 1] == '/' ? "" : "", q) < 0) {
-		curl_free(q);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	if (base[strlen(base) - 1] == '/')
-		url[strlen(base) - 1] = '/'; /* one slash before "api" */
-	curl_free(q);
-	f = open_memstream(&body, &blen);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
-	rc = curl_easy_perform(c);
-	fclose(f);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	if (rc != CURLE_OK || code != 200) {
-		snprintf(err, errlen, "--prometheus-url %s: %s (HTTP %ld): %.200s",
-			 base, rc != CURLE_OK ? curl_easy_strerror(rc) : "query failed",
-			 code, body ? body : "");
-		goto out;
-	}
-	root = json_tokener_parse(body);
-	if (!root || !json_object_object_get_ex(root, "status", &st) ||
-	    strcmp(json_object_get_string(st), "success") ||
-	    !json_object_object_get_ex(root, "data", &data) ||
-	    !json_object_object_get_ex(data, "result", &res)) {
-		snprintf(err, errlen, "--prometheus-url %s: not a Prometheus query API answer: %.200s",
-			 base, body ? body : "");
-		res = NULL;
-		goto out;
-	}
-	res = json_object_get(res);
-out:
-	json_object_put(root);
-	free(body);
-	free(url);
-	return res;
-}
-
-static const char *mlabel_of(struct json_object *metric, const char *key)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(metric, key, &v) ?
-		       json_object_get_string(v) : "";
-}
-
-enum { PQ_REQUESTS, PQ_OK, PQ_RATE, PQ_BUCKETS };
-
-/* Add one query's vector into the snapshot's rows. */
-static void prom_merge(struct rt_snap *snap, struct json_object *res,
-		       enum rt_leg leg, int what)
-{
-	for (size_t i = 0; i < json_object_array_length(res); i++) {
-		struct json_object *s = json_object_array_get_idx(res, i);
-		struct json_object *m, *val;
-		struct rt_row *r;
-		double v;
-
-		if (!json_object_object_get_ex(s, "metric", &m) ||
-		    !json_object_object_get_ex(s, "value", &val))
-			continue;
-		v = strtod(json_object_get_string(json_object_array_get_idx(val, 1)),
-			   NULL);
-		r = rt_snap__row(snap, mlabel_of(m, "k8s_namespace_name"),
-				 mlabel_of(m, "k8s_httproute_name"),
-				 rt_snap__rule_of_cluster(mlabel_of(m, "envoy_cluster_name")),
-				 leg);
-		if (!r)
-			continue;
-		switch (what) {
-		case PQ_REQUESTS: r->requests += v; break;
-		case PQ_OK: r->ok += v; break;
-		case PQ_RATE: r->rate = (isnan(r->rate) ? 0 : r->rate) + v; break;
-		case PQ_BUCKETS:
-			rt_row__add_bucket(r, strtod(mlabel_of(m, "le"), NULL), v);
-			break;
-		}
-	}
-}
-
 static int fetch_prometheus(const struct top_opts *o, struct rt_snap *snap,
 			    char *err, size_t errlen)
 {
-	static const char by[] = "k8s_namespace_name,k8s_httproute_name,envoy_cluster_name";
-	static const struct { const char *total, *time; enum rt_leg leg; } legs[] = {
-		{ "envoy_http_downstream_rq_total", "envoy_http_downstream_rq_time_bucket", RT_DOWNSTREAM },
-		{ "envoy_cluster_upstream_rq_total", "envoy_cluster_upstream_rq_time_bucket", RT_UPSTREAM },
-	};
-	CURL *c = curl_easy_init();
-	int ret = 0;
-
-	if (!c) {
-		snprintf(err, errlen, "libcurl could not start");
-		return -ENOMEM;
-	}
-	rt_snap__reset(snap);
-	snap->t = now_s();
-	for (size_t l = 0; l < 2 && !ret; l++) {
-		char q[4][512];
-
-		snprintf(q[PQ_REQUESTS], sizeof(q[0]), "sum by (%s) (%s)", by, legs[l].total);
-		snprintf(q[PQ_OK], sizeof(q[0]),
-			 "sum by (%s) (%s{http_response_status_code_class!=\"5xx\",milometer_aborted!=\"true\"})",
-			 by, legs[l].total);
-		snprintf(q[PQ_RATE], sizeof(q[0]), "sum by (%s) (rate(%s[%s]))", by,
-			 legs[l].total, o->rate_range);
-		snprintf(q[PQ_BUCKETS], sizeof(q[0]), "sum by (%s,le) (%s)", by,
-			 legs[l].time);
-		for (int k = 0; k < 4; k++) {
-			struct json_object *res = prom_query(c, o->prometheus_url,
-							     q[k], err, errlen);
-
-			if (!res) {
-				ret = -EIO;
-				break;
-			}
-			prom_merge(snap, res, legs[l].leg, k);
-			json_object_put(res);
-		}
-	}
-	curl_easy_cleanup(c);
-	return ret;
+	return rt_snap__from_prometheus(snap, o->prometheus_url, o->rate_range,
+					err, errlen);
 }
 
 int top__fetch(const struct top_opts *o, struct rt_snap *snap, char *err,

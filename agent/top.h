@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "agent/route_top.h"
+#include "exporter/route_view.h"
 
 struct top_opts {
 	const char *socket;         /* the agent's debug socket */

@@ -17,8 +17,8 @@
 #include "agent/k8s/lease.h"
 #include "exporter/metric_store.h"
 #include "exporter/prom_server.h"
-#include "agent/top.h"
-#include "agent/ui.h"
+#include "exporter/route_view.h"
+#include "exporter/ui_pages.h"
 #include "policy/contract/cluster_id.h"
 #include "policy/contract/conditions.h"
 #include "policy/contract/contract.h"
@@ -52,7 +52,7 @@ struct ctrl {
 	struct policy_engine *engine;
 	struct prom_server *prom;
 	struct ui *ui;                 /* /ui beside /metrics */
-	struct top_opts ui_source;     /* where /ui reads from */
+	const char *ui_prom_url;       /* where /ui reads from, NULL: the store */
 	pthread_mutex_t ci_lock;       /* cluster id: the scrape thread reads it */
 	struct cluster_identity ci;
 	uint64_t writes, write_errors;
@@ -91,8 +91,9 @@ static int ui_fetch(void *ctx, struct rt_snap *snap, char *err, size_t errlen)
 {
 	struct ctrl *c = ctx;
 
-	if (c->ui_source.prometheus_url)
-		return top__fetch(&c->ui_source, snap, err, errlen);
+	if (c->ui_prom_url)
+		return rt_snap__from_prometheus(snap, c->ui_prom_url, "1m",
+						err, errlen);
 	return rt_snap__from_store(snap, c->store, real_ns());
 }
 
@@ -291,7 +292,7 @@ int controller__main(int argc, char **argv)
 		case 'i': id = optarg; break;
 		case 'l': lease_name = optarg; break;
 		case 'p': listen = optarg; break;
-		case 'u': c.ui_source.prometheus_url = optarg; break;
+		case 'u': c.ui_prom_url = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -328,7 +329,6 @@ int controller__main(int argc, char **argv)
 			.const_labels_fn = cluster_labels, .ctx = &c,
 		};
 
-		c.ui_source.rate_range = "1m";
 		c.ui = ui__new(ui_fetch, &c);
 		po.pages = ui__pages(c.ui, &po.npages);
 

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "agent/route_top.h"
+#include "exporter/route_view.h"
 #include "exporter/hist_quantile.h"
 #include "exporter/metric_store.h"
 #include "selftests/unit/test.h"

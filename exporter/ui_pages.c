@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The /ui pages: see ui.h. */
+/* The /ui pages: see ui_pages.h. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "agent/ui.h"
+#include "exporter/ui_pages.h"
 #include "exporter/json_out.h"
 #include "exporter/prom_server.h"
-#include "ui_index.h" /* generated from agent/ui/index.html */
+#include "ui_index.h" /* generated from exporter/ui_index.html */
 
 /* success and percentiles of the table: over the last 30 s, as `top` */
 #define UI_WINDOW_S 30

@@ -13,8 +13,8 @@
  * Success: not a 5xx, not aborted. Percentiles: hist_quantile.h, in ms.
  * No libbpf: unit-tested.
  */
-#ifndef MM_AGENT_ROUTE_TOP_H
-#define MM_AGENT_ROUTE_TOP_H
+#ifndef MM_EXPORTER_ROUTE_VIEW_H
+#define MM_EXPORTER_ROUTE_VIEW_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -57,6 +57,13 @@ int rt_row__add_bucket(struct rt_row *r, double le, double count);
 /* From the store's envoy.* source series (takes the store lock). */
 int rt_snap__from_store(struct rt_snap *s, struct mstore *store,
 			uint64_t now_ns);
+/*
+ * From a Prometheus query API (base URL) over the envoy_* series the agents
+ * export, summed over nodes; rate() over rate_range ("1m") gives the rows'
+ * rate. -errno with what went wrong in err.
+ */
+int rt_snap__from_prometheus(struct rt_snap *snap, const char *url,
+			     const char *rate_range, char *err, size_t errlen);
 /* The wire form (the debug socket's "top", /ui/top.json's "snapshot"). */
 void rt_snap__write_json(FILE *out, const struct rt_snap *s);
 /* Parse the wire form; -EINVAL with a message in err. */
@@ -114,4 +121,4 @@ void rt_history__free(struct rt_history *h);
 void rt_history__write_json(const struct rt_history *h, FILE *out,
 			    double window_s);
 
-#endif /* MM_AGENT_ROUTE_TOP_H */
+#endif /* MM_EXPORTER_ROUTE_VIEW_H */

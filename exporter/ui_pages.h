@@ -2,16 +2,16 @@
 /*
  * The /ui pages served beside /metrics (prom_server's pages, so whatever
  * guards /metrics guards them): /ui, a static page compiled into the binary
- * (agent/ui/index.html: plain JS and inline SVG, no external assets), and
+ * (exporter/ui_index.html: plain JS and inline SVG, no external assets), and
  * /ui/top.json, the view of `milometer top` plus the history the charts
- * draw (route_top.h's rt_history, sampled when the page asks).
+ * draw (route_view.h's rt_history, sampled when the page asks).
  */
-#ifndef MM_AGENT_UI_H
-#define MM_AGENT_UI_H
+#ifndef MM_EXPORTER_UI_PAGES_H
+#define MM_EXPORTER_UI_PAGES_H
 
 #include <stddef.h>
 
-#include "agent/route_top.h"
+#include "exporter/route_view.h"
 
 struct prom_page;
 struct ui;
@@ -25,4 +25,4 @@ void ui__free(struct ui *ui);
 /* The pages to give prom_server_opts; they live as long as ui. */
 const struct prom_page *ui__pages(struct ui *ui, size_t *n);
 
-#endif /* MM_AGENT_UI_H */
+#endif /* MM_EXPORTER_UI_PAGES_H */
