@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * `milometer top`: the per-route view (route_top.h) live in a terminal,
+ * `milometer top`: the per-route view (exporter/route_view.h) live in a terminal,
  * from the local agent's debug socket or cluster-wide from a Prometheus
  * query API over the envoy.* source series the agents export.
  */

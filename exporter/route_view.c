@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The per-route view: see route_top.h. */
+/* The per-route view: see route_view.h. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <json-c/json.h>
