@@ -77,7 +77,8 @@ $PY "$IT_DIR/topcheck.py" same --top "$T/top.json" --other "$T/top-prom.json" ||
 sess=mm-top-$$
 tmux new-session -d -s "$sess" -x 160 -y 40 \
 	"$BIN/milometer top --socket $T/agent.sock --sort requests"
-trap 'rc=$?; tmux kill-session -t "$sess" 2>/dev/null; (exit $rc); cleanup' EXIT
+# errexit holds in the trap too: nothing in it may fail before cleanup
+trap 'rc=$?; set +e; tmux kill-session -t "$sess" 2>/dev/null; (exit $rc); cleanup' EXIT
 pane() { tmux capture-pane -p -t "$sess"; }
 header_time() { pane | sed -n 's/^milometer top  \([0-9:]*\) .*/\1/p'; }
 pane_has() { pane | grep -q "$1"; }
