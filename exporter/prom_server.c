@@ -272,6 +272,11 @@ static enum MHD_Result serve_metrics(struct prom_server *srv,
 	FILE *f;
 	int err;
 
+	/*
+	 * Past any check of the reader above. The pages' views are not
+	 * filtered per reader: one allowed only part of /metrics gets none
+	 * of them.
+	 */
 	if (page)
 		return serve_page(c, page);
 	if (srv->opts.before_collect)
