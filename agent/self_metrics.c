@@ -344,7 +344,7 @@ static void read_proxy_pods(struct sm_read *r, int id)
 
 static const struct self_metric self_metric_table[] = {
 	{ { "milometer.events.dropped", "Requests or events lost, by reason.", "1", MI_COUNTER, true, "reason",
-	    .note = "Each reason is the milometer_bpf_* counter of that name." }, read_dropped },
+	    .note = "Each reason counts as the `milometer_bpf_<reason>_total` counter does." }, read_dropped },
 	{ { "milometer.bpf.map.fill", "Entries in use over capacity, per BPF map.", "1", MI_GAUGE, false, "map" }, read_map_fill },
 	{ { "milometer.series.active", "Series held in memory.", "{series}", MI_GAUGE, true }, read_series_active },
 	{ { "milometer.series.overflowed", "Points routed to overflow series past the per-metric cap.", "1", MI_COUNTER, true }, read_series_overflow },
