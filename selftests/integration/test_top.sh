@@ -74,12 +74,15 @@ $PY "$IT_DIR/topcheck.py" same --top "$T/top.json" --other "$T/top-prom.json" ||
 	fail "top from prometheus differs from top from the agent"
 
 # live in a terminal
-sess=mm-top-$$
-tmux new-session -d -s "$sess" -x 160 -y 40 \
+# a tmux server of its own (socket in $T): no other session, no user config
+: >"$T/tmux.conf"
+tmx() { tmux -S "$T/tmux.sock" -f "$T/tmux.conf" "$@"; }
+sess=mm-top
+tmx new-session -d -s "$sess" -x 160 -y 40 \
 	"$BIN/milometer top --socket $T/agent.sock --sort requests"
 # errexit holds in the trap too: nothing in it may fail before cleanup
-trap 'rc=$?; set +e; tmux kill-session -t "$sess" 2>/dev/null; (exit $rc); cleanup' EXIT
-pane() { tmux capture-pane -p -t "$sess"; }
+trap 'rc=$?; set +e; tmx kill-server 2>/dev/null; (exit $rc); cleanup' EXIT
+pane() { tmx capture-pane -p -t "$sess"; }
 header_time() { pane | sed -n 's/^milometer top  \([0-9:]*\) .*/\1/p'; }
 pane_has() { pane | grep -q "$1"; }
 wait_for 10 pane_has "sort requests" || fail "top did not draw: $(pane)"
@@ -92,11 +95,11 @@ sorted_desc() {
 	pane | awk -v col="$1" '/^ROUTE/ {on=1; next} on && NF > 3 { v = $(NF - col); sub(/ms$/, "", v); v = (v == "-") ? -1 : v + 0; if (n++ && v > last + 1e-9) bad = 1; last = v } END { exit bad || n < 3 }'
 }
 sorted_desc 0 || fail "rows not sorted by requests: $(pane)"
-tmux send-keys -t "$sess" 9
+tmx send-keys -t "$sess" 9
 wait_for 5 pane_has "sort p95" || fail "key 9 did not sort by p95: $(pane)"
 pane >"$T/tmux-p95.txt"
 sorted_desc 2 || fail "rows not sorted by p95: $(pane)"
-tmux send-keys -t "$sess" q
-gone() { ! tmux has-session -t "$sess" 2>/dev/null; }
+tmx send-keys -t "$sess" q
+gone() { ! tmx has-session -t "$sess" 2>/dev/null; }
 wait_for 5 gone || fail "q did not quit top"
 log "top: counts, percentiles, prometheus view and the live screen all check out"

@@ -16,8 +16,11 @@ start_agent
 
 curl -fsS "$AGENT_URL/ui" >"$T/ui.html" || fail "no /ui page"
 grep -q '<table id="routes">' "$T/ui.html" || fail "/ui is not the page: $(head -5 "$T/ui.html")"
-# nothing fetched from elsewhere: no URL with a scheme, no src/href at all
-! grep -Eq 'https?://|src=|href=' "$T/ui.html" || fail "/ui refers to external assets: $(grep -Eo '(https?://|src=|href=)[^ ]*' "$T/ui.html" | head -3)"
+# nothing fetched from elsewhere: no src/href/url()/@import at all, and no
+# URL but the SVG namespace's name
+ext=$(grep -Eo '(https?://[^"]*|src=|href=|url\(|@import)' "$T/ui.html" |
+	grep -vx 'http://www.w3.org/2000/svg' || true)
+[ -z "$ext" ] || fail "/ui refers to external assets: $ext"
 curl -fsS "$AGENT_URL/ui/top.json" | $PY -c 'import json,sys; d=json.load(sys.stdin); assert "rows" in d and "history" in d, d' ||
 	fail "/ui/top.json is not the view"
 
