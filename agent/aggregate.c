@@ -14,6 +14,7 @@
 #include "policy/contract/policy_engine.h"
 #include "policy/gateway/route_compile.h"
 #include "policy/gateway/route_match.h"
+#include "policy/source/source_catalogue.h"
 
 /* Envoy's default histogram buckets (source/common/stats/histogram_impl.h) */
 const double aggregate__envoy_bounds[] = {
@@ -25,10 +26,11 @@ const size_t aggregate__envoy_nbounds =
 
 enum { SRC_DS_TOTAL, SRC_DS_TIME, SRC_US_TOTAL, SRC_US_TIME, SRC__N };
 
+/* policy/source/source_catalogue.h: what policies may select */
 #define SRC_LABELS                                                           \
-	"k8s.httproute.name,k8s.namespace.name,k8s.gateway.name,"            \
-	"envoy.cluster_name,http.request.method,http.response.status_code,"  \
-	"http.response.status_code_class,milometer.aborted,rpc.grpc.status_code"
+	SRC_ATTR_ROUTE "," SRC_ATTR_NAMESPACE "," SRC_ATTR_GATEWAY ","        \
+	SRC_ATTR_CLUSTER "," SRC_ATTR_METHOD "," SRC_ATTR_STATUS ","          \
+	SRC_ATTR_STATUS_CLASS "," SRC_ATTR_ABORTED "," SRC_ATTR_GRPC_STATUS
 #define SRC_WHEN "unless --no-source-metrics"
 #define SRC_NOTE                                                             \
 	"`k8s_httproute_name` is `unmatched` for requests no rule matched and " \
@@ -36,17 +38,17 @@ enum { SRC_DS_TOTAL, SRC_DS_TIME, SRC_US_TOTAL, SRC_US_TIME, SRC__N };
 	"`envoy_cluster_name` (httproute/NS/NAME/rule/N) names the rule."
 
 static const struct metric_doc src_docs[SRC__N] = {
-	[SRC_DS_TOTAL] = { "envoy.http.downstream_rq_total",
+	[SRC_DS_TOTAL] = { SRC_METRIC_DS_TOTAL,
 		"Downstream (client to proxy) requests, by HTTPRoute rule.",
 		"1", MI_COUNTER, true, SRC_LABELS, SRC_WHEN, SRC_NOTE },
-	[SRC_DS_TIME] = { "envoy.http.downstream_rq_time",
+	[SRC_DS_TIME] = { SRC_METRIC_DS_TIME,
 		"Downstream request time: first request byte received to last response byte sent.",
 		"ms", MI_HISTOGRAM, false, SRC_LABELS, SRC_WHEN,
 		"Buckets: Envoy's default bounds (0.5 ms to 1 h)." },
-	[SRC_US_TOTAL] = { "envoy.cluster.upstream_rq_total",
+	[SRC_US_TOTAL] = { SRC_METRIC_US_TOTAL,
 		"Upstream (proxy to backend) requests, by HTTPRoute rule.",
 		"1", MI_COUNTER, true, SRC_LABELS, SRC_WHEN, NULL },
-	[SRC_US_TIME] = { "envoy.cluster.upstream_rq_time",
+	[SRC_US_TIME] = { SRC_METRIC_US_TIME,
 		"Upstream request time: first upstream request byte sent to last response byte received.",
 		"ms", MI_HISTOGRAM, false, SRC_LABELS, SRC_WHEN, NULL },
 };
@@ -246,34 +248,34 @@ static void build_labels(const struct route_table *t, uint32_t gw,
 	if (t && route < t->nroutes) {
 		const struct rc_route *r = &t->routes[route];
 
-		add_label(lb, "k8s.httproute.name", r->name);
-		add_label(lb, "k8s.namespace.name", r->ns);
+		add_label(lb, SRC_ATTR_ROUTE, r->name);
+		add_label(lb, SRC_ATTR_NAMESPACE, r->ns);
 		if (r->gw_name)
-			add_label(lb, "k8s.gateway.name", r->gw_name);
+			add_label(lb, SRC_ATTR_GATEWAY, r->gw_name);
 		if (!route_compile__cluster_name(t, route, rule, lb->cluster,
 						 sizeof(lb->cluster)))
-			add_label(lb, "envoy.cluster_name", lb->cluster);
+			add_label(lb, SRC_ATTR_CLUSTER, lb->cluster);
 	} else {
-		add_label(lb, "k8s.httproute.name",
+		add_label(lb, SRC_ATTR_ROUTE,
 			  route == MM_ROUTE_UNMATCHED ? "unmatched" : "unknown");
 		/* several Gateways on the node: say whose request it was */
 		if (t && gw < t->nslots && t->slots[gw].gw_name)
-			add_label(lb, "k8s.gateway.name", t->slots[gw].gw_name);
+			add_label(lb, SRC_ATTR_GATEWAY, t->slots[gw].gw_name);
 	}
-	add_label(lb, "http.request.method",
+	add_label(lb, SRC_ATTR_METHOD,
 		  method_names[method < MM_M__COUNT ? method : 0]);
 	snprintf(lb->status, sizeof(lb->status), "%u", aborted ? 0 : status);
-	add_label(lb, "http.response.status_code", lb->status);
+	add_label(lb, SRC_ATTR_STATUS, lb->status);
 	if (aborted) {
-		add_label(lb, "milometer.aborted", "true");
+		add_label(lb, SRC_ATTR_ABORTED, "true");
 	} else if (status >= 100 && status <= 599) {
 		snprintf(lb->class, sizeof(lb->class), "%uxx", status / 100);
-		add_label(lb, "http.response.status_code_class", lb->class);
+		add_label(lb, SRC_ATTR_STATUS_CLASS, lb->class);
 	}
 	/* gRPC (HTTP/2 trailers), as OpenTelemetry's semantic conventions say */
 	if (grpc && grpc <= 17) {
 		snprintf(lb->grpc, sizeof(lb->grpc), "%u", grpc - 1);
-		add_label(lb, "rpc.grpc.status_code", lb->grpc);
+		add_label(lb, SRC_ATTR_GRPC_STATUS, lb->grpc);
 	}
 }
 
