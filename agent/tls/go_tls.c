@@ -111,6 +111,7 @@ int go_tls__lookup(const char *path, struct go_tls *g, char *err, size_t errlen)
 	Elf *e = NULL;
 	Elf_Scn *scn = NULL;
 	Elf_Data *d = NULL;
+	GElf_Ehdr eh = { 0 };
 	const uint8_t *t;
 	size_t len = 0, shstr;
 	uint64_t fnoff, pcln;
@@ -142,6 +143,17 @@ int go_tls__lookup(const char *path, struct go_tls *g, char *err, size_t errlen)
 	}
 	if (!d || d->d_size < 64)
 		goto cleanup;
+	/*
+	 * A Go binary. The RETs the return probes sit on are found by an x86-64
+	 * disassembler (go_tls__find_rets); the BPF side reads arm64's Go
+	 * registers too, this side does not find arm64's RETs yet.
+	 */
+	if (!gelf_getehdr(e, &eh) || eh.e_machine != EM_X86_64) {
+		snprintf(err, errlen, "%s: Go crypto/tls capture supports x86-64 binaries only (ELF machine %u)",
+			 path, eh.e_machine);
+		ret = -ENOTSUP;
+		goto cleanup;
+	}
 	t = d->d_buf;
 	len = d->d_size;
 	g->pclntab_magic = rd(t, 4);
