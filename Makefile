@@ -6,8 +6,8 @@
 #   make unit       unit tests only (no root)
 #   make bpf-tests  build bin/bpf_tests: the BPF parser run by BPF_PROG_TEST_RUN (root)
 #   make bench      agent on/off benchmark, encode/memory figures
-#   make kernel-matrix  the agent on Debian 12's 6.1 kernel (qemu) and the host's
-#   make ARCH=arm64 cross build for arm64 (x86 from arm64): bin/arm64/, see
+#   make kernel-matrix  the agent on Debian 12's 6.1 and 13's 6.12 kernels (x86-64, arm64; qemu) and the host's
+#   make ARCH=arm64 cross build for arm64 on x86-64: bin/arm64/, see
 #                   docs/architectures.md
 #   make V=1 ...    show the commands
 
@@ -328,9 +328,20 @@ demo: all | $(DEPS_STAMP)
 bench: all $(BENCHES) | $(DEPS_STAMP)
 	$(Q)selftests/bench/run.sh
 
-# KERNEL_MATRIX_QUICK=1 for the bounded run `make check` does
+# KERNEL_MATRIX_QUICK=1 for the bounded run `make check` does. The full run
+# has arm64 legs (the cross-built agent) and renders docs/support-matrix.md
+# from its results.
 kernel-matrix: deps all
-	$(Q)selftests/kernel/run.sh
+ifeq ($(HOST_ARCH),x86)
+	$(Q)$(MAKE) --no-print-directory ARCH=arm64 bin/arm64/milometer
+endif
+	$(Q)rm -f $(OUTPUT)/kernel-matrix.tsv
+	$(Q)selftests/kernel/run.sh --results $(OUTPUT)/kernel-matrix.tsv; s=$$?; \
+	if [ -z "$$KERNEL_MATRIX_QUICK$$MM_KERNELS" ]; then \
+		selftests/kernel/support_matrix.sh $(OUTPUT)/kernel-matrix.tsv "make kernel-matrix" \
+			>docs/support-matrix.md && \
+		echo "wrote docs/support-matrix.md"; \
+	fi; exit $$s
 
 vmlinux:
 	$(Q)vmlinux/gen-vmlinux.sh $(ARCH)
