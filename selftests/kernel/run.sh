@@ -4,9 +4,9 @@
 # Debian's stock kernels booted under qemu (TCG: this machine's /dev/kvm
 # cannot run an unmodified guest) and on the host's own kernel.
 #
-#   run.sh [--quick] [--kernels 'PKG... host'] [--agent BIN]
+#   run.sh [--quick] [--kernels 'LEG...'] [--agent BIN]
 #          [--agent-args ARGS] [--agent-cmd CMD] [--extra CMD]... [--file F]...
-#          [--keep]
+#          [--keep] [--results FILE]
 #
 #   --quick          bounded run for `make check` (also KERNEL_MATRIX_QUICK=1)
 #   --kernels LIST   legs, each [SUITE/]PACKAGE[:MODE] or host[:MODE]:
@@ -66,7 +66,7 @@ export MM_AGENT_ARGS=${MM_AGENT_ARGS:-} MM_AGENT_CMD=${MM_AGENT_CMD:-}
 lock=${MM_BPF_LOCK:-/tmp/mm-bpf.lock}
 
 usage() {
-	sed -n '/^#   run.sh/,/^#   --results/p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '/^#   run.sh/,/none if unset)$/p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 while [ $# -gt 0 ]; do
