@@ -17,7 +17,9 @@
 #                    kernel; MODE the capture mode asked for (auto, sock,
 #                    sys-exit; default auto) (default $MM_KERNELS, else
 #                    $QUICK_LEGS with --quick, $FULL_LEGS without)
-#   --agent BIN      the milometer binary to test (default bin/milometer)
+#   --agent BIN      the milometer binary to test (default bin/milometer;
+#                    an arm64 leg runs $MM_AGENT_BIN_CROSS, default
+#                    bin/arm64/milometer)
 #   --agent-args A   extra arguments for `milometer run`
 #   --agent-cmd CMD  replace the agent command line (sh syntax; $MM_T is the
 #                    directory with the binaries, $MM_W the scratch dir); it
