@@ -59,9 +59,9 @@ static __always_inline bool compat_syscall(const struct task_struct *t)
 #elif defined(__TARGET_ARCH_arm64)
 
 /*
- * include/uapi/asm-generic/unistd.h: arm64 has no read-like socket calls
- * of its own (no send, recv, sendfile without 64): the *to, *from, *msg
- * forms and sendfile64 (__NR3264_sendfile) are what libc calls.
+ * include/uapi/asm-generic/unistd.h: no send, recv or open syscalls on
+ * arm64 (libc calls sendto, recvfrom, openat), and sendfile is sendfile64's
+ * number (__NR3264_sendfile).
  */
 #define NR_read      63
 #define NR_write     64
