@@ -11,32 +11,14 @@
 #include "exporter/metric_store.h"
 #include "policy/cel/cel.h"
 #include "policy/contract/policy_engine.h"
+#include "policy/contract/source_metrics.h"
 #include "policy/gateway/route_compile.h"
 #include "policy/gateway/route_match.h"
 
-/* Envoy's default histogram buckets (source/common/stats/histogram_impl.h) */
-const double aggregate__envoy_bounds[] = {
-	0.5, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000,
-	30000, 60000, 300000, 600000, 1800000, 3600000,
-};
-const size_t aggregate__envoy_nbounds =
-	sizeof(aggregate__envoy_bounds) / sizeof(aggregate__envoy_bounds[0]);
-
 enum { SRC_DS_TOTAL, SRC_DS_TIME, SRC_US_TOTAL, SRC_US_TIME, SRC__N };
 
-static const char *const src_names[SRC__N] = {
-	"envoy.http.downstream_rq_total",
-	"envoy.http.downstream_rq_time",
-	"envoy.cluster.upstream_rq_total",
-	"envoy.cluster.upstream_rq_time",
-};
-
-static const char *const src_desc[SRC__N] = {
-	"Downstream (client to proxy) requests, by HTTPRoute rule.",
-	"Downstream request time: first request byte received to last response byte sent.",
-	"Upstream (proxy to backend) requests, by HTTPRoute rule.",
-	"Upstream request time: first upstream request byte sent to last response byte received.",
-};
+_Static_assert(SRC__N == 4, "source_metrics__all lists the sources in SRC_* order");
+#define src_names(i) (source_metrics__all[i].name)
 
 static const char *const method_names[MM_M__COUNT] = {
 	"_OTHER", "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT",
@@ -93,23 +75,19 @@ struct aggregate *aggregate__new(struct mstore *store,
 	if (!a->tab || !a->def)
 		goto fail;
 	for (int i = 0; i < SRC__N; i++) {
+		const struct source_metric *sm = &source_metrics__all[i];
 		struct mmetric_desc d = {
-			.name = src_names[i],
-			.description = src_desc[i],
+			.name = sm->name,
+			.description = sm->description,
+			.unit = sm->unit,
+			.instrument = sm->instrument,
+			.is_int = sm->instrument == MI_COUNTER,
 			.temporality = MT_CUMULATIVE,
+			.hist = MH_EXPLICIT,
+			.bounds = sm->bounds,
+			.nbounds = sm->nbounds,
 		};
 
-		if (i == SRC_DS_TOTAL || i == SRC_US_TOTAL) {
-			d.unit = "1";
-			d.instrument = MI_COUNTER;
-			d.is_int = true;
-		} else {
-			d.unit = "ms";
-			d.instrument = MI_HISTOGRAM;
-			d.hist = MH_EXPLICIT;
-			d.bounds = aggregate__envoy_bounds;
-			d.nbounds = aggregate__envoy_nbounds;
-		}
 		a->metric[i] = export_sources ? mstore__add_metric(store, &d) : -1;
 		if (export_sources && a->metric[i] < 0)
 			goto fail;
@@ -276,8 +254,8 @@ static void bind_entry(struct aggregate *a, struct key_entry *e, int leg,
 	pe_binding__free(e->b_total);
 	pe_binding__free(e->b_time);
 	e->b_total = e->b_time = NULL;
-	policy_engine__bind(a->pe, src_names[total], lb->c, lb->n, &e->b_total);
-	policy_engine__bind(a->pe, src_names[time], lb->c, lb->n, &e->b_time);
+	policy_engine__bind(a->pe, src_names(total), lb->c, lb->n, &e->b_total);
+	policy_engine__bind(a->pe, src_names(time), lb->c, lb->n, &e->b_time);
 	e->pe_gen = policy_engine__generation(a->pe);
 }
 

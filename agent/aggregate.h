@@ -68,8 +68,4 @@ void aggregate__maintain(struct aggregate *a, uint64_t now_ns,
 			 uint64_t idle_ns);
 void aggregate__stats(const struct aggregate *a, struct aggregate_stats *st);
 
-/* Envoy's default histogram bounds (ms), used for the envoy.* sources. */
-extern const double aggregate__envoy_bounds[];
-extern const size_t aggregate__envoy_nbounds;
-
 #endif /* MM_AGENT_AGGREGATE_H */

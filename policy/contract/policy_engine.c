@@ -16,6 +16,7 @@
 #include "exporter/fnv1a.h"
 #include "policy/contract/contract.h"
 #include "policy/contract/contract_uid.h"
+#include "policy/contract/source_metrics.h"
 #include "policy/source/doc.h"
 #include "policy/source/manifest_source.h"
 #include "policy/contract/policy_engine_impl.h"
@@ -384,7 +385,8 @@ static int build_index(struct pe_policy *pp)
 }
 
 static int register_metric(struct policy_engine *e,
-			   const struct metric_def *d)
+			   const struct metric_def *d, const double *bounds,
+			   size_t nbounds)
 {
 	struct mmetric_desc desc = {
 		.name = d->name,
@@ -394,6 +396,8 @@ static int register_metric(struct policy_engine *e,
 		.temporality = d->instrument == MI_GAUGE ? MT_CUMULATIVE :
 							  d->temporality,
 		.hist = MH_EXPLICIT,
+		.bounds = bounds,
+		.nbounds = nbounds,
 	};
 	struct pe_metric *m;
 	int id;
@@ -401,6 +405,9 @@ static int register_metric(struct policy_engine *e,
 	for (size_t i = 0; i < e->nmetrics; i++) {
 		if (strcmp(e->metrics[i].name, d->name))
 			continue;
+		/* two policies (different sources) feed it: the first's bounds */
+		if (e->metrics[i].used)
+			return e->metrics[i].id;
 		id = mstore__add_metric(e->store, &desc);
 		if (id == -EEXIST) {
 			/* the definition was deleted and recreated differently */
@@ -434,10 +441,33 @@ const char *pe_impl__kind_label(const struct metric_policy *p)
 	return p->subj_kind;
 }
 
+/*
+ * A histogram target fed through an affine transform (a > 0) from a
+ * histogram source keeps the source's buckets, each bound mapped by the
+ * transform: what a translation to Prometheus recording rules or the
+ * Collector's scale_metric computes, so both agree bucket for bucket.
+ * 0: the definition's default bounds (other transforms, other sources).
+ */
+#define PE_MAX_BOUNDS 64
+static size_t target_bounds(const struct pe_policy *pp, double *out,
+			    size_t max)
+{
+	int n;
+
+	if (pp->pol->type != MP_DATA_PLANE ||
+	    pp->def->instrument != MI_HISTOGRAM || !pp->affine)
+		return 0;
+	n = source_metrics__rescale(source_metrics__find(pp->pol->src_metric),
+				    pp->a, pp->b, out, max);
+	return n > 0 ? (size_t)n : 0;
+}
+
 static struct pe_policy *build_policy(struct policy_engine *e,
 				      struct metric_policy *pol,
 				      struct pe_world *w, int *errp)
 {
+	double bounds[PE_MAX_BOUNDS];
+	size_t nbounds;
 	struct pe_policy *pp = calloc(1, sizeof(*pp));
 	int err = -ENOMEM;
 
@@ -456,7 +486,19 @@ static struct pe_policy *build_policy(struct policy_engine *e,
 		err = -EAGAIN;
 		goto fail;
 	}
-	err = register_metric(e, pp->def);
+	if (pol->type == MP_DATA_PLANE) {
+		struct cel_activation act = { 0 };
+
+		pp->a = 1;
+		pp->affine = !pol->value.prog ||
+			     cel__affine(pol->value.prog, &pp->a, &pp->b);
+		if (pp->affine)
+			pp->f0 = pp->b;
+		else if (pe_impl__eval_double(pol->value.prog, &act, &pp->f0))
+			pp->f0 = 0; /* needs attributes/resource: per binding */
+	}
+	nbounds = target_bounds(pp, bounds, PE_MAX_BOUNDS);
+	err = register_metric(e, pp->def, nbounds ? bounds : NULL, nbounds);
 	if (err < 0)
 		goto fail;
 	pp->metric_id = err;
@@ -471,15 +513,6 @@ static struct pe_policy *build_policy(struct policy_engine *e,
 						doc__str(w->objs[i], "kind")))
 			pp->subjects[pp->nsubjects++] = w->objs[i];
 	if (pol->type == MP_DATA_PLANE) {
-		struct cel_activation act = { 0 };
-
-		pp->a = 1;
-		pp->affine = !pol->value.prog ||
-			     cel__affine(pol->value.prog, &pp->a, &pp->b);
-		if (pp->affine)
-			pp->f0 = pp->b;
-		else if (pe_impl__eval_double(pol->value.prog, &act, &pp->f0))
-			pp->f0 = 0; /* needs attributes/resource: per binding */
 		err = build_index(pp);
 		if (err)
 			goto fail;
