@@ -9,6 +9,7 @@
 #include "agent/k8s/controller.h"
 #include "policy/contract/check_cmd.h"
 #include "policy/gateway/explain.h"
+#include "policy/translate/translate.h"
 
 static void usage(FILE *out)
 {
@@ -22,6 +23,7 @@ static void usage(FILE *out)
 		"            stats, policies, features)\n"
 		"  explain   which HTTPRoute rule a request would match, and why\n"
 		"  check     validate MetricDefinitions/MetricPolicies offline\n"
+		"  translate compile the contract into Prometheus rules (and others)\n"
 		"  controller  write MetricDefinition/MetricPolicy status (Lease-elected)\n"
 		"  version   print the version\n"
 		"\n"
@@ -60,6 +62,8 @@ int main(int argc, char **argv)
 		return explain__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "check"))
 		return check__main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "translate"))
+		return translate__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "controller"))
 		return controller__main(argc - 1, argv + 1);
 	fprintf(stderr, "milometer: unknown command \"%s\"\n\n", cmd);

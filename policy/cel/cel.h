@@ -134,6 +134,27 @@ int cel__eval(struct cel_program *p, const struct cel_activation *act,
  */
 bool cel__affine(const struct cel_program *p, double *a, double *b);
 
+/* Translators' shape analysis (cel_shape.c). */
+/* The CEL_VAR_* bits of the variables the expression reads. */
+unsigned cel__vars(const struct cel_program *p);
+
+/* One step of a plain field selection: a field or map key, or a list index. */
+struct cel_path_seg {
+	const char *s; /* not NUL-terminated; NULL for an index */
+	size_t len;    /* length, or the index */
+	bool index;
+};
+/*
+ * If the expression is a plain selection from one variable (attributes['k'],
+ * resource.metadata.name, item.type, resource.spec.refs[0].name, optionally
+ * inside string()), store that variable's CEL_VAR_* bit and the steps and
+ * return their count; -1 otherwise. The steps point into the program.
+ */
+int cel__path(const struct cel_program *p, unsigned *var,
+	      struct cel_path_seg *segs, size_t max);
+/* If the expression is a single literal, store it and return true. */
+bool cel__constant(const struct cel_program *p, struct cel_value *out);
+
 /* Conversions used at the end of a transform. -EINVAL if not convertible. */
 int cel__to_double(const struct cel_value *v, double *out);
 /* Formats as CEL's string() would; returns length or -ENOSPC. */

@@ -117,7 +117,8 @@ uint64_t policy_engine__generation(struct policy_engine *e)
 /* ---- evaluation helpers ---- */
 
 /* CEL value to a label value; 1 when null (leave the label out). */
-static int label_string(const struct cel_value *v, char *buf, size_t len)
+int policy_engine__label_string(const struct cel_value *v, char *buf,
+				size_t len)
 {
 	if (v->type == CEL_NULL)
 		return 1;
@@ -151,7 +152,7 @@ int pe_impl__eval_labels(struct pe_policy *pp, const struct cel_activation *act,
 
 		ret = cel__eval(p->labels[i].e.prog, act, &v, &err);
 		if (!ret)
-			ret = label_string(&v, vals[k], LABEL_VALUE_MAX);
+			ret = policy_engine__label_string(&v, vals[k], LABEL_VALUE_MAX);
 		if (ret) {
 			COUNT(pp->cnt, label_errors);
 			if (dl && dl->required)
@@ -358,7 +359,7 @@ static int build_index(struct pe_policy *pp)
 			size_t vl;
 
 			if (cel__eval(p->sels[i].e.prog, &act, &v, &cerr) ||
-			    label_string(&v, val, sizeof(val))) {
+			    policy_engine__label_string(&v, val, sizeof(val))) {
 				COUNT(pp->cnt, eval_errors);
 				ok = false;
 				break;
@@ -626,6 +627,57 @@ cleanup:
 	pthread_mutex_unlock(&e->lock);
 	mstore__unlock(e->store);
 	return err;
+}
+
+int policy_engine__each_subject(struct policy_engine *e, const char *policy,
+				pe_subject_fn fn, void *ctx)
+{
+	struct pe_policy *pp = NULL;
+	int n = 0, err = 0;
+
+	pthread_mutex_lock(&e->lock);
+	for (size_t i = 0; i < e->npols && !pp; i++)
+		if (!strcmp(e->pols[i]->pol->obj_name, policy) &&
+		    e->pols[i]->pol->type == MP_DATA_PLANE)
+			pp = e->pols[i];
+	if (!pp) {
+		pthread_mutex_unlock(&e->lock);
+		return -ENOENT;
+	}
+	for (size_t s = 0; s < pp->nsubjects && !err; s++) {
+		const struct metric_policy *p = pp->pol;
+		struct cel_activation act = { .resource = pp->subjects[s] };
+		char vals[8][LABEL_VALUE_MAX], key[1024];
+		const char *v[8];
+		size_t off = 0, k;
+
+		if (p->nsels > 8)
+			break;
+		for (k = 0; k < p->nsels; k++) {
+			struct cel_value cv;
+			struct cel_error cerr;
+			size_t vl;
+
+			if (cel__eval(p->sels[k].e.prog, &act, &cv, &cerr) ||
+			    policy_engine__label_string(&cv, vals[k], sizeof(vals[k])))
+				break;
+			vl = strlen(vals[k]);
+			if (off + vl + 2 > sizeof(key))
+				break;
+			memcpy(key + off, vals[k], vl);
+			off += vl;
+			key[off++] = '\x1f';
+			v[k] = vals[k];
+		}
+		key[off] = 0;
+		/* the index says which object a key selects: the same answer */
+		if (k < p->nsels || pe_impl__index_find(pp, key) != act.resource)
+			continue;
+		err = fn(ctx, v, p->nsels, act.resource);
+		n++;
+	}
+	pthread_mutex_unlock(&e->lock);
+	return err < 0 ? err : n;
 }
 
 void policy_engine__stats(struct policy_engine *e, pe_stats_fn fn, void *ctx)

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Internal to policy/translate: options, the per-policy report, targets. */
+#ifndef MM_POLICY_TRANSLATE_IMPL_H
+#define MM_POLICY_TRANSLATE_IMPL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "exporter/prom_text.h"
+#include "policy/translate/plan.h"
+#include "policy/translate/profile.h"
+#include "policy/translate/translate.h"
+
+struct tr_opts {
+	enum tr_target target;
+	const struct tr_profile *profile;
+	enum prom_format le_format; /* how the scrape prints a shared `le` */
+	bool prometheusrule;        /* wrap as monitoring.coreos.com/v1 */
+	const char *object_name;
+	const char *object_namespace;
+};
+
+struct tr_report_row {
+	char *policy;
+	bool ok;
+	char *msg;
+};
+
+struct tr_report {
+	struct tr_report_row *rows;
+	size_t n;
+};
+
+void report__add(struct tr_report *r, const char *policy, bool ok,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void report__free(struct tr_report *r);
+
+/* Render one target into out, one report row per policy. */
+struct contract;
+struct policy_engine;
+int translate__render(struct contract *c, struct policy_engine *e,
+		      const struct tr_opts *o, const char *const *names,
+		      size_t nnames, FILE *out, struct tr_report *rep,
+		      char *err, size_t errlen);
+
+/* prom_rules.c */
+int tr_prom__rules(FILE *out, struct tr_plan *plans, size_t n,
+		   const struct tr_opts *o, struct tr_report *rep);
+int tr_prom__label(const char *key, char *out, size_t len);
+
+#endif /* MM_POLICY_TRANSLATE_IMPL_H */
