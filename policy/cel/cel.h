@@ -152,6 +152,17 @@ struct cel_path_seg {
  */
 int cel__path(const struct cel_program *p, unsigned *var,
 	      struct cel_path_seg *segs, size_t max);
+/* Value expressions another system can compute from object fields. */
+enum cel_shape {
+	CEL_SHAPE_OTHER,
+	CEL_SHAPE_ONE,       /* the literal 1 */
+	CEL_SHAPE_NUMBER,    /* a field, maybe in int()/double()/timestamp() */
+	CEL_SHAPE_TRUE_FLAG, /* field == 'True' ? 1 : 0 */
+};
+/* The shape, and for fields the path as cel__path() gives it. */
+enum cel_shape cel__value_shape(const struct cel_program *p, unsigned *var,
+				struct cel_path_seg *segs, size_t max,
+				int *nsegs);
 /* If the expression is a single literal, store it and return true. */
 bool cel__constant(const struct cel_program *p, struct cel_value *out);
 

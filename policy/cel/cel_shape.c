@@ -107,3 +107,47 @@ bool cel__constant(const struct cel_program *p, struct cel_value *out)
 	*out = p->root->lit;
 	return true;
 }
+
+static bool is_num(const struct cel_node *n, double v)
+{
+	if (n->kind != N_LIT)
+		return false;
+	return (n->lit.type == CEL_INT && (double)n->lit.i == v) ||
+	       (n->lit.type == CEL_DOUBLE && n->lit.d == v);
+}
+
+static bool call_named(const struct cel_node *n, const char *name)
+{
+	size_t l = strlen(name);
+
+	return n->kind == N_CALL && n->nargs == 1 && n->lit.str.len == l &&
+	       !memcmp(n->lit.str.s, name, l);
+}
+
+enum cel_shape cel__value_shape(const struct cel_program *p, unsigned *var,
+				struct cel_path_seg *segs, size_t max,
+				int *nsegs)
+{
+	const struct cel_node *n = p && p->root ? p->root : NULL;
+
+	if (!n)
+		return CEL_SHAPE_OTHER;
+	if (is_num(n, 1))
+		return CEL_SHAPE_ONE;
+	if (n->kind == N_COND && is_num(n->b, 1) && is_num(n->c, 0) &&
+	    n->a->kind == N_BINOP && n->a->op == OP_EQ &&
+	    n->a->b->kind == N_LIT && n->a->b->lit.type == CEL_STRING &&
+	    n->a->b->lit.str.len == 4 && !memcmp(n->a->b->lit.str.s, "True", 4)) {
+		*nsegs = path(n->a->a, var, segs, max);
+		return *nsegs >= 0 ? CEL_SHAPE_TRUE_FLAG : CEL_SHAPE_OTHER;
+	}
+	/* x, double(x), int(timestamp(x)): a number, or an RFC 3339 time
+	 * that KSM reads as Unix seconds */
+	if (call_named(n, "int") && call_named(n->args[0], "timestamp"))
+		n = n->args[0]->args[0]; /* int(): Unix seconds of the time */
+	else if (call_named(n, "double"))
+		n = n->args[0]; /* int(x) of a double truncates: not here */
+	*nsegs = path(n, var, segs, max);
+	return *nsegs >= 0 && *var != CEL_VAR_VALUE ? CEL_SHAPE_NUMBER :
+						      CEL_SHAPE_OTHER;
+}

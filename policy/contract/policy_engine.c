@@ -637,12 +637,17 @@ int policy_engine__each_subject(struct policy_engine *e, const char *policy,
 
 	pthread_mutex_lock(&e->lock);
 	for (size_t i = 0; i < e->npols && !pp; i++)
-		if (!strcmp(e->pols[i]->pol->obj_name, policy) &&
-		    e->pols[i]->pol->type == MP_DATA_PLANE)
+		if (!strcmp(e->pols[i]->pol->obj_name, policy))
 			pp = e->pols[i];
 	if (!pp) {
 		pthread_mutex_unlock(&e->lock);
 		return -ENOENT;
+	}
+	if (pp->pol->type != MP_DATA_PLANE) {
+		for (size_t s = 0; s < pp->nsubjects && !err; s++, n++)
+			err = fn(ctx, NULL, 0, pp->subjects[s]);
+		pthread_mutex_unlock(&e->lock);
+		return err < 0 ? err : n;
 	}
 	for (size_t s = 0; s < pp->nsubjects && !err; s++) {
 		const struct metric_policy *p = pp->pol;

@@ -113,7 +113,7 @@ int policy_engine__collect_resource_fields(struct policy_engine *e,
 /*
  * For translators: the subjects a DataPlane policy binds samples to, as
  * policy_engine__bind() finds them (the first object wins among equal
- * selector values). fn gets each subject's selector values, in
+ * selector values); for a ResourceFields policy every subject object. fn gets each subject's selector values, in
  * attributeSelectors order, and the completed object (uid, namespace).
  * Returns how many, -ENOENT when the policy is not in effect, or fn's
  * negative return. Not concurrently with policy_engine__sync().

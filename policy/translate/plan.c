@@ -65,6 +65,7 @@ static int classify_labels(struct tr_plan *p)
 		if (!l->key)
 			return -ENOMEM;
 		l->required = dl && dl->required;
+		l->prog = ml->e.prog;
 		if (!vars) {
 			l->kind = TL_CONST;
 			if (eval_label(ml->e.prog, NULL, &l->value) == -ENOMEM)
@@ -74,6 +75,8 @@ static int classify_labels(struct tr_plan *p)
 					  ml->key, ml->e.src);
 		} else if (vars == CEL_VAR_RESOURCE) {
 			l->kind = TL_RESOURCE;
+		} else if (!(vars & (CEL_VAR_ATTRIBUTES | CEL_VAR_VALUE))) {
+			l->kind = TL_ITEM;
 		} else if (vars == CEL_VAR_ATTRIBUTES &&
 			   cel__path(ml->e.prog, &var, seg, 2) == 1 &&
 			   !seg[0].index) {
@@ -240,10 +243,15 @@ int plan__build(struct contract *c, struct policy_engine *e,
 				  pols[i]->target);
 			continue;
 		}
-		if (p->pol->type == MP_DATA_PLANE)
+		if (p->pol->type == MP_DATA_PLANE) {
 			ret = plan_dataplane(p, e);
-		else
+		} else {
 			ret = classify_labels(p);
+			if (!ret)
+				ret = policy_engine__each_subject(
+					e, p->pol->obj_name, add_subject, p);
+			ret = ret == -ENOENT || ret > 0 ? 0 : ret;
+		}
 		if (ret) {
 			snprintf(err, errlen, "out of memory");
 			goto cleanup;

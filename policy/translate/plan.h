@@ -25,6 +25,7 @@ enum tr_label_kind {
 	TL_CONST,    /* same value on every series (constant CEL, static) */
 	TL_ATTR,     /* attributes['key'] copied */
 	TL_RESOURCE, /* evaluated per subject object */
+	TL_ITEM,     /* ResourceFields: reads item (with or without resource) */
 };
 
 struct tr_label {
@@ -33,6 +34,7 @@ struct tr_label {
 	bool required;
 	char *attr;  /* TL_ATTR: the attribute key */
 	char *value; /* TL_CONST: the value; NULL: left out */
+	struct cel_program *prog; /* the expression (owned by the policy) */
 };
 
 struct tr_subject {

@@ -25,6 +25,8 @@ static void usage(FILE *f)
 		"stack's configuration. Targets:\n"
 		"  prometheus-rules  recording rules computing each DataPlane policy's\n"
 		"                    target series from the scraped source series\n"
+		"  kube-state-metrics  a CustomResourceState configuration computing\n"
+		"                    each ResourceFields policy's series\n"
 		"\n"
 		"  -m, --manifests PATH     directory or file to read (repeatable)\n"
 		"  -t, --target TARGET      what to produce\n"
@@ -122,6 +124,9 @@ int translate__render(struct contract *c, struct policy_engine *e,
 	switch (o->target) {
 	case TR_PROM_RULES:
 		ret = tr_prom__rules(out, plans, n, o, rep);
+		break;
+	case TR_KSM:
+		ret = tr_ksm__config(out, plans, n, o, rep);
 		break;
 	}
 	if (ret && !err[0])
@@ -269,8 +274,10 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf)
 	}
 	if (!strcmp(target, "prometheus-rules")) {
 		o.target = TR_PROM_RULES;
+	} else if (!strcmp(target, "kube-state-metrics")) {
+		o.target = TR_KSM;
 	} else {
-		fprintf(errf, "milometer translate: --target %s: use prometheus-rules\n",
+		fprintf(errf, "milometer translate: --target %s: use prometheus-rules or kube-state-metrics\n",
 			target);
 		goto cleanup;
 	}

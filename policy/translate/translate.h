@@ -6,6 +6,8 @@
  *   prometheus-rules    recording rules computing each DataPlane policy's
  *                       target series from scraped source series
  *                       (--format prometheusrule: a PrometheusRule object)
+ *   kube-state-metrics  a CustomResourceState configuration computing the
+ *                       ResourceFields policies' series
  *
  * A policy a target cannot compute exactly is reported NotTranslatable with
  * the reason, and left out; --strict makes that exit 3. docs/translate.md
@@ -18,6 +20,7 @@
 
 enum tr_target {
 	TR_PROM_RULES,
+	TR_KSM,
 };
 
 int translate__main(int argc, char **argv);

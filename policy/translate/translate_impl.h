@@ -48,4 +48,8 @@ int tr_prom__rules(FILE *out, struct tr_plan *plans, size_t n,
 		   const struct tr_opts *o, struct tr_report *rep);
 int tr_prom__label(const char *key, char *out, size_t len);
 
+/* ksm.c */
+int tr_ksm__config(FILE *out, struct tr_plan *plans, size_t n,
+		   const struct tr_opts *o, struct tr_report *rep);
+
 #endif /* MM_POLICY_TRANSLATE_IMPL_H */

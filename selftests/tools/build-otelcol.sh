@@ -5,7 +5,7 @@
 #   build-otelcol.sh            prints the binary's path (builds it if missing)
 # Env: MM_TOOLS_CACHE (default /var/cache/milometer/tools).
 set -eu
-ver=0.165.0
+ver=0.161.0
 cache=${MM_TOOLS_CACHE:-/var/cache/milometer/tools}
 bin=$cache/otelcol-$ver/milometer-otelcol
 if [ -x "$bin" ]; then echo "$bin"; exit 0; fi

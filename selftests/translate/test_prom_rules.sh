@@ -63,13 +63,20 @@ check "--json report parses" python3 -c "
 import json,sys; r=json.load(open('$T/report.json'))
 assert sum(not x['translated'] for x in r) == 3 and all(x['target'] == 'prometheus-rules' for x in r), r"
 
-# The seed's examples and the project's deploy/examples, as a PrometheusRule.
-check "deploy/examples as PrometheusRule" "$BIN/milometer" translate -m "$ROOT/deploy/examples" \
-	-t prometheus-rules --format prometheusrule --namespace monitoring -o "$T/pr.yml"
+# The seed's examples and the project's deploy/examples, both targets:
+# golden files (output and per-policy report), and promtool on the rules.
+G=$TR_DIR/golden
+EXM=(-m "$ROOT/deploy/examples" -m "$ROOT/deploy/examples/contract")
+"$BIN/milometer" translate "${EXM[@]}" -t prometheus-rules --format prometheusrule \
+	--namespace monitoring -o "$T/pr.yml" 2>"$T/pr.report"
+check "golden: examples as PrometheusRule" diff -u "$G/examples.prometheusrule.yml" "$T/pr.yml"
+check "golden: examples prometheus-rules report" diff -u "$G/examples.prometheus-rules.report" "$T/pr.report"
 python3 -c "
 import yaml; d=yaml.safe_load(open('$T/pr.yml'))
 assert d['kind'] == 'PrometheusRule' and d['apiVersion'] == 'monitoring.coreos.com/v1'
 yaml.safe_dump({'groups': d['spec']['groups']}, open('$T/pr-groups.yml', 'w'))" &&
 	check "PrometheusRule's groups pass promtool check rules" promtool check rules "$T/pr-groups.yml"
-check "golden: deploy/examples" diff -u "$TR_DIR/golden/deploy-examples.prometheusrule.yml" "$T/pr.yml"
+"$BIN/milometer" translate "${EXM[@]}" -t kube-state-metrics -o "$T/ksm.yml" 2>"$T/ksm.report"
+check "golden: examples as kube-state-metrics config" diff -u "$G/examples.ksm.yml" "$T/ksm.yml"
+check "golden: examples kube-state-metrics report" diff -u "$G/examples.kube-state-metrics.report" "$T/ksm.report"
 finish
