@@ -16,7 +16,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: milometer translate --manifests PATH... --target TARGET\n"
+		"Usage: milometer translate --manifests PATH... --target prometheus-rules|otelcol|kube-state-metrics\n"
 		"                           [--format rules|prometheusrule] [--source-profile milometer|envoy]\n"
 		"                           [--le-format openmetrics|text] [--policy NAME]...\n"
 		"                           [--name NAME] [--namespace NS] [-o FILE] [--strict] [--json]\n"
@@ -25,6 +25,9 @@ static void usage(FILE *f)
 		"stack's configuration. Targets:\n"
 		"  prometheus-rules  recording rules computing each DataPlane policy's\n"
 		"                    target series from the scraped source series\n"
+		"  otelcol           an OpenTelemetry Collector configuration computing\n"
+		"                    each DataPlane policy's target from the agent's\n"
+		"                    OTLP sources (transform, filter processors)\n"
 		"  kube-state-metrics  a CustomResourceState configuration computing\n"
 		"                    each ResourceFields policy's series\n"
 		"\n"
@@ -39,6 +42,8 @@ static void usage(FILE *f)
 		"  -p, --policy NAME        translate only this policy (repeatable)\n"
 		"      --name NAME          PrometheusRule name (milometer-translated)\n"
 		"      --namespace NS       PrometheusRule namespace\n"
+		"      --otelcol-receiver HOST:PORT  OTLP/HTTP listen address (0.0.0.0:4318)\n"
+		"      --otelcol-exporter URL  OTLP/HTTP destination (http://otlp-backend:4318)\n"
 		"  -o, --output FILE        write there (atomically) instead of stdout\n"
 		"      --strict             exit 3 when a policy is not translatable\n"
 		"  -j, --json               the per-policy report as JSON (on stderr)\n"
@@ -128,6 +133,9 @@ int translate__render(struct contract *c, struct policy_engine *e,
 	case TR_KSM:
 		ret = tr_ksm__config(out, plans, n, o, rep);
 		break;
+	case TR_OTELCOL:
+		ret = tr_otel__config(out, plans, n, o, rep);
+		break;
 	}
 	if (ret && !err[0])
 		snprintf(err, errlen, "%s", strerror(-ret));
@@ -158,7 +166,7 @@ static int write_atomic(const char *path, const char *buf, size_t len,
 
 int translate__run(int argc, char **argv, FILE *out, FILE *errf)
 {
-	enum { O_NAME = 256, O_NS, O_STRICT };
+	enum { O_NAME = 256, O_NS, O_STRICT, O_ORECV, O_OEXP };
 	static const struct option opts[] = {
 		{ "manifests", required_argument, NULL, 'm' },
 		{ "target", required_argument, NULL, 't' },
@@ -170,6 +178,8 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf)
 		{ "namespace", required_argument, NULL, O_NS },
 		{ "output", required_argument, NULL, 'o' },
 		{ "strict", no_argument, NULL, O_STRICT },
+		{ "otelcol-receiver", required_argument, NULL, O_ORECV },
+		{ "otelcol-exporter", required_argument, NULL, O_OEXP },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -180,6 +190,8 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf)
 		.profile = profile__find("milometer"),
 		.le_format = PROM_FMT_OPENMETRICS,
 		.object_name = "milometer-translated",
+		.otel_receiver = "0.0.0.0:4318",
+		.otel_exporter = "http://otlp-backend:4318",
 	};
 	struct manifest_source *src = NULL;
 	struct tr_report rep = { 0 };
@@ -248,6 +260,12 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf)
 		case O_STRICT:
 			strict = true;
 			break;
+		case O_ORECV:
+			o.otel_receiver = optarg;
+			break;
+		case O_OEXP:
+			o.otel_exporter = optarg;
+			break;
 		case 'j':
 			json = true;
 			break;
@@ -276,8 +294,10 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf)
 		o.target = TR_PROM_RULES;
 	} else if (!strcmp(target, "kube-state-metrics")) {
 		o.target = TR_KSM;
+	} else if (!strcmp(target, "otelcol")) {
+		o.target = TR_OTELCOL;
 	} else {
-		fprintf(errf, "milometer translate: --target %s: use prometheus-rules or kube-state-metrics\n",
+		fprintf(errf, "milometer translate: --target %s: use prometheus-rules, otelcol or kube-state-metrics\n",
 			target);
 		goto cleanup;
 	}

@@ -6,6 +6,9 @@
  *   prometheus-rules    recording rules computing each DataPlane policy's
  *                       target series from scraped source series
  *                       (--format prometheusrule: a PrometheusRule object)
+ *   otelcol             an OpenTelemetry Collector configuration (filter and
+ *                       transform processors) computing the DataPlane
+ *                       policies' targets from the agent's OTLP sources
  *   kube-state-metrics  a CustomResourceState configuration computing the
  *                       ResourceFields policies' series
  *
@@ -21,6 +24,7 @@
 enum tr_target {
 	TR_PROM_RULES,
 	TR_KSM,
+	TR_OTELCOL,
 };
 
 int translate__main(int argc, char **argv);

@@ -18,6 +18,8 @@ struct tr_opts {
 	bool prometheusrule;        /* wrap as monitoring.coreos.com/v1 */
 	const char *object_name;
 	const char *object_namespace;
+	const char *otel_receiver; /* otelcol: OTLP/HTTP listen endpoint */
+	const char *otel_exporter; /* otelcol: OTLP/HTTP destination */
 };
 
 struct tr_report_row {
@@ -47,6 +49,10 @@ int translate__render(struct contract *c, struct policy_engine *e,
 int tr_prom__rules(FILE *out, struct tr_plan *plans, size_t n,
 		   const struct tr_opts *o, struct tr_report *rep);
 int tr_prom__label(const char *key, char *out, size_t len);
+
+/* otelcol.c */
+int tr_otel__config(FILE *out, struct tr_plan *plans, size_t n,
+		    const struct tr_opts *o, struct tr_report *rep);
 
 /* ksm.c */
 int tr_ksm__config(FILE *out, struct tr_plan *plans, size_t n,

@@ -12,6 +12,12 @@
  *
  *   translate_oracle --manifests PATH... --rules FILE --route NS/NAME...
  *                    [--gateway NAME] [--format openmetrics|text] -o TEST.yml
+ *   translate_oracle --manifests PATH... --route NS/NAME... --otlp-out PREFIX
+ *
+ * --otlp-out: two rounds of requests instead, each exported as the agent's
+ * OTLP push would (sources cumulative, targets in their definitions'
+ * temporality): PREFIX-src-N.pb (the envoy.* sources) and PREFIX-tgt-N.pb
+ * (the targets the engine computed), N = 1, 2.
  */
 #include <getopt.h>
 #include <math.h>
@@ -20,6 +26,7 @@
 #include <string.h>
 
 #include "exporter/metric_store.h"
+#include "exporter/otlp_encode.h"
 #include "exporter/prom_text.h"
 #include "policy/contract/contract.h"
 #include "policy/contract/policy_engine.h"
@@ -83,6 +90,43 @@ static void feed(struct policy_engine *e, struct mstore *st, const int *ids,
 	/* the bindings stay: freeing them is the store's business at exit */
 }
 
+struct split {
+	struct otlp_encoder *src, *tgt;
+};
+
+static int split_fn(void *ctx, const struct mmetric_desc *d,
+		    const struct mpoint_view *p, size_t n)
+{
+	struct split *sp = ctx;
+
+	return otlp_encoder__add(strncmp(d->name, "envoy.", 6) ? sp->tgt :
+								 sp->src,
+				 d, p, n);
+}
+
+static int write_body(struct otlp_encoder *e, const char *prefix,
+		      const char *what, int round)
+{
+	char path[1024];
+	void *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int n = otlp_encoder__finish(e, &buf, &len);
+
+	if (n < 0)
+		return n;
+	snprintf(path, sizeof(path), "%s-%s-%d.pb", prefix, what, round);
+	f = fopen(path, "w");
+	if (!f || (len && fwrite(buf, 1, len, f) != len) || fclose(f))
+		return -1;
+	free(buf);
+	return 0;
+}
+
+static void feed_all(struct policy_engine *e, struct mstore *st,
+		     const int *ids, const char *const *routes, size_t nr,
+		     const char *gw, unsigned *seed);
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -92,10 +136,11 @@ int main(int argc, char **argv)
 		{ "gateway", required_argument, NULL, 'g' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "otlp-out", required_argument, NULL, 'O' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *paths[32], *routes[32], *rules = NULL, *out = NULL,
-		   *gw = NULL;
+		   *gw = NULL, *otlp_out = NULL;
 	size_t np = 0, nr = 0;
 	enum prom_format fmt = PROM_FMT_OPENMETRICS;
 	struct manifest_source *src;
@@ -111,7 +156,7 @@ int main(int argc, char **argv)
 	unsigned seed = 1;
 	FILE *f, *o;
 
-	while ((opt = getopt_long(argc, argv, "m:r:R:g:f:o:", opts, NULL)) !=
+	while ((opt = getopt_long(argc, argv, "m:r:R:g:f:o:O:", opts, NULL)) !=
 	       -1) {
 		switch (opt) {
 		case 'm':
@@ -135,11 +180,14 @@ int main(int argc, char **argv)
 		case 'o':
 			out = optarg;
 			break;
+		case 'O':
+			otlp_out = optarg;
+			break;
 		default:
 			return 2;
 		}
 	}
-	if (!np || !rules || !out || !nr) {
+	if (!np || !nr || (!otlp_out && (!rules || !out))) {
 		fprintf(stderr, "usage: translate_oracle --manifests PATH --rules FILE --route NS/NAME... -o FILE\n");
 		return 2;
 	}
@@ -149,7 +197,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	c = contract__new();
-	st = mstore__new(NULL);
+	/* keep_delta: what the agent does when it exports OTLP */
+	st = mstore__new(&(struct mstore_opts){ .keep_delta = true });
 	e = policy_engine__new(st, c);
 	if (!e || contract__load(c, src) || policy_engine__sync(e, src) < 0)
 		return 1;
@@ -167,46 +216,25 @@ int main(int argc, char **argv)
 		if (ids[i] < 0)
 			return 1;
 	}
-	mstore__lock(st);
-	for (size_t r = 0; r < nr; r++) {
-		static const char *const methods[] = { "GET", "POST" };
-		static const char *const codes[] = { "200", "404", "503" };
-		char ns[128], name[128], cluster[300];
+	if (otlp_out) {
+		for (int round = 1; round <= 2; round++) {
+			struct otlp_encode_opts eo = { 0 };
+			struct split sp = { otlp_encoder__new(&eo),
+					    otlp_encoder__new(&eo) };
 
-		if (sscanf(routes[r], "%127[^/]/%127s", ns, name) != 2)
-			return 2;
-		for (int rule = 0; rule < 2; rule++)
-			for (int m = 0; m < 2; m++)
-				for (int s = 0; s < 3; s++) {
-					char cls[4] = { codes[s][0], 'x', 'x', 0 };
-					struct cel_attr a[8];
-					size_t na = 0;
-
-					snprintf(cluster, sizeof(cluster),
-						 "httproute/%s/%s/rule/%d", ns,
-						 name, rule);
-					a[na++] = (struct cel_attr){ "k8s.httproute.name", name };
-					a[na++] = (struct cel_attr){ "k8s.namespace.name", ns };
-					if (gw)
-						a[na++] = (struct cel_attr){ "k8s.gateway.name", gw };
-					a[na++] = (struct cel_attr){ "envoy.cluster_name", cluster };
-					a[na++] = (struct cel_attr){ "http.request.method", methods[m] };
-					a[na++] = (struct cel_attr){ "http.response.status_code", codes[s] };
-					a[na++] = (struct cel_attr){ "http.response.status_code_class", cls };
-					feed(e, st, ids, a, na, seed++);
-				}
+			feed_all(e, st, ids, routes, nr, gw, &seed);
+			if (!sp.src || !sp.tgt ||
+			    mstore__collect(st, MT_DELTA, NOW + round * 1000000000ull,
+					    split_fn, &sp) < 0 ||
+			    write_body(sp.src, otlp_out, "src", round) ||
+			    write_body(sp.tgt, otlp_out, "tgt", round))
+				return 1;
+			otlp_encoder__free(sp.src);
+			otlp_encoder__free(sp.tgt);
+		}
+		return 0;
 	}
-	{ /* no route: selected by no subject */
-		struct cel_attr a[] = {
-			{ "k8s.httproute.name", "unmatched" },
-			{ "http.request.method", "GET" },
-			{ "http.response.status_code", "404" },
-			{ "http.response.status_code_class", "4xx" },
-		};
-
-		feed(e, st, ids, a, 4, seed++);
-	}
-	mstore__unlock(st);
+	feed_all(e, st, ids, routes, nr, gw, &seed);
 	f = open_memstream(&buf, &len);
 	if (!f || prom_text__write(f, st, fmt, NOW) || fclose(f))
 		return 1;
@@ -284,4 +312,53 @@ int main(int argc, char **argv)
 	fclose(o);
 	free(buf);
 	return 0;
+}
+
+static void feed_all(struct policy_engine *e, struct mstore *st,
+		     const int *ids, const char *const *routes, size_t nr,
+		     const char *gw, unsigned *seedp)
+{
+	unsigned seed = *seedp;
+
+	mstore__lock(st);
+	for (size_t r = 0; r < nr; r++) {
+		static const char *const methods[] = { "GET", "POST" };
+		static const char *const codes[] = { "200", "404", "503" };
+		char ns[128], name[128], cluster[300];
+
+		if (sscanf(routes[r], "%127[^/]/%127s", ns, name) != 2)
+			continue;
+		for (int rule = 0; rule < 2; rule++)
+			for (int m = 0; m < 2; m++)
+				for (int s = 0; s < 3; s++) {
+					char cls[4] = { codes[s][0], 'x', 'x', 0 };
+					struct cel_attr a[8];
+					size_t na = 0;
+
+					snprintf(cluster, sizeof(cluster),
+						 "httproute/%s/%s/rule/%d", ns,
+						 name, rule);
+					a[na++] = (struct cel_attr){ "k8s.httproute.name", name };
+					a[na++] = (struct cel_attr){ "k8s.namespace.name", ns };
+					if (gw)
+						a[na++] = (struct cel_attr){ "k8s.gateway.name", gw };
+					a[na++] = (struct cel_attr){ "envoy.cluster_name", cluster };
+					a[na++] = (struct cel_attr){ "http.request.method", methods[m] };
+					a[na++] = (struct cel_attr){ "http.response.status_code", codes[s] };
+					a[na++] = (struct cel_attr){ "http.response.status_code_class", cls };
+					feed(e, st, ids, a, na, seed++);
+				}
+	}
+	{ /* no route: selected by no subject */
+		struct cel_attr a[] = {
+			{ "k8s.httproute.name", "unmatched" },
+			{ "http.request.method", "GET" },
+			{ "http.response.status_code", "404" },
+			{ "http.response.status_code_class", "4xx" },
+		};
+
+		feed(e, st, ids, a, 4, seed++);
+	}
+	mstore__unlock(st);
+	*seedp = seed;
 }

@@ -79,4 +79,7 @@ yaml.safe_dump({'groups': d['spec']['groups']}, open('$T/pr-groups.yml', 'w'))" 
 "$BIN/milometer" translate "${EXM[@]}" -t kube-state-metrics -o "$T/ksm.yml" 2>"$T/ksm.report"
 check "golden: examples as kube-state-metrics config" diff -u "$G/examples.ksm.yml" "$T/ksm.yml"
 check "golden: examples kube-state-metrics report" diff -u "$G/examples.kube-state-metrics.report" "$T/ksm.report"
+"$BIN/milometer" translate "${EXM[@]}" -t otelcol -o "$T/otel.yml" 2>"$T/otel.report"
+check "golden: examples as Collector config" diff -u "$G/examples.otelcol.yml" "$T/otel.yml"
+check "golden: examples otelcol report" diff -u "$G/examples.otelcol.report" "$T/otel.report"
 finish
