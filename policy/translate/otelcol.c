@@ -272,7 +272,9 @@ int tr_otel__config(FILE *out, struct tr_plan *plans, size_t n,
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		char why[TR_REASON_MAX];
-		const char *r = refuse(&plans[i], plans, n, why, sizeof(why));
+		const char *r = o->profile->envoy_le ?
+			"the otelcol target reads sources as the agent pushes them over OTLP; for a scraped Envoy use --target prometheus-rules --source-profile envoy" :
+			refuse(&plans[i], plans, n, why, sizeof(why));
 
 		if (r) {
 			report__add(rep, plans[i].pol->obj_name, false, "%s", r);

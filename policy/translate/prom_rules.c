@@ -153,7 +153,7 @@ static void put_matchers(FILE *f, const struct tr_plan *p,
 		if (p->labels[i].kind != TL_ATTR || !p->labels[i].required)
 			continue;
 		a = profile__attr(prof, p->labels[i].attr);
-		if (!a->from)
+		if (a && !a->from)
 			fprintf(f, "%s%s!=\"\"", SEP(), a->label);
 	}
 	if (extra)
@@ -178,7 +178,9 @@ static void put_selected(FILE *f, const struct tr_plan *p,
 
 	/* attribute copies (and derivations) wrap the subjects' union */
 	for (size_t i = 0; i < p->nlabels; i++)
-		if (p->labels[i].kind == TL_ATTR || p->labels[i].kind == TL_CONST)
+		if ((p->labels[i].kind == TL_ATTR &&
+		     profile__attr(prof, p->labels[i].attr)) ||
+		    p->labels[i].kind == TL_CONST)
 			fputs("label_replace(", f), nopen++;
 	for (size_t i = 0; i < prof->nattrs; i++)
 		if (prof->attrs[i].from)
@@ -235,6 +237,9 @@ static void put_selected(FILE *f, const struct tr_plan *p,
 		char key[256];
 
 		if (l->kind != TL_ATTR && l->kind != TL_CONST)
+			continue;
+		/* an optional attribute the profile lacks: left out */
+		if (l->kind == TL_ATTR && !profile__attr(prof, l->attr))
 			continue;
 		tr_prom__label(l->key, key, sizeof(key));
 		if (l->kind == TL_CONST) {
