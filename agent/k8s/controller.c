@@ -13,6 +13,7 @@
 
 #include "agent/k8s/api_source.h"
 #include "agent/k8s/controller.h"
+#include "agent/k8s/controller_translate.h"
 #include "agent/k8s/http.h"
 #include "agent/k8s/lease.h"
 #include "exporter/metric_store.h"
@@ -52,6 +53,7 @@ struct ctrl {
 	pthread_mutex_t ci_lock;       /* cluster id: the scrape thread reads it */
 	struct cluster_identity ci;
 	uint64_t writes, write_errors;
+	struct ctrl_translate tr;      /* --translate */
 };
 
 static uint64_t real_ns(void)
@@ -88,6 +90,7 @@ static void reload(struct ctrl *c)
 
 	contract__load(c->contract, c->src);
 	policy_engine__sync(c->engine, c->src);
+	ctrl_translate__render(&c->tr, c->contract, c->engine);
 	contract__cluster(c->contract, &ci);
 	pthread_mutex_lock(&c->ci_lock);
 	c->ci = ci;
@@ -120,10 +123,11 @@ static bool str_is(const char *a, const char *b)
 	return a && b && !strcmp(a, b);
 }
 
-static bool owned_type(const char *t)
+static bool owned_type(const struct ctrl *c, const char *t)
 {
 	/* Programmed is per node: the agents' self-metrics say it */
-	return str_is(t, COND_ACCEPTED) || str_is(t, COND_RESOLVED_REFS);
+	return str_is(t, COND_ACCEPTED) || str_is(t, COND_RESOLVED_REFS) ||
+	       (c->tr.n && str_is(t, COND_TRANSLATED));
 }
 
 /* Write one object's status when its conditions differ from ours. */
@@ -163,7 +167,7 @@ static void sync_one(struct ctrl *c, const struct mobject *o,
 		const char *ltt = now;
 		struct json_object *j;
 
-		if (!owned_type(k->type))
+		if (!owned_type(c, k->type))
 			continue;
 		want++;
 		if (old && str_is(doc__str(old, "status"), status)) {
@@ -184,7 +188,7 @@ static void sync_one(struct ctrl *c, const struct mobject *o,
 		json_object_array_add(list, j);
 	}
 	for (size_t i = 0; cur && cur->kind == DOC_LIST && i < cur->list.n; i++)
-		have += owned_type(doc__str(cur->list.items[i], "type"));
+		have += owned_type(c, doc__str(cur->list.items[i], "type"));
 	if (want == same && have == want)
 		goto out; /* never rewrite what did not change */
 	snprintf(path, sizeof(path), CRD_GROUP_PATH "/%s/%s/status?fieldManager=" FIELD_MANAGER "&force=true",
@@ -225,6 +229,7 @@ static void usage(FILE *out)
 		"usage: milometer controller [--kubeconfig FILE] [--leader-elect-namespace NS]\n"
 		"                            [--identity ID] [--lease-name NAME]\n"
 		"                            [--prometheus-listen ADDR]\n"
+		"                            [--translate TARGET=NAMESPACE/NAME]...\n"
 		"\n"
 		"Validate MetricDefinitions and MetricPolicies and write their status\n"
 		"conditions (Accepted, ResolvedRefs) by server-side apply on /status, and\n"
@@ -238,7 +243,11 @@ static void usage(FILE *out)
 		"  --leader-elect-namespace NS   the Lease's namespace (default $POD_NAMESPACE,\n"
 		"                                then milometer)\n"
 		"  --identity ID                 this replica (default $POD_NAME, then host_pid)\n"
-		"  --lease-name NAME             default milometer-controller\n");
+		"  --lease-name NAME             default milometer-controller\n"
+		"  --translate TARGET=NS/NAME    keep the contract translated in the cluster\n"
+		"                                (prometheus-rules, otelcol, kube-state-metrics:\n"
+		"                                a ConfigMap; prometheusrule: a PrometheusRule),\n"
+		"                                and a Translated condition on each MetricPolicy\n");
 }
 
 int controller__main(int argc, char **argv)
@@ -249,6 +258,7 @@ int controller__main(int argc, char **argv)
 		{ "identity", required_argument, NULL, 'i' },
 		{ "lease-name", required_argument, NULL, 'l' },
 		{ "prometheus-listen", required_argument, NULL, 'p' },
+		{ "translate", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -272,6 +282,12 @@ int controller__main(int argc, char **argv)
 		case 'i': id = optarg; break;
 		case 'l': lease_name = optarg; break;
 		case 'p': listen = optarg; break;
+		case 't':
+			if (ctrl_translate__add(&c.tr, optarg, err, sizeof(err))) {
+				fprintf(stderr, "milometer: controller: %s\n", err);
+				return 2;
+			}
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -332,6 +348,11 @@ int controller__main(int argc, char **argv)
 		r = manifest_source__reload(c.src);
 		if (r > 0)
 			reload(&c);
+		if (leader && !was)
+			ctrl_translate__forget(&c.tr);
+		/* a failed write is tried again every 10 s */
+		if (leader && (r > 0 || !was || ticks % 10 == 0))
+			ctrl_translate__apply(&c.tr, c.http);
 		if (leader && (r > 0 || !was))
 			sync_all(&c);
 		/* one producer: a follower's series age out (IDLE_S) */
@@ -347,6 +368,7 @@ cleanup:
 		k8s_lease__free(lease);
 	}
 	prom_server__stop(c.prom);
+	ctrl_translate__free(&c.tr);
 	manifest_source__free(c.src);
 	policy_engine__free(c.engine);
 	mstore__free(c.store);

@@ -22,6 +22,8 @@ enum cond_status {
 #define COND_ACCEPTED "Accepted"
 #define COND_RESOLVED_REFS "ResolvedRefs"
 #define COND_PROGRAMMED "Programmed"
+/* set by milometer controller --translate: each target's verdict */
+#define COND_TRANSLATED "Translated"
 
 #define COND_MAX 4
 #define COND_MSG_MAX 512

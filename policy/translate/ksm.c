@@ -260,6 +260,10 @@ int tr_ksm__config(FILE *out, struct tr_plan *plans, size_t n,
 		m->p = &plans[i];
 		if (!r)
 			r = analyse(m, why, sizeof(why));
+		if (r && plans[i].pol->type != MP_RESOURCE_FIELDS) {
+			report__na(rep, plans[i].pol->obj_name, r);
+			continue;
+		}
 		if (r) {
 			report__add(rep, plans[i].pol->obj_name, false, "%s", r);
 			continue;

@@ -276,7 +276,10 @@ int tr_otel__config(FILE *out, struct tr_plan *plans, size_t n,
 			"the otelcol target reads sources as the agent pushes them over OTLP; for a scraped Envoy use --target prometheus-rules --source-profile envoy" :
 			refuse(&plans[i], plans, n, why, sizeof(why));
 
-		if (r) {
+		if (plans[i].pol->type != MP_DATA_PLANE) {
+			report__na(rep, plans[i].pol->obj_name,
+				   "a ResourceFields policy reads API objects, not data-plane samples: use --target kube-state-metrics");
+		} else if (r) {
 			report__add(rep, plans[i].pol->obj_name, false, "%s", r);
 		} else if (!plans[i].nsubjects) {
 			report__add(rep, plans[i].pol->obj_name, true,

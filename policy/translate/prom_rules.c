@@ -528,7 +528,10 @@ int tr_prom__rules(FILE *out, struct tr_plan *plans, size_t n,
 		char why[TR_REASON_MAX];
 		const char *r = refuse(&plans[i], o, why, sizeof(why));
 
-		if (r) {
+		if (plans[i].pol->type != MP_DATA_PLANE) {
+			report__na(rep, plans[i].pol->obj_name, r);
+			done[i] = true;
+		} else if (r) {
 			report__add(rep, plans[i].pol->obj_name, false, "%s", r);
 			done[i] = true;
 		} else if (!plans[i].nsubjects) {

@@ -71,8 +71,16 @@ void report__add(struct tr_report *r, const char *policy, bool ok,
 	rows[r->n].policy = strdup(policy);
 	rows[r->n].msg = strdup(msg);
 	rows[r->n].ok = ok;
+	rows[r->n].na = false;
 	if (rows[r->n].policy && rows[r->n].msg)
 		r->n++;
+}
+
+void report__na(struct tr_report *r, const char *policy, const char *msg)
+{
+	report__add(r, policy, true, "%s", msg);
+	if (r->n && !strcmp(r->rows[r->n - 1].policy, policy))
+		r->rows[r->n - 1].na = true;
 }
 
 void report__free(struct tr_report *r)
@@ -98,9 +106,10 @@ static void report_print(const struct tr_report *r, const char *target,
 			fputs(",\"target\":", f);
 			json_out__str(f, target);
 			fprintf(f, ",\"translated\":%s,\"reason\":",
-				r->rows[i].ok ? "true" : "false");
-			json_out__str(f, r->rows[i].ok ? "Translated" :
-							    "NotTranslatable");
+				r->rows[i].ok && !r->rows[i].na ? "true" : "false");
+			json_out__str(f, r->rows[i].na ? "NotApplicable" :
+					 r->rows[i].ok ? "Translated" :
+							 "NotTranslatable");
 			fputs(",\"message\":", f);
 			json_out__str(f, r->rows[i].msg);
 			fputs("}", f);
@@ -110,6 +119,7 @@ static void report_print(const struct tr_report *r, const char *target,
 	}
 	for (size_t i = 0; i < r->n; i++)
 		fprintf(f, "%s: %s: %s%s\n", r->rows[i].policy, target,
+			r->rows[i].na ? "NotApplicable: " :
 			r->rows[i].ok ? "Translated: " : "NotTranslatable: ",
 			r->rows[i].msg);
 }
@@ -140,6 +150,56 @@ int translate__render(struct contract *c, struct policy_engine *e,
 	if (ret && !err[0])
 		snprintf(err, errlen, "%s", strerror(-ret));
 	plan__free(plans, n);
+	return ret;
+}
+
+bool translate__known_target(const char *t)
+{
+	return !strcmp(t, "prometheus-rules") || !strcmp(t, "prometheusrule") ||
+	       !strcmp(t, "otelcol") || !strcmp(t, "kube-state-metrics");
+}
+
+int translate__target(struct contract *c, struct policy_engine *e,
+		      const char *target, const char *name, const char *ns,
+		      char **buf, size_t *len, translate_report_fn fn,
+		      void *ctx)
+{
+	struct tr_opts o = {
+		.profile = profile__find("milometer"),
+		.le_format = PROM_FMT_OPENMETRICS,
+		.object_name = name,
+		.object_namespace = ns,
+		.otel_receiver = "0.0.0.0:4318",
+		.otel_exporter = "http://otlp-backend:4318",
+	};
+	struct tr_report rep = { 0 };
+	char err[512] = "";
+	FILE *f;
+	int ret;
+
+	if (!translate__known_target(target))
+		return -EINVAL;
+	o.prometheusrule = !strcmp(target, "prometheusrule");
+	o.target = !strcmp(target, "otelcol")		   ? TR_OTELCOL :
+		   !strcmp(target, "kube-state-metrics") ? TR_KSM :
+							   TR_PROM_RULES;
+	*buf = NULL;
+	*len = 0;
+	f = open_memstream(buf, len);
+	if (!f)
+		return -ENOMEM;
+	ret = translate__render(c, e, &o, NULL, 0, f, &rep, err, sizeof(err));
+	if (fclose(f) && !ret)
+		ret = -ENOMEM;
+	for (size_t i = 0; !ret && fn && i < rep.n; i++)
+		if (!rep.rows[i].na)
+			fn(ctx, rep.rows[i].policy, rep.rows[i].ok,
+			   rep.rows[i].msg);
+	report__free(&rep);
+	if (ret) {
+		free(*buf);
+		*buf = NULL;
+	}
 	return ret;
 }
 

@@ -19,6 +19,8 @@
 #ifndef MM_POLICY_TRANSLATE_H
 #define MM_POLICY_TRANSLATE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 enum tr_target {
@@ -26,6 +28,26 @@ enum tr_target {
 	TR_KSM,
 	TR_OTELCOL,
 };
+
+struct contract;
+struct policy_engine;
+
+/* Called once per policy with the target's verdict. */
+typedef void (*translate_report_fn)(void *ctx, const char *policy, bool ok,
+				    const char *msg);
+/*
+ * Render one target from a contract and an engine synced on it (what
+ * `milometer controller --translate` keeps in the cluster). target:
+ * prometheus-rules, prometheusrule (named name/ns), otelcol or
+ * kube-state-metrics, with the default source profile. *buf is malloc()ed.
+ * 0, -EINVAL for an unknown target, -ENOMEM.
+ */
+int translate__target(struct contract *c, struct policy_engine *e,
+		      const char *target, const char *name, const char *ns,
+		      char **buf, size_t *len, translate_report_fn fn,
+		      void *ctx);
+/* Whether translate__target() knows the target. */
+bool translate__known_target(const char *target);
 
 int translate__main(int argc, char **argv);
 /* Same, writing to out/err instead of stdout/stderr (tests). */

@@ -25,6 +25,7 @@ struct tr_opts {
 struct tr_report_row {
 	char *policy;
 	bool ok;
+	bool na; /* the target does not compute this kind of policy */
 	char *msg;
 };
 
@@ -35,6 +36,8 @@ struct tr_report {
 
 void report__add(struct tr_report *r, const char *policy, bool ok,
 		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A policy of a kind the target does not compute (not a refusal). */
+void report__na(struct tr_report *r, const char *policy, const char *msg);
 void report__free(struct tr_report *r);
 
 /* Render one target into out, one report row per policy. */

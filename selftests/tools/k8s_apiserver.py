@@ -93,6 +93,7 @@ except ImportError:  # apply bodies are then accepted as JSON only
 RESOURCES = [
     ("", "v1", "namespaces", "Namespace", False, True, False),
     ("", "v1", "pods", "Pod", True, True, False),
+    ("", "v1", "configmaps", "ConfigMap", True, False, False),
     ("coordination.k8s.io", "v1", "leases", "Lease", True, False, False),
     ("gateway.networking.k8s.io", "v1", "gateways", "Gateway", True, True, True),
     ("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", True, True, True),
@@ -101,6 +102,7 @@ RESOURCES = [
     ("telemetry.miloapis.com", "v1alpha1", "metricdefinitions", "MetricDefinition", False, True, True),
     ("telemetry.miloapis.com", "v1alpha1", "metricpolicies", "MetricPolicy", False, True, True),
     ("about.k8s.io", "v1alpha1", "clusterproperties", "ClusterProperty", False, False, True),
+    ("monitoring.coreos.com", "v1", "prometheusrules", "PrometheusRule", True, False, True),
     # read-only: one object per installed custom resource above (what
     # kube-state-metrics' CustomResourceState discovery watches)
     ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
