@@ -15,7 +15,11 @@ EX="$ROOT/deploy/examples/contract"
 for n in milometer monitoring demo; do
 	printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n' $n | kubectl apply -f - >/dev/null
 done
-kubectl apply -f "$EX" >/dev/null || fail "kubectl apply contract"
+# not the seed's "complete" twins: which twin wins would depend on the second
+# each was created in
+mkdir -p "$T/contract"
+cp "$EX"/extra-*.yaml "$EX"/seed-scenario-*.yaml "$T/contract/"
+kubectl apply -f "$T/contract" >/dev/null || fail "kubectl apply contract"
 kubectl apply -f "$ROOT/deploy/examples/contract-httproutes.yaml" >/dev/null || fail "kubectl apply routes"
 TR=(--translate prometheusrule=monitoring/mm-rules --translate otelcol=monitoring/mm-otel
 	--translate kube-state-metrics=monitoring/mm-ksm)
