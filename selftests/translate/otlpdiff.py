@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 import otlpcheck  # noqa: E402
 
 
-def points(paths, names):
+def points(paths, names, sum_deltas=False):
     out = {}
     for path in paths:
         for m in otlpcheck.metrics(otlpcheck.parse(otlpcheck.decode(path))):
@@ -33,7 +33,8 @@ def points(paths, names):
             for p in body.get("data_points", []):
                 key = (name, tuple(sorted(otlpcheck.attrs(p).items())))
                 t = int(p.get("time_unix_nano", ["0"])[0])
-                if key in out and out[key][0] > t:
+                delta = meta[1] == "AGGREGATION_TEMPORALITY_DELTA"
+                if key in out and out[key][0] > t and not (sum_deltas and delta):
                     continue
                 if k == "histogram":
                     val = {"count": int(p.get("count", ["0"])[0]),
@@ -44,6 +45,15 @@ def points(paths, names):
                            "bounds": [float(x) for x in p.get("explicit_bounds", [])]}
                 else:
                     val = {"value": float(p.get("as_double", p.get("as_int", ["0"]))[0])}
+                if sum_deltas and delta and key in out:
+                    old = out[key][2]
+                    for f in ("count", "sum", "value"):
+                        if f in val:
+                            val[f] += old[f]
+                    if "buckets" in val and len(val["buckets"]) == len(old["buckets"]):
+                        val["buckets"] = [a + b for a, b in zip(val["buckets"], old["buckets"])]
+                    val["min"] = val["max"] = None
+                    t = max(t, out[key][0])
                 out[key] = (t, meta, val)
     return out
 
@@ -55,13 +65,18 @@ def close(x, y):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--names", required=True)
-    ap.add_argument("--ref", required=True)
+    ap.add_argument("--ref")
     ap.add_argument("--min", type=int, default=1)
+    ap.add_argument("--ref-dir", help="reference: every body in DIR (not --ref)")
+    ap.add_argument("--sum-deltas", action="store_true",
+                    help="delta points: compare the sums over all bodies")
     ap.add_argument("got", nargs="+")
     a = ap.parse_args()
     names = set(a.names.split(","))
-    got = points(a.got, names)
-    ref = points([a.ref], names)
+    got = points(a.got, names, a.sum_deltas)
+    refs = ([os.path.join(a.ref_dir, f) for f in sorted(os.listdir(a.ref_dir))]
+            if a.ref_dir else [a.ref])
+    ref = points(refs, names, a.sum_deltas)
     bad = []
     nominmax = 0
     for key in sorted(set(got) | set(ref)):
@@ -75,7 +90,7 @@ def main():
         if gm != rm:
             bad.append("%s: kind/temporality/monotonic/unit %s vs %s" % (key, gm, rm))
         for f in rv:
-            if f in ("min", "max") and gv[f] is None and rv[f] is not None:
+            if f in ("min", "max") and (gv[f] is None or rv[f] is None):
                 # cumulativetodelta cannot carry min/max into a delta
                 nominmax += 1
                 continue
