@@ -9,7 +9,7 @@
 #include "agent/k8s/controller.h"
 #include "policy/contract/check_cmd.h"
 #include "policy/gateway/explain.h"
-#include "policy/translate/translate.h"
+#include "agent/k8s/translate_api.h"
 
 static void usage(FILE *out)
 {
@@ -63,7 +63,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "check"))
 		return check__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "translate"))
-		return translate__main(argc - 1, argv + 1);
+		return translate_api__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "controller"))
 		return controller__main(argc - 1, argv + 1);
 	fprintf(stderr, "milometer: unknown command \"%s\"\n\n", cmd);

@@ -16,7 +16,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: milometer translate --manifests PATH... --target prometheus-rules|otelcol|kube-state-metrics\n"
+		"Usage: milometer translate (--manifests PATH... | --kubeconfig FILE)\n"
+		"                           --target prometheus-rules|otelcol|kube-state-metrics\n"
 		"                           [--format rules|prometheusrule] [--source-profile milometer|envoy]\n"
 		"                           [--le-format openmetrics|text] [--policy NAME]...\n"
 		"                           [--name NAME] [--namespace NS] [-o FILE] [--strict] [--json]\n"
@@ -32,6 +33,7 @@ static void usage(FILE *f)
 		"                    each ResourceFields policy's series\n"
 		"\n"
 		"  -m, --manifests PATH     directory or file to read (repeatable)\n"
+		"  -k, --kubeconfig FILE    read the objects from that cluster instead\n"
 		"  -t, --target TARGET      what to produce\n"
 		"  -f, --format FORMAT      prometheus-rules: a rule file (rules) or a\n"
 		"                           monitoring.coreos.com/v1 PrometheusRule\n"
@@ -224,11 +226,13 @@ static int write_atomic(const char *path, const char *buf, size_t len,
 	return 0;
 }
 
-int translate__run(int argc, char **argv, FILE *out, FILE *errf)
+int translate__run(int argc, char **argv, FILE *out, FILE *errf,
+		   const struct translate_api *api)
 {
 	enum { O_NAME = 256, O_NS, O_STRICT, O_ORECV, O_OEXP };
 	static const struct option opts[] = {
 		{ "manifests", required_argument, NULL, 'm' },
+		{ "kubeconfig", required_argument, NULL, 'k' },
 		{ "target", required_argument, NULL, 't' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "source-profile", required_argument, NULL, 's' },
@@ -258,7 +262,8 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf)
 	struct contract *c = NULL;
 	struct mstore *store = NULL;
 	struct policy_engine *e = NULL;
-	const char *target = NULL, *output = NULL;
+	const char *target = NULL, *output = NULL, *kubeconfig = NULL;
+	void *api_handle = NULL;
 	size_t npaths = 0, nnames = 0;
 	bool json = false, strict = false;
 	char err[1024] = "", *buf = NULL;
@@ -270,11 +275,14 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf)
 		goto cleanup;
 	optind = 0;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "m:t:f:s:l:p:o:jh", opts,
+	while ((opt = getopt_long(argc, argv, "m:k:t:f:s:l:p:o:jh", opts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'm':
 			paths[npaths++] = optarg;
+			break;
+		case 'k':
+			kubeconfig = optarg;
 			break;
 		case 't':
 			target = optarg;
@@ -345,9 +353,13 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf)
 			argv[optind]);
 		goto cleanup;
 	}
-	if (!npaths || !target) {
-		fprintf(errf, "milometer translate: --manifests PATH and --target TARGET are required\n");
+	if (!npaths == !kubeconfig || !target) {
+		fprintf(errf, "milometer translate: --manifests PATH or --kubeconfig FILE, and --target TARGET, are required\n");
 		usage(errf);
+		goto cleanup;
+	}
+	if (kubeconfig && !api) {
+		fprintf(errf, "milometer translate: --kubeconfig is not available in this build\n");
 		goto cleanup;
 	}
 	if (!strcmp(target, "prometheus-rules")) {
@@ -361,7 +373,9 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf)
 			target);
 		goto cleanup;
 	}
-	src = manifest_source__open_paths(paths, npaths, err, sizeof(err));
+	src = kubeconfig ? api->open(kubeconfig, &api_handle, err, sizeof(err)) :
+			   manifest_source__open_paths(paths, npaths, err,
+						       sizeof(err));
 	if (!src) {
 		fprintf(errf, "milometer translate: %s\n", err);
 		goto cleanup;
@@ -411,13 +425,16 @@ cleanup:
 	policy_engine__free(e);
 	mstore__free(store);
 	contract__free(c);
-	manifest_source__free(src);
+	if (api_handle)
+		api->close(api_handle); /* owns src */
+	else
+		manifest_source__free(src);
 	free(paths);
 	free(names);
 	return ret;
 }
 
-int translate__main(int argc, char **argv)
+int translate__main(int argc, char **argv, const struct translate_api *api)
 {
-	return translate__run(argc, argv, stdout, stderr);
+	return translate__run(argc, argv, stdout, stderr, api);
 }

@@ -49,8 +49,21 @@ int translate__target(struct contract *c, struct policy_engine *e,
 /* Whether translate__target() knows the target. */
 bool translate__known_target(const char *target);
 
-int translate__main(int argc, char **argv);
+/*
+ * Where --kubeconfig FILE reads the objects from: the API client lives
+ * above policy/ (agent/k8s), so the command's front passes it in.
+ */
+struct manifest_source;
+struct translate_api {
+	struct manifest_source *(*open)(const char *kubeconfig, void **handle,
+					char *err, size_t errlen);
+	void (*close)(void *handle);
+};
+
+/* The command on stdout/stderr; api NULL: --manifests only. */
+int translate__main(int argc, char **argv, const struct translate_api *api);
 /* Same, writing to out/err instead of stdout/stderr (tests). */
-int translate__run(int argc, char **argv, FILE *out, FILE *err);
+int translate__run(int argc, char **argv, FILE *out, FILE *err,
+		   const struct translate_api *api);
 
 #endif /* MM_POLICY_TRANSLATE_H */

@@ -60,7 +60,7 @@ same_as_cli() {
 	kubectl get prometheusrule -n monitoring mm-rules -o json >"$T/pr.json" &&
 	kubectl get configmap -n monitoring mm-otel -o json >"$T/otel.json" &&
 	kubectl get configmap -n monitoring mm-ksm -o json >"$T/ksm.json" &&
-	$PY - "$T" <<'PY'
+	$PY - "$T" 2>"$T/same.err" <<'PY'
 import json, sys, yaml
 t = sys.argv[1]
 pr = json.load(open(t + "/pr.json"))
@@ -94,6 +94,16 @@ t_translated_conditions() {
 		fail "info policy message names neither the target nor the reason"
 }
 
+t_cli_kubeconfig() {
+	# the command line reads the same cluster: the same configuration
+	"$M" translate --kubeconfig "$KUBECONFIG" -t kube-state-metrics -o "$T/cli-ksm.yml" \
+		2>"$T/cli.txt" || fail "translate --kubeconfig: $(cat "$T/cli.txt")"
+	kubectl get configmap -n monitoring mm-ksm -o jsonpath='{.data.custom-resource-state\.yaml}' >"$T/cm-ksm.yml"
+	cmp -s "$T/cli-ksm.yml" "$T/cm-ksm.yml" || fail "translate --kubeconfig differs: $(diff "$T/cli-ksm.yml" "$T/cm-ksm.yml" | head)"
+	grep -q '^gateway-httproute-info-policy: kube-state-metrics: NotTranslatable: dropIf' "$T/cli.txt" ||
+		fail "report: $(cat "$T/cli.txt")"
+}
+
 t_no_rewrite_without_change() {
 	local before
 	before=$(writes)
@@ -125,4 +135,4 @@ t_policy_change_rewrites() {
 	[ "$d" -eq 2 ] || fail "$d writes after one DataPlane policy change (want 2)"
 }
 
-run_tests t_objects_written t_translated_conditions t_no_rewrite_without_change t_policy_change_rewrites
+run_tests t_objects_written t_translated_conditions t_cli_kubeconfig t_no_rewrite_without_change t_policy_change_rewrites
