@@ -82,7 +82,7 @@ int tr_prom__label(const char *key, char *out, size_t len)
 
 /* The derived attributes' pattern with subject values (or any) filled in. */
 static void put_pattern(FILE *f, const struct tr_profile *prof,
-			const char *from, const char *const *vals)
+			const char *const *vals)
 {
 	for (const char *p = prof->pattern; *p; p++) {
 		if (*p == '%' && p[1] >= '1' && p[1] <= '9') {
@@ -99,7 +99,6 @@ static void put_pattern(FILE *f, const struct tr_profile *prof,
 			fputc('\\', f);
 		fputc(*p, f);
 	}
-	(void)from;
 }
 
 /* Matchers selecting one subject's series of a plan's source. */
@@ -128,7 +127,7 @@ static void put_matchers(FILE *f, const struct tr_plan *p,
 	}
 	if (from) {
 		fprintf(f, "%s%s=~\"", SEP(), from);
-		put_pattern(f, prof, from, derived);
+		put_pattern(f, prof, derived);
 		fputc('"', f);
 	}
 	for (size_t i = 0; i < pol->nfilters; i++) {
@@ -174,14 +173,12 @@ static void put_selected(FILE *f, const struct tr_plan *p,
 			 const struct tr_profile *prof, const char *series,
 			 const char *extra)
 {
-	size_t nopen = 0;
-
 	/* attribute copies (and derivations) wrap the subjects' union */
 	for (size_t i = 0; i < p->nlabels; i++)
 		if ((p->labels[i].kind == TL_ATTR &&
 		     profile__attr(prof, p->labels[i].attr)) ||
 		    p->labels[i].kind == TL_CONST)
-			fputs("label_replace(", f), nopen++;
+			fputs("label_replace(", f);
 	for (size_t i = 0; i < prof->nattrs; i++)
 		if (prof->attrs[i].from)
 			fputs("label_replace(", f);
@@ -210,8 +207,6 @@ static void put_selected(FILE *f, const struct tr_plan *p,
 	}
 	for (size_t i = 0; i < prof->nattrs; i++) {
 		const struct tr_attr *a = &prof->attrs[i];
-		const char *any[10] = { 0 };
-		char grp[8];
 
 		if (!a->from)
 			continue;
@@ -229,8 +224,6 @@ static void put_selected(FILE *f, const struct tr_plan *p,
 			fputc(*q, f);
 		}
 		fputs("\")", f);
-		(void)any;
-		(void)grp;
 	}
 	for (size_t i = 0; i < p->nlabels; i++) {
 		const struct tr_label *l = &p->labels[i];
@@ -251,7 +244,6 @@ static void put_selected(FILE *f, const struct tr_plan *p,
 				profile__attr(prof, l->attr)->label);
 		}
 	}
-	(void)nopen;
 }
 
 /* Map each source `le` to the target bound through a temporary "t:" form,
@@ -261,12 +253,11 @@ static void put_le_map(FILE *f, const struct tr_plan *p,
 		       void *ctx)
 {
 	const struct source_metric *src = p->src;
-	size_t n = 0;
 
 	fputs("label_replace(", f);
 	for (size_t i = 0; i < src->nbounds; i++)
 		for (int fmt = 0; fmt < 2; fmt++)
-			fputs("label_replace(", f), n++;
+			fputs("label_replace(", f);
 	inner(f, ctx);
 	for (size_t i = 0; i < src->nbounds; i++) {
 		double t = p->a * src->bounds[i] + p->b;
@@ -297,7 +288,6 @@ static void put_le_map(FILE *f, const struct tr_plan *p,
 		}
 	}
 	fputs(", \"le\", \"$1\", \"le\", \"t:(.*)\")", f);
-	(void)n;
 }
 
 struct sel_ctx {
