@@ -11,14 +11,19 @@
 #include "exporter/metric_store.h"
 #include "policy/cel/cel.h"
 #include "policy/contract/policy_engine.h"
-#include "policy/contract/source_metrics.h"
 #include "policy/gateway/route_compile.h"
 #include "policy/gateway/route_match.h"
+#include "policy/source/source_catalogue.h"
 
 enum { SRC_DS_TOTAL, SRC_DS_TIME, SRC_US_TOTAL, SRC_US_TIME, SRC__N };
 
-_Static_assert(SRC__N == 4, "source_metrics__all lists the sources in SRC_* order");
-#define src_names(i) (source_metrics__all[i].name)
+/* policy/source/source_catalogue.h: what policies may select */
+static const char *const src_names[SRC__N] = {
+	SRC_METRIC_DS_TOTAL,
+	SRC_METRIC_DS_TIME,
+	SRC_METRIC_US_TOTAL,
+	SRC_METRIC_US_TIME,
+};
 
 static const char *const method_names[MM_M__COUNT] = {
 	"_OTHER", "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT",
@@ -75,7 +80,8 @@ struct aggregate *aggregate__new(struct mstore *store,
 	if (!a->tab || !a->def)
 		goto fail;
 	for (int i = 0; i < SRC__N; i++) {
-		const struct source_metric *sm = &source_metrics__all[i];
+		const struct source_metric *sm =
+			source_catalogue__find(src_names[i]);
 		struct mmetric_desc d = {
 			.name = sm->name,
 			.description = sm->description,
@@ -212,34 +218,34 @@ static void build_labels(const struct route_table *t, uint32_t gw,
 	if (t && route < t->nroutes) {
 		const struct rc_route *r = &t->routes[route];
 
-		add_label(lb, "k8s.httproute.name", r->name);
-		add_label(lb, "k8s.namespace.name", r->ns);
+		add_label(lb, SRC_ATTR_ROUTE, r->name);
+		add_label(lb, SRC_ATTR_NAMESPACE, r->ns);
 		if (r->gw_name)
-			add_label(lb, "k8s.gateway.name", r->gw_name);
+			add_label(lb, SRC_ATTR_GATEWAY, r->gw_name);
 		if (!route_compile__cluster_name(t, route, rule, lb->cluster,
 						 sizeof(lb->cluster)))
-			add_label(lb, "envoy.cluster_name", lb->cluster);
+			add_label(lb, SRC_ATTR_CLUSTER, lb->cluster);
 	} else {
-		add_label(lb, "k8s.httproute.name",
+		add_label(lb, SRC_ATTR_ROUTE,
 			  route == MM_ROUTE_UNMATCHED ? "unmatched" : "unknown");
 		/* several Gateways on the node: say whose request it was */
 		if (t && gw < t->nslots && t->slots[gw].gw_name)
-			add_label(lb, "k8s.gateway.name", t->slots[gw].gw_name);
+			add_label(lb, SRC_ATTR_GATEWAY, t->slots[gw].gw_name);
 	}
-	add_label(lb, "http.request.method",
+	add_label(lb, SRC_ATTR_METHOD,
 		  method_names[method < MM_M__COUNT ? method : 0]);
 	snprintf(lb->status, sizeof(lb->status), "%u", aborted ? 0 : status);
-	add_label(lb, "http.response.status_code", lb->status);
+	add_label(lb, SRC_ATTR_STATUS, lb->status);
 	if (aborted) {
-		add_label(lb, "milometer.aborted", "true");
+		add_label(lb, SRC_ATTR_ABORTED, "true");
 	} else if (status >= 100 && status <= 599) {
 		snprintf(lb->class, sizeof(lb->class), "%uxx", status / 100);
-		add_label(lb, "http.response.status_code_class", lb->class);
+		add_label(lb, SRC_ATTR_STATUS_CLASS, lb->class);
 	}
 	/* gRPC (HTTP/2 trailers), as OpenTelemetry's semantic conventions say */
 	if (grpc && grpc <= 17) {
 		snprintf(lb->grpc, sizeof(lb->grpc), "%u", grpc - 1);
-		add_label(lb, "rpc.grpc.status_code", lb->grpc);
+		add_label(lb, SRC_ATTR_GRPC_STATUS, lb->grpc);
 	}
 }
 
@@ -254,8 +260,8 @@ static void bind_entry(struct aggregate *a, struct key_entry *e, int leg,
 	pe_binding__free(e->b_total);
 	pe_binding__free(e->b_time);
 	e->b_total = e->b_time = NULL;
-	policy_engine__bind(a->pe, src_names(total), lb->c, lb->n, &e->b_total);
-	policy_engine__bind(a->pe, src_names(time), lb->c, lb->n, &e->b_time);
+	policy_engine__bind(a->pe, src_names[total], lb->c, lb->n, &e->b_total);
+	policy_engine__bind(a->pe, src_names[time], lb->c, lb->n, &e->b_time);
 	e->pe_gen = policy_engine__generation(a->pe);
 }
 

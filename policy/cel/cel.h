@@ -134,12 +134,36 @@ int cel__eval(struct cel_program *p, const struct cel_activation *act,
  */
 bool cel__affine(const struct cel_program *p, double *a, double *b);
 
+/*
+ * A field selection from a variable as written: resource.metadata.name,
+ * resource.status.conditions[0].type, attributes['k8s.gateway.name'],
+ * has(item.reason). A string-literal index is a named segment (indexed
+ * set); any other index (a list position, a computed key) is "any".
+ */
+#define CEL_PATH_MAX 16
+struct cel_path_seg {
+	const char *s; /* not NUL-terminated: len */
+	size_t len;
+	bool indexed; /* x['s'] or x[i] rather than x.s */
+	bool any;     /* x[i], x[expr]: no name */
+	int col;
+};
+struct cel_path {
+	unsigned var; /* CEL_VAR_* */
+	struct cel_path_seg seg[CEL_PATH_MAX]; /* the first CEL_PATH_MAX */
+	size_t n;
+	bool has; /* inside has(): the last field may be absent */
+	int col;
+};
+typedef void (*cel_path_fn)(void *ctx, const struct cel_path *p);
+/* Calls fn once per longest selection chain in the expression. */
+void cel__paths(const struct cel_program *p, cel_path_fn fn, void *ctx);
 /* Translators' shape analysis (cel_shape.c). */
 /* The CEL_VAR_* bits of the variables the expression reads. */
 unsigned cel__vars(const struct cel_program *p);
 
 /* One step of a plain field selection: a field or map key, or a list index. */
-struct cel_path_seg {
+struct cel_step {
 	const char *s; /* not NUL-terminated; NULL for an index */
 	size_t len;    /* length, or the index */
 	bool index;
@@ -151,7 +175,7 @@ struct cel_path_seg {
  * return their count; -1 otherwise. The steps point into the program.
  */
 int cel__path(const struct cel_program *p, unsigned *var,
-	      struct cel_path_seg *segs, size_t max);
+	      struct cel_step *segs, size_t max);
 /* Value expressions another system can compute from object fields. */
 enum cel_shape {
 	CEL_SHAPE_OTHER,
@@ -161,7 +185,7 @@ enum cel_shape {
 };
 /* The shape, and for fields the path as cel__path() gives it. */
 enum cel_shape cel__value_shape(const struct cel_program *p, unsigned *var,
-				struct cel_path_seg *segs, size_t max,
+				struct cel_step *segs, size_t max,
 				int *nsegs);
 /* If the expression is a single literal, store it and return true. */
 bool cel__constant(const struct cel_program *p, struct cel_value *out);

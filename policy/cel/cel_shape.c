@@ -39,7 +39,7 @@ unsigned cel__vars(const struct cel_program *p)
 }
 
 static int path(const struct cel_node *n, unsigned *var,
-		struct cel_path_seg *segs, size_t max)
+		struct cel_step *segs, size_t max)
 {
 	int k;
 
@@ -54,7 +54,7 @@ static int path(const struct cel_node *n, unsigned *var,
 		k = path(n->a, var, segs, max);
 		if (k < 0 || (size_t)k >= max)
 			return -1;
-		segs[k] = (struct cel_path_seg){ n->lit.str.s, n->lit.str.len,
+		segs[k] = (struct cel_step){ n->lit.str.s, n->lit.str.len,
 						 false };
 		return k + 1;
 	case N_INDEX:
@@ -64,11 +64,11 @@ static int path(const struct cel_node *n, unsigned *var,
 		if (k < 0 || (size_t)k >= max)
 			return -1;
 		if (n->b->lit.type == CEL_STRING)
-			segs[k] = (struct cel_path_seg){ n->b->lit.str.s,
+			segs[k] = (struct cel_step){ n->b->lit.str.s,
 							 n->b->lit.str.len,
 							 false };
 		else if (n->b->lit.type == CEL_INT && n->b->lit.i >= 0)
-			segs[k] = (struct cel_path_seg){ NULL,
+			segs[k] = (struct cel_step){ NULL,
 							 (size_t)n->b->lit.i,
 							 true };
 		else
@@ -86,7 +86,7 @@ static int path(const struct cel_node *n, unsigned *var,
 }
 
 int cel__path(const struct cel_program *p, unsigned *var,
-	      struct cel_path_seg *segs, size_t max)
+	      struct cel_step *segs, size_t max)
 {
 	unsigned v = 0;
 	int k;
@@ -125,7 +125,7 @@ static bool call_named(const struct cel_node *n, const char *name)
 }
 
 enum cel_shape cel__value_shape(const struct cel_program *p, unsigned *var,
-				struct cel_path_seg *segs, size_t max,
+				struct cel_step *segs, size_t max,
 				int *nsegs)
 {
 	const struct cel_node *n = p && p->root ? p->root : NULL;

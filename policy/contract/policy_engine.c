@@ -16,7 +16,7 @@
 #include "exporter/fnv1a.h"
 #include "policy/contract/contract.h"
 #include "policy/contract/contract_uid.h"
-#include "policy/contract/source_metrics.h"
+#include "policy/source/source_catalogue.h"
 #include "policy/source/doc.h"
 #include "policy/source/manifest_source.h"
 #include "policy/contract/policy_engine_impl.h"
@@ -458,7 +458,7 @@ static size_t target_bounds(const struct pe_policy *pp, double *out,
 	if (pp->pol->type != MP_DATA_PLANE ||
 	    pp->def->instrument != MI_HISTOGRAM || !pp->affine)
 		return 0;
-	n = source_metrics__rescale(source_metrics__find(pp->pol->src_metric),
+	n = source_catalogue__rescale(source_catalogue__find(pp->pol->src_metric),
 				    pp->a, pp->b, out, max);
 	return n > 0 ? (size_t)n : 0;
 }

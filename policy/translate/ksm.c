@@ -38,13 +38,13 @@ struct ksm_metric {
 	const char *group, *version, *kind;
 	char name[512];
 	enum cel_shape shape;
-	struct cel_path_seg val[MAX_SEGS];
+	struct cel_step val[MAX_SEGS];
 	int nval;
 	bool val_item; /* value path relative to the series path */
 };
 
 /* A YAML flow sequence of path steps: [status, conditions, "0", name]. */
-static void put_path(FILE *f, const struct cel_path_seg *s, int n)
+static void put_path(FILE *f, const struct cel_step *s, int n)
 {
 	fputc('[', f);
 	for (int i = 0; i < n; i++) {
@@ -60,7 +60,7 @@ static void put_path(FILE *f, const struct cel_path_seg *s, int n)
 
 /* The series path below resource ("" = the object) as steps. */
 static int series_path(const char *dotted, char *buf, size_t len,
-		       struct cel_path_seg *s, int max)
+		       struct cel_step *s, int max)
 {
 	int n = 0;
 
@@ -68,7 +68,7 @@ static int series_path(const char *dotted, char *buf, size_t len,
 	for (char *p = buf; *p && n < max;) {
 		char *dot = strchr(p, '.');
 
-		s[n++] = (struct cel_path_seg){ p, dot ? (size_t)(dot - p) :
+		s[n++] = (struct cel_step){ p, dot ? (size_t)(dot - p) :
 							 strlen(p), false };
 		if (!dot)
 			break;
@@ -126,7 +126,7 @@ static const char *analyse(struct ksm_metric *m, char *why, size_t len)
 	}
 	for (size_t i = 0; i < p->nlabels; i++) {
 		const struct tr_label *l = &p->labels[i];
-		struct cel_path_seg s[MAX_SEGS];
+		struct cel_step s[MAX_SEGS];
 		unsigned v;
 
 		if (l->kind == TL_CONST)
@@ -155,7 +155,7 @@ static void put_labels(FILE *f, const struct tr_plan *p, unsigned want,
 
 	for (size_t i = 0; i < p->nlabels; i++) {
 		const struct tr_label *l = &p->labels[i];
-		struct cel_path_seg s[MAX_SEGS];
+		struct cel_step s[MAX_SEGS];
 		unsigned v;
 		int n;
 		char key[256];
@@ -179,7 +179,7 @@ static void put_metric(FILE *f, const struct ksm_metric *m)
 {
 	const struct tr_plan *p = m->p;
 	const struct metric_policy *pol = p->pol;
-	struct cel_path_seg sp[MAX_SEGS];
+	struct cel_step sp[MAX_SEGS];
 	char spbuf[512];
 	int nsp = series_path(pol->series_path, spbuf, sizeof(spbuf), sp,
 			      MAX_SEGS);

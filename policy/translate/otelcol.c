@@ -156,8 +156,7 @@ static const char *refuse(const struct tr_plan *p, const struct tr_plan *all,
 			return buf;
 		}
 	for (size_t i = 0; i < p->nlabels; i++)
-		for (size_t k = 0; k < source_metrics__nattrs; k++)
-			if (!strcmp(p->labels[i].key, source_metrics__attrs[k]) &&
+			if (source_catalogue__carries(p->src, p->labels[i].key) &&
 			    !(p->labels[i].kind == TL_ATTR &&
 			      !strcmp(p->labels[i].attr, p->labels[i].key))) {
 				snprintf(buf, len,

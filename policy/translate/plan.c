@@ -59,7 +59,7 @@ static int classify_labels(struct tr_plan *p)
 			crd_definition__label(p->def, ml->key);
 		struct tr_label *l = &p->labels[p->nlabels++];
 		unsigned vars = cel__vars(ml->e.prog), var;
-		struct cel_path_seg seg[2];
+		struct cel_step seg[2];
 
 		l->key = strdup(ml->key);
 		if (!l->key)
@@ -156,7 +156,7 @@ static int plan_dataplane(struct tr_plan *p, struct policy_engine *e)
 
 	p->a = 1;
 	p->b = 0;
-	p->src = source_metrics__find(pol->src_metric);
+	p->src = source_catalogue__find(pol->src_metric);
 	if (!p->src)
 		plan_fail(p, "source %s: not a metric the data plane produces (known: envoy.http.downstream_rq_total, envoy.http.downstream_rq_time, envoy.cluster.upstream_rq_total, envoy.cluster.upstream_rq_time)",
 			  pol->src_metric);

@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 #include "policy/contract/contract.h"
-#include "policy/contract/source_metrics.h"
+#include "policy/source/source_catalogue.h"
 
 struct policy_engine;
 

@@ -35,7 +35,7 @@ static const struct tr_profile profiles[] = {
 };
 
 _Static_assert(sizeof(milometer_attrs) / sizeof(milometer_attrs[0]) == 9,
-	       "one label per source_metrics__attrs entry");
+	       "one label per attribute of the source catalogue");
 
 const struct tr_profile *profile__find(const char *name)
 {

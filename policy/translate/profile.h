@@ -20,7 +20,7 @@
 #include <stddef.h>
 
 #include "exporter/prom_text.h"
-#include "policy/contract/source_metrics.h"
+#include "policy/source/source_catalogue.h"
 
 /* One source attribute as a Prometheus label. */
 struct tr_attr {

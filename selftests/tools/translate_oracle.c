@@ -30,7 +30,7 @@
 #include "exporter/prom_text.h"
 #include "policy/contract/contract.h"
 #include "policy/contract/policy_engine.h"
-#include "policy/contract/source_metrics.h"
+#include "policy/source/source_catalogue.h"
 #include "policy/source/manifest_source.h"
 
 #define NOW 1700000000000000000ull
@@ -67,8 +67,8 @@ static void feed(struct policy_engine *e, struct mstore *st, const int *ids,
 	for (size_t i = 0; i < na; i++)
 		ml[i] = (struct mlabel){ a[i].key, a[i].value };
 	for (int leg = 0; leg < 2; leg++) {
-		const char *tn = source_metrics__all[leg ? 2 : 0].name;
-		const char *mn = source_metrics__all[leg ? 3 : 1].name;
+		const char *tn = source_catalogue__metrics[leg ? 2 : 0].name;
+		const char *mn = source_catalogue__metrics[leg ? 3 : 1].name;
 
 		tot[leg] = mstore__series(st, ids[leg ? 2 : 0], ml, na);
 		tim[leg] = mstore__series(st, ids[leg ? 3 : 1], ml, na);
@@ -203,7 +203,7 @@ int main(int argc, char **argv)
 	if (!e || contract__load(c, src) || policy_engine__sync(e, src) < 0)
 		return 1;
 	for (int i = 0; i < 4; i++) {
-		const struct source_metric *sm = &source_metrics__all[i];
+		const struct source_metric *sm = &source_catalogue__metrics[i];
 		struct mmetric_desc d = {
 			.name = sm->name, .description = sm->description,
 			.unit = sm->unit, .instrument = sm->instrument,

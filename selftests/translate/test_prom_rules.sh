@@ -66,7 +66,7 @@ assert sum(not x['translated'] for x in r) == 3 and all(x['target'] == 'promethe
 # The seed's examples and the project's deploy/examples, both targets:
 # golden files (output and per-policy report), and promtool on the rules.
 G=$TR_DIR/golden
-EXM=(-m "$ROOT/deploy/examples" -m "$ROOT/deploy/examples/contract")
+EXM=(-m "$ROOT/deploy/examples")
 "$BIN/milometer" translate "${EXM[@]}" -t prometheus-rules --format prometheusrule \
 	--namespace monitoring -o "$T/pr.yml" 2>"$T/pr.report"
 check "golden: examples as PrometheusRule" diff -u "$G/examples.prometheusrule.yml" "$T/pr.yml"

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "policy/cel/cel.h"
-#include "policy/contract/source_metrics.h"
+#include "policy/source/source_catalogue.h"
 #include "selftests/unit/test.h"
 
 #define ALL (CEL_VAR_VALUE | CEL_VAR_ATTRIBUTES | CEL_VAR_RESOURCE | CEL_VAR_ITEM)
@@ -28,7 +28,7 @@ static struct cel_program *compile(const char *src)
 static void path_str(const char *src, char *out, size_t len)
 {
 	struct cel_program *p = compile(src);
-	struct cel_path_seg s[8];
+	struct cel_step s[8];
 	unsigned var = 0;
 	int n = p ? cel__path(p, &var, s, 8) : -1;
 	size_t o = 0;
@@ -110,7 +110,7 @@ TEST(cel_shape_values)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct cel_program *p = compile(cases[i].src);
-		struct cel_path_seg s[8];
+		struct cel_step s[8];
 		unsigned var = 0;
 		int n = -1;
 
@@ -126,20 +126,20 @@ TEST(cel_shape_values)
 TEST(source_metrics_rescale)
 {
 	const struct source_metric *s =
-		source_metrics__find("envoy.cluster.upstream_rq_time");
+		source_catalogue__find("envoy.cluster.upstream_rq_time");
 	double out[64];
 
 	ASSERT_TRUE(s != NULL);
-	ASSERT_EQ(source_metrics__rescale(s, 1 / 1000.0, 0, out, 64),
-		  (long long)source_metrics__envoy_nbounds);
+	ASSERT_EQ(source_catalogue__rescale(s, 1 / 1000.0, 0, out, 64),
+		  (long long)source_catalogue__envoy_nbounds);
 	ASSERT_TRUE(out[0] == 0.5 * (1 / 1000.0));
 	ASSERT_TRUE(out[18] == 3600000 * (1 / 1000.0));
 	/* decreasing, flat and overflowing transforms keep no order */
-	ASSERT_EQ(source_metrics__rescale(s, -1, 0, out, 64), -EINVAL);
-	ASSERT_EQ(source_metrics__rescale(s, 0, 5, out, 64), -EINVAL);
-	ASSERT_EQ(source_metrics__rescale(s, 1e308, 0, out, 64), -EINVAL);
-	ASSERT_TRUE(!source_metrics__find("envoy.cluster.upstream_rq_bytes"));
-	ASSERT_EQ(source_metrics__rescale(source_metrics__find(
+	ASSERT_EQ(source_catalogue__rescale(s, -1, 0, out, 64), -EINVAL);
+	ASSERT_EQ(source_catalogue__rescale(s, 0, 5, out, 64), -EINVAL);
+	ASSERT_EQ(source_catalogue__rescale(s, 1e308, 0, out, 64), -EINVAL);
+	ASSERT_TRUE(!source_catalogue__find("envoy.cluster.upstream_rq_bytes"));
+	ASSERT_EQ(source_catalogue__rescale(source_catalogue__find(
 			  "envoy.cluster.upstream_rq_total"), 1, 0, out, 64),
 		  -EINVAL);
 }

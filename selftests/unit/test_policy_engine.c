@@ -12,7 +12,7 @@
 #include "policy/contract/contract_uid.h"
 #include "policy/source/doc.h"
 #include "policy/contract/policy_engine.h"
-#include "policy/contract/source_metrics.h"
+#include "policy/source/source_catalogue.h"
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
 
@@ -279,10 +279,10 @@ static void check_latency(const char *const *paths, const char *policy)
 	 * value / 1000.0 is affine: the target keeps Envoy's buckets, each
 	 * bound in seconds (what a recording rule or scale_metric computes)
 	 */
-	ASSERT_EQ(p->nbounds, source_metrics__envoy_nbounds);
+	ASSERT_EQ(p->nbounds, source_catalogue__envoy_nbounds);
 	for (size_t i = 0; i < p->nbounds; i++)
 		ASSERT_TRUE(p->bounds[i] ==
-			    source_metrics__envoy_bounds[i] * (1 / 1000.0));
+			    source_catalogue__envoy_bounds[i] * (1 / 1000.0));
 	ASSERT_NEAR(p->bound0, 0.0005, 1e-12);
 	for (size_t i = 0; i <= p->nbounds; i++) /* 250 ms, 1500 ms */
 		ASSERT_EQ(p->counts[i], (uint64_t)(i == 7 || i == 10));
@@ -314,8 +314,8 @@ TEST(policy_dataplane_upstream_latency_in_seconds)
 TEST(policy_dataplane_complete_latency_example)
 {
 	const char *paths[] = {
-		SEED_DIR "/seed-complete-metricdefinition.yaml",
-		SEED_DIR "/seed-complete-metricpolicy-dataplane.yaml",
+		SEED_TWINS_DIR "/seed-complete-metricdefinition.yaml",
+		SEED_TWINS_DIR "/seed-complete-metricpolicy-dataplane.yaml",
 		ROUTES,
 	};
 
@@ -572,13 +572,13 @@ TEST(policy_resource_fields_condition_status)
 
 TEST(policy_resource_fields_created_deleted_info)
 {
-	const char *paths[] = { SEED_DIR, ROUTES,
+	const char *paths[] = { SEED_DIR, SEED_TWINS_DIR, ROUTES,
 				TDATA "/routes-deleting.yaml" };
 	const struct cap_point *p;
 	struct pe_ctx x;
 	struct capture c;
 
-	ASSERT_EQ(pe_open(&x, paths, 3), 0);
+	ASSERT_EQ(pe_open(&x, paths, 4), 0);
 	ASSERT_TRUE(policy_engine__collect_resource_fields(x.e, NOW) > 0);
 
 	capture(x.s, "gateway.networking.k8s.io.httproute.created", &c);
@@ -692,13 +692,13 @@ static void *collector(void *arg)
  * lock order (store, then engine) must not deadlock. */
 TEST(policy_bind_and_collect_concurrently)
 {
-	const char *paths[] = { SEED_DIR, ROUTES };
+	const char *paths[] = { SEED_DIR, SEED_TWINS_DIR, ROUTES };
 	struct cel_attr a[] = ROUTE_ATTRS("checkout", "0", "2xx", "200");
 	struct race r = { 0 };
 	struct pe_ctx x;
 	pthread_t th;
 
-	ASSERT_EQ(pe_open(&x, paths, 2), 0);
+	ASSERT_EQ(pe_open(&x, paths, 3), 0);
 	r.x = &x;
 	ASSERT_EQ(pthread_create(&th, NULL, collector, &r), 0);
 	for (int i = 0; i < 2000; i++) {
