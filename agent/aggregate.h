@@ -67,5 +67,7 @@ void aggregate__exchange_head(struct aggregate *a,
 void aggregate__maintain(struct aggregate *a, uint64_t now_ns,
 			 uint64_t idle_ns);
 void aggregate__stats(const struct aggregate *a, struct aggregate_stats *st);
+/* The Markdown reference of the source metrics (metric_doc). Returns 0 or -errno. */
+int aggregate__write_reference(FILE *out);
 
 #endif /* MM_AGENT_AGGREGATE_H */
