@@ -16,14 +16,6 @@
 #include "policy/gateway/route_match.h"
 #include "policy/source/source_catalogue.h"
 
-/* Envoy's default histogram buckets (source/common/stats/histogram_impl.h) */
-const double aggregate__envoy_bounds[] = {
-	0.5, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000,
-	30000, 60000, 300000, 600000, 1800000, 3600000,
-};
-const size_t aggregate__envoy_nbounds =
-	sizeof(aggregate__envoy_bounds) / sizeof(aggregate__envoy_bounds[0]);
-
 enum { SRC_DS_TOTAL, SRC_DS_TIME, SRC_US_TOTAL, SRC_US_TIME, SRC__N };
 
 /* policy/source/source_catalogue.h: what policies may select */
@@ -121,8 +113,8 @@ struct aggregate *aggregate__new(struct mstore *store,
 
 		if (d.instrument == MI_HISTOGRAM) {
 			d.hist = MH_EXPLICIT;
-			d.bounds = aggregate__envoy_bounds;
-			d.nbounds = aggregate__envoy_nbounds;
+			d.bounds = source_catalogue__envoy_bounds;
+			d.nbounds = source_catalogue__envoy_nbounds;
 		}
 		a->metric[i] = export_sources ? mstore__add_metric(store, &d) : -1;
 		if (export_sources && a->metric[i] < 0)

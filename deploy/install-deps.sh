@@ -14,7 +14,8 @@ run="nginx-light haproxy wrk hey prometheus protobuf-compiler iproute2 curl
 qemu-system-x86 busybox-static
 procps psmisc python3 python3-prometheus-client openssl android-libboringssl
 python3-kubernetes python3-yaml python3-grpcio chromium apache2 h2o
-nghttp2-client nghttp2-server nghttp2-proxy caddy binutils buildah ca-certificates libre2-9 tmux golang-1.19-go"
+nghttp2-client nghttp2-server nghttp2-proxy caddy binutils buildah ca-certificates libre2-9 tmux golang-1.19-go
+victoria-metrics"
 want=$build
 cross=
 case ${1:-} in
@@ -52,7 +53,7 @@ if ! apt-get install -y -q --no-install-recommends $missing >/tmp/milometer-apt.
 	}
 fi
 # Debian starts these on install; tests start their own instances.
-for s in nginx haproxy prometheus caddy nghttpx; do
+for s in nginx haproxy prometheus caddy nghttpx victoria-metrics; do
 	if command -v systemctl >/dev/null 2>&1 && systemctl is-active -q "$s" 2>/dev/null; then
 		systemctl stop "$s" || true
 		systemctl disable -q "$s" 2>/dev/null || true

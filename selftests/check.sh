@@ -71,6 +71,11 @@ selftests/k8s/run.sh 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 tally "$out" selftests/k8s/run.sh
 
+echo "== translation tests (no root; real promtool)"
+selftests/translate/run.sh 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" selftests/translate/run.sh
+
 echo "== integration tests"
 selftests/integration/run.sh "${T:-}" 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -14,6 +14,7 @@
 
 #include "agent/k8s/api_source.h"
 #include "agent/k8s/controller.h"
+#include "agent/k8s/controller_translate.h"
 #include "agent/k8s/http.h"
 #include "agent/k8s/k8s_metrics.h"
 #include "agent/k8s/lease.h"
@@ -60,6 +61,7 @@ struct ctrl {
 	pthread_mutex_t ci_lock;       /* cluster id: the scrape thread reads it */
 	struct cluster_identity ci;
 	uint64_t writes, write_errors;
+	struct ctrl_translate tr;      /* --translate */
 };
 
 static uint64_t real_ns(void)
@@ -128,6 +130,7 @@ static void reload(struct ctrl *c)
 
 	contract__load(c->contract, c->src);
 	policy_engine__sync(c->engine, c->src);
+	ctrl_translate__render(&c->tr, c->contract, c->engine);
 	contract__cluster(c->contract, &ci);
 	pthread_mutex_lock(&c->ci_lock);
 	c->ci = ci;
@@ -160,10 +163,11 @@ static bool str_is(const char *a, const char *b)
 	return a && b && !strcmp(a, b);
 }
 
-static bool owned_type(const char *t)
+static bool owned_type(const struct ctrl *c, const char *t)
 {
 	/* Programmed is per node: the agents' self-metrics say it */
-	return str_is(t, COND_ACCEPTED) || str_is(t, COND_RESOLVED_REFS);
+	return str_is(t, COND_ACCEPTED) || str_is(t, COND_RESOLVED_REFS) ||
+	       (c->tr.n && str_is(t, COND_TRANSLATED));
 }
 
 /* Write one object's status when its conditions differ from ours. */
@@ -203,7 +207,7 @@ static void sync_one(struct ctrl *c, const struct mobject *o,
 		const char *ltt = now;
 		struct json_object *j;
 
-		if (!owned_type(k->type))
+		if (!owned_type(c, k->type))
 			continue;
 		want++;
 		if (old && str_is(doc__str(old, "status"), status)) {
@@ -224,7 +228,7 @@ static void sync_one(struct ctrl *c, const struct mobject *o,
 		json_object_array_add(list, j);
 	}
 	for (size_t i = 0; cur && cur->kind == DOC_LIST && i < cur->list.n; i++)
-		have += owned_type(doc__str(cur->list.items[i], "type"));
+		have += owned_type(c, doc__str(cur->list.items[i], "type"));
 	if (want == same && have == want)
 		goto out; /* never rewrite what did not change */
 	snprintf(path, sizeof(path), CRD_GROUP_PATH "/%s/%s/status?fieldManager=" FIELD_MANAGER "&force=true",
@@ -265,6 +269,7 @@ static void usage(FILE *out)
 		"usage: milometer controller [--kubeconfig FILE] [--leader-elect-namespace NS]\n"
 		"                            [--identity ID] [--lease-name NAME]\n"
 		"                            [--prometheus-listen ADDR] [--prometheus-url URL]\n"
+		"                            [--translate TARGET=NAMESPACE/NAME]...\n"
 		"\n"
 		"Validate MetricDefinitions and MetricPolicies and write their status\n"
 		"conditions (Accepted, ResolvedRefs) by server-side apply on /status, and\n"
@@ -282,7 +287,11 @@ static void usage(FILE *out)
 		"  --leader-elect-namespace NS   the Lease's namespace (default $POD_NAMESPACE,\n"
 		"                                then milometer)\n"
 		"  --identity ID                 this replica (default $POD_NAME, then host_pid)\n"
-		"  --lease-name NAME             default milometer-controller\n");
+		"  --lease-name NAME             default milometer-controller\n"
+		"  --translate TARGET=NS/NAME    keep the contract translated in the cluster\n"
+		"                                (prometheus-rules, otelcol, kube-state-metrics:\n"
+		"                                a ConfigMap; prometheusrule: a PrometheusRule),\n"
+		"                                and a Translated condition on each MetricPolicy\n");
 }
 
 int controller__main(int argc, char **argv)
@@ -294,6 +303,7 @@ int controller__main(int argc, char **argv)
 		{ "lease-name", required_argument, NULL, 'l' },
 		{ "prometheus-listen", required_argument, NULL, 'p' },
 		{ "prometheus-url", required_argument, NULL, 'u' },
+		{ "translate", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -318,6 +328,12 @@ int controller__main(int argc, char **argv)
 		case 'l': lease_name = optarg; break;
 		case 'p': listen = optarg; break;
 		case 'u': c.ui_prom_url = optarg; break;
+		case 't':
+			if (ctrl_translate__add(&c.tr, optarg, err, sizeof(err))) {
+				fprintf(stderr, "milometer: controller: %s\n", err);
+				return 2;
+			}
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -388,6 +404,11 @@ int controller__main(int argc, char **argv)
 		r = manifest_source__reload(c.src);
 		if (r > 0)
 			reload(&c);
+		if (leader && !was)
+			ctrl_translate__forget(&c.tr);
+		/* a failed write is tried again every 10 s */
+		if (leader && (r > 0 || !was || ticks % 10 == 0))
+			ctrl_translate__apply(&c.tr, c.http);
 		if (leader && (r > 0 || !was))
 			sync_all(&c);
 		/* one producer: a follower's series age out (IDLE_S) */
@@ -405,6 +426,7 @@ cleanup:
 	prom_server__stop(c.prom);
 	k8s_metrics__free(c.k8sm);
 	ui__free(c.ui);
+	ctrl_translate__free(&c.tr);
 	manifest_source__free(c.src);
 	policy_engine__free(c.engine);
 	mstore__free(c.store);

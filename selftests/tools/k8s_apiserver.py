@@ -95,6 +95,7 @@ except ImportError:  # apply bodies are then accepted as JSON only
 RESOURCES = [
     ("", "v1", "namespaces", "Namespace", False, True, False),
     ("", "v1", "pods", "Pod", True, True, False),
+    ("", "v1", "configmaps", "ConfigMap", True, False, False),
     ("coordination.k8s.io", "v1", "leases", "Lease", True, False, False),
     ("gateway.networking.k8s.io", "v1", "gateways", "Gateway", True, True, True),
     ("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", True, True, True),
@@ -103,6 +104,11 @@ RESOURCES = [
     ("telemetry.miloapis.com", "v1alpha1", "metricdefinitions", "MetricDefinition", False, True, True),
     ("telemetry.miloapis.com", "v1alpha1", "metricpolicies", "MetricPolicy", False, True, True),
     ("about.k8s.io", "v1alpha1", "clusterproperties", "ClusterProperty", False, False, True),
+    ("monitoring.coreos.com", "v1", "prometheusrules", "PrometheusRule", True, False, True),
+    # read-only: one object per installed custom resource above (what
+    # kube-state-metrics' CustomResourceState discovery watches)
+    ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
+     False, False, False),
 ]
 # --deploy-kinds: what deploy/ manifests hold, served (discovery, plain
 # storage, no validation) so that `kubectl apply --dry-run` can map them
@@ -389,6 +395,33 @@ class Store:
         self.bookmark_interval = bookmark_interval
         self.kill_gen = 0  # bumped to end open watches with an in-stream 410
         self.close_gen = 0
+        with self.lock:
+            for r in self.res.values():
+                self.crd_sync(r)
+
+    def crd_sync(self, r):
+        """The CustomResourceDefinition object of custom resource r follows
+        r.installed (ADDED / DELETED watch events)."""
+        if not r.crd:
+            return
+        objs = self.objects["customresourcedefinitions"]
+        key = ("", f"{r.plural}.{r.group}")
+        if r.installed and key not in objs:
+            o = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                 "metadata": {"name": key[1], "uid": str(uuid.uuid4()),
+                              "resourceVersion": str(self.next_rv()),
+                              "creationTimestamp": now_iso(), "generation": 1},
+                 "spec": {"group": r.group,
+                          "names": {"kind": r.kind, "plural": r.plural,
+                                    "singular": r.kind.lower(), "listKind": r.kind + "List"},
+                          "scope": "Namespaced" if r.namespaced else "Cluster",
+                          "versions": [{"name": r.version, "served": True, "storage": True}]}}
+            objs[key] = o
+            self.record("customresourcedefinitions", "ADDED", o, None)
+        elif not r.installed and key in objs:
+            o = copy.deepcopy(objs.pop(key))
+            o["metadata"]["resourceVersion"] = str(self.next_rv())
+            self.record("customresourcedefinitions", "DELETED", o, o)
 
     def record(self, plural, typ, obj, prev):
         self.history.append((self.rv, plural, typ, obj, prev))
@@ -1253,6 +1286,7 @@ class CtlHandler(BaseHTTPRequestHandler):
             with st.lock:
                 r = st.res[d["resource"]]
                 r.installed = bool(d["installed"])
+                st.crd_sync(r)
                 if not r.installed:
                     # removing a CRD deletes its objects
                     for key, o in list(st.objects[r.plural].items()):
