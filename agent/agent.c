@@ -33,6 +33,8 @@
 #include "agent/targets.h"
 #include "agent/tls_capture.h"
 #include "agent/k8s/api_source.h"
+#include "agent/k8s/authz.h"
+#include "agent/k8s/config.h"
 #include "exporter/metric_store.h"
 #include "exporter/otlp_encode.h"
 #include "exporter/otlp_sender.h"
@@ -177,6 +179,41 @@ static int open_api(struct agent *ag)
 	if (!ag->msrc)
 		return -ENOMEM;
 	route_sync__set_source(ag->routes, ag->msrc);
+	return 0;
+}
+/* --metrics-auth kubernetes: reviews go to the cluster the agent reads */
+static int open_authz(struct agent *ag)
+{
+	const struct agent_opts *o = ag->opts;
+	struct k8s_authz_opts ao = {
+		.user_agent = "milometer-agent-authz",
+		.ttl_s = o->metrics_auth_ttl_s,
+		.max_entries = o->metrics_auth_max,
+	};
+	char err[1024];
+	int ret;
+
+	if (!o->metrics_auth || strcmp(o->metrics_auth, "kubernetes"))
+		return 0;
+	if (ag->k8s) {
+		ao.cfg = k8s_api__config(ag->k8s);
+	} else {
+		ret = k8s_config__load(o->kubeconfig, &ag->authz_cfg, err,
+				       sizeof(err));
+		if (ret) {
+			fprintf(stderr, "milometer: --metrics-auth kubernetes: %s\n",
+				err);
+			return ret;
+		}
+		ao.cfg = ag->authz_cfg;
+	}
+	for (size_t i = 0; i < o->nmetrics_auth_extra; i++)
+		ao.extra[ao.nextra++] = o->metrics_auth_extra[i];
+	ag->authz = k8s_authz__new(&ao, err, sizeof(err));
+	if (!ag->authz) {
+		fprintf(stderr, "milometer: --metrics-auth kubernetes: %s\n", err);
+		return -EINVAL;
+	}
 	return 0;
 }
 /* --- end Kubernetes API --- */
@@ -627,6 +664,9 @@ int agent__run(struct agent_opts *o)
 		ret = -EINVAL;
 		goto cleanup;
 	}
+	ret = open_authz(&ag);
+	if (ret)
+		goto cleanup;
 	if (o->prometheus_listen && o->prometheus_listen[0]) {
 		struct prom_server_opts po = {
 			.listen_addr = o->prometheus_listen,
@@ -634,6 +674,7 @@ int agent__run(struct agent_opts *o)
 			.ready_fn = ready_fn,
 			.const_labels_fn = cluster_labels,
 			.ctx = &ag,
+			.auth = ag.authz ? k8s_authz__prom_auth(ag.authz) : NULL,
 		};
 
 		ag.prom = prom_server__start(&po, err, sizeof(err));
@@ -664,6 +705,8 @@ int agent__run(struct agent_opts *o)
 	}
 cleanup:
 	prom_server__stop(ag.prom);
+	k8s_authz__free(ag.authz);
+	k8s_config__free(ag.authz_cfg);
 	if (ag.otlp)
 		otlp_sender__stop(ag.otlp, 2000);
 	otlp_encoder__free(ag.enc);

@@ -85,6 +85,14 @@ void options__usage(FILE *out)
 "                             the kernel has it), sock (socket tracepoints,\n"
 "                             Linux 6.3+), sys-exit (any kernel 5.17+, costs\n"
 "                             every process on the node a little)\n"
+"  --metrics-auth MODE        who may read /metrics: none (default) or\n"
+"                             kubernetes (bearer token checked by TokenReview;\n"
+"                             get on /metrics reads all, others the series of\n"
+"                             objects they may get: docs/tenancy.md)\n"
+"  --metrics-auth-ttl SECONDS cache authorization decisions (default 30)\n"
+"  --metrics-auth-max-entries N  decisions cached at most (default 10000)\n"
+"  --metrics-auth-extra K=V   add to every SubjectAccessReview's extra\n"
+"                             (repeatable; {namespace} is the object's)\n"
 "  --pin-dir DIR              where maps and programs are pinned while running\n"
 "                             (default /sys/fs/bpf/milometer; one per agent)\n"
 "  --feature-gates K=V,...    turn gates on/off, e.g. TLSCapture=true,HTTP2=false\n"
@@ -267,6 +275,54 @@ static int cfg_otlp(struct agent_opts *o, const struct doc_node *n)
 	return err;
 }
 
+static int add_auth_extra(struct agent_opts *o, const char *kv)
+{
+	if (o->nmetrics_auth_extra >= 16) {
+		fprintf(stderr, "milometer: at most 16 metrics-auth extra fields\n");
+		return -EINVAL;
+	}
+	if (!kv || !strchr(kv, '=') || kv[0] == '=') {
+		fprintf(stderr, "milometer: metrics-auth extra \"%s\": write KEY=VALUE, e.g. iam.miloapis.com/parent-type=Project\n",
+			kv ? kv : "");
+		return -EINVAL;
+	}
+	o->metrics_auth_extra[o->nmetrics_auth_extra++] = kv;
+	return 0;
+}
+
+/* metricsAuth: {mode, cacheTTL, maxEntries, extra: [K=V...]} */
+static int cfg_metrics_auth(struct agent_opts *o, const struct doc_node *n)
+{
+	int err = cfg_typed(n, "metricsAuth", DOC_MAP);
+
+	for (size_t i = 0; !err && i < n->map.n; i++) {
+		const char *k = n->map.keys[i];
+		const struct doc_node *v = n->map.vals[i];
+
+		if (!strcmp(k, "mode"))
+			err = cfg_str(o, v, "metricsAuth.mode", &o->metrics_auth);
+		else if (!strcmp(k, "cacheTTL"))
+			err = cfg_u32(v, "metricsAuth.cacheTTL",
+				      &o->metrics_auth_ttl_s);
+		else if (!strcmp(k, "maxEntries"))
+			err = cfg_u32(v, "metricsAuth.maxEntries",
+				      &o->metrics_auth_max);
+		else if (!strcmp(k, "extra")) {
+			err = cfg_typed(v, "metricsAuth.extra", DOC_LIST);
+			for (size_t j = 0; !err && j < v->list.n; j++) {
+				const char *kv = NULL;
+
+				err = cfg_str(o, v->list.items[j],
+					      "metricsAuth.extra", &kv);
+				if (!err)
+					err = add_auth_extra(o, kv);
+			}
+		} else
+			err = cfg_err(v, k, "unknown key under metricsAuth (mode, cacheTTL, maxEntries, extra)");
+	}
+	return err;
+}
+
 /* featureGates: {TLSCapture: true} (issue 12) */
 static int cfg_features(struct feature_overrides *ov, const struct doc_node *n)
 {
@@ -340,8 +396,10 @@ static int load_config(struct agent_opts *o, const char *path)
 			ret = cfg_str(o, v, k, &o->kubeconfig);
 		else if (!strcmp(k, "featureGates"))
 			ret = cfg_features(&o->fg_config, v);
+		else if (!strcmp(k, "metricsAuth"))
+			ret = cfg_metrics_auth(o, v);
 		else
-			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, resourceFields, nodeName, pinDir, capture, kubeconfig, featureGates)");
+			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, resourceFields, nodeName, pinDir, capture, kubeconfig, featureGates, metricsAuth)");
 	}
 cleanup:
 	doc__free_file(f);
@@ -404,6 +462,12 @@ static int validate(const struct agent_opts *o)
 		fprintf(stderr, "milometer: --export-interval must be at least 1 second\n");
 		return -EINVAL;
 	}
+	if (o->metrics_auth && strcmp(o->metrics_auth, "none") &&
+	    strcmp(o->metrics_auth, "kubernetes")) {
+		fprintf(stderr, "milometer: --metrics-auth %s: use none or kubernetes\n",
+			o->metrics_auth);
+		return -EINVAL;
+	}
 	if (o->gateway && !strchr(o->gateway, '/')) {
 		fprintf(stderr, "milometer: --gateway %s: expected NAMESPACE/NAME\n",
 			o->gateway);
@@ -419,7 +483,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		O_SOCKET, O_OTLP, O_OTLP_HDR, O_OTLP_CA, O_OTLP_GZIP,
 		O_INTERVAL, O_RINGBUF, O_MAXCONN, O_MAXSERIES, O_IDLE,
 		O_NOSRC, O_NODE, O_CONFIG, O_PINDIR, O_CAPTURE, O_KUBECONFIG, O_FGATES,
-		O_RFIELDS,
+		O_RFIELDS, O_MAUTH, O_MAUTH_TTL, O_MAUTH_MAX, O_MAUTH_EXTRA,
 	};
 	static const struct option lopts[] = {
 		{ "config", required_argument, NULL, O_CONFIG },
@@ -446,6 +510,10 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		{ "capture", required_argument, NULL, O_CAPTURE },
 		{ "kubeconfig", required_argument, NULL, O_KUBECONFIG },
 		{ "feature-gates", required_argument, NULL, O_FGATES },
+		{ "metrics-auth", required_argument, NULL, O_MAUTH },
+		{ "metrics-auth-ttl", required_argument, NULL, O_MAUTH_TTL },
+		{ "metrics-auth-max-entries", required_argument, NULL, O_MAUTH_MAX },
+		{ "metrics-auth-extra", required_argument, NULL, O_MAUTH_EXTRA },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -525,6 +593,16 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		case O_NODE: o->node_name = optarg; break;
 		case O_PINDIR: o->pin_dir = optarg; break;
 		case O_KUBECONFIG: o->kubeconfig = optarg; break;
+		case O_MAUTH: o->metrics_auth = optarg; break;
+		case O_MAUTH_TTL:
+			err = parse_u32("--metrics-auth-ttl", optarg,
+					&o->metrics_auth_ttl_s);
+			break;
+		case O_MAUTH_MAX:
+			err = parse_u32("--metrics-auth-max-entries", optarg,
+					&o->metrics_auth_max);
+			break;
+		case O_MAUTH_EXTRA: err = add_auth_extra(o, optarg); break;
 		case O_FGATES: {
 			char ferr[512];
 

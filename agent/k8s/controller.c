@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 #include "agent/k8s/api_source.h"
+#include "agent/k8s/authz.h"
 #include "agent/k8s/controller.h"
 #include "agent/k8s/http.h"
 #include "agent/k8s/lease.h"
@@ -49,6 +50,7 @@ struct ctrl {
 	struct mstore *store;          /* ResourceFields series (leader) */
 	struct policy_engine *engine;
 	struct prom_server *prom;
+	struct k8s_authz *authz;       /* --metrics-auth kubernetes */
 	pthread_mutex_t ci_lock;       /* cluster id: the scrape thread reads it */
 	struct cluster_identity ci;
 	uint64_t writes, write_errors;
@@ -224,7 +226,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: milometer controller [--kubeconfig FILE] [--leader-elect-namespace NS]\n"
 		"                            [--identity ID] [--lease-name NAME]\n"
-		"                            [--prometheus-listen ADDR]\n"
+		"                            [--prometheus-listen ADDR] [--metrics-auth MODE]\n"
 		"\n"
 		"Validate MetricDefinitions and MetricPolicies and write their status\n"
 		"conditions (Accepted, ResolvedRefs) by server-side apply on /status, and\n"
@@ -235,6 +237,14 @@ static void usage(FILE *out)
 		"  --kubeconfig FILE             default $KUBECONFIG, then in-cluster\n"
 		"  --prometheus-listen ADDR      /metrics with the ResourceFields series\n"
 		"                                (default 127.0.0.1:9465; \"\" disables)\n"
+		"  --metrics-auth MODE           none (default) or kubernetes: a bearer\n"
+		"                                token checked by TokenReview; get on\n"
+		"                                /metrics reads all, others the series of\n"
+		"                                objects they may get (docs/tenancy.md)\n"
+		"  --metrics-auth-ttl SECONDS    cache decisions this long (default 30)\n"
+		"  --metrics-auth-max-entries N  decisions cached at most (default 10000)\n"
+		"  --metrics-auth-extra K=V      add to every SubjectAccessReview's extra\n"
+		"                                (repeatable; {namespace}: the object's)\n"
 		"  --leader-elect-namespace NS   the Lease's namespace (default $POD_NAMESPACE,\n"
 		"                                then milometer)\n"
 		"  --identity ID                 this replica (default $POD_NAME, then host_pid)\n"
@@ -249,6 +259,10 @@ int controller__main(int argc, char **argv)
 		{ "identity", required_argument, NULL, 'i' },
 		{ "lease-name", required_argument, NULL, 'l' },
 		{ "prometheus-listen", required_argument, NULL, 'p' },
+		{ "metrics-auth", required_argument, NULL, 'a' },
+		{ "metrics-auth-ttl", required_argument, NULL, 't' },
+		{ "metrics-auth-max-entries", required_argument, NULL, 'm' },
+		{ "metrics-auth-extra", required_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -257,6 +271,8 @@ int controller__main(int argc, char **argv)
 	const char *listen = "127.0.0.1:9465";
 	struct mstore_opts so = { .idle_expiry_ns = IDLE_S * 1000000000ULL };
 	struct k8s_api_opts ao = {};
+	struct k8s_authz_opts zo = { .user_agent = "milometer-controller-authz" };
+	const char *auth = "none";
 	struct k8s_lease *lease = NULL;
 	struct ctrl c = { .ci_lock = PTHREAD_MUTEX_INITIALIZER };
 	char idbuf[300], host[256] = "", ua[400], err[1024];
@@ -272,9 +288,27 @@ int controller__main(int argc, char **argv)
 		case 'i': id = optarg; break;
 		case 'l': lease_name = optarg; break;
 		case 'p': listen = optarg; break;
+		case 'a': auth = optarg; break;
+		case 't': zo.ttl_s = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'm': zo.max_entries = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'x':
+			if (zo.nextra >= K8S_AUTHZ_MAX_EXTRA ||
+			    !k8s_authz__valid_extra(optarg, err, sizeof(err))) {
+				fprintf(stderr, "milometer: controller: --metrics-auth-extra: %s\n",
+					zo.nextra >= K8S_AUTHZ_MAX_EXTRA ?
+					"at most 16" : err);
+				return 2;
+			}
+			zo.extra[zo.nextra++] = optarg;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
+	}
+	if (strcmp(auth, "none") && strcmp(auth, "kubernetes")) {
+		fprintf(stderr, "milometer: controller: --metrics-auth %s: use none or kubernetes\n",
+			auth);
+		return 2;
 	}
 	if (!ns || !ns[0])
 		ns = "milometer";
@@ -302,10 +336,20 @@ int controller__main(int argc, char **argv)
 	if (!c.http || !c.engine || !c.src)
 		goto cleanup;
 	reload(&c);
+	if (!strcmp(auth, "kubernetes")) {
+		zo.cfg = k8s_api__config(c.api);
+		c.authz = k8s_authz__new(&zo, err, sizeof(err));
+		if (!c.authz) {
+			fprintf(stderr, "milometer: controller: --metrics-auth: %s\n",
+				err);
+			goto cleanup;
+		}
+	}
 	if (listen[0]) {
 		struct prom_server_opts po = {
 			.listen_addr = listen, .store = c.store,
 			.const_labels_fn = cluster_labels, .ctx = &c,
+			.auth = c.authz ? k8s_authz__prom_auth(c.authz) : NULL,
 		};
 
 		c.prom = prom_server__start(&po, err, sizeof(err));
@@ -347,6 +391,7 @@ cleanup:
 		k8s_lease__free(lease);
 	}
 	prom_server__stop(c.prom);
+	k8s_authz__free(c.authz);
 	manifest_source__free(c.src);
 	policy_engine__free(c.engine);
 	mstore__free(c.store);
