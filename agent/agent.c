@@ -35,6 +35,8 @@
 #include "agent/k8s/api_source.h"
 #include "agent/k8s/authz.h"
 #include "agent/k8s/config.h"
+#include "agent/tenants.h"
+#include "exporter/otlp_tenancy.h"
 #include "exporter/metric_store.h"
 #include "exporter/otlp_encode.h"
 #include "exporter/otlp_sender.h"
@@ -428,11 +430,38 @@ static int start_otlp(struct agent *ag)
 	ag->enc = otlp_encoder__new(&eo);
 	if (!ag->enc)
 		return -ENOMEM;
+	if (o->otlp_tenant_from) {
+		struct otlp_tenancy_opts to = {
+			.header = o->otlp_tenant_header,
+			.attribute = tenants__label(o->otlp_tenant_from),
+			.default_tenant = o->otlp_tenant_default,
+			.resource = res, .nresource = n,
+			.tenant = tenants__of_subject,
+		};
+
+		if (tenants__label(o->otlp_tenant_from) && !ag->k8s)
+			fprintf(stderr, "milometer: --otlp-tenant-from %s: Namespace labels come from the Kubernetes API; without it only --otlp-tenant-default gets points\n",
+				o->otlp_tenant_from);
+		ag->tenants = tenants__new(o->otlp_tenant_from);
+		to.ctx = ag->tenants;
+		ag->tenancy = ag->tenants ? otlp_tenancy__new(&to) : NULL;
+		if (!ag->tenancy)
+			return -ENOMEM;
+	}
 	ag->otlp = otlp_sender__start(&so, err, sizeof(err));
 	if (!ag->otlp) {
 		fprintf(stderr, "milometer: --otlp-endpoint: %s\n", err);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+static int emit_tenant(void *ctx, void *buf, size_t len, size_t npoints,
+		       const char *header)
+{
+	struct agent *ag = ctx;
+
+	otlp_sender__enqueue_with(ag->otlp, buf, len, header);
 	return 0;
 }
 
@@ -448,6 +477,12 @@ static void export_otlp(struct agent *ag)
 {
 	if (!ag->otlp)
 		return;
+	if (ag->tenancy) {
+		tenants__refresh(ag->tenants, ag->k8s);
+		otlp_tenancy__export(ag->tenancy, ag->store, state__real_ns(),
+				     OTLP_MAX_POINTS, emit_tenant, ag);
+		return;
+	}
 	otlp_encode__store_split(ag->enc, ag->store, state__real_ns(),
 				 OTLP_MAX_POINTS, emit_otlp, ag);
 }
@@ -710,6 +745,8 @@ cleanup:
 	if (ag.otlp)
 		otlp_sender__stop(ag.otlp, 2000);
 	otlp_encoder__free(ag.enc);
+	otlp_tenancy__free(ag.tenancy);
+	tenants__free(ag.tenants);
 	ctl__close(ag.ctl);
 	ring_buffer__free(ag.rb);
 	h2_feed__free(ag.h2, state__mono_ns());

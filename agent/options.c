@@ -67,6 +67,13 @@ void options__usage(FILE *out)
 "  --otlp-headers K=V,...     extra headers (or $MILOMETER_OTLP_HEADERS)\n"
 "  --otlp-ca-file FILE        CA bundle for https endpoints\n"
 "  --otlp-gzip                gzip request bodies\n"
+"  --otlp-tenant-from SRC     one request per tenant: namespace (attribute\n"
+"                             milo.project) or namespace-label:KEY (the\n"
+"                             Namespace's label KEY; attribute KEY)\n"
+"  --otlp-tenant-header NAME  the tenant's header (default X-Scope-OrgID;\n"
+"                             \"\" sends none)\n"
+"  --otlp-tenant-default T    tenant of points bound to no object (default:\n"
+"                             drop them, counted in milometer_export_no_tenant)\n"
 "  --export-interval SECONDS  OTLP export period (default 60)\n"
 "  --ringbuf-bytes N          ring buffer size, power of 2 (default 4194304)\n"
 "  --max-connections N        sockets tracked at once (default 16384)\n"
@@ -269,8 +276,16 @@ static int cfg_otlp(struct agent_opts *o, const struct doc_node *n)
 		else if (!strcmp(k, "exportInterval"))
 			err = cfg_u32(v, "otlp.exportInterval",
 				      &o->export_interval_s);
+		else if (!strcmp(k, "tenantFrom"))
+			err = cfg_str(o, v, "otlp.tenantFrom", &o->otlp_tenant_from);
+		else if (!strcmp(k, "tenantHeader"))
+			err = cfg_str(o, v, "otlp.tenantHeader",
+				      &o->otlp_tenant_header);
+		else if (!strcmp(k, "tenantDefault"))
+			err = cfg_str(o, v, "otlp.tenantDefault",
+				      &o->otlp_tenant_default);
 		else
-			err = cfg_err(v, k, "unknown key under otlp (endpoint, headers, caFile, gzip, queueBytes, timeoutMs, exportInterval)");
+			err = cfg_err(v, k, "unknown key under otlp (endpoint, headers, caFile, gzip, queueBytes, timeoutMs, exportInterval, tenantFrom, tenantHeader, tenantDefault)");
 	}
 	return err;
 }
@@ -468,6 +483,13 @@ static int validate(const struct agent_opts *o)
 			o->metrics_auth);
 		return -EINVAL;
 	}
+	if (o->otlp_tenant_from && strcmp(o->otlp_tenant_from, "namespace") &&
+	    (strncmp(o->otlp_tenant_from, "namespace-label:", 16) ||
+	     !o->otlp_tenant_from[16])) {
+		fprintf(stderr, "milometer: --otlp-tenant-from %s: use namespace or namespace-label:KEY\n",
+			o->otlp_tenant_from);
+		return -EINVAL;
+	}
 	if (o->gateway && !strchr(o->gateway, '/')) {
 		fprintf(stderr, "milometer: --gateway %s: expected NAMESPACE/NAME\n",
 			o->gateway);
@@ -484,6 +506,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		O_INTERVAL, O_RINGBUF, O_MAXCONN, O_MAXSERIES, O_IDLE,
 		O_NOSRC, O_NODE, O_CONFIG, O_PINDIR, O_CAPTURE, O_KUBECONFIG, O_FGATES,
 		O_RFIELDS, O_MAUTH, O_MAUTH_TTL, O_MAUTH_MAX, O_MAUTH_EXTRA,
+		O_TENANT_FROM, O_TENANT_HDR, O_TENANT_DEFAULT,
 	};
 	static const struct option lopts[] = {
 		{ "config", required_argument, NULL, O_CONFIG },
@@ -498,6 +521,9 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		{ "otlp-headers", required_argument, NULL, O_OTLP_HDR },
 		{ "otlp-ca-file", required_argument, NULL, O_OTLP_CA },
 		{ "otlp-gzip", no_argument, NULL, O_OTLP_GZIP },
+		{ "otlp-tenant-from", required_argument, NULL, O_TENANT_FROM },
+		{ "otlp-tenant-header", required_argument, NULL, O_TENANT_HDR },
+		{ "otlp-tenant-default", required_argument, NULL, O_TENANT_DEFAULT },
 		{ "export-interval", required_argument, NULL, O_INTERVAL },
 		{ "ringbuf-bytes", required_argument, NULL, O_RINGBUF },
 		{ "max-connections", required_argument, NULL, O_MAXCONN },
@@ -570,6 +596,9 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		case O_OTLP_HDR: o->otlp_headers = optarg; break;
 		case O_OTLP_CA: o->otlp_ca_file = optarg; break;
 		case O_OTLP_GZIP: o->otlp_gzip = true; break;
+		case O_TENANT_FROM: o->otlp_tenant_from = optarg; break;
+		case O_TENANT_HDR: o->otlp_tenant_header = optarg; break;
+		case O_TENANT_DEFAULT: o->otlp_tenant_default = optarg; break;
 		case O_INTERVAL:
 			err = parse_u32("--export-interval", optarg,
 					&o->export_interval_s);

@@ -29,6 +29,10 @@ struct agent_opts {
 	const char *otlp_headers;       /* "k=v,k2=v2"; also $MILOMETER_OTLP_HEADERS */
 	const char *otlp_ca_file;
 	bool otlp_gzip;
+	/* one request per tenant: "namespace" or "namespace-label:KEY" */
+	const char *otlp_tenant_from;
+	const char *otlp_tenant_header;  /* NULL: X-Scope-OrgID; "": none */
+	const char *otlp_tenant_default; /* NULL: drop points of no tenant */
 	uint32_t otlp_queue_bytes;
 	uint32_t otlp_timeout_ms;
 	uint32_t export_interval_s;

@@ -23,6 +23,7 @@
 #include "bpf/milometer.h"
 #include "exporter/metric_store.h"
 #include "exporter/otlp_sender.h"
+#include "exporter/otlp_tenancy.h"
 #include "milometer.skel.h"
 #include "policy/contract/contract.h"
 #include "policy/gateway/route_compile.h"
@@ -77,6 +78,7 @@ enum {
 	M_EXPORT_RETRIES,
 	M_EXPORT_DROPPED,
 	M_EXPORT_QUEUE,
+	M_EXPORT_NO_TENANT,
 	M_CPU,
 	M_RSS,
 	M_BPF_RUN_NS,
@@ -185,6 +187,9 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 		   MI_COUNTER, true);
 	err |= reg(sm, M_EXPORT_QUEUE, "milometer.export.queue",
 		   "Bytes waiting in the OTLP export queue.", "By", MI_GAUGE, true);
+	err |= reg(sm, M_EXPORT_NO_TENANT, "milometer.export.no_tenant",
+		   "OTLP points dropped by --otlp-tenant-from: bound to no "
+		   "tenant and no --otlp-tenant-default.", "1", MI_COUNTER, true);
 	err |= reg(sm, M_CPU, "milometer.process.cpu.time",
 		   "CPU time of the agent process (user + system).", "s",
 		   MI_COUNTER, false);
@@ -474,6 +479,13 @@ void self_metrics__refresh(struct self_metrics *sm)
 		set1(sm, M_EXPORT_RETRIES, os.retries, now, NULL, 0);
 		set1(sm, M_EXPORT_DROPPED, os.dropped_batches, now, NULL, 0);
 		set1(sm, M_EXPORT_QUEUE, os.queue_bytes, now, NULL, 0);
+		if (ag->tenancy) {
+			struct otlp_tenancy_stats ts;
+
+			otlp_tenancy__stats(ag->tenancy, &ts);
+			set1(sm, M_EXPORT_NO_TENANT, ts.dropped_points, now,
+			     NULL, 0);
+		}
 	} else {
 		/* a sizing driver: present (and 0) without OTLP too */
 		set1(sm, M_EXPORT_QUEUE, 0, now, NULL, 0);

@@ -28,6 +28,8 @@ struct policy_engine;
 struct prom_server;
 struct otlp_sender;
 struct otlp_encoder;
+struct otlp_tenancy;
+struct tenants;
 struct self_metrics;
 struct k8s_api;
 struct k8s_authz;
@@ -50,6 +52,8 @@ struct agent {
 	struct prom_server *prom;
 	struct otlp_sender *otlp;
 	struct otlp_encoder *enc;
+	struct otlp_tenancy *tenancy; /* --otlp-tenant-from, or NULL */
+	struct tenants *tenants;      /* its object -> tenant lookup */
 	struct self_metrics *self;
 	struct k8s_api *k8s; /* routes and policies from the API, or NULL */
 	struct k8s_authz *authz;      /* --metrics-auth kubernetes, or NULL */
