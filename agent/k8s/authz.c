@@ -340,6 +340,7 @@ static int decide_subjects(struct k8s_authz *a, struct json_object *user,
 			   char **subs, long nsubs, struct access *x,
 			   uint64_t now, char *msg, size_t len)
 {
+	uint64_t deadline = now + (uint64_t)a->o.budget_ms * 1000000ull;
 	char prev[1024] = "", scope[1024], buf[1024];
 	int ns_ok = 0;
 
@@ -347,6 +348,17 @@ static int decide_subjects(struct k8s_authz *a, struct json_object *user,
 		struct msubject s;
 		int ok;
 
+		/*
+		 * The server answers one scrape at a time (its probes too): past
+		 * the budget, stop with what is decided so far cached, and let
+		 * the next scrape go on from there.
+		 */
+		if (mono_ns() > deadline) {
+			snprintf(msg, len, "authorizing %ld objects takes longer "
+				 "than %u ms; the decisions made so far are "
+				 "cached: scrape again", nsubs, a->o.budget_ms);
+			return -EAGAIN;
+		}
 		if (!msubject__parse(subs[i], &s, buf, sizeof(buf)))
 			continue;
 		snprintf(scope, sizeof(scope), "%s\x1f%s\x1f%s", s.group,
@@ -514,6 +526,8 @@ struct k8s_authz *k8s_authz__new(const struct k8s_authz_opts *opts, char *err,
 		a->o.max_entries = 10000;
 	if (!a->o.timeout_s)
 		a->o.timeout_s = 5;
+	if (!a->o.budget_ms)
+		a->o.budget_ms = 5000;
 	for (size_t i = 0; i < a->o.nextra; i++)
 		if (!k8s_authz__valid_extra(a->o.extra[i], err, errlen))
 			goto fail;

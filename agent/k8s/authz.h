@@ -17,7 +17,8 @@
  * reads iam.miloapis.com/parent-* extras). Decisions are cached per
  * (user, uid, groups, extra, attributes) for a TTL with a bound on entries;
  * an API server that cannot answer fails closed: 503 unless every decision
- * needed is cached and fresh.
+ * needed is cached and fresh. A scrape spends at most a budget of time on
+ * reviews (503 past it; what was decided stays cached for the next).
  */
 #ifndef MM_AGENT_K8S_AUTHZ_H
 #define MM_AGENT_K8S_AUTHZ_H
@@ -38,6 +39,11 @@ struct k8s_authz_opts {
 	uint32_t ttl_s;           /* 0: 30 */
 	uint32_t max_entries;     /* decisions cached; 0: 10000 */
 	uint32_t timeout_s;       /* per review; 0: 5 */
+	/*
+	 * Time one scrape may spend on reviews (0: 5000 ms); past it the
+	 * scrape is a 503 and the next one goes on with the decisions cached.
+	 */
+	uint32_t budget_ms;
 	/*
 	 * "KEY=VALUE" added to every SubjectAccessReview's extra (appended to
 	 * the key's values); "{namespace}" in VALUE is the reviewed object's
