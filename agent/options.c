@@ -338,7 +338,7 @@ static int cfg_metrics_auth(struct agent_opts *o, const struct doc_node *n)
 	return err;
 }
 
-/* featureGates: {TLSCapture: true} (issue 12) */
+/* featureGates: {TLSCapture: true} */
 static int cfg_features(struct feature_overrides *ov, const struct doc_node *n)
 {
 	char err[512];

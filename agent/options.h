@@ -60,7 +60,7 @@ struct agent_opts {
 	const char *metrics_auth_extra[16];
 	size_t nmetrics_auth_extra;
 	bool verbose;
-	/* feature gates (issue 12): config file's featureGates, then flags */
+	/* feature gates: config file's featureGates, then flags */
 	struct feature_overrides fg_config;
 	struct feature_overrides fg_flags;
 	/* owned strings from the config file */
