@@ -27,6 +27,7 @@
 #include "milometer.skel.h"
 #include "policy/contract/contract.h"
 #include "policy/gateway/route_compile.h"
+#include "agent/k8s/authz.h"
 #include "agent/k8s/k8s_metrics.h"
 
 static const char *const bpf_stat_names[MM_STAT__COUNT] = {
@@ -79,6 +80,9 @@ enum {
 	M_EXPORT_DROPPED,
 	M_EXPORT_QUEUE,
 	M_EXPORT_NO_TENANT,
+	M_AUTH_REVIEWS,
+	M_AUTH_CACHE_HITS,
+	M_AUTH_ERRORS,
 	M_CPU,
 	M_RSS,
 	M_BPF_RUN_NS,
@@ -190,6 +194,16 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 	err |= reg(sm, M_EXPORT_NO_TENANT, "milometer.export.no_tenant",
 		   "OTLP points dropped by --otlp-tenant-from: bound to no "
 		   "tenant and no --otlp-tenant-default.", "1", MI_COUNTER, true);
+	err |= reg(sm, M_AUTH_REVIEWS, "milometer.metrics_auth.reviews",
+		   "TokenReviews and SubjectAccessReviews sent to authorize "
+		   "/metrics readers (--metrics-auth kubernetes).", "1",
+		   MI_COUNTER, true);
+	err |= reg(sm, M_AUTH_CACHE_HITS, "milometer.metrics_auth.cache_hits",
+		   "/metrics authorization decisions reused from the cache.",
+		   "1", MI_COUNTER, true);
+	err |= reg(sm, M_AUTH_ERRORS, "milometer.metrics_auth.errors",
+		   "Reviews the Kubernetes API did not answer (the scrape was a "
+		   "503).", "1", MI_COUNTER, true);
 	err |= reg(sm, M_CPU, "milometer.process.cpu.time",
 		   "CPU time of the agent process (user + system).", "s",
 		   MI_COUNTER, false);
@@ -469,6 +483,17 @@ void self_metrics__refresh(struct self_metrics *sm)
 
 			set1(sm, M_CAP, caps[i].v, now, &l, 1);
 		}
+	}
+	if (ag->authz) {
+		struct k8s_authz_stats as;
+		struct mlabel tr = { "review", "token" };
+		struct mlabel sar = { "review", "access" };
+
+		k8s_authz__stats(ag->authz, &as);
+		set1(sm, M_AUTH_REVIEWS, as.token_reviews, now, &tr, 1);
+		set1(sm, M_AUTH_REVIEWS, as.access_reviews, now, &sar, 1);
+		set1(sm, M_AUTH_CACHE_HITS, as.cache_hits, now, NULL, 0);
+		set1(sm, M_AUTH_ERRORS, as.errors, now, NULL, 0);
 	}
 	if (ag->otlp) {
 		struct otlp_sender_stats os;

@@ -122,4 +122,8 @@ shop = [s["resourceAttributes"] for s in rv if s["user"] == "shop-dev" and "reso
 assert {"namespace": "shop", "verb": "get", "group": "gateway.networking.k8s.io", "resource": "httproutes"} in shop, shop
 assert {"namespace": "shop", "verb": "get", "group": "gateway.networking.k8s.io", "resource": "httproutes", "name": "web"} in shop, shop
 PY
+# what authorization costs, in the agent's own self-metrics (full readers only)
+metrics_tok tok-prom | grep -Eq '^milometer_metrics_auth_reviews_total\{.*review="access".*\} [1-9]' ||
+	fail "no access reviews counted: $(metrics_tok tok-prom | grep metrics_auth)"
+metrics_tok tok-apps | grep -q '^milometer_' && fail "a tenant reads self-metrics"
 stop_agent
