@@ -121,7 +121,7 @@ TEST(otlp_tenancy_split_adds_up)
 	id = mstore__add_metric(s, &d);
 	mstore__lock(s);
 	for (int i = 0; i < 6; i++) {
-		char v[8], subj[64];
+		char v[16], subj[64];
 		struct mlabel l = { "k", v };
 		struct mseries *ser;
 
