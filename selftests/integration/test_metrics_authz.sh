@@ -38,10 +38,14 @@ AGENT_SOURCE=(--kubeconfig "$T/kubeconfig")
 start_agent --metrics-auth kubernetes --metrics-auth-ttl 5
 
 # traffic to both tenants and to no route, running through the checks
+HEY=()
 traffic() {
 	hey -z "$1" -c 2 -host api.example.com "http://127.0.0.1:$PROXY_PORT/v1/x" >/dev/null &
+	HEY+=($!)
 	hey -z "$1" -c 2 -host www.shop.test "http://127.0.0.1:$PROXY_PORT/static/x" >/dev/null &
+	HEY+=($!)
 	hey -z "$1" -c 1 -host nobody.test "http://127.0.0.1:$PROXY_PORT/" >/dev/null &
+	HEY+=($!)
 }
 traffic 12s
 
@@ -100,7 +104,7 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer forged" 
 [ "$code" = 401 ] || fail "bad token: HTTP $code"
 
 # counts, once traffic is over: each tenant's own view equals nginx's log
-wait
+wait "${HEY[@]}"
 sum_tok() { # TOKEN ROUTE: downstream requests of ROUTE as TOKEN sees them
 	metrics_tok "$1" | $PY -c '
 import sys
