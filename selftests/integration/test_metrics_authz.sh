@@ -85,9 +85,11 @@ assert not extra and not missing, ("extra", sorted(extra)[:5], "missing", sorted
 print(len(mine), "series of", len(full))
 PY
 both_seen() {
-	metrics_tok tok-prom | grep -q 'k8s_namespace_name="shop"' &&
-		metrics_tok tok-prom | grep -q 'k8s_namespace_name="apps"' &&
-		metrics_tok tok-prom | grep -q 'resource_namespace="shop"'
+	local b
+	b=$(metrics_tok tok-prom) || return 1
+	grep -q 'k8s_namespace_name="shop"' <<<"$b" &&
+		grep -q 'k8s_namespace_name="apps"' <<<"$b" &&
+		grep -q 'resource_namespace="shop"' <<<"$b"
 }
 metrics_tok() { curl -fsS -H "Authorization: Bearer $1" "$METRICS_URL"; }
 wait_for 20 both_seen || fail "the full reader does not see both tenants: $(metrics_tok tok-prom | grep -c .) lines; $(tail -5 "$T/agent.out")"
@@ -127,7 +129,9 @@ assert {"namespace": "shop", "verb": "get", "group": "gateway.networking.k8s.io"
 assert {"namespace": "shop", "verb": "get", "group": "gateway.networking.k8s.io", "resource": "httproutes", "name": "web"} in shop, shop
 PY
 # what authorization costs, in the agent's own self-metrics (full readers only)
-metrics_tok tok-prom | grep -Eq '^milometer_metrics_auth_reviews_total\{.*review="access".*\} [1-9]' ||
-	fail "no access reviews counted: $(metrics_tok tok-prom | grep metrics_auth)"
-metrics_tok tok-apps | grep -q '^milometer_' && fail "a tenant reads self-metrics"
+full=$(metrics_tok tok-prom)
+grep -Eq '^milometer_metrics_auth_reviews_total\{.*review="access".*\} [1-9]' <<<"$full" ||
+	fail "no access reviews counted: $(grep metrics_auth <<<"$full")"
+apps=$(metrics_tok tok-apps)
+grep -q '^milometer_' <<<"$apps" && fail "a tenant reads self-metrics"
 stop_agent

@@ -97,5 +97,6 @@ PY
 out=$($PY "$T/check.py" "$IT_DIR" "$T/otlp" "$KEY" "$(mmlogcount apps/api)" "$(mmlogcount shop/web)" "$(mmlogcount unmatched)" 2>&1) ||
 	fail "per-tenant export: $out"
 log "$out"
-grep -q 'milometer_export_no_tenant' <(metrics) || fail "no milometer_export_no_tenant self-metric"
+body=$(metrics)
+grep -q '^milometer_export_no_tenant' <<<"$body" || fail "no milometer_export_no_tenant self-metric"
 stop_agent
