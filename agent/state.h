@@ -36,6 +36,7 @@ struct k8s_authz;
 struct k8s_config;
 struct features;
 struct ctl;
+struct ui;
 
 struct agent {
 	struct agent_opts *opts;
@@ -66,6 +67,7 @@ struct agent {
 	struct mem_limit mem_limit; /* this pod's limit; the caps follow it */
 	struct proxy_pods_stats proxy_pods; /* proxy pods found from the API */
 	struct ctl *ctl;         /* debug socket, NULL when off */
+	struct ui *ui;           /* the /ui pages beside /metrics */
 	uint64_t start_ns;       /* CLOCK_REALTIME */
 	uint64_t last_export_ns; /* CLOCK_MONOTONIC */
 	volatile bool ready;

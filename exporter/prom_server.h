@@ -6,6 +6,8 @@
  *                 with opts.auth, only what the caller may read
  *   GET /healthz  200 "ok" while the server runs
  *   GET /readyz   200 "ok", or 503 with the reason ready_fn gives
+ *   GET <page>    each of opts.pages (the /ui view), served on the same
+ *                 path as /metrics: what guards /metrics guards them
  *   anything else 404; methods other than GET/HEAD 405
  * Requests are served one at a time (one polling thread), so scrapes never
  * collect concurrently.
@@ -14,6 +16,7 @@
 #define MM_EXPORTER_PROM_SERVER_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "exporter/metric_store.h"
 
@@ -51,6 +54,9 @@ struct prom_server_opts {
 				  char *buf, size_t buflen);
 	/* Who may read /metrics, and what of it. NULL: everyone, everything. */
 	const struct prom_auth *auth;
+	/* More read-only pages; the array must outlive the server. */
+	const struct prom_page *pages;
+	size_t npages;
 };
 
 /*
@@ -60,7 +66,8 @@ struct prom_server_opts {
  * status to answer: 200 to serve, with *access NULL for everything or a
  * handle keep() is asked about for every series' subject (mstore__bind);
  * 401, 403 or 503 with the reason in msg. Filtered readers get no
- * target_info, and a 403 when nothing at all is kept. end() frees access.
+ * target_info and none of opts.pages (403), and a 403 when nothing at all
+ * is kept. end() frees access.
  * All three run on the server thread, begin() without the store lock.
  */
 struct prom_auth {
@@ -68,6 +75,17 @@ struct prom_auth {
 		     void **access, char *msg, size_t len);
 	bool (*keep)(void *access, const char *subject);
 	void (*end)(void *access);
+	void *ctx;
+};
+
+struct prom_page {
+	const char *path;         /* exact, e.g. "/ui" */
+	const char *content_type;
+	/* a static body ... */
+	const void *body;
+	size_t len;
+	/* ... or one written per request (0, or negative errno: 500) */
+	int (*write)(void *ctx, FILE *out);
 	void *ctx;
 };
 

@@ -18,6 +18,8 @@
 #include "agent/k8s/lease.h"
 #include "exporter/metric_store.h"
 #include "exporter/prom_server.h"
+#include "exporter/route_view.h"
+#include "exporter/ui_pages.h"
 #include "policy/contract/cluster_id.h"
 #include "policy/contract/conditions.h"
 #include "policy/contract/contract.h"
@@ -51,6 +53,8 @@ struct ctrl {
 	struct policy_engine *engine;
 	struct prom_server *prom;
 	struct k8s_authz *authz;       /* --metrics-auth kubernetes */
+	struct ui *ui;                 /* /ui beside /metrics */
+	const char *ui_prom_url;       /* where /ui reads from, NULL: the store */
 	pthread_mutex_t ci_lock;       /* cluster id: the scrape thread reads it */
 	struct cluster_identity ci;
 	uint64_t writes, write_errors;
@@ -82,6 +86,17 @@ static size_t cluster_labels(void *ctx, struct mlabel *out, size_t max,
 	}
 	pthread_mutex_unlock(&c->ci_lock);
 	return k;
+}
+
+/* /ui: the agents' series through Prometheus, else this process' own. */
+static int ui_fetch(void *ctx, struct rt_snap *snap, char *err, size_t errlen)
+{
+	struct ctrl *c = ctx;
+
+	if (c->ui_prom_url)
+		return rt_snap__from_prometheus(snap, c->ui_prom_url, "1m",
+						err, errlen);
+	return rt_snap__from_store(snap, c->store, real_ns());
 }
 
 static void reload(struct ctrl *c)
@@ -226,7 +241,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: milometer controller [--kubeconfig FILE] [--leader-elect-namespace NS]\n"
 		"                            [--identity ID] [--lease-name NAME]\n"
-		"                            [--prometheus-listen ADDR] [--metrics-auth MODE]\n"
+		"                            [--prometheus-listen ADDR] [--prometheus-url URL]\n"
+		"                            [--metrics-auth MODE]\n"
 		"\n"
 		"Validate MetricDefinitions and MetricPolicies and write their status\n"
 		"conditions (Accepted, ResolvedRefs) by server-side apply on /status, and\n"
@@ -236,7 +252,11 @@ static void usage(FILE *out)
 		"\n"
 		"  --kubeconfig FILE             default $KUBECONFIG, then in-cluster\n"
 		"  --prometheus-listen ADDR      /metrics with the ResourceFields series\n"
-		"                                (default 127.0.0.1:9465; \"\" disables)\n"
+		"                                (default 127.0.0.1:9465; \"\" disables),\n"
+		"                                and /ui, the per-route view\n"
+		"  --prometheus-url URL          where /ui reads the agents' series from\n"
+		"                                (a Prometheus query API; without it /ui\n"
+		"                                shows only this process' own series)\n"
 		"  --metrics-auth MODE           none (default) or kubernetes: a bearer\n"
 		"                                token checked by TokenReview; get on\n"
 		"                                /metrics reads all, others the series of\n"
@@ -263,6 +283,7 @@ int controller__main(int argc, char **argv)
 		{ "metrics-auth-ttl", required_argument, NULL, 't' },
 		{ "metrics-auth-max-entries", required_argument, NULL, 'm' },
 		{ "metrics-auth-extra", required_argument, NULL, 'x' },
+		{ "prometheus-url", required_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -301,6 +322,7 @@ int controller__main(int argc, char **argv)
 			}
 			zo.extra[zo.nextra++] = optarg;
 			break;
+		case 'u': c.ui_prom_url = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -352,6 +374,9 @@ int controller__main(int argc, char **argv)
 			.auth = c.authz ? k8s_authz__prom_auth(c.authz) : NULL,
 		};
 
+		c.ui = ui__new(ui_fetch, &c);
+		po.pages = ui__pages(c.ui, &po.npages);
+
 		c.prom = prom_server__start(&po, err, sizeof(err));
 		if (!c.prom) {
 			fprintf(stderr, "milometer: controller: --prometheus-listen %s: %s\n",
@@ -392,6 +417,7 @@ cleanup:
 	}
 	prom_server__stop(c.prom);
 	k8s_authz__free(c.authz);
+	ui__free(c.ui);
 	manifest_source__free(c.src);
 	policy_engine__free(c.engine);
 	mstore__free(c.store);
