@@ -34,6 +34,10 @@
 #include "agent/targets.h"
 #include "agent/tls_capture.h"
 #include "agent/k8s/api_source.h"
+#include "agent/k8s/authz.h"
+#include "agent/k8s/config.h"
+#include "agent/tenants.h"
+#include "exporter/otlp_tenancy.h"
 #include "exporter/metric_store.h"
 #include "exporter/otlp_encode.h"
 #include "exporter/otlp_sender.h"
@@ -182,6 +186,41 @@ static int open_api(struct agent *ag)
 	if (!ag->msrc)
 		return -ENOMEM;
 	route_sync__set_source(ag->routes, ag->msrc);
+	return 0;
+}
+/* --metrics-auth kubernetes: reviews go to the cluster the agent reads */
+static int open_authz(struct agent *ag)
+{
+	const struct agent_opts *o = ag->opts;
+	struct k8s_authz_opts ao = {
+		.user_agent = "milometer-agent-authz",
+		.ttl_s = o->metrics_auth_ttl_s,
+		.max_entries = o->metrics_auth_max,
+	};
+	char err[1024];
+	int ret;
+
+	if (!o->metrics_auth || strcmp(o->metrics_auth, "kubernetes"))
+		return 0;
+	if (ag->k8s) {
+		ao.cfg = k8s_api__config(ag->k8s);
+	} else {
+		ret = k8s_config__load(o->kubeconfig, &ag->authz_cfg, err,
+				       sizeof(err));
+		if (ret) {
+			fprintf(stderr, "milometer: --metrics-auth kubernetes: %s\n",
+				err);
+			return ret;
+		}
+		ao.cfg = ag->authz_cfg;
+	}
+	for (size_t i = 0; i < o->nmetrics_auth_extra; i++)
+		ao.extra[ao.nextra++] = o->metrics_auth_extra[i];
+	ag->authz = k8s_authz__new(&ao, err, sizeof(err));
+	if (!ag->authz) {
+		fprintf(stderr, "milometer: --metrics-auth kubernetes: %s\n", err);
+		return -EINVAL;
+	}
 	return 0;
 }
 /* --- end Kubernetes API --- */
@@ -396,11 +435,38 @@ static int start_otlp(struct agent *ag)
 	ag->enc = otlp_encoder__new(&eo);
 	if (!ag->enc)
 		return -ENOMEM;
+	if (o->otlp_tenant_from) {
+		struct otlp_tenancy_opts to = {
+			.header = o->otlp_tenant_header,
+			.attribute = tenants__label(o->otlp_tenant_from),
+			.default_tenant = o->otlp_tenant_default,
+			.resource = res, .nresource = n,
+			.tenant = tenants__of_subject,
+		};
+
+		if (tenants__label(o->otlp_tenant_from) && !ag->k8s)
+			fprintf(stderr, "milometer: --otlp-tenant-from %s: Namespace labels come from the Kubernetes API; without it only --otlp-tenant-default gets points\n",
+				o->otlp_tenant_from);
+		ag->tenants = tenants__new(o->otlp_tenant_from);
+		to.ctx = ag->tenants;
+		ag->tenancy = ag->tenants ? otlp_tenancy__new(&to) : NULL;
+		if (!ag->tenancy)
+			return -ENOMEM;
+	}
 	ag->otlp = otlp_sender__start(&so, err, sizeof(err));
 	if (!ag->otlp) {
 		fprintf(stderr, "milometer: --otlp-endpoint: %s\n", err);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+static int emit_tenant(void *ctx, void *buf, size_t len, size_t npoints,
+		       const char *header)
+{
+	struct agent *ag = ctx;
+
+	otlp_sender__enqueue_with(ag->otlp, buf, len, header);
 	return 0;
 }
 
@@ -416,6 +482,12 @@ static void export_otlp(struct agent *ag)
 {
 	if (!ag->otlp)
 		return;
+	if (ag->tenancy) {
+		tenants__refresh(ag->tenants, ag->k8s);
+		otlp_tenancy__export(ag->tenancy, ag->store, state__real_ns(),
+				     OTLP_MAX_POINTS, emit_tenant, ag);
+		return;
+	}
 	otlp_encode__store_split(ag->enc, ag->store, state__real_ns(),
 				 OTLP_MAX_POINTS, emit_otlp, ag);
 }
@@ -607,6 +679,9 @@ int agent__run(struct agent_opts *o)
 		ret = -ENOMEM;
 		goto cleanup;
 	}
+	ret = open_authz(&ag);
+	if (ret)
+		goto cleanup;
 	/* /healthz and /readyz (503 with the stage) while the rest starts */
 	if (o->prometheus_listen && o->prometheus_listen[0]) {
 		struct prom_server_opts po = {
@@ -615,6 +690,7 @@ int agent__run(struct agent_opts *o)
 			.ready_fn = ready_fn,
 			.const_labels_fn = cluster_labels,
 			.ctx = &ag,
+			.auth = ag.authz ? k8s_authz__prom_auth(ag.authz) : NULL,
 		};
 
 		ag.ui = ui__new(ui_fetch, &ag);
@@ -697,10 +773,14 @@ int agent__run(struct agent_opts *o)
 	}
 cleanup:
 	prom_server__stop(ag.prom);
+	k8s_authz__free(ag.authz);
+	k8s_config__free(ag.authz_cfg);
 	ui__free(ag.ui);
 	if (ag.otlp)
 		otlp_sender__stop(ag.otlp, 2000);
 	otlp_encoder__free(ag.enc);
+	otlp_tenancy__free(ag.tenancy);
+	tenants__free(ag.tenants);
 	ctl__close(ag.ctl);
 	ring_buffer__free(ag.rb);
 	h2_feed__free(ag.h2, state__mono_ns());

@@ -220,6 +220,7 @@ struct labels {
 	struct cel_attr c[10];
 	size_t n;
 	char cluster[512], status[8], class[4], grpc[4];
+	char subject[768]; /* the HTTPRoute (mstore__bind), "" for none */
 };
 
 static void add_label(struct labels *lb, const char *k, const char *v)
@@ -237,8 +238,14 @@ static void build_labels(const struct route_table *t, uint32_t gw,
 			 struct labels *lb)
 {
 	lb->n = 0;
+	lb->subject[0] = 0;
 	if (t && route < t->nroutes) {
 		const struct rc_route *r = &t->routes[route];
+
+		if (!msubject__format(lb->subject, sizeof(lb->subject),
+				      "gateway.networking.k8s.io", "httproutes",
+				      r->ns, r->name))
+			lb->subject[0] = 0;
 
 		add_label(lb, SRC_ATTR_ROUTE, r->name);
 		add_label(lb, SRC_ATTR_NAMESPACE, r->ns);
@@ -318,6 +325,11 @@ static struct key_entry *lookup(struct aggregate *a, uint64_t key,
 		e->time = mstore__series(a->store,
 					 a->metric[leg ? SRC_US_TIME : SRC_DS_TIME],
 					 lb.l, lb.n);
+		/* no subject (unmatched, unknown): full readers only */
+		if (e->total && lb.subject[0])
+			mstore__bind(a->store, e->total, lb.subject);
+		if (e->time && lb.subject[0])
+			mstore__bind(a->store, e->time, lb.subject);
 		if (e->total)
 			mstore__hold(e->total);
 		if (e->time)

@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 
 #include "agent/k8s/api_source.h"
+#include "agent/k8s/authz.h"
 #include "agent/k8s/controller.h"
 #include "agent/k8s/controller_translate.h"
 #include "agent/k8s/http.h"
@@ -56,6 +57,7 @@ struct ctrl {
 	struct prom_server *prom;
 	struct k8s_metrics *k8sm;      /* milometer_k8s_*: the watches' health */
 	atomic_bool loaded;            /* the contract was read once */
+	struct k8s_authz *authz;       /* --metrics-auth kubernetes */
 	struct ui *ui;                 /* /ui beside /metrics */
 	const char *ui_prom_url;       /* where /ui reads from, NULL: the store */
 	pthread_mutex_t ci_lock;       /* cluster id: the scrape thread reads it */
@@ -270,6 +272,7 @@ static void usage(FILE *out)
 		"                            [--identity ID] [--lease-name NAME]\n"
 		"                            [--prometheus-listen ADDR] [--prometheus-url URL]\n"
 		"                            [--translate TARGET=NAMESPACE/NAME]...\n"
+		"                            [--metrics-auth MODE]\n"
 		"\n"
 		"Validate MetricDefinitions and MetricPolicies and write their status\n"
 		"conditions (Accepted, ResolvedRefs) by server-side apply on /status, and\n"
@@ -284,6 +287,14 @@ static void usage(FILE *out)
 		"  --prometheus-url URL          where /ui reads the agents' series from\n"
 		"                                (a Prometheus query API; without it /ui\n"
 		"                                shows only this process' own series)\n"
+		"  --metrics-auth MODE           none (default) or kubernetes: a bearer\n"
+		"                                token checked by TokenReview; get on\n"
+		"                                /metrics reads all, others the series of\n"
+		"                                objects they may get (docs/tenancy.md)\n"
+		"  --metrics-auth-ttl SECONDS    cache decisions this long (default 30)\n"
+		"  --metrics-auth-max-entries N  decisions cached at most (default 10000)\n"
+		"  --metrics-auth-extra K=V      add to every SubjectAccessReview's extra\n"
+		"                                (repeatable; {namespace}: the object's)\n"
 		"  --leader-elect-namespace NS   the Lease's namespace (default $POD_NAMESPACE,\n"
 		"                                then milometer)\n"
 		"  --identity ID                 this replica (default $POD_NAME, then host_pid)\n"
@@ -302,8 +313,12 @@ int controller__main(int argc, char **argv)
 		{ "identity", required_argument, NULL, 'i' },
 		{ "lease-name", required_argument, NULL, 'l' },
 		{ "prometheus-listen", required_argument, NULL, 'p' },
+		{ "metrics-auth", required_argument, NULL, 'a' },
+		{ "metrics-auth-ttl", required_argument, NULL, 't' },
+		{ "metrics-auth-max-entries", required_argument, NULL, 'm' },
+		{ "metrics-auth-extra", required_argument, NULL, 'x' },
 		{ "prometheus-url", required_argument, NULL, 'u' },
-		{ "translate", required_argument, NULL, 't' },
+		{ "translate", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -312,6 +327,8 @@ int controller__main(int argc, char **argv)
 	const char *listen = "127.0.0.1:9465";
 	struct mstore_opts so = { .idle_expiry_ns = IDLE_S * 1000000000ULL };
 	struct k8s_api_opts ao = {};
+	struct k8s_authz_opts zo = { .user_agent = "milometer-controller-authz" };
+	const char *auth = "none";
 	struct k8s_lease *lease = NULL;
 	struct ctrl c = { .ci_lock = PTHREAD_MUTEX_INITIALIZER };
 	char idbuf[300], host[256] = "", ua[400], err[1024];
@@ -327,8 +344,21 @@ int controller__main(int argc, char **argv)
 		case 'i': id = optarg; break;
 		case 'l': lease_name = optarg; break;
 		case 'p': listen = optarg; break;
+		case 'a': auth = optarg; break;
+		case 't': zo.ttl_s = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'm': zo.max_entries = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'x':
+			if (zo.nextra >= K8S_AUTHZ_MAX_EXTRA ||
+			    !k8s_authz__valid_extra(optarg, err, sizeof(err))) {
+				fprintf(stderr, "milometer: controller: --metrics-auth-extra: %s\n",
+					zo.nextra >= K8S_AUTHZ_MAX_EXTRA ?
+					"at most 16" : err);
+				return 2;
+			}
+			zo.extra[zo.nextra++] = optarg;
+			break;
 		case 'u': c.ui_prom_url = optarg; break;
-		case 't':
+		case 'T':
 			if (ctrl_translate__add(&c.tr, optarg, err, sizeof(err))) {
 				fprintf(stderr, "milometer: controller: %s\n", err);
 				return 2;
@@ -337,6 +367,11 @@ int controller__main(int argc, char **argv)
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
+	}
+	if (strcmp(auth, "none") && strcmp(auth, "kubernetes")) {
+		fprintf(stderr, "milometer: controller: --metrics-auth %s: use none or kubernetes\n",
+			auth);
+		return 2;
 	}
 	if (!ns || !ns[0])
 		ns = "milometer";
@@ -362,6 +397,15 @@ int controller__main(int argc, char **argv)
 	c.k8sm = c.store ? k8s_metrics__new(c.store) : NULL;
 	if (!c.http || !c.engine || !c.k8sm)
 		goto cleanup;
+	if (!strcmp(auth, "kubernetes")) {
+		zo.cfg = k8s_api__config(c.api);
+		c.authz = k8s_authz__new(&zo, err, sizeof(err));
+		if (!c.authz) {
+			fprintf(stderr, "milometer: controller: --metrics-auth: %s\n",
+				err);
+			goto cleanup;
+		}
+	}
 	/* up before the caches sync: probes see 503 and why, not a refusal */
 	if (listen[0]) {
 		struct prom_server_opts po = {
@@ -369,6 +413,7 @@ int controller__main(int argc, char **argv)
 			.ready_fn = ctrl_ready,
 			.before_collect = ctrl_before_collect,
 			.const_labels_fn = cluster_labels, .ctx = &c,
+			.auth = c.authz ? k8s_authz__prom_auth(c.authz) : NULL,
 		};
 
 		c.ui = ui__new(ui_fetch, &c);
@@ -425,6 +470,7 @@ cleanup:
 	}
 	prom_server__stop(c.prom);
 	k8s_metrics__free(c.k8sm);
+	k8s_authz__free(c.authz);
 	ui__free(c.ui);
 	ctrl_translate__free(&c.tr);
 	manifest_source__free(c.src);

@@ -463,6 +463,56 @@ static size_t target_bounds(const struct pe_policy *pp, double *out,
 	return n > 0 ? (size_t)n : 0;
 }
 
+/*
+ * The resource (plural) of a kind as Kubernetes guesses it
+ * (apimachinery meta.UnsafeGuessKindToResource): lowercase; "s" ending
+ * takes "es", consonant-less "y" ending takes "ies", the rest an "s". A
+ * subject kind written in lowercase is taken as the resource already when
+ * it ends in "s".
+ */
+static void kind_resource(const char *kind, char *buf, size_t len)
+{
+	size_t n = strlen(kind), i;
+	bool lower = true;
+
+	for (i = 0; i < n; i++)
+		if (kind[i] >= 'A' && kind[i] <= 'Z')
+			lower = false;
+	if (n + 3 >= len || !n) {
+		snprintf(buf, len, "%s", kind);
+		return;
+	}
+	for (i = 0; i <= n; i++)
+		buf[i] = (char)(kind[i] >= 'A' && kind[i] <= 'Z' ?
+				kind[i] - 'A' + 'a' : kind[i]);
+	if (lower && buf[n - 1] == 's')
+		return;
+	if (buf[n - 1] == 's')
+		strcpy(buf + n, "es");
+	else if (buf[n - 1] == 'y')
+		strcpy(buf + n - 1, "ies");
+	else
+		strcpy(buf + n, "s");
+}
+
+bool pe_impl__subject(const struct metric_policy *p,
+		      const struct doc_node *obj, char *buf, size_t len)
+{
+	const char *kind = doc__str(obj, "kind");
+	const char *av = doc__str(obj, "apiVersion");
+	const char *slash = av ? strchr(av, '/') : NULL;
+	char group[256], res[256];
+
+	if (slash && (size_t)(slash - av) < sizeof(group))
+		snprintf(group, sizeof(group), "%.*s", (int)(slash - av), av);
+	else
+		snprintf(group, sizeof(group), "%s", av ? "" : p->subj_group);
+	kind_resource(kind ? kind : p->subj_kind, res, sizeof(res));
+	return msubject__format(buf, len, group, res,
+				doc__str(obj, "metadata.namespace"),
+				doc__str(obj, "metadata.name"));
+}
+
 static struct pe_policy *build_policy(struct policy_engine *e,
 				      struct metric_policy *pol,
 				      struct pe_world *w, int *errp)
