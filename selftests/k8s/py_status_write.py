@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Writes to a cluster-scoped custom resource's /status subresource with
+Debian's python3-kubernetes (its ApiClient: auth, TLS, the request), for
+the writes a kubectl without --subresource (before 1.24; Debian 12 ships
+1.20) cannot send:
+
+  py_status_write.py KUBECONFIG apply PLURAL MANAGER FORCE(0|1) FILE
+      server-side apply of FILE (application/apply-patch+yaml) on
+      /apis/G/V/PLURAL/NAME/status?fieldManager=MANAGER[&force=true]
+  py_status_write.py KUBECONFIG merge PLURAL NAME JSON
+      a JSON merge patch on .../PLURAL/NAME/status
+
+Exit 1 with the server's Status (reason, message) on an error."""
+import json
+import sys
+
+import yaml
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+
+def patch(api, path, ctype, body, query):
+    return api.call_api(path, "PATCH", query_params=query,
+                        header_params={"Content-Type": ctype, "Accept": "application/json"},
+                        body=body, auth_settings=["BearerToken"],
+                        response_type="object", _return_http_data_only=True)
+
+
+def main():
+    kubeconfig, op, plural = sys.argv[1:4]
+    config.load_kube_config(config_file=kubeconfig)
+    api = client.ApiClient()
+    try:
+        if op == "apply":
+            manager, force, path = sys.argv[4:7]
+            text = open(path).read()
+            obj = yaml.safe_load(text)
+            url = f"/apis/{obj['apiVersion']}/{plural}/{obj['metadata']['name']}/status"
+            query = [("fieldManager", manager)] + ([("force", "true")] if force == "1" else [])
+            # the YAML as written: apply-patch+yaml is sent as is
+            patch(api, url, "application/apply-patch+yaml", text, query)
+        elif op == "merge":
+            name, body = sys.argv[4:6]
+            group_version = sys.argv[6] if len(sys.argv) > 6 else "telemetry.miloapis.com/v1alpha1"
+            url = f"/apis/{group_version}/{plural}/{name}/status"
+            patch(api, url, "application/merge-patch+json", json.loads(body), [])
+        else:
+            sys.exit(f"unknown operation {op}")
+    except ApiException as e:
+        try:
+            st = json.loads(e.body)
+            print(f"Error from server ({st.get('reason')}): {st.get('message')}")
+        except (TypeError, ValueError):
+            print(f"Error from server: {e.status} {e.reason}")
+        sys.exit(1)
+
+
+main()
