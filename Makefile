@@ -95,9 +95,12 @@ AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
 # bpftool before any object): `make -jN` on a fresh machine never runs
 # protoc-c or clang before their packages are there. The goals that run
 # things (check, demo, bench, integration, deps) install the run packages
-# in that same step, so no two apt-gets ever race for the dpkg lock.
-ifneq ($(filter check demo bench integration deps,$(MAKECMDGOALS)),)
+# in that same step, so no two apt-gets ever race for the dpkg lock; demo
+# alone installs only what the demo runs.
+ifneq ($(filter check bench integration deps,$(MAKECMDGOALS)),)
 DEPS_STAMP ?= $(OUTPUT)/.deps-all
+else ifneq ($(filter demo,$(MAKECMDGOALS)),)
+DEPS_STAMP ?= $(OUTPUT)/.deps-demo
 else
 DEPS_STAMP ?= $(OUTPUT)/.deps-build
 endif
@@ -120,11 +123,17 @@ $(OUTPUT)/.deps-build: deploy/install-deps.sh
 	$(Q)deploy/install-deps.sh --build-only
 	$(Q)touch $@
 
+$(OUTPUT)/.deps-demo: deploy/install-deps.sh
+	$(call msg,DEPS,build + demo packages)
+	$(Q)mkdir -p $(@D)
+	$(Q)deploy/install-deps.sh --demo
+	$(Q)touch $@ $(OUTPUT)/.deps-build
+
 $(OUTPUT)/.deps-all: deploy/install-deps.sh
-	$(call msg,DEPS,build + test + demo packages)
+	$(call msg,DEPS,build + demo + test packages)
 	$(Q)mkdir -p $(@D)
 	$(Q)deploy/install-deps.sh
-	$(Q)touch $@ $(OUTPUT)/.deps-build
+	$(Q)touch $@ $(OUTPUT)/.deps-demo $(OUTPUT)/.deps-build
 
 $(OUTPUT) $(BIN) $(OUTPUT)/policy $(OUTPUT)/exporter $(OUTPUT)/agent \
 $(OUTPUT)/selftests/unit:

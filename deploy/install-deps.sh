@@ -1,19 +1,30 @@
 #!/bin/sh
 # Install the Debian 12 packages milometer needs, only those missing.
-#   install-deps.sh              build + test + demo packages
+#   install-deps.sh              build + demo + test packages (make check)
+#   install-deps.sh --demo       build + what `make demo` runs
 #   install-deps.sh --build-only packages the build needs
 # As root it runs apt-get; otherwise it names what is missing and fails.
 set -eu
-build="gcc clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
+# clang alone builds everything (it provides cc); gcc is for the tests'
+# second-compiler build.
+build="clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
 libyaml-dev libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
-libmicrohttpd-dev uuid-dev libjson-c-dev libssl-dev libnghttp2-dev libcapstone-dev libre2-dev libclang-rt-14-dev"
-run="nginx-light haproxy wrk hey prometheus protobuf-compiler iproute2 curl
+libmicrohttpd-dev uuid-dev libjson-c-dev libssl-dev libnghttp2-dev libcapstone-dev libre2-dev"
+demo="nginx-light curl wrk python3 ca-certificates"
+test="gcc libclang-rt-14-dev haproxy hey prometheus protobuf-compiler iproute2
 qemu-system-x86 busybox-static
-procps psmisc python3 python3-prometheus-client openssl android-libboringssl
+procps psmisc python3-prometheus-client openssl android-libboringssl
 python3-kubernetes python3-yaml python3-grpcio chromium apache2 h2o
-nghttp2-client nghttp2-server nghttp2-proxy caddy binutils buildah ca-certificates libre2-9"
-want=$build
-[ "${1:-}" = "--build-only" ] || want="$build $run"
+nghttp2-client nghttp2-server nghttp2-proxy caddy binutils buildah libre2-9"
+# Debian 12's kubectl is kubernetes-client (1.20); a newer kubectl already
+# installed (another repository) is the one the tests use.
+command -v kubectl >/dev/null 2>&1 || test="$test kubernetes-client"
+case "${1:-}" in
+--build-only) want=$build ;;
+--demo) want="$build $demo" ;;
+"") want="$build $demo $test" ;;
+*) echo "usage: install-deps.sh [--build-only|--demo]" >&2; exit 2 ;;
+esac
 
 missing=""
 for p in $want; do
