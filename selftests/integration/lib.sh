@@ -451,18 +451,30 @@ compare_log() {
 # client.py for scripted requests
 client() { $PY "$IT_DIR/client.py" "$@"; }
 
-# map_entries NAME: the entries of the one BPF map named NAME, read with
-# bpftool (not through the agent); names the maps instead when there is not
-# exactly one (another agent running, or none loaded).
+# agent_bpftool ARGS: bpftool in the test agent's mount namespace, where
+# its pins are ($PIN_DIR on its own bpffs, see agent_ns.sh)
+agent_bpftool() { nsenter -t "$AGENT_PID" -m bpftool "$@"; }
+
+# map_entries NAME: the entries of the test agent's map NAME (its full name,
+# as pinned in $PIN_DIR), read with bpftool, not through the agent. Only
+# the agent's own pin counts: another agent on the machine (another pin
+# dir) has maps of the same names. Says why when there is no such pin.
 map_entries() {
-	local ids
-	ids=$(bpftool map show name "$1" -j 2>/dev/null | $PY -c '
-import json, sys
-t = sys.stdin.read().strip()
-d = json.loads(t) if t else []
-print(*[m["id"] for m in (d if isinstance(d, list) else [d])])')
-	[ "$(wc -w <<<"$ids")" = 1 ] || { echo "maps named $1: ${ids:-none}"; return; }
-	bpftool map dump id "$ids" -j | $PY -c 'import json,sys; print(len(json.load(sys.stdin)))'
+	agent_bpftool map dump pinned "$PIN_DIR/$1" -j 2>"$T/bpftool.err" |
+		$PY -c 'import json,sys; print(len(json.load(sys.stdin)))' 2>/dev/null ||
+		echo "no map $PIN_DIR/$1: $(head -1 "$T/bpftool.err")"
+}
+
+# agent_bpf_objs prog|map REGEX: "ID NAME" of the test agent's programs or
+# maps pinned in $PIN_DIR under a name matching REGEX: its own, never those
+# of another agent on the machine (bpftool's global lists hold both)
+agent_bpf_objs() {
+	local kind=$1 rx=$2 name
+	for name in $(nsenter -t "$AGENT_PID" -m ls "$PIN_DIR" 2>/dev/null | grep -E "$rx"); do
+		agent_bpftool "$kind" show pinned "$PIN_DIR/$name" -j 2>/dev/null |
+			$PY -c 'import json,sys; o=json.load(sys.stdin); print(o["id"], sys.argv[1])' "$name" 2>/dev/null ||
+			true
+	done
 }
 
 # url HOST PATH: a URL through the proxy with Host HOST; curl's --connect-to
