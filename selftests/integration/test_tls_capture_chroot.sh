@@ -66,6 +66,7 @@ printf 'featureGates:\n  TLSCapture: true\n' >"$T/config.yaml"
 start_agent --config "$T/config.yaml"
 wait_for 10 grep -q 'TLS capture: uprobes on .*/opt/mm-tls/libssl.so.3' "$T/agent.out" ||
 	fail "no uprobes on the jail's libssl: $(grep -i tls "$T/agent.out")"
+log "$(grep -m1 'TLS capture: uprobes on' "$T/agent.out")"
 ctl --json tls >"$T/tls.json" || fail "ctl tls failed"
 $PY - "$T/tls.json" $(nginx_workers) <<'PY' || fail "ctl --json tls: $(cat "$T/tls.json")"
 import json, sys
