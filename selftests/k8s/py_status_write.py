@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Writes to a cluster-scoped custom resource's /status subresource with
-Debian's python3-kubernetes (its ApiClient: auth, TLS, the request), for
-the writes a kubectl without --subresource (before 1.24; Debian 12 ships
-1.20) cannot send:
+"""Writes to a /status subresource with Debian's python3-kubernetes (its
+ApiClient: kubeconfig, auth, TLS, the request), for the writes a kubectl
+without --subresource (before 1.24; Debian 12 ships 1.20) cannot send:
 
   py_status_write.py KUBECONFIG apply PLURAL MANAGER FORCE(0|1) FILE
-      server-side apply of FILE (application/apply-patch+yaml) on
+      server-side apply of FILE (application/apply-patch+yaml) on a
+      cluster-scoped custom resource's
       /apis/G/V/PLURAL/NAME/status?fieldManager=MANAGER[&force=true]
-  py_status_write.py KUBECONFIG merge PLURAL NAME JSON
-      a JSON merge patch on .../PLURAL/NAME/status
+  py_status_write.py KUBECONFIG merge PATH JSON
+      a JSON merge patch on PATH (an object's /status URL path)
 
 Exit 1 with the server's Status (reason, message) on an error."""
 import json
@@ -28,12 +28,12 @@ def patch(api, path, ctype, body, query):
 
 
 def main():
-    kubeconfig, op, plural = sys.argv[1:4]
+    kubeconfig, op = sys.argv[1:3]
     config.load_kube_config(config_file=kubeconfig)
     api = client.ApiClient()
     try:
         if op == "apply":
-            manager, force, path = sys.argv[4:7]
+            plural, manager, force, path = sys.argv[3:7]
             text = open(path).read()
             obj = yaml.safe_load(text)
             url = f"/apis/{obj['apiVersion']}/{plural}/{obj['metadata']['name']}/status"
@@ -41,9 +41,7 @@ def main():
             # the YAML as written: apply-patch+yaml is sent as is
             patch(api, url, "application/apply-patch+yaml", text, query)
         elif op == "merge":
-            name, body = sys.argv[4:6]
-            group_version = sys.argv[6] if len(sys.argv) > 6 else "telemetry.miloapis.com/v1alpha1"
-            url = f"/apis/{group_version}/{plural}/{name}/status"
+            url, body = sys.argv[3:5]
             patch(api, url, "application/merge-patch+json", json.loads(body), [])
         else:
             sys.exit(f"unknown operation {op}")

@@ -32,7 +32,8 @@ status_merge() {
 	if [ $STATUS_CLIENT = kubectl ]; then
 		kubectl patch metricpolicy "$1" --subresource=status --type merge -p "$2"
 	else
-		$PY "$K8S_DIR/py_status_write.py" "$KUBECONFIG" merge metricpolicies "$1" "$2"
+		$PY "$K8S_DIR/py_status_write.py" "$KUBECONFIG" merge \
+			"/apis/telemetry.miloapis.com/v1alpha1/metricpolicies/$1/status" "$2"
 	fi
 }
 
