@@ -558,6 +558,7 @@ int agent__run(struct agent_opts *o)
 		.opts = o, .ci_lock = PTHREAD_MUTEX_INITIALIZER,
 	};
 	char err[1024];
+	uint32_t conn_key, conn_val;
 	sigset_t mask;
 	int ret;
 
@@ -571,7 +572,11 @@ int agent__run(struct agent_opts *o)
 	ag.start_ns = state__real_ns();
 	snprintf(ag.not_ready, sizeof(ag.not_ready), "starting");
 	/* caps sized to the pod's memory limit before maps and store exist */
-	mem_limit__apply(o, &ag.mem_limit);
+	ret = loader__conn_sizes(&conn_key, &conn_val);
+	if (ret)
+		goto cleanup;
+	mem_limit__apply(o, mem_limit__conn_bytes(conn_key, conn_val),
+			 &ag.mem_limit);
 	lo.ringbuf_bytes = o->ringbuf_bytes;
 	lo.max_connections = o->max_connections;
 	so.max_series_per_metric = o->max_series;

@@ -322,6 +322,23 @@ cleanup:
 	return err;
 }
 
+int loader__conn_sizes(uint32_t *key_size, uint32_t *value_size)
+{
+	struct milometer_bpf *skel = milometer_bpf__open();
+
+	if (!skel) {
+		int err = -errno;
+
+		fprintf(stderr, "milometer: cannot open BPF object: %s\n",
+			strerror(-err));
+		return err;
+	}
+	*key_size = bpf_map__key_size(skel->maps.mm_conns);
+	*value_size = bpf_map__value_size(skel->maps.mm_conns);
+	milometer_bpf__destroy(skel);
+	return 0;
+}
+
 void loader__stop(struct milometer_bpf *skel, const char *pin_dir)
 {
 	if (!skel)

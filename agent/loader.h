@@ -23,6 +23,11 @@ struct loader_opts {
  * stderr that says what to fix.
  */
 int loader__start(const struct loader_opts *o, struct milometer_bpf **out);
+/*
+ * The key and value sizes of mm_conns in the BPF object (opened, not
+ * loaded): what sizing a connection cap from memory needs before loading.
+ */
+int loader__conn_sizes(uint32_t *key_size, uint32_t *value_size);
 /* Detach, unpin everything under pin_dir, free. */
 void loader__stop(struct milometer_bpf *skel, const char *pin_dir);
 /* Remove pins left by an agent that did not exit cleanly. */
