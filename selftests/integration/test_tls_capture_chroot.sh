@@ -107,4 +107,4 @@ expect_metric "$total" "TLS requests under wrk, downstream" $DOWN k8s_httproute_
 expect_metric "$total" "TLS requests under wrk, upstream" $UP k8s_httproute_name=web
 [ "$(metric $DOWN k8s_httproute_name=unmatched)" = 0 ] || fail "TLS requests unmatched"
 stop_agent
-log "TLS capture of a chrooted nginx ok ($(grep -a -m1 -o 'OpenSSL 3.[0-9.]*[a-z]*' "$J/opt/mm-tls/libssl.so.3"))"
+log "TLS capture of a chrooted nginx ok ($(grep -a -m1 -o 'OpenSSL 3\.[0-9.]*[a-z]*' "$J/opt/mm-tls/libcrypto.so.3"))"
