@@ -29,8 +29,12 @@ def patch(api, path, ctype, body, query):
 
 def main():
     kubeconfig, op = sys.argv[1:3]
-    config.load_kube_config(config_file=kubeconfig)
-    api = client.ApiClient()
+    cfg = client.Configuration()
+    config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+    # a tokenFile ending in a newline: client-go trims it, this client does not
+    for k, v in cfg.api_key.items():
+        cfg.api_key[k] = v.strip()
+    api = client.ApiClient(cfg)
     try:
         if op == "apply":
             plural, manager, force, path = sys.argv[3:7]
