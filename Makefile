@@ -139,11 +139,22 @@ $(OUTPUT) $(BIN) $(OUTPUT)/policy $(OUTPUT)/exporter $(OUTPUT)/agent \
 $(OUTPUT)/selftests/unit:
 	$(Q)mkdir -p $@
 
+# Which compilers built $(OUTPUT)'s objects: when they change (installing
+# gcc moves Debian's cc from clang to gcc, as `make check` after `make demo`
+# does) every object is rebuilt, so the tree is one compiler's and
+# other-cc's second build is really the other one.
+$(OUTPUT)/.cc-id: FORCE | $(OUTPUT) $(DEPS_STAMP)
+	$(Q)id="$$($(CC) --version 2>/dev/null | head -1) / $$($(CXX) --version 2>/dev/null | head -1)"; \
+	[ "$$id" = "$$(cat $@ 2>/dev/null)" ] || echo "$$id" >$@
+
+.PHONY: FORCE
+FORCE:
+
 $(OUTPUT)/%.pb-c.c $(OUTPUT)/%.pb-c.h: exporter/%.proto | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,PROTOC,$<)
 	$(Q)$(PROTOC_C) --proto_path=exporter --c_out=$(OUTPUT) $<
 
-$(OUTPUT)/%.pb-c.o: $(OUTPUT)/%.pb-c.c | $(DEPS_STAMP)
+$(OUTPUT)/%.pb-c.o: $(OUTPUT)/%.pb-c.c $(OUTPUT)/.cc-id | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -I$(OUTPUT) -c $< -o $@
 
@@ -158,12 +169,12 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .,_,$*)_bpf > $@
 
 # Every C object depends on generated headers so the first build is ordered.
-$(OUTPUT)/%.o: %.c $(PROTO_C) | $(OUTPUT) $(DEPS_STAMP)
+$(OUTPUT)/%.o: %.c $(PROTO_C) $(OUTPUT)/.cc-id | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(OUTPUT)/%.o: %.cc | $(OUTPUT) $(DEPS_STAMP)
+$(OUTPUT)/%.o: %.cc $(OUTPUT)/.cc-id | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
