@@ -953,3 +953,13 @@ void route_compile__free(struct route_table *t)
 	free(t->slots);
 	free(t);
 }
+
+const char *route_compile__listener_rejects(const struct gw_model *m,
+					    const struct gw_gateway *g,
+					    const struct gw_listener *l,
+					    const struct gw_route *r,
+					    const struct gw_parent_ref *p,
+					    char *buf, size_t len)
+{
+	return listener_rejects(m, g, l, r, p, buf, len);
+}
