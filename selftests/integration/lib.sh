@@ -457,9 +457,12 @@ compare_log() {
 # client.py for scripted requests
 client() { $PY "$IT_DIR/client.py" "$@"; }
 
-# agent_bpftool ARGS: bpftool in the test agent's mount namespace, where
-# its pins are ($PIN_DIR on its own bpffs, see agent_ns.sh)
-agent_bpftool() { nsenter -t "$AGENT_PID" -m bpftool "$@"; }
+# in_agent_ns CMD...: CMD in the test agent's mount namespace, where its
+# pins are ($PIN_DIR on its own bpffs, see agent_ns.sh), and under its root
+# (-r: entering a mount namespace otherwise starts at the namespace's root,
+# not a chroot's the tests may run in)
+in_agent_ns() { nsenter -t "$AGENT_PID" -m -r "$@"; }
+agent_bpftool() { in_agent_ns bpftool "$@"; }
 
 # map_entries NAME: the entries of the test agent's map NAME (its full name,
 # as pinned in $PIN_DIR), read with bpftool, not through the agent. Only
@@ -476,7 +479,7 @@ map_entries() {
 # of another agent on the machine (bpftool's global lists hold both)
 agent_bpf_objs() {
 	local kind=$1 rx=$2 name
-	for name in $(nsenter -t "$AGENT_PID" -m ls "$PIN_DIR" 2>/dev/null | grep -E "$rx"); do
+	for name in $(in_agent_ns ls "$PIN_DIR" 2>/dev/null | grep -E "$rx"); do
 		agent_bpftool "$kind" show pinned "$PIN_DIR/$name" -j 2>/dev/null |
 			$PY -c 'import json,sys; o=json.load(sys.stdin); print(o["id"], sys.argv[1])' "$name" 2>/dev/null ||
 			true

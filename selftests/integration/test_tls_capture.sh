@@ -38,7 +38,7 @@ tls_get() {
 # the test agent's own, by its pins (another agent may run TLS capture too)
 tls_progs() { agent_bpf_objs prog '^mm_(ssl|tls)_'; }
 tls_maps() { agent_bpf_objs map '^mm_tls_'; }
-agent_pins() { nsenter -t "$AGENT_PID" -m ls /sys/fs/bpf/milometer; }
+agent_pins() { in_agent_ns ls "$PIN_DIR"; }
 
 [ -n "$(tls_progs)" ] || fail "no TLS capture program loaded"
 for m in mm_tls_calls mm_tls_ssl mm_tls_conns mm_tls_gocalls; do
