@@ -112,9 +112,12 @@ AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
 # bpftool before any object): `make -jN` on a fresh machine never runs
 # protoc-c or clang before their packages are there. The goals that run
 # things (check, demo, bench, integration, deps) install the run packages
-# in that same step, so no two apt-gets ever race for the dpkg lock.
-ifneq ($(filter check demo bench integration deps,$(MAKECMDGOALS)),)
+# in that same step, so no two apt-gets ever race for the dpkg lock; demo
+# alone installs only what the demo runs.
+ifneq ($(filter check bench integration deps,$(MAKECMDGOALS)),)
 DEPS_STAMP ?= $(OUTPUT)/.deps-all
+else ifneq ($(filter demo,$(MAKECMDGOALS)),)
+DEPS_STAMP ?= $(OUTPUT)/.deps-demo
 else
 DEPS_STAMP ?= $(OUTPUT)/.deps-build
 endif
@@ -144,21 +147,38 @@ $(OUTPUT)/.deps-cross: deploy/install-deps.sh deploy/cross-root.sh
 	$(Q)deploy/install-deps.sh --cross $(ARCH)
 	$(Q)touch $@
 
+$(OUTPUT)/.deps-demo: deploy/install-deps.sh
+	$(call msg,DEPS,build + demo packages)
+	$(Q)mkdir -p $(@D)
+	$(Q)deploy/install-deps.sh --demo
+	$(Q)touch $@ $(OUTPUT)/.deps-build
+
 $(OUTPUT)/.deps-all: deploy/install-deps.sh
-	$(call msg,DEPS,build + test + demo packages)
+	$(call msg,DEPS,build + demo + test packages)
 	$(Q)mkdir -p $(@D)
 	$(Q)deploy/install-deps.sh
-	$(Q)touch $@ $(OUTPUT)/.deps-build
+	$(Q)touch $@ $(OUTPUT)/.deps-demo $(OUTPUT)/.deps-build
 
 $(OUTPUT) $(BIN) $(OUTPUT)/policy $(OUTPUT)/exporter $(OUTPUT)/agent \
 $(OUTPUT)/selftests/unit:
 	$(Q)mkdir -p $@
 
+# Which compilers built $(OUTPUT)'s objects: when they change (installing
+# gcc moves Debian's cc from clang to gcc, as `make check` after `make demo`
+# does) every object is rebuilt, so the tree is one compiler's and
+# other-cc's second build is really the other one.
+$(OUTPUT)/.cc-id: FORCE | $(OUTPUT) $(DEPS_STAMP)
+	$(Q)id="$$($(CC) --version 2>/dev/null | head -1) / $$($(CXX) --version 2>/dev/null | head -1)"; \
+	[ "$$id" = "$$(cat $@ 2>/dev/null)" ] || echo "$$id" >$@
+
+.PHONY: FORCE
+FORCE:
+
 $(OUTPUT)/%.pb-c.c $(OUTPUT)/%.pb-c.h: exporter/%.proto | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,PROTOC,$<)
 	$(Q)$(PROTOC_C) --proto_path=exporter --c_out=$(OUTPUT) $<
 
-$(OUTPUT)/%.pb-c.o: $(OUTPUT)/%.pb-c.c | $(DEPS_STAMP)
+$(OUTPUT)/%.pb-c.o: $(OUTPUT)/%.pb-c.c $(OUTPUT)/.cc-id | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -I$(OUTPUT) -c $< -o $@
 
@@ -181,12 +201,12 @@ $(OUTPUT)/ui_index.h: exporter/ui_index.html | $(OUTPUT)
 $(OUTPUT)/exporter/ui_pages.o: $(OUTPUT)/ui_index.h
 
 # Every C object depends on generated headers so the first build is ordered.
-$(OUTPUT)/%.o: %.c $(PROTO_C) | $(OUTPUT) $(DEPS_STAMP)
+$(OUTPUT)/%.o: %.c $(PROTO_C) $(OUTPUT)/.cc-id | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(OUTPUT)/%.o: %.cc | $(OUTPUT) $(DEPS_STAMP)
+$(OUTPUT)/%.o: %.cc $(OUTPUT)/.cc-id | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@

@@ -8,7 +8,7 @@
 # every security check is shown to fire on a render broken on purpose.
 # Needs no root and loads no BPF.
 . "$(dirname "$0")/lib.sh"
-command -v kubectl >/dev/null || fail "kubectl missing (1.32 is preinstalled on these machines)"
+command -v kubectl >/dev/null || fail "kubectl missing (deploy/install-deps.sh installs Debian's kubernetes-client)"
 need_bin milometer
 K=$ROOT/deploy/kubernetes
 CHECK="$PY $IT_DIR/k8s_manifests.py"

@@ -10,7 +10,9 @@ taken from the Kubernetes API conventions and apiserver code:
     (401 Unauthorized Status on a bad one) or client certificates (CN = user)
   * RBAC-like denial: 403 Forbidden Status naming verb, resource and group
   * discovery: /version /api /apis /api/v1 /apis/G /apis/G/V (legacy JSON;
-    kubectl falls back to it from aggregated discovery); /openapi/* is 404
+    kubectl falls back to it from aggregated discovery); OpenAPI v3 and v2
+    (v2 as JSON or protobuf: kubectl before 1.27 validates with it), both
+    permissive: no schema per kind
   * list: resourceVersion ""/"0"/N, limit/continue (pages served from a
     snapshot taken at the first page, like etcd; a continue token older
     than the compaction floor is 410 Expired), fieldSelector
@@ -853,6 +855,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, self.openapi_index())
         if len(parts) >= 3 and parts[:2] == ["openapi", "v3"]:
             return self.send_json(200, self.openapi_gv("/".join(parts[2:])))
+        if parts == ["openapi", "v2"]:
+            return self.send_openapi_v2()
         if parts and parts[0] == "openapi":
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if parts[:2] == ["api", "v1"]:
@@ -897,6 +901,31 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.0"},
                 "paths": paths, "components": {"schemas": schemas}}
+
+    # kubectl 1.20 (Debian's kubernetes-client) validates with OpenAPI v2,
+    # which it asks for as protobuf (gnostic's openapi_v2.Document); a kind
+    # without a definition is not validated, as here.
+    def send_openapi_v2(self):
+        title, version = "Kubernetes", "v1.32.0"
+        if "protobuf" in self.headers.get("Accept", ""):
+            def field(num, data):
+                return bytes([num << 3 | 2, len(data)]) + data
+            info = field(1, title.encode()) + field(2, version.encode())
+            body = field(1, b"2.0") + field(2, info)
+            ctype = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+        else:
+            body = json.dumps({"swagger": "2.0", "info": {"title": title, "version": version},
+                               "paths": {}, "definitions": {}}).encode()
+            ctype = "application/json"
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        self.nbytes += len(body)
+        self.srv.add_bytes(self.headers.get("User-Agent", ""), len(body))
+        self.code = 200
 
     def group_list(self):
         groups = {}
