@@ -270,7 +270,7 @@ static void run_cases(void)
 			REQUIRE(ASSERT_EQ(hd->head_len, n));
 			REQUIRE(ASSERT_TRUE(!memcmp(hdbytes, head, n)));
 			REQUIRE(ASSERT_EQ(route_match__lookup_head(
-					  table, 0, hdbytes,
+					  table, 0, 0, hdbytes,
 					  hd->head_len, false, &res), 0));
 			answer(res.route_id, res.rule_idx, got, sizeof(got));
 		} else {
@@ -309,7 +309,7 @@ static void run_cases(void)
 		}
 		/* user space's mirror of the kernel walk agrees */
 		REQUIRE(ASSERT_EQ(route_match__parse_head(head, n, &req), 0));
-		REQUIRE(ASSERT_EQ(route_match__lookup(table, 0, &req, &res), 0));
+		REQUIRE(ASSERT_EQ(route_match__lookup(table, 0, 0, &req, &res), 0));
 		if (res.bpf_route_id != ex->route_id ||
 		    (c->bpf == KERNEL && res.bpf_rule_idx != ex->rule_idx)) {
 			failed++;
@@ -638,7 +638,7 @@ TEST(bpf_route_heads_interleaved)
 		REQUIRE(ASSERT_EQ(EV(0)->type, MM_EVT_HEAD));
 		REQUIRE(ASSERT_EQ(EV(0)->head_len, na));
 		REQUIRE(ASSERT_TRUE(!memcmp(FX_HEAD(0), ha, na)));
-		REQUIRE(ASSERT_EQ(route_match__lookup_head(table, 0, FX_HEAD(0),
+		REQUIRE(ASSERT_EQ(route_match__lookup_head(table, 0, 0, FX_HEAD(0),
 							   na, false, &res), 0));
 		answer(res.route_id, res.rule_idx, got, sizeof(got));
 		REQUIRE(ASSERT_STREQ(got, cases[0].want));
