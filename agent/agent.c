@@ -598,6 +598,9 @@ int agent__run(struct agent_opts *o)
 		ret = -ENOMEM;
 		goto cleanup;
 	}
+	for (size_t i = 0; i < o->nlistener_port; i++)
+		route_sync__map_listener_port(ag.routes, o->listener_port[i][0],
+					      o->listener_port[i][1]);
 	ret = open_api(&ag);
 	if (ret)
 		goto cleanup;
