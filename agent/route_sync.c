@@ -48,8 +48,6 @@ struct route_sync {
 	/* listener port -> socket port (--listener-port) */
 	uint16_t lport_map[MAX_LPORT_MAP][2];
 	size_t nlport_map;
-	route_sync_port_fn port_fn;
-	void *port_ctx;
 	/* mm_listeners as installed */
 	struct mm_listener_key lkeys[MAX_LKEYS];
 	__u32 lvals[MAX_LKEYS];
@@ -164,25 +162,14 @@ int route_sync__map_listener_port(struct route_sync *rs, uint16_t listener,
 	return 0;
 }
 
-void route_sync__set_port_fn(struct route_sync *rs, route_sync_port_fn fn,
-			     void *ctx)
-{
-	rs->port_fn = fn;
-	rs->port_ctx = ctx;
-}
-
+/* --listener-port, else the Gateway's Service, else the port itself */
 static uint16_t socket_port(const struct route_sync *rs,
-			    const struct rc_slot *sl, uint16_t listener)
+			    const struct rc_slot *sl, size_t i)
 {
-	uint16_t p;
-
-	for (size_t i = 0; i < rs->nlport_map; i++)
-		if (rs->lport_map[i][0] == listener)
-			return rs->lport_map[i][1];
-	if (rs->port_fn && sl->gw_ns &&
-	    (p = rs->port_fn(rs->port_ctx, sl->gw_ns, sl->gw_name, listener)))
-		return p;
-	return listener;
+	for (size_t k = 0; k < rs->nlport_map; k++)
+		if (rs->lport_map[k][0] == sl->ports[i])
+			return rs->lport_map[k][1];
+	return sl->sports[i] ? sl->sports[i] : sl->ports[i];
 }
 
 static bool has_lkey(const struct mm_listener_key *keys, size_t n,
@@ -212,7 +199,7 @@ static int listeners_write(struct route_sync *rs, const struct route_table *t,
 		for (size_t i = 0; i < sl->nports; i++) {
 			struct mm_listener_key k = {
 				.gw = (__u32)s,
-				.sport = socket_port(rs, sl, sl->ports[i]),
+				.sport = socket_port(rs, sl, i),
 			};
 
 			if (has_lkey(keys, *n, &k)) {

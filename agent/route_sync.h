@@ -32,15 +32,11 @@ void route_sync__free(struct route_sync *rs);
 void route_sync__set_source(struct route_sync *rs, struct manifest_source *src);
 /*
  * Socket port of a Gateway listener port: --listener-port's mapping first,
- * else fn (the Gateway's Service targetPort in a cluster; 0: not known),
- * else the listener port itself. Applied at the next install.
+ * else the targetPort of the Gateway's Service (in the manifests or the
+ * API), else the listener port itself. Applied at the next install.
  */
 int route_sync__map_listener_port(struct route_sync *rs, uint16_t listener,
 				  uint16_t sock);
-typedef uint16_t (*route_sync_port_fn)(void *ctx, const char *gw_ns,
-				       const char *gw_name, uint16_t listener);
-void route_sync__set_port_fn(struct route_sync *rs, route_sync_port_fn fn,
-			     void *ctx);
 /* Load and install the manifests now. -errno with the reason in err. */
 int route_sync__load(struct route_sync *rs, char *err, size_t errlen);
 /*

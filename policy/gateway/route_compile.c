@@ -902,6 +902,18 @@ static int build_routes(struct build *b)
 	return 0;
 }
 
+/* The first targetPort a selected Gateway's Service gives port. */
+static uint16_t service_port(const struct build *b, uint16_t port)
+{
+	for (size_t g = 0; g < b->ngws; g++) {
+		uint32_t t = gateway_api__target_port(b->m, b->gws[g], port);
+
+		if (t)
+			return (uint16_t)t;
+	}
+	return 0;
+}
+
 static int build_one(const struct gw_model *m, const char *gateway,
 		     uint32_t gen, struct route_table **out,
 		     struct rc_slot *sl, char *err, size_t errlen)
@@ -930,16 +942,18 @@ static int build_one(const struct gw_model *m, const char *gateway,
 		ret = build_route_keys(&b);
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "out of memory compiling routes");
+	if (!ret && sl && b.nports > 1) {
+		memcpy(sl->ports, b.ports, b.nports * sizeof(*b.ports));
+		sl->nports = b.nports;
+		for (size_t i = 0; i < b.nports; i++)
+			sl->sports[i] = service_port(&b, b.ports[i]);
+	}
 	free(b.gws);
 	free(b.routes);
 	free(b.att);
 	if (ret) {
 		route_compile__free(b.t);
 		return ret;
-	}
-	if (sl && b.nports > 1) {
-		memcpy(sl->ports, b.ports, b.nports * sizeof(*b.ports));
-		sl->nports = b.nports;
 	}
 	*out = b.t;
 	return 0;

@@ -109,6 +109,8 @@ struct rc_slot {
 	 * port in mm_listeners.
 	 */
 	uint16_t ports[GW_MAX_LISTENERS];
+	/* the socket port of each, from the Gateway's Service; 0: not known */
+	uint16_t sports[GW_MAX_LISTENERS];
 	size_t nports;
 };
 

@@ -93,6 +93,7 @@ except ImportError:  # apply bodies are then accepted as JSON only
 RESOURCES = [
     ("", "v1", "namespaces", "Namespace", False, True, False),
     ("", "v1", "pods", "Pod", True, True, False),
+    ("", "v1", "services", "Service", True, True, False),
     ("coordination.k8s.io", "v1", "leases", "Lease", True, False, False),
     ("gateway.networking.k8s.io", "v1", "gateways", "Gateway", True, True, True),
     ("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", True, True, True),

@@ -513,3 +513,56 @@ TEST(route_listeners_explain)
 		free(errs);
 	}
 }
+
+/* The Gateway's Service says which container port serves each listener. */
+TEST(route_listeners_service_ports)
+{
+	static const char svc[] =
+		"---\n"
+		"apiVersion: v1\n"
+		"kind: Service\n"
+		"metadata:\n"
+		"  name: envoy-t-shop-1a2b3c\n"
+		"  namespace: envoy-gateway-system\n"
+		"  labels:\n"
+		"    gateway.envoyproxy.io/owning-gateway-name: shop\n"
+		"    gateway.envoyproxy.io/owning-gateway-namespace: t\n"
+		"spec:\n"
+		"  ports:\n"
+		"  - {name: http-80, port: 80, targetPort: 10080}\n"
+		"  - {name: https-443, port: 443, targetPort: https}\n"
+		"---\n"
+		"apiVersion: v1\n"
+		"kind: Service\n"
+		"metadata: {name: app, namespace: t}\n"
+		"spec: {ports: [{port: 443, targetPort: 9999}]}\n"
+		"---\n"
+		"apiVersion: v1\n"
+		"kind: Service\n"
+		"metadata:\n"
+		"  name: shop-gw\n"
+		"  namespace: t\n"
+		"  labels: {gateway.networking.k8s.io/gateway-name: shop}\n"
+		"spec: {ports: [{port: 443, targetPort: 10443}, {port: 8443}]}\n";
+	char yaml[8192], dir[4096], err[512];
+	struct route_table *t = NULL;
+	struct gw_model *m;
+
+	snprintf(yaml, sizeof(yaml), "%s%s", redirect_yaml, svc);
+	m = load("services", yaml, dir, sizeof(dir));
+	if (!ASSERT_TRUE(m != NULL))
+		return;
+	ASSERT_EQ(m->nservices, 2); /* the one naming no Gateway is skipped */
+	if (!ASSERT_TRUE(!route_compile__build(m, "t/shop", 1, &t, err,
+					       sizeof(err)), "%s", err))
+		return;
+	ASSERT_EQ(t->slots[0].nports, 2);
+	for (size_t i = 0; i < t->slots[0].nports; i++) {
+		/* 80 from Envoy Gateway's labels; 443's named targetPort is
+		 * unknown there, the other Service's number is taken */
+		ASSERT_EQ(t->slots[0].sports[i],
+			  t->slots[0].ports[i] == 80 ? 10080 : 10443);
+	}
+	route_compile__free(t);
+	gateway_api__free(m);
+}
