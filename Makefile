@@ -201,13 +201,13 @@ $(BIN)/cgroup_id_probe: selftests/tools/cgroup_id_probe.c $(OUTPUT)/agent/k8s/po
 	$(Q)$(CC) $(CFLAGS) $^ -o $@
 
 # h2_decode runs the agent's libbpf-free HTTP/2 decoder over recorded
-# connections (issue 12): it links agent/h2/ and libnghttp2.
+# connections: it links agent/h2/ and libnghttp2.
 H2_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/h2/*.c)))
 $(BIN)/h2_decode: selftests/tools/h2_decode.c $(H2_O) | $(BIN)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $< $(H2_O) -lnghttp2 -o $@
 
-# tls_discover prints what TLS capture would hook in a process (issue 12).
+# tls_discover prints what TLS capture would hook in a process.
 TLS_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/tls/*.c)))
 $(BIN)/tls_discover: selftests/tools/tls_discover.c $(TLS_O) | $(BIN)
 	$(call msg,LINK,$@)

@@ -251,7 +251,7 @@ static void reload_contract(struct agent *ag)
 }
 
 /*
- * Feature gates (issue 12): defaults < config featureGates < --feature-gates.
+ * Feature gates: defaults < config featureGates < --feature-gates.
  * A reload re-reads featureGates only; subscribers (the loader) act on what
  * changed.
  */

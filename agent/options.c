@@ -271,7 +271,7 @@ static int cfg_otlp(struct agent_opts *o, const struct doc_node *n)
 	return err;
 }
 
-/* featureGates: {TLSCapture: true} (issue 12) */
+/* featureGates: {TLSCapture: true} */
 static int cfg_features(struct feature_overrides *ov, const struct doc_node *n)
 {
 	char err[512];

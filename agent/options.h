@@ -57,7 +57,7 @@ struct agent_opts {
 	char node_buf[256];
 	const char *capture;            /* "auto", "sock" or "sys-exit" */
 	bool verbose;
-	/* feature gates (issue 12): config file's featureGates, then flags */
+	/* feature gates: config file's featureGates, then flags */
 	struct feature_overrides fg_config;
 	struct feature_overrides fg_flags;
 	/* owned strings from the config file */

@@ -1156,8 +1156,8 @@ static __always_inline __u32 msg_start(struct mm_lctx *x, __u32 i)
  * Returns 1 to stop the block. Its code exists once (parse_block's loop is
  * not unrolled): under a busy proxy the data path runs with cold caches,
  * where code size costs more than anything. Inlined into that loop rather
- * than called: on this VM every return is mispredicted (SRSO "Safe RET"
- * return thunks, also in JITed BPF), and a call per step cost 17 % of a
+ * than called: under SRSO "Safe RET" every return is mispredicted (its
+ * return thunks are in JITed BPF too), and a call per step cost 17 % of a
  * warm exchange (bench_bpf_exchange: 3 455-3 517 -> 2 885-2 914 ns).
  */
 static __always_inline long parse_step(struct mm_lctx *x)

@@ -4,8 +4,8 @@
  * events, map keys and values, per-CPU stat indexes. Fixed-width types,
  * explicit padding, sizes pinned with _Static_assert so both sides agree.
  *
- * Route table (compiled by policy/route_compile.c, looked up by BPF and by
- * policy/route_match.c for `milometer explain`):
+ * Route table (compiled by policy/gateway/route_compile.c, looked up by BPF and by
+ * policy/gateway/route_match.c for `milometer explain`):
  *
  *   host  --mm_vhosts-->  vhost id          exact host, then "*.suffix"
  *                                           longest first, then catch-all

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
 /*
  * Attribute a parsed request head to (HTTPRoute, rule) with the compiled
- * route table (format in bpf/milometer.h, compiled by policy/route_compile.c,
- * mirrored step for step by policy/route_match.c for `milometer explain`).
+ * route table (format in bpf/milometer.h, compiled by policy/gateway/route_compile.c,
+ * mirrored step for step by policy/gateway/route_match.c for `milometer explain`).
  */
 #ifndef MM_ROUTE_LOOKUP_BPF_H
 #define MM_ROUTE_LOOKUP_BPF_H

@@ -77,7 +77,7 @@ int pod_cgroup__find(const char *root, const char *pod_uid, enum pod_qos qos,
  * The host's cgroup v2 mount, to pass as `root` above: the first of
  * <prefix>/host/sys/fs/cgroup, <prefix>/host/sys/fs/cgroup/unified (the
  * DaemonSet mounts the host's tree there, read-only), <prefix>/sys/fs/cgroup,
- * <prefix>/sys/fs/cgroup/unified (hybrid hosts such as this VM) that is a
+ * <prefix>/sys/fs/cgroup/unified (hybrid hosts such as the test VM) that is a
  * cgroup v2 directory (has cgroup.controllers, which v1 hierarchies lack).
  * prefix is "" on a node. Inside a pod /sys/fs/cgroup is the pod's own
  * cgroup namespace, which is why the host tree comes first. Returns 0 or

@@ -3,9 +3,9 @@
  * kernel TLS (kTLS): after the handshake OpenSSL can hand the record layer
  * to the kernel (nginx `ssl_conf_command Options KTLS`), and then the socket
  * syscalls carry plaintext and SSL_write may be bypassed (SSL_sendfile).
- * Whether this kernel can do it at all is one question the README and
+ * Whether this kernel can do it at all is one question docs/tls-http2.md and
  * `milometer ctl` answer: the "tls" upper-layer protocol must be registered
- * (CONFIG_TLS). This VM's kernel has no CONFIG_TLS.
+ * (CONFIG_TLS); the 6.18 test kernel has none.
  */
 #ifndef MM_AGENT_TLS_KTLS_H
 #define MM_AGENT_TLS_KTLS_H

@@ -3,7 +3,7 @@
  * The part of the Gateway API (gateway.networking.k8s.io/v1) that decides
  * which HTTPRoute rule a request belongs to: Gateways with their listeners
  * and HTTPRoutes with parentRefs, hostnames and rules. Read from doc trees
- * (policy/doc.h) and validated with "file:line: what to fix" messages.
+ * (policy/source/doc.h) and validated with "file:line: what to fix" messages.
  *
  * Defaults are applied here, as the API server's CRD defaults would be, so
  * the compiler never has to think about a missing field:

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * bench_nodetax: what the agent costs a process that is NOT the proxy
- * (issue "Data path cost", node tax). `make bench` runs it with the agent
+ * (the node tax). `make bench` runs it with the agent
  * off and on and compares.
  *
  *   bench_nodetax zero ITER REPS   read 1 byte from /dev/zero, write it to

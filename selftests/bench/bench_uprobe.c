@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * bench_uprobe: what one uprobe hit costs the traced process on this
- * machine (issue 12: TLS capture traps on every SSL_read/SSL_write of the
+ * machine (TLS capture traps on every SSL_read/SSL_write of the
  * proxy). A function of this program is called ITER times with nothing
  * attached, with an entry uprobe, and with an entry and a return uprobe;
  * each runs a BPF program that does nothing (BPF_PROG_TYPE_KPROBE,

@@ -4,7 +4,7 @@
 the gateway pairs (nginx, haproxy, both capture modes), where the BPF time
 goes, the node tax, the scale rows, kernel memory per connection, a cost
 model, the aggregation/export/memory figures, and a summary with each
-target of issue "Data path cost" and a verdict (pass / MISS).
+target and a verdict (pass / MISS).
 
 A figure that could not be measured prints as n/a with verdict MISSING;
 the report itself never fails on the figures."""
@@ -718,7 +718,7 @@ def main():
     S.add("memory per exp. histogram, 160 buckets", mem.get("exp160"),
           "%.0f B", (1024, "<= 1 KiB"), higher=False)
 
-    print("\n== summary (issue \"Data path cost\": target = must (aim); "
+    print("\n== summary (target = must (aim); "
           "ratios are medians of the rounds)")
     S.print()
 

@@ -4,7 +4,7 @@
 # `make bench`: the figures of issues "Data path cost" and "Export", measured
 # in one run with the same settings, printed with their targets and a
 # verdict. Not a test: it exits 0 whatever the figures are, non-zero only
-# when setup fails. Phases (README.md says how to read them):
+# when setup fails. Phases (docs/performance.md says how to read them):
 #
 #  A. Gateway pair, nginx: a gateway nginx proxying to a backend nginx on
 #     loopback under wrk, rounds agent off / on (default capture) / on
@@ -33,7 +33,7 @@
 #  G. BPF cost model: ns per run of each leg of one exchange through the
 #     data path's code under BPF_PROG_TEST_RUN, warm, with only code run
 #     between runs and with caches evicted (bin/bench_bpf_exchange).
-#  T. TLS (issue 12): the nginx gateway terminating TLS (wrk over https,
+#  T. TLS: the nginx gateway terminating TLS (wrk over https,
 #     keep-alive), rounds agent off / on with TLSCapture off (the TLS leg is
 #     not read) / on with TLSCapture on (uprobes on SSL_read/SSL_write),
 #     bpf_stats off, then one TLSCapture round with bpf_stats on, and the

@@ -19,13 +19,6 @@
 #include "selftests/unit/test.h"
 
 #define S(lit) lit, sizeof(lit) - 1
-/* ASSERT_* are expressions (as in test_progs.h): stop at the first failure */
-#define REQUIRE(assertion)                                                    \
-	do {                                                                  \
-		if (!(assertion))                                             \
-			return;                                               \
-	} while (0)
-#define OK(call) REQUIRE(ASSERT_EQ((call), 0))
 #define EV(i) FX_EV(i)
 
 #define REQ_GET "GET /a HTTP/1.1\r\nHost: x.test\r\n\r\n"

@@ -23,13 +23,6 @@
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_route_data.h"
 
-/* ASSERT_* are expressions (as in test_progs.h): stop at the first failure */
-#define REQUIRE(assertion)                                                    \
-	do {                                                                  \
-		if (!(assertion))                                             \
-			return;                                               \
-	} while (0)
-#define OK(call) REQUIRE(ASSERT_EQ((call), 0))
 #define EV(i) FX_EV(i)
 #define GEN 7
 

@@ -1,7 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# What the socket-attached capture meets in a running node (issue "Data
-# path cost"):
+# What the socket-attached capture meets in a running node:
 #  1. The agent starts while thousands of connections are mid-request (a head
 #     but its final CRLF, a head but its last line, a POST head and half its
 #     body): those requests began before it and are not counted, nothing

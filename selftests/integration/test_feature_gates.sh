@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# Feature gates (issue 12, KEP-3920): the config file's featureGates and
+# Feature gates (KEP-3920): the config file's featureGates and
 # --feature-gates (flags win) set the gates; `milometer ctl features`, the
 # milometer_feature_enabled gauges and the startup log report them; a
 # SIGHUP re-reads featureGates and turns a gate off at run time; an

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# gRPC through the gateway (issue 12, gate HTTP2): a Python grpcio client
+# gRPC through the gateway (gate HTTP2): a Python grpcio client
 # calls over h2c through nginx (grpc_pass) to a Python grpcio server, asking
 # for status OK, NOT_FOUND (5) and UNAVAILABLE (14). The streams count per
 # route on both legs (the upstream one is h2c too, written by nginx), and

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# A browser through the gateway over TLS + HTTP/2 (issue 12, gates
+# A browser through the gateway over TLS + HTTP/2 (gates
 # TLSCapture and HTTP2): headless Chromium loads pages with a script and 8
 # images each from nginx (ALPN h2, its own HPACK encoder, many streams on
 # one connection, and whatever else a browser asks for, such as

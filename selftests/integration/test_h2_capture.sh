@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# HTTP/2 at the gateway (issue 12, gate HTTP2, with TLSCapture for h2 inside
+# HTTP/2 at the gateway (gate HTTP2, with TLSCapture for h2 inside
 # TLS): nginx serves h2 over TLS (ALPN) and prior-knowledge h2c; BPF
 # recognises the client's connection preface and sends the connection's
 # bytes to the user-space decoder (HPACK, streams), whose streams are

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# HTTP/2 connections open before the agent starts (issue 12): h2load keeps
+# HTTP/2 connections open before the agent starts: h2load keeps
 # h2c and h2-over-TLS connections busy while the agent attaches. Their
 # streams after the attach are counted; a stream whose :authority (or
 # path, method) is an HPACK reference to a table entry made before the

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# The agent's HTTP/2 decoder (agent/h2/, issue 12) against real clients and
+# The agent's HTTP/2 decoder (agent/h2/) against real clients and
 # real servers: curl (prior knowledge and the h2c Upgrade), nghttp (20
 # streams on one connection), h2load (many concurrent streams, many distinct
 # paths) talk to Debian's nghttpx (h2c and HTTP/1.1 Upgrade frontend; nghttpd

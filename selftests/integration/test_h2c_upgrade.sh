@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# h2c by Upgrade (issue 12, gate HTTP2; RFC 7540 3.2): curl --http2 on
+# h2c by Upgrade (gate HTTP2; RFC 7540 3.2): curl --http2 on
 # http:// sends its first request as HTTP/1.1 with "Upgrade: h2c"; Caddy
 # (servers protocols h1 h2c) answers 101 and the connection is HTTP/2 from
 # there, the first request being stream 1. The agent parses that request as

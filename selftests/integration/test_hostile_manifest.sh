@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # A tenant's hostile objects land in the running agent's manifests while
-# wrk runs (issue 8): an HTTPRoute that would take api.example.com's
+# wrk runs: an HTTPRoute that would take api.example.com's
 # /v1/status (older, so it wins the tie) but also carries a regex that cost
 # POSIX regex 554 MB and 30 s, one past the Gateway API's rule limit, the
 # anchor-on-a-key document that read freed memory, a 100k-key map, and a

@@ -7,9 +7,9 @@
 # counts nginx traffic exactly. The limit is set by this script through the
 # cgroup filesystem (ground truth), v2 memory.max or v1 memory.limit_in_bytes.
 # 224 MiB: loading the BPF programs charges the verifier's memory to the
-# cgroup (the peak this test logs). Measured on this VM's 6.18 (v1 memory
+# cgroup (the peak this test logs). Measured on a 6.18 VM (v1 memory
 # cgroup, kernel memory included): the agent starts under 188 MiB and is
-# OOM-killed under 184, with this session's object and the one before it
+# OOM-killed under 184, with the current object and the one before it
 # alike, so 192 left too little room; a smaller limit is OOM-killed at start
 # whatever the caps (the agent warns about it). The caps are still lowered.
 . "$(dirname "$0")/lib.sh"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# TLS capture (issue 12, gate TLSCapture): nginx terminates TLS (its
+# TLS capture (gate TLSCapture): nginx terminates TLS (its
 # libssl.so.3, a certificate made here); with the gate on, the plaintext
 # of SSL_read/SSL_write is parsed and the TLS requests count downstream per
 # route exactly as the access log says, by curl (new connections, HTTP/1.1)

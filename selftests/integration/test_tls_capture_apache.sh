@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# TLS capture (issue 12, gates TLSCapture and HTTP2) with a third proxy:
+# TLS capture (gates TLSCapture and HTTP2) with a third proxy:
 # Debian's apache2 (mpm_event worker threads, mod_ssl's own BIO reading the
 # socket inside SSL_read, mod_http2 for ALPN h2, mod_proxy to the backend).
 # HTTP/1.1 and HTTP/2 clients over TLS; every request apache logged is

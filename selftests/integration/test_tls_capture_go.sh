@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# TLS capture of a Go proxy (issue 12, gates TLSCapture and HTTP2): Debian's
+# TLS capture of a Go proxy (gates TLSCapture and HTTP2): Debian's
 # caddy (stripped; crypto/tls found through .gopclntab) terminating TLS with
 # HTTP/3 off, reverse-proxying to the backend. Uprobes at (*Conn).Read and
 # Write's first jump and on each of their RETs (never uretprobes on Go);

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# The hard case of TLS capture (issue 12): h2o (Debian's 2.2.5) gives
+# The hard case of TLS capture: h2o (Debian's 2.2.5) gives
 # OpenSSL its own BIO: it reads its sockets itself, outside SSL_read, and
 # hands OpenSSL the bytes. Measured here: a socket is still named for each
 # connection (a write of the handshake or of a response happens inside an

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# TLS capture (issue 12, gates TLSCapture and HTTP2) with haproxy
+# TLS capture (gates TLSCapture and HTTP2) with haproxy
 # terminating TLS: its own BIO does the socket I/O inside SSL_read/SSL_write,
 # on the calling thread, so the socket is named the same way as nginx's.
 # Every route, rule and status class of manifests/base over TLS (wrk with the

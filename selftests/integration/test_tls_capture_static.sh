@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# TLS capture (issue 12, gate TLSCapture) of a server whose OpenSSL is
+# TLS capture (gate TLSCapture) of a server whose OpenSSL is
 # linked into its own executable (libssl.a; the case of Envoy built with
 # symbols): discovery finds SSL_* in the executable's .symtab, the uprobes
 # go on the executable, and its TLS requests count by route as its own log

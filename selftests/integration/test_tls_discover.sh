@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# TLS library discovery (agent/tls/, issue 12) on real processes:
+# TLS library discovery (agent/tls/) on real processes:
 #  - Debian's nginx terminating TLS (h2 + HTTP/1.1, a CA and certificate made
 #    here): discovery finds libssl.so.3 in a worker through /proc/PID/root,
 #    and every offset equals the one computed from `nm -D` and the segments
@@ -13,7 +13,7 @@
 #    stack-check prologue and their RET offsets are exactly the `ret`s
 #    objdump lists in each function;
 #  - a process with no TLS library: nothing found.
-# kTLS: the probe's answer is printed; this VM's kernel has no CONFIG_TLS.
+# kTLS: the probe's answer is printed; the 6.18 test kernel has no CONFIG_TLS.
 # No BPF is loaded: the lock is for the fixed port.
 . "$(dirname "$0")/lib.sh"
 need_bin tls_discover

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# TLS on the client's leg, plaintext to the backends (issue 12; the usual
+# TLS on the client's leg, plaintext to the backends (the usual
 # gateway): the agent cannot read the TLS leg (no SSL uprobes yet), so the
 # upstream request must be attributed by its own head (nginx forwards Host
 # and path), never by the last plaintext request the same worker parsed.

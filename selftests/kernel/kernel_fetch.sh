@@ -12,7 +12,7 @@
 # Cache: $MM_KERNEL_CACHE (default /var/cache/milometer-kernels), one
 # directory per concrete package with vmlinuz and config only (the modules
 # are not needed: everything the tests use is built in, see
-# docs in README "Kernel matrix"). Reused across runs and worktrees.
+# docs in docs/kernel-matrix.md). Reused across runs and worktrees.
 set -euo pipefail
 meta=${1:?usage: kernel_fetch.sh PACKAGE}
 cache=${MM_KERNEL_CACHE:-/var/cache/milometer-kernels}

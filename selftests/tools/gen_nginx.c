@@ -4,7 +4,7 @@
  *           --log FILE [--gateway NS/NAME] [-o nginx.conf]
  *
  * An nginx.conf that routes like the HTTPRoutes in DIR (route order from
- * the compiled route table, see policy/route_nginx.h) and logs each
+ * the compiled route table, see selftests/tools/lib/route_nginx.h) and logs each
  * request's Gateway API route for the integration tests.
  */
 #include <errno.h>

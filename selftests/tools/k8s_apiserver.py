@@ -4,8 +4,7 @@
 
 NOT a kube-apiserver. It implements, for the resources milometer reads and
 writes, what client-go/kubectl/python-kubernetes rely on, each behaviour
-taken from the Kubernetes API conventions and apiserver code (see
-docs/research/k8s_integration.md sections 1-2):
+taken from the Kubernetes API conventions and apiserver code:
 
   * HTTPS with a server cert signed by a CA the test makes; bearer tokens
     (401 Unauthorized Status on a bad one) or client certificates (CN = user)

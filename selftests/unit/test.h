@@ -11,9 +11,15 @@
  * A test that cannot run says so with SKIP(): it is reported and counted
  * as skipped, never as passed.
  *
- *   ./bin/unit_tests            run everything
- *   ./bin/unit_tests cel_       run tests whose name contains "cel_"
- *   ./bin/unit_tests -v ...     also print the output of passing tests
+ * A test may hold subtests (test_progs' test__start_subtest()): each is
+ * reported on its own line, "ok   test/subtest" or "FAIL test/subtest",
+ * before its test's line; a test fails when any of its subtests failed.
+ *
+ *   ./bin/unit_tests              run everything
+ *   ./bin/unit_tests cel_         run tests whose name contains "cel_"
+ *   ./bin/unit_tests 'route_*'    a glob (*, ?, [...]) matches the whole name
+ *   ./bin/unit_tests 'a/sub*'     only the subtests of a that match sub*
+ *   ./bin/unit_tests -v ...       also print the output of passing tests
  *
  * One line per test ("ok", "FAIL" or "SKIP"), then "N passed, N failed,
  * N skipped"; exit status 1 when any failed.
@@ -41,6 +47,11 @@ bool test__failed(void);
 const char *test__tmpdir(void);
 /* CLOCK_MONOTONIC milliseconds: deadlines for polled conditions. */
 long long test__now_ms(void);
+/*
+ * Start subtest NAME of the running test: false when the name filter leaves
+ * it out (skip its body). The previous subtest, if any, is reported first.
+ */
+bool test__start_subtest(const char *name);
 
 #define TEST(tname)                                                        \
 	static void test_##tname(void);                                    \
@@ -67,16 +78,78 @@ long long test__now_ms(void);
 		___ok;                                                       \
 	})
 
-#define ASSERT_EQ(a, b)                                                      \
+/*
+ * Comparisons print both expressions and both values when they fail
+ * (signed 64-bit: what every caller compares fits; pointers use _PTR).
+ */
+#define ___ASSERT_CMP(name, a, op, b)                                        \
 	({                                                                   \
 		long long ___a = (long long)(a), ___b = (long long)(b);      \
-		bool ___ok = ___a == ___b;                                   \
+		bool ___ok = ___a op ___b;                                   \
 		if (!___ok)                                                  \
 			test__fail(__FILE__, __LINE__,                       \
-				   "ASSERT_EQ(%s, %s): %lld != %lld", #a, #b, \
-				   ___a, ___b);                              \
+				   name "(%s, %s): %lld " #op " %lld is false", \
+				   #a, #b, ___a, ___b);                      \
 		___ok;                                                       \
 	})
+#define ASSERT_EQ(a, b) ___ASSERT_CMP("ASSERT_EQ", a, ==, b)
+#define ASSERT_NE(a, b) ___ASSERT_CMP("ASSERT_NE", a, !=, b)
+#define ASSERT_LT(a, b) ___ASSERT_CMP("ASSERT_LT", a, <, b)
+#define ASSERT_LE(a, b) ___ASSERT_CMP("ASSERT_LE", a, <=, b)
+#define ASSERT_GT(a, b) ___ASSERT_CMP("ASSERT_GT", a, >, b)
+#define ASSERT_GE(a, b) ___ASSERT_CMP("ASSERT_GE", a, >=, b)
+
+/* err == 0 (a 0 / -errno return); a negative one is printed as errno */
+#define ASSERT_OK(err)                                                       \
+	({                                                                   \
+		long long ___e = (long long)(err);                           \
+		bool ___ok = ___e == 0;                                      \
+		if (!___ok)                                                  \
+			test__fail(__FILE__, __LINE__,                       \
+				   "ASSERT_OK(%s): %lld (%s)", #err, ___e,   \
+				   ___e < 0 ? strerror((int)-___e) : "not 0"); \
+		___ok;                                                       \
+	})
+
+/* err < 0: the call was refused */
+#define ASSERT_ERR(err)                                                      \
+	({                                                                   \
+		long long ___e = (long long)(err);                           \
+		bool ___ok = ___e < 0;                                       \
+		if (!___ok)                                                  \
+			test__fail(__FILE__, __LINE__,                       \
+				   "ASSERT_ERR(%s): %lld is not an error",   \
+				   #err, ___e);                              \
+		___ok;                                                       \
+	})
+
+#define ASSERT_OK_PTR(ptr)                                                   \
+	({                                                                   \
+		const void *___p = (ptr);                                    \
+		bool ___ok = ___p != NULL;                                   \
+		if (!___ok)                                                  \
+			test__fail(__FILE__, __LINE__,                       \
+				   "ASSERT_OK_PTR(%s): NULL", #ptr);         \
+		___ok;                                                       \
+	})
+
+#define ASSERT_NULL(ptr)                                                     \
+	({                                                                   \
+		const void *___p = (ptr);                                    \
+		bool ___ok = ___p == NULL;                                   \
+		if (!___ok)                                                  \
+			test__fail(__FILE__, __LINE__,                       \
+				   "ASSERT_NULL(%s): %p", #ptr, ___p);       \
+		___ok;                                                       \
+	})
+
+/* Stop the test (or helper) at the first assertion that fails. */
+#define REQUIRE(assertion)                                                   \
+	do {                                                                 \
+		if (!(assertion))                                            \
+			return;                                              \
+	} while (0)
+#define OK(call) REQUIRE(ASSERT_EQ((call), 0))
 
 #define ASSERT_STREQ(a, b)                                                   \
 	({                                                                   \

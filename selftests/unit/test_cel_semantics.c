@@ -211,7 +211,7 @@ TEST(cel_strings_and_lists)
 	/* fuzz_cel: formatting a double past int64 converted it first (UB) */
 	CEL_EXPECT(a, "string(4e44)", "string:4e+44");
 	CEL_EXPECT(a, "string(-1e300)", "string:-1e+300");
-	/* RE2 syntax (the CEL spec's), and its bounds (issue 8) */
+	/* RE2 syntax (the CEL spec's), and its bounds */
 	CEL_EXPECT(a, "'v12'.matches('^v\\\\d+$')", "bool:true");
 	CEL_EXPECT(a, "'ABC'.matches('(?i)^abc$')", "bool:true");
 	CEL_EXPECT_ERR(a, "'a'.matches('(.{0,255}){0,255}')", 1,

@@ -515,7 +515,7 @@ TEST(contract_policy_rejections)
 		  "        value: {cel: \"item.status == 'True' ? 1 :\"}\n"
 		  "        labels: {resource_name: resource.metadata.name, condition: item.type}\n",
 		  COND_ACCEPTED, "False", "InvalidCEL",
-		  /* the reason first (issue 8: messages are bounded) */
+		  /* the reason first (messages are bounded) */
 		  "seriesFrom.value.cel: column 28: unexpected token end of "
 		  "expression; in `item.status == 'True' ? 1 :`" },
 		/* a variable the field may not use */

@@ -104,7 +104,7 @@ TEST(contract_wrong_types_everywhere)
 {
 	static const char *const specs[] = {
 		"spec: []\n",
-		/* issue 8: "found nothing" had no file:line */
+		/* "found nothing" had no file:line */
 		"",
 		"spec:\n  resource: {group: g.io, kind: A}\n",
 		"spec: {resource: HTTPRoute}\n",
@@ -323,7 +323,7 @@ TEST(contract_same_file_listed_twice_read_once)
 }
 
 /*
- * issue 8: attributeFilters regexes were copied into 1024 bytes, so a
+ * attributeFilters regexes were copied into 1024 bytes, so a
  * long pattern was cut silently (here: cut before its syntax error).
  */
 TEST(contract_attribute_filter_regex_not_cut)
@@ -367,7 +367,7 @@ TEST(contract_attribute_filter_regex_not_cut)
 	free(y);
 }
 
-/* issue 8: what one object may hold is capped, inside a List too */
+/* what one object may hold is capped, inside a List too */
 TEST(contract_object_node_cap)
 {
 	const char *dir = test__tmpdir();

@@ -37,7 +37,7 @@ TEST(doc_scalars_and_lines)
 	ASSERT_EQ(doc__get(f->docs[1], "z")->i, 31);
 	doc__free_file(f);
 
-	/* issue 8: strtoll() skips blanks and takes a sign: 0x 50 was 80 */
+	/* strtoll() skips blanks and takes a sign: 0x 50 was 80 */
 	f = parse("a: 0x 50\nb: 0x-5\nc: 0o17\nd: 0o8\ne: 0x\n", err,
 		  sizeof(err), &ret);
 	ASSERT_EQ(ret, 0);
@@ -110,7 +110,7 @@ TEST(doc_clone_and_build)
 }
 
 /*
- * issue 8: an anchor on a map key, or on a document that is only null, used
+ * an anchor on a map key, or on a document that is only null, used
  * to point at a node freed right after; the alias then read freed memory.
  * Run under `make asan-unit` to see the use-after-free on the old code.
  */
@@ -151,7 +151,7 @@ static double now_ms(void)
 }
 
 /*
- * issue 8: duplicate-key and anchor lookups were linear scans, so a 1.4 MB
+ * duplicate-key and anchor lookups were linear scans, so a 1.4 MB
  * map of 100k keys took 19 s and 100k anchors + 20k aliases 6.8 s. The
  * bound is generous (sanitizer builds, a busy machine); linear is ~0.1 s.
  */

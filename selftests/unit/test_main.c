@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fnmatch.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -25,8 +26,16 @@
 enum { RES_PASS = 0, RES_FAIL = 1, RES_SKIP = 2 };
 
 static struct test_case *tests;
+static struct test_case *cur_test;
 static bool cur_failed, cur_skipped;
 static char cur_tmp[256];
+/* the running subtest: its name and whether it failed */
+static char cur_sub[128];
+static bool cur_sub_failed;
+/* the name filters (argv), and whether cur_test matched one without '/' */
+static char **filters;
+static int nfilters;
+static bool cur_all_subtests;
 
 void test__register(struct test_case *tc)
 {
@@ -43,7 +52,7 @@ void test__fail(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 
-	cur_failed = true;
+	cur_failed = cur_sub_failed = true;
 	fprintf(stderr, "    %s:%d: ", file, line);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -88,6 +97,79 @@ const char *test__tmpdir(void)
 	return cur_tmp;
 }
 
+/*
+ * One filter against one name: a glob (*, ?, [...]) matches the whole name,
+ * anything else is a substring.
+ */
+static bool name_matches(const char *pattern, size_t len, const char *name)
+{
+	char pat[256];
+
+	if (len >= sizeof(pat))
+		len = sizeof(pat) - 1;
+	memcpy(pat, pattern, len);
+	pat[len] = 0;
+	if (strpbrk(pat, "*?["))
+		return !fnmatch(pat, name, 0);
+	return strstr(name, pat) != NULL;
+}
+
+/* The test part of a filter: up to its '/', if any. */
+static size_t test_part(const char *filter)
+{
+	const char *slash = strchr(filter, '/');
+
+	return slash ? (size_t)(slash - filter) : strlen(filter);
+}
+
+static bool test_selected(const struct test_case *tc, bool *all_subtests)
+{
+	bool selected = !nfilters;
+	int i;
+
+	*all_subtests = !nfilters;
+	for (i = 0; i < nfilters; i++) {
+		if (!name_matches(filters[i], test_part(filters[i]), tc->name))
+			continue;
+		selected = true;
+		if (!strchr(filters[i], '/'))
+			*all_subtests = true;
+	}
+	return selected;
+}
+
+static void end_subtest(void)
+{
+	if (!cur_sub[0])
+		return;
+	fflush(stderr);
+	printf("%s %s/%s\n", cur_sub_failed ? "FAIL" : "ok  ", cur_test->name,
+	       cur_sub);
+	fflush(stdout);
+	cur_sub[0] = 0;
+}
+
+bool test__start_subtest(const char *name)
+{
+	bool selected = cur_all_subtests;
+	int i;
+
+	end_subtest();
+	for (i = 0; i < nfilters && !selected; i++) {
+		const char *slash = strchr(filters[i], '/');
+
+		selected = slash &&
+			   name_matches(filters[i], test_part(filters[i]),
+					cur_test->name) &&
+			   name_matches(slash + 1, strlen(slash + 1), name);
+	}
+	if (!selected)
+		return false;
+	snprintf(cur_sub, sizeof(cur_sub), "%s", name);
+	cur_sub_failed = false;
+	return true;
+}
+
 static int rm_one(const char *path, const struct stat *st, int flag,
 		  struct FTW *ftw)
 {
@@ -103,7 +185,9 @@ static void run_child(struct test_case *tc, int log_fd)
 	dup2(log_fd, STDERR_FILENO);
 	close(log_fd);
 	alarm(TEST_TIMEOUT_S);
+	cur_test = tc;
 	tc->fn();
+	end_subtest();
 	fflush(NULL);
 	if (cur_failed)
 		_exit(RES_FAIL); /* keep its tmpdir for a look */
@@ -166,29 +250,26 @@ static int run_one(struct test_case *tc, bool verbose)
 
 int main(int argc, char **argv)
 {
-	int counts[3] = { 0 }, nfilters = 0, i;
+	int counts[3] = { 0 }, i;
 	bool verbose = false;
 	struct test_case *tc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	filters = argv + 1;
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-v"))
 			verbose = true;
 		else if (argv[i][0] == '-') {
-			fprintf(stderr, "usage: %s [-v] [NAME_SUBSTRING...]\n",
+			fprintf(stderr,
+				"usage: %s [-v] [NAME|GLOB[/SUBTEST]...]\n",
 				argv[0]);
 			return 2;
 		} else {
-			argv[++nfilters] = argv[i];
+			filters[nfilters++] = argv[i];
 		}
 	}
 	for (tc = tests; tc; tc = tc->next) {
-		bool selected = !nfilters;
-
-		for (i = 1; i <= nfilters; i++)
-			if (strstr(tc->name, argv[i]))
-				selected = true;
-		if (selected)
+		if (test_selected(tc, &cur_all_subtests))
 			counts[run_one(tc, verbose)]++;
 	}
 	printf("%d passed, %d failed, %d skipped\n", counts[RES_PASS],

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The agent's memory limit: /proc/self/cgroup text as the kernel writes it
- * (v2 only, v1 hybrid as on this VM, a cgroup namespace root), fixture
+ * (v2 only, v1 hybrid, a cgroup namespace root), fixture
  * trees with memory.max / memory.limit_in_bytes at several levels, and the
  * caps derived from a limit.
  */
@@ -46,7 +46,7 @@ TEST(mem_limit_parse_proc_cgroup)
 			  v2, sizeof(v2), v1, sizeof(v1)), 0);
 	ASSERT_STREQ(v2, "/kubepods.slice/kubepods-pod1.slice/cri-containerd-ab.scope");
 	ASSERT_STREQ(v1, "");
-	/* hybrid, as /proc/self/cgroup reads on this VM; joint controllers */
+	/* hybrid, as /proc/self/cgroup reads on a hybrid host; joint controllers */
 	ASSERT_EQ(mem_limit__parse_proc_cgroup(
 			  "12:pids:/user.slice\n"
 			  "9:cpu,cpuacct:/x\n"

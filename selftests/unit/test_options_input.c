@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* agent/options.c: the --config file is untrusted input too (issue 8). */
+/* agent/options.c: the --config file is untrusted input too. */
 #include <errno.h>
 #include <stdlib.h>
 #include <fcntl.h>
@@ -36,7 +36,7 @@ static int parse_captured(int argc, char **argv, char *buf, size_t len)
 	return ret;
 }
 
-/* issue 8: more than 128 config strings exited 2 with no message */
+/* more than 128 config strings exited 2 with no message */
 TEST(options_config_string_limit_says_so)
 {
 	char path[512], msg[4096], *argv[2 + 2 * 130];

@@ -238,7 +238,7 @@ TEST(pod_cgroup_host_root)
 	char base[512], out[1024], want[1024];
 	FILE *f;
 
-	/* hybrid host (this VM): v1 at /sys/fs/cgroup, v2 at .../unified */
+	/* hybrid host: v1 at /sys/fs/cgroup, v2 at .../unified */
 	snprintf(base, sizeof(base), "%s/hostroot", test__tmpdir());
 	mkdir(base, 0755);
 	mkpath(base, "sys/fs/cgroup/memory");

@@ -308,7 +308,7 @@ out:
 }
 
 /*
- * issue 8: bounded request sizes, malformed requests answered with an
+ * bounded request sizes, malformed requests answered with an
  * error, and a client that never finishes its request holds nothing up.
  */
 TEST(prom_server_hostile_requests)

@@ -57,7 +57,7 @@ static const struct {
 	{ "bad hostname", ROUTE_HEAD "  hostnames: [\"foo.com:80\"]\n",
 	  "bad.yaml:6: spec.hostnames[] \"foo.com:80\" is not a hostname",
 	  -EINVAL },
-	/* issue 8: the message said "no IPs" but these passed */
+	/* the message said "no IPs" but these passed */
 	{ "IPv4 hostname", ROUTE_HEAD "  hostnames: [\"127.0.0.1\"]\n",
 	  "bad.yaml:6: spec.hostnames[] \"127.0.0.1\" is not a hostname",
 	  -EINVAL },
@@ -67,12 +67,12 @@ static const struct {
 	{ "label ending in '-'", ROUTE_HEAD "  hostnames: [\"a-.example.com\"]\n",
 	  "bad.yaml:6: spec.hostnames[] \"a-.example.com\" is not a hostname",
 	  -EINVAL },
-	/* issue 8: "\0" cut the hostname to "a.com" */
+	/* "\0" cut the hostname to "a.com" */
 	{ "NUL in hostname", ROUTE_HEAD "  hostnames: [\"a.com\\0.evil\"]\n",
 	  "bad.yaml:6: spec.hostnames[] contains a NUL byte", -EINVAL },
 	{ "NUL in a name", ROUTE_HEAD "  parentRefs: [{name: \"gw\\0x\"}]\n",
 	  "bad.yaml:6: parentRef.name contains a NUL byte", -EINVAL },
-	/* issue 8: strtoll() skipped the blank: port 80 */
+	/* strtoll() skipped the blank: port 80 */
 	{ "port 0x 50", ROUTE_HEAD "  parentRefs: [{name: gw, port: 0x 50}]\n",
 	  "bad.yaml:6: parentRef.port must be an integer, not string",
 	  -EINVAL },
@@ -98,7 +98,7 @@ static const struct {
 	{ "bad regex", ROUTE_HEAD "  rules:\n  - matches:\n"
 	  "    - path: {type: RegularExpression, value: \"/(a\"}\n",
 	  "bad.yaml:8: invalid regular expression: missing ): /(a", -EINVAL },
-	/* issue 8: 554 MB and 30 s per match under POSIX regcomp/regexec */
+	/* 554 MB and 30 s per match under POSIX regcomp/regexec */
 	{ "regex past the repetition bound", ROUTE_HEAD "  rules:\n  - matches:\n"
 	  "    - path: {type: RegularExpression, value: \"/(.{0,255}){0,255}\"}\n",
 	  "bad.yaml:8: invalid regular expression: invalid repetition size", -EINVAL },
@@ -231,7 +231,7 @@ static char *big_route(size_t nrules, size_t nmatches, size_t nheaders,
 }
 
 /*
- * issue 8: with 65 537 rules, rule 65 536 was reported as rule 0. The
+ * with 65 537 rules, rule 65 536 was reported as rule 0. The
  * Gateway API's own bounds keep a route far below what the table holds.
  */
 TEST(route_input_gateway_api_limits)
@@ -536,7 +536,7 @@ TEST(route_input_explain_manifest_error)
 	      "metadata: {name: r}\nspec:\n  hostnames: 3\n", f);
 	fclose(f);
 	/*
-	 * issue 8: one bad file used to stop explain; a FIFO named *.yaml
+	 * one bad file used to stop explain; a FIFO named *.yaml
 	 * made it hang. Both are left out and the rest is explained.
 	 */
 	snprintf(path, sizeof(path), "%s/fifo.yaml", test__tmpdir());

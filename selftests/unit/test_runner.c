@@ -53,8 +53,37 @@ TEST(runner_reports_every_outcome)
 		    != NULL, "%s", out);
 	ASSERT_TRUE(!strstr(out, "never printed"), "%s", out);
 	ASSERT_TRUE(!strstr(out, "visible with -v only"), "%s", out);
-	ASSERT_TRUE(strstr(out, "\n1 passed, 2 failed, 1 skipped\n") != NULL,
+	ASSERT_TRUE(strstr(out, "\n1 passed, 3 failed, 1 skipped\n") != NULL,
 		    "%s", out);
+}
+
+TEST(runner_subtests_and_comparisons)
+{
+	static char out[8192];
+
+	ASSERT_EQ(run_cases("case_subtests", out, sizeof(out)), 1);
+	/* each subtest on its own line, before its test's line */
+	ASSERT_OK_PTR(strstr(out, "ok   case_subtests/sub_passes\n"
+				  "FAIL case_subtests/sub_fails\n"
+				  "ok   case_subtests/sub_after_a_failure\n"
+				  "FAIL case_subtests\n"));
+	/* a failed comparison shows both expressions and both values */
+	ASSERT_OK_PTR(strstr(out, "ASSERT_GE(have, want): 3 >= 4 is false"));
+	ASSERT_OK_PTR(strstr(out, "ASSERT_OK(-2): -2 (No such file or directory)"));
+	ASSERT_OK_PTR(strstr(out, "ASSERT_OK_PTR(NULL): NULL"));
+	ASSERT_OK_PTR(strstr(out, "0 passed, 1 failed, 0 skipped\n"));
+
+	/* test/subtest globs pick subtests; a glob matches the whole name */
+	ASSERT_EQ(run_cases("'case_sub*/sub_p*'", out, sizeof(out)), 0);
+	ASSERT_OK_PTR(strstr(out, "ok   case_subtests/sub_passes\n"
+				  "ok   case_subtests\n"));
+	ASSERT_NULL(strstr(out, "sub_fails"));
+	ASSERT_EQ(run_cases("'case_passe?'", out, sizeof(out)), 0);
+	ASSERT_OK_PTR(strstr(out, "1 passed, 0 failed, 0 skipped\n"));
+	ASSERT_EQ(run_cases("'case_pass'", out, sizeof(out)), 0);
+	ASSERT_OK_PTR(strstr(out, "1 passed, 0 failed, 0 skipped\n"));
+	ASSERT_EQ(run_cases("'case_pas?'", out, sizeof(out)), 0);
+	ASSERT_OK_PTR(strstr(out, "0 passed, 0 failed, 0 skipped\n"));
 }
 
 TEST(runner_verbose_runs_and_filters)

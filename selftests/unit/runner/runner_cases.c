@@ -33,3 +33,18 @@ TEST(case_skips)
 	SKIP("nothing to run here");
 	test_log("never printed\n");
 }
+
+TEST(case_subtests)
+{
+	if (test__start_subtest("sub_passes"))
+		ASSERT_STREQ("a", "a");
+	if (test__start_subtest("sub_fails")) {
+		long have = 3, want = 4;
+
+		ASSERT_GE(have, want);
+		ASSERT_OK(-2);
+		ASSERT_OK_PTR(NULL);
+	}
+	if (test__start_subtest("sub_after_a_failure"))
+		ASSERT_LT(1, 2);
+}
