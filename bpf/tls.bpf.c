@@ -207,7 +207,7 @@ static __always_inline __u64 tls_conn_create(__u64 sk, __u32 tgid, __u8 role,
 		return 0;
 	n->conn_id = new_conn_id();
 	n->tgid = tgid;
-	scope = mm_conn_scope(tgid, role == MM_ROLE_UP ? 0 : sk);
+	scope = mm_conn_scope(tgid, role == MM_ROLE_UP ? 0 : sk, 0);
 	n->gw = scope & 0xff;
 	n->lport = (scope >> 8) & 0xffff;
 	n->role = role;

@@ -62,7 +62,7 @@ int t_open(void *ctx)
 	struct mm_conn *c = t_slot();
 
 	if (c) {
-		conn_init(c, bpf_get_current_pid_tgid() >> 32, t_role, 0);
+		conn_init(c, bpf_get_current_pid_tgid() >> 32, t_role, 0, 0);
 		c->lport = t_lport;
 		if (t_role == MM_ROLE_UP)
 			c->established = 1;
