@@ -13,6 +13,7 @@
 #include "policy/contract/policy_engine.h"
 #include "policy/gateway/route_compile.h"
 #include "policy/gateway/route_match.h"
+#include "policy/source/source_catalogue.h"
 
 /* Envoy's default histogram buckets (source/common/stats/histogram_impl.h) */
 const double aggregate__envoy_bounds[] = {
@@ -24,11 +25,12 @@ const size_t aggregate__envoy_nbounds =
 
 enum { SRC_DS_TOTAL, SRC_DS_TIME, SRC_US_TOTAL, SRC_US_TIME, SRC__N };
 
+/* policy/source/source_catalogue.h: what policies may select */
 static const char *const src_names[SRC__N] = {
-	"envoy.http.downstream_rq_total",
-	"envoy.http.downstream_rq_time",
-	"envoy.cluster.upstream_rq_total",
-	"envoy.cluster.upstream_rq_time",
+	SRC_METRIC_DS_TOTAL,
+	SRC_METRIC_DS_TIME,
+	SRC_METRIC_US_TOTAL,
+	SRC_METRIC_US_TIME,
 };
 
 static const char *const src_desc[SRC__N] = {
@@ -234,34 +236,34 @@ static void build_labels(const struct route_table *t, uint32_t gw,
 	if (t && route < t->nroutes) {
 		const struct rc_route *r = &t->routes[route];
 
-		add_label(lb, "k8s.httproute.name", r->name);
-		add_label(lb, "k8s.namespace.name", r->ns);
+		add_label(lb, SRC_ATTR_ROUTE, r->name);
+		add_label(lb, SRC_ATTR_NAMESPACE, r->ns);
 		if (r->gw_name)
-			add_label(lb, "k8s.gateway.name", r->gw_name);
+			add_label(lb, SRC_ATTR_GATEWAY, r->gw_name);
 		if (!route_compile__cluster_name(t, route, rule, lb->cluster,
 						 sizeof(lb->cluster)))
-			add_label(lb, "envoy.cluster_name", lb->cluster);
+			add_label(lb, SRC_ATTR_CLUSTER, lb->cluster);
 	} else {
-		add_label(lb, "k8s.httproute.name",
+		add_label(lb, SRC_ATTR_ROUTE,
 			  route == MM_ROUTE_UNMATCHED ? "unmatched" : "unknown");
 		/* several Gateways on the node: say whose request it was */
 		if (t && gw < t->nslots && t->slots[gw].gw_name)
-			add_label(lb, "k8s.gateway.name", t->slots[gw].gw_name);
+			add_label(lb, SRC_ATTR_GATEWAY, t->slots[gw].gw_name);
 	}
-	add_label(lb, "http.request.method",
+	add_label(lb, SRC_ATTR_METHOD,
 		  method_names[method < MM_M__COUNT ? method : 0]);
 	snprintf(lb->status, sizeof(lb->status), "%u", aborted ? 0 : status);
-	add_label(lb, "http.response.status_code", lb->status);
+	add_label(lb, SRC_ATTR_STATUS, lb->status);
 	if (aborted) {
-		add_label(lb, "milometer.aborted", "true");
+		add_label(lb, SRC_ATTR_ABORTED, "true");
 	} else if (status >= 100 && status <= 599) {
 		snprintf(lb->class, sizeof(lb->class), "%uxx", status / 100);
-		add_label(lb, "http.response.status_code_class", lb->class);
+		add_label(lb, SRC_ATTR_STATUS_CLASS, lb->class);
 	}
 	/* gRPC (HTTP/2 trailers), as OpenTelemetry's semantic conventions say */
 	if (grpc && grpc <= 17) {
 		snprintf(lb->grpc, sizeof(lb->grpc), "%u", grpc - 1);
-		add_label(lb, "rpc.grpc.status_code", lb->grpc);
+		add_label(lb, SRC_ATTR_GRPC_STATUS, lb->grpc);
 	}
 }
 

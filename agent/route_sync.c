@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,41 +108,10 @@ void route_sync__free(struct route_sync *rs)
 	free(rs);
 }
 
-static bool is_yaml(const char *n)
-{
-	size_t l = strlen(n);
-
-	return (l > 5 && !strcmp(n + l - 5, ".yaml")) ||
-	       (l > 4 && !strcmp(n + l - 4, ".yml"));
-}
-
-/* Names, sizes and mtimes of the YAML files: cheap to poll every second. */
+/* The files gateway_api__load_dir() reads: cheap to poll every second. */
 static uint64_t fingerprint(const char *dir)
 {
-	uint64_t h = 1469598103934665603ULL;
-	struct dirent *de;
-	DIR *d;
-
-	if (!dir || !(d = opendir(dir)))
-		return 0;
-	while ((de = readdir(d))) {
-		char path[4096];
-		struct stat st;
-		uint64_t v[3];
-
-		if (!is_yaml(de->d_name))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (stat(path, &st))
-			continue;
-		v[0] = route_compile__hash(de->d_name, strlen(de->d_name));
-		v[1] = st.st_size;
-		v[2] = st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
-		/* order-independent: readdir order is not stable */
-		h += route_compile__hash(v, sizeof(v));
-	}
-	closedir(d);
-	return h;
+	return dir ? manifest_source__fingerprint(dir) : 0;
 }
 
 int route_sync__map_listener_port(struct route_sync *rs, uint16_t listener,
@@ -347,6 +315,7 @@ static int build(struct route_sync *rs, char *err, size_t errlen)
 		if (skipped)
 			fprintf(stderr, "milometer: k8s: %zu Gateway/HTTPRoute objects skipped, the others are in the table\n",
 				skipped);
+		gateway_api__log_dropped(m, stderr, "milometer: k8s: ");
 	} else if (rs->dir) {
 		ret = gateway_api__load_dir(m, rs->dir, err, errlen);
 		if (ret)
@@ -360,6 +329,7 @@ static int build(struct route_sync *rs, char *err, size_t errlen)
 		for (size_t i = 0; i < m->nrejected; i++)
 			fprintf(stderr, "milometer: manifest left out: %s\n",
 				m->rejected[i]);
+		gateway_api__log_dropped(m, stderr, "milometer: ");
 	}
 	ret = route_compile__build_slots(m, (const char *const *)rs->slots,
 					 rs->nslots, gen, &t, err, errlen);

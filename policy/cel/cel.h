@@ -134,6 +134,31 @@ int cel__eval(struct cel_program *p, const struct cel_activation *act,
  */
 bool cel__affine(const struct cel_program *p, double *a, double *b);
 
+/*
+ * A field selection from a variable as written: resource.metadata.name,
+ * resource.status.conditions[0].type, attributes['k8s.gateway.name'],
+ * has(item.reason). A string-literal index is a named segment (indexed
+ * set); any other index (a list position, a computed key) is "any".
+ */
+#define CEL_PATH_MAX 16
+struct cel_path_seg {
+	const char *s; /* not NUL-terminated: len */
+	size_t len;
+	bool indexed; /* x['s'] or x[i] rather than x.s */
+	bool any;     /* x[i], x[expr]: no name */
+	int col;
+};
+struct cel_path {
+	unsigned var; /* CEL_VAR_* */
+	struct cel_path_seg seg[CEL_PATH_MAX]; /* the first CEL_PATH_MAX */
+	size_t n;
+	bool has; /* inside has(): the last field may be absent */
+	int col;
+};
+typedef void (*cel_path_fn)(void *ctx, const struct cel_path *p);
+/* Calls fn once per longest selection chain in the expression. */
+void cel__paths(const struct cel_program *p, cel_path_fn fn, void *ctx);
+
 /* Conversions used at the end of a transform. -EINVAL if not convertible. */
 int cel__to_double(const struct cel_value *v, double *out);
 /* Formats as CEL's string() would; returns length or -ENOSPC. */

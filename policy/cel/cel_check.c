@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "policy/cel/cel_impl.h"
+#include "policy/source/spelling.h"
 
 static const struct {
 	const char *name;
@@ -48,31 +49,6 @@ static int check_fail(struct cel_error *err, int col, const char *fmt, ...)
 static bool name_is(const struct cel_value *s, const char *name)
 {
 	return strlen(name) == s->str.len && !memcmp(name, s->str.s, s->str.len);
-}
-
-/* Levenshtein distance, capped: names are short identifiers. */
-static int edit_distance(const char *a, size_t la, const char *b, size_t lb)
-{
-	int row[33], i, j, prev, tmp;
-
-	if (la > 32 || lb > 32)
-		return 99;
-	for (j = 0; j <= (int)lb; j++)
-		row[j] = j;
-	for (i = 1; i <= (int)la; i++) {
-		prev = row[0];
-		row[0] = i;
-		for (j = 1; j <= (int)lb; j++) {
-			tmp = row[j];
-			row[j] = prev + (a[i - 1] != b[j - 1]);
-			if (row[j - 1] + 1 < row[j])
-				row[j] = row[j - 1] + 1;
-			if (tmp + 1 < row[j])
-				row[j] = tmp + 1;
-			prev = tmp;
-		}
-	}
-	return row[lb];
 }
 
 static void var_list(unsigned allowed, char *buf, size_t len)
@@ -124,7 +100,7 @@ check_var(struct cel_program *p, struct cel_node *n, struct cel_error *err)
 	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
 		if (!(p->allowed & vars[i].bit))
 			continue;
-		d = edit_distance(s->str.s, s->str.len, vars[i].name,
+		d = spelling__distance(s->str.s, s->str.len, vars[i].name,
 				  strlen(vars[i].name));
 		if (d < best_d) {
 			best_d = d;

@@ -8,6 +8,7 @@
 
 #include "exporter/metric_store.h"
 #include "policy/contract/check_cmd.h"
+#include "policy/contract/check_gateway.h"
 #include "policy/contract/contract.h"
 #include "policy/source/manifest_source.h"
 #include "policy/contract/policy_engine.h"
@@ -17,17 +18,21 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: milometer check --manifests PATH [--manifests PATH...] [--json]\n"
 		"\n"
-		"Validate MetricDefinition, MetricPolicy and ClusterProperty objects in\n"
-		"YAML manifests (a directory's *.yaml/*.yml files, or single files)\n"
-		"without a cluster. Prints every object with file:line and its\n"
-		"conditions; Programmed shows what the policies would produce from the\n"
-		"subject objects (HTTPRoutes...) found in the same manifests.\n"
+		"Validate Gateway, HTTPRoute, Namespace, MetricDefinition,\n"
+		"MetricPolicy and ClusterProperty objects in YAML manifests (the\n"
+		"*.yaml/*.yml files under a directory and its sub-directories, or\n"
+		"single files) without a cluster. Prints every object with file:line\n"
+		"and its conditions (HTTPRoutes: per parentRef, as the Gateway API\n"
+		"writes them), warnings about what may be wrong, and what was skipped;\n"
+		"Programmed shows what the policies would produce from the subject\n"
+		"objects found in the same manifests.\n"
 		"\n"
 		"  -m, --manifests PATH  directory or file to read (repeatable)\n"
 		"  -j, --json            machine-readable output\n"
 		"  -h, --help            this text\n"
 		"\n"
-		"Exit status: 0 all accepted, 1 something rejected or unparsable,\n"
+		"Exit status: 0 all accepted (warnings allowed), 1 something rejected\n"
+		"(a route's dropped rule included) or unparsable,\n"
 		"2 usage error or unreadable path.\n");
 }
 
@@ -91,7 +96,8 @@ int check__run(int argc, char **argv, FILE *out, FILE *errf)
 	c = contract__new();
 	store = mstore__new(NULL);
 	e = c && store ? policy_engine__new(store, c) : NULL;
-	if (!e || contract__load(c, src) || policy_engine__sync(e, src) < 0) {
+	if (!e || contract__load(c, src) || policy_engine__sync(e, src) < 0 ||
+	    check_gateway__validate(src, c)) {
 		fprintf(errf, "milometer check: out of memory\n");
 		goto cleanup;
 	}

@@ -22,6 +22,8 @@ enum cond_status {
 #define COND_ACCEPTED "Accepted"
 #define COND_RESOLVED_REFS "ResolvedRefs"
 #define COND_PROGRAMMED "Programmed"
+/* Gateway API: an HTTPRoute some of whose rules were dropped (True only) */
+#define COND_PARTIALLY_INVALID "PartiallyInvalid"
 
 #define COND_MAX 4
 #define COND_MSG_MAX 512

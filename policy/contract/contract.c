@@ -12,6 +12,7 @@
 
 #include "exporter/json_out.h"
 #include "policy/contract/contract.h"
+#include "policy/contract/policy_lint.h"
 #include "policy/source/doc.h"
 #include "policy/source/manifest_source.h"
 
@@ -26,6 +27,10 @@ struct cobj {
 	struct metric_policy *pol;
 	bool active;               /* in effect: engine uses it */
 	bool kept_previous;        /* rejected edit, previous version active */
+	char **warnings;           /* may be wrong; never a rejection */
+	size_t nwarnings;
+	struct contract_parent *parents; /* HTTPRoutes checked by `check` */
+	size_t nparents;
 };
 
 struct contract {
@@ -34,6 +39,8 @@ struct contract {
 	size_t n;
 	char **errors;
 	size_t nerrors;
+	char **skipped;
+	size_t nskipped;
 	struct cluster_identity cluster;
 	uint64_t generation;
 };
@@ -43,7 +50,30 @@ struct table {
 	size_t n;
 	char **errors;
 	size_t nerrors;
+	char **skipped;
+	size_t nskipped;
 };
+
+static void strs_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int strs_add(char ***v, size_t *n, const char *str)
+{
+	char **grown = realloc(*v, (*n + 1) * sizeof(*grown));
+
+	if (!grown)
+		return -ENOMEM;
+	*v = grown;
+	grown[*n] = strdup(str);
+	if (!grown[*n])
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
 
 static void table_free(struct table *t)
 {
@@ -56,11 +86,12 @@ static void table_free(struct table *t)
 		free(o->file);
 		crd_definition__put(o->def);
 		crd_policy__put(o->pol);
+		strs_free(o->warnings, o->nwarnings);
+		free(o->parents);
 	}
 	free(t->objs);
-	for (size_t i = 0; i < t->nerrors; i++)
-		free(t->errors[i]);
-	free(t->errors);
+	strs_free(t->errors, t->nerrors);
+	strs_free(t->skipped, t->nskipped);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -79,7 +110,8 @@ void contract__free(struct contract *c)
 
 	if (!c)
 		return;
-	t = (struct table){ c->objs, c->n, c->errors, c->nerrors };
+	t = (struct table){ c->objs, c->n, c->errors, c->nerrors, c->skipped,
+			    c->nskipped };
 	table_free(&t);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -142,6 +174,14 @@ static bool wins(const char *a_created, const char *a_name,
 		return a_created != NULL;
 	}
 	return strcmp(a_name, b_name) < 0;
+}
+
+static void cobj_warn(void *ctx, const char *msg)
+{
+	struct cobj *o = ctx;
+
+	/* a warning lost to memory pressure changes no verdict */
+	(void)strs_add(&o->warnings, &o->nwarnings, msg);
 }
 
 static void reject(struct cobj *o, const struct crd_err *e)
@@ -442,8 +482,14 @@ static int load_table(struct contract *c, const struct manifest_source *src,
 			err = crd_policy__parse(m, &o->pol, &e);
 			if (err == -ENOMEM)
 				return err;
-			if (err)
+			if (err) {
 				reject(o, &e);
+			} else if (policy_lint__check(o->pol, src, &e, cobj_warn, o)) {
+				/* names what nothing provides: never in effect */
+				reject(o, &e);
+				crd_policy__put(o->pol);
+				o->pol = NULL;
+			}
 		} else {
 			conditions__set(&o->conds, COND_ACCEPTED, COND_FALSE,
 					"UnknownKind",
@@ -478,17 +524,14 @@ static int load_table(struct contract *c, const struct manifest_source *src,
 			conditions__carry_over(&o->conds, &old->conds);
 	}
 	pthread_mutex_unlock(&c->lock);
-	for (size_t i = 0; i < manifest_source__nerrors(src); i++) {
-		char **e = realloc(t->errors, (t->nerrors + 1) * sizeof(*e));
-
-		if (!e)
+	for (size_t i = 0; i < manifest_source__nerrors(src); i++)
+		if (strs_add(&t->errors, &t->nerrors,
+			     manifest_source__error(src, i)))
 			return -ENOMEM;
-		t->errors = e;
-		e[t->nerrors] = strdup(manifest_source__error(src, i));
-		if (!e[t->nerrors])
+	for (size_t i = 0; i < manifest_source__nskipped(src); i++)
+		if (strs_add(&t->skipped, &t->nskipped,
+			     manifest_source__skipped(src, i)))
 			return -ENOMEM;
-		t->nerrors++;
-	}
 	return 0;
 }
 
@@ -506,11 +549,14 @@ int contract__load(struct contract *c, const struct manifest_source *src)
 	}
 	cluster_id__read(src, &ci);
 	pthread_mutex_lock(&c->lock);
-	old = (struct table){ c->objs, c->n, c->errors, c->nerrors };
+	old = (struct table){ c->objs, c->n, c->errors, c->nerrors, c->skipped,
+			      c->nskipped };
 	c->objs = t.objs;
 	c->n = t.n;
 	c->errors = t.errors;
 	c->nerrors = t.nerrors;
+	c->skipped = t.skipped;
+	c->nskipped = t.nskipped;
 	c->cluster = ci;
 	c->generation++;
 	pthread_mutex_unlock(&c->lock);
@@ -626,13 +672,88 @@ int contract__conditions(struct contract *c, const char *kind,
 	return err;
 }
 
+static bool set_rejected(const struct cond_set *cs)
+{
+	const struct condition *a = conditions__get(cs, COND_ACCEPTED);
+	const struct condition *r = conditions__get(cs, COND_RESOLVED_REFS);
+	const struct condition *p = conditions__get(cs, COND_PARTIALLY_INVALID);
+
+	return (a && a->status == COND_FALSE) ||
+	       (r && r->status == COND_FALSE) || (p && p->status == COND_TRUE);
+}
+
 static bool obj_rejected(const struct cobj *o)
 {
-	const struct condition *a = conditions__get(&o->conds, COND_ACCEPTED);
-	const struct condition *r =
-		conditions__get(&o->conds, COND_RESOLVED_REFS);
+	bool rej = set_rejected(&o->conds);
 
-	return (a && a->status == COND_FALSE) || (r && r->status == COND_FALSE);
+	for (size_t i = 0; i < o->nparents && !rej; i++)
+		rej = set_rejected(&o->parents[i].conds);
+	return rej;
+}
+
+static int cobj_cmp(const struct cobj *a, const char *file, uint32_t line)
+{
+	int c = strcmp(a->file, file);
+
+	return c ? c : (a->line > line) - (a->line < line);
+}
+
+int contract__add_object(struct contract *c, const struct contract_object *m)
+{
+	struct mobject mo = { .kind = m->kind, .name = m->name, .ns = m->ns,
+			      .file = m->file, .line = m->line };
+	struct table t;
+	struct cobj o;
+	size_t at;
+	int err = -ENOMEM;
+
+	pthread_mutex_lock(&c->lock);
+	/* table_add() leaves room for one more: o goes back in file order */
+	t = (struct table){ c->objs, c->n };
+	if (!table_add(&t, &mo))
+		goto out;
+	c->objs = t.objs;
+	o = c->objs[c->n];
+	o.conds = m->conds;
+	if (m->nparents) {
+		o.parents = calloc(m->nparents, sizeof(*o.parents));
+		if (!o.parents)
+			goto drop;
+		memcpy(o.parents, m->parents, m->nparents * sizeof(*o.parents));
+		o.nparents = m->nparents;
+	}
+	for (size_t i = 0; i < m->nwarnings; i++)
+		if (strs_add(&o.warnings, &o.nwarnings, m->warnings[i]))
+			goto drop;
+	for (at = c->n; at && cobj_cmp(&c->objs[at - 1], o.file, o.line) > 0;
+	     at--)
+		;
+	memmove(&c->objs[at + 1], &c->objs[at],
+		(c->n - at) * sizeof(*c->objs));
+	c->objs[at] = o;
+	c->n++;
+	err = 0;
+	goto out;
+drop:
+	free(o.kind);
+	free(o.name);
+	free(o.ns);
+	free(o.file);
+	strs_free(o.warnings, o.nwarnings);
+	free(o.parents);
+out:
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int contract__add_skipped(struct contract *c, const char *what)
+{
+	int err;
+
+	pthread_mutex_lock(&c->lock);
+	err = strs_add(&c->skipped, &c->nskipped, what);
+	pthread_mutex_unlock(&c->lock);
+	return err;
 }
 
 size_t contract__rejected(struct contract *c)
@@ -652,6 +773,37 @@ static const char *obj_metric(const struct cobj *o)
 	if (o->def)
 		return o->def->name;
 	return o->pol ? o->pol->target : NULL;
+}
+
+static void json_conds(FILE *f, const struct cond_set *cs)
+{
+	fputs(",\"conditions\":[", f);
+	for (size_t j = 0; j < cs->n; j++) {
+		const struct condition *cd = &cs->c[j];
+
+		fputs(j ? ",{\"type\":" : "{\"type\":", f);
+		json_out__str(f, cd->type);
+		fputs(",\"status\":", f);
+		json_out__str(f, conditions__status_str(cd->status));
+		fputs(",\"reason\":", f);
+		json_out__str(f, cd->reason);
+		fputs(",\"message\":", f);
+		json_out__str(f, cd->message);
+		fprintf(f, ",\"lastTransitionTimeUnixNano\":%llu}",
+			(unsigned long long)cd->last_transition_ns);
+	}
+	fputc(']', f);
+}
+
+static void json_strs(FILE *f, char *const *v, size_t n)
+{
+	fputc('[', f);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			fputc(',', f);
+		json_out__str(f, v[i]);
+	}
+	fputc(']', f);
 }
 
 static void render_json(struct contract *c, FILE *f)
@@ -677,30 +829,29 @@ static void render_json(struct contract *c, FILE *f)
 			fputs(",\"metric\":", f);
 			json_out__str(f, obj_metric(o));
 		}
-		fputs(",\"conditions\":[", f);
-		for (size_t j = 0; j < o->conds.n; j++) {
-			const struct condition *cd = &o->conds.c[j];
-
-			fputs(j ? ",{\"type\":" : "{\"type\":", f);
-			json_out__str(f, cd->type);
-			fputs(",\"status\":", f);
-			json_out__str(f, conditions__status_str(cd->status));
-			fputs(",\"reason\":", f);
-			json_out__str(f, cd->reason);
-			fputs(",\"message\":", f);
-			json_out__str(f, cd->message);
-			fprintf(f, ",\"lastTransitionTimeUnixNano\":%llu}",
-				(unsigned long long)cd->last_transition_ns);
+		json_conds(f, &o->conds);
+		if (o->nparents) {
+			fputs(",\"parents\":[", f);
+			for (size_t j = 0; j < o->nparents; j++) {
+				fputs(j ? ",{\"parentRef\":" :
+					  "{\"parentRef\":", f);
+				json_out__str(f, o->parents[j].ref);
+				json_conds(f, &o->parents[j].conds);
+				fputc('}', f);
+			}
+			fputc(']', f);
 		}
-		fputs("]}", f);
+		if (o->nwarnings) {
+			fputs(",\"warnings\":", f);
+			json_strs(f, o->warnings, o->nwarnings);
+		}
+		fputc('}', f);
 	}
-	fputs("],\"errors\":[", f);
-	for (size_t i = 0; i < c->nerrors; i++) {
-		if (i)
-			fputc(',', f);
-		json_out__str(f, c->errors[i]);
-	}
-	fputs("],\"cluster\":{\"" CLUSTER_ID_ATTR "\":", f);
+	fputs("],\"errors\":", f);
+	json_strs(f, c->errors, c->nerrors);
+	fputs(",\"skipped\":", f);
+	json_strs(f, c->skipped, c->nskipped);
+	fputs(",\"cluster\":{\"" CLUSTER_ID_ATTR "\":", f);
 	json_out__str(f, c->cluster.id);
 	fputs(",\"" CLUSTERSET_ATTR "\":", f);
 	json_out__str(f, c->cluster.clusterset);
@@ -709,28 +860,42 @@ static void render_json(struct contract *c, FILE *f)
 	fputs("}}\n", f);
 }
 
+static void text_conds(FILE *f, const struct cond_set *cs, const char *indent)
+{
+	for (size_t j = 0; j < cs->n; j++) {
+		const struct condition *cd = &cs->c[j];
+
+		fprintf(f, "%s%-13s %-7s %-22s %s\n", indent, cd->type,
+			conditions__status_str(cd->status), cd->reason,
+			cd->message);
+	}
+}
+
 static void render_text(struct contract *c, FILE *f)
 {
-	size_t rejected = 0;
+	size_t rejected = 0, warnings = 0;
 
 	for (size_t i = 0; i < c->n; i++) {
 		const struct cobj *o = &c->objs[i];
 
 		rejected += obj_rejected(o);
+		warnings += o->nwarnings;
 		fprintf(f, "%s:%u: %s %s%s%s%s%s\n", o->file, o->line, o->kind,
 			o->ns ? o->ns : "", o->ns ? "/" : "", o->name,
 			obj_metric(o) ? " -> " : "",
 			obj_metric(o) ? obj_metric(o) : "");
-		for (size_t j = 0; j < o->conds.n; j++) {
-			const struct condition *cd = &o->conds.c[j];
-
-			fprintf(f, "    %-13s %-7s %-22s %s\n", cd->type,
-				conditions__status_str(cd->status), cd->reason,
-				cd->message);
+		text_conds(f, &o->conds, "    ");
+		for (size_t j = 0; j < o->nparents; j++) {
+			fprintf(f, "    parentRef %s:\n", o->parents[j].ref);
+			text_conds(f, &o->parents[j].conds, "      ");
 		}
+		for (size_t j = 0; j < o->nwarnings; j++)
+			fprintf(f, "    warning: %s\n", o->warnings[j]);
 	}
 	for (size_t i = 0; i < c->nerrors; i++)
 		fprintf(f, "error: %s\n", c->errors[i]);
+	for (size_t i = 0; i < c->nskipped; i++)
+		fprintf(f, "note: %s\n", c->skipped[i]);
 	if (c->cluster.id[0] || c->cluster.clusterset[0])
 		fprintf(f, "cluster: %s=%s %s=%s\n", CLUSTER_ID_ATTR,
 			c->cluster.id[0] ? c->cluster.id : "(none)",
@@ -739,8 +904,8 @@ static void render_text(struct contract *c, FILE *f)
 						   "(none)");
 	if (c->cluster.problem[0])
 		fprintf(f, "cluster: %s\n", c->cluster.problem);
-	fprintf(f, "%zu object(s), %zu rejected, %zu manifest error(s)\n",
-		c->n, rejected, c->nerrors);
+	fprintf(f, "%zu object(s), %zu rejected, %zu manifest error(s), %zu warning(s), %zu skipped\n",
+		c->n, rejected, c->nerrors, warnings, c->nskipped);
 }
 
 int contract__render(struct contract *c, FILE *out, unsigned flags)

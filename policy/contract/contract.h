@@ -12,7 +12,10 @@
  *                     DuplicateObject.
  *   MetricPolicy      Accepted: True Accepted, or False with InvalidCEL,
  *                     LabelSchemaMismatch, IncompatibleInstrument,
- *                     Conflicted, UnknownField, InvalidField, ...
+ *                     Conflicted, UnknownField, InvalidField,
+ *                     UnknownAttribute, UnknownSourceMetric (policy_lint.h:
+ *                     what a policy names against what exists; its
+ *                     warnings are kept with the object and rendered)...
  *                     ResolvedRefs: True ResolvedRefs, or False with
  *                     TargetNotFound, SubjectMismatch.
  *                     Programmed: set by the policy engine at run time
@@ -85,8 +88,37 @@ void contract__set_programmed(struct contract *c, const char *policy,
 int contract__conditions(struct contract *c, const char *kind,
 			 const char *name, struct cond_set *out);
 
-/* Objects rejected (Accepted or ResolvedRefs False) plus manifest errors. */
+/*
+ * Objects rejected (Accepted or ResolvedRefs False, for an HTTPRoute also
+ * PartiallyInvalid True, on the object or any of its parentRefs) plus
+ * manifest errors. Warnings are not rejections.
+ */
 size_t contract__rejected(struct contract *c);
+
+/* A route's status towards one of its parentRefs (Gateway API parents[]). */
+struct contract_parent {
+	char ref[192]; /* "Gateway infra/gw sectionName http" */
+	struct cond_set conds;
+};
+
+/*
+ * An object the contract does not own but `milometer check` validates
+ * (Gateway, HTTPRoute, Namespace): shown with file:line and its conditions
+ * among the contract's objects, in file order, and counted by rejected().
+ * Strings are copied. The next contract__load() forgets it.
+ */
+struct contract_object {
+	const char *kind, *ns, *name, *file;
+	uint32_t line;
+	struct cond_set conds;
+	const struct contract_parent *parents;
+	size_t nparents;
+	const char *const *warnings; /* "file:line: what may be wrong" */
+	size_t nwarnings;
+};
+int contract__add_object(struct contract *c, const struct contract_object *o);
+/* A note on the run, not on one object ("x.md: skipped: ..."). */
+int contract__add_skipped(struct contract *c, const char *what);
 
 #define CONTRACT_RENDER_JSON (1u << 0)
 /*

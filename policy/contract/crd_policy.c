@@ -212,6 +212,7 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 	if (!metric)
 		return -EINVAL;
 	p->src_metric = strdup(metric);
+	p->src_metric_line = doc__get(otel, "metricName")->line;
 	err = crd__opt_str(otel, "temporality", path, &temp, e);
 	if (err)
 		return err;
@@ -246,6 +247,7 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 			key = crd__req_str(it, "key", ip, e);
 			if (!key)
 				return -EINVAL;
+			s->key_line = doc__get(it, "key")->line;
 			s->key = strdup(key);
 			if (!s->key)
 				return -ENOMEM;
@@ -304,6 +306,7 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 				return crd__fail(e, "InvalidField", it, ip,
 						 "set exactly one of regex or prefix");
 			f->key = strdup(key);
+			f->key_line = doc__get(it, "key")->line;
 			f->prefix = crd__strdup(prefix);
 			p->nfilters++;
 			if (!f->key || (prefix && !f->prefix))
@@ -444,6 +447,7 @@ static int parse_resource_fields(const struct doc_node *rf,
 	p->series_path = strdup(sp);
 	if (!p->series_path)
 		return -ENOMEM;
+	p->series_path_line = doc__get(sf, "path")->line;
 	if (!doc__get(sf, "value"))
 		return crd__fail(e, "InvalidField", sf, path,
 				 "required field \"value\" is missing");

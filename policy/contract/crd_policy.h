@@ -53,11 +53,13 @@ struct mp_label {
 
 struct mp_selector {
 	char *key;       /* sample attribute */
+	uint32_t key_line;
 	struct mp_expr e; /* valueFrom over resource */
 };
 
 struct mp_filter {
 	char *key;
+	uint32_t key_line;
 	char *prefix;    /* one of prefix / regex */
 	struct regex *re; /* RE2, matches anywhere in the value */
 #define MP_MAX_FILTER_REGEXES 64 /* per policy: see policy/regex/regex.h */
@@ -78,6 +80,7 @@ struct metric_policy {
 
 	/* DataPlane */
 	char *src_metric;
+	uint32_t src_metric_line;
 	enum mtemporality src_temporality; /* default cumulative */
 	struct mp_selector *sels;
 	size_t nsels;
@@ -87,6 +90,7 @@ struct metric_policy {
 
 	/* ResourceFields */
 	char *series_path;  /* below resource, "" for resource itself */
+	uint32_t series_path_line;
 	struct mp_expr rf_value;
 	struct mp_expr drop_if;
 	char **static_keys, **static_vals;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * milometer explain --manifests DIR [--gateway NS/NAME] [--listener NAME]
+ * milometer explain --manifests PATH [--gateway NS/NAME] [--listener NAME]
  *                   [-X METHOD] [-H 'Name: value']... URL
  *
  * Loads the manifests, compiles the route table exactly as the agent does,
@@ -21,7 +21,7 @@
 #include "policy/gateway/route_match.h"
 
 static const char usage[] =
-	"usage: milometer explain --manifests DIR [--gateway NS/NAME]\n"
+	"usage: milometer explain --manifests PATH [--gateway NS/NAME]\n"
 	"                         [--listener NAME] [-X METHOD]\n"
 	"                         [-H 'Name: value']... URL\n"
 	"\n"
@@ -29,7 +29,8 @@ static const char usage[] =
 	"(\"NAMESPACE/NAME rule N\" or \"unmatched\") and the Gateway API\n"
 	"precedence step that decided it.\n"
 	"\n"
-	"  --manifests DIR   every *.yaml / *.yml in DIR (Gateways, HTTPRoutes;\n"
+	"  --manifests PATH  a manifest file, or every *.yaml / *.yml under a\n"
+	"                    directory (Gateways, HTTPRoutes, Namespaces;\n"
 	"                    other kinds are ignored)\n"
 	"  --gateway NS/NAME only routes attached to this Gateway (default:\n"
 	"                    all Gateways merged)\n"
@@ -357,7 +358,7 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 		}
 	}
 	if (!dir || optind != argc - 1) {
-		fprintf(errs, "milometer explain: need --manifests DIR and "
+		fprintf(errs, "milometer explain: need --manifests PATH and "
 			"exactly one URL\n%s", usage);
 		goto cleanup;
 	}
@@ -388,6 +389,7 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 	for (size_t i = 0; i < m->nrejected; i++)
 		fprintf(errs, "milometer explain: left out: %s\n",
 			m->rejected[i]);
+	gateway_api__log_dropped(m, errs, "milometer explain: ");
 	/* a Host header's port is the one the client connected to */
 	if (req.host && authority_port(req.host, req.host_len)) {
 		url_port = authority_port(req.host, req.host_len);

@@ -5,7 +5,6 @@
  * gateway_api_route.c, field readers are in gateway_api_fields.c.
  */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 
 #include "bpf/milometer.h"
 #include "policy/gateway/gateway_api_fields.h"
+#include "policy/source/manifest_source.h"
 
 struct gw_model *gateway_api__new(void)
 {
@@ -247,16 +247,6 @@ int gateway_api__add_doc(struct gw_model *m, const struct doc_node *root,
 	return 0;
 }
 
-static int yaml_name(const struct dirent *d)
-{
-	size_t len = strlen(d->d_name);
-
-	if (d->d_name[0] == '.')
-		return 0;
-	return (len > 5 && !strcmp(d->d_name + len - 5, ".yaml")) ||
-	       (len > 4 && !strcmp(d->d_name + len - 4, ".yml"));
-}
-
 static int reject(struct gw_model *m, const char *why)
 {
 	char **grown = realloc(m->rejected,
@@ -275,41 +265,39 @@ static int reject(struct gw_model *m, const char *why)
 int gateway_api__load_dir(struct gw_model *m, const char *dir, char *err,
 			  size_t errlen)
 {
-	struct dirent **names = NULL;
-	int n, ret = 0, i;
+	struct manifest_source *src;
+	const struct mobject *o = NULL;
+	int ret = 0;
 
-	n = scandir(dir, &names, yaml_name, alphasort);
-	if (n < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: cannot read manifest directory: %s",
-			 dir, strerror(errno));
-		return ret;
-	}
-	for (i = 0; i < n && ret != -ENOMEM; i++) {
-		struct doc_file *f = NULL;
-		char *path;
-
-		if (asprintf(&path, "%s/%s", dir, names[i]->d_name) < 0) {
-			ret = -ENOMEM;
-			break;
-		}
-		ret = doc__parse_file(path, &f, err, errlen);
-		free(path);
+	/* the file list and parser `check` and the contract read */
+	src = manifest_source__open_paths(&dir, 1, err, errlen);
+	if (!src)
+		return -ENOENT;
+	for (size_t i = 0; !ret && i < manifest_source__nerrors(src); i++)
+		ret = reject(m, manifest_source__error(src, i));
+	while (!ret && (o = manifest_source__next(src, NULL, o))) {
+		ret = gateway_api__add_doc(m, o->root, err, errlen);
 		if (ret && ret != -ENOMEM)
 			ret = reject(m, err);
-		for (size_t d = 0; !ret && f && d < f->ndocs; d++) {
-			ret = gateway_api__add_doc(m, f->docs[d], err, errlen);
-			if (ret && ret != -ENOMEM)
-				ret = reject(m, err);
-		}
-		doc__free_file(f);
 	}
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	manifest_source__free(src);
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "%s: out of memory", dir);
 	return ret;
+}
+
+void gateway_api__log_dropped(const struct gw_model *m, FILE *f,
+			      const char *prefix)
+{
+	for (size_t i = 0; i < m->nroutes; i++) {
+		const struct gw_route *r = m->routes[i];
+
+		for (size_t k = 0; r->ndropped && k < r->nrules; k++)
+			if (r->rules[k].dropped)
+				fprintf(f, "%sHTTPRoute %s/%s: Dropped Rule %zu: %s\n",
+					prefix, r->ns, r->name, k,
+					r->rules[k].dropped);
+	}
 }
 
 const struct gw_gateway *gateway_api__gateway(const struct gw_model *m,

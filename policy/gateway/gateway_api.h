@@ -12,7 +12,8 @@
  *     absent or path.type absent -> PathPrefix; path.value absent -> "/"
  *   - header/query match type Exact
  *   - parentRef group gateway.networking.k8s.io, kind Gateway, namespace
- *     the route's; backendRef namespace the route's, weight 1
+ *     the route's; backendRef group "" (core), kind Service, namespace the
+ *     route's, weight 1
  *   - listener allowedRoutes.namespaces.from Same
  * metadata.creationTimestamp is optional: a route without one counts as
  * newer than every route that has one (see route_compile.c).
@@ -23,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "policy/regex/regex.h"
 #include "policy/source/doc.h"
@@ -158,6 +160,7 @@ struct gw_match {
 };
 
 struct gw_backend {
+	const char *group, *kind; /* "" and "Service" by default */
 	const char *ns, *name;
 	uint32_t port;
 	uint32_t weight;
@@ -169,6 +172,11 @@ struct gw_rule {
 	struct gw_backend *backends;
 	size_t nbackends;
 	uint32_t line;
+	/*
+	 * "file:line: why" when the rule is invalid: it stays in place with
+	 * no matches (rule indexes keep their meaning) and attaches nothing.
+	 */
+	const char *dropped;
 };
 
 struct gw_parent_ref {
@@ -187,6 +195,7 @@ struct gw_route {
 	size_t nparents;
 	struct gw_rule *rules;
 	size_t nrules;
+	size_t ndropped; /* rules with dropped set; never all of them */
 	const char *file;
 	uint32_t line;
 };
@@ -230,12 +239,20 @@ int gateway_api__add_doc(struct gw_model *m, const struct doc_node *root,
 			 char *err, size_t errlen);
 
 /*
- * Every *.yaml and *.yml in dir (not recursive), in name order. A file or
- * object that cannot be used is recorded in m->rejected and the rest still
- * load; -errno only when dir cannot be read or memory runs out.
+ * A manifest file, or every *.yaml and *.yml under a directory
+ * (manifest_source__open_paths()). A file or object that cannot be used is
+ * recorded in m->rejected and the rest still load; -errno only when the
+ * path cannot be read or memory runs out.
  */
 int gateway_api__load_dir(struct gw_model *m, const char *dir, char *err,
 			  size_t errlen);
+
+/*
+ * One line per dropped rule: "PREFIX HTTPRoute NS/NAME: Dropped Rule N:
+ * file:line: why" (the Gateway API's PartiallyInvalid wording).
+ */
+void gateway_api__log_dropped(const struct gw_model *m, FILE *f,
+			      const char *prefix);
 
 /* Lookup by namespace/name, NULL when absent. */
 const struct gw_gateway *gateway_api__gateway(const struct gw_model *m,

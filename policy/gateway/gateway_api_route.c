@@ -14,6 +14,7 @@
 #include "policy/gateway/gateway_api_fields.h"
 #include "policy/gateway/http_method.h"
 #include "policy/source/rfc3339.h"
+#include "policy/source/spelling.h"
 
 static int kv_matches(struct gw_ctx *c, const struct doc_node *list,
 		      const char *what, bool fold_names,
@@ -88,11 +89,16 @@ static int kv_matches(struct gw_ctx *c, const struct doc_node *list,
 			if (err)
 				return err;
 		} else {
+			static const char *const types[] = {
+				"Exact", "RegularExpression" };
+			const char *near = spelling__closest(type, types, 2);
+
 			return gateway_api_fields__bad(
-				c, it,
-				"%s.type \"%s\": use Exact or "
+				c, doc__get(it, "type"),
+				"%s.type \"%s\"%s%s%s: use Exact or "
 				"RegularExpression",
-				what, type);
+				what, type, near ? " (did you mean `" : "",
+				near ? near : "", near ? "`?)" : "");
 		}
 		n++;
 	}
@@ -142,11 +148,17 @@ static int path_match(struct gw_ctx *c, const struct doc_node *mn,
 		return gateway_api_fields__compile_re(c, p, value,
 						      &gm->path_re);
 	} else {
+		static const char *const types[] = { "Exact", "PathPrefix",
+						     "RegularExpression" };
+		const char *near = spelling__closest(type, types, 3);
+
 		return gateway_api_fields__bad(
-			c, p,
-			"path.type \"%s\": use Exact, PathPrefix or "
+			c, doc__get(p, "type"),
+			"path.type \"%s\" is not a Gateway API path match "
+			"type%s%s%s; use Exact, PathPrefix or "
 			"RegularExpression",
-			type);
+			type, near ? " (did you mean `" : "",
+			near ? near : "", near ? "`?)" : "");
 	}
 	if (value[0] != '/')
 		return gateway_api_fields__bad(
@@ -236,11 +248,19 @@ static int backends(struct gw_ctx *c, const struct gw_route *r,
 		struct gw_backend *gb = &gr->backends[i];
 
 		gb->ns = r->ns;
+		gb->group = "";
+		gb->kind = "Service";
 		gb->weight = 1;
 		err = gateway_api_fields__item_map(c, b, "backendRefs", i);
 		if (!err)
 			err = gateway_api_fields__req_str(
 				c, b, "name", "backendRef", &gb->name);
+		if (!err)
+			err = gateway_api_fields__opt_str(
+				c, b, "group", "backendRef", &gb->group);
+		if (!err)
+			err = gateway_api_fields__opt_str(
+				c, b, "kind", "backendRef", &gb->kind);
 		if (!err)
 			err = gateway_api_fields__opt_str(
 				c, b, "namespace", "backendRef", &gb->ns);
@@ -263,12 +283,63 @@ static int backends(struct gw_ctx *c, const struct gw_route *r,
 	return 0;
 }
 
+/*
+ * One rule's matches and backendRefs. -EINVAL leaves the rule for the
+ * caller to drop: the Gateway API's PartiallyInvalid "Drop Rule(s)"
+ * approach, so a bad regular expression costs its rule, never its route.
+ */
+static int one_rule(struct gw_ctx *c, struct gw_route *r,
+		    const struct doc_node *rn, struct gw_rule *gr,
+		    size_t *total)
+{
+	const struct doc_node *ml = NULL;
+	int err;
+
+	if (rn) {
+		err = gateway_api_fields__item_map(c, rn, "rules",
+						   (size_t)(gr - r->rules));
+		if (!err)
+			err = gateway_api_fields__opt_list(c, rn, "matches",
+							   "rule", &ml);
+		if (!err)
+			err = gateway_api_fields__max_items(
+				c, ml, GW_MAX_MATCHES, "rule.matches");
+		if (err)
+			return err;
+		gr->line = rn->line;
+	}
+	/* A rule without matches matches PathPrefix "/". */
+	gr->nmatches = ml && ml->list.n ? ml->list.n : 1;
+	*total += gr->nmatches;
+	gr->matches = gateway_api_fields__array(c->m, gr->nmatches,
+						sizeof(*gr->matches));
+	if (!gr->matches)
+		return gateway_api_fields__oom(c);
+	for (size_t j = 0; j < gr->nmatches; j++) {
+		const struct doc_node *mn = NULL;
+
+		if (ml && ml->list.n) {
+			mn = ml->list.items[j];
+			err = gateway_api_fields__item_map(c, mn, "matches", j);
+			if (err)
+				return err;
+		}
+		err = one_match(c, mn, &gr->matches[j]);
+		if (err)
+			return err;
+		if (!mn)
+			gr->matches[j].line = gr->line;
+	}
+	return rn ? backends(c, r, rn, gr) : 0;
+}
+
 static int rules(struct gw_ctx *c, struct gw_route *r,
 		 const struct doc_node *spec)
 {
 	const struct doc_node *rl;
 	size_t total = 0;
-	int err;
+	int err, first_err = 0;
+	const char *first = NULL;
 
 	err = gateway_api_fields__opt_list(c, spec, "rules", "spec", &rl);
 	if (!err)
@@ -284,54 +355,38 @@ static int rules(struct gw_ctx *c, struct gw_route *r,
 		return gateway_api_fields__oom(c);
 	for (size_t i = 0; i < r->nrules; i++) {
 		const struct doc_node *rn = rl ? rl->list.items[i] : NULL;
-		const struct doc_node *ml = NULL;
 		struct gw_rule *gr = &r->rules[i];
 
-		if (rn) {
-			err = gateway_api_fields__item_map(c, rn, "rules", i);
-			if (!err)
-				err = gateway_api_fields__opt_list(
-					c, rn, "matches", "rule", &ml);
-			if (!err)
-				err = gateway_api_fields__max_items(
-					c, ml, GW_MAX_MATCHES, "rule.matches");
-			if (!err)
-				err = backends(c, r, rn, gr);
-			if (err)
-				return err;
-			gr->line = rn->line;
-		}
-		/* A rule without matches matches PathPrefix "/". */
-		gr->nmatches = ml && ml->list.n ? ml->list.n : 1;
-		total += gr->nmatches;
-		if (total > GW_MAX_ROUTE_MATCHES)
-			return gateway_api_fields__bad(
-				c, rl,
-				"spec.rules hold more than %d matches in all; "
-				"the Gateway API allows at most %d per route "
-				"(16 rules of 64 matches are allowed, but not "
-				"all at once)",
-				GW_MAX_ROUTE_MATCHES, GW_MAX_ROUTE_MATCHES);
-		gr->matches = gateway_api_fields__array(c->m, gr->nmatches,
-							sizeof(*gr->matches));
-		if (!gr->matches)
+		err = one_rule(c, r, rn, gr, &total);
+		if (err == -ENOMEM)
+			return err;
+		if (!err)
+			continue;
+		/* kept in place, so rule indexes (and cluster names) hold */
+		gr->dropped = gateway_api_fields__strdup(c->m, c->err);
+		if (!gr->dropped)
 			return gateway_api_fields__oom(c);
-		for (size_t j = 0; j < gr->nmatches; j++) {
-			const struct doc_node *mn = NULL;
-
-			if (ml && ml->list.n) {
-				mn = ml->list.items[j];
-				err = gateway_api_fields__item_map(
-					c, mn, "matches", j);
-				if (err)
-					return err;
-			}
-			err = one_match(c, mn, &gr->matches[j]);
-			if (err)
-				return err;
-			if (!mn)
-				gr->matches[j].line = gr->line;
+		gr->nmatches = 0;
+		gr->nbackends = 0;
+		gr->line = rn ? rn->line : r->line;
+		r->ndropped++;
+		if (!first) {
+			first = gr->dropped;
+			first_err = err;
 		}
+	}
+	if (total > GW_MAX_ROUTE_MATCHES)
+		return gateway_api_fields__bad(
+			c, rl,
+			"spec.rules hold more than %d matches in all; "
+			"the Gateway API allows at most %d per route "
+			"(16 rules of 64 matches are allowed, but not "
+			"all at once)",
+			GW_MAX_ROUTE_MATCHES, GW_MAX_ROUTE_MATCHES);
+	if (r->ndropped == r->nrules) {
+		/* nothing left to attach: the route is rejected as a whole */
+		snprintf(c->err, c->errlen, "%s", first);
+		return first_err;
 	}
 	return 0;
 }

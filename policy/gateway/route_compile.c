@@ -1139,3 +1139,13 @@ bool route_compile__port_keyed(const struct route_table *t, uint32_t gw,
 			return true;
 	return false;
 }
+
+const char *route_compile__listener_rejects(const struct gw_model *m,
+					    const struct gw_gateway *g,
+					    const struct gw_listener *l,
+					    const struct gw_route *r,
+					    const struct gw_parent_ref *p,
+					    char *buf, size_t len)
+{
+	return listener_rejects(m, g, l, r, p, buf, len);
+}

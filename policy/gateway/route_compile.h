@@ -172,6 +172,18 @@ void route_compile__free(struct route_table *t);
  */
 bool route_compile__defers(const struct route_table *t);
 
+/*
+ * NULL when listener l of Gateway g takes route r through parentRef p
+ * (port, protocol, allowedRoutes kinds and namespaces), else why not, in
+ * buf. Hostnames are not looked at. `milometer check` reports with it.
+ */
+const char *route_compile__listener_rejects(const struct gw_model *m,
+					    const struct gw_gateway *g,
+					    const struct gw_listener *l,
+					    const struct gw_route *r,
+					    const struct gw_parent_ref *p,
+					    char *buf, size_t len);
+
 /* FNV-1a 64 as BPF computes it. */
 uint64_t route_compile__hash(const void *buf, size_t len);
 

@@ -29,6 +29,9 @@ static void snapshot_release(struct msrc_snapshot *snap)
 	for (size_t i = 0; i < snap->nerrors; i++)
 		free(snap->errors[i]);
 	free(snap->errors);
+	for (size_t i = 0; i < snap->nskipped; i++)
+		free(snap->skipped[i]);
+	free(snap->skipped);
 	free(snap->objs);
 	if (snap->release)
 		snap->release(snap->owner);
@@ -117,6 +120,16 @@ const char *manifest_source__error(const struct manifest_source *s, size_t i)
 	if (i < s->snap.nerrors)
 		return s->snap.errors[i];
 	return i == s->snap.nerrors ? s->source_error : NULL;
+}
+
+size_t manifest_source__nskipped(const struct manifest_source *s)
+{
+	return s->snap.nskipped;
+}
+
+const char *manifest_source__skipped(const struct manifest_source *s, size_t i)
+{
+	return i < s->snap.nskipped ? s->snap.skipped[i] : NULL;
 }
 
 /* ---- the on-disk backend ---- */
@@ -265,6 +278,76 @@ static void list_free(struct file_list *fl)
 	free(fl->paths);
 }
 
+/*
+ * Sub-directories are read too, so a tree of manifests checks as
+ * `kubectl apply -R` applies it. Symbolic links are followed (a mounted
+ * ConfigMap is made of them), so the depth is bounded against loops.
+ */
+#define MSRC_MAX_DEPTH 8
+
+static int note(struct msrc_snapshot *snap, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int note(struct msrc_snapshot *snap, const char *fmt, ...)
+{
+	char **e = realloc(snap->skipped, (snap->nskipped + 1) * sizeof(*e));
+	va_list ap;
+	int n;
+
+	if (!e)
+		return -ENOMEM;
+	snap->skipped = e;
+	va_start(ap, fmt);
+	n = vasprintf(&e[snap->nskipped], fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	snap->nskipped++;
+	return 0;
+}
+
+static int scan_dir(const char *dir, int depth, struct file_list *fl,
+		    struct msrc_snapshot *snap)
+{
+	struct dirent **ents = NULL;
+	int n, err = 0;
+
+	n = scandir(dir, &ents, NULL, NULL);
+	if (n < 0) {
+		err = -errno;
+		push_error(snap, "%s: %s", dir, strerror(-err));
+		return err;
+	}
+	for (int j = 0; j < n; j++) {
+		const char *name = ents[j]->d_name;
+		struct stat st;
+		char *p = NULL;
+
+		if (err || name[0] == '.') {
+			/* also skips a ConfigMap's ..data and ..2024_* */
+			free(ents[j]);
+			continue;
+		}
+		if (asprintf(&p, "%s/%s", dir, name) < 0) {
+			err = -ENOMEM;
+		} else if (!stat(p, &st) && S_ISDIR(st.st_mode)) {
+			if (depth >= MSRC_MAX_DEPTH)
+				err = note(snap, "%s: skipped: deeper than %d directories",
+					   p, MSRC_MAX_DEPTH);
+			else
+				err = scan_dir(p, depth + 1, fl, snap);
+			free(p);
+		} else if (yaml_name(name)) {
+			err = list_add(fl, p);
+		} else {
+			err = note(snap, "%s: skipped: not a *.yaml or *.yml file", p);
+			free(p);
+		}
+		free(ents[j]);
+	}
+	free(ents);
+	return err;
+}
+
 /* Lists the files to read and fingerprints them. */
 static int collect_files(struct dir_backend *d, struct file_list *fl,
 			 uint64_t *sig, struct msrc_snapshot *snap)
@@ -274,8 +357,6 @@ static int collect_files(struct dir_backend *d, struct file_list *fl,
 
 	for (size_t i = 0; i < d->npaths; i++) {
 		struct stat st;
-		struct dirent **ents = NULL;
-		int n;
 
 		if (stat(d->paths[i], &st)) {
 			err = -errno;
@@ -289,25 +370,7 @@ static int collect_files(struct dir_backend *d, struct file_list *fl,
 				return -ENOMEM;
 			continue;
 		}
-		n = scandir(d->paths[i], &ents, NULL, NULL);
-		if (n < 0) {
-			err = -errno;
-			push_error(snap, "%s: %s", d->paths[i], strerror(-err));
-			return err;
-		}
-		for (int j = 0; j < n; j++) {
-			char *p = NULL;
-
-			if (!err && yaml_name(ents[j]->d_name)) {
-				if (asprintf(&p, "%s/%s", d->paths[i],
-					     ents[j]->d_name) < 0)
-					err = -ENOMEM;
-				else
-					err = list_add(fl, p);
-			}
-			free(ents[j]);
-		}
-		free(ents);
+		err = scan_dir(d->paths[i], 1, fl, snap);
 		if (err)
 			return err;
 	}
@@ -395,6 +458,21 @@ static int dir_refresh(void *impl, struct msrc_snapshot *snap)
 cleanup:
 	list_free(&fl);
 	return err;
+}
+
+uint64_t manifest_source__fingerprint(const char *path)
+{
+	char *paths[1] = { (char *)path };
+	struct dir_backend d = { .paths = paths, .npaths = 1 };
+	struct msrc_snapshot snap = { 0 };
+	struct file_list fl = { 0 };
+	uint64_t sig = 0;
+
+	if (collect_files(&d, &fl, &sig, &snap))
+		sig = 0;
+	list_free(&fl);
+	snapshot_release(&snap);
+	return sig;
 }
 
 static void dir_free(void *impl)

@@ -35,6 +35,8 @@ struct msrc_snapshot {
 	size_t nobjs;
 	char **errors; /* "file:line:col: what to fix" */
 	size_t nerrors;
+	char **skipped; /* "path: skipped: why" (not YAML...), not errors */
+	size_t nskipped;
 	void *owner;   /* backend data the objects borrow from */
 	void (*release)(void *owner);
 };
@@ -56,14 +58,21 @@ struct manifest_source;
 struct manifest_source *manifest_source__new(const struct msrc_backend *be,
 					     void *impl);
 /*
- * The manifests backend: each path is a directory (its *.yaml, *.yml files,
- * not recursive, hidden names skipped, sorted by name) or a file. Reads
+ * The manifests backend: each path is a directory (its *.yaml, *.yml files
+ * and sub-directories', hidden names skipped, sorted by path; other files
+ * are listed by skipped()) or a file. Reads
  * once before returning. NULL with err filled when a path cannot be read.
  */
 struct manifest_source *manifest_source__open_paths(const char *const *paths,
 						    size_t npaths, char *err,
 						    size_t errlen);
 void manifest_source__free(struct manifest_source *s);
+/*
+ * What the manifests backend would read under path (file names, sizes,
+ * mtimes, inodes), hashed without reading it: changes when a reload would
+ * find something new. 0 when path cannot be read.
+ */
+uint64_t manifest_source__fingerprint(const char *path);
 
 /*
  * Re-read the source. Returns 1 when the snapshot changed (generation
@@ -82,5 +91,8 @@ size_t manifest_source__count(const struct manifest_source *s);
 /* Problems that kept documents from becoming objects. */
 size_t manifest_source__nerrors(const struct manifest_source *s);
 const char *manifest_source__error(const struct manifest_source *s, size_t i);
+/* Files a directory held that were not read, and why ("x.md: skipped: ..."). */
+size_t manifest_source__nskipped(const struct manifest_source *s);
+const char *manifest_source__skipped(const struct manifest_source *s, size_t i);
 
 #endif /* MM_POLICY_MANIFEST_SOURCE_H */

@@ -14,10 +14,12 @@ M="$ROOT/bin/milometer"
 [ -x "$M" ] || fail "build bin/milometer first"
 start_apiserver
 EX="$ROOT/deploy/examples/contract"
+# the seed's twins, which conflict with the examples on purpose
+TWINS="$ROOT/selftests/unit/testdata/contract/seed-twins"
 printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: milometer}\n' | kubectl apply -f - >/dev/null
-kubectl apply -f "$EX" >/dev/null || fail "kubectl apply examples"
-NDEF=$(ls "$EX"/*metricdefinition*.yaml | wc -l)
-NPOL=$(ls "$EX"/*metricpolicy*.yaml | wc -l)
+kubectl apply -f "$EX" -f "$TWINS" >/dev/null || fail "kubectl apply examples"
+NDEF=$(ls "$EX"/*metricdefinition*.yaml "$TWINS"/*metricdefinition*.yaml | wc -l)
+NPOL=$(ls "$EX"/*metricpolicy*.yaml "$TWINS"/*metricpolicy*.yaml | wc -l)
 
 patches() { requests | grep -c "^PATCH .*/status?fieldManager=milometer&force=true 200" || true; }
 holder() { kubectl get lease -n milometer milometer-controller -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
@@ -60,7 +62,7 @@ assert a["observedGeneration"] == o["metadata"]["generation"], a
 assert a["lastTransitionTime"].endswith("Z"), a
 assert "Programmed" not in c, c
 PY
-	# the examples hold two pairs of policies that target the same metric
+	# the examples and twins hold two pairs of policies that target the same metric
 	# from the same source (*condition-status-policy, *upstream-latency-
 	# policy): in each, the newer (creationTimestamp, then name) is
 	# Conflicted; which one depends on whether kubectl's creates crossed a
@@ -176,6 +178,34 @@ t_immutable_field_reported() {
 		fail "the series' unit changed with the refused edit"
 }
 
+# a policy with a misspelt source metric and one with a regular expression
+# RE2 refuses, applied together: each is rejected alone with its reason
+# (the misspelling with the closest valid name), every other policy keeps
+# its status and the leader keeps serving its series
+t_bad_policies_rejected_alone() {
+	local h
+	h=$(holder)
+	sed -e 's/name: gateway-httproute-upstream-request-count-policy/name: typo-policy/' \
+	    -e 's/envoy.cluster.upstream_rq_total/envoy.cluster.upstream_rq_totl/' \
+	    "$EX/seed-scenario-upstream-request-count-metricpolicy.yaml" >"$T/bad.yaml"
+	echo --- >>"$T/bad.yaml"
+	sed -e 's/name: gateway-httproute-upstream-request-count-policy/name: hostile-policy/' \
+	    -e 's|^          attributeSelectors:|          attributeFilters: [{key: k8s.httproute.name, regex: "(.{0,255}){0,255}"}]\n          attributeSelectors:|' \
+	    "$EX/seed-scenario-upstream-request-count-metricpolicy.yaml" >>"$T/bad.yaml"
+	grep -q 'regex: "(.{0,255}){0,255}"' "$T/bad.yaml" || fail "the hostile policy was not built: $(cat "$T/bad.yaml")"
+	kubectl apply -f "$T/bad.yaml" >/dev/null || fail "kubectl apply the bad policies"
+	reason() { kubectl get metricpolicy "$1" -o jsonpath='{.status.conditions[?(@.type=="Accepted")].reason}' 2>/dev/null; }
+	both() { [ "$(reason typo-policy)" = UnknownSourceMetric ] && [ "$(reason hostile-policy)" = InvalidField ]; }
+	wait_for 15 both || fail "typo-policy: '$(reason typo-policy)', hostile-policy: '$(reason hostile-policy)'"
+	kubectl get metricpolicy typo-policy -o jsonpath='{.status.conditions[?(@.type=="Accepted")].message}' |
+		grep -q 'did you mean `envoy.cluster.upstream_rq_total`' || fail "the misspelling is not named with its fix"
+	[ "$(reason gateway-httproute-upstream-request-count-policy)" = Accepted ] ||
+		fail "a neighbour lost its status: $(reason gateway-httproute-upstream-request-count-policy)"
+	[ "$(reason gateway-httproute-created-policy)" = Accepted ] || fail "created-policy lost its status"
+	created_series "$h" rf-a || fail "the leader stopped serving series after the bad policies"
+	kubectl delete -f "$T/bad.yaml" >/dev/null || fail "kubectl delete the bad policies"
+}
+
 run_tests t_one_leader_writes_status t_resource_fields_from_leader t_no_rewrites \
 	t_failover_keeps_status t_resource_fields_follow_leader t_spec_change_writes_once \
-	t_immutable_field_reported
+	t_immutable_field_reported t_bad_policies_rejected_alone

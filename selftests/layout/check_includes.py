@@ -38,7 +38,8 @@ LAYERS = [
     ("policy/source", ["exporter"]),
     ("policy/cel", ["exporter", "policy/regex", "policy/source"]),
     ("policy/gateway", ["bpf/milometer.h", "exporter", "policy/regex", "policy/source"]),
-    ("policy/contract", ["exporter", "policy/cel", "policy/regex", "policy/source"]),
+    # `check` holds the contract's subjects (Gateways, HTTPRoutes) to the Gateway API
+    ("policy/contract", ["exporter", "policy/cel", "policy/gateway", "policy/regex", "policy/source"]),
     ("agent/h2", ["bpf/milometer.h"]),
     ("agent/tls", []),
     ("agent/k8s", ["exporter", "policy"]),

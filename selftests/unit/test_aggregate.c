@@ -224,7 +224,8 @@ TEST(prom_text_promtool_full_exposition)
 		"deploy/examples/contract-gateway.yaml",
 		"deploy/examples/contract-httproutes.yaml",
 		"deploy/examples/contract-clusterproperties.yaml",
-		"deploy/examples/contract"};
+		"deploy/examples/contract",
+		"selftests/unit/testdata/contract/seed-twins"};
 	struct manifest_source *src = NULL;
 	struct policy_engine *pe = NULL;
 	struct contract *c = NULL;
@@ -236,7 +237,7 @@ TEST(prom_text_promtool_full_exposition)
 	/* the contract's own Gateway and HTTPRoutes (demo/edge) */
 	if (!fixture_open(&x, true, "deploy/examples", "demo/edge"))
 		goto cleanup;
-	src = manifest_source__open_paths(paths, 4, err, sizeof(err));
+	src = manifest_source__open_paths(paths, 5, err, sizeof(err));
 	if (!ASSERT_TRUE(src != NULL, "%s", err))
 		goto cleanup;
 	c = contract__new();

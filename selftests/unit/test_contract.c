@@ -51,7 +51,7 @@ TEST(contract_seed_definitions_each_alone_accepted)
 		char path[256];
 		struct tc_ctx t;
 
-		snprintf(path, sizeof(path), SEED_DIR "/%s", seed_defs[i][0]);
+		seed_path(path, sizeof(path), seed_defs[i][0]);
 		ASSERT_EQ(tc_open1(&t, path), 0);
 		ASSERT_STREQ(tc_status(&t, MD, seed_defs[i][1], COND_ACCEPTED),
 			     "True");
@@ -69,8 +69,8 @@ TEST(contract_seed_policies_each_with_its_definition_accepted)
 		const char *paths[] = { p1, p2 };
 		struct tc_ctx t;
 
-		snprintf(p1, sizeof(p1), SEED_DIR "/%s", seed_pols[i][0]);
-		snprintf(p2, sizeof(p2), SEED_DIR "/%s", seed_pols[i][1]);
+		seed_path(p1, sizeof(p1), seed_pols[i][0]);
+		seed_path(p2, sizeof(p2), seed_pols[i][1]);
 		ASSERT_EQ(tc_open(&t, paths, 2), 0);
 		ASSERT_STREQ(tc_status(&t, MP, seed_pols[i][2], COND_ACCEPTED),
 			     "True");
@@ -110,18 +110,18 @@ TEST(contract_seed_all_together_deterministic)
 	const char *dir = test__tmpdir();
 	struct tc_ctx t;
 	static const char *const files[] = {
-		"seed-complete-metricdefinition.yaml",
-		"seed-complete-metricpolicy-dataplane.yaml",
-		"seed-complete-metricpolicy-resourcefields.yaml",
-		"seed-scenario-condition-status-metricdefinition.yaml",
-		"seed-scenario-condition-status-metricpolicy.yaml",
-		"seed-scenario-upstream-latency-metricdefinition.yaml",
-		"seed-scenario-upstream-latency-metricpolicy.yaml",
-		"seed-scenario-upstream-request-count-metricdefinition.yaml",
-		"seed-scenario-upstream-request-count-metricpolicy.yaml",
+		SEED_TWINS_DIR "/seed-complete-metricdefinition.yaml",
+		SEED_TWINS_DIR "/seed-complete-metricpolicy-dataplane.yaml",
+		SEED_TWINS_DIR "/seed-complete-metricpolicy-resourcefields.yaml",
+		SEED_DIR "/seed-scenario-condition-status-metricdefinition.yaml",
+		SEED_DIR "/seed-scenario-condition-status-metricpolicy.yaml",
+		SEED_DIR "/seed-scenario-upstream-latency-metricdefinition.yaml",
+		SEED_DIR "/seed-scenario-upstream-latency-metricpolicy.yaml",
+		SEED_DIR "/seed-scenario-upstream-request-count-metricdefinition.yaml",
+		SEED_DIR "/seed-scenario-upstream-request-count-metricpolicy.yaml",
 	};
 
-	ASSERT_EQ(tc_open1(&t, SEED_DIR), 0);
+	ASSERT_EQ(tc_open_seed(&t), 0);
 	check_whole_seed(&t);
 	if (test__failed())
 		return;
@@ -130,7 +130,7 @@ TEST(contract_seed_all_together_deterministic)
 	for (size_t i = 0; i < 9; i++) {
 		char from[256], name[64];
 
-		snprintf(from, sizeof(from), SEED_DIR "/%s", files[i]);
+		snprintf(from, sizeof(from), "%s", files[i]);
 		snprintf(name, sizeof(name), "%02zu.yaml", 9 - i);
 		ASSERT_EQ(tc_copy(from, dir, name), 0);
 	}

@@ -118,7 +118,7 @@ TEST(contract_crds_accept_every_seed_example)
 	char why[512];
 
 	ASSERT_TRUE(sd && sp);
-	ASSERT_EQ(tc_open1(&t, SEED_DIR), 0);
+	ASSERT_EQ(tc_open_seed(&t), 0);
 	while ((o = manifest_source__next(t.src, NULL, o))) {
 		const struct doc_node *s =
 			!strcmp(o->kind, "MetricDefinition") ? sd : sp;

@@ -165,54 +165,38 @@ TEST(contract_list_kind_is_unwrapped)
 	tc_close(&t);
 }
 
-static int run_check(const char *const *args, size_t n, char **out,
-		     char **err)
-{
-	char *argv[16] = { "check" };
-	size_t olen, elen;
-	FILE *o = open_memstream(out, &olen), *e = open_memstream(err, &elen);
-	int rc;
-
-	for (size_t i = 0; i < n; i++)
-		argv[i + 1] = (char *)args[i];
-	rc = check__run((int)n + 1, argv, o, e);
-	fclose(o);
-	fclose(e);
-	return rc;
-}
-
 TEST(contract_check_exit_codes_and_output)
 {
 	const char *dir = test__tmpdir();
 	char *out, *err, bad[512];
 	int rc;
 
-	rc = run_check((const char *[]){ "--help" }, 1, &out, &err);
+	rc = tc_check((const char *[]){ "--help" }, 1, &out, &err);
 	ASSERT_EQ(rc, 0);
 	ASSERT_TRUE(strstr(out, "--manifests"));
 	free(out), free(err);
 
-	rc = run_check(NULL, 0, &out, &err);
+	rc = tc_check(NULL, 0, &out, &err);
 	ASSERT_EQ(rc, 2);
 	ASSERT_TRUE(strstr(err, "--manifests PATH is required"));
 	free(out), free(err);
 
-	rc = run_check((const char *[]){ "--bogus" }, 1, &out, &err);
+	rc = tc_check((const char *[]){ "--bogus" }, 1, &out, &err);
 	ASSERT_EQ(rc, 2);
 	free(out), free(err);
 
-	rc = run_check((const char *[]){ "-m", "/nonexistent/dir" }, 2, &out,
+	rc = tc_check((const char *[]){ "-m", "/nonexistent/dir" }, 2, &out,
 		       &err);
 	ASSERT_EQ(rc, 2);
 	ASSERT_TRUE(strstr(err, "/nonexistent/dir"), "%s", err);
 	free(out), free(err);
 
-	rc = run_check((const char *[]){ "-m", dir, "extra" }, 3, &out, &err);
+	rc = tc_check((const char *[]){ "-m", dir, "extra" }, 3, &out, &err);
 	ASSERT_EQ(rc, 2);
 	free(out), free(err);
 
 	/* the scenario examples with their routes: everything accepted */
-	rc = run_check((const char *[]){
+	rc = tc_check((const char *[]){
 			       "--manifests",
 			       SEED_DIR "/seed-scenario-upstream-request-count-metricdefinition.yaml",
 			       "--manifests",
@@ -226,7 +210,8 @@ TEST(contract_check_exit_codes_and_output)
 	ASSERT_EQ(rc, 0);
 	ASSERT_TRUE(strstr(out, SEED_DIR "/seed-scenario-upstream-request-count-metricpolicy.yaml:1: MetricPolicy gateway-httproute-upstream-request-count-policy"));
 	ASSERT_TRUE(strstr(out, "Programmed    True    Programmed             4 series from 2 HTTPRoute object(s)"));
-	ASSERT_TRUE(strstr(out, "4 object(s), 0 rejected, 0 manifest error(s)"));
+	/* the two policies and definitions, and the two HTTPRoutes */
+	ASSERT_TRUE(strstr(out, "6 object(s), 0 rejected, 0 manifest error(s)"), "%s", out);
 	free(out), free(err);
 
 	/* one bad object: exit 1, the bad one named with file:line */
@@ -239,13 +224,13 @@ TEST(contract_check_exit_codes_and_output)
 		 "  metric:\n"
 		 "    name: gateway.networking.k8s.io.httproute.bad\n"
 		 "    instrument: {type: Gauge, unit: \"furlongs\"}\n"));
-	rc = run_check((const char *[]){ "-m", dir }, 2, &out, &err);
+	rc = tc_check((const char *[]){ "-m", dir }, 2, &out, &err);
 	ASSERT_EQ(rc, 1);
 	ASSERT_TRUE(strstr(out, "InvalidUnit"));
 	ASSERT_TRUE(strstr(out, "bad.yaml:8: spec.metric.instrument.unit: \"furlongs\""));
 	free(out), free(err);
 
-	rc = run_check((const char *[]){ "-m", dir, "--json" }, 3, &out, &err);
+	rc = tc_check((const char *[]){ "-m", dir, "--json" }, 3, &out, &err);
 	ASSERT_EQ(rc, 1);
 	{
 		const char *want = "{\"objects\":[{\"kind\":\"MetricDefinition\",\"name\":\"bad\",\"file\":";
@@ -259,7 +244,7 @@ TEST(contract_check_exit_codes_and_output)
 
 	/* a YAML error alone is also exit 1 */
 	tc_write(dir, "bad.yaml", "a: [");
-	rc = run_check((const char *[]){ "-m", dir }, 2, &out, &err);
+	rc = tc_check((const char *[]){ "-m", dir }, 2, &out, &err);
 	ASSERT_EQ(rc, 1);
 	ASSERT_TRUE(strstr(out, "error: "));
 	free(out), free(err);
@@ -281,7 +266,7 @@ TEST(contract_condition_counts_for_self_metrics)
 	struct tc_ctx t;
 
 	buf[0] = 0;
-	ASSERT_EQ(tc_open1(&t, SEED_DIR), 0);
+	ASSERT_EQ(tc_open_seed(&t), 0);
 	contract__condition_counts(t.c, count_cb, buf);
 	test_log("%s\n", buf);
 	ASSERT_TRUE(strstr(buf, "MetricDefinition/Accepted/True/TelemetryRegistered=6;"));
@@ -311,12 +296,12 @@ TEST(contract_uid_is_uuid5)
 
 TEST(contract_same_file_listed_twice_read_once)
 {
-	const char *paths[] = { SEED_DIR,
-				SEED_DIR "/seed-complete-metricdefinition.yaml",
+	const char *paths[] = { SEED_DIR, SEED_TWINS_DIR,
+				SEED_TWINS_DIR "/seed-complete-metricdefinition.yaml",
 				SEED_DIR "/" };
 	struct tc_ctx t;
 
-	ASSERT_EQ(tc_open(&t, paths, 3), 0);
+	ASSERT_EQ(tc_open(&t, paths, 4), 0);
 	ASSERT_EQ(manifest_source__count(t.src), 15);
 	ASSERT_EQ(contract__rejected(t.c), 3); /* the seed's twins only */
 	tc_close(&t);
@@ -332,7 +317,7 @@ TEST(contract_attribute_filter_regex_not_cut)
 	char *seed = NULL, *y, pat[1200];
 	const char *at;
 	size_t len = 0;
-	FILE *f = fopen(SEED_DIR "/seed-complete-metricpolicy-dataplane.yaml",
+	FILE *f = fopen(SEED_TWINS_DIR "/seed-complete-metricpolicy-dataplane.yaml",
 			"r");
 	struct tc_ctx t;
 	const char *paths[3];
@@ -350,7 +335,7 @@ TEST(contract_attribute_filter_regex_not_cut)
 		     (int)(at - seed), seed, pat, at);
 	ASSERT_TRUE(n > 0);
 	paths[0] = tc_write(dir, "p.yaml", y);
-	paths[1] = SEED_DIR "/seed-complete-metricdefinition.yaml";
+	paths[1] = SEED_TWINS_DIR "/seed-complete-metricdefinition.yaml";
 	paths[2] = ROUTES;
 	ASSERT_EQ(tc_open(&t, paths, 3), 0);
 	ASSERT_STREQ(tc_status(&t, "MetricPolicy",

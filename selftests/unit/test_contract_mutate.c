@@ -63,9 +63,9 @@ static void mutate(char *buf, size_t *len)
 TEST(contract_mutated_manifests_never_crash)
 {
 	static const char *const seeds[] = {
-		SEED_DIR "/seed-complete-metricdefinition.yaml",
-		SEED_DIR "/seed-complete-metricpolicy-resourcefields.yaml",
-		SEED_DIR "/seed-complete-metricpolicy-dataplane.yaml",
+		SEED_TWINS_DIR "/seed-complete-metricdefinition.yaml",
+		SEED_TWINS_DIR "/seed-complete-metricpolicy-resourcefields.yaml",
+		SEED_TWINS_DIR "/seed-complete-metricpolicy-dataplane.yaml",
 		SEED_DIR "/seed-scenario-upstream-request-count-metricpolicy.yaml",
 		SEED_DIR "/extra-httproute-info-metricpolicy.yaml",
 		ROUTES,

@@ -9,11 +9,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "policy/contract/check_cmd.h"
 #include "policy/contract/conditions.h"
 #include "policy/contract/contract.h"
 #include "policy/source/manifest_source.h"
 
 #define SEED_DIR "deploy/examples/contract"
+/*
+ * The seed's "complete" examples: twins of its scenario examples, which a
+ * user never applies together (check shows them as a deliberate conflict).
+ */
+#define SEED_TWINS_DIR "selftests/unit/testdata/contract/seed-twins"
 #define ROUTES "deploy/examples/contract-httproutes.yaml"
 #define TDATA "selftests/unit/testdata/contract"
 /* uuid5 of HTTPRoute demo/catalog, which has no metadata.uid */
@@ -52,6 +58,22 @@ static inline int tc_open(struct tc_ctx *t, const char *const *paths,
 static inline int tc_open1(struct tc_ctx *t, const char *path)
 {
 	return tc_open(t, &path, 1);
+}
+
+/* Where one of the seed's examples lives. */
+static inline void seed_path(char *buf, size_t len, const char *file)
+{
+	snprintf(buf, len, "%s/%s",
+		 strncmp(file, "seed-complete-", 14) ? SEED_DIR : SEED_TWINS_DIR,
+		 file);
+}
+
+/* The seed's nine examples: what users apply plus the twins. */
+static inline int tc_open_seed(struct tc_ctx *t)
+{
+	static const char *const paths[] = { SEED_DIR, SEED_TWINS_DIR };
+
+	return tc_open(t, paths, 2);
 }
 
 /* Reload after files changed; returns what manifest_source__reload did. */
@@ -117,6 +139,23 @@ static inline const char *tc_write(const char *dir, const char *name,
 	fputs(content, f);
 	fclose(f);
 	return p;
+}
+
+/* `milometer check ARGS...` with its output in *out and *err (free both). */
+static inline int tc_check(const char *const *args, size_t n, char **out,
+			   char **err)
+{
+	char *argv[16] = { "check" };
+	size_t olen, elen;
+	FILE *o = open_memstream(out, &olen), *e = open_memstream(err, &elen);
+	int rc;
+
+	for (size_t i = 0; i < n && i < 15; i++)
+		argv[i + 1] = (char *)args[i];
+	rc = check__run((int)n + 1, argv, o, e);
+	fclose(o);
+	fclose(e);
+	return rc;
 }
 
 /* Copy a file (the seed examples) into dir under a new name. */

@@ -293,8 +293,8 @@ TEST(policy_dataplane_upstream_latency_in_seconds)
 TEST(policy_dataplane_complete_latency_example)
 {
 	const char *paths[] = {
-		SEED_DIR "/seed-complete-metricdefinition.yaml",
-		SEED_DIR "/seed-complete-metricpolicy-dataplane.yaml",
+		SEED_TWINS_DIR "/seed-complete-metricdefinition.yaml",
+		SEED_TWINS_DIR "/seed-complete-metricpolicy-dataplane.yaml",
 		ROUTES,
 	};
 
@@ -551,13 +551,13 @@ TEST(policy_resource_fields_condition_status)
 
 TEST(policy_resource_fields_created_deleted_info)
 {
-	const char *paths[] = { SEED_DIR, ROUTES,
+	const char *paths[] = { SEED_DIR, SEED_TWINS_DIR, ROUTES,
 				TDATA "/routes-deleting.yaml" };
 	const struct cap_point *p;
 	struct pe_ctx x;
 	struct capture c;
 
-	ASSERT_EQ(pe_open(&x, paths, 3), 0);
+	ASSERT_EQ(pe_open(&x, paths, 4), 0);
 	ASSERT_TRUE(policy_engine__collect_resource_fields(x.e, NOW) > 0);
 
 	capture(x.s, "gateway.networking.k8s.io.httproute.created", &c);
@@ -671,13 +671,13 @@ static void *collector(void *arg)
  * lock order (store, then engine) must not deadlock. */
 TEST(policy_bind_and_collect_concurrently)
 {
-	const char *paths[] = { SEED_DIR, ROUTES };
+	const char *paths[] = { SEED_DIR, SEED_TWINS_DIR, ROUTES };
 	struct cel_attr a[] = ROUTE_ATTRS("checkout", "0", "2xx", "200");
 	struct race r = { 0 };
 	struct pe_ctx x;
 	pthread_t th;
 
-	ASSERT_EQ(pe_open(&x, paths, 2), 0);
+	ASSERT_EQ(pe_open(&x, paths, 3), 0);
 	r.x = &x;
 	ASSERT_EQ(pthread_create(&th, NULL, collector, &r), 0);
 	for (int i = 0; i < 2000; i++) {

@@ -87,8 +87,12 @@ static const struct {
 	  "bad.yaml:8: path.value \"/a%2Fb\" must not contain", -EINVAL },
 	{ "unknown path type", ROUTE_HEAD "  rules:\n  - matches:\n"
 	  "    - path: {type: Prefix, value: /a}\n",
-	  "bad.yaml:8: path.type \"Prefix\": use Exact, PathPrefix or "
-	  "RegularExpression", -EINVAL },
+	  "bad.yaml:8: path.type \"Prefix\" is not a Gateway API path "
+	  "match type; use Exact, PathPrefix or RegularExpression", -EINVAL },
+	{ "misspelt path type", ROUTE_HEAD "  rules:\n  - matches:\n"
+	  "    - path: {type: Pathprefix, value: /a}\n",
+	  "bad.yaml:8: path.type \"Pathprefix\" is not a Gateway API path "
+	  "match type (did you mean `PathPrefix`?)", -EINVAL },
 	{ "path value wrong type", ROUTE_HEAD "  rules:\n  - matches:\n"
 	  "    - path: {value: 12}\n",
 	  "bad.yaml:8: path.value must be a string, not int", -EINVAL },
@@ -496,7 +500,7 @@ TEST(route_input_explain)
 		{ { "--manifests", DIR, "-X", "G ET", "http://a/" }, 2, "",
 		  "is not an HTTP token" },
 		{ { "--manifests", "/nonexistent", "http://a/" }, 2, "",
-		  "/nonexistent: cannot read manifest directory" },
+		  "cannot read manifests: /nonexistent: No such file" },
 		{ { "--manifests", DIR, "--gateway", "x/y", "http://a/" }, 2, "",
 		  "gateway x/y is not in the manifests" },
 		{ { "--manifests", DIR }, 2, "", "exactly one URL" },
@@ -685,4 +689,87 @@ TEST(route_input_regex_count_limit)
 					    strstr(err, "more than 64 RegularExpression matches in one object"),
 				    "%d %s", ret, err);
 	}
+}
+
+/*
+ * An invalid rule is dropped alone (the Gateway API's PartiallyInvalid):
+ * the route keeps its other rules at their indexes; only a route with no
+ * valid rule left is rejected as a whole.
+ */
+TEST(route_input_invalid_rule_dropped_alone)
+{
+	struct gw_model *m = gateway_api__new();
+	const struct gw_route *r;
+	char err[512] = "";
+
+	ASSERT_EQ(add_yaml(m, ROUTE_HEAD "  rules:\n"                /* 6 */
+			   "  - matches: [{path: {type: Exact, value: /ok}}]\n"
+			   "  - matches:\n"                          /* 8 */
+			   "    - path: {type: RegularExpression, value: \"/(.{0,255}){0,255}\"}\n"
+			   "  - matches: [{path: {type: Pathprefix, value: /p}}]\n"
+			   "  - matches: [{path: {value: /last}}]\n",
+			   err, sizeof(err)), 0);
+	ASSERT_EQ(m->nroutes, 1);
+	r = m->routes[0];
+	ASSERT_EQ(r->nrules, 4);
+	ASSERT_EQ(r->ndropped, 2);
+	ASSERT_TRUE(r->rules[0].dropped == NULL);
+	ASSERT_EQ(r->rules[0].nmatches, 1);
+	ASSERT_STREQ(r->rules[0].matches[0].path, "/ok");
+	ASSERT_TRUE(r->rules[1].dropped &&
+		    strstr(r->rules[1].dropped, "bad.yaml:9: invalid regular expression"),
+		    "%s", r->rules[1].dropped);
+	ASSERT_EQ(r->rules[1].nmatches, 0);
+	ASSERT_TRUE(r->rules[2].dropped &&
+		    strstr(r->rules[2].dropped, "bad.yaml:10: path.type \"Pathprefix\""),
+		    "%s", r->rules[2].dropped);
+	ASSERT_STREQ(r->rules[3].matches[0].path, "/last");
+	gateway_api__free(m);
+
+	m = gateway_api__new();
+	ASSERT_EQ(add_yaml(m, ROUTE_HEAD "  rules:\n"
+			   "  - matches: [{path: {type: Pathprefix, value: /p}}]\n",
+			   err, sizeof(err)), -EINVAL);
+	ASSERT_TRUE(strstr(err, "bad.yaml:7: path.type \"Pathprefix\""), "%s", err);
+	ASSERT_EQ(m->nroutes, 0);
+	gateway_api__free(m);
+}
+
+/* explain reads a single file as check does, and keeps the file's good part. */
+TEST(route_input_explain_single_file_partially_invalid)
+{
+	char *out = NULL, *errs = NULL, path[512];
+	const char *args[] = { "--manifests", path, "http://a.example.com/ok",
+			       NULL };
+	const char *args2[] = { "--manifests", path, "http://b.example.com/x",
+				NULL };
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/all.yaml", test__tmpdir());
+	f = fopen(path, "w");
+	ASSERT_TRUE(f != NULL);
+	fputs("apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
+	      "metadata: {name: gw}\nspec:\n  listeners:\n"
+	      "  - {name: h, protocol: HTTP, port: 80}\n---\n"
+	      "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+	      "metadata: {name: bad}\nspec:\n  parentRefs: [{name: gw}]\n"
+	      "  hostnames: [a.example.com]\n  rules:\n"
+	      "  - matches: [{path: {type: Exact, value: /ok}}]\n"
+	      "  - matches: [{path: {type: RegularExpression, value: \"/(a\"}}]\n"
+	      "---\n"
+	      "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+	      "metadata: {name: good}\nspec:\n  parentRefs: [{name: gw}]\n"
+	      "  hostnames: [b.example.com]\n", f);
+	fclose(f);
+	ASSERT_EQ(explain(&out, &errs, args), 0);
+	ASSERT_TRUE(!strncmp(out, "default/bad rule 0\n", 19), "%s", out);
+	ASSERT_TRUE(strstr(errs, "HTTPRoute default/bad: Dropped Rule 1: ") &&
+		    strstr(errs, "all.yaml:16: invalid regular expression"),
+		    "%s", errs);
+	free(out);
+	free(errs);
+	ASSERT_EQ(explain(&out, &errs, args2), 0);
+	ASSERT_TRUE(!strncmp(out, "default/good rule 0\n", 20), "%s", out);
+	free(out);
+	free(errs);
 }

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The data-plane source metrics milometer produces and the attributes each
+ * sample carries: what a DataPlane MetricPolicy can select
+ * (selector.otel.metricName, attributeSelectors[].key, attributeFilters[].key,
+ * attributes['...'] in CEL). agent/aggregate.c emits exactly these names;
+ * `milometer check` holds policies against them.
+ */
+#ifndef MM_POLICY_SOURCE_CATALOGUE_H
+#define MM_POLICY_SOURCE_CATALOGUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define SRC_METRIC_DS_TOTAL "envoy.http.downstream_rq_total"
+#define SRC_METRIC_DS_TIME "envoy.http.downstream_rq_time"
+#define SRC_METRIC_US_TOTAL "envoy.cluster.upstream_rq_total"
+#define SRC_METRIC_US_TIME "envoy.cluster.upstream_rq_time"
+
+#define SRC_ATTR_ROUTE "k8s.httproute.name"
+#define SRC_ATTR_NAMESPACE "k8s.namespace.name"
+#define SRC_ATTR_GATEWAY "k8s.gateway.name"
+#define SRC_ATTR_CLUSTER "envoy.cluster_name"
+#define SRC_ATTR_METHOD "http.request.method"
+#define SRC_ATTR_STATUS "http.response.status_code"
+#define SRC_ATTR_STATUS_CLASS "http.response.status_code_class"
+#define SRC_ATTR_ABORTED "milometer.aborted"
+#define SRC_ATTR_GRPC_STATUS "rpc.grpc.status_code"
+
+struct source_metric {
+	const char *name;
+	const char *const *attrs; /* NULL-terminated */
+};
+
+/* Every source metric, NULL-name terminated. */
+extern const struct source_metric source_catalogue__metrics[];
+
+/* The metric named so, or NULL. */
+const struct source_metric *source_catalogue__find(const char *name);
+/* Does metric m (NULL: any source metric) carry attribute key? */
+bool source_catalogue__carries(const struct source_metric *m,
+			       const char *key);
+/*
+ * The known name closest to a misspelt one: a metric name, or an
+ * attribute key of m (NULL: of any metric). NULL when none is close.
+ */
+const char *source_catalogue__closest_metric(const char *name);
+const char *source_catalogue__closest_attr(const struct source_metric *m,
+					   const char *key);
+
+#endif /* MM_POLICY_SOURCE_CATALOGUE_H */
