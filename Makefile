@@ -6,14 +6,31 @@
 #   make unit       unit tests only (no root)
 #   make bpf-tests  build bin/bpf_tests: the BPF parser run by BPF_PROG_TEST_RUN (root)
 #   make bench      agent on/off benchmark, encode/memory figures
-#   make kernel-matrix  the agent on Debian 12's 6.1 kernel (qemu) and the host's
+#   make kernel-matrix  the agent on Debian 12's 6.1 and 13's 6.12 kernels (x86-64, arm64; qemu) and the host's
+#   make ARCH=arm64 cross build for arm64 on x86-64: bin/arm64/, see
+#                   docs/architectures.md
 #   make V=1 ...    show the commands
 
 OUTPUT   := .output
 BIN      := bin
-ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+HOST_ARCH:= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+ARCH     := $(HOST_ARCH)
 CLANG    ?= clang
 CC       ?= cc
+ifeq ($(filter $(ARCH),x86 arm64),)
+$(error ARCH=$(ARCH) is not supported: milometer builds for x86 (x86_64) and arm64 (aarch64); see docs/architectures.md)
+endif
+# Cross build: clang for the target triple against a Debian 12 root of the
+# target architecture (its -dev packages), deploy/cross-root.sh makes it.
+ifneq ($(ARCH),$(HOST_ARCH))
+CROSS_TRIPLE := $(if $(filter arm64,$(ARCH)),aarch64-linux-gnu,x86_64-linux-gnu)
+SYSROOT  ?= /var/cache/milometer/roots/$(ARCH)
+CC       := clang --target=$(CROSS_TRIPLE) --sysroot=$(SYSROOT)
+CXX      := clang++ --target=$(CROSS_TRIPLE) --sysroot=$(SYSROOT)
+OUTPUT   := .output/$(ARCH)
+BIN      := bin/$(ARCH)
+DEPS_STAMP := $(OUTPUT)/.deps-cross
+endif
 # RE2 (policy/regex/) is C++: a C++ compiler of the same family as CC, or
 # whichever one is installed (a fresh Debian with clang has clang++ only).
 ifeq ($(origin CXX),default)
@@ -118,6 +135,13 @@ $(OUTPUT)/.deps-build: deploy/install-deps.sh
 	$(call msg,DEPS,build packages)
 	$(Q)mkdir -p $(@D)
 	$(Q)deploy/install-deps.sh --build-only
+	$(Q)touch $@
+
+$(OUTPUT)/.deps-cross: deploy/install-deps.sh deploy/cross-root.sh
+	$(call msg,DEPS,build packages + $(ARCH) cross toolchain and root)
+	$(Q)mkdir -p $(@D)
+	$(Q)deploy/install-deps.sh --build-only
+	$(Q)deploy/install-deps.sh --cross $(ARCH)
 	$(Q)touch $@
 
 $(OUTPUT)/.deps-all: deploy/install-deps.sh
@@ -312,9 +336,20 @@ demo: all | $(DEPS_STAMP)
 bench: all $(BENCHES) | $(DEPS_STAMP)
 	$(Q)selftests/bench/run.sh
 
-# KERNEL_MATRIX_QUICK=1 for the bounded run `make check` does
+# KERNEL_MATRIX_QUICK=1 for the bounded run `make check` does. The full run
+# has arm64 legs (the cross-built agent) and renders docs/support-matrix.md
+# from its results.
 kernel-matrix: deps all
-	$(Q)selftests/kernel/run.sh
+ifeq ($(HOST_ARCH),x86)
+	$(Q)$(MAKE) --no-print-directory ARCH=arm64 bin/arm64/milometer
+endif
+	$(Q)rm -f $(OUTPUT)/kernel-matrix.tsv
+	$(Q)selftests/kernel/run.sh --results $(OUTPUT)/kernel-matrix.tsv; s=$$?; \
+	if [ -z "$$KERNEL_MATRIX_QUICK$$MM_KERNELS" ]; then \
+		selftests/kernel/support_matrix.sh $(OUTPUT)/kernel-matrix.tsv "make kernel-matrix" \
+			>docs/support-matrix.md && \
+		echo "wrote docs/support-matrix.md"; \
+	fi; exit $$s
 
 vmlinux:
 	$(Q)vmlinux/gen-vmlinux.sh $(ARCH)

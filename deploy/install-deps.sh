@@ -2,6 +2,9 @@
 # Install the Debian 12 packages milometer needs, only those missing.
 #   install-deps.sh              build + test + demo packages
 #   install-deps.sh --build-only packages the build needs
+#   install-deps.sh --cross ARCH the cross build for ARCH (arm64): binutils,
+#                                the tools that make and boot an ARCH root,
+#                                then that root (deploy/cross-root.sh)
 # As root it runs apt-get; otherwise it names what is missing and fails.
 set -eu
 build="gcc clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
@@ -13,14 +16,25 @@ procps psmisc python3 python3-prometheus-client openssl android-libboringssl
 python3-kubernetes python3-yaml python3-grpcio chromium apache2 h2o
 nghttp2-client nghttp2-server nghttp2-proxy caddy binutils buildah ca-certificates libre2-9 tmux"
 want=$build
-[ "${1:-}" = "--build-only" ] || want="$build $run"
+cross=
+case ${1:-} in
+--build-only) ;;
+--cross)
+	cross=${2:?usage: install-deps.sh --cross ARCH}
+	[ "$cross" = arm64 ] || { echo "install-deps: no cross build for $cross (arm64 only)" >&2; exit 1; }
+	want="binutils-aarch64-linux-gnu debootstrap qemu-user-static qemu-system-arm" ;;
+*) want="$build $run" ;;
+esac
 
 missing=""
 for p in $want; do
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
 	case "$st" in *" installed") ;; *) missing="$missing $p" ;; esac
 done
-[ -z "$missing" ] && exit 0
+if [ -z "$missing" ]; then
+	[ -z "$cross" ] || "$(dirname "$0")/cross-root.sh" "$cross" >/dev/null
+	exit 0
+fi
 if [ "$(id -u)" != 0 ]; then
 	echo "milometer needs these Debian packages:$missing" >&2
 	echo "run as root (make deps) or: apt-get install$missing" >&2
@@ -44,4 +58,5 @@ for s in nginx haproxy prometheus caddy nghttpx; do
 		systemctl disable -q "$s" 2>/dev/null || true
 	fi
 done
+[ -z "$cross" ] || "$(dirname "$0")/cross-root.sh" "$cross" >/dev/null
 exit 0

@@ -6,6 +6,7 @@
  * ground truth comes from the loader, not from our ELF reading.
  */
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,10 +127,31 @@ TEST(tls_go_ret_finder_decodes_instructions)
 	};
 	uint64_t rets[4];
 
-	ASSERT_EQ(go_tls__find_rets(code, sizeof(code), 0x1000, rets, 4), 2);
+	ASSERT_EQ(go_tls__find_rets(EM_X86_64, code, sizeof(code), 0x1000, rets, 4), 2);
 	ASSERT_EQ(rets[0], 12);
 	ASSERT_EQ(rets[1], 14);
-	ASSERT_EQ(go_tls__find_rets(code, sizeof(code), 0x1000, rets, 1), -E2BIG);
+	ASSERT_EQ(go_tls__find_rets(EM_X86_64, code, sizeof(code), 0x1000, rets, 1), -E2BIG);
+}
+
+TEST(tls_go_ret_finder_arm64)
+{
+	/* a Go arm64 function's shape: stack check on g (x28), body, RETs */
+	static const uint8_t code[] = {
+		0x90, 0x0b, 0x40, 0xf9, /* ldr x16, [x28, #16] */
+		0xff, 0x63, 0x30, 0xeb, /* cmp sp, x16 */
+		0xc0, 0x03, 0x5f, 0xd6, /* ret */
+		0x00, 0x00, 0x80, 0xd2, /* mov x0, #0 */
+		0xc0, 0x03, 0x5f, 0x36, /* RET's operand bits, a tbz: not a RET */
+		0x20, 0x00, 0x5f, 0xd6, /* ret x1 */
+		0xc0, 0x03, 0x5f, /* a truncated word */
+	};
+	uint64_t rets[4];
+
+	ASSERT_EQ(go_tls__find_rets(EM_AARCH64, code, sizeof(code), 0x1000, rets, 4), 2);
+	ASSERT_EQ(rets[0], 8);
+	ASSERT_EQ(rets[1], 20);
+	ASSERT_EQ(go_tls__find_rets(EM_AARCH64, code, sizeof(code), 0x1000, rets, 1), -E2BIG);
+	ASSERT_EQ(go_tls__find_rets(EM_RISCV, code, sizeof(code), 0x1000, rets, 4), -ENOTSUP);
 }
 
 TEST(tls_go_lookup_not_go)
