@@ -721,6 +721,9 @@ int agent__run(struct agent_opts *o)
 		ret = -ENOMEM;
 		goto cleanup;
 	}
+	for (size_t i = 0; i < o->nlistener_port; i++)
+		route_sync__map_listener_port(ag.routes, o->listener_port[i][0],
+					      o->listener_port[i][1]);
 	ag.not_ready = "waiting for the first list of every watched Kubernetes resource";
 	ret = open_api(&ag);
 	if (ret)

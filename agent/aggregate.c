@@ -355,8 +355,8 @@ static void on_head(struct aggregate *a, const struct mm_http_event *e,
 		len = size - sizeof(*e);
 	if (!t) {
 		a->st.retired_gen++;
-	} else if (route_match__lookup_head(t, e->gw, e->head, len,
-					    e->flags & MM_EV_HEAD_TRUNC,
+	} else if (route_match__lookup_head(t, e->gw, e->status, e->head,
+					    len, e->flags & MM_EV_HEAD_TRUNC,
 					    &res) < 0 ||
 		   res.route_id == MM_ROUTE_UNKNOWN) {
 		/* a cut head that lost what decides stays "unknown" */
@@ -464,8 +464,8 @@ void aggregate__exchange_head(struct aggregate *a,
 		x.route_id = MM_ROUTE_UNKNOWN;
 		if (!t)
 			a->st.retired_gen++;
-		else if (route_match__lookup_head(t, x.gw, head, len, trunc,
-						  &res) >= 0) {
+		else if (route_match__lookup_head(t, x.gw, 0, head, len,
+						  trunc, &res) >= 0) {
 			x.route_id = res.route_id;
 			x.rule_idx = res.rule_idx;
 		}

@@ -59,6 +59,10 @@ void options__usage(FILE *out)
 "                             path (repeatable); workers forked later too\n"
 "  --proxy-pid PID            trace this process and its children (repeatable)\n"
 "  --proxy-cgroup PATH        trace processes of this cgroup v2 (repeatable)\n"
+"  --listener-port L=S        the proxy accepts the connections of Gateway\n"
+"                             listener port L on socket port S (repeatable;\n"
+"                             default: the Gateway's Service targetPort in a\n"
+"                             cluster, else S = L)\n"
 "  --prometheus-listen ADDR   Prometheus /metrics, /healthz, /readyz\n"
 "                             (default 127.0.0.1:9464; \"\" disables)\n"
 "  --socket PATH              debug socket for `milometer ctl`\n"
@@ -351,6 +355,59 @@ static int cfg_features(struct feature_overrides *ov, const struct doc_node *n)
 	return ret;
 }
 
+int options__listener_port(struct agent_opts *o, const char *arg,
+			   const char *where)
+{
+	unsigned long l, s;
+	char *end;
+	size_t i;
+
+	errno = 0;
+	l = strtoul(arg, &end, 10);
+	if (*end == '=' && end != arg && end[1] >= '0' && end[1] <= '9')
+		s = strtoul(end + 1, &end, 10);
+	else
+		s = 0;
+	if (errno || *end || !l || !s || l > 65535 || s > 65535) {
+		fprintf(stderr, "milometer: %s \"%s\": write it as "
+			"LISTENER_PORT=SOCKET_PORT, e.g. 80=10080 (ports 1-65535)\n",
+			where, arg);
+		return -EINVAL;
+	}
+	for (i = 0; i < o->nlistener_port; i++)
+		if (o->listener_port[i][0] == l)
+			break;
+	if (i == OPT_MAX_LIST) {
+		fprintf(stderr, "milometer: %s: at most %d listener ports\n",
+			where, OPT_MAX_LIST);
+		return -EINVAL;
+	}
+	o->listener_port[i][0] = (uint16_t)l;
+	o->listener_port[i][1] = (uint16_t)s;
+	if (i == o->nlistener_port)
+		o->nlistener_port++;
+	return 0;
+}
+
+/* listenerPorts: ["80=10080", ...] */
+static int cfg_listener_ports(struct agent_opts *o, const struct doc_node *n)
+{
+	size_t cnt = n->kind == DOC_LIST ? n->list.n : 1;
+	int err = 0;
+
+	for (size_t j = 0; j < cnt && !err; j++) {
+		const struct doc_node *one = n->kind == DOC_LIST ?
+					     n->list.items[j] : n;
+
+		if (one->kind != DOC_STRING)
+			return cfg_err(one, "listenerPorts", "expected "
+				       "\"LISTENER_PORT=SOCKET_PORT\" strings");
+		err = options__listener_port(o, one->str.s,
+					     "config listenerPorts");
+	}
+	return err;
+}
+
 static int load_config(struct agent_opts *o, const char *path)
 {
 	struct doc_file *f = NULL;
@@ -382,6 +439,8 @@ static int load_config(struct agent_opts *o, const char *path)
 			ret = cfg_str(o, v, k, &o->gateway);
 		else if (!strcmp(k, "proxy"))
 			ret = cfg_proxy(o, v);
+		else if (!strcmp(k, "listenerPorts"))
+			ret = cfg_listener_ports(o, v);
 		else if (!strcmp(k, "prometheusListen"))
 			ret = cfg_str(o, v, k, &o->prometheus_listen);
 		else if (!strcmp(k, "socket"))
@@ -415,7 +474,7 @@ static int load_config(struct agent_opts *o, const char *path)
 		else if (!strcmp(k, "metricsAuth"))
 			ret = cfg_metrics_auth(o, v);
 		else
-			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, resourceFields, nodeName, pinDir, capture, kubeconfig, featureGates, metricsAuth)");
+			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, listenerPorts, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, resourceFields, nodeName, pinDir, capture, kubeconfig, featureGates, metricsAuth)");
 	}
 cleanup:
 	doc__free_file(f);
@@ -507,7 +566,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		O_INTERVAL, O_RINGBUF, O_MAXCONN, O_MAXSERIES, O_IDLE,
 		O_NOSRC, O_NODE, O_CONFIG, O_PINDIR, O_CAPTURE, O_KUBECONFIG, O_FGATES,
 		O_RFIELDS, O_MAUTH, O_MAUTH_TTL, O_MAUTH_MAX, O_MAUTH_EXTRA,
-		O_TENANT_FROM, O_TENANT_HDR, O_TENANT_DEFAULT,
+		O_TENANT_FROM, O_TENANT_HDR, O_TENANT_DEFAULT, O_LPORT,
 	};
 	static const struct option lopts[] = {
 		{ "config", required_argument, NULL, O_CONFIG },
@@ -516,6 +575,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		{ "proxy-exe", required_argument, NULL, O_EXE },
 		{ "proxy-pid", required_argument, NULL, O_PID },
 		{ "proxy-cgroup", required_argument, NULL, O_CGROUP },
+		{ "listener-port", required_argument, NULL, O_LPORT },
 		{ "prometheus-listen", required_argument, NULL, O_PROM },
 		{ "socket", required_argument, NULL, O_SOCKET },
 		{ "otlp-endpoint", required_argument, NULL, O_OTLP },
@@ -590,6 +650,10 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 			if (o->nproxy_cgroup >= OPT_MAX_LIST)
 				goto too_many;
 			o->proxy_cgroup[o->nproxy_cgroup++] = optarg;
+			break;
+		case O_LPORT:
+			err = options__listener_port(o, optarg,
+						     "--listener-port");
 			break;
 		case O_PROM: o->prometheus_listen = optarg; break;
 		case O_SOCKET: o->socket_path = optarg; break;

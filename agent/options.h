@@ -22,6 +22,13 @@ struct agent_opts {
 	size_t nproxy_pid;
 	const char *proxy_cgroup[OPT_MAX_LIST];
 	size_t nproxy_cgroup;
+	/*
+	 * --listener-port LISTENER_PORT=SOCKET_PORT: the proxy accepts a
+	 * Gateway listener's connections on another port (no cluster to ask
+	 * the Gateway's Service); [i][0] listener port, [i][1] socket port.
+	 */
+	uint16_t listener_port[OPT_MAX_LIST][2];
+	size_t nlistener_port;
 	const char *prometheus_listen;  /* "" disables */
 	const char *socket_path;
 	const char *pin_dir;
@@ -69,6 +76,12 @@ struct agent_opts {
 };
 
 void options__defaults(struct agent_opts *o);
+/*
+ * "LISTENER_PORT=SOCKET_PORT" into o->listener_port (a listener already
+ * there is remapped). -EINVAL after printing what to fix, naming `where`.
+ */
+int options__listener_port(struct agent_opts *o, const char *arg,
+			   const char *where);
 /*
  * Parse `milometer run` arguments (argv[0] is "run"). A --config file is
  * read first, so flags override it. Returns 0, 1 when --help was printed,

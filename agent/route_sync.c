@@ -18,6 +18,8 @@
 
 #define GENS 4 /* tables kept for in-flight events */
 #define GRACE_NS (2ULL * 1000000000ULL)
+#define MAX_LPORT_MAP 64
+#define MAX_LKEYS 4096 /* mm_listeners entries */
 
 struct gen_state {
 	struct gw_model *model;
@@ -42,6 +44,13 @@ struct route_sync {
 	char *slots[MM_GW_SLOTS];
 	size_t nslots;
 	bool slots_changed; /* a slot was added: the next poll rebuilds */
+	/* listener port -> socket port (--listener-port) */
+	uint16_t lport_map[MAX_LPORT_MAP][2];
+	size_t nlport_map;
+	/* mm_listeners as installed */
+	struct mm_listener_key lkeys[MAX_LKEYS];
+	__u32 lvals[MAX_LKEYS];
+	size_t nlkeys;
 };
 
 static struct gen_state *slot(struct route_sync *rs, uint32_t gen)
@@ -105,9 +114,116 @@ static uint64_t fingerprint(const char *dir)
 	return dir ? manifest_source__fingerprint(dir) : 0;
 }
 
+int route_sync__map_listener_port(struct route_sync *rs, uint16_t listener,
+				  uint16_t sock)
+{
+	size_t i;
+
+	for (i = 0; i < rs->nlport_map && rs->lport_map[i][0] != listener; i++)
+		;
+	if (i == MAX_LPORT_MAP)
+		return -ENOSPC;
+	rs->lport_map[i][0] = listener;
+	rs->lport_map[i][1] = sock;
+	if (i == rs->nlport_map)
+		rs->nlport_map++;
+	return 0;
+}
+
+/* --listener-port, else the Gateway's Service, else the port itself */
+static uint16_t socket_port(const struct route_sync *rs,
+			    const struct rc_slot *sl, size_t i)
+{
+	for (size_t k = 0; k < rs->nlport_map; k++)
+		if (rs->lport_map[k][0] == sl->ports[i])
+			return rs->lport_map[k][1];
+	return sl->sports[i] ? sl->sports[i] : sl->ports[i];
+}
+
+static bool has_lkey(const struct mm_listener_key *keys, size_t n,
+		     const struct mm_listener_key *k)
+{
+	for (size_t i = 0; i < n; i++)
+		if (keys[i].gw == k->gw && keys[i].sport == k->sport)
+			return true;
+	return false;
+}
+
+/*
+ * mm_listeners for table t: written before the flip (a connection accepted
+ * meanwhile finds its port in either table: the keyed ports rarely change),
+ * the previous table's other entries deleted after it (listeners_retire).
+ */
+static int listeners_write(struct route_sync *rs, const struct route_table *t,
+			   struct mm_listener_key *keys, __u32 *vals,
+			   size_t *n)
+{
+	int fd = bpf_map__fd(rs->skel->maps.mm_listeners);
+
+	*n = 0;
+	for (size_t s = 0; s < t->nslots; s++) {
+		const struct rc_slot *sl = &t->slots[s];
+
+		for (size_t i = 0; i < sl->nports; i++) {
+			struct mm_listener_key k = {
+				.gw = (__u32)s,
+				.sport = socket_port(rs, sl, i),
+			};
+
+			if (has_lkey(keys, *n, &k)) {
+				fprintf(stderr, "milometer: listener ports of "
+					"%s/%s map to one socket port %u: "
+					"listener port %u is not told apart "
+					"(fix --listener-port)\n",
+					sl->gw_ns ? sl->gw_ns : "",
+					sl->gw_name ? sl->gw_name : "",
+					k.sport, sl->ports[i]);
+				continue;
+			}
+			if (*n == MAX_LKEYS)
+				return -E2BIG;
+			keys[*n] = k;
+			vals[*n] = sl->ports[i];
+			if (bpf_map_update_elem(fd, &k, &vals[*n], BPF_ANY))
+				return -errno;
+			(*n)++;
+		}
+	}
+	return 0;
+}
+
+static void listeners_retire(struct route_sync *rs,
+			     const struct mm_listener_key *keys,
+			     const __u32 *vals, size_t n)
+{
+	int fd = bpf_map__fd(rs->skel->maps.mm_listeners);
+
+	for (size_t i = 0; i < rs->nlkeys; i++)
+		if (!has_lkey(keys, n, &rs->lkeys[i]))
+			bpf_map_delete_elem(fd, &rs->lkeys[i]);
+	for (size_t i = 0; i < n; i++) {
+		bool changed = true;
+
+		for (size_t j = 0; j < rs->nlkeys; j++)
+			if (rs->lkeys[j].gw == keys[i].gw &&
+			    rs->lkeys[j].sport == keys[i].sport)
+				changed = rs->lvals[j] != vals[i];
+		if (changed)
+			fprintf(stderr, "milometer: gateway slot %u: socket "
+				"port %u serves listener port %u\n",
+				keys[i].gw, keys[i].sport, vals[i]);
+	}
+	memcpy(rs->lkeys, keys, n * sizeof(*keys));
+	memcpy(rs->lvals, vals, n * sizeof(*vals));
+	rs->nlkeys = n;
+}
+
 static int install(struct route_sync *rs, struct gw_model *m,
 		   struct route_table *t)
 {
+	static struct mm_listener_key lkeys[MAX_LKEYS];
+	static __u32 lvals[MAX_LKEYS];
+	size_t nlkeys = 0;
 	int vfd = bpf_map__fd(rs->skel->maps.mm_vhosts);
 	int rfd = bpf_map__fd(rs->skel->maps.mm_routes);
 	int cfd = bpf_map__fd(rs->skel->maps.mm_config);
@@ -130,6 +246,11 @@ static int install(struct route_sync *rs, struct gw_model *m,
 		if (bpf_map_update_elem(rfd, &t->route_keys[i],
 					&t->route_cands[i], BPF_ANY))
 			err = -errno;
+	if (!err && (err = listeners_write(rs, t, lkeys, lvals, &nlkeys)))
+		for (size_t i = 0; i < nlkeys; i++)
+			if (!has_lkey(rs->lkeys, rs->nlkeys, &lkeys[i]))
+				bpf_map_delete_elem(bpf_map__fd(
+					rs->skel->maps.mm_listeners), &lkeys[i]);
 	if (err) {
 		snprintf(rs->last_error, sizeof(rs->last_error),
 			 "writing the route table to BPF maps failed: %s (too many routes for the map sizes?)",
@@ -146,12 +267,15 @@ static int install(struct route_sync *rs, struct gw_model *m,
 				   cfg.flags & ~MM_CFG_GW_SLOTS;
 	cfg.flags = route_compile__defers(t) ? cfg.flags | MM_CFG_DEFERS :
 				      cfg.flags & ~MM_CFG_DEFERS;
+	cfg.flags = nlkeys ? cfg.flags | MM_CFG_LISTENERS :
+			     cfg.flags & ~MM_CFG_LISTENERS;
 	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY)) {
 		err = -errno;
 		delete_keys(rs, g);
 		free_gen(g);
 		return err;
 	}
+	listeners_retire(rs, lkeys, lvals, nlkeys);
 	if (rs->reloads) {
 		struct timespec ts;
 

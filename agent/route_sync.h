@@ -30,6 +30,13 @@ void route_sync__free(struct route_sync *rs);
  * the others keep working. Call before route_sync__load().
  */
 void route_sync__set_source(struct route_sync *rs, struct manifest_source *src);
+/*
+ * Socket port of a Gateway listener port: --listener-port's mapping first,
+ * else the targetPort of the Gateway's Service (in the manifests or the
+ * API), else the listener port itself. Applied at the next install.
+ */
+int route_sync__map_listener_port(struct route_sync *rs, uint16_t listener,
+				  uint16_t sock);
 /* Load and install the manifests now. -errno with the reason in err. */
 int route_sync__load(struct route_sync *rs, char *err, size_t errlen);
 /*

@@ -95,30 +95,57 @@ static __always_inline __u64 new_conn_id(void)
 }
 
 /*
- * Which Gateway's route table a new connection of process tgid uses: a
- * hash lookup, made only when the table has more than the default slot.
- * A global function, verified once on its own: inlined into every hook
- * that creates connections, its branches added 44 MiB to the verifier's
- * memory at load (charged to the agent's pod: test_mem_limit).
+ * Which Gateway's route table a new connection of process tgid uses (bits
+ * 0-7), and for a socket sk the proxy accepted, which listener port
+ * (bits 8-23): hash lookups, made only when the table has more than the
+ * default slot, or listeners on several ports. The socket's local port is
+ * sport, or read from sk (an address: a global function takes scalars
+ * only) when sport is 0; both 0: not an accepted socket. A global
+ * function, verified once on its own: inlined into every hook that
+ * creates connections, its branches added 44 MiB to the
+ * verifier's memory at load (charged to the agent's pod: test_mem_limit).
  */
-__noinline int mm_conn_gw(__u32 tgid)
+__noinline int mm_conn_scope(__u32 tgid, __u64 sk, __u32 sport)
 {
 	__u32 zero = 0;
 	struct mm_config *cfg = bpf_map_lookup_elem(&mm_config, &zero);
+	struct mm_listener_key k = {};
 	struct mm_target *t;
+	__u16 num = sport;
+	__u32 *lport;
 
-	if (!cfg || !(cfg->flags & MM_CFG_GW_SLOTS))
+	if (!cfg)
 		return 0;
-	t = bpf_map_lookup_elem(&mm_targets, &tgid);
-	return t ? (int)(t->gw & 0xff) : 0;
+	if (cfg->flags & MM_CFG_GW_SLOTS) {
+		t = bpf_map_lookup_elem(&mm_targets, &tgid);
+		k.gw = t ? t->gw & 0xff : 0;
+	}
+	if ((!sk && !sport) || !(cfg->flags & MM_CFG_LISTENERS))
+		return (int)k.gw;
+	/* skc_num: the local port, host order (the listening port) */
+	if (!num)
+		bpf_probe_read_kernel(&num, sizeof(num),
+				      &((struct sock *)sk)->__sk_common.skc_num);
+	k.sport = num;
+	lport = bpf_map_lookup_elem(&mm_listeners, &k);
+	return (int)(k.gw | (lport ? (*lport & 0xffff) << 8 : 0));
 }
 
-/* A connection state fresh from its map: give it its identity. */
-static __always_inline void conn_init(struct mm_conn *c, __u32 tgid, __u8 role)
+/*
+ * A connection state fresh from its map: give it its identity. sk (an
+ * address) or sport (its local port, when the hook has a BTF socket): the
+ * socket, both 0 for one the proxy connected (an upstream leg).
+ */
+static __always_inline void conn_init(struct mm_conn *c, __u32 tgid, __u8 role,
+				      __u64 sk, __u32 sport)
 {
+	int scope = role == MM_ROLE_UP ? mm_conn_scope(tgid, 0, 0) :
+					 mm_conn_scope(tgid, sk, sport);
+
 	c->conn_id = new_conn_id();
 	c->tgid = tgid;
-	c->gw = mm_conn_gw(tgid);
+	c->gw = scope & 0xff;
+	c->lport = (scope >> 8) & 0xffff;
 	c->role = role;
 	stat_inc(MM_STAT_CONNS_OPENED);
 }

@@ -95,7 +95,7 @@ struct mm_recent_slot {
 	__u32 route_gen;
 	__u32 route_id;
 	__u16 rule_idx;
-	__u16 _pad;
+	__u16 lport;     /* listener port the request was attributed in */
 };
 
 /* A route decision remembered by what decided it (mm_route_cache). */
@@ -108,7 +108,8 @@ struct mm_route_memo {
 	__u8 method;
 	__u8 valid;
 	__u8 gw;
-	__u8 _pad[3];
+	__u8 _pad;
+	__u16 lport;
 };
 
 /* The downstream request a thread is serving, inherited by upstream legs. */
@@ -274,7 +275,10 @@ struct mm_conn {
 	__u8 ra_saved;       /* the head's mm_route_acc waits in mm_route_accs */
 	__u16 head_len;
 	__u8 ra_held;        /* an mm_route_accs entry was made for conn_id */
-	__u8 _pad[5];
+	__u8 _pad;
+	/* listener port of an accepted socket (mm_listeners), 0: every one */
+	__u16 lport;
+	__u8 _pad2[2];
 	struct mm_link bind;
 	struct mm_parser req;
 	struct mm_parser resp;
@@ -362,6 +366,7 @@ struct mm_scratch {
 	__u16 rl_rule_idx;
 	__u8 rl_method;
 	__u8 rl_verdict;
+	__u16 rl_lport;        /* listener port of the lookup (mm_vhost_key) */
 };
 
 #endif /* MM_CONN_BPF_H */

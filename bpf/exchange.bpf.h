@@ -104,6 +104,8 @@ static __always_inline void emit_head(struct mm_lctx *x, struct mm_pending *s)
 	}
 	fill_event(e, x->c, s, MM_EVT_HEAD);
 	e->head_len = len;
+	/* the listener port route_lookup() (or the link) decided it in */
+	e->status = x->s->rl_lport;
 	bpf_ringbuf_submit(e, submit_flags());
 	stat_inc(MM_STAT_EVENTS);
 	stat_inc(MM_STAT_DEFERRED);
@@ -343,6 +345,7 @@ static __always_inline void set_thread_link(struct mm_conn *c,
 	r->route_gen = l.route_gen;
 	r->route_id = l.route_id;
 	r->rule_idx = l.rule_idx;
+	r->lport = c->lport;
 	r->tag = recent_tag(&k);
 }
 
@@ -375,6 +378,8 @@ static __always_inline bool link_by_content(struct mm_lctx *x,
 	s->route_gen = r->route_gen;
 	s->route_id = r->route_id;
 	s->rule_idx = r->rule_idx;
+	/* its own head, if decided below, in the downstream's listener */
+	x->s->rl_lport = r->lport;
 	/* the connect() binding belonged to this request: spent */
 	c->bind_valid = 0;
 	/*
@@ -425,7 +430,8 @@ static __always_inline bool inherit_link(struct mm_conn *c, struct mm_pending *s
  */
 static __always_inline void own_route(struct mm_lctx *x, struct mm_pending *s)
 {
-	__u32 id = route_lookup(x, s->method);
+	/* no downstream request to take the listener from: every listener */
+	__u32 id = route_lookup(x, s->method, 0);
 
 	if (id == MM_ROUTE_UNMATCHED)
 		return;
@@ -471,7 +477,7 @@ static __always_inline void request_head_done(struct mm_lctx *x)
 
 		if (o) {
 			o->method = method_of(p->tok);
-			o->route_id = route_lookup(x, o->method);
+			o->route_id = route_lookup(x, o->method, c->lport);
 			o->route_gen = x->s->rl_gen;
 			o->rule_idx = x->s->rl_rule_idx;
 			/* deferred routes need the head in user space: unknown */
@@ -491,7 +497,7 @@ static __always_inline void request_head_done(struct mm_lctx *x)
 			if (!link_by_content(x, s) && !inherit_link(c, s))
 				own_route(x, s);
 		} else {
-			s->route_id = route_lookup(x, s->method);
+			s->route_id = route_lookup(x, s->method, c->lport);
 			s->route_gen = x->s->rl_gen;
 			s->rule_idx = x->s->rl_rule_idx;
 			if (s->route_id == MM_ROUTE_DEFER)

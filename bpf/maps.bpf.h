@@ -168,6 +168,18 @@ struct {
 	__uint(map_flags, BPF_F_RDONLY_PROG);
 } mm_vhosts SEC(".maps");
 
+/*
+ * Listener port of an accepted socket, by (gateway slot, socket port): only
+ * for Gateways with listeners on two ports or more (agent; MM_CFG_LISTENERS).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct mm_listener_key);
+	__type(value, __u32);
+	__uint(map_flags, BPF_F_RDONLY_PROG);
+} mm_listeners SEC(".maps");
+
 /* Route table: (vhost, path kind, path hash) -> ordered candidates (agent). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -84,7 +84,8 @@ static __always_inline int sock_io(struct sock *sk, int ret, int flags,
 			stat_inc(MM_STAT_CONN_MAP_FULL);
 			return 0;
 		}
-		conn_init(c, bpf_get_current_pid_tgid() >> 32, MM_ROLE_UNKNOWN);
+		conn_init(c, bpf_get_current_pid_tgid() >> 32, MM_ROLE_UNKNOWN,
+			  0, sk->__sk_common.skc_num);
 		tp = bpf_skc_to_tcp_sock(sk);
 		c->lazy = tp && !tcp_first_io(tp, ret, is_read);
 	}
@@ -209,7 +210,7 @@ int BPF_PROG(mm_sys_exit, struct pt_regs *regs, long ret)
 		c = fb_conn_create(skaddr);
 		if (!c)
 			return 0;
-		conn_init(c, tgid, MM_ROLE_UNKNOWN);
+		conn_init(c, tgid, MM_ROLE_UNKNOWN, skaddr, 0);
 		c->lazy = !tcp_first_io((struct tcp_sock *)skaddr, ret, is_read);
 	}
 	if (c->finished)
@@ -296,7 +297,7 @@ int BPF_PROG(mm_tcp_state, struct sock *sk, int oldstate, int newstate)
 			return 0;
 		if (mm_capture_mode != MM_CAPTURE_SOCK_TP)
 			__builtin_memset(&c->bind, 0, sizeof(c->bind));
-		conn_init(c, tgid, MM_ROLE_UP);
+		conn_init(c, tgid, MM_ROLE_UP, 0, 0);
 		c->connect_ns = bpf_ktime_get_ns();
 		l = bpf_task_storage_get(&mm_thread_req,
 					 bpf_get_current_task_btf(), 0, 0);

@@ -9,6 +9,8 @@
  *
  *   host  --mm_vhosts-->  vhost id          exact host, then "*.suffix"
  *                                           longest first, then catch-all
+ *                                           (keyed also by gateway slot
+ *                                           and listener port)
  *   (vhost, Exact, hash(path))         --mm_routes-->      candidate list
  *   (vhost, Prefix, hash(prefix))      --mm_routes-->      candidate list
  *
@@ -73,8 +75,14 @@ enum mm_vhost_kind {
 
 struct mm_vhost_key {
 	__u32 gen;
-	__u16 kind; /* enum mm_vhost_kind */
-	__u16 gw;   /* gateway slot of the serving process (mm_target.gw) */
+	__u8 kind;  /* enum mm_vhost_kind */
+	__u8 gw;    /* gateway slot of the serving process (mm_target.gw) */
+	/*
+	 * Gateway listener port whose routes the vhost holds, as mm_listeners
+	 * maps the accepting socket's port; 0: every listener of the slot
+	 * (a Gateway with one port, or a socket on no listener's port).
+	 */
+	__u16 port;
 	__u64 hash;
 };
 _Static_assert(sizeof(struct mm_vhost_key) == 16, "mm_vhost_key");
@@ -131,6 +139,20 @@ struct mm_config {
 #define MM_CFG_DEFERS   0x4 /* the table can leave a request to user space
 			     * (header, query or regex matches, deep
 			     * prefixes): keep heads that span windows */
+#define MM_CFG_LISTENERS 0x8 /* mm_listeners has entries: a new accepted
+			      * connection looks its listener port up */
+
+/*
+ * mm_listeners: which Gateway listener port an accepted socket's local
+ * port serves, per gateway slot (the proxy's socket port is the listener
+ * port, or the Service's targetPort for it, or --listener-port's mapping).
+ * Only slots whose Gateway has listeners on two ports or more have entries.
+ */
+struct mm_listener_key {
+	__u32 gw;
+	__u32 sport; /* the accepted socket's local port */
+};
+_Static_assert(sizeof(struct mm_listener_key) == 8, "mm_listener_key");
 
 /*
  * Why a process is traced (value of mm_targets), and the route table it is
@@ -221,7 +243,9 @@ struct mm_http_event {
 	__u8 leg;          /* enum mm_leg */
 	__u8 method;       /* enum mm_method */
 	__u8 flags;        /* MM_EV_* */
-	__u16 status;      /* final status; 0 when aborted before one */
+	__u16 status;      /* final status; 0 when aborted before one;
+			    * MM_EVT_HEAD: the listener port (mm_vhost_key)
+			    * the head's route is decided in */
 	__u16 head_len;    /* MM_EVT_HEAD: bytes valid in head[] */
 	__u32 tgid;
 	__u32 route_gen;

@@ -63,6 +63,7 @@ static long wildcard_try(__u32 i, void *ctx)
 	struct mm_scratch *s = x->s;
 	struct mm_vhost_key key = {
 		.gen = s->rl_gen, .kind = MM_VH_WILDCARD, .gw = x->c->gw,
+		.port = s->rl_lport,
 	};
 	struct mm_vhost_val *vh;
 	__u32 from;
@@ -92,7 +93,9 @@ static __always_inline bool vhost_lookup(struct mm_lctx *x, bool *defer)
 	struct mm_conn *c = x->c;
 	struct mm_scratch *s = x->s;
 	struct mm_route_acc *a = &s->ra;
-	struct mm_vhost_key key = { .gen = s->rl_gen, .gw = c->gw };
+	struct mm_vhost_key key = {
+		.gen = s->rl_gen, .gw = c->gw, .port = s->rl_lport,
+	};
 	struct mm_vhost_val *vh;
 	__u64 h = a->host_hash;
 	__u8 len = a->host_len;
@@ -199,10 +202,12 @@ static __always_inline __u32 route_decide(struct mm_lctx *x, __u8 method)
 
 /*
  * Returns the route id (or MM_ROUTE_*); s->rl_gen and s->rl_rule_idx hold
- * the generation and rule. (generation, method, host, path) decide the
- * answer, so it is remembered by them.
+ * the generation and rule. (generation, slot, listener port, method, host,
+ * path) decide the answer, so it is remembered by them. lport: the
+ * listener port whose vhosts apply (mm_vhost_key), left in s->rl_lport.
  */
-static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method)
+static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method,
+					  __u16 lport)
 {
 	__u32 zero = 0;
 	struct mm_config *cfg = bpf_map_lookup_elem(&mm_config, &zero);
@@ -215,6 +220,7 @@ static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method)
 
 	s->rl_rule_idx = 0;
 	s->rl_gen = 0;
+	s->rl_lport = lport;
 	if (!cfg)
 		return MM_ROUTE_UNKNOWN;
 	s->rl_gen = cfg->route_gen;
@@ -227,11 +233,12 @@ static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method)
 	/* absolute-form targets, hosts past MM_HOST_MAX: user space decides */
 	if (!a->target_ok || a->host_state == 3)
 		return MM_ROUTE_DEFER;
-	h = (a->host_hash ^ (a->path_hash * 31)) + method + ((__u64)c->gw << 8);
+	h = (a->host_hash ^ (a->path_hash * 31)) + method + ((__u64)c->gw << 8) +
+	    ((__u64)lport << 16);
 	i = (h ^ (h >> 29)) & (MM_ROUTE_CACHE_SLOTS - 1);
 	m = bpf_map_lookup_elem(&mm_route_cache, &i);
 	if (m && m->valid && m->gen == s->rl_gen && m->method == method &&
-	    m->gw == c->gw &&
+	    m->gw == c->gw && m->lport == lport &&
 	    m->host_hash == a->host_hash && m->path_hash == a->path_hash) {
 		s->rl_rule_idx = m->rule_idx;
 		return m->route_id;
@@ -245,6 +252,7 @@ static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method)
 		m->rule_idx = s->rl_rule_idx;
 		m->method = method;
 		m->gw = c->gw;
+		m->lport = lport;
 		m->valid = 1;
 	}
 	return id;

@@ -199,6 +199,7 @@ static __always_inline __u64 tls_conn_create(__u64 sk, __u32 tgid, __u8 role,
 	struct mm_conn *c = bpf_map_lookup_elem(&mm_tls_conns, &sk);
 	__u32 zero = 0;
 	struct mm_conn *n;
+	int scope;
 	long err;
 
 	if (c)
@@ -208,7 +209,9 @@ static __always_inline __u64 tls_conn_create(__u64 sk, __u32 tgid, __u8 role,
 		return 0;
 	n->conn_id = new_conn_id();
 	n->tgid = tgid;
-	n->gw = mm_conn_gw(tgid);
+	scope = mm_conn_scope(tgid, role == MM_ROLE_UP ? 0 : sk, 0);
+	n->gw = scope & 0xff;
+	n->lport = (scope >> 8) & 0xffff;
 	n->role = role;
 	/* a stream that starts inside a message is picked up at its next turn */
 	n->lazy = lazy;

@@ -89,7 +89,7 @@ if [ -z "${T:-}" ]; then
 	MM_IT_CAPTURE=sys-exit selftests/integration/run.sh nginx_counts \
 		haproxy_counts pipelining bytewise keepalive chunked fd_reuse \
 		midrequest_close close_race oversize garbage head expect_continue \
-		nginx_reload capture_lifecycle tls_upstream tls_capture h2_capture grpc_capture tls_capture_go h2c_upgrade k8s_two_gateways 2>&1 | tee "$out"
+		nginx_reload capture_lifecycle tls_upstream tls_capture h2_capture grpc_capture tls_capture_go h2c_upgrade k8s_two_gateways listener 2>&1 | tee "$out"
 	[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 	tally "$out" "selftests/integration/run.sh (sys-exit)"
 fi

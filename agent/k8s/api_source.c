@@ -23,7 +23,7 @@
 #define MM_VERSION "dev"
 #endif
 
-#define MAX_RES 10
+#define MAX_RES 12
 
 struct k8s_api {
 	struct k8s_config *cfg;
@@ -41,6 +41,7 @@ struct k8s_api {
 static const struct {
 	const char *group, *version, *plural, *kind, *field;
 	bool routes; /* needed for the route table */
+	const char *label; /* label selector */
 } watched[] = {
 	{ "gateway.networking.k8s.io", "v1", "gateways", "Gateway", NULL, true },
 	{ "gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", NULL, true },
@@ -52,6 +53,15 @@ static const struct {
 	{ "about.k8s.io", "v1alpha1", "clusterproperties", "ClusterProperty",
 	  "metadata.name=clusterset.k8s.io", false },
 	{ "", "v1", "namespaces", "Namespace", NULL, false },
+	/*
+	 * Gateway proxies' Services (listener port -> targetPort, the port the
+	 * proxy accepts on), by the labels that name their Gateway, as proxy
+	 * pods carry them (agent/proxy_pods.c): only those are sent.
+	 */
+	{ "", "v1", "services", "Service", NULL, false,
+	  "gateway.networking.k8s.io/gateway-name" },
+	{ "", "v1", "services", "Service", NULL, false,
+	  "gateway.envoyproxy.io/owning-gateway-name" },
 };
 
 static uint64_t mono_ns(void)
@@ -63,11 +73,12 @@ static uint64_t mono_ns(void)
 }
 
 static void add_res(struct k8s_api *a, const char *g, const char *v,
-		    const char *p, const char *k, const char *field, bool snap)
+		    const char *p, const char *k, const char *field,
+		    const char *label, bool snap)
 {
 	a->res[a->n] = (struct k8s_resource){
 		.group = g, .version = v, .plural = p, .kind = k,
-		.field_selector = field,
+		.field_selector = field, .label_selector = label,
 	};
 	a->in_snapshot[a->n] = snap;
 	a->n++;
@@ -97,13 +108,14 @@ int k8s_api__start(const struct k8s_api_opts *o, struct k8s_api **out,
 		if (!o->only_routes || watched[i].routes)
 			add_res(a, watched[i].group, watched[i].version,
 				watched[i].plural, watched[i].kind,
-				watched[i].field, true);
+				watched[i].field, watched[i].label, true);
 	if (o->node_name && !o->only_routes) {
 		if (asprintf(&a->pod_selector, "spec.nodeName=%s", o->node_name) < 0) {
 			ret = -ENOMEM;
 			goto fail;
 		}
-		add_res(a, "", "v1", "pods", "Pod", a->pod_selector, false);
+		add_res(a, "", "v1", "pods", "Pod", a->pod_selector, NULL,
+			false);
 	}
 	for (size_t i = 0; i < a->n; i++) {
 		struct k8s_reflector_opts ro = {
@@ -252,7 +264,8 @@ void k8s_api__dump(struct k8s_api *a, FILE *out, int json)
 		if (json) {
 			fprintf(out, "%s{\"resource\":\"%s%s%s\",\"selector\":\"%s\",\"state\":\"%s\",\"objects\":%llu,\"lists\":%llu,\"relists\":%llu,\"watches\":%llu,\"events\":%llu,\"bookmarks\":%llu,\"last_sync_age_s\":%llu,\"errors\":{",
 				i ? "," : "", r->plural, r->group[0] ? "." : "",
-				r->group, r->field_selector ? r->field_selector : "",
+				r->group, r->field_selector ? r->field_selector :
+				r->label_selector ? r->label_selector : "",
 				k8s_watch_state__name(st->state),
 				(unsigned long long)st->objects,
 				(unsigned long long)st->lists,

@@ -96,12 +96,15 @@ void k8s_metrics__refresh(struct k8s_metrics *m, struct k8s_api *api,
 		char name[256];
 		struct mlabel l[3] = { { "resource", name } };
 
-		/* the two ClusterProperty watches differ by their selector */
-		snprintf(name, sizeof(name), "%s%s%s%s%s", res->plural,
+		/* the two ClusterProperty watches differ by their selector,
+		 * the two Service watches by their label */
+		snprintf(name, sizeof(name), "%s%s%s%s%s%s%s", res->plural,
 			 res->group[0] ? "." : "", res->group,
 			 res->field_selector && res->field_selector[0] == 'm' ? ":" : "",
 			 res->field_selector && res->field_selector[0] == 'm' ?
-				 res->field_selector + 14 : "");
+				 res->field_selector + 14 : "",
+			 res->label_selector ? ":" : "",
+			 res->label_selector ? res->label_selector : "");
 		for (int s = K8S_W_LISTING; s < K8S_W__N; s++) {
 			l[1] = (struct mlabel){ "state", k8s_watch_state__name(s) };
 			set(m, K_STATE, st->state == s, now_ns, l, 2);

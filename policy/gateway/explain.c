@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * milometer explain --manifests PATH [--gateway NS/NAME] [-X METHOD]
- *                   [-H 'Name: value']... URL
+ * milometer explain --manifests PATH [--gateway NS/NAME] [--listener NAME]
+ *                   [-X METHOD] [-H 'Name: value']... URL
  *
  * Loads the manifests, compiles the route table exactly as the agent does,
  * and looks the request up with route_match__lookup(): the kernel table's
@@ -22,7 +22,8 @@
 
 static const char usage[] =
 	"usage: milometer explain --manifests PATH [--gateway NS/NAME]\n"
-	"                         [-X METHOD] [-H 'Name: value']... URL\n"
+	"                         [--listener NAME] [-X METHOD]\n"
+	"                         [-H 'Name: value']... URL\n"
 	"\n"
 	"Print the HTTPRoute rule a request is attributed to\n"
 	"(\"NAMESPACE/NAME rule N\" or \"unmatched\") and the Gateway API\n"
@@ -33,6 +34,9 @@ static const char usage[] =
 	"                    other kinds are ignored)\n"
 	"  --gateway NS/NAME only routes attached to this Gateway (default:\n"
 	"                    all Gateways merged)\n"
+	"  --listener NAME   the Gateway listener that accepted the request\n"
+	"                    (default: the one on the URL's port, 80 for\n"
+	"                    http://, 443 for https://, that takes its host)\n"
 	"  -X METHOD         request method (default GET)\n"
 	"  -H 'Name: value'  request header; 'Host: h' overrides the URL host\n"
 	"  -v                also print the vhost's precedence list\n"
@@ -85,11 +89,30 @@ static int add_header(struct http_req *req, const char *arg, FILE *errs)
 	return 0;
 }
 
-static int parse_url(const char *url, struct http_req *req, FILE *errs)
+/* ":PORT" at the end of an authority ("[::1]:8080" included), else 0. */
+static uint32_t authority_port(const char *a, size_t len)
+{
+	size_t i = len;
+	uint32_t port = 0, mul = 1;
+
+	while (i && isdigit((unsigned char)a[i - 1]) && len - i < 5)
+		i--;
+	if (!i || i == len || a[i - 1] != ':')
+		return 0;
+	for (size_t k = len; k > i; k--, mul *= 10)
+		port += (uint32_t)(a[k - 1] - '0') * mul;
+	return port <= 65535 ? port : 0;
+}
+
+/* *port: the URL's port, or its scheme's (80 for a bare path). */
+static int parse_url(const char *url, struct http_req *req, uint32_t *port,
+		     bool *by_scheme, FILE *errs)
 {
 	const char *p = url, *end, *q;
 	bool host_set = req->host != NULL;
 
+	*port = 80;
+	*by_scheme = true;
 	if (!strncasecmp(p, "http://", 7) || !strncasecmp(p, "https://", 8)) {
 		const char *a = p + (p[4] == ':' ? 7 : 8);
 
@@ -98,6 +121,12 @@ static int parse_url(const char *url, struct http_req *req, FILE *errs)
 			fprintf(errs, "milometer explain: URL \"%s\" has no "
 				"host\n", url);
 			return -EINVAL;
+		}
+		if (p[4] != ':')
+			*port = 443;
+		if (authority_port(a, (size_t)(end - a))) {
+			*port = authority_port(a, (size_t)(end - a));
+			*by_scheme = false;
 		}
 		if (!host_set) {
 			req->host = a;
@@ -179,6 +208,80 @@ static void print_list(const struct route_table *t,
 	}
 }
 
+/*
+ * Which listener accepted the request: --listener's, or the one on the
+ * URL's port that takes its host (the most specific hostname). Sets *port
+ * to the listener port whose vhosts the table keys (0: every listener's
+ * merged, as the agent attributes a socket on no listener's port) and
+ * writes the reason. -ENOENT when --listener names none.
+ */
+static int choose_listener(const struct gw_model *m,
+			   const struct route_table *t, const char *gateway,
+			   const char *name, uint32_t url_port, bool by_scheme,
+			   const struct http_req *req, uint32_t *port,
+			   char *why, size_t len)
+{
+	char host[MM_HOST_MAX * 2];
+	const struct gw_listener *l = NULL;
+	const struct gw_gateway *g = NULL;
+	size_t ngws = 0;
+	int n;
+
+	route_match__norm_host(req->host, req->host ? req->host_len : 0, host,
+			       sizeof(host));
+	for (size_t i = 0; i < m->ngateways && !l; i++) {
+		const struct gw_gateway *gi = m->gateways[i];
+		char id[512];
+
+		snprintf(id, sizeof(id), "%s/%s", gi->ns, gi->name);
+		if (gateway && strcmp(gateway, id))
+			continue;
+		ngws++;
+		for (size_t k = 0; name && k < gi->nlisteners && !l; k++)
+			if (!strcmp(gi->listeners[k].name, name))
+				l = &gi->listeners[k];
+		if (!name)
+			l = route_compile__listener_for(gi, url_port, host);
+		g = gi;
+	}
+	if (name && !l) {
+		snprintf(why, len, "no listener named \"%s\" in %s", name,
+			 gateway ? gateway : "the manifests' Gateways");
+		return -ENOENT;
+	}
+	*port = name ? l->port : url_port;
+	if (!route_compile__port_keyed(t, 0, *port))
+		*port = 0;
+	if (!l) {
+		snprintf(why, len, "listener: none of %s on port %u takes "
+			 "host \"%s\"; %s", gateway ? gateway : "the Gateways",
+			 url_port, host, *port ? "no route applies" :
+			 "looked up in the routes of every listener merged, "
+			 "as the agent does for a socket on no listener's "
+			 "port");
+		return 0;
+	}
+	n = snprintf(why, len, "listener %s of %s/%s (port %u%s%s): ",
+		     l->name, g->ns, g->name, l->port,
+		     l->hostname ? ", hostname " : "",
+		     l->hostname ? l->hostname : "");
+	if (n < 0 || (size_t)n >= len)
+		return 0;
+	if (name)
+		snprintf(why + n, len - n, "--listener%s", *port ? "" :
+			 "; its Gateway has one port: every listener's "
+			 "routes together");
+	else
+		snprintf(why + n, len - n, "%s port %u%s%s",
+			 by_scheme ? "the URL scheme's" : "the URL's", url_port,
+			 ngws > 1 || route_compile__listener_for(
+				 g, url_port, "") != l ?
+			 ", most specific hostname taking the host" : "",
+			 *port ? "" : "; its Gateway has one port: every "
+			 "listener's routes together");
+	return 0;
+}
+
 static void print_answer(const struct route_table *t,
 			 const struct route_result *res, FILE *out)
 {
@@ -205,10 +308,15 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 	static const struct option opts[] = {
 		{ "manifests", required_argument, NULL, 'm' },
 		{ "gateway", required_argument, NULL, 'g' },
+		{ "listener", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *dir = NULL, *gateway = NULL, *method = "GET";
+	const char *listener = NULL;
+	char lwhy[768];
+	uint32_t url_port, port;
+	bool by_scheme;
 	struct http_req req = { 0 };
 	struct gw_model *m = NULL;
 	struct route_table *t = NULL;
@@ -226,6 +334,9 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 			break;
 		case 'g':
 			gateway = optarg;
+			break;
+		case 'l':
+			listener = optarg;
 			break;
 		case 'X':
 			method = optarg;
@@ -262,7 +373,7 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 		goto cleanup;
 	}
 	req.method = http_method__parse(method, strlen(method));
-	if (parse_url(argv[optind], &req, errs))
+	if (parse_url(argv[optind], &req, &url_port, &by_scheme, errs))
 		goto cleanup;
 	m = gateway_api__new();
 	if (!m) {
@@ -279,11 +390,22 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 		fprintf(errs, "milometer explain: left out: %s\n",
 			m->rejected[i]);
 	gateway_api__log_dropped(m, errs, "milometer explain: ");
-	if (route_match__lookup(t, 0, &req, &res)) {
+	/* a Host header's port is the one the client connected to */
+	if (req.host && authority_port(req.host, req.host_len)) {
+		url_port = authority_port(req.host, req.host_len);
+		by_scheme = false;
+	}
+	if (choose_listener(m, t, gateway, listener, url_port, by_scheme, &req,
+			    &port, lwhy, sizeof(lwhy))) {
+		fprintf(errs, "milometer explain: %s\n", lwhy);
+		goto cleanup;
+	}
+	if (route_match__lookup(t, 0, port, &req, &res)) {
 		fprintf(errs, "milometer explain: %s\n", res.why);
 		goto cleanup;
 	}
 	print_answer(t, &res, out);
+	fprintf(out, "%s\n", lwhy);
 	if (verbose)
 		print_list(t, &req, &res, out);
 	for (size_t i = 0; i < t->ndetached; i++)

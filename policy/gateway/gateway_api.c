@@ -34,6 +34,7 @@ void gateway_api__free(struct gw_model *m)
 	free(m->rejected);
 	free(m->gateways);
 	free(m->namespaces);
+	free(m->services);
 	free(m->routes);
 	gateway_api_fields__arena_free(m->arena);
 	free(m);
@@ -232,6 +233,8 @@ int gateway_api__add_doc(struct gw_model *m, const struct doc_node *root,
 			DOC_MAX_OBJECT_NODES);
 	if (!strcmp(api, "v1") && !strcmp(kind, "Namespace"))
 		return gateway_ns__add(&c, root);
+	if (!strcmp(api, "v1") && !strcmp(kind, "Service"))
+		return gateway_svc__add(&c, root);
 	if (strncmp(api, GW_GROUP "/", sizeof(GW_GROUP))) {
 		m->skipped++;
 		return 0;

@@ -97,6 +97,19 @@ struct gw_namespace {
 	size_t nlabels;
 };
 
+/*
+ * The Service of a Gateway's proxy (gateway_svc.c): listener port ->
+ * container port the proxy accepts it on.
+ */
+struct gw_service {
+	const char *ns, *name;
+	const char *gw_ns, *gw_name; /* the Gateway its labels name */
+	struct {
+		uint32_t port, target;
+	} *ports;
+	size_t nports;
+};
+
 struct gw_listener {
 	const char *name;
 	const char *hostname; /* lower-cased; NULL: any host */
@@ -196,6 +209,8 @@ struct gw_model {
 	size_t nroutes;
 	struct gw_namespace **namespaces;
 	size_t nnamespaces;
+	struct gw_service **services; /* those naming a Gateway */
+	size_t nservices;
 	struct gw_arena *arena;   /* every string and array above */
 	struct regex **regexes;   /* compiled patterns, freed with the model */
 	size_t nregexes;
@@ -213,8 +228,9 @@ struct gw_model *gateway_api__new(void);
 void gateway_api__free(struct gw_model *m);
 
 /*
- * Add one manifest. Gateway and HTTPRoute of GW_GROUP and v1 Namespace (its
- * labels, for allowedRoutes selectors) are taken; any other
+ * Add one manifest. Gateway and HTTPRoute of GW_GROUP, v1 Namespace (its
+ * labels, for allowedRoutes selectors) and a v1 Service whose labels name a
+ * Gateway (its ports, for the listener of a socket) are taken; any other
  * kind is counted in m->skipped and ignored (a directory of manifests holds
  * MetricDefinitions and Services too). -EINVAL with "file:line: ..." in err
  * for a Gateway or HTTPRoute that is not valid; -EEXIST for a duplicate.
@@ -245,6 +261,12 @@ const struct gw_gateway *gateway_api__gateway(const struct gw_model *m,
 /* The Namespace object named name, NULL when the model has none. */
 const struct gw_namespace *gateway_api__namespace(const struct gw_model *m,
 						  const char *name);
+/*
+ * The targetPort of listener port `port` in the Service of Gateway g's
+ * proxy, 0 when no Service of the model says.
+ */
+uint32_t gateway_api__target_port(const struct gw_model *m,
+				  const struct gw_gateway *g, uint32_t port);
 /* Does selector s select namespace ns? */
 bool gateway_api__selects(const struct gw_selector *s,
 			  const struct gw_namespace *ns);

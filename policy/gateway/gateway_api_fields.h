@@ -65,6 +65,8 @@ int gateway_api_fields__metadata(struct gw_ctx *c, const struct doc_node *root,
 int gateway_api_route__add(struct gw_ctx *c, const struct doc_node *root);
 /* gateway_ns.c: a v1 Namespace; a listener's namespaces.selector */
 int gateway_ns__add(struct gw_ctx *c, const struct doc_node *root);
+/* gateway_svc.c: a v1 Service of a Gateway's proxy */
+int gateway_svc__add(struct gw_ctx *c, const struct doc_node *root);
 /* nss: allowedRoutes.namespaces, whose "selector" is read */
 int gateway_ns__selector(struct gw_ctx *c, const struct doc_node *nss,
 			 struct gw_selector **out);

@@ -100,9 +100,79 @@ bool route_compile__intersect(const char *l, const char *r, char *out,
 	return false;
 }
 
-/* Build state: (route, vhost hostname) attachments before sorting. */
+static bool is_http(const struct gw_listener *l)
+{
+	return !strcmp(l->protocol, "HTTP") || !strcmp(l->protocol, "HTTPS");
+}
+
+/* Exact beats every wildcard, a longer wildcard a shorter one, any none. */
+static size_t host_specificity(const char *h)
+{
+	if (!h)
+		return 0;
+	return h[0] == '*' ? 1 + strlen(h) : (size_t)-1;
+}
+
+/* Does listener hostname pattern `pat` take every request for h? */
+static bool host_covers(const char *pat, const char *h)
+{
+	if (!h[0])
+		return false;
+	if (h[0] == '*')
+		return pat[0] == '*' && (!strcasecmp(pat, h) ||
+					 ends_with_label(h + 2, pat + 2));
+	return route_compile__host_matches(pat, h);
+}
+
+const struct gw_listener *route_compile__listener_for(
+	const struct gw_gateway *g, uint32_t port, const char *h)
+{
+	const struct gw_listener *best = NULL;
+
+	for (size_t i = 0; i < g->nlisteners; i++) {
+		const struct gw_listener *l = &g->listeners[i];
+
+		if (l->port != port || !is_http(l))
+			continue;
+		if (l->hostname && (!h || !h[0] ||
+				    !route_compile__host_matches(l->hostname, h)))
+			continue;
+		if (!best || host_specificity(l->hostname) >
+			     host_specificity(best->hostname))
+			best = l;
+	}
+	return best;
+}
+
+/*
+ * Listener isolation: a request is served by the most specific listener
+ * on its port, so a hostname that a more specific sibling on l's port
+ * covers is not l's (Envoy Gateway's computeHosts drops it likewise).
+ */
+static const struct gw_listener *owner_sibling(const struct gw_gateway *g,
+					       const struct gw_listener *l,
+					       const char *h)
+{
+	for (size_t i = 0; i < g->nlisteners; i++) {
+		const struct gw_listener *s = &g->listeners[i];
+
+		if (s == l || s->port != l->port || !is_http(s) ||
+		    !s->hostname)
+			continue;
+		if (host_specificity(s->hostname) >
+			    host_specificity(l->hostname) &&
+		    host_covers(s->hostname, h))
+			return s;
+	}
+	return NULL;
+}
+
+#define NO_ROUTE UINT32_MAX /* a listener's hostname vhost, no route */
+
+/* Build state: (route, listener port, vhost hostname) before sorting. */
 struct attach {
 	uint32_t route_id;
+	uint16_t port; /* 0: the every-listener set */
 	char host[HOST_MAX];
 };
 
@@ -115,6 +185,9 @@ struct build {
 	struct attach *att;
 	size_t natt, catt;
 	size_t route_first; /* first attachment of the route being attached */
+	/* listener ports of the selected Gateways; keyed when 2 or more */
+	uint16_t ports[GW_MAX_LISTENERS];
+	size_t nports;
 	char *err;
 	size_t errlen;
 };
@@ -182,13 +255,14 @@ static const char *listener_rejects(const struct gw_model *m,
 	return buf;
 }
 
-static int add_attach(struct build *b, uint32_t route_id, const char *host)
+static int add_attach1(struct build *b, uint32_t route_id, uint16_t port,
+		       const char *host)
 {
 	struct attach *grown;
 
 	/* The same hostname through two listeners is one attachment. */
 	for (size_t i = b->route_first; i < b->natt; i++)
-		if (!strcmp(b->att[i].host, host))
+		if (b->att[i].port == port && !strcmp(b->att[i].host, host))
 			return 0;
 	if (b->natt == b->catt) {
 		size_t cap = b->catt ? b->catt * 2 : 16;
@@ -200,8 +274,67 @@ static int add_attach(struct build *b, uint32_t route_id, const char *host)
 		b->catt = cap;
 	}
 	b->att[b->natt].route_id = route_id;
+	b->att[b->natt].port = port;
 	snprintf(b->att[b->natt].host, HOST_MAX, "%s", host);
 	b->natt++;
+	return 0;
+}
+
+/* Into the listener's port set when ports are keyed, and the merged set. */
+static int add_attach(struct build *b, uint32_t route_id,
+		      const struct gw_listener *l, const char *host)
+{
+	int err = 0;
+
+	if (b->nports > 1)
+		err = add_attach1(b, route_id, (uint16_t)l->port, host);
+	return err ? err : add_attach1(b, route_id, 0, host);
+}
+
+/*
+ * Every listener hostname gets its vhost on its port, routes or none: a
+ * request the most specific listener takes never falls through to a less
+ * specific listener's routes. The merged set keeps only route vhosts.
+ */
+static int add_listener_vhosts(struct build *b)
+{
+	int err;
+
+	for (size_t g = 0; g < b->ngws; g++)
+		for (size_t i = 0; i < b->gws[g]->nlisteners; i++) {
+			const struct gw_listener *l = &b->gws[g]->listeners[i];
+
+			if (!is_http(l) || !l->hostname)
+				continue;
+			b->route_first = b->natt;
+			err = add_attach1(b, NO_ROUTE, b->nports > 1 ?
+					  (uint16_t)l->port : 0, l->hostname);
+			if (err)
+				return err;
+		}
+	return 0;
+}
+
+static int collect_ports(struct build *b)
+{
+	for (size_t g = 0; g < b->ngws; g++)
+		for (size_t i = 0; i < b->gws[g]->nlisteners; i++) {
+			const struct gw_listener *l = &b->gws[g]->listeners[i];
+			size_t k;
+
+			if (!is_http(l))
+				continue;
+			for (k = 0; k < b->nports && b->ports[k] != l->port; k++)
+				;
+			if (k < b->nports)
+				continue;
+			if (b->nports == GW_MAX_LISTENERS) {
+				/* every Gateway merged, past what a slot maps */
+				b->nports = 0;
+				return 0;
+			}
+			b->ports[b->nports++] = (uint16_t)l->port;
+		}
 	return 0;
 }
 
@@ -216,6 +349,7 @@ static int attach_route(struct build *b, const struct gw_route *r,
 			const char **gw_name, char *why, size_t whylen)
 {
 	char host[HOST_MAX], reason[192];
+	const struct gw_listener *owner = NULL;
 	int err;
 
 	why[0] = '\0';
@@ -247,26 +381,32 @@ static int attach_route(struct build *b, const struct gw_route *r,
 						snprintf(why, whylen, "%s", no);
 					continue;
 				}
-				if (!r->nhostnames) {
-					if (!route_compile__intersect(
-						    li->hostname, NULL, host,
-						    sizeof(host)))
-						continue;
-					err = add_attach(b, route_id, host);
-					if (err)
-						return err;
-				}
-				for (size_t h = 0; h < r->nhostnames; h++) {
+				for (size_t h = 0; h < (r->nhostnames ?
+							r->nhostnames : 1); h++) {
+					const struct gw_listener *o;
+
 					if (!route_compile__intersect(
 						    li->hostname,
-						    r->hostnames[h], host,
-						    sizeof(host)))
+						    r->nhostnames ?
+						    r->hostnames[h] : NULL,
+						    host, sizeof(host)))
 						continue;
-					err = add_attach(b, route_id, host);
+					o = owner_sibling(gw, li, host);
+					if (o) {
+						owner = owner ? owner : o;
+						continue;
+					}
+					err = add_attach(b, route_id, li, host);
 					if (err)
 						return err;
 				}
-				if (b->natt == before && !why[0])
+				if (b->natt == before && !why[0] && owner)
+					snprintf(why, whylen, "listener %s's "
+						 "hostnames are listener %s's "
+						 "(%s, more specific, same port "
+						 "%u)", li->name, owner->name,
+						 owner->hostname, li->port);
+				else if (b->natt == before && !why[0])
 					snprintf(why, whylen, "no hostname "
 						 "intersects listener %s's "
 						 "hostname %s", li->name,
@@ -355,6 +495,8 @@ static int fill_vhost(struct build *b, struct rc_vhost *vh, size_t from,
 	for (size_t i = from; i < to; i++) {
 		const struct gw_route *r;
 
+		if (b->att[i].route_id == NO_ROUTE)
+			continue;
 		r = t->routes[b->att[i].route_id].src;
 		for (size_t k = 0; k < r->nrules; k++)
 			n += r->rules[k].nmatches;
@@ -364,7 +506,11 @@ static int fill_vhost(struct build *b, struct rc_vhost *vh, size_t from,
 		return -ENOMEM;
 	for (size_t i = from; i < to; i++) {
 		uint32_t id = b->att[i].route_id;
-		const struct gw_route *r = t->routes[id].src;
+		const struct gw_route *r;
+
+		if (id == NO_ROUTE)
+			continue;
+		r = t->routes[id].src;
 
 		for (size_t k = 0; k < r->nrules; k++)
 			for (size_t j = 0; j < r->rules[k].nmatches; j++) {
@@ -401,12 +547,14 @@ static int cmp_attach(const void *a, const void *b)
 	const struct attach *x = a, *y = b;
 	int c = strcmp(x->host, y->host);
 
+	if (x->port != y->port)
+		return x->port < y->port ? -1 : 1;
 	if (c)
 		return c;
 	return (x->route_id > y->route_id) - (x->route_id < y->route_id);
 }
 
-/* One vhost per distinct hostname, vhost ids in hostname order. */
+/* One vhost per distinct (port, hostname), ids in that order. */
 static int build_vhosts(struct build *b)
 {
 	struct route_table *t = b->t;
@@ -425,9 +573,11 @@ static int build_vhosts(struct build *b)
 		if (!h)
 			return -ENOMEM;
 		vh->host = h;
+		vh->port = b->att[i].port;
 		vh->kind = !h[0] ? MM_VH_CATCHALL :
 			   h[0] == '*' ? MM_VH_WILDCARD : MM_VH_EXACT;
-		for (j = i + 1; j < b->natt && !strcmp(b->att[j].host, h); j++)
+		for (j = i + 1; j < b->natt && b->att[j].port == vh->port &&
+				!strcmp(b->att[j].host, h); j++)
 			;
 		err = fill_vhost(b, vh, i, j);
 		if (err)
@@ -440,6 +590,8 @@ static int cmp_vhost_key(const void *a, const void *b)
 {
 	const struct mm_vhost_key *x = a, *y = b;
 
+	if (x->port != y->port)
+		return x->port < y->port ? -1 : 1;
 	if (x->kind != y->kind)
 		return x->kind < y->kind ? -1 : 1;
 	return x->hash < y->hash ? -1 : x->hash > y->hash;
@@ -468,7 +620,8 @@ static int build_vhost_keys(struct build *b)
 							     vh->host;
 
 		kv[v].k.gen = t->gen;
-		kv[v].k.kind = vh->kind;
+		kv[v].k.kind = (__u8)vh->kind;
+		kv[v].k.port = vh->port;
 		kv[v].k.hash = vh->kind == MM_VH_CATCHALL ?
 			0 : route_compile__hash(h, strlen(h));
 		kv[v].v.vhost_id = (uint32_t)v;
@@ -749,9 +902,21 @@ static int build_routes(struct build *b)
 	return 0;
 }
 
+/* The first targetPort a selected Gateway's Service gives port. */
+static uint16_t service_port(const struct build *b, uint16_t port)
+{
+	for (size_t g = 0; g < b->ngws; g++) {
+		uint32_t t = gateway_api__target_port(b->m, b->gws[g], port);
+
+		if (t)
+			return (uint16_t)t;
+	}
+	return 0;
+}
+
 static int build_one(const struct gw_model *m, const char *gateway,
-		     uint32_t gen, struct route_table **out, char *err,
-		     size_t errlen)
+		     uint32_t gen, struct route_table **out,
+		     struct rc_slot *sl, char *err, size_t errlen)
 {
 	struct build b = { .m = m, .err = err, .errlen = errlen };
 	int ret;
@@ -764,7 +929,11 @@ static int build_one(const struct gw_model *m, const char *gateway,
 	b.t->model = m;
 	ret = select_gateways(&b, gateway);
 	if (!ret)
+		ret = collect_ports(&b);
+	if (!ret)
 		ret = build_routes(&b);
+	if (!ret)
+		ret = add_listener_vhosts(&b);
 	if (!ret)
 		ret = build_vhosts(&b);
 	if (!ret)
@@ -773,6 +942,12 @@ static int build_one(const struct gw_model *m, const char *gateway,
 		ret = build_route_keys(&b);
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "out of memory compiling routes");
+	if (!ret && sl && b.nports > 1) {
+		memcpy(sl->ports, b.ports, b.nports * sizeof(*b.ports));
+		sl->nports = b.nports;
+		for (size_t i = 0; i < b.nports; i++)
+			sl->sports[i] = service_port(&b, b.ports[i]);
+	}
 	free(b.gws);
 	free(b.routes);
 	free(b.att);
@@ -896,7 +1071,7 @@ int route_compile__build_slots(const struct gw_model *m,
 		    (ret = split_name(gateways[i], &sl->gw_ns, &sl->gw_name)))
 			break;
 		sl->route_first = t->nroutes;
-		ret = build_one(m, gateways[i], gen, &sub, err, errlen);
+		ret = build_one(m, gateways[i], gen, &sub, sl, err, errlen);
 		/*
 		 * The default table's Gateway must exist (a typo in
 		 * --gateway); a Gateway whose pod runs here may not be known
@@ -952,6 +1127,17 @@ void route_compile__free(struct route_table *t)
 	}
 	free(t->slots);
 	free(t);
+}
+
+bool route_compile__port_keyed(const struct route_table *t, uint32_t gw,
+			       uint32_t port)
+{
+	if (gw >= t->nslots || !port)
+		return false;
+	for (size_t i = 0; i < t->slots[gw].nports; i++)
+		if (t->slots[gw].ports[i] == port)
+			return true;
+	return false;
 }
 
 const char *route_compile__listener_rejects(const struct gw_model *m,

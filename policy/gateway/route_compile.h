@@ -16,6 +16,19 @@
  *   (creationTimestamp; routes without one are newer than any that has one)
  *   > "namespace/name" alphabetical > rule order > match order.
  *
+ * Listeners: a route is attached to the listeners its parentRefs select
+ * (sectionName, port) that admit it (protocol, allowedRoutes kinds and
+ * namespaces) and whose hostname intersects its hostnames. When a
+ * Gateway's HTTP/HTTPS listeners use two ports or more, each port gets
+ * its own virtual hosts (the key's port), built only from the routes
+ * attached to the listeners on that port, beside the port-0 set of every
+ * listener merged (for a socket on no listener's port, an upstream leg
+ * with no downstream request, HTTP/2 streams decoded in user space). A
+ * Gateway with one port has only the port-0 set. Within a port, a hostname
+ * that a more specific sibling listener on the same port owns is that
+ * listener's alone (the Gateway API's listener isolation, as Envoy
+ * Gateway's computeHosts applies it).
+ *
  * A request's Host selects exactly one virtual host (exact, then the
  * longest "*." suffix, then catch-all) and never falls back to a less
  * specific one, which is the spec's "largest number of characters in a
@@ -70,6 +83,7 @@ struct rc_vhost {
 	enum mm_vhost_kind kind;
 	uint32_t flags;   /* MM_VHOST_* */
 	uint16_t gw;      /* gateway slot */
+	uint16_t port;    /* listener port, 0: every listener (mm_vhost_key) */
 	struct rc_entry *entries; /* precedence order */
 	size_t nentries;
 };
@@ -89,6 +103,15 @@ struct rc_slot {
 	char *gw_ns, *gw_name; /* NULL: every Gateway merged (slot 0 only) */
 	bool missing;          /* named Gateway not in the model: no routes */
 	size_t route_first, nroutes; /* its routes in routes[] */
+	/*
+	 * Listener ports with their own vhosts (a Gateway with two ports or
+	 * more; none otherwise): the agent maps each to the proxy's socket
+	 * port in mm_listeners.
+	 */
+	uint16_t ports[GW_MAX_LISTENERS];
+	/* the socket port of each, from the Gateway's Service; 0: not known */
+	uint16_t sports[GW_MAX_LISTENERS];
+	size_t nports;
 };
 
 struct route_table {
@@ -107,7 +130,7 @@ struct route_table {
 	/* matches left out: rule index past 8 bits or match index past 16 */
 	size_t unindexable;
 
-	/* mm_vhosts map contents, sorted by (gw, kind, hash) */
+	/* mm_vhosts map contents, sorted by (gw, port, kind, hash) */
 	struct mm_vhost_key *vhost_keys;
 	struct mm_vhost_val *vhost_vals;
 	size_t nvhost_keys;
@@ -122,8 +145,8 @@ struct route_table {
 /*
  * gateway: "NS/NAME" to compile the routes of one Gateway (one proxy), or
  * NULL for every Gateway in the model merged into one table (their
- * listeners' virtual hosts are merged by hostname; the table has no notion
- * of port). -ENOENT when the named Gateway is absent.
+ * listeners' ports taken together). -ENOENT when the named Gateway is
+ * absent.
  */
 int route_compile__build(const struct gw_model *m, const char *gateway,
 			 uint32_t gen, struct route_table **out, char *err,
@@ -179,5 +202,18 @@ bool route_compile__intersect(const char *lhost, const char *rhost,
 
 /* Does hostname pattern `pat` ("*.x" or exact) match host `h`? */
 bool route_compile__host_matches(const char *pat, const char *h);
+
+/*
+ * The listener of g that takes a request for host h (normalised, "" when
+ * none) arriving on listener port `port`: among g's HTTP/HTTPS listeners
+ * on that port whose hostname matches h, the most specific (exact, then
+ * the longest wildcard, then none). NULL when none does.
+ */
+const struct gw_listener *route_compile__listener_for(
+	const struct gw_gateway *g, uint32_t port, const char *h);
+
+/* Does the table hold vhosts of listener port `port` in slot gw? */
+bool route_compile__port_keyed(const struct route_table *t, uint32_t gw,
+			       uint32_t port);
 
 #endif /* MM_POLICY_ROUTE_COMPILE_H */

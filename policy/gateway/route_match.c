@@ -152,8 +152,8 @@ bool route_match__entry_matches(const struct rc_entry *e,
 /* ---- BPF replay ----------------------------------------------------- */
 
 static const struct mm_vhost_val *find_vhost(const struct route_table *t,
-					     uint32_t gw, uint32_t kind,
-					     uint64_t hash)
+					     uint32_t gw, uint32_t port,
+					     uint32_t kind, uint64_t hash)
 {
 	size_t lo = 0, hi = t->nvhost_keys;
 
@@ -163,6 +163,7 @@ static const struct mm_vhost_val *find_vhost(const struct route_table *t,
 		int c;
 
 		c = k->gw != gw     ? (k->gw < gw ? -1 : 1) :
+		    k->port != port ? (k->port < port ? -1 : 1) :
 		    k->kind != kind ? (k->kind < kind ? -1 : 1) :
 		    k->hash != hash ? (k->hash < hash ? -1 : 1) : 0;
 		if (!c)
@@ -200,13 +201,14 @@ static const struct mm_route_cands *find_cands(const struct route_table *t,
 }
 
 static int32_t bpf_vhost(const struct route_table *t, uint32_t gw,
-			 const char *host, uint32_t *flags,
+			 uint32_t port, const char *host, uint32_t *flags,
 			 struct route_result *res)
 {
 	const struct mm_vhost_val *v;
 	size_t len = strlen(host);
 
-	v = find_vhost(t, gw, MM_VH_EXACT, route_compile__hash(host, len));
+	v = find_vhost(t, gw, port, MM_VH_EXACT,
+		       route_compile__hash(host, len));
 	if (v) {
 		say(res, "vhost %s (exact)", host);
 		goto found;
@@ -214,7 +216,7 @@ static int32_t bpf_vhost(const struct route_table *t, uint32_t gw,
 	for (const char *p = strchr(host, '.'); p; p = strchr(p + 1, '.')) {
 		if (p == host)
 			continue; /* an empty first label is no label */
-		v = find_vhost(t, gw, MM_VH_WILDCARD,
+		v = find_vhost(t, gw, port, MM_VH_WILDCARD,
 			       route_compile__hash(p + 1, strlen(p + 1)));
 		if (v) {
 			say(res, "vhost *.%s (wildcard; exact %s not present)",
@@ -222,7 +224,7 @@ static int32_t bpf_vhost(const struct route_table *t, uint32_t gw,
 			goto found;
 		}
 	}
-	v = find_vhost(t, gw, MM_VH_CATCHALL, 0);
+	v = find_vhost(t, gw, port, MM_VH_CATCHALL, 0);
 	if (v) {
 		say(res, "vhost * (catch-all; no exact or wildcard vhost for "
 		    "\"%s\")", host);
@@ -422,7 +424,8 @@ static void why_beats(const struct route_table *t, const struct rc_entry *w,
 /* ---- Lookup ---------------------------------------------------------- */
 
 int route_match__lookup(const struct route_table *t, uint32_t gw,
-			const struct http_req *r, struct route_result *res)
+			uint32_t port, const struct http_req *r,
+			struct route_result *res)
 {
 	char host[MM_HOST_MAX * 2];
 	const struct rc_vhost *vh;
@@ -440,7 +443,7 @@ int route_match__lookup(const struct route_table *t, uint32_t gw,
 		res->bpf_route_id = MM_ROUTE_UNMATCHED;
 		return 0;
 	}
-	res->vhost_id = bpf_vhost(t, gw, host, &flags, res);
+	res->vhost_id = bpf_vhost(t, gw, port, host, &flags, res);
 	bpf_replay(t, res->vhost_id, flags, r, res);
 	if (res->vhost_id < 0)
 		return 0;
@@ -513,8 +516,8 @@ static bool cut_header_decides(const struct route_table *t,
 }
 
 int route_match__lookup_head(const struct route_table *t, uint32_t gw,
-			     const char *head, size_t len, bool truncated,
-			     struct route_result *res)
+			     uint32_t port, const char *head, size_t len,
+			     bool truncated, struct route_result *res)
 {
 	struct http_req req;
 	int ret = route_match__parse_head(head, len, &req);
@@ -532,7 +535,7 @@ int route_match__lookup_head(const struct route_table *t, uint32_t gw,
 	}
 	if (ret)
 		return ret;
-	ret = route_match__lookup(t, gw, &req, res);
+	ret = route_match__lookup(t, gw, port, &req, res);
 	if (ret || !(truncated || req.truncated) || !cut_header_decides(t, &req,
 									res))
 		return ret;

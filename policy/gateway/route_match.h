@@ -61,9 +61,14 @@ struct route_result {
 	char why[1024];    /* one line per step, '\n'-separated */
 };
 
-/* gw: the gateway slot whose routes apply (0 with a one-Gateway table). */
+/*
+ * gw: the gateway slot whose routes apply (0 with a one-Gateway table);
+ * port: the listener port whose vhosts apply, as BPF keys them (0: every
+ * listener of the slot; see struct mm_vhost_key).
+ */
 int route_match__lookup(const struct route_table *t, uint32_t gw,
-			const struct http_req *req, struct route_result *res);
+			uint32_t port, const struct http_req *req,
+			struct route_result *res);
 
 /*
  * For a deferred BPF event: parse head[0, len) and look it up. When the
@@ -75,8 +80,8 @@ int route_match__lookup(const struct route_table *t, uint32_t gw,
  * Returns 0, or -EINVAL when head is not an HTTP/1.x request.
  */
 int route_match__lookup_head(const struct route_table *t, uint32_t gw,
-			     const char *head, size_t len, bool truncated,
-			     struct route_result *res);
+			     uint32_t port, const char *head, size_t len,
+			     bool truncated, struct route_result *res);
 
 /*
  * 0 when the request line and Host were read (headers up to where the

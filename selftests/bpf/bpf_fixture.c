@@ -165,6 +165,11 @@ static int run(struct bpf_program *prog)
 	return 0;
 }
 
+void fx_listener_port(unsigned int port)
+{
+	skel->bss->t_lport = port;
+}
+
 int fx_open(unsigned int slot, unsigned int role)
 {
 	skel->bss->t_conn = slot;

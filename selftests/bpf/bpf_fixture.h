@@ -40,6 +40,8 @@ int fx_reset(void);
 /* A connection in SLOT, given its id as at first sight (MM_ROLE_UNKNOWN)
  * or at connect() (MM_ROLE_UP). */
 int fx_open(unsigned int slot, unsigned int role);
+/* The listener port connections opened from now on carry (0: none). */
+void fx_listener_port(unsigned int port);
 
 /* Calls return 0 or -errno (the program did not run). */
 int fx_buf(unsigned int slot, int is_read, const void *buf, size_t len);

@@ -263,7 +263,7 @@ static void run_cases(void)
 			REQUIRE(ASSERT_EQ(hd->head_len, n));
 			REQUIRE(ASSERT_TRUE(!memcmp(hdbytes, head, n)));
 			REQUIRE(ASSERT_EQ(route_match__lookup_head(
-					  table, 0, hdbytes,
+					  table, 0, 0, hdbytes,
 					  hd->head_len, false, &res), 0));
 			answer(res.route_id, res.rule_idx, got, sizeof(got));
 		} else {
@@ -302,7 +302,7 @@ static void run_cases(void)
 		}
 		/* user space's mirror of the kernel walk agrees */
 		REQUIRE(ASSERT_EQ(route_match__parse_head(head, n, &req), 0));
-		REQUIRE(ASSERT_EQ(route_match__lookup(table, 0, &req, &res), 0));
+		REQUIRE(ASSERT_EQ(route_match__lookup(table, 0, 0, &req, &res), 0));
 		if (res.bpf_route_id != ex->route_id ||
 		    (c->bpf == KERNEL && res.bpf_rule_idx != ex->rule_idx)) {
 			failed++;
@@ -631,7 +631,7 @@ TEST(bpf_route_heads_interleaved)
 		REQUIRE(ASSERT_EQ(EV(0)->type, MM_EVT_HEAD));
 		REQUIRE(ASSERT_EQ(EV(0)->head_len, na));
 		REQUIRE(ASSERT_TRUE(!memcmp(FX_HEAD(0), ha, na)));
-		REQUIRE(ASSERT_EQ(route_match__lookup_head(table, 0, FX_HEAD(0),
+		REQUIRE(ASSERT_EQ(route_match__lookup_head(table, 0, 0, FX_HEAD(0),
 							   na, false, &res), 0));
 		answer(res.route_id, res.rule_idx, got, sizeof(got));
 		REQUIRE(ASSERT_STREQ(got, cases[0].want));
@@ -705,5 +705,78 @@ TEST(bpf_route_gateway_slots)
 	REQUIRE(ASSERT_EQ(e->gw, 2));
 	REQUIRE(ASSERT_EQ(e->route_id, MM_ROUTE_UNMATCHED));
 	bpf_map_delete_elem(tfd, &pid);
+	clear_table();
+}
+
+/*
+ * A connection accepted on a listener port is looked up in that port's
+ * vhosts only (the Gateway of the precedence cases has listeners on 80,
+ * 8080 and 443), also through the route cache, and a deferred head tells
+ * user space the port it was decided in.
+ */
+TEST(bpf_route_listener_port)
+{
+	static const struct {
+		unsigned int port;
+		const char *host, *path, *want;
+	} c[] = {
+		{ 8080, "same.test", "/x", "infra/samens rule 0" },
+		{ 80, "same.test", "/x", "unmatched" },
+		{ 0, "same.test", "/x", "infra/samens rule 0" },
+		{ 8080, "www.example.com", "/login", "unmatched" },
+		{ 80, "www.example.com", "/login", "apps/login rule 0" },
+		{ 443, "secure.test", "/", "apps/secure rule 0" },
+		{ 80, "secure.test", "/", "unmatched" },
+		{ 8080, "same.test", "/x", "infra/samens rule 0" },
+	};
+	const struct mm_http_event *e;
+	char err[512] = "", got[256], head[256];
+	struct route_result res;
+	struct http_req req;
+
+	OK(fx_reset());
+	REQUIRE(ASSERT_EQ(load_table(err, sizeof(err)), 0));
+	REQUIRE(ASSERT_EQ(table->slots[0].nports, 3));
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		int n;
+
+		fx_listener_port(c[i].port);
+		e = one_get(c[i].host, c[i].path);
+		REQUIRE(ASSERT_TRUE(e != NULL, "case %zu: no exchange", i));
+		answer(e->route_id, e->rule_idx, got, sizeof(got));
+		REQUIRE(ASSERT_TRUE(!strcmp(got, c[i].want),
+				    "case %zu (%s%s on %u): kernel \"%s\", "
+				    "want \"%s\"", i, c[i].host, c[i].path,
+				    c[i].port, got, c[i].want));
+		n = snprintf(head, sizeof(head), "GET %s HTTP/1.1\r\nHost: "
+			     "%s\r\n\r\n", c[i].path, c[i].host);
+		REQUIRE(ASSERT_EQ(route_match__parse_head(head, (size_t)n,
+							  &req), 0));
+		REQUIRE(ASSERT_EQ(route_match__lookup(table, 0, c[i].port, &req,
+						      &res), 0));
+		REQUIRE(ASSERT_EQ(res.bpf_route_id, e->route_id));
+	}
+	/* a header match on 80: the head event names the port */
+	{
+		static const char resp[] =
+			"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+		static const char h[] = "GET /api HTTP/1.1\r\nHost: "
+					"www.example.com\r\nX-Canary: true\r\n\r\n";
+
+		fx_listener_port(80);
+		OK(fx_reset());
+		OK(fx_open(0, MM_ROLE_UNKNOWN));
+		OK(fx_buf(0, 1, h, sizeof(h) - 1));
+		OK(fx_buf(0, 0, resp, sizeof(resp) - 1));
+		fx_drain();
+		REQUIRE(ASSERT_TRUE(fx_nev == 2 && FX_EV(0)->type == MM_EVT_HEAD));
+		REQUIRE(ASSERT_EQ(FX_EV(0)->status, 80));
+		REQUIRE(ASSERT_EQ(route_match__lookup_head(
+				table, 0, FX_EV(0)->status, FX_HEAD(0),
+				FX_EV(0)->head_len, false, &res), 0));
+		answer(res.route_id, res.rule_idx, got, sizeof(got));
+		REQUIRE(ASSERT_STREQ(got, "apps/api rule 4"));
+	}
+	fx_listener_port(0);
 	clear_table();
 }

@@ -91,7 +91,7 @@ static int run(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
 			struct route_result res;
 
-			if (route_match__lookup_head(t, 0, heads[i],
+			if (route_match__lookup_head(t, 0, 0, heads[i],
 						     strlen(heads[i]), false,
 						     &res) == -EPROTO)
 				abort(); /* kernel table disagrees with spec */

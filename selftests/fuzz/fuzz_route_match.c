@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t len = next ? (size_t)(next - p) : (size_t)(end - p);
 		struct route_result res;
 
-		if (route_match__lookup_head(t, 0, p, len, n & 1, &res) ==
+		if (route_match__lookup_head(t, 0, 0, p, len, n & 1, &res) ==
 		    -EPROTO)
 			abort();
 		p = next ? next + 4 : end;

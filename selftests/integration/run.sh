@@ -14,7 +14,7 @@ mkdir -p "$logs"
 export MM_IT_LOG_DIR=$logs
 pass=0
 failed=0
-ports="${MM_IT_PROXY_PORT:-28080} 28181 28182 ${MM_IT_AGENT_PORT:-29464}
+ports="${MM_IT_PROXY_PORT:-28080} ${MM_IT_PROXY_PORT2:-28085} 28181 28182 ${MM_IT_AGENT_PORT:-29464}
        ${MM_IT_PROM_PORT:-29090} ${MM_IT_SINK_PORT:-24318}"
 
 # leftovers NAME: what a finished test left running (it must leave nothing)

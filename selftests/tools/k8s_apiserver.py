@@ -119,6 +119,7 @@ RESOURCES = [
     ("", "v1", "pods", "Pod", True, True, False),
     ("", "v1", "configmaps", "ConfigMap", True, False, False),
     ("", "v1", "serviceaccounts", "ServiceAccount", True, False, False),
+    ("", "v1", "services", "Service", True, True, False),
     ("coordination.k8s.io", "v1", "leases", "Lease", True, False, False),
     ("gateway.networking.k8s.io", "v1", "gateways", "Gateway", True, True, True),
     ("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", True, True, True),

@@ -216,3 +216,42 @@ TEST(options_metrics_auth_and_tenancy)
 	ASSERT_EQ(parse(&o, bad_tenant), -EINVAL);
 	options__free(&o);
 }
+
+TEST(options_listener_ports)
+{
+	const char *path = write_config("proxy: {exe: nginx}\n"
+					"listenerPorts: [\"80=10080\", \"443=10443\"]\n");
+	char *argv[] = {"run", "--config", (char *)path, "--listener-port",
+			"443=18443", "--listener-port", "8080=18080", NULL};
+	char *bad[][4] = {
+		{"run", "--proxy-exe=nginx", "--listener-port=80", NULL},
+		{"run", "--proxy-exe=nginx", "--listener-port=80=", NULL},
+		{"run", "--proxy-exe=nginx", "--listener-port=0=10080", NULL},
+		{"run", "--proxy-exe=nginx", "--listener-port=80=65536", NULL},
+		{"run", "--proxy-exe=nginx", "--listener-port=80=1x", NULL},
+	};
+	struct agent_opts o;
+
+	if (!ASSERT_TRUE(path) || !ASSERT_EQ(parse(&o, argv), 0))
+		return;
+	/* the flag remaps the file's 443, and adds 8080 */
+	ASSERT_EQ(o.nlistener_port, 3);
+	ASSERT_EQ(o.listener_port[0][0], 80);
+	ASSERT_EQ(o.listener_port[0][1], 10080);
+	ASSERT_EQ(o.listener_port[1][0], 443);
+	ASSERT_EQ(o.listener_port[1][1], 18443);
+	ASSERT_EQ(o.listener_port[2][0], 8080);
+	ASSERT_EQ(o.listener_port[2][1], 18080);
+	options__free(&o);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT_EQ(parse(&o, bad[i]), -EINVAL);
+		options__free(&o);
+	}
+	path = write_config("proxy: {exe: nginx}\nlistenerPorts: [80]\n");
+	{
+		char *cfg[] = {"run", "--config", (char *)path, NULL};
+
+		ASSERT_EQ(parse(&o, cfg), -EINVAL);
+		options__free(&o);
+	}
+}

@@ -603,34 +603,34 @@ TEST(route_input_lookup_head)
 	ASSERT_EQ(gateway_api__load_dir(m, DIR, err, sizeof(err)), 0);
 	ASSERT_EQ(route_compile__build(m, "infra/gw", 1, &t, err, sizeof(err)),
 		  0);
-	ASSERT_EQ(route_match__lookup_head(t, 0, full, sizeof(full) - 1, false,
+	ASSERT_EQ(route_match__lookup_head(t, 0, 0, full, sizeof(full) - 1, false,
 					   &res), 0);
 	ASSERT_STREQ(t->routes[res.route_id].name, "login");
 	/* BPF cut the head at MM_HEAD_MAX: still complete enough. */
-	ASSERT_EQ(route_match__lookup_head(t, 0, full, sizeof(full) - 3, true,
+	ASSERT_EQ(route_match__lookup_head(t, 0, 0, full, sizeof(full) - 3, true,
 					   &res), 0);
 	ASSERT_STREQ(t->routes[res.route_id].name, "login");
-	ASSERT_EQ(route_match__lookup_head(t, 0, nohost, sizeof(nohost) - 1,
+	ASSERT_EQ(route_match__lookup_head(t, 0, 0, nohost, sizeof(nohost) - 1,
 					   false, &res), 0);
 	ASSERT_STREQ(t->routes[res.route_id].name, "catchall");
-	ASSERT_EQ(route_match__lookup_head(t, 0, cut, sizeof(cut) - 1, true,
+	ASSERT_EQ(route_match__lookup_head(t, 0, 0, cut, sizeof(cut) - 1, true,
 					   &res), 0);
 	ASSERT_EQ(res.route_id, MM_ROUTE_UNKNOWN);
-	ASSERT_EQ(route_match__lookup_head(t, 0, full, 8, true, &res), 0);
+	ASSERT_EQ(route_match__lookup_head(t, 0, 0, full, 8, true, &res), 0);
 	ASSERT_EQ(res.route_id, MM_ROUTE_UNKNOWN);
-	ASSERT_EQ(route_match__lookup_head(t, 0, "\x16\x03", 2, true, &res),
+	ASSERT_EQ(route_match__lookup_head(t, 0, 0, "\x16\x03", 2, true, &res),
 		  -EINVAL);
 	/* Cut head, header-dependent rules above the answer: unknown. */
-	ASSERT_EQ(route_match__lookup_head(t, 0, apicut, sizeof(apicut) - 1, true,
+	ASSERT_EQ(route_match__lookup_head(t, 0, 0, apicut, sizeof(apicut) - 1, true,
 					   &res), 0);
 	ASSERT_EQ(res.route_id, MM_ROUTE_UNKNOWN);
 	/* Same head complete: rule 0 with certainty. */
-	ASSERT_EQ(route_match__lookup_head(t, 0, apifull, sizeof(apifull) - 1,
+	ASSERT_EQ(route_match__lookup_head(t, 0, 0, apifull, sizeof(apifull) - 1,
 					   false, &res), 0);
 	ASSERT_STREQ(t->routes[res.route_id].name, "api");
 	ASSERT_EQ(res.rule_idx, 0);
 	/* Cut, but POST's method rule outranks every header rule. */
-	ASSERT_EQ(route_match__lookup_head(t, 0, postcut, sizeof(postcut) - 1,
+	ASSERT_EQ(route_match__lookup_head(t, 0, 0, postcut, sizeof(postcut) - 1,
 					   true, &res), 0);
 	ASSERT_EQ(res.rule_idx, 2);
 	route_compile__free(t);

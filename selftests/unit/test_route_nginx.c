@@ -218,7 +218,7 @@ static void answer(const struct route_table *t, const char *head,
 	int n = snprintf(full, sizeof(full), "%s\r\n", head);
 
 	if (route_match__parse_head(full, (size_t)n, &req) ||
-	    route_match__lookup(t, 0, &req, &res)) {
+	    route_match__lookup(t, 0, 0, &req, &res)) {
 		snprintf(buf, len, "(lookup failed)");
 		return;
 	}

@@ -224,7 +224,7 @@ TEST(route_precedence_cases)
 			     c->headers);
 		ASSERT_TRUE(n > 0 && (size_t)n < sizeof(head));
 		ASSERT_EQ(route_match__parse_head(head, (size_t)n, &req), 0);
-		err = route_match__lookup(t, 0, &req, &res);
+		err = route_match__lookup(t, 0, 0, &req, &res);
 		answer(t, &res, got, sizeof(got));
 		if (err || strcmp(got, c->want) ||
 		    res.deferred != (c->bpf == DEFER)) {
@@ -366,7 +366,7 @@ TEST(route_precedence_all_gateways)
 	/* Merged with other-gw, apps/elsewhere (no timestamp) also has
 	 * Exact /login: apps/login has one, so it is older and wins. */
 	ASSERT_EQ(route_match__parse_head(head, sizeof(head) - 1, &req), 0);
-	ASSERT_EQ(route_match__lookup(t, 0, &req, &res), 0);
+	ASSERT_EQ(route_match__lookup(t, 0, 0, &req, &res), 0);
 	ASSERT_STREQ(t->routes[res.route_id].name, "login");
 	ASSERT_TRUE(strstr(res.why, "oldest route wins") != NULL, "%s",
 		    res.why);

@@ -320,7 +320,7 @@ TEST(route_random_against_oracle)
 				      q.hy ? "Y: 1\r\n" : "");
 			ASSERT_EQ(route_match__parse_head(head, (size_t)hl,
 							  &req), 0);
-			ret = route_match__lookup(t, 0, &req, &res);
+			ret = route_match__lookup(t, 0, 0, &req, &res);
 			ASSERT_TRUE(!ret, "round %u: %s\n%s\n%s", round,
 				    res.why, head, yaml);
 			if (oracle(rt, n, &q, &best))

@@ -88,7 +88,7 @@ static const char *lookup(const struct route_table *t, uint32_t gw,
 			 "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, host);
 
 	if (route_match__parse_head(head, (size_t)n, &req) ||
-	    route_match__lookup(t, gw, &req, &res))
+	    route_match__lookup(t, gw, 0, &req, &res))
 		return "lookup failed";
 	if (res.route_id >= t->nroutes)
 		return "unmatched";

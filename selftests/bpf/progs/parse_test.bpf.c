@@ -37,6 +37,7 @@ struct {
 /* Inputs of the next run, written by user space through the skeleton. */
 __u32 t_conn;   /* slot of t_conns */
 __u32 t_role;   /* t_open: MM_ROLE_* the connection starts with */
+__u32 t_lport;  /* t_open: its listener port (as mm_listeners would map it) */
 __u32 t_kind;   /* t_io: enum mm_io */
 __u32 t_read;   /* t_io: 1 read (recv*), 0 write (send*) */
 __u64 t_buf;    /* t_io: buffer, iovec array or msghdr (user address) */
@@ -61,7 +62,8 @@ int t_open(void *ctx)
 	struct mm_conn *c = t_slot();
 
 	if (c) {
-		conn_init(c, bpf_get_current_pid_tgid() >> 32, t_role);
+		conn_init(c, bpf_get_current_pid_tgid() >> 32, t_role, 0, 0);
+		c->lport = t_lport;
 		if (t_role == MM_ROLE_UP)
 			c->established = 1;
 	}

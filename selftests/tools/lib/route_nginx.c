@@ -335,6 +335,9 @@ int route_nginx__write(const struct route_table *t,
 		const struct rc_vhost *vh = &t->vhosts[v];
 		bool dflt = vh->kind == MM_VH_CATCHALL;
 
+		/* one listen address: the every-listener vhosts (port 0) */
+		if (vh->port)
+			continue;
 		have_default |= dflt;
 		server_head(&g, dflt ? "_" : vh->host, dflt);
 		/* Lowest precedence first: the last fitting match wins. */
