@@ -316,6 +316,19 @@ cat <<EOF
    $ROUNDS rounds per gateway pair, ${DURATION}s each; scale rounds ${SCALE_DURATION}s; phases $PHASES
 EOF
 
+# The hardware fingerprint: figures of runs whose lines differ are not
+# compared (report.py, BENCH_COMPARE=previous results JSON).
+"$PY" "$HERE/fingerprint.py" "$W/fingerprint.json" || die "fingerprint.py failed"
+RESULTS=${BENCH_RESULTS:-$ROOT/.output/bench-results.json}
+COMPARE=()
+if [ -n "${BENCH_COMPARE:-}" ]; then
+	[ -r "$BENCH_COMPARE" ] || die "BENCH_COMPARE=$BENCH_COMPARE: no such results file"
+	"$PY" "$HERE/fingerprint.py" --diff "$BENCH_COMPARE" <(echo '{"fingerprint":'; cat "$W/fingerprint.json"; echo '}') >"$W/fpdiff" ||
+		die "refusing to compare with $BENCH_COMPARE: measured on other hardware:
+$(cat "$W/fpdiff")"
+	COMPARE=(--compare "$BENCH_COMPARE")
+fi
+
 agent_ready() {
 	kill -0 "$AGENT_PID" 2>/dev/null || return 2
 	curl -sf "http://127.0.0.1:$AGENT_PORT/readyz"
@@ -583,6 +596,7 @@ warm() { # GATEWAY: 2 s of load (WRK_CONNS connections, else CONNS), agent off
 }
 
 : >"$W/rounds"
+: >"$W/peers"
 : >"$W/nodetax"
 : >"$W/memory_k"
 
@@ -808,6 +822,8 @@ fi
 "$PY" "$HERE/report.py" --rounds "$W/rounds" --nodetax "$W/nodetax" \
 	--kmem "$W/memory_k" --conn-size "$W/conn_size" --notes "$W/notes" \
 	--aggregate "$W/aggregate" --export "$W/export" --memory "$W/memory" \
-	--bpf-cost "$W/bpf_cost" --uprobe "$W/uprobe" --cel "$W/cel" ||
+	--bpf-cost "$W/bpf_cost" --uprobe "$W/uprobe" --cel "$W/cel" \
+	--fingerprint "$W/fingerprint.json" --results-out "$RESULTS" \
+	--peers "$W/peers" "${COMPARE[@]}" ||
 	die "report.py failed on the collected figures (BENCH_KEEP=1 keeps $W)"
 [ -z "$FAILED" ] || die "failed:$FAILED (output above)"
