@@ -17,6 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fingerprint  # noqa: E402
+import peers  # noqa: E402
 
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 IO_PROGS = ("mm_sock_recv", "mm_sock_send", "mm_sys_exit")
@@ -289,6 +290,9 @@ def main():
               "run: they ran in every round, off and on")
 
     S = Summary()
+    if args.peers:
+        rows_p, results["peers"] = peers.report(args.peers, notes)
+        S.rows.extend(rows_p)
 
     # --- gateway pairs (bpf_stats off) ------------------------------------
     print("\n== gateway pairs, bpf_stats off (medians of the rounds)")
