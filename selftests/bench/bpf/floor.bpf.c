@@ -274,6 +274,9 @@ static __always_inline int fl_skb(struct __sk_buff *skb)
 		return 1;
 	if (n > FL_READ)
 		n = FL_READ;
+	/* the verifier wants the length's bounds on the register it is given */
+	barrier_var(n);
+	n &= 2 * FL_READ - 1;
 	if (n)
 		bpf_skb_load_bytes(skb, off, b, n);
 	return 1;
