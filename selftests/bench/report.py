@@ -768,10 +768,10 @@ def compare(prev, cur):
     """Side by side with a previous run of the same fingerprint."""
     old = {r[0]: r for r in prev.get("summary", [])}
     print("\n== compared with the previous run (same hardware fingerprint)")
-    print("%-48s %-16s %-16s" % ("figure", "previous", "now"))
+    print("%-56s %-26s %-26s" % ("figure", "previous", "now"))
     for r in cur.get("summary", []):
         if r[0] in old:
-            print("%-48s %-16s %-16s" % (r[0], old[r[0]][1], r[1]))
+            print("%-56s %-26s %-26s" % (r[0], old[r[0]][1], r[1]))
 
 
 def _exists(path):
