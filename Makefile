@@ -148,6 +148,14 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .,_,$*)_bpf > $@
 
+# The /ui page as a C array (no xxd on a minimal system: od is coreutils).
+$(OUTPUT)/ui_index.h: exporter/ui_index.html | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q){ echo 'static const unsigned char ui_index_html[] = {'; \
+	  od -An -v -tx1 $< | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '};'; } > $@.tmp && mv $@.tmp $@
+$(OUTPUT)/exporter/ui_pages.o: $(OUTPUT)/ui_index.h
+
 # Every C object depends on generated headers so the first build is ordered.
 $(OUTPUT)/%.o: %.c $(PROTO_C) | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,CC,$@)

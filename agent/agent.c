@@ -24,6 +24,7 @@
 #include "agent/aggregate.h"
 #include "agent/ctl.h"
 #include "agent/features.h"
+#include "exporter/ui_pages.h"
 #include "agent/h2_feed.h"
 #include "agent/loader.h"
 #include "agent/proxy_pods.h"
@@ -415,6 +416,18 @@ static void export_otlp(struct agent *ag)
 				 OTLP_MAX_POINTS, emit_otlp, ag);
 }
 
+/* The /ui view's figures: this node's source series. */
+static int ui_fetch(void *ctx, struct rt_snap *snap, char *err, size_t errlen)
+{
+	struct agent *ag = ctx;
+	int ret = rt_snap__from_store(snap, ag->store, state__real_ns());
+
+	if (ret)
+		snprintf(err, errlen, "%s:%d: collecting the source series: %s",
+			 __FILE__, __LINE__, strerror(-ret));
+	return ret;
+}
+
 static void tick(struct agent *ag, uint64_t ticks)
 {
 	uint64_t mono = state__mono_ns(), real = state__real_ns();
@@ -636,6 +649,8 @@ int agent__run(struct agent_opts *o)
 			.ctx = &ag,
 		};
 
+		ag.ui = ui__new(ui_fetch, &ag);
+		po.pages = ui__pages(ag.ui, &po.npages);
 		ag.prom = prom_server__start(&po, err, sizeof(err));
 		if (!ag.prom) {
 			fprintf(stderr, "milometer: --prometheus-listen %s: %s\n",
@@ -664,6 +679,7 @@ int agent__run(struct agent_opts *o)
 	}
 cleanup:
 	prom_server__stop(ag.prom);
+	ui__free(ag.ui);
 	if (ag.otlp)
 		otlp_sender__stop(ag.otlp, 2000);
 	otlp_encoder__free(ag.enc);

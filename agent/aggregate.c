@@ -8,6 +8,7 @@
 #include "agent/aggregate.h"
 #include "agent/deferred.h"
 #include "bpf/milometer.h"
+#include "exporter/metric_doc.h"
 #include "exporter/metric_store.h"
 #include "policy/cel/cel.h"
 #include "policy/contract/policy_engine.h"
@@ -26,19 +27,40 @@ const size_t aggregate__envoy_nbounds =
 enum { SRC_DS_TOTAL, SRC_DS_TIME, SRC_US_TOTAL, SRC_US_TIME, SRC__N };
 
 /* policy/source/source_catalogue.h: what policies may select */
-static const char *const src_names[SRC__N] = {
-	SRC_METRIC_DS_TOTAL,
-	SRC_METRIC_DS_TIME,
-	SRC_METRIC_US_TOTAL,
-	SRC_METRIC_US_TIME,
+#define SRC_LABELS                                                           \
+	SRC_ATTR_ROUTE "," SRC_ATTR_NAMESPACE "," SRC_ATTR_GATEWAY ","        \
+	SRC_ATTR_CLUSTER "," SRC_ATTR_METHOD "," SRC_ATTR_STATUS ","          \
+	SRC_ATTR_STATUS_CLASS "," SRC_ATTR_ABORTED "," SRC_ATTR_GRPC_STATUS
+#define SRC_WHEN "unless --no-source-metrics"
+#define SRC_NOTE                                                             \
+	"`k8s_httproute_name` is `unmatched` for requests no rule matched and " \
+	"`unknown` for requests whose route could not be told; "                \
+	"`envoy_cluster_name` (httproute/NS/NAME/rule/N) names the rule."
+
+static const struct metric_doc src_docs[SRC__N] = {
+	[SRC_DS_TOTAL] = { SRC_METRIC_DS_TOTAL,
+		"Downstream (client to proxy) requests, by HTTPRoute rule.",
+		"1", MI_COUNTER, true, SRC_LABELS, SRC_WHEN, SRC_NOTE },
+	[SRC_DS_TIME] = { SRC_METRIC_DS_TIME,
+		"Downstream request time: first request byte received to last response byte sent.",
+		"ms", MI_HISTOGRAM, false, SRC_LABELS, SRC_WHEN,
+		"Buckets: Envoy's default bounds (0.5 ms to 1 h)." },
+	[SRC_US_TOTAL] = { SRC_METRIC_US_TOTAL,
+		"Upstream (proxy to backend) requests, by HTTPRoute rule.",
+		"1", MI_COUNTER, true, SRC_LABELS, SRC_WHEN, NULL },
+	[SRC_US_TIME] = { SRC_METRIC_US_TIME,
+		"Upstream request time: first upstream request byte sent to last response byte received.",
+		"ms", MI_HISTOGRAM, false, SRC_LABELS, SRC_WHEN, NULL },
 };
 
-static const char *const src_desc[SRC__N] = {
-	"Downstream (client to proxy) requests, by HTTPRoute rule.",
-	"Downstream request time: first request byte received to last response byte sent.",
-	"Upstream (proxy to backend) requests, by HTTPRoute rule.",
-	"Upstream request time: first upstream request byte sent to last response byte received.",
-};
+int aggregate__write_reference(FILE *out)
+{
+	return metric_doc__write_section(out, "Source metrics (per HTTPRoute rule)",
+		"What the data path measured, named as Envoy names them so that "
+		"dashboards written for Envoy read them; MetricPolicies derive the "
+		"target metrics from these.",
+		src_docs, SRC__N);
+}
 
 static const char *const method_names[MM_M__COUNT] = {
 	"_OTHER", "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT",
@@ -95,19 +117,9 @@ struct aggregate *aggregate__new(struct mstore *store,
 	if (!a->tab || !a->def)
 		goto fail;
 	for (int i = 0; i < SRC__N; i++) {
-		struct mmetric_desc d = {
-			.name = src_names[i],
-			.description = src_desc[i],
-			.temporality = MT_CUMULATIVE,
-		};
+		struct mmetric_desc d = metric_doc__desc(&src_docs[i]);
 
-		if (i == SRC_DS_TOTAL || i == SRC_US_TOTAL) {
-			d.unit = "1";
-			d.instrument = MI_COUNTER;
-			d.is_int = true;
-		} else {
-			d.unit = "ms";
-			d.instrument = MI_HISTOGRAM;
+		if (d.instrument == MI_HISTOGRAM) {
 			d.hist = MH_EXPLICIT;
 			d.bounds = aggregate__envoy_bounds;
 			d.nbounds = aggregate__envoy_nbounds;
@@ -278,8 +290,8 @@ static void bind_entry(struct aggregate *a, struct key_entry *e, int leg,
 	pe_binding__free(e->b_total);
 	pe_binding__free(e->b_time);
 	e->b_total = e->b_time = NULL;
-	policy_engine__bind(a->pe, src_names[total], lb->c, lb->n, &e->b_total);
-	policy_engine__bind(a->pe, src_names[time], lb->c, lb->n, &e->b_time);
+	policy_engine__bind(a->pe, src_docs[total].name, lb->c, lb->n, &e->b_total);
+	policy_engine__bind(a->pe, src_docs[time].name, lb->c, lb->n, &e->b_time);
 	e->pe_gen = policy_engine__generation(a->pe);
 }
 

@@ -67,6 +67,8 @@ void aggregate__exchange_head(struct aggregate *a,
 void aggregate__maintain(struct aggregate *a, uint64_t now_ns,
 			 uint64_t idle_ns);
 void aggregate__stats(const struct aggregate *a, struct aggregate_stats *st);
+/* The Markdown reference of the source metrics (metric_doc). Returns 0 or -errno. */
+int aggregate__write_reference(FILE *out);
 
 /* Envoy's default histogram bounds (ms), used for the envoy.* sources. */
 extern const double aggregate__envoy_bounds[];

@@ -23,6 +23,7 @@
 #include "agent/features.h"
 #include "agent/loader.h"
 #include "agent/route_sync.h"
+#include "exporter/route_view.h"
 #include "agent/self_metrics.h"
 #include "agent/state.h"
 #include "agent/targets.h"
@@ -283,6 +284,15 @@ static void run_cmd(struct agent *ag, char *line, FILE *out)
 				dump_metric, &sc);
 		if (json)
 			fputs("]\n", out);
+	} else if (!strcmp(cmd, "top")) {
+		/* always JSON: `milometer top` parses it */
+		struct rt_snap snap = {};
+
+		if (rt_snap__from_store(&snap, ag->store, state__real_ns()))
+			fputs("{\"error\":\"collecting the source series failed\"}\n", out);
+		else
+			rt_snap__write_json(out, &snap);
+		rt_snap__free(&snap);
 	} else if (!strcmp(cmd, "features")) {
 		features__dump(ag->features, out, json);
 	} else if (!strcmp(cmd, "tls")) {
@@ -301,7 +311,7 @@ static void run_cmd(struct agent *ag, char *line, FILE *out)
 		else
 			fputs(json ? "{}\n" : "not watching the Kubernetes API (--manifests)\n", out);
 	} else {
-		fprintf(out, "error: unknown command \"%s\" (status, targets, routes, series, stats, policies, k8s, features, tls)\n",
+		fprintf(out, "error: unknown command \"%s\" (status, targets, routes, series, stats, policies, k8s, features, tls, top)\n",
 			cmd);
 	}
 }
@@ -491,6 +501,7 @@ static void ctl_usage(FILE *out)
 		"  k8s       API watches: state, objects, relists, errors, sync age\n"
 		"  features  feature gates: stage, default, enabled\n"
 		"  tls       TLS capture: hooked libraries, uprobes per process\n"
+		"  top       cumulative per-route figures (JSON; `milometer top` reads it)\n"
 		"\n"
 		"  --socket PATH  default /run/milometer/milometer.sock\n"
 		"  --json         machine-readable output\n");

@@ -5,7 +5,9 @@
 
 #include "agent/agent.h"
 #include "agent/ctl.h"
+#include "agent/metrics_ref.h"
 #include "agent/options.h"
+#include "agent/top.h"
 #include "agent/k8s/controller.h"
 #include "policy/contract/check_cmd.h"
 #include "policy/gateway/explain.h"
@@ -20,9 +22,11 @@ static void usage(FILE *out)
 		"  run       trace the proxy and serve/export metrics (root)\n"
 		"  ctl       ask a running agent (status, targets, routes, series,\n"
 		"            stats, policies, features)\n"
+		"  top       live per-route requests/s, success rate, latency\n"
 		"  explain   which HTTPRoute rule a request would match, and why\n"
 		"  check     validate MetricDefinitions/MetricPolicies offline\n"
 		"  controller  write MetricDefinition/MetricPolicy status (Lease-elected)\n"
+		"  metrics-reference  print the reference of every metric (Markdown)\n"
 		"  version   print the version\n"
 		"\n"
 		"`milometer COMMAND --help` describes each command.\n");
@@ -56,10 +60,14 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "ctl"))
 		return ctl__main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "top"))
+		return top__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "explain"))
 		return explain__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "check"))
 		return check__main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "metrics-reference"))
+		return metrics_ref__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "controller"))
 		return controller__main(argc - 1, argv + 1);
 	fprintf(stderr, "milometer: unknown command \"%s\"\n\n", cmd);

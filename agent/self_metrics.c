@@ -20,6 +20,7 @@
 #include "agent/tls_capture.h"
 #include "agent/targets.h"
 #include "exporter/json_out.h"
+#include "exporter/metric_doc.h"
 #include "bpf/milometer.h"
 #include "exporter/metric_store.h"
 #include "exporter/otlp_sender.h"
@@ -28,81 +29,36 @@
 #include "policy/gateway/route_compile.h"
 #include "agent/k8s/k8s_metrics.h"
 
-static const char *const bpf_stat_names[MM_STAT__COUNT] = {
-	[MM_STAT_EVENTS] = "events",
-	[MM_STAT_RINGBUF_FULL] = "ringbuf_full",
-	[MM_STAT_CONN_MAP_FULL] = "conn_map_full",
-	[MM_STAT_HEAD_TRUNC] = "head_truncated",
-	[MM_STAT_UNPARSED] = "unparsed",
-	[MM_STAT_PIPELINE_FULL] = "pipeline_full",
-	[MM_STAT_ABORTED] = "aborted",
-	[MM_STAT_SCAN_LIMIT] = "scan_limit",
-	[MM_STAT_IOV_LIMIT] = "iov_limit",
-	[MM_STAT_DEFERRED] = "deferred",
-	[MM_STAT_FORKS] = "forks",
-	[MM_STAT_NOT_HTTP] = "not_http",
-	[MM_STAT_PIPELINE_LOST] = "pipeline_lost",
-	[MM_STAT_NO_BUFFER] = "no_buffer",
-	[MM_STAT_LINK_FAIL] = "link_fail",
-	[MM_STAT_CONNS_OPENED] = "connections_opened",
-	[MM_STAT_CONNS_CLOSED] = "connections_closed",
-	[MM_STAT_RESYNCED] = "resynced",
-	[MM_STAT_TLS_IO] = "tls_io",
-	[MM_STAT_TLS_NO_SOCKET] = "tls_no_socket",
-	[MM_STAT_H2_CONNS] = "h2_connections",
-	[MM_STAT_H2_LOST] = "h2_lost",
-	[MM_STAT_TLS_NO_CONN] = "tls_no_connection",
-	[MM_STAT_TLS_STREAMS] = "tls_streams",
-	[MM_STAT_ROUTE_STATE_LOST] = "route_state_lost",
-};
-
-enum {
-	M_BPF,          /* milometer.bpf.<stat>: one metric per stat below */
-	M_DROPPED = MM_STAT__COUNT,
-	M_MAP_FILL,
-	M_SERIES_ACTIVE,
-	M_SERIES_OVERFLOW,
-	M_SERIES_EXPIRED,
-	M_STORE_BYTES,
-	M_USER_EVENTS,
-	M_DEFERRED_RESOLVED,
-	M_DEFERRED_UNKNOWN,
-	M_TARGETS,
-	M_ROUTE_RELOADS,
-	M_ROUTE_ERROR,
-	M_CONTRACT_RELOAD_FAILURES,
-	M_ROUTE_OBJ_REJECTED,
-	M_EXPORT_ATTEMPTS,
-	M_EXPORT_FAILURES,
-	M_EXPORT_RETRIES,
-	M_EXPORT_DROPPED,
-	M_EXPORT_QUEUE,
-	M_CPU,
-	M_RSS,
-	M_BPF_RUN_NS,
-	M_BPF_RUN_CNT,
-	M_CONTRACT,
-	M_CAPTURE_MODE,
-	M_CONNS_OPEN,
-	M_FEATURE,
-	M_MEM_LIMIT,
-	M_CAP,
-	M_REQUESTS,
-	M_H2,
-	M_TLS,
-	M_PROXY_PODS,
-	M__N,
-};
-
-struct self_metrics {
-	struct agent *ag;
-	int id[M__N];
-	char names[MM_STAT__COUNT][64];
-	char descs[MM_STAT__COUNT][96];
-	/* last values, for ctl stats */
-	uint64_t bpf[MM_STAT__COUNT];
-	double fill[8];
-	struct k8s_metrics *k8s; /* milometer_k8s_*, when the API is the source */
+/* The BPF data path's counters (mm_stats), each exposed as milometer.bpf.<name>. */
+static const struct {
+	const char *name;
+	const char *meaning;
+} bpf_stats[MM_STAT__COUNT] = {
+	[MM_STAT_EVENTS] = { "events", "Events written to the ring buffer." },
+	[MM_STAT_RINGBUF_FULL] = { "ringbuf_full", "Events lost: the ring buffer was full (raise --ringbuf-bytes)." },
+	[MM_STAT_CONN_MAP_FULL] = { "conn_map_full", "Connections not tracked: the connection map was full (raise --max-connections)." },
+	[MM_STAT_HEAD_TRUNC] = { "head_truncated", "Request heads longer than the head buffer (MM_HEAD_MAX); routes that need the cut fields are unknown." },
+	[MM_STAT_UNPARSED] = { "unparsed", "Connections that stopped looking like HTTP." },
+	[MM_STAT_PIPELINE_FULL] = { "pipeline_full", "Pipelined requests past MM_PIPELINE_DEPTH in flight on one connection." },
+	[MM_STAT_ABORTED] = { "aborted", "Exchanges ended by a close before the response ended." },
+	[MM_STAT_SCAN_LIMIT] = { "scan_limit", "Bytes of a syscall past what one hook scans." },
+	[MM_STAT_IOV_LIMIT] = { "iov_limit", "iovecs past what one hook walks." },
+	[MM_STAT_DEFERRED] = { "deferred", "Attributions left to user space (head spanning reads, HTTP/2)." },
+	[MM_STAT_FORKS] = { "forks", "Processes added because a traced process forked." },
+	[MM_STAT_NOT_HTTP] = { "not_http", "Sockets found mid-stream that are not HTTP." },
+	[MM_STAT_PIPELINE_LOST] = { "pipeline_lost", "Requests past MM_PIPELINE_DEPTH + 255 on one connection: not reported." },
+	[MM_STAT_NO_BUFFER] = { "no_buffer", "I/O whose bytes could not be read (io_uring, splice, a bad iovec or msghdr)." },
+	[MM_STAT_LINK_FAIL] = { "link_fail", "Thread links not stored (task storage full)." },
+	[MM_STAT_CONNS_OPENED] = { "connections_opened", "Connections given state." },
+	[MM_STAT_CONNS_CLOSED] = { "connections_closed", "Tracked connections closed." },
+	[MM_STAT_RESYNCED] = { "resynced", "Streams first seen mid-message, picked up at the next turn." },
+	[MM_STAT_TLS_IO] = { "tls_io", "SSL_read/SSL_write plaintext I/Os parsed (TLSCapture)." },
+	[MM_STAT_TLS_NO_SOCKET] = { "tls_no_socket", "SSL_* I/Os whose socket no syscall named (memory BIO): not parsed." },
+	[MM_STAT_H2_CONNS] = { "h2_connections", "Connections found to speak HTTP/2 (gate HTTP2)." },
+	[MM_STAT_H2_LOST] = { "h2_lost", "HTTP/2 feeds stopped: bytes could not be read or sent up." },
+	[MM_STAT_TLS_NO_CONN] = { "tls_no_connection", "SSL_* I/Os returned after their socket was gone or untracked: dropped." },
+	[MM_STAT_TLS_STREAMS] = { "tls_streams", "Streams of TLS records (HTTPS listener or backend): not parsed; TLSCapture reads them." },
+	[MM_STAT_ROUTE_STATE_LOST] = { "route_state_lost", "Request heads spanning reads with no mm_route_accs entry to be had: finished in user space." },
 };
 
 static const char *const map_names[] = {
@@ -111,17 +67,352 @@ static const char *const map_names[] = {
 };
 #define NMAPS (sizeof(map_names) / sizeof(map_names[0]))
 
-static int reg(struct self_metrics *sm, int idx, const char *name,
-	       const char *desc, const char *unit, enum minstrument ins,
-	       bool is_int)
+/* What one refresh reads outside the store lock (syscalls, BPF maps). */
+struct sm_read {
+	struct self_metrics *sm;
+	struct agent *ag;
+	uint64_t now;
+	struct aggregate_stats as;
+	struct mstore_stats ms;
+	struct rusage ru;
+	long rss_pages;
+	int targets;
+	double fills[NMAPS];
+};
+
+/*
+ * A self-metric, declared once: what the store and the reference are given
+ * (doc) and how a refresh reads it (read sets its series; the store lock
+ * is held). The table's order is the registration order, which is the
+ * order of the families in /metrics.
+ */
+struct self_metric {
+	struct metric_doc doc;
+	void (*read)(struct sm_read *r, int id);
+	bool k8s_before; /* the milometer_k8s_* families come just before this one */
+};
+
+struct self_metrics {
+	struct agent *ag;
+	int bpf_id[MM_STAT__COUNT];
+	int *id; /* per self_metric_table entry */
+	/* last values, for ctl stats */
+	uint64_t bpf[MM_STAT__COUNT];
+	double fill[8];
+	struct k8s_metrics *k8s; /* milometer_k8s_*, when the API is the source */
+};
+
+static void set1(struct sm_read *r, int id, double v, const struct mlabel *l,
+		 size_t n)
 {
-	struct mmetric_desc d = {
-		.name = name, .description = desc, .unit = unit,
-		.instrument = ins, .temporality = MT_CUMULATIVE, .is_int = is_int,
+	struct mseries *s = mstore__series(r->ag->store, id, l, n);
+
+	if (s)
+		mseries__set(s, v, r->now);
+}
+
+static void set0(struct sm_read *r, int id, double v)
+{
+	set1(r, id, v, NULL, 0);
+}
+
+/* One series per row, labelled key=name. */
+struct sm_row {
+	const char *name;
+	double v;
+};
+
+static void set_rows(struct sm_read *r, int id, const char *key,
+		     const struct sm_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct mlabel l = { key, rows[i].name };
+
+		set1(r, id, rows[i].v, &l, 1);
+	}
+}
+
+#define ROWS(r, id, key, ...)                                               \
+	do {                                                                \
+		const struct sm_row rows_[] = { __VA_ARGS__ };               \
+		set_rows(r, id, key, rows_, sizeof(rows_) / sizeof(rows_[0])); \
+	} while (0)
+
+static void read_dropped(struct sm_read *r, int id)
+{
+	const uint64_t *b = r->sm->bpf;
+
+	ROWS(r, id, "reason",
+	     { "ringbuf_full", b[MM_STAT_RINGBUF_FULL] },
+	     { "conn_map_full", b[MM_STAT_CONN_MAP_FULL] },
+	     { "pipeline_full", b[MM_STAT_PIPELINE_FULL] },
+	     { "scan_limit", b[MM_STAT_SCAN_LIMIT] },
+	     { "iov_limit", b[MM_STAT_IOV_LIMIT] },
+	     { "unparsed", b[MM_STAT_UNPARSED] },
+	     { "pipeline_lost", b[MM_STAT_PIPELINE_LOST] },
+	     { "no_buffer", b[MM_STAT_NO_BUFFER] });
+}
+
+static void read_map_fill(struct sm_read *r, int id)
+{
+	for (size_t i = 0; i < NMAPS; i++) {
+		struct mlabel l = { "map", map_names[i] };
+
+		set1(r, id, r->fills[i], &l, 1);
+	}
+}
+
+/* The store's figures as they stand after the BPF series above were set. */
+static void read_series_active(struct sm_read *r, int id)
+{
+	mstore__stats(r->ag->store, &r->ms);
+	set0(r, id, r->ms.series_active);
+}
+
+static void read_series_overflow(struct sm_read *r, int id) { set0(r, id, r->ms.series_overflowed); }
+static void read_series_expired(struct sm_read *r, int id) { set0(r, id, r->ms.series_expired); }
+static void read_store_bytes(struct sm_read *r, int id) { set0(r, id, r->ms.bytes); }
+static void read_user_events(struct sm_read *r, int id) { set0(r, id, r->as.events); }
+static void read_deferred_resolved(struct sm_read *r, int id) { set0(r, id, r->as.deferred_resolved); }
+static void read_deferred_unknown(struct sm_read *r, int id) { set0(r, id, r->as.deferred_unknown); }
+static void read_targets(struct sm_read *r, int id) { set0(r, id, r->targets); }
+static void read_route_reloads(struct sm_read *r, int id) { set0(r, id, route_sync__reloads(r->ag->routes)); }
+static void read_route_error(struct sm_read *r, int id) { set0(r, id, route_sync__last_error(r->ag->routes) ? 1 : 0); }
+static void read_contract_reload_failures(struct sm_read *r, int id) { set0(r, id, r->ag->contract_reload_failures); }
+static void read_route_obj_rejected(struct sm_read *r, int id) { set0(r, id, route_sync__rejected_objects(r->ag->routes)); }
+static void read_mem_limit(struct sm_read *r, int id) { set0(r, id, r->ag->mem_limit.bytes); }
+static void read_requests(struct sm_read *r, int id) { set0(r, id, r->as.exchanges); }
+
+static void read_rss(struct sm_read *r, int id)
+{
+	set0(r, id, (double)r->rss_pages * sysconf(_SC_PAGESIZE));
+}
+
+static void read_cpu(struct sm_read *r, int id)
+{
+	const struct rusage *ru = &r->ru;
+
+	set0(r, id, ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6 +
+			    ru->ru_stime.tv_sec + ru->ru_stime.tv_usec / 1e6);
+}
+
+/* The export counters exist with OTLP only; the queue is a sizing driver, present (and 0) without. */
+#define READ_OTLP(fn, field, always)                                        \
+	static void fn(struct sm_read *r, int id)                           \
+	{                                                                   \
+		struct otlp_sender_stats os = {};                           \
+                                                                            \
+		if (r->ag->otlp)                                            \
+			otlp_sender__stats(r->ag->otlp, &os);               \
+		if (r->ag->otlp || (always))                                \
+			set0(r, id, os.field);                              \
+	}
+READ_OTLP(read_export_attempts, attempts, false)
+READ_OTLP(read_export_failures, failures, false)
+READ_OTLP(read_export_retries, retries, false)
+READ_OTLP(read_export_dropped, dropped_batches, false)
+READ_OTLP(read_export_queue, queue_bytes, true)
+
+/* Programs that ran, as bpf_prog_info counts them (kernel.bpf_stats_enabled). */
+static void read_bpf_run(struct sm_read *r, int id, bool time)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, r->ag->skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		struct mlabel l = { "program", bpf_program__name(prog) };
+
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			continue;
+		if (!info.run_cnt)
+			continue;
+		set1(r, id, time ? info.run_time_ns / 1e9 : info.run_cnt, &l, 1);
+	}
+}
+
+static void read_bpf_run_ns(struct sm_read *r, int id) { read_bpf_run(r, id, true); }
+static void read_bpf_run_cnt(struct sm_read *r, int id) { read_bpf_run(r, id, false); }
+
+static void read_capture_mode(struct sm_read *r, int id)
+{
+	struct mlabel l = { "mode", loader__capture_mode() };
+
+	set1(r, id, 1, &l, 1);
+}
+
+static void read_conns_open(struct sm_read *r, int id)
+{
+	const uint64_t *b = r->sm->bpf;
+
+	set0(r, id, b[MM_STAT_CONNS_OPENED] > b[MM_STAT_CONNS_CLOSED] ?
+			    b[MM_STAT_CONNS_OPENED] - b[MM_STAT_CONNS_CLOSED] : 0);
+}
+
+struct contract_ctx {
+	struct sm_read *r;
+	int id;
+};
+
+static void contract_count(void *ctx, const char *kind, const char *type,
+			   const char *status, const char *reason, uint64_t n)
+{
+	struct contract_ctx *cc = ctx;
+	struct mlabel l[] = {
+		{ "kind", kind }, { "type", type }, { "status", status },
+		{ "reason", reason ? reason : "" },
 	};
 
-	sm->id[idx] = mstore__add_metric(sm->ag->store, &d);
-	return sm->id[idx] < 0 ? sm->id[idx] : 0;
+	set1(cc->r, cc->id, n, l, 4);
+}
+
+static void read_contract(struct sm_read *r, int id)
+{
+	struct contract_ctx cc = { .r = r, .id = id };
+
+	if (r->ag->contract)
+		contract__condition_counts(r->ag->contract, contract_count, &cc);
+}
+
+static void read_feature(struct sm_read *r, int id)
+{
+	struct features *f = r->ag->features;
+
+	for (size_t i = 0; f && i < features__count(f); i++) {
+		const struct feature_spec *fs = features__spec(f, i);
+		struct mlabel l[] = {
+			{ "name", fs->name },
+			{ "stage", features__stage_name(fs->stage) },
+		};
+
+		set1(r, id, features__enabled(f, i), l, 2);
+	}
+}
+
+static void read_cap(struct sm_read *r, int id)
+{
+	const struct agent_opts *o = r->ag->opts;
+
+	ROWS(r, id, "cap",
+	     { "max_connections", o->max_connections },
+	     { "ringbuf_bytes", o->ringbuf_bytes },
+	     { "max_series_per_metric", o->max_series },
+	     { "otlp_queue_bytes", o->otlp_queue_bytes });
+}
+
+static void read_h2(struct sm_read *r, int id)
+{
+	struct h2_feed_stats hs;
+
+	h2_feed__stats(r->ag->h2, &hs);
+	ROWS(r, id, "result",
+	     { "exchange", hs.exchanges - hs.unknown },
+	     { "unknown", hs.unknown },
+	     { "lost", hs.lost_streams });
+}
+
+static void read_tls(struct sm_read *r, int id)
+{
+	struct tls_capture_stats ts;
+
+	tls_capture__stats(r->ag->tls, &ts);
+	ROWS(r, id, "kind",
+	     { "uprobes", ts.uprobes },
+	     { "processes", ts.processes },
+	     { "libraries", ts.libraries });
+}
+
+static void read_proxy_pods(struct sm_read *r, int id)
+{
+	const struct proxy_pods_stats *pp = &r->ag->proxy_pods;
+	const struct route_table *t;
+
+	if (!r->ag->k8s)
+		return;
+	t = route_sync__current(r->ag->routes);
+	ROWS(r, id, "state",
+	     { "pods", pp->pods },
+	     { "containers_traced", pp->containers },
+	     { "containers_waiting", pp->missing },
+	     { "containers_removed", pp->removed },
+	     { "gateway_slots", t && t->nslots ? t->nslots - 1 : 0 });
+}
+
+#define WITH_OTLP "with --otlp-endpoint"
+#define WITH_API "with the Kubernetes API as the source of routes"
+#define WITH_BPF_STATS "for programs that ran while kernel.bpf_stats_enabled=1"
+
+static const struct self_metric self_metric_table[] = {
+	{ { "milometer.events.dropped", "Requests or events lost, by reason.", "1", MI_COUNTER, true, "reason",
+	    .note = "Each reason counts as the `milometer_bpf_<reason>_total` counter does." }, read_dropped },
+	{ { "milometer.bpf.map.fill", "Entries in use over capacity, per BPF map.", "1", MI_GAUGE, false, "map" }, read_map_fill },
+	{ { "milometer.series.active", "Series held in memory.", "{series}", MI_GAUGE, true }, read_series_active },
+	{ { "milometer.series.overflowed", "Points routed to overflow series past the per-metric cap.", "1", MI_COUNTER, true }, read_series_overflow },
+	{ { "milometer.series.expired", "Series dropped after being idle.", "1", MI_COUNTER, true }, read_series_expired },
+	{ { "milometer.series.memory", "Heap held by series (approximate).", "By", MI_GAUGE, true }, read_store_bytes },
+	{ { "milometer.events.received", "Ring-buffer events handled in user space.", "1", MI_COUNTER, true }, read_user_events },
+	{ { "milometer.attribution.deferred_resolved", "Requests BPF deferred and user space attributed.", "1", MI_COUNTER, true }, read_deferred_resolved },
+	{ { "milometer.attribution.unknown", "Requests that could not be attributed (head lost or unparseable).", "1", MI_COUNTER, true }, read_deferred_unknown },
+	{ { "milometer.targets", "Proxy processes traced.", "{process}", MI_GAUGE, true }, read_targets },
+	{ { "milometer.routes.reloads", "Route tables installed.", "1", MI_COUNTER, true }, read_route_reloads },
+	{ { "milometer.routes.rejected", "1 while the latest manifests are rejected (previous table active).", "", MI_GAUGE, true }, read_route_error },
+	{ { "milometer.contract.reload_failures", "Manifest reloads that failed (previous MetricDefinitions/MetricPolicies kept).", "1", MI_COUNTER, true }, read_contract_reload_failures },
+	{ { "milometer.routes.objects_rejected", "Manifest files or Gateway API objects left out of the route table (invalid, over a limit, duplicate); the agent log says why.", "{object}", MI_GAUGE, true }, read_route_obj_rejected },
+	{ { "milometer.export.attempts", "OTLP export HTTP requests.", "1", MI_COUNTER, true, .when = WITH_OTLP }, read_export_attempts },
+	{ { "milometer.export.failures", "OTLP export requests that failed.", "1", MI_COUNTER, true, .when = WITH_OTLP }, read_export_failures },
+	{ { "milometer.export.retries", "OTLP export retries.", "1", MI_COUNTER, true, .when = WITH_OTLP }, read_export_retries },
+	{ { "milometer.export.dropped", "OTLP batches dropped (queue full or rejected).", "1", MI_COUNTER, true, .when = WITH_OTLP }, read_export_dropped },
+	{ { "milometer.export.queue", "Bytes waiting in the OTLP export queue.", "By", MI_GAUGE, true }, read_export_queue },
+	{ { "milometer.process.cpu.time", "CPU time of the agent process (user + system).", "s", MI_COUNTER, false }, read_cpu },
+	{ { "milometer.process.memory.usage", "Resident memory of the agent process.", "By", MI_GAUGE, true }, read_rss },
+	{ { "milometer.bpf.run.time", "Time spent in each BPF program (needs kernel.bpf_stats_enabled=1).", "s", MI_COUNTER, false, "program", WITH_BPF_STATS }, read_bpf_run_ns },
+	{ { "milometer.bpf.run.count", "Runs of each BPF program (needs kernel.bpf_stats_enabled=1).", "1", MI_COUNTER, true, "program", WITH_BPF_STATS }, read_bpf_run_cnt },
+	{ { "milometer.capture.mode", "1 for the capture mode in use (sock: socket tracepoints; sys-exit: fallback).", "", MI_GAUGE, true, "mode" }, read_capture_mode },
+	{ { "milometer.bpf.connections", "Connections the data path holds state for now.", "{connection}", MI_GAUGE, true }, read_conns_open },
+	{ { "milometer.contract.objects", "MetricDefinitions and MetricPolicies by condition.", "{object}", MI_GAUGE, true, "kind,type,status,reason",
+	    "when MetricDefinitions or MetricPolicies are loaded" }, read_contract },
+	/* as kubernetes_feature_enabled: 1 on, 0 off, one series per gate */
+	{ { "milometer.feature.enabled", "Feature gate state (1 enabled), by name and stage.", "", MI_GAUGE, true, "name,stage" }, read_feature,
+	  .k8s_before = true },
+	/* the per-node sizing figures: the limit, the caps it gave, and the
+	 * drivers of CPU and memory (connections: milometer.bpf.connections;
+	 * requests, series, queue) */
+	{ { "milometer.process.memory.limit", "The agent's cgroup memory limit (0: none); the caps follow it.", "By", MI_GAUGE, true }, read_mem_limit },
+	{ { "milometer.cap", "Hard caps in effect, by cap (after fitting the memory limit).", "{value}", MI_GAUGE, true, "cap" }, read_cap },
+	{ { "milometer.http.exchanges", "HTTP exchanges (request and response) parsed, downstream and "
+	    "upstream legs: the CPU driver; its rate is requests/s.", "{exchange}", MI_COUNTER, true }, read_requests },
+	{ { "milometer.http2.streams", "HTTP/2 streams by what became of them (exchange, unknown: "
+	    "route fields from before the agent attached; lost: open when "
+	    "the connection's bytes were lost, not counted).", "{stream}", MI_COUNTER, true, "result" }, read_h2 },
+	{ { "milometer.tls.uprobes", "TLS capture's uprobes attached now (0 with the gate off), by kind "
+	    "(uprobes; processes hooked now; libraries hooked since the gate "
+	    "turned on).", "{item}", MI_GAUGE, true, "kind" }, read_tls },
+	{ { "milometer.proxy_pods", "Proxy pods of this node found from the API, by state (pods; "
+	    "containers traced; containers waiting for their cgroup or "
+	    "Gateway table; container cgroups taken out since start, their "
+	    "pod or container gone; Gateways with a route table slot).", "{item}", MI_GAUGE, true, "state",
+	    WITH_API }, read_proxy_pods },
+};
+#define SM_N (sizeof(self_metric_table) / sizeof(self_metric_table[0]))
+
+static int reg(struct self_metrics *sm, const struct metric_doc *doc)
+{
+	struct mmetric_desc d = metric_doc__desc(doc);
+
+	return mstore__add_metric(sm->ag->store, &d);
+}
+
+static void bpf_doc(int i, char *name, size_t nlen, char *desc, size_t dlen,
+		    struct metric_doc *doc)
+{
+	snprintf(name, nlen, "milometer.bpf.%s", bpf_stats[i].name);
+	snprintf(desc, dlen, "BPF data path: %s (summed over CPUs).",
+		 bpf_stats[i].name);
+	*doc = (struct metric_doc){
+		.name = name, .help = desc, .unit = "1",
+		.instrument = MI_COUNTER, .is_int = true,
+		.note = bpf_stats[i].meaning,
+	};
 }
 
 struct self_metrics *self_metrics__new(struct agent *ag)
@@ -132,135 +423,40 @@ struct self_metrics *self_metrics__new(struct agent *ag)
 	if (!sm)
 		return NULL;
 	sm->ag = ag;
+	sm->id = calloc(SM_N, sizeof(*sm->id));
+	if (!sm->id)
+		goto fail;
 	for (int i = 0; i < MM_STAT__COUNT; i++) {
-		snprintf(sm->names[i], sizeof(sm->names[i]), "milometer.bpf.%s",
-			 bpf_stat_names[i]);
-		snprintf(sm->descs[i], sizeof(sm->descs[i]),
-			 "BPF data path: %s (summed over CPUs).", bpf_stat_names[i]);
-		err |= reg(sm, i, sm->names[i], sm->descs[i], "1", MI_COUNTER, true);
+		char name[64], desc[96]; /* the store copies them */
+		struct metric_doc doc;
+
+		bpf_doc(i, name, sizeof(name), desc, sizeof(desc), &doc);
+		sm->bpf_id[i] = reg(sm, &doc);
+		if (sm->bpf_id[i] < 0)
+			err = sm->bpf_id[i];
 	}
-	err |= reg(sm, M_DROPPED, "milometer.events.dropped",
-		   "Requests or events lost, by reason.", "1", MI_COUNTER, true);
-	err |= reg(sm, M_MAP_FILL, "milometer.bpf.map.fill",
-		   "Entries in use over capacity, per BPF map.", "1", MI_GAUGE, false);
-	err |= reg(sm, M_SERIES_ACTIVE, "milometer.series.active",
-		   "Series held in memory.", "{series}", MI_GAUGE, true);
-	err |= reg(sm, M_SERIES_OVERFLOW, "milometer.series.overflowed",
-		   "Points routed to overflow series past the per-metric cap.",
-		   "1", MI_COUNTER, true);
-	err |= reg(sm, M_SERIES_EXPIRED, "milometer.series.expired",
-		   "Series dropped after being idle.", "1", MI_COUNTER, true);
-	err |= reg(sm, M_STORE_BYTES, "milometer.series.memory",
-		   "Heap held by series (approximate).", "By", MI_GAUGE, true);
-	err |= reg(sm, M_USER_EVENTS, "milometer.events.received",
-		   "Ring-buffer events handled in user space.", "1", MI_COUNTER, true);
-	err |= reg(sm, M_DEFERRED_RESOLVED, "milometer.attribution.deferred_resolved",
-		   "Requests BPF deferred and user space attributed.", "1",
-		   MI_COUNTER, true);
-	err |= reg(sm, M_DEFERRED_UNKNOWN, "milometer.attribution.unknown",
-		   "Requests that could not be attributed (head lost or unparseable).",
-		   "1", MI_COUNTER, true);
-	err |= reg(sm, M_TARGETS, "milometer.targets",
-		   "Proxy processes traced.", "{process}", MI_GAUGE, true);
-	err |= reg(sm, M_ROUTE_RELOADS, "milometer.routes.reloads",
-		   "Route tables installed.", "1", MI_COUNTER, true);
-	err |= reg(sm, M_ROUTE_ERROR, "milometer.routes.rejected",
-		   "1 while the latest manifests are rejected (previous table active).",
-		   "", MI_GAUGE, true);
-	err |= reg(sm, M_CONTRACT_RELOAD_FAILURES,
-		   "milometer.contract.reload_failures",
-		   "Manifest reloads that failed (previous MetricDefinitions/MetricPolicies kept).",
-		   "1", MI_COUNTER, true);
-	err |= reg(sm, M_ROUTE_OBJ_REJECTED, "milometer.routes.objects_rejected",
-		   "Manifest files or Gateway API objects left out of the route table (invalid, over a limit, duplicate); the agent log says why.",
-		   "{object}", MI_GAUGE, true);
-	err |= reg(sm, M_EXPORT_ATTEMPTS, "milometer.export.attempts",
-		   "OTLP export HTTP requests.", "1", MI_COUNTER, true);
-	err |= reg(sm, M_EXPORT_FAILURES, "milometer.export.failures",
-		   "OTLP export requests that failed.", "1", MI_COUNTER, true);
-	err |= reg(sm, M_EXPORT_RETRIES, "milometer.export.retries",
-		   "OTLP export retries.", "1", MI_COUNTER, true);
-	err |= reg(sm, M_EXPORT_DROPPED, "milometer.export.dropped",
-		   "OTLP batches dropped (queue full or rejected).", "1",
-		   MI_COUNTER, true);
-	err |= reg(sm, M_EXPORT_QUEUE, "milometer.export.queue",
-		   "Bytes waiting in the OTLP export queue.", "By", MI_GAUGE, true);
-	err |= reg(sm, M_CPU, "milometer.process.cpu.time",
-		   "CPU time of the agent process (user + system).", "s",
-		   MI_COUNTER, false);
-	err |= reg(sm, M_RSS, "milometer.process.memory.usage",
-		   "Resident memory of the agent process.", "By", MI_GAUGE, true);
-	err |= reg(sm, M_BPF_RUN_NS, "milometer.bpf.run.time",
-		   "Time spent in each BPF program (needs kernel.bpf_stats_enabled=1).",
-		   "s", MI_COUNTER, false);
-	err |= reg(sm, M_BPF_RUN_CNT, "milometer.bpf.run.count",
-		   "Runs of each BPF program (needs kernel.bpf_stats_enabled=1).",
-		   "1", MI_COUNTER, true);
-	err |= reg(sm, M_CAPTURE_MODE, "milometer.capture.mode",
-		   "1 for the capture mode in use (sock: socket tracepoints; sys-exit: fallback).",
-		   "", MI_GAUGE, true);
-	err |= reg(sm, M_CONNS_OPEN, "milometer.bpf.connections",
-		   "Connections the data path holds state for now.",
-		   "{connection}", MI_GAUGE, true);
-	err |= reg(sm, M_CONTRACT, "milometer.contract.objects",
-		   "MetricDefinitions and MetricPolicies by condition.",
-		   "{object}", MI_GAUGE, true);
-	if (!err && ag->k8s && !(sm->k8s = k8s_metrics__new(ag->store)))
-		err = -ENOMEM;
-	/* as kubernetes_feature_enabled: 1 on, 0 off, one series per gate */
-	err |= reg(sm, M_FEATURE, "milometer.feature.enabled",
-		   "Feature gate state (1 enabled), by name and stage.", "",
-		   MI_GAUGE, true);
-	/* the per-node sizing figures: the limit, the caps it gave, and the
-	 * drivers of CPU and memory (connections: milometer.bpf.connections;
-	 * requests, series, queue) */
-	err |= reg(sm, M_MEM_LIMIT, "milometer.process.memory.limit",
-		   "The agent's cgroup memory limit (0: none); the caps follow it.",
-		   "By", MI_GAUGE, true);
-	err |= reg(sm, M_CAP, "milometer.cap",
-		   "Hard caps in effect, by cap (after fitting the memory limit).",
-		   "{value}", MI_GAUGE, true);
-	err |= reg(sm, M_REQUESTS, "milometer.http.exchanges",
-		   "HTTP exchanges (request and response) parsed, downstream and "
-		   "upstream legs: the CPU driver; its rate is requests/s.",
-		   "{exchange}", MI_COUNTER, true);
-	err |= reg(sm, M_H2, "milometer.http2.streams",
-		   "HTTP/2 streams by what became of them (exchange, unknown: "
-		   "route fields from before the agent attached; lost: open when "
-		   "the connection's bytes were lost, not counted).",
-		   "{stream}", MI_COUNTER, true);
-	err |= reg(sm, M_TLS, "milometer.tls.uprobes",
-		   "TLS capture's uprobes attached now (0 with the gate off), by kind "
-		   "(uprobes; processes hooked now; libraries hooked since the gate "
-		   "turned on).", "{item}", MI_GAUGE,
-		   true);
-	err |= reg(sm, M_PROXY_PODS, "milometer.proxy_pods",
-		   "Proxy pods of this node found from the API, by state (pods; "
-		   "containers traced; containers waiting for their cgroup or "
-		   "Gateway table; container cgroups taken out since start, their "
-		   "pod or container gone; Gateways with a route table slot).",
-		   "{item}", MI_GAUGE, true);
-	if (err) {
-		free(sm);
-		return NULL;
+	for (size_t i = 0; i < SM_N && !err; i++) {
+		if (self_metric_table[i].k8s_before && ag->k8s &&
+		    !(sm->k8s = k8s_metrics__new(ag->store)))
+			err = -ENOMEM;
+		sm->id[i] = reg(sm, &self_metric_table[i].doc);
+		if (sm->id[i] < 0)
+			err = sm->id[i];
 	}
-	return sm;
+	if (!err)
+		return sm;
+fail:
+	self_metrics__free(sm);
+	return NULL;
 }
 
 void self_metrics__free(struct self_metrics *sm)
 {
-	if (sm)
-		k8s_metrics__free(sm->k8s);
+	if (!sm)
+		return;
+	k8s_metrics__free(sm->k8s);
+	free(sm->id);
 	free(sm);
-}
-
-static void set1(struct self_metrics *sm, int idx, double v, uint64_t now,
-		 const struct mlabel *l, size_t n)
-{
-	struct mseries *s = mstore__series(sm->ag->store, sm->id[idx], l, n);
-
-	if (s)
-		mseries__set(s, v, now);
 }
 
 static uint64_t map_count(int fd, size_t key_size)
@@ -277,23 +473,6 @@ static uint64_t map_count(int fd, size_t key_size)
 		n++;
 	}
 	return n;
-}
-
-struct contract_ctx {
-	struct self_metrics *sm;
-	uint64_t now;
-};
-
-static void contract_count(void *ctx, const char *kind, const char *type,
-			   const char *status, const char *reason, uint64_t n)
-{
-	struct contract_ctx *cc = ctx;
-	struct mlabel l[] = {
-		{ "kind", kind }, { "type", type }, { "status", status },
-		{ "reason", reason ? reason : "" },
-	};
-
-	set1(cc->sm, M_CONTRACT, n, cc->now, l, 4);
 }
 
 static void read_bpf_stats(struct self_metrics *sm)
@@ -313,18 +492,11 @@ static void read_bpf_stats(struct self_metrics *sm)
 	}
 }
 
-void self_metrics__refresh(struct self_metrics *sm)
+/* The sources read by syscall, before the store lock is taken. */
+static void read_sources(struct sm_read *r)
 {
-	struct agent *ag = sm->ag;
-	struct milometer_bpf *skel = ag->skel;
-	uint64_t now = state__real_ns();
-	struct aggregate_stats as = {};
-	struct mstore_stats ms;
-	struct rusage ru;
-	struct bpf_program *prog;
-	double fills[NMAPS];
-	long rss_pages = 0;
-	int targets = 0;
+	struct self_metrics *sm = r->sm;
+	struct milometer_bpf *skel = r->ag->skel;
 	FILE *f;
 
 	read_bpf_stats(sm);
@@ -332,189 +504,69 @@ void self_metrics__refresh(struct self_metrics *sm)
 		struct bpf_map *m = bpf_object__find_map_by_name(skel->obj,
 								 map_names[i]);
 
-		fills[i] = m ? (double)map_count(bpf_map__fd(m),
-						 bpf_map__key_size(m)) /
-				       bpf_map__max_entries(m) :
-			       0;
-		sm->fill[i] = fills[i];
+		r->fills[i] = m ? (double)map_count(bpf_map__fd(m),
+						    bpf_map__key_size(m)) /
+					  bpf_map__max_entries(m) :
+				  0;
+		sm->fill[i] = r->fills[i];
 	}
-	targets = targets__count(skel);
-	if (ag->agg)
-		aggregate__stats(ag->agg, &as);
-	getrusage(RUSAGE_SELF, &ru);
+	r->targets = targets__count(skel);
+	if (r->ag->agg)
+		aggregate__stats(r->ag->agg, &r->as);
+	getrusage(RUSAGE_SELF, &r->ru);
 	f = fopen("/proc/self/statm", "r");
 	if (f) {
 		long size;
 
-		if (fscanf(f, "%ld %ld", &size, &rss_pages) != 2)
-			rss_pages = 0;
+		if (fscanf(f, "%ld %ld", &size, &r->rss_pages) != 2)
+			r->rss_pages = 0;
 		fclose(f);
 	}
+}
 
-	mstore__lock(ag->store);
+void self_metrics__refresh(struct self_metrics *sm)
+{
+	struct sm_read r = { .sm = sm, .ag = sm->ag, .now = state__real_ns() };
+
+	read_sources(&r);
+	mstore__lock(sm->ag->store);
 	for (int i = 0; i < MM_STAT__COUNT; i++)
-		set1(sm, i, sm->bpf[i], now, NULL, 0);
-	{
-		static const struct { int stat; const char *reason; } drops[] = {
-			{ MM_STAT_RINGBUF_FULL, "ringbuf_full" },
-			{ MM_STAT_CONN_MAP_FULL, "conn_map_full" },
-			{ MM_STAT_PIPELINE_FULL, "pipeline_full" },
-			{ MM_STAT_SCAN_LIMIT, "scan_limit" },
-			{ MM_STAT_IOV_LIMIT, "iov_limit" },
-			{ MM_STAT_UNPARSED, "unparsed" },
-			{ MM_STAT_PIPELINE_LOST, "pipeline_lost" },
-			{ MM_STAT_NO_BUFFER, "no_buffer" },
-		};
-
-		for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++) {
-			struct mlabel l = { "reason", drops[i].reason };
-
-			set1(sm, M_DROPPED, sm->bpf[drops[i].stat], now, &l, 1);
-		}
+		set0(&r, sm->bpf_id[i], sm->bpf[i]);
+	for (size_t i = 0; i < SM_N; i++) {
+		if (self_metric_table[i].k8s_before && sm->k8s)
+			k8s_metrics__refresh(sm->k8s, sm->ag->k8s, r.now);
+		self_metric_table[i].read(&r, sm->id[i]);
 	}
-	for (size_t i = 0; i < NMAPS; i++) {
-		struct mlabel l = { "map", map_names[i] };
+	mstore__unlock(sm->ag->store);
+}
 
-		set1(sm, M_MAP_FILL, fills[i], now, &l, 1);
+int self_metrics__write_reference(FILE *out)
+{
+	struct metric_doc docs[MM_STAT__COUNT + SM_N];
+	char names[MM_STAT__COUNT][64], descs[MM_STAT__COUNT][96];
+	size_t n = 0;
+	int err;
+
+	for (int i = 0; i < MM_STAT__COUNT; i++, n++) {
+		bpf_doc(i, names[i], sizeof(names[i]), descs[i],
+			sizeof(descs[i]), &docs[n]);
+		/* HELP only names the counter: the reference says what it counts */
+		docs[n].help = docs[n].note;
+		docs[n].note = NULL;
 	}
-	mstore__unlock(ag->store);
-
-	mstore__stats(ag->store, &ms);
-	mstore__lock(ag->store);
-	set1(sm, M_SERIES_ACTIVE, ms.series_active, now, NULL, 0);
-	set1(sm, M_SERIES_OVERFLOW, ms.series_overflowed, now, NULL, 0);
-	set1(sm, M_SERIES_EXPIRED, ms.series_expired, now, NULL, 0);
-	set1(sm, M_STORE_BYTES, ms.bytes, now, NULL, 0);
-	set1(sm, M_USER_EVENTS, as.events, now, NULL, 0);
-	set1(sm, M_DEFERRED_RESOLVED, as.deferred_resolved, now, NULL, 0);
-	set1(sm, M_DEFERRED_UNKNOWN, as.deferred_unknown, now, NULL, 0);
-	set1(sm, M_TARGETS, targets, now, NULL, 0);
-	{
-		struct mlabel l = { "mode", loader__capture_mode() };
-
-		set1(sm, M_CAPTURE_MODE, 1, now, &l, 1);
-	}
-	set1(sm, M_CONNS_OPEN,
-	     sm->bpf[MM_STAT_CONNS_OPENED] > sm->bpf[MM_STAT_CONNS_CLOSED] ?
-		     sm->bpf[MM_STAT_CONNS_OPENED] - sm->bpf[MM_STAT_CONNS_CLOSED] : 0,
-	     now, NULL, 0);
-	set1(sm, M_ROUTE_RELOADS, route_sync__reloads(ag->routes), now, NULL, 0);
-	set1(sm, M_ROUTE_ERROR, route_sync__last_error(ag->routes) ? 1 : 0, now,
-	     NULL, 0);
-	set1(sm, M_CONTRACT_RELOAD_FAILURES, ag->contract_reload_failures, now,
-	     NULL, 0);
-	set1(sm, M_ROUTE_OBJ_REJECTED,
-	     route_sync__rejected_objects(ag->routes), now, NULL, 0);
-	set1(sm, M_CPU,
-	     ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-		     ru.ru_stime.tv_usec / 1e6,
-	     now, NULL, 0);
-	set1(sm, M_RSS, (double)rss_pages * sysconf(_SC_PAGESIZE), now, NULL, 0);
-	set1(sm, M_MEM_LIMIT, ag->mem_limit.bytes, now, NULL, 0);
-	set1(sm, M_REQUESTS, as.exchanges, now, NULL, 0);
-	{
-		struct h2_feed_stats hs;
-		struct tls_capture_stats ts;
-		struct mlabel l = { .key = "result" };
-		struct mlabel k = { .key = "kind" };
-
-		h2_feed__stats(ag->h2, &hs);
-		l.value = "exchange";
-		set1(sm, M_H2, hs.exchanges - hs.unknown, now, &l, 1);
-		l.value = "unknown";
-		set1(sm, M_H2, hs.unknown, now, &l, 1);
-		l.value = "lost";
-		set1(sm, M_H2, hs.lost_streams, now, &l, 1);
-		tls_capture__stats(ag->tls, &ts);
-		k.value = "uprobes";
-		set1(sm, M_TLS, ts.uprobes, now, &k, 1);
-		k.value = "processes";
-		set1(sm, M_TLS, ts.processes, now, &k, 1);
-		k.value = "libraries";
-		set1(sm, M_TLS, ts.libraries, now, &k, 1);
-	}
-	if (ag->k8s) {
-		const struct proxy_pods_stats *pp = &ag->proxy_pods;
-		const struct route_table *t = route_sync__current(ag->routes);
-		const struct { const char *state; uint64_t v; } rows[] = {
-			{ "pods", pp->pods },
-			{ "containers_traced", pp->containers },
-			{ "containers_waiting", pp->missing },
-			{ "containers_removed", pp->removed },
-			{ "gateway_slots", t && t->nslots ? t->nslots - 1 : 0 },
-		};
-		struct mlabel l = { .key = "state" };
-
-		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-			l.value = rows[i].state;
-			set1(sm, M_PROXY_PODS, rows[i].v, now, &l, 1);
-		}
-	}
-	{
-		const struct agent_opts *o = ag->opts;
-		const struct { const char *name; double v; } caps[] = {
-			{ "max_connections", o->max_connections },
-			{ "ringbuf_bytes", o->ringbuf_bytes },
-			{ "max_series_per_metric", o->max_series },
-			{ "otlp_queue_bytes", o->otlp_queue_bytes },
-		};
-
-		for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
-			struct mlabel l = { "cap", caps[i].name };
-
-			set1(sm, M_CAP, caps[i].v, now, &l, 1);
-		}
-	}
-	if (ag->otlp) {
-		struct otlp_sender_stats os;
-
-		otlp_sender__stats(ag->otlp, &os);
-		set1(sm, M_EXPORT_ATTEMPTS, os.attempts, now, NULL, 0);
-		set1(sm, M_EXPORT_FAILURES, os.failures, now, NULL, 0);
-		set1(sm, M_EXPORT_RETRIES, os.retries, now, NULL, 0);
-		set1(sm, M_EXPORT_DROPPED, os.dropped_batches, now, NULL, 0);
-		set1(sm, M_EXPORT_QUEUE, os.queue_bytes, now, NULL, 0);
-	} else {
-		/* a sizing driver: present (and 0) without OTLP too */
-		set1(sm, M_EXPORT_QUEUE, 0, now, NULL, 0);
-	}
-	bpf_object__for_each_program(prog, skel->obj) {
-		struct bpf_prog_info info = {};
-		__u32 len = sizeof(info);
-		struct mlabel l = { "program", bpf_program__name(prog) };
-
-		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
-			continue;
-		if (!info.run_cnt)
-			continue;
-		set1(sm, M_BPF_RUN_NS, info.run_time_ns / 1e9, now, &l, 1);
-		set1(sm, M_BPF_RUN_CNT, info.run_cnt, now, &l, 1);
-	}
-	if (sm->k8s)
-		k8s_metrics__refresh(sm->k8s, ag->k8s, now);
-	mstore__unlock(ag->store);
-
-	if (ag->features) {
-		mstore__lock(ag->store);
-		for (size_t i = 0; i < features__count(ag->features); i++) {
-			const struct feature_spec *fs = features__spec(ag->features, i);
-			struct mlabel l[] = {
-				{ "name", fs->name },
-				{ "stage", features__stage_name(fs->stage) },
-			};
-
-			set1(sm, M_FEATURE, features__enabled(ag->features, i),
-			     now, l, 2);
-		}
-		mstore__unlock(ag->store);
-	}
-	if (ag->contract) {
-		struct contract_ctx cc = { .sm = sm, .now = now };
-
-		mstore__lock(ag->store);
-		contract__condition_counts(ag->contract, contract_count, &cc);
-		mstore__unlock(ag->store);
-	}
+	err = metric_doc__write_section(out, "BPF data path counters",
+		"What the kernel side counted, summed over CPUs (the per-CPU map "
+		"`mm_stats`); `milometer ctl stats` shows the same figures. A "
+		"growing drop counter says which limit to raise.",
+		docs, n);
+	if (err)
+		return err;
+	n = 0;
+	for (size_t i = 0; i < SM_N; i++)
+		docs[n++] = self_metric_table[i].doc;
+	return metric_doc__write_section(out, "Agent self-metrics",
+		"The agent's own health and sizing figures, read at each scrape.",
+		docs, n);
 }
 
 void self_metrics__dump(struct self_metrics *sm, FILE *out, int json)
@@ -528,7 +580,7 @@ void self_metrics__dump(struct self_metrics *sm, FILE *out, int json)
 		fputs("{\"bpf\":{", out);
 		for (int i = 0; i < MM_STAT__COUNT; i++) {
 			fputs(i ? "," : "", out);
-			json_out__key(out, bpf_stat_names[i]);
+			json_out__key(out, bpf_stats[i].name);
 			fprintf(out, "%llu", (unsigned long long)sm->bpf[i]);
 		}
 		fputs("},\"maps\":{", out);
@@ -550,7 +602,7 @@ void self_metrics__dump(struct self_metrics *sm, FILE *out, int json)
 	}
 	fputs("bpf:\n", out);
 	for (int i = 0; i < MM_STAT__COUNT; i++)
-		fprintf(out, "  %-18s %llu\n", bpf_stat_names[i],
+		fprintf(out, "  %-18s %llu\n", bpf_stats[i].name,
 			(unsigned long long)sm->bpf[i]);
 	fputs("map fill (last refresh):\n", out);
 	for (size_t i = 0; i < NMAPS; i++)

@@ -32,6 +32,7 @@ struct self_metrics;
 struct k8s_api;
 struct features;
 struct ctl;
+struct ui;
 
 struct agent {
 	struct agent_opts *opts;
@@ -58,6 +59,7 @@ struct agent {
 	struct mem_limit mem_limit; /* this pod's limit; the caps follow it */
 	struct proxy_pods_stats proxy_pods; /* proxy pods found from the API */
 	struct ctl *ctl;         /* debug socket, NULL when off */
+	struct ui *ui;           /* the /ui pages beside /metrics */
 	uint64_t start_ns;       /* CLOCK_REALTIME */
 	uint64_t last_export_ns; /* CLOCK_MONOTONIC */
 	volatile bool ready;

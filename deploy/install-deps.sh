@@ -11,7 +11,7 @@ run="nginx-light haproxy wrk hey prometheus protobuf-compiler iproute2 curl
 qemu-system-x86 busybox-static
 procps psmisc python3 python3-prometheus-client openssl android-libboringssl
 python3-kubernetes python3-yaml python3-grpcio chromium apache2 h2o
-nghttp2-client nghttp2-server nghttp2-proxy caddy binutils buildah ca-certificates libre2-9"
+nghttp2-client nghttp2-server nghttp2-proxy caddy binutils buildah ca-certificates libre2-9 tmux"
 want=$build
 [ "${1:-}" = "--build-only" ] || want="$build $run"
 

@@ -231,8 +231,37 @@ static enum MHD_Result reply_text(struct MHD_Connection *c,
 		     strlen(msg), false);
 }
 
+static enum MHD_Result serve_page(struct MHD_Connection *c,
+				  const struct prom_page *pg)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int err;
+
+	if (!pg->write)
+		return reply(c, MHD_HTTP_OK, pg->content_type, (char *)pg->body,
+			     pg->len, false);
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  "out of memory\n");
+	err = pg->write(pg->ctx, f);
+	if (fclose(f) || err) {
+		free(buf);
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  "rendering the page failed\n");
+	}
+	return reply(c, MHD_HTTP_OK, pg->content_type, buf, len, true);
+}
+
+/*
+ * /metrics, or one of opts.pages: one entry point, so that whatever checks
+ * a reader of /metrics checks a reader of the pages too.
+ */
 static enum MHD_Result serve_metrics(struct prom_server *srv,
-				     struct MHD_Connection *c)
+				     struct MHD_Connection *c,
+				     const struct prom_page *page)
 {
 	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 							  MHD_HTTP_HEADER_ACCEPT);
@@ -243,6 +272,13 @@ static enum MHD_Result serve_metrics(struct prom_server *srv,
 	FILE *f;
 	int err;
 
+	/*
+	 * Past any check of the reader above. The pages' views are not
+	 * filtered per reader: one allowed only part of /metrics gets none
+	 * of them.
+	 */
+	if (page)
+		return serve_page(c, page);
 	if (srv->opts.before_collect)
 		srv->opts.before_collect(srv->opts.ctx);
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -330,7 +366,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 				  "method not allowed: use GET\n");
 	/* libmicrohttpd leaves the body out of HEAD responses itself */
 	if (!strcmp(url, "/metrics"))
-		return serve_metrics(srv, c);
+		return serve_metrics(srv, c, NULL);
+	for (size_t i = 0; i < srv->opts.npages; i++)
+		if (!strcmp(url, srv->opts.pages[i].path))
+			return serve_metrics(srv, c, &srv->opts.pages[i]);
 	if (!strcmp(url, "/healthz"))
 		return reply_text(c, MHD_HTTP_OK, "ok\n");
 	if (!strcmp(url, "/readyz"))

@@ -5,6 +5,8 @@
  *                 asks for application/openmetrics-text, else text 0.0.4
  *   GET /healthz  200 "ok" while the server runs
  *   GET /readyz   200 "ok", or 503 with the reason ready_fn gives
+ *   GET <page>    each of opts.pages (the /ui view), served on the same
+ *                 path as /metrics: what guards /metrics guards them
  *   anything else 404; methods other than GET/HEAD 405
  * Requests are served one at a time (one polling thread), so scrapes never
  * collect concurrently.
@@ -13,6 +15,7 @@
 #define MM_EXPORTER_PROM_SERVER_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "exporter/metric_store.h"
 
@@ -48,6 +51,20 @@ struct prom_server_opts {
 	 */
 	size_t (*const_labels_fn)(void *ctx, struct mlabel *out, size_t max,
 				  char *buf, size_t buflen);
+	/* More read-only pages; the array must outlive the server. */
+	const struct prom_page *pages;
+	size_t npages;
+};
+
+struct prom_page {
+	const char *path;         /* exact, e.g. "/ui" */
+	const char *content_type;
+	/* a static body ... */
+	const void *body;
+	size_t len;
+	/* ... or one written per request (0, or negative errno: 500) */
+	int (*write)(void *ctx, FILE *out);
+	void *ctx;
 };
 
 /*

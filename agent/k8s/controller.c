@@ -17,6 +17,8 @@
 #include "agent/k8s/lease.h"
 #include "exporter/metric_store.h"
 #include "exporter/prom_server.h"
+#include "exporter/route_view.h"
+#include "exporter/ui_pages.h"
 #include "policy/contract/cluster_id.h"
 #include "policy/contract/conditions.h"
 #include "policy/contract/contract.h"
@@ -49,6 +51,8 @@ struct ctrl {
 	struct mstore *store;          /* ResourceFields series (leader) */
 	struct policy_engine *engine;
 	struct prom_server *prom;
+	struct ui *ui;                 /* /ui beside /metrics */
+	const char *ui_prom_url;       /* where /ui reads from, NULL: the store */
 	pthread_mutex_t ci_lock;       /* cluster id: the scrape thread reads it */
 	struct cluster_identity ci;
 	uint64_t writes, write_errors;
@@ -80,6 +84,17 @@ static size_t cluster_labels(void *ctx, struct mlabel *out, size_t max,
 	}
 	pthread_mutex_unlock(&c->ci_lock);
 	return k;
+}
+
+/* /ui: the agents' series through Prometheus, else this process' own. */
+static int ui_fetch(void *ctx, struct rt_snap *snap, char *err, size_t errlen)
+{
+	struct ctrl *c = ctx;
+
+	if (c->ui_prom_url)
+		return rt_snap__from_prometheus(snap, c->ui_prom_url, "1m",
+						err, errlen);
+	return rt_snap__from_store(snap, c->store, real_ns());
 }
 
 static void reload(struct ctrl *c)
@@ -224,7 +239,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: milometer controller [--kubeconfig FILE] [--leader-elect-namespace NS]\n"
 		"                            [--identity ID] [--lease-name NAME]\n"
-		"                            [--prometheus-listen ADDR]\n"
+		"                            [--prometheus-listen ADDR] [--prometheus-url URL]\n"
 		"\n"
 		"Validate MetricDefinitions and MetricPolicies and write their status\n"
 		"conditions (Accepted, ResolvedRefs) by server-side apply on /status, and\n"
@@ -234,7 +249,11 @@ static void usage(FILE *out)
 		"\n"
 		"  --kubeconfig FILE             default $KUBECONFIG, then in-cluster\n"
 		"  --prometheus-listen ADDR      /metrics with the ResourceFields series\n"
-		"                                (default 127.0.0.1:9465; \"\" disables)\n"
+		"                                (default 127.0.0.1:9465; \"\" disables),\n"
+		"                                and /ui, the per-route view\n"
+		"  --prometheus-url URL          where /ui reads the agents' series from\n"
+		"                                (a Prometheus query API; without it /ui\n"
+		"                                shows only this process' own series)\n"
 		"  --leader-elect-namespace NS   the Lease's namespace (default $POD_NAMESPACE,\n"
 		"                                then milometer)\n"
 		"  --identity ID                 this replica (default $POD_NAME, then host_pid)\n"
@@ -249,6 +268,7 @@ int controller__main(int argc, char **argv)
 		{ "identity", required_argument, NULL, 'i' },
 		{ "lease-name", required_argument, NULL, 'l' },
 		{ "prometheus-listen", required_argument, NULL, 'p' },
+		{ "prometheus-url", required_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -272,6 +292,7 @@ int controller__main(int argc, char **argv)
 		case 'i': id = optarg; break;
 		case 'l': lease_name = optarg; break;
 		case 'p': listen = optarg; break;
+		case 'u': c.ui_prom_url = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -307,6 +328,9 @@ int controller__main(int argc, char **argv)
 			.listen_addr = listen, .store = c.store,
 			.const_labels_fn = cluster_labels, .ctx = &c,
 		};
+
+		c.ui = ui__new(ui_fetch, &c);
+		po.pages = ui__pages(c.ui, &po.npages);
 
 		c.prom = prom_server__start(&po, err, sizeof(err));
 		if (!c.prom) {
@@ -347,6 +371,7 @@ cleanup:
 		k8s_lease__free(lease);
 	}
 	prom_server__stop(c.prom);
+	ui__free(c.ui);
 	manifest_source__free(c.src);
 	policy_engine__free(c.engine);
 	mstore__free(c.store);

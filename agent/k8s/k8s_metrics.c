@@ -7,6 +7,7 @@
 #include "agent/k8s/http.h"
 #include "agent/k8s/k8s_metrics.h"
 #include "agent/k8s/reflector.h"
+#include "exporter/metric_doc.h"
 #include "exporter/metric_store.h"
 
 enum { K_STATE, K_RELISTS, K_ERRORS, K_SYNC_AGE, K_OBJECTS, K_EVENTS,
@@ -17,21 +18,29 @@ struct k8s_metrics {
 	int id[K__N];
 };
 
-static const struct {
-	const char *name, *desc, *unit;
-	enum minstrument ins;
-	bool is_int;
-} defs[K__N] = {
-	[K_STATE] = { "milometer.k8s.watch.state", "1 on the current state of each watch (listing, watching, backoff, absent, forbidden, unauthorized).", "{state}", MI_GAUGE, true },
-	[K_RELISTS] = { "milometer.k8s.relists", "Lists after the first (410 Gone, errors).", "1", MI_COUNTER, true },
-	[K_ERRORS] = { "milometer.k8s.errors", "API errors by code (401, 403, 404, 410, 429, 5xx, 4xx, transport, decode).", "1", MI_COUNTER, true },
-	[K_SYNC_AGE] = { "milometer.k8s.last_sync.age", "Seconds since the watch last delivered a list, event or bookmark.", "s", MI_GAUGE, false },
-	[K_OBJECTS] = { "milometer.k8s.objects", "Objects held per watched resource.", "{object}", MI_GAUGE, true },
-	[K_EVENTS] = { "milometer.k8s.events", "Watch events applied.", "1", MI_COUNTER, true },
-	[K_REQUESTS] = { "milometer.k8s.requests", "Requests sent to the API server.", "1", MI_COUNTER, true },
-	[K_BYTES] = { "milometer.k8s.received", "Bytes received from the API server.", "By", MI_COUNTER, true },
-	[K_REREADS] = { "milometer.k8s.token.rereads", "Token file re-read after a 401 (rotated token).", "1", MI_COUNTER, true },
+#define WITH_API "with the Kubernetes API as the source of routes"
+
+static const struct metric_doc defs[K__N] = {
+	[K_STATE] = { "milometer.k8s.watch.state", "1 on the current state of each watch (listing, watching, backoff, absent, forbidden, unauthorized).", "{state}", MI_GAUGE, true, "resource,state", WITH_API },
+	[K_RELISTS] = { "milometer.k8s.relists", "Lists after the first (410 Gone, errors).", "1", MI_COUNTER, true, "resource", WITH_API },
+	[K_ERRORS] = { "milometer.k8s.errors", "API errors by code (401, 403, 404, 410, 429, 5xx, 4xx, transport, decode).", "1", MI_COUNTER, true, "resource,code",
+		       "after an API error" },
+	[K_SYNC_AGE] = { "milometer.k8s.last_sync.age", "Seconds since the watch last delivered a list, event or bookmark.", "s", MI_GAUGE, false, "resource", WITH_API,
+			 "-1 before the first." },
+	[K_OBJECTS] = { "milometer.k8s.objects", "Objects held per watched resource.", "{object}", MI_GAUGE, true, "resource", WITH_API },
+	[K_EVENTS] = { "milometer.k8s.events", "Watch events applied.", "1", MI_COUNTER, true, "resource", WITH_API },
+	[K_REQUESTS] = { "milometer.k8s.requests", "Requests sent to the API server.", "1", MI_COUNTER, true, NULL, WITH_API },
+	[K_BYTES] = { "milometer.k8s.received", "Bytes received from the API server.", "By", MI_COUNTER, true, NULL, WITH_API },
+	[K_REREADS] = { "milometer.k8s.token.rereads", "Token file re-read after a 401 (rotated token).", "1", MI_COUNTER, true, NULL, WITH_API },
 };
+
+int k8s_metrics__write_reference(FILE *out)
+{
+	return metric_doc__write_section(out, "Kubernetes API client",
+		"Per watched resource (`resource`: plural.group), what the agent's "
+		"API client did and what it cost the API server.",
+		defs, K__N);
+}
 
 struct k8s_metrics *k8s_metrics__new(struct mstore *store)
 {
@@ -41,11 +50,7 @@ struct k8s_metrics *k8s_metrics__new(struct mstore *store)
 		return NULL;
 	m->store = store;
 	for (int i = 0; i < K__N; i++) {
-		struct mmetric_desc d = {
-			.name = defs[i].name, .description = defs[i].desc,
-			.unit = defs[i].unit, .instrument = defs[i].ins,
-			.temporality = MT_CUMULATIVE, .is_int = defs[i].is_int,
-		};
+		struct mmetric_desc d = metric_doc__desc(&defs[i]);
 
 		m->id[i] = mstore__add_metric(store, &d);
 		if (m->id[i] < 0) {

@@ -9,6 +9,7 @@
 #define MM_AGENT_K8S_METRICS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 struct mstore;
 struct k8s_api;
@@ -16,6 +17,8 @@ struct k8s_metrics;
 
 struct k8s_metrics *k8s_metrics__new(struct mstore *store);
 void k8s_metrics__free(struct k8s_metrics *m);
+/* The Markdown reference of these metrics (metric_doc). Returns 0 or -errno. */
+int k8s_metrics__write_reference(FILE *out);
 /* Set every series; the caller holds the store lock. */
 void k8s_metrics__refresh(struct k8s_metrics *m, struct k8s_api *api,
 			  uint64_t now_ns);

@@ -10,6 +10,8 @@ dir=$(cd "$(dirname "$0")" && pwd)
 filters=("$@")
 logs=${MM_IT_LOGS:-$(mktemp -d /tmp/mm-it-logs.XXXXXX)}
 mkdir -p "$logs"
+# where a test keeps artefacts worth a look after it passed (screenshots)
+export MM_IT_LOG_DIR=$logs
 pass=0
 failed=0
 ports="${MM_IT_PROXY_PORT:-28080} 28181 28182 ${MM_IT_AGENT_PORT:-29464}

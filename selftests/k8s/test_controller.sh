@@ -178,6 +178,17 @@ t_immutable_field_reported() {
 		fail "the series' unit changed with the refused edit"
 }
 
+# /ui beside /metrics: the page, and its view (no agent series in the
+# controller's own store, and no --prometheus-url: an empty table)
+t_ui_served() {
+	local port
+	eval "port=\$PORT_$(holder)"
+	curl -fsS "http://127.0.0.1:$port/ui" | grep -q '<table id="routes">' ||
+		fail "the controller serves no /ui page"
+	curl -fsS "http://127.0.0.1:$port/ui/top.json" | grep -q '"rows":\[\]' ||
+		fail "/ui/top.json: $(curl -sS "http://127.0.0.1:$port/ui/top.json")"
+}
+
 # a policy with a misspelt source metric and one with a regular expression
 # RE2 refuses, applied together: each is rejected alone with its reason
 # (the misspelling with the closest valid name), every other policy keeps
@@ -206,6 +217,6 @@ t_bad_policies_rejected_alone() {
 	kubectl delete -f "$T/bad.yaml" >/dev/null || fail "kubectl delete the bad policies"
 }
 
-run_tests t_one_leader_writes_status t_resource_fields_from_leader t_no_rewrites \
+run_tests t_one_leader_writes_status t_ui_served t_resource_fields_from_leader t_no_rewrites \
 	t_failover_keeps_status t_resource_fields_follow_leader t_spec_change_writes_once \
 	t_immutable_field_reported t_bad_policies_rejected_alone

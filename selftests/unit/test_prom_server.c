@@ -5,6 +5,7 @@
  * parsing and "address in use".
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -362,4 +363,58 @@ TEST(prom_server_hostile_requests)
 	prom_server__stop(srv);
 	mstore__free(a.store);
 	free(req);
+}
+
+static int write_page(void *ctx, FILE *out)
+{
+	int *calls = ctx;
+
+	fprintf(out, "{\"calls\":%d}", ++*calls);
+	return *calls > 1 ? -EIO : 0;
+}
+
+/* Pages beside /metrics: a static body, one written per request, its failure. */
+TEST(prom_server_pages)
+{
+	static const char html[] = "<html>ui</html>";
+	int calls = 0;
+	const struct prom_page pages[] = {
+		{ .path = "/ui", .content_type = "text/html; charset=utf-8",
+		  .body = html, .len = sizeof(html) - 1 },
+		{ .path = "/ui/top.json", .content_type = "application/json",
+		  .write = write_page, .ctx = &calls },
+	};
+	struct prom_server_opts o = {
+		.listen_addr = "127.0.0.1:0", .store = mstore__new(NULL),
+		.pages = pages, .npages = 2,
+	};
+	char err[256];
+	struct prom_server *srv = prom_server__start(&o, err, sizeof(err));
+	struct fetch f;
+	int port;
+
+	if (!ASSERT_TRUE(srv, "%s", err))
+		return;
+	port = prom_server__port(srv);
+	ASSERT_EQ(fetch(port, "GET", "/ui", NULL, &f), 0);
+	ASSERT_EQ(f.status, 200);
+	ASSERT_STREQ(f.body, html);
+	ASSERT_STREQ(f.type, "text/html; charset=utf-8");
+	free(f.body);
+	ASSERT_EQ(fetch(port, "GET", "/ui/top.json", NULL, &f), 0);
+	ASSERT_EQ(f.status, 200);
+	ASSERT_STREQ(f.body, "{\"calls\":1}");
+	ASSERT_STREQ(f.type, "application/json");
+	free(f.body);
+	ASSERT_EQ(fetch(port, "GET", "/ui/top.json", NULL, &f), 0);
+	ASSERT_EQ(f.status, 500);
+	free(f.body);
+	ASSERT_EQ(fetch(port, "POST", "/ui", NULL, &f), 0);
+	ASSERT_EQ(f.status, 405);
+	free(f.body);
+	ASSERT_EQ(fetch(port, "GET", "/ui/", NULL, &f), 0);
+	ASSERT_EQ(f.status, 404);
+	free(f.body);
+	prom_server__stop(srv);
+	mstore__free(o.store);
 }
