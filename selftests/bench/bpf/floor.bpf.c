@@ -272,13 +272,14 @@ static __always_inline int fl_skb(struct __sk_buff *skb)
 	b = bpf_map_lookup_elem(&fl_scratch, &zero);
 	if (!b)
 		return 1;
+	if (!n)
+		return 1;
 	if (n > FL_READ)
 		n = FL_READ;
-	/* the verifier wants the length's bounds on the register it is given */
+	/* 1..FL_READ on the register the helper is given (the verifier's view) */
 	barrier_var(n);
-	n &= 2 * FL_READ - 1;
-	if (n)
-		bpf_skb_load_bytes(skb, off, b, n);
+	n = ((n - 1) & (FL_READ - 1)) + 1;
+	bpf_skb_load_bytes(skb, off, b, n);
 	return 1;
 }
 
