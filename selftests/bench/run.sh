@@ -78,6 +78,15 @@ PHASES=${BENCH_PHASES:-PCDEFGT}
 FLOORS=${BENCH_FLOORS-floor-empty floor-hook floor-read floor-copy}
 # and beside the fixed-rate rounds: the least an in-kernel parser does
 RATE_FLOORS=${BENCH_RATE_FLOORS-floor-read}
+# phase P (the peers' method): see below
+PEER_ROUNDS=${BENCH_PEER_ROUNDS:-6}
+PEER_DURATION=${BENCH_PEER_DURATION:-3}
+PEER_LOADS=${BENCH_PEER_LOADS:-30 60}
+PEER_CONNS=${BENCH_PEER_CONNS:-50}
+PEER_SLOTS=${BENCH_PEER_SLOTS-off floor-empty floor-hook floor-read floor-skb auto}
+PEER_GATEWAYS=${BENCH_PEER_GATEWAYS:-nginx haproxy}
+PEER_SAT_DURATION=${BENCH_PEER_SAT_DURATION:-5}
+PEER_NODETAX_REPS=${BENCH_PEER_NODETAX_REPS:-10}
 # Loopback ports apart from the integration tests (28xxx/29xxx) and below
 # the ephemeral range (32768+), where a client socket may hold them.
 GW_PORT=${BENCH_GW_PORT:-17080}
@@ -246,10 +255,37 @@ subst() { # TEMPLATE OUT
 	    -e "s|@H2_PORT@|$H2_PORT|g" "$1" >"$2"
 }
 
+# The skb floor runs on the gateways' own cgroup v2: a child of wherever
+# cgroup2 is mounted, the gateways started in it. A socket belongs to the
+# cgroup of the process that made it (an accepted one to its listener's):
+# moving a running gateway would leave its listeners, and every client
+# connection, outside.
+CG2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+GW_CG=
+gw_cgroup_make() {
+	[ -n "$CG2" ] || return 1
+	mkdir -p "$CG2/mm-bench-gw-$$" || return 1
+	GW_CG=$CG2/mm-bench-gw-$$
+}
+in_gw_cgroup() { # CMD...: run CMD in the gateways' cgroup (if there is one)
+	sh -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs" || exit 1; shift; exec "$@"' sh "$GW_CG" "$@"
+}
+gw_cgroup_remove() {
+	local p
+	[ -n "$GW_CG" ] || return 0
+	for p in $(cat "$GW_CG/cgroup.procs" 2>/dev/null); do
+		echo "$p" >"$CG2/cgroup.procs" 2>/dev/null
+	done
+	rmdir "$GW_CG" 2>/dev/null
+	GW_CG=
+}
+
 start_nginx() { # NAME TEMPLATE
 	mkdir -p "$W/$1"
 	subst "$2" "$W/$1/nginx.conf"
-	nginx -p "$W/$1" -e "$W/$1/error.log" -c "$W/$1/nginx.conf" ||
+	local run=()
+	[ "$1" = gw ] && run=(in_gw_cgroup)
+	"${run[@]}" nginx -p "$W/$1" -e "$W/$1/error.log" -c "$W/$1/nginx.conf" ||
 		die "nginx ($1) failed to start: see $W/$1/error.log"
 	wait_for 5 test -s "$W/$1/nginx.pid" || die "nginx ($1) wrote no pid file"
 }
@@ -259,7 +295,7 @@ start_haproxy() {
 	subst "$HERE/gateway.haproxy.cfg.in" "$W/ha/haproxy.cfg"
 	haproxy -c -q -f "$W/ha/haproxy.cfg" ||
 		die "haproxy rejects $W/ha/haproxy.cfg (from gateway.haproxy.cfg.in)"
-	haproxy -db -f "$W/ha/haproxy.cfg" >"$W/ha/access.log" 2>"$W/ha/error.log" &
+	in_gw_cgroup haproxy -db -f "$W/ha/haproxy.cfg" >"$W/ha/access.log" 2>"$W/ha/error.log" &
 	HA_PID=$!
 }
 
@@ -290,6 +326,11 @@ cp "$W"/contract/*.yaml "$W/m/" 2>/dev/null || true
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=milometer-bench \
 	-keyout "$W/tls.key" -out "$W/tls.crt" 2>/dev/null ||
 	die "openssl could not make the TLS listener's certificate"
+if [[ $PHASES == *P* ]] && [[ $PEER_SLOTS == *floor-skb* ]] && ! gw_cgroup_make; then
+	log "note: no cgroup v2 to start the gateways in (${CG2:-not mounted}): the skb floor is not measured"
+	echo "no_skb=1" >>"$W/notes"
+	PEER_SLOTS=${PEER_SLOTS//floor-skb/}
+fi
 start_nginx be "$HERE/backend.nginx.conf.in"
 start_nginx gw "$HERE/gateway.nginx.conf.in"
 start_haproxy
@@ -612,14 +653,6 @@ warm() { # GATEWAY: 2 s of load (WRK_CONNS connections, else CONNS), agent off
 # (utime+stime of its serving processes), the node's (/proc/stat non-idle,
 # steal apart), the agent's user-space CPU, loadgen's latency and counts,
 # the access log's count, a non-proxy process's 1-byte TCP ping-pong.
-PEER_ROUNDS=${BENCH_PEER_ROUNDS:-6}
-PEER_DURATION=${BENCH_PEER_DURATION:-3}
-PEER_LOADS=${BENCH_PEER_LOADS:-30 60}
-PEER_CONNS=${BENCH_PEER_CONNS:-50}
-PEER_SLOTS=${BENCH_PEER_SLOTS-off floor-empty floor-hook floor-read floor-skb auto}
-PEER_GATEWAYS=${BENCH_PEER_GATEWAYS:-nginx haproxy}
-PEER_SAT_DURATION=${BENCH_PEER_SAT_DURATION:-5}
-PEER_NODETAX_REPS=${BENCH_PEER_NODETAX_REPS:-10}
 
 # /proc/stat "cpu": non-idle ticks (user nice system irq softirq) and steal
 node_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $9 }' /proc/stat; }
@@ -635,30 +668,6 @@ gw_ns() { # GATEWAY
 }
 gw_pids() { # GATEWAY: every process of it (pinning, the cgroup)
 	if [ "$1" = haproxy ]; then echo "$HA_PID"; else echo "$GW_PID $(pgrep -P "$GW_PID" | tr '\n' ' ')"; fi
-}
-
-# The skb floor runs on the gateway's own cgroup v2: a child of wherever
-# cgroup2 is mounted, the gateways' processes moved in (workers nginx forks
-# later are born there).
-CG2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
-GW_CG=
-gw_cgroup_make() {
-	local p
-	[ -n "$CG2" ] || return 1
-	mkdir -p "$CG2/mm-bench-gw-$$" || return 1
-	GW_CG=$CG2/mm-bench-gw-$$
-	for p in $(gw_pids nginx) $(gw_pids haproxy); do
-		echo "$p" >"$GW_CG/cgroup.procs" || return 1
-	done
-}
-gw_cgroup_remove() {
-	local p
-	[ -n "$GW_CG" ] || return 0
-	for p in $(cat "$GW_CG/cgroup.procs" 2>/dev/null); do
-		echo "$p" >"$CG2/cgroup.procs" 2>/dev/null
-	done
-	rmdir "$GW_CG" 2>/dev/null
-	GW_CG=
 }
 
 # peer_slot TAG GATEWAY CAPTURE RATE LOAD ROUND STATS: one slot at a fixed
@@ -732,11 +741,6 @@ sat_slot() {
 }
 
 if phase P; then
-	if [[ $PEER_SLOTS == *floor-skb* ]] && ! gw_cgroup_make; then
-		log "note: no cgroup v2 to put the gateways in ($CG2): the skb floor is not measured"
-		echo "no_skb=1" >>"$W/notes"
-		PEER_SLOTS=${PEER_SLOTS//floor-skb/}
-	fi
 	# loadgen against h2load at a low rate: the same server, one connection
 	"$BIN/loadgen" -c 1 -r 200 -d 2 -H "Host: $HOST" -o json "$(url nginx)" >"$W/lg.check" 2>&1 ||
 		die "bin/loadgen failed: $(cat "$W/lg.check")"
