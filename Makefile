@@ -6,14 +6,31 @@
 #   make unit       unit tests only (no root)
 #   make bpf-tests  build bin/bpf_tests: the BPF parser run by BPF_PROG_TEST_RUN (root)
 #   make bench      agent on/off benchmark, encode/memory figures
-#   make kernel-matrix  the agent on Debian 12's 6.1 kernel (qemu) and the host's
+#   make kernel-matrix  the agent on Debian 12's 6.1 and 13's 6.12 kernels (x86-64, arm64; qemu) and the host's
+#   make ARCH=arm64 cross build for arm64 on x86-64: bin/arm64/, see
+#                   docs/architectures.md
 #   make V=1 ...    show the commands
 
 OUTPUT   := .output
 BIN      := bin
-ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+HOST_ARCH:= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+ARCH     := $(HOST_ARCH)
 CLANG    ?= clang
 CC       ?= cc
+ifeq ($(filter $(ARCH),x86 arm64),)
+$(error ARCH=$(ARCH) is not supported: milometer builds for x86 (x86_64) and arm64 (aarch64); see docs/architectures.md)
+endif
+# Cross build: clang for the target triple against a Debian 12 root of the
+# target architecture (its -dev packages), deploy/cross-root.sh makes it.
+ifneq ($(ARCH),$(HOST_ARCH))
+CROSS_TRIPLE := $(if $(filter arm64,$(ARCH)),aarch64-linux-gnu,x86_64-linux-gnu)
+SYSROOT  ?= /var/cache/milometer/roots/$(ARCH)
+CC       := clang --target=$(CROSS_TRIPLE) --sysroot=$(SYSROOT)
+CXX      := clang++ --target=$(CROSS_TRIPLE) --sysroot=$(SYSROOT)
+OUTPUT   := .output/$(ARCH)
+BIN      := bin/$(ARCH)
+DEPS_STAMP := $(OUTPUT)/.deps-cross
+endif
 # RE2 (policy/regex/) is C++: a C++ compiler of the same family as CC, or
 # whichever one is installed (a fresh Debian with clang has clang++ only).
 ifeq ($(origin CXX),default)
@@ -95,9 +112,12 @@ AGENT_LIBS := -lbpf -lelf $(PURE_LIBS)
 # bpftool before any object): `make -jN` on a fresh machine never runs
 # protoc-c or clang before their packages are there. The goals that run
 # things (check, demo, bench, integration, deps) install the run packages
-# in that same step, so no two apt-gets ever race for the dpkg lock.
-ifneq ($(filter check demo bench integration deps,$(MAKECMDGOALS)),)
+# in that same step, so no two apt-gets ever race for the dpkg lock; demo
+# alone installs only what the demo runs.
+ifneq ($(filter check bench integration deps,$(MAKECMDGOALS)),)
 DEPS_STAMP ?= $(OUTPUT)/.deps-all
+else ifneq ($(filter demo,$(MAKECMDGOALS)),)
+DEPS_STAMP ?= $(OUTPUT)/.deps-demo
 else
 DEPS_STAMP ?= $(OUTPUT)/.deps-build
 endif
@@ -120,21 +140,45 @@ $(OUTPUT)/.deps-build: deploy/install-deps.sh
 	$(Q)deploy/install-deps.sh --build-only
 	$(Q)touch $@
 
+$(OUTPUT)/.deps-cross: deploy/install-deps.sh deploy/cross-root.sh
+	$(call msg,DEPS,build packages + $(ARCH) cross toolchain and root)
+	$(Q)mkdir -p $(@D)
+	$(Q)deploy/install-deps.sh --build-only
+	$(Q)deploy/install-deps.sh --cross $(ARCH)
+	$(Q)touch $@
+
+$(OUTPUT)/.deps-demo: deploy/install-deps.sh
+	$(call msg,DEPS,build + demo packages)
+	$(Q)mkdir -p $(@D)
+	$(Q)deploy/install-deps.sh --demo
+	$(Q)touch $@ $(OUTPUT)/.deps-build
+
 $(OUTPUT)/.deps-all: deploy/install-deps.sh
-	$(call msg,DEPS,build + test + demo packages)
+	$(call msg,DEPS,build + demo + test packages)
 	$(Q)mkdir -p $(@D)
 	$(Q)deploy/install-deps.sh
-	$(Q)touch $@ $(OUTPUT)/.deps-build
+	$(Q)touch $@ $(OUTPUT)/.deps-demo $(OUTPUT)/.deps-build
 
 $(OUTPUT) $(BIN) $(OUTPUT)/policy $(OUTPUT)/exporter $(OUTPUT)/agent \
 $(OUTPUT)/selftests/unit:
 	$(Q)mkdir -p $@
 
+# Which compilers built $(OUTPUT)'s objects: when they change (installing
+# gcc moves Debian's cc from clang to gcc, as `make check` after `make demo`
+# does) every object is rebuilt, so the tree is one compiler's and
+# other-cc's second build is really the other one.
+$(OUTPUT)/.cc-id: FORCE | $(OUTPUT) $(DEPS_STAMP)
+	$(Q)id="$$($(CC) --version 2>/dev/null | head -1) / $$($(CXX) --version 2>/dev/null | head -1)"; \
+	[ "$$id" = "$$(cat $@ 2>/dev/null)" ] || echo "$$id" >$@
+
+.PHONY: FORCE
+FORCE:
+
 $(OUTPUT)/%.pb-c.c $(OUTPUT)/%.pb-c.h: exporter/%.proto | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,PROTOC,$<)
 	$(Q)$(PROTOC_C) --proto_path=exporter --c_out=$(OUTPUT) $<
 
-$(OUTPUT)/%.pb-c.o: $(OUTPUT)/%.pb-c.c | $(DEPS_STAMP)
+$(OUTPUT)/%.pb-c.o: $(OUTPUT)/%.pb-c.c $(OUTPUT)/.cc-id | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -I$(OUTPUT) -c $< -o $@
 
@@ -157,12 +201,12 @@ $(OUTPUT)/ui_index.h: exporter/ui_index.html | $(OUTPUT)
 $(OUTPUT)/exporter/ui_pages.o: $(OUTPUT)/ui_index.h
 
 # Every C object depends on generated headers so the first build is ordered.
-$(OUTPUT)/%.o: %.c $(PROTO_C) | $(OUTPUT) $(DEPS_STAMP)
+$(OUTPUT)/%.o: %.c $(PROTO_C) $(OUTPUT)/.cc-id | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(OUTPUT)/%.o: %.cc | $(OUTPUT) $(DEPS_STAMP)
+$(OUTPUT)/%.o: %.cc $(OUTPUT)/.cc-id | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
@@ -312,9 +356,20 @@ demo: all | $(DEPS_STAMP)
 bench: all $(BENCHES) | $(DEPS_STAMP)
 	$(Q)selftests/bench/run.sh
 
-# KERNEL_MATRIX_QUICK=1 for the bounded run `make check` does
+# KERNEL_MATRIX_QUICK=1 for the bounded run `make check` does. The full run
+# has arm64 legs (the cross-built agent) and renders docs/support-matrix.md
+# from its results.
 kernel-matrix: deps all
-	$(Q)selftests/kernel/run.sh
+ifeq ($(HOST_ARCH),x86)
+	$(Q)$(MAKE) --no-print-directory ARCH=arm64 bin/arm64/milometer
+endif
+	$(Q)rm -f $(OUTPUT)/kernel-matrix.tsv
+	$(Q)selftests/kernel/run.sh --results $(OUTPUT)/kernel-matrix.tsv; s=$$?; \
+	if [ -z "$$KERNEL_MATRIX_QUICK$$MM_KERNELS" ]; then \
+		selftests/kernel/support_matrix.sh $(OUTPUT)/kernel-matrix.tsv "make kernel-matrix" \
+			>docs/support-matrix.md && \
+		echo "wrote docs/support-matrix.md"; \
+	fi; exit $$s
 
 vmlinux:
 	$(Q)vmlinux/gen-vmlinux.sh $(ARCH)

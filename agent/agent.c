@@ -34,6 +34,10 @@
 #include "agent/targets.h"
 #include "agent/tls_capture.h"
 #include "agent/k8s/api_source.h"
+#include "agent/k8s/authz.h"
+#include "agent/k8s/config.h"
+#include "agent/tenants.h"
+#include "exporter/otlp_tenancy.h"
 #include "exporter/metric_store.h"
 #include "exporter/otlp_encode.h"
 #include "exporter/otlp_sender.h"
@@ -100,14 +104,18 @@ static void drain(struct agent *ag)
 	}
 }
 
+/* ready: programs attached and every watched resource listed once */
 static int ready_fn(void *ctx, char *why, size_t len)
 {
 	struct agent *ag = ctx;
 
-	if (ag->ready)
-		return 0;
-	snprintf(why, len, "%s", ag->not_ready);
-	return 1;
+	if (!__atomic_load_n(&ag->ready, __ATOMIC_ACQUIRE)) {
+		snprintf(why, len, "%s", ag->not_ready);
+		return 1;
+	}
+	if (ag->k8s && !k8s_api__synced(ag->k8s, why, len))
+		return 1;
+	return 0;
 }
 
 /* Re-read the ClusterProperties; say once when they become unusable. */
@@ -178,6 +186,41 @@ static int open_api(struct agent *ag)
 	if (!ag->msrc)
 		return -ENOMEM;
 	route_sync__set_source(ag->routes, ag->msrc);
+	return 0;
+}
+/* --metrics-auth kubernetes: reviews go to the cluster the agent reads */
+static int open_authz(struct agent *ag)
+{
+	const struct agent_opts *o = ag->opts;
+	struct k8s_authz_opts ao = {
+		.user_agent = "milometer-agent-authz",
+		.ttl_s = o->metrics_auth_ttl_s,
+		.max_entries = o->metrics_auth_max,
+	};
+	char err[1024];
+	int ret;
+
+	if (!o->metrics_auth || strcmp(o->metrics_auth, "kubernetes"))
+		return 0;
+	if (ag->k8s) {
+		ao.cfg = k8s_api__config(ag->k8s);
+	} else {
+		ret = k8s_config__load(o->kubeconfig, &ag->authz_cfg, err,
+				       sizeof(err));
+		if (ret) {
+			fprintf(stderr, "milometer: --metrics-auth kubernetes: %s\n",
+				err);
+			return ret;
+		}
+		ao.cfg = ag->authz_cfg;
+	}
+	for (size_t i = 0; i < o->nmetrics_auth_extra; i++)
+		ao.extra[ao.nextra++] = o->metrics_auth_extra[i];
+	ag->authz = k8s_authz__new(&ao, err, sizeof(err));
+	if (!ag->authz) {
+		fprintf(stderr, "milometer: --metrics-auth kubernetes: %s\n", err);
+		return -EINVAL;
+	}
 	return 0;
 }
 /* --- end Kubernetes API --- */
@@ -392,11 +435,38 @@ static int start_otlp(struct agent *ag)
 	ag->enc = otlp_encoder__new(&eo);
 	if (!ag->enc)
 		return -ENOMEM;
+	if (o->otlp_tenant_from) {
+		struct otlp_tenancy_opts to = {
+			.header = o->otlp_tenant_header,
+			.attribute = tenants__label(o->otlp_tenant_from),
+			.default_tenant = o->otlp_tenant_default,
+			.resource = res, .nresource = n,
+			.tenant = tenants__of_subject,
+		};
+
+		if (tenants__label(o->otlp_tenant_from) && !ag->k8s)
+			fprintf(stderr, "milometer: --otlp-tenant-from %s: Namespace labels come from the Kubernetes API; without it only --otlp-tenant-default gets points\n",
+				o->otlp_tenant_from);
+		ag->tenants = tenants__new(o->otlp_tenant_from);
+		to.ctx = ag->tenants;
+		ag->tenancy = ag->tenants ? otlp_tenancy__new(&to) : NULL;
+		if (!ag->tenancy)
+			return -ENOMEM;
+	}
 	ag->otlp = otlp_sender__start(&so, err, sizeof(err));
 	if (!ag->otlp) {
 		fprintf(stderr, "milometer: --otlp-endpoint: %s\n", err);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+static int emit_tenant(void *ctx, void *buf, size_t len, size_t npoints,
+		       const char *header)
+{
+	struct agent *ag = ctx;
+
+	otlp_sender__enqueue_with(ag->otlp, buf, len, header);
 	return 0;
 }
 
@@ -412,6 +482,12 @@ static void export_otlp(struct agent *ag)
 {
 	if (!ag->otlp)
 		return;
+	if (ag->tenancy) {
+		tenants__refresh(ag->tenants, ag->k8s);
+		otlp_tenancy__export(ag->tenancy, ag->store, state__real_ns(),
+				     OTLP_MAX_POINTS, emit_tenant, ag);
+		return;
+	}
 	otlp_encode__store_split(ag->enc, ag->store, state__real_ns(),
 				 OTLP_MAX_POINTS, emit_otlp, ag);
 }
@@ -571,6 +647,7 @@ int agent__run(struct agent_opts *o)
 		.opts = o, .ci_lock = PTHREAD_MUTEX_INITIALIZER,
 	};
 	char err[1024];
+	uint32_t conn_key, conn_val;
 	sigset_t mask;
 	int ret;
 
@@ -582,9 +659,17 @@ int agent__run(struct agent_opts *o)
 	/* blocked before any thread starts, so only the signalfd sees them */
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	ag.start_ns = state__real_ns();
-	snprintf(ag.not_ready, sizeof(ag.not_ready), "starting");
+	ag.not_ready = "starting";
+	/* first: a second agent on these pins must not touch the running one */
+	ret = loader__lock_pin_dir(o->pin_dir);
+	if (ret)
+		goto cleanup;
 	/* caps sized to the pod's memory limit before maps and store exist */
-	mem_limit__apply(o, &ag.mem_limit);
+	ret = loader__conn_sizes(&conn_key, &conn_val);
+	if (ret)
+		goto cleanup;
+	mem_limit__apply(o, mem_limit__conn_bytes(conn_key, conn_val),
+			 &ag.mem_limit);
 	lo.ringbuf_bytes = o->ringbuf_bytes;
 	lo.max_connections = o->max_connections;
 	so.max_series_per_metric = o->max_series;
@@ -594,9 +679,34 @@ int agent__run(struct agent_opts *o)
 		ret = -ENOMEM;
 		goto cleanup;
 	}
+	ret = open_authz(&ag);
+	if (ret)
+		goto cleanup;
+	/* /healthz and /readyz (503 with the stage) while the rest starts */
+	if (o->prometheus_listen && o->prometheus_listen[0]) {
+		struct prom_server_opts po = {
+			.listen_addr = o->prometheus_listen,
+			.store = ag.store,
+			.ready_fn = ready_fn,
+			.const_labels_fn = cluster_labels,
+			.ctx = &ag,
+			.auth = ag.authz ? k8s_authz__prom_auth(ag.authz) : NULL,
+		};
+
+		ag.ui = ui__new(ui_fetch, &ag);
+		po.pages = ui__pages(ag.ui, &po.npages);
+		ag.prom = prom_server__start(&po, err, sizeof(err));
+		if (!ag.prom) {
+			fprintf(stderr, "milometer: --prometheus-listen %s: %s\n",
+				o->prometheus_listen, err);
+			ret = -EINVAL;
+			goto cleanup;
+		}
+	}
 	ret = start_feature_gates(&ag);
 	if (ret)
 		goto cleanup;
+	ag.not_ready = "loading and attaching the BPF programs";
 	ret = loader__start(&lo, &ag.skel);
 	if (ret)
 		goto cleanup;
@@ -611,9 +721,11 @@ int agent__run(struct agent_opts *o)
 		ret = -ENOMEM;
 		goto cleanup;
 	}
+	ag.not_ready = "waiting for the first list of every watched Kubernetes resource";
 	ret = open_api(&ag);
 	if (ret)
 		goto cleanup;
+	ag.not_ready = "loading routes and policies";
 	ret = route_sync__load(ag.routes, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "milometer: %s\n", err);
@@ -640,37 +752,19 @@ int agent__run(struct agent_opts *o)
 		ret = -EINVAL;
 		goto cleanup;
 	}
-	if (o->prometheus_listen && o->prometheus_listen[0]) {
-		struct prom_server_opts po = {
-			.listen_addr = o->prometheus_listen,
-			.store = ag.store,
-			.ready_fn = ready_fn,
-			.const_labels_fn = cluster_labels,
-			.ctx = &ag,
-		};
-
-		ag.ui = ui__new(ui_fetch, &ag);
-		po.pages = ui__pages(ag.ui, &po.npages);
-		ag.prom = prom_server__start(&po, err, sizeof(err));
-		if (!ag.prom) {
-			fprintf(stderr, "milometer: --prometheus-listen %s: %s\n",
-				o->prometheus_listen, err);
-			ret = -EINVAL;
-			goto cleanup;
-		}
-	}
 	ret = start_otlp(&ag);
 	if (ret)
 		goto cleanup;
 	self_metrics__refresh(ag.self);
 	ag.last_export_ns = state__mono_ns();
-	ag.ready = true;
+	__atomic_store_n(&ag.ready, true, __ATOMIC_RELEASE);
 	fprintf(stderr, "milometer: attached (capture mode %s); %d proxy processes, %zu routes; metrics on %s\n",
 		loader__capture_mode(), targets__count(ag.skel),
 		route_sync__current(ag.routes)->nroutes,
 		ag.prom ? o->prometheus_listen : "(no prometheus)");
 	ret = main_loop(&ag);
-	ag.ready = false;
+	ag.not_ready = "stopping";
+	__atomic_store_n(&ag.ready, false, __ATOMIC_RELEASE);
 	/* what is already in the ring buffer still counts */
 	drain(&ag);
 	if (ag.otlp) {
@@ -679,10 +773,14 @@ int agent__run(struct agent_opts *o)
 	}
 cleanup:
 	prom_server__stop(ag.prom);
+	k8s_authz__free(ag.authz);
+	k8s_config__free(ag.authz_cfg);
 	ui__free(ag.ui);
 	if (ag.otlp)
 		otlp_sender__stop(ag.otlp, 2000);
 	otlp_encoder__free(ag.enc);
+	otlp_tenancy__free(ag.tenancy);
+	tenants__free(ag.tenants);
 	ctl__close(ag.ctl);
 	ring_buffer__free(ag.rb);
 	h2_feed__free(ag.h2, state__mono_ns());
@@ -698,6 +796,7 @@ cleanup:
 	route_sync__free(ag.routes);
 	tls_capture__stop(ag.tls);
 	loader__stop(ag.skel, o->pin_dir);
+	loader__unlock_pin_dir(o->pin_dir);
 	mstore__free(ag.store);
 	return ret;
 }

@@ -16,14 +16,6 @@
 #include "policy/gateway/route_match.h"
 #include "policy/source/source_catalogue.h"
 
-/* Envoy's default histogram buckets (source/common/stats/histogram_impl.h) */
-const double aggregate__envoy_bounds[] = {
-	0.5, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000,
-	30000, 60000, 300000, 600000, 1800000, 3600000,
-};
-const size_t aggregate__envoy_nbounds =
-	sizeof(aggregate__envoy_bounds) / sizeof(aggregate__envoy_bounds[0]);
-
 enum { SRC_DS_TOTAL, SRC_DS_TIME, SRC_US_TOTAL, SRC_US_TIME, SRC__N };
 
 /* policy/source/source_catalogue.h: what policies may select */
@@ -121,8 +113,8 @@ struct aggregate *aggregate__new(struct mstore *store,
 
 		if (d.instrument == MI_HISTOGRAM) {
 			d.hist = MH_EXPLICIT;
-			d.bounds = aggregate__envoy_bounds;
-			d.nbounds = aggregate__envoy_nbounds;
+			d.bounds = source_catalogue__envoy_bounds;
+			d.nbounds = source_catalogue__envoy_nbounds;
 		}
 		a->metric[i] = export_sources ? mstore__add_metric(store, &d) : -1;
 		if (export_sources && a->metric[i] < 0)
@@ -228,6 +220,7 @@ struct labels {
 	struct cel_attr c[10];
 	size_t n;
 	char cluster[512], status[8], class[4], grpc[4];
+	char subject[768]; /* the HTTPRoute (mstore__bind), "" for none */
 };
 
 static void add_label(struct labels *lb, const char *k, const char *v)
@@ -245,8 +238,14 @@ static void build_labels(const struct route_table *t, uint32_t gw,
 			 struct labels *lb)
 {
 	lb->n = 0;
+	lb->subject[0] = 0;
 	if (t && route < t->nroutes) {
 		const struct rc_route *r = &t->routes[route];
+
+		if (!msubject__format(lb->subject, sizeof(lb->subject),
+				      "gateway.networking.k8s.io", "httproutes",
+				      r->ns, r->name))
+			lb->subject[0] = 0;
 
 		add_label(lb, SRC_ATTR_ROUTE, r->name);
 		add_label(lb, SRC_ATTR_NAMESPACE, r->ns);
@@ -326,6 +325,11 @@ static struct key_entry *lookup(struct aggregate *a, uint64_t key,
 		e->time = mstore__series(a->store,
 					 a->metric[leg ? SRC_US_TIME : SRC_DS_TIME],
 					 lb.l, lb.n);
+		/* no subject (unmatched, unknown): full readers only */
+		if (e->total && lb.subject[0])
+			mstore__bind(a->store, e->total, lb.subject);
+		if (e->time && lb.subject[0])
+			mstore__bind(a->store, e->time, lb.subject);
 		if (e->total)
 			mstore__hold(e->total);
 		if (e->time)

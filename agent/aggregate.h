@@ -70,8 +70,4 @@ void aggregate__stats(const struct aggregate *a, struct aggregate_stats *st);
 /* The Markdown reference of the source metrics (metric_doc). Returns 0 or -errno. */
 int aggregate__write_reference(FILE *out);
 
-/* Envoy's default histogram bounds (ms), used for the envoy.* sources. */
-extern const double aggregate__envoy_bounds[];
-extern const size_t aggregate__envoy_nbounds;
-
 #endif /* MM_AGENT_AGGREGATE_H */

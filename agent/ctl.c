@@ -78,6 +78,29 @@ struct ctl {
 	uint64_t dropped;     /* clients refused (busy) or timed out */
 };
 
+/*
+ * The socket answers anyone who can connect, with every tenant's series
+ * (ctl series): it must be ours alone. A filesystem that ignores the
+ * umask (some FUSE mounts) or an owner other than us is refused.
+ */
+static int check_private(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st)) {
+		fprintf(stderr, "milometer: %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISSOCK(st.st_mode) || (st.st_mode & 0777) != 0600 ||
+	    st.st_uid != geteuid()) {
+		fprintf(stderr, "milometer: %s:%d: the debug socket %s is mode %03o owned by uid %u, not 0600 owned by uid %u: put --socket on a filesystem that honours the umask (e.g. /run)\n",
+			__FILE__, __LINE__, path, st.st_mode & 0777,
+			(unsigned)st.st_uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int ctl_listen(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -109,6 +132,11 @@ static int ctl_listen(const char *path)
 		err = -errno;
 		fprintf(stderr, "milometer: cannot listen on %s: %s\n", path,
 			strerror(errno));
+		close(fd);
+		return err;
+	}
+	err = check_private(path);
+	if (err) {
 		close(fd);
 		return err;
 	}
@@ -541,8 +569,12 @@ int ctl__main(int argc, char **argv)
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		fprintf(stderr, "milometer ctl: cannot connect to %s: %s (is `milometer run` running? see --socket)\n",
-			path, strerror(errno));
+		if (errno == EACCES || errno == EPERM)
+			fprintf(stderr, "milometer ctl: permission denied on %s: the debug socket is root-only (mode 0600; it shows every tenant's series): run ctl as root, e.g. sudo milometer ctl\n",
+				path);
+		else
+			fprintf(stderr, "milometer ctl: cannot connect to %s: %s (is `milometer run` running? see --socket)\n",
+				path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return 1;

@@ -8,10 +8,14 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -28,6 +32,8 @@
 
 static bool verbose;
 static enum mm_capture_mode loaded_mode;
+/* the pin directory, opened and flock()ed while this agent runs */
+static int pin_lock_fd = -1;
 
 static int print_fn(enum libbpf_print_level level, const char *fmt,
 		    va_list args)
@@ -79,7 +85,7 @@ bpffs:
 	return mount_if_missing("/sys/fs/bpf", "bpf", BPF_FS_MAGIC_);
 }
 
-void loader__clean_pins(const char *pin_dir)
+static void remove_pins(const char *pin_dir)
 {
 	char path[512];
 	struct dirent *de;
@@ -94,7 +100,116 @@ void loader__clean_pins(const char *pin_dir)
 		unlink(path);
 	}
 	closedir(d);
+}
+
+void loader__clean_pins(const char *pin_dir)
+{
+	remove_pins(pin_dir);
 	rmdir(pin_dir);
+}
+
+/* The pid /proc/locks gives for the flock on st's inode, or 0. */
+static long lock_holder(const struct stat *st)
+{
+	char line[256];
+	long pid = 0;
+	FILE *f = fopen("/proc/locks", "r");
+
+	if (!f)
+		return 0;
+	while (!pid && fgets(line, sizeof(line), f)) {
+		unsigned int maj, min;
+		unsigned long long ino;
+		char kind[16];
+		long p;
+
+		/* "1: FLOCK  ADVISORY  WRITE 1234 00:2a:5678 0 EOF" */
+		if (sscanf(line, "%*s %15s %*s %*s %ld %x:%x:%llu", kind, &p,
+			   &maj, &min, &ino) == 5 &&
+		    !strcmp(kind, "FLOCK") && maj == major(st->st_dev) &&
+		    min == minor(st->st_dev) && ino == (unsigned long long)st->st_ino)
+			pid = p;
+	}
+	fclose(f);
+	return pid;
+}
+
+int loader__lock_pin_dir(const char *pin_dir)
+{
+	int err;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "milometer: run needs root (loading BPF programs)\n");
+		return -EPERM;
+	}
+	err = mount_fs();
+	if (err)
+		return err;
+	/*
+	 * bpffs holds no regular files, so the lock is on the directory
+	 * itself; the kernel drops it when the agent exits or crashes. A
+	 * directory removed and made again between open() and flock() (an
+	 * agent exiting) is a different inode: look again.
+	 */
+	for (int tries = 0; tries < 5; tries++) {
+		struct stat held, now;
+		int fd;
+
+		if (mkdir(pin_dir, 0700) && errno != EEXIST) {
+			err = -errno;
+			fprintf(stderr, "milometer: cannot create the pin directory %s: %s (--pin-dir must be on a bpffs, e.g. under /sys/fs/bpf)\n",
+				pin_dir, strerror(-err));
+			return err;
+		}
+		fd = open(pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 && errno != ENOENT) {
+			err = -errno;
+			fprintf(stderr, "milometer: cannot open the pin directory %s: %s\n",
+				pin_dir, strerror(-err));
+			return err;
+		}
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB)) {
+			long pid;
+
+			err = -errno;
+			fstat(fd, &held);
+			close(fd);
+			if (err != -EWOULDBLOCK) {
+				fprintf(stderr, "milometer: cannot lock the pin directory %s: %s\n",
+					pin_dir, strerror(-err));
+				return err;
+			}
+			pid = lock_holder(&held);
+			if (pid > 0)
+				fprintf(stderr, "milometer: another agent (pid %ld) is running with pin directory %s: stop it, or give this one another --pin-dir\n",
+					pid, pin_dir);
+			else
+				fprintf(stderr, "milometer: another agent (pid not visible from here) is running with pin directory %s: stop it, or give this one another --pin-dir\n",
+					pin_dir);
+			return -EBUSY;
+		}
+		if (!fstat(fd, &held) && !stat(pin_dir, &now) &&
+		    held.st_dev == now.st_dev && held.st_ino == now.st_ino) {
+			pin_lock_fd = fd;
+			return 0;
+		}
+		close(fd);
+	}
+	fprintf(stderr, "milometer: the pin directory %s keeps being removed while this agent locks it: is another agent starting and stopping on it?\n",
+		pin_dir);
+	return -EAGAIN;
+}
+
+void loader__unlock_pin_dir(const char *pin_dir)
+{
+	if (pin_lock_fd < 0)
+		return;
+	/* made by the lock: gone unless something was pinned since */
+	rmdir(pin_dir);
+	close(pin_lock_fd);
+	pin_lock_fd = -1;
 }
 
 int loader__pin(struct bpf_object *obj, const char *pin_dir,
@@ -246,7 +361,8 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 	err = choose_mode(o->capture, &loaded_mode);
 	if (err)
 		return err;
-	loader__clean_pins(o->pin_dir);
+	/* what an agent that crashed on this directory left behind */
+	remove_pins(o->pin_dir);
 
 	skel = milometer_bpf__open();
 	if (!skel) {
@@ -256,6 +372,10 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 		return err;
 	}
 	bpf_map__set_max_entries(skel->maps.mm_events, o->ringbuf_bytes);
+	/* tests fill mm_targets with a handful of processes */
+	if (getenv("MILOMETER_TEST_MAX_TARGETS"))
+		bpf_map__set_max_entries(skel->maps.mm_targets,
+					 strtoul(getenv("MILOMETER_TEST_MAX_TARGETS"), NULL, 10));
 	/* wake the agent at 1/8 full; below that its 50 ms drain timer reads */
 	skel->rodata->mm_wakeup_bytes = o->ringbuf_bytes / 8;
 	skel->rodata->mm_capture_mode = loaded_mode;
@@ -320,6 +440,23 @@ cleanup:
 	milometer_bpf__destroy(skel);
 	loader__clean_pins(o->pin_dir);
 	return err;
+}
+
+int loader__conn_sizes(uint32_t *key_size, uint32_t *value_size)
+{
+	struct milometer_bpf *skel = milometer_bpf__open();
+
+	if (!skel) {
+		int err = -errno;
+
+		fprintf(stderr, "milometer: cannot open BPF object: %s\n",
+			strerror(-err));
+		return err;
+	}
+	*key_size = bpf_map__key_size(skel->maps.mm_conns);
+	*value_size = bpf_map__value_size(skel->maps.mm_conns);
+	milometer_bpf__destroy(skel);
+	return 0;
 }
 
 void loader__stop(struct milometer_bpf *skel, const char *pin_dir)

@@ -18,11 +18,25 @@ struct loader_opts {
 };
 
 /*
+ * Make pin_dir and hold an exclusive flock on it until
+ * loader__unlock_pin_dir() or exit (a crash releases it too): a second
+ * agent on the same directory fails here with -EBUSY and a message naming
+ * the running agent's pid, before it touches the first one's pins.
+ */
+int loader__lock_pin_dir(const char *pin_dir);
+/* Remove pin_dir if empty and drop the lock; nothing when not held. */
+void loader__unlock_pin_dir(const char *pin_dir);
+/*
  * Mount tracefs and bpffs when missing, open, size, load and attach every
  * program, pin maps and programs. Returns 0 or -errno with a message on
  * stderr that says what to fix.
  */
 int loader__start(const struct loader_opts *o, struct milometer_bpf **out);
+/*
+ * The key and value sizes of mm_conns in the BPF object (opened, not
+ * loaded): what sizing a connection cap from memory needs before loading.
+ */
+int loader__conn_sizes(uint32_t *key_size, uint32_t *value_size);
 /* Detach, unpin everything under pin_dir, free. */
 void loader__stop(struct milometer_bpf *skel, const char *pin_dir);
 /* Remove pins left by an agent that did not exit cleanly. */

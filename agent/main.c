@@ -11,6 +11,7 @@
 #include "agent/k8s/controller.h"
 #include "policy/contract/check_cmd.h"
 #include "policy/gateway/explain.h"
+#include "agent/k8s/translate_api.h"
 
 static void usage(FILE *out)
 {
@@ -25,6 +26,7 @@ static void usage(FILE *out)
 		"  top       live per-route requests/s, success rate, latency\n"
 		"  explain   which HTTPRoute rule a request would match, and why\n"
 		"  check     validate MetricDefinitions/MetricPolicies offline\n"
+		"  translate compile the contract into Prometheus rules (and others)\n"
 		"  controller  write MetricDefinition/MetricPolicy status (Lease-elected)\n"
 		"  metrics-reference  print the reference of every metric (Markdown)\n"
 		"  version   print the version\n"
@@ -68,6 +70,8 @@ int main(int argc, char **argv)
 		return check__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "metrics-reference"))
 		return metrics_ref__main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "translate"))
+		return translate_api__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "controller"))
 		return controller__main(argc - 1, argv + 1);
 	fprintf(stderr, "milometer: unknown command \"%s\"\n\n", cmd);

@@ -67,6 +67,13 @@ void options__usage(FILE *out)
 "  --otlp-headers K=V,...     extra headers (or $MILOMETER_OTLP_HEADERS)\n"
 "  --otlp-ca-file FILE        CA bundle for https endpoints\n"
 "  --otlp-gzip                gzip request bodies\n"
+"  --otlp-tenant-from SRC     one request per tenant: namespace (attribute\n"
+"                             milo.project) or namespace-label:KEY (the\n"
+"                             Namespace's label KEY; attribute KEY)\n"
+"  --otlp-tenant-header NAME  the tenant's header (default X-Scope-OrgID;\n"
+"                             \"\" sends none)\n"
+"  --otlp-tenant-default T    tenant of points bound to no object (default:\n"
+"                             drop them, counted in milometer_export_no_tenant)\n"
 "  --export-interval SECONDS  OTLP export period (default 60)\n"
 "  --ringbuf-bytes N          ring buffer size, power of 2 (default 4194304)\n"
 "  --max-connections N        sockets tracked at once (default 16384)\n"
@@ -85,8 +92,17 @@ void options__usage(FILE *out)
 "                             the kernel has it), sock (socket tracepoints,\n"
 "                             Linux 6.3+), sys-exit (any kernel 5.17+, costs\n"
 "                             every process on the node a little)\n"
+"  --metrics-auth MODE        who may read /metrics: none (default) or\n"
+"                             kubernetes (bearer token checked by TokenReview;\n"
+"                             get on /metrics reads all, others the series of\n"
+"                             objects they may get: docs/tenancy.md)\n"
+"  --metrics-auth-ttl SECONDS cache authorization decisions (default 30)\n"
+"  --metrics-auth-max-entries N  decisions cached at most (default 10000)\n"
+"  --metrics-auth-extra K=V   add to every SubjectAccessReview's extra\n"
+"                             (repeatable; {namespace} is the object's)\n"
 "  --pin-dir DIR              where maps and programs are pinned while running\n"
-"                             (default /sys/fs/bpf/milometer; one per agent)\n"
+"                             (default /sys/fs/bpf/milometer; one per agent:\n"
+"                             a second agent on the same one is refused)\n"
 "  --feature-gates K=V,...    turn gates on/off, e.g. TLSCapture=true,HTTP2=false\n"
 "                             (repeatable; see `milometer ctl features`)\n"
 "  -v, --verbose              libbpf and debug logs\n"
@@ -261,8 +277,64 @@ static int cfg_otlp(struct agent_opts *o, const struct doc_node *n)
 		else if (!strcmp(k, "exportInterval"))
 			err = cfg_u32(v, "otlp.exportInterval",
 				      &o->export_interval_s);
+		else if (!strcmp(k, "tenantFrom"))
+			err = cfg_str(o, v, "otlp.tenantFrom", &o->otlp_tenant_from);
+		else if (!strcmp(k, "tenantHeader"))
+			err = cfg_str(o, v, "otlp.tenantHeader",
+				      &o->otlp_tenant_header);
+		else if (!strcmp(k, "tenantDefault"))
+			err = cfg_str(o, v, "otlp.tenantDefault",
+				      &o->otlp_tenant_default);
 		else
-			err = cfg_err(v, k, "unknown key under otlp (endpoint, headers, caFile, gzip, queueBytes, timeoutMs, exportInterval)");
+			err = cfg_err(v, k, "unknown key under otlp (endpoint, headers, caFile, gzip, queueBytes, timeoutMs, exportInterval, tenantFrom, tenantHeader, tenantDefault)");
+	}
+	return err;
+}
+
+static int add_auth_extra(struct agent_opts *o, const char *kv)
+{
+	if (o->nmetrics_auth_extra >= 16) {
+		fprintf(stderr, "milometer: at most 16 metrics-auth extra fields\n");
+		return -EINVAL;
+	}
+	if (!kv || !strchr(kv, '=') || kv[0] == '=') {
+		fprintf(stderr, "milometer: metrics-auth extra \"%s\": write KEY=VALUE, e.g. iam.miloapis.com/parent-type=Project\n",
+			kv ? kv : "");
+		return -EINVAL;
+	}
+	o->metrics_auth_extra[o->nmetrics_auth_extra++] = kv;
+	return 0;
+}
+
+/* metricsAuth: {mode, cacheTTL, maxEntries, extra: [K=V...]} */
+static int cfg_metrics_auth(struct agent_opts *o, const struct doc_node *n)
+{
+	int err = cfg_typed(n, "metricsAuth", DOC_MAP);
+
+	for (size_t i = 0; !err && i < n->map.n; i++) {
+		const char *k = n->map.keys[i];
+		const struct doc_node *v = n->map.vals[i];
+
+		if (!strcmp(k, "mode"))
+			err = cfg_str(o, v, "metricsAuth.mode", &o->metrics_auth);
+		else if (!strcmp(k, "cacheTTL"))
+			err = cfg_u32(v, "metricsAuth.cacheTTL",
+				      &o->metrics_auth_ttl_s);
+		else if (!strcmp(k, "maxEntries"))
+			err = cfg_u32(v, "metricsAuth.maxEntries",
+				      &o->metrics_auth_max);
+		else if (!strcmp(k, "extra")) {
+			err = cfg_typed(v, "metricsAuth.extra", DOC_LIST);
+			for (size_t j = 0; !err && j < v->list.n; j++) {
+				const char *kv = NULL;
+
+				err = cfg_str(o, v->list.items[j],
+					      "metricsAuth.extra", &kv);
+				if (!err)
+					err = add_auth_extra(o, kv);
+			}
+		} else
+			err = cfg_err(v, k, "unknown key under metricsAuth (mode, cacheTTL, maxEntries, extra)");
 	}
 	return err;
 }
@@ -340,8 +412,10 @@ static int load_config(struct agent_opts *o, const char *path)
 			ret = cfg_str(o, v, k, &o->kubeconfig);
 		else if (!strcmp(k, "featureGates"))
 			ret = cfg_features(&o->fg_config, v);
+		else if (!strcmp(k, "metricsAuth"))
+			ret = cfg_metrics_auth(o, v);
 		else
-			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, resourceFields, nodeName, pinDir, capture, kubeconfig, featureGates)");
+			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, resourceFields, nodeName, pinDir, capture, kubeconfig, featureGates, metricsAuth)");
 	}
 cleanup:
 	doc__free_file(f);
@@ -404,6 +478,19 @@ static int validate(const struct agent_opts *o)
 		fprintf(stderr, "milometer: --export-interval must be at least 1 second\n");
 		return -EINVAL;
 	}
+	if (o->metrics_auth && strcmp(o->metrics_auth, "none") &&
+	    strcmp(o->metrics_auth, "kubernetes")) {
+		fprintf(stderr, "milometer: --metrics-auth %s: use none or kubernetes\n",
+			o->metrics_auth);
+		return -EINVAL;
+	}
+	if (o->otlp_tenant_from && strcmp(o->otlp_tenant_from, "namespace") &&
+	    (strncmp(o->otlp_tenant_from, "namespace-label:", 16) ||
+	     !o->otlp_tenant_from[16])) {
+		fprintf(stderr, "milometer: --otlp-tenant-from %s: use namespace or namespace-label:KEY\n",
+			o->otlp_tenant_from);
+		return -EINVAL;
+	}
 	if (o->gateway && !strchr(o->gateway, '/')) {
 		fprintf(stderr, "milometer: --gateway %s: expected NAMESPACE/NAME\n",
 			o->gateway);
@@ -419,7 +506,8 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		O_SOCKET, O_OTLP, O_OTLP_HDR, O_OTLP_CA, O_OTLP_GZIP,
 		O_INTERVAL, O_RINGBUF, O_MAXCONN, O_MAXSERIES, O_IDLE,
 		O_NOSRC, O_NODE, O_CONFIG, O_PINDIR, O_CAPTURE, O_KUBECONFIG, O_FGATES,
-		O_RFIELDS,
+		O_RFIELDS, O_MAUTH, O_MAUTH_TTL, O_MAUTH_MAX, O_MAUTH_EXTRA,
+		O_TENANT_FROM, O_TENANT_HDR, O_TENANT_DEFAULT,
 	};
 	static const struct option lopts[] = {
 		{ "config", required_argument, NULL, O_CONFIG },
@@ -434,6 +522,9 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		{ "otlp-headers", required_argument, NULL, O_OTLP_HDR },
 		{ "otlp-ca-file", required_argument, NULL, O_OTLP_CA },
 		{ "otlp-gzip", no_argument, NULL, O_OTLP_GZIP },
+		{ "otlp-tenant-from", required_argument, NULL, O_TENANT_FROM },
+		{ "otlp-tenant-header", required_argument, NULL, O_TENANT_HDR },
+		{ "otlp-tenant-default", required_argument, NULL, O_TENANT_DEFAULT },
 		{ "export-interval", required_argument, NULL, O_INTERVAL },
 		{ "ringbuf-bytes", required_argument, NULL, O_RINGBUF },
 		{ "max-connections", required_argument, NULL, O_MAXCONN },
@@ -446,6 +537,10 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		{ "capture", required_argument, NULL, O_CAPTURE },
 		{ "kubeconfig", required_argument, NULL, O_KUBECONFIG },
 		{ "feature-gates", required_argument, NULL, O_FGATES },
+		{ "metrics-auth", required_argument, NULL, O_MAUTH },
+		{ "metrics-auth-ttl", required_argument, NULL, O_MAUTH_TTL },
+		{ "metrics-auth-max-entries", required_argument, NULL, O_MAUTH_MAX },
+		{ "metrics-auth-extra", required_argument, NULL, O_MAUTH_EXTRA },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -502,6 +597,9 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		case O_OTLP_HDR: o->otlp_headers = optarg; break;
 		case O_OTLP_CA: o->otlp_ca_file = optarg; break;
 		case O_OTLP_GZIP: o->otlp_gzip = true; break;
+		case O_TENANT_FROM: o->otlp_tenant_from = optarg; break;
+		case O_TENANT_HDR: o->otlp_tenant_header = optarg; break;
+		case O_TENANT_DEFAULT: o->otlp_tenant_default = optarg; break;
 		case O_INTERVAL:
 			err = parse_u32("--export-interval", optarg,
 					&o->export_interval_s);
@@ -525,6 +623,16 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		case O_NODE: o->node_name = optarg; break;
 		case O_PINDIR: o->pin_dir = optarg; break;
 		case O_KUBECONFIG: o->kubeconfig = optarg; break;
+		case O_MAUTH: o->metrics_auth = optarg; break;
+		case O_MAUTH_TTL:
+			err = parse_u32("--metrics-auth-ttl", optarg,
+					&o->metrics_auth_ttl_s);
+			break;
+		case O_MAUTH_MAX:
+			err = parse_u32("--metrics-auth-max-entries", optarg,
+					&o->metrics_auth_max);
+			break;
+		case O_MAUTH_EXTRA: err = add_auth_extra(o, optarg); break;
 		case O_FGATES: {
 			char ferr[512];
 

@@ -29,6 +29,10 @@ struct agent_opts {
 	const char *otlp_headers;       /* "k=v,k2=v2"; also $MILOMETER_OTLP_HEADERS */
 	const char *otlp_ca_file;
 	bool otlp_gzip;
+	/* one request per tenant: "namespace" or "namespace-label:KEY" */
+	const char *otlp_tenant_from;
+	const char *otlp_tenant_header;  /* NULL: X-Scope-OrgID; "": none */
+	const char *otlp_tenant_default; /* NULL: drop points of no tenant */
 	uint32_t otlp_queue_bytes;
 	uint32_t otlp_timeout_ms;
 	uint32_t export_interval_s;
@@ -49,6 +53,12 @@ struct agent_opts {
 	bool use_api;                   /* routes and policies from the API */
 	char node_buf[256];
 	const char *capture;            /* "auto", "sock" or "sys-exit" */
+	/* /metrics access (agent/k8s/authz.h): "none" or "kubernetes" */
+	const char *metrics_auth;
+	uint32_t metrics_auth_ttl_s;    /* 0: 30 */
+	uint32_t metrics_auth_max;      /* decisions cached; 0: 10000 */
+	const char *metrics_auth_extra[16];
+	size_t nmetrics_auth_extra;
 	bool verbose;
 	/* feature gates: config file's featureGates, then flags */
 	struct feature_overrides fg_config;

@@ -24,9 +24,11 @@
 #include "bpf/milometer.h"
 #include "exporter/metric_store.h"
 #include "exporter/otlp_sender.h"
+#include "exporter/otlp_tenancy.h"
 #include "milometer.skel.h"
 #include "policy/contract/contract.h"
 #include "policy/gateway/route_compile.h"
+#include "agent/k8s/authz.h"
 #include "agent/k8s/k8s_metrics.h"
 
 /* The BPF data path's counters (mm_stats), each exposed as milometer.bpf.<name>. */
@@ -59,6 +61,8 @@ static const struct {
 	[MM_STAT_TLS_NO_CONN] = { "tls_no_connection", "SSL_* I/Os returned after their socket was gone or untracked: dropped." },
 	[MM_STAT_TLS_STREAMS] = { "tls_streams", "Streams of TLS records (HTTPS listener or backend): not parsed; TLSCapture reads them." },
 	[MM_STAT_ROUTE_STATE_LOST] = { "route_state_lost", "Request heads spanning reads with no mm_route_accs entry to be had: finished in user space." },
+	[MM_STAT_TARGETS_FULL] = { "targets_full", "Processes traced on the default route table: mm_targets was full at their fork or exec." },
+	[MM_STAT_TLS_CALL_LOST] = { "tls_call_lost", "SSL_* calls not followed: no task storage to be had for the call." },
 };
 
 static const char *const map_names[] = {
@@ -213,6 +217,36 @@ READ_OTLP(read_export_retries, retries, false)
 READ_OTLP(read_export_dropped, dropped_batches, false)
 READ_OTLP(read_export_queue, queue_bytes, true)
 
+static void read_no_tenant(struct sm_read *r, int id)
+{
+	struct otlp_tenancy_stats ts;
+
+	if (!r->ag->tenancy)
+		return;
+	otlp_tenancy__stats(r->ag->tenancy, &ts);
+	set0(r, id, ts.dropped_points);
+}
+
+/* --metrics-auth kubernetes: what authorizing /metrics readers costs */
+static void read_auth(struct sm_read *r, int id, int what)
+{
+	struct mlabel tr = { "review", "token" }, sar = { "review", "access" };
+	struct k8s_authz_stats as;
+
+	if (!r->ag->authz)
+		return;
+	k8s_authz__stats(r->ag->authz, &as);
+	if (what == 0) {
+		set1(r, id, as.token_reviews, &tr, 1);
+		set1(r, id, as.access_reviews, &sar, 1);
+	} else {
+		set0(r, id, what == 1 ? as.cache_hits : as.errors);
+	}
+}
+static void read_auth_reviews(struct sm_read *r, int id) { read_auth(r, id, 0); }
+static void read_auth_cache_hits(struct sm_read *r, int id) { read_auth(r, id, 1); }
+static void read_auth_errors(struct sm_read *r, int id) { read_auth(r, id, 2); }
+
 /* Programs that ran, as bpf_prog_info counts them (kernel.bpf_stats_enabled). */
 static void read_bpf_run(struct sm_read *r, int id, bool time)
 {
@@ -363,6 +397,14 @@ static const struct self_metric self_metric_table[] = {
 	{ { "milometer.export.retries", "OTLP export retries.", "1", MI_COUNTER, true, .when = WITH_OTLP }, read_export_retries },
 	{ { "milometer.export.dropped", "OTLP batches dropped (queue full or rejected).", "1", MI_COUNTER, true, .when = WITH_OTLP }, read_export_dropped },
 	{ { "milometer.export.queue", "Bytes waiting in the OTLP export queue.", "By", MI_GAUGE, true }, read_export_queue },
+	{ { "milometer.export.no_tenant", "OTLP points dropped by --otlp-tenant-from: bound to no tenant and no --otlp-tenant-default.", "1", MI_COUNTER, true,
+	    .when = "with --otlp-tenant-from" }, read_no_tenant },
+	{ { "milometer.metrics_auth.reviews", "TokenReviews and SubjectAccessReviews sent to authorize /metrics readers.", "1", MI_COUNTER, true, "review",
+	    "with --metrics-auth kubernetes" }, read_auth_reviews },
+	{ { "milometer.metrics_auth.cache_hits", "/metrics authorization decisions reused from the cache.", "1", MI_COUNTER, true,
+	    .when = "with --metrics-auth kubernetes" }, read_auth_cache_hits },
+	{ { "milometer.metrics_auth.errors", "Reviews the Kubernetes API did not answer (the scrape was a 503).", "1", MI_COUNTER, true,
+	    .when = "with --metrics-auth kubernetes" }, read_auth_errors },
 	{ { "milometer.process.cpu.time", "CPU time of the agent process (user + system).", "s", MI_COUNTER, false }, read_cpu },
 	{ { "milometer.process.memory.usage", "Resident memory of the agent process.", "By", MI_GAUGE, true }, read_rss },
 	{ { "milometer.bpf.run.time", "Time spent in each BPF program (needs kernel.bpf_stats_enabled=1).", "s", MI_COUNTER, false, "program", WITH_BPF_STATS }, read_bpf_run_ns },

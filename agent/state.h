@@ -28,8 +28,12 @@ struct policy_engine;
 struct prom_server;
 struct otlp_sender;
 struct otlp_encoder;
+struct otlp_tenancy;
+struct tenants;
 struct self_metrics;
 struct k8s_api;
+struct k8s_authz;
+struct k8s_config;
 struct features;
 struct ctl;
 struct ui;
@@ -49,8 +53,12 @@ struct agent {
 	struct prom_server *prom;
 	struct otlp_sender *otlp;
 	struct otlp_encoder *enc;
+	struct otlp_tenancy *tenancy; /* --otlp-tenant-from, or NULL */
+	struct tenants *tenants;      /* its object -> tenant lookup */
 	struct self_metrics *self;
 	struct k8s_api *k8s; /* routes and policies from the API, or NULL */
+	struct k8s_authz *authz;      /* --metrics-auth kubernetes, or NULL */
+	struct k8s_config *authz_cfg; /* its own API config without k8s */
 	struct features *features; /* gates (KEP-3920); subscribe to act on changes */
 	struct tls_capture *tls;   /* gate TLSCapture on: its BPF object, uprobes */
 	uint64_t tls_scan_ns;      /* CLOCK_MONOTONIC of its last process scan */
@@ -64,7 +72,8 @@ struct agent {
 	uint64_t last_export_ns; /* CLOCK_MONOTONIC */
 	volatile bool ready;
 	bool resource_fields;    /* this agent produces ResourceFields series */
-	char not_ready[256];
+	/* what startup is doing (a literal), /readyz's reason before ready */
+	const char *_Atomic not_ready;
 	/* cluster identity as last read; the Prometheus thread reads it */
 	pthread_mutex_t ci_lock;
 	char cluster_id[64];

@@ -13,21 +13,11 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 
+#include "bpf/arch.bpf.h"
 #include "bpf/conn.bpf.h"
 #include "bpf/exchange.bpf.h"
 #include "bpf/http_parse.bpf.h"
 #include "bpf/maps.bpf.h"
-
-/* x86_64 syscall numbers of the socket I/O we read bytes from. */
-#define NR_read      0
-#define NR_write     1
-#define NR_readv     19
-#define NR_writev    20
-#define NR_sendfile  40
-#define NR_sendto    44
-#define NR_recvfrom  45
-#define NR_sendmsg   46
-#define NR_recvmsg   47
 
 #define AF_INET_  2
 #define AF_INET6_ 10
@@ -35,7 +25,6 @@
 #define IPPROTO_TCP_ 6
 #define MSG_PEEK_ 0x2
 
-#define TS_COMPAT_ 0x0002 /* x86 thread_info.status: a 32-bit syscall */
 #define S_IFMT_ 00170000
 #define S_IFSOCK_ 0140000
 
@@ -44,15 +33,6 @@
 #define TCP_SYN_SENT_ 2
 #define TCP_FIN_WAIT1_ 4
 #define TCP_LAST_ACK_ 9
-
-/*
- * ia32 syscalls have other numbers and argument registers; classic syscall
- * tracepoints never showed them either. Skipped.
- */
-static __always_inline bool compat_syscall(const struct task_struct *t)
-{
-	return t->thread_info.status & TS_COMPAT_;
-}
 
 static __always_inline bool is_tcp(__u16 family, __u16 type, __u16 proto)
 {

@@ -318,7 +318,7 @@ struct mm_lctx {
 	struct mm_scratch *s;
 };
 
-/* struct iovec of x86_64 user space */
+/* struct iovec of 64-bit user space (x86-64, arm64) */
 struct mm_iovec {
 	__u64 base;
 	__u64 len;

@@ -42,9 +42,9 @@ const volatile __u32 mm_capture_mode = MM_CAPTURE_SOCK_TP;
 static __always_inline void io_args(struct task_struct *t, struct pt_regs *regs,
 				    struct mm_io_args *a)
 {
-	a->kind = compat_syscall(t) ? MM_IO_NONE : io_kind(regs->orig_ax);
-	a->buf = regs->si;
-	a->cnt = regs->dx;
+	a->kind = compat_syscall(t) ? MM_IO_NONE : io_kind(MM_SYSCALL_NR(regs));
+	a->buf = MM_SYSCALL_ARG2(regs);
+	a->cnt = MM_SYSCALL_ARG3(regs);
 }
 
 /* Socket tracepoint mode ------------------------------------------------- */
@@ -177,8 +177,7 @@ int BPF_PROG(mm_sys_exit, struct pt_regs *regs, long ret)
 
 	if (mm_capture_mode != MM_CAPTURE_SYS_EXIT)
 		return 0;
-	/* orig_ax == -1: no syscall ran (ptrace/seccomp), not a data one */
-	nr = regs->orig_ax;
+	nr = MM_SYSCALL_NR(regs);
 	if (io_kind(nr) == MM_IO_NONE || ret < 0)
 		return 0;
 	tgid = bpf_get_current_pid_tgid() >> 32;
@@ -189,10 +188,10 @@ int BPF_PROG(mm_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	is_read = nr == NR_read || nr == NR_readv || nr == NR_recvfrom ||
 		  nr == NR_recvmsg;
-	if ((nr == NR_recvfrom && (regs->r10 & MSG_PEEK_)) ||
-	    (nr == NR_recvmsg && (regs->dx & MSG_PEEK_)))
+	if ((nr == NR_recvfrom && (MM_SYSCALL_ARG4(regs) & MSG_PEEK_)) ||
+	    (nr == NR_recvmsg && (MM_SYSCALL_ARG3(regs) & MSG_PEEK_)))
 		return 0;
-	skaddr = sock_of_fd(regs->di);
+	skaddr = sock_of_fd(MM_SYSCALL_ARG1(regs));
 	if (!skaddr)
 		return 0;
 	c = bpf_map_lookup_elem(&mm_conns, &skaddr);
@@ -361,7 +360,9 @@ int BPF_PROG(mm_fork, struct task_struct *parent, struct task_struct *child)
 	pt = bpf_map_lookup_elem(&mm_targets, &ptgid);
 	if (pt)
 		t.gw = pt->gw;
-	bpf_map_update_elem(&mm_targets, &ctgid, &t, BPF_ANY);
+	/* full: still traced (the bit), but on the default route table */
+	if (bpf_map_update_elem(&mm_targets, &ctgid, &t, BPF_ANY))
+		stat_inc(MM_STAT_TARGETS_FULL);
 	target_bit_set(ctgid, true);
 	stat_inc(MM_STAT_FORKS);
 	/*
@@ -402,7 +403,8 @@ int mm_exec(struct trace_event_raw_sched_process_exec *ctx)
 		t.source = MM_TGT_COMM;
 	}
 	if (t.source) {
-		bpf_map_update_elem(&mm_targets, &tgid, &t, BPF_ANY);
+		if (bpf_map_update_elem(&mm_targets, &tgid, &t, BPF_ANY))
+			stat_inc(MM_STAT_TARGETS_FULL);
 		target_bit_set(tgid, true);
 		return 0;
 	}

@@ -114,8 +114,10 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 fn)
 		return 0;
 	call = bpf_task_storage_get(&mm_tls_calls, bpf_get_current_task_btf(),
 				    0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!call)
+	if (!call) {
+		stat_inc(MM_STAT_TLS_CALL_LOST);
 		return 0;
+	}
 	call->fn = fn;
 	call->ssl = PT_REGS_PARM1(ctx);
 	call->buf = PT_REGS_PARM2(ctx);
@@ -300,13 +302,15 @@ int BPF_KRETPROBE(mm_ssl_ret, int ret)
 
 /*
  * Go's crypto/tls: (*Conn).Read and (*Conn).Write. Register ABI (Go >=
- * 1.17): receiver in rax, the slice's pointer in rbx; n returns in rax; the
- * current goroutine is in r14. A goroutine that blocks in Read may resume
- * on another thread, so the call is kept per goroutine, not per thread; the
- * socket syscall it makes (on whatever thread) names the socket by the same
- * r14. Entry on the function's first jump (after the stack check), return
- * on each RET: never uretprobes on Go (they break its stack moves). The
- * handshake (handshakeContext) binds a connection as SSL_do_handshake does.
+ * 1.17, bpf/arch.bpf.h): receiver in the first integer register (rax,
+ * R0), the slice's pointer in the second (rbx, R1); n returns in the
+ * first; the current goroutine g is in r14 (R28 on arm64). A goroutine
+ * that blocks in Read may resume on another thread, so the call is kept
+ * per goroutine, not per thread; the socket syscall it makes (on whatever
+ * thread) names the socket by the same g. Entry on the function's first
+ * jump (after the stack check), return on each RET: never uretprobes on Go
+ * (they break its stack moves). The handshake (handshakeContext) binds a
+ * connection as SSL_do_handshake does.
  */
 /* per goroutine and function: Read and Write call handshakeContext inside */
 struct mm_go_key {
@@ -329,11 +333,11 @@ struct {
 static __always_inline int go_enter(struct pt_regs *ctx, __u32 fn)
 {
 	struct mm_go_key k = {
-		.g = ctx->r14, .tgid = bpf_get_current_pid_tgid() >> 32,
+		.g = MM_GO_G(ctx), .tgid = bpf_get_current_pid_tgid() >> 32,
 		.fn = fn,
 	};
 	struct mm_tls_call call = {
-		.fn = fn, .ssl = ctx->ax, .buf = ctx->bx,
+		.fn = fn, .ssl = MM_GO_ARG1(ctx), .buf = MM_GO_ARG2(ctx),
 	};
 
 	if (!is_target(k.tgid))
@@ -368,7 +372,7 @@ int BPF_KPROBE(mm_go_handshake_enter)
 static __always_inline int go_ret(struct pt_regs *ctx, __u32 fn)
 {
 	struct mm_go_key k = {
-		.g = ctx->r14, .tgid = bpf_get_current_pid_tgid() >> 32,
+		.g = MM_GO_G(ctx), .tgid = bpf_get_current_pid_tgid() >> 32,
 		.fn = fn,
 	};
 	struct mm_tls_call *call;
@@ -378,7 +382,7 @@ static __always_inline int go_ret(struct pt_regs *ctx, __u32 fn)
 	call = bpf_map_lookup_elem(&mm_tls_gocalls, &k);
 	if (!call || !call->fn)
 		return 0;
-	call_done(call, k.tgid, (long)ctx->ax);
+	call_done(call, k.tgid, (long)MM_GO_RET1(ctx));
 	bpf_map_delete_elem(&mm_tls_gocalls, &k);
 	return 0;
 }
@@ -414,7 +418,7 @@ static __always_inline struct mm_tls_call *unbound_call(void)
 }
 
 /*
- * A Go crypto/tls call of the goroutine that made this syscall: r14 at the
+ * A Go crypto/tls call of the goroutine that made this syscall: g at the
  * syscall is the goroutine (Go's syscall stubs keep the register ABI).
  */
 static __always_inline struct mm_tls_call *unbound_go_call(void)
@@ -424,7 +428,7 @@ static __always_inline struct mm_tls_call *unbound_go_call(void)
 	struct mm_go_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
 	struct mm_tls_call *call;
 
-	k.g = BPF_CORE_READ(regs, r14);
+	k.g = MM_GO_G_CORE(regs);
 	/* the innermost call first: a handshake inside Read or Write */
 	k.fn = MM_TLS_HANDSHAKE;
 	call = bpf_map_lookup_elem(&mm_tls_gocalls, &k);
@@ -489,10 +493,10 @@ int BPF_PROG(mm_tls_sys_exit, struct pt_regs *regs, long ret)
 	__u64 sk;
 
 	if (mm_capture_mode != MM_CAPTURE_SYS_EXIT || ret <= 0 ||
-	    io_kind(regs->orig_ax) == MM_IO_NONE ||
+	    io_kind(MM_SYSCALL_NR(regs)) == MM_IO_NONE ||
 	    !is_target(bpf_get_current_pid_tgid() >> 32))
 		return 0;
-	sk = sock_of_fd(regs->di);
+	sk = sock_of_fd(MM_SYSCALL_ARG1(regs));
 	if (sk) {
 		struct mm_tls_call *call = unbound_call();
 

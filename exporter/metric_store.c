@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +48,8 @@ void mstore_impl__ser_free(struct mstore *s, struct mseries *ser)
 	}
 	for (i = 0; i < 2u * ser->nlabels; i++)
 		strtab__put(&s->strs, ser->labels[i], &s->bytes);
+	if (ser->subject)
+		strtab__put(&s->strs, ser->subject - 1, &s->bytes);
 	s->bytes -= strtab__heap_cost(ser_size(m, ser->nlabels));
 	free(ser);
 }
@@ -682,3 +685,123 @@ void mseries__observe(struct mseries *ser, double v, uint64_t now_ns)
 	touch(ser, now_ns);
 }
 
+
+int mstore__bind(struct mstore *s, struct mseries *ser, const char *subject)
+{
+	long id;
+
+	if (ser->flags & (SER_SUBJECT_MIXED | SER_OVERFLOW)) {
+		ser->flags |= SER_SUBJECT_MIXED;
+		return 0;
+	}
+	if (ser->subject) {
+		if (strcmp(strtab__str(&s->strs, ser->subject - 1), subject)) {
+			/* fail closed: nobody but a full reader owns it now */
+			strtab__put(&s->strs, ser->subject - 1, &s->bytes);
+			ser->subject = 0;
+			ser->flags |= SER_SUBJECT_MIXED;
+		}
+		return 0;
+	}
+	id = strtab__get(&s->strs, subject, &s->bytes);
+	if (id < 0)
+		return (int)id;
+	ser->subject = (uint32_t)id + 1;
+	return 0;
+}
+
+bool msubject__format(char *buf, size_t len, const char *group,
+		      const char *resource, const char *ns, const char *name)
+{
+	int n = snprintf(buf, len, "%s%c%s%c%s%c%s", group ? group : "",
+			 MSUBJECT_SEP, resource ? resource : "", MSUBJECT_SEP,
+			 ns ? ns : "", MSUBJECT_SEP, name ? name : "");
+
+	return n > 0 && (size_t)n < len;
+}
+
+bool msubject__parse(const char *subject, struct msubject *out, char *buf,
+		     size_t len)
+{
+	const char **parts[4] = { &out->group, &out->resource, &out->ns,
+				  &out->name };
+	size_t n = strlen(subject);
+	char *p = buf;
+
+	if (n >= len)
+		return false;
+	memcpy(buf, subject, n + 1);
+	for (int i = 0; i < 4; i++) {
+		char *sep = i < 3 ? strchr(p, MSUBJECT_SEP) : NULL;
+
+		if (i < 3 && !sep)
+			return false;
+		*parts[i] = p;
+		if (sep) {
+			*sep = 0;
+			p = sep + 1;
+		}
+	}
+	return true;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+long mstore__subjects(struct mstore *s, char ***out)
+{
+	char **v = NULL;
+	size_t n = 0, cap = 0, k = 0;
+
+	*out = NULL;
+	mstore__lock(s);
+	for (int i = 0; i < s->nmetrics; i++) {
+		struct mmetric *m = s->metrics[i];
+
+		if (!m || m->dead)
+			continue;
+		for (uint32_t b = 0; b < m->nbuckets; b++) {
+			for (struct mseries *ser = m->buckets[b]; ser;
+			     ser = ser->next) {
+				if (!ser->subject ||
+				    !(ser->flags & SER_HAS_DATA))
+					continue;
+				if (n == cap) {
+					char **nv;
+
+					cap = cap ? 2 * cap : 64;
+					nv = realloc(v, cap * sizeof(*v));
+					if (!nv)
+						goto nomem;
+					v = nv;
+				}
+				v[n] = strdup(strtab__str(&s->strs,
+							  ser->subject - 1));
+				if (!v[n])
+					goto nomem;
+				n++;
+			}
+		}
+	}
+	mstore__unlock(s);
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_str);
+	for (size_t i = 0; i < n; i++) {
+		if (k && !strcmp(v[k - 1], v[i])) {
+			free(v[i]);
+			continue;
+		}
+		v[k++] = v[i];
+	}
+	*out = v;
+	return (long)k;
+nomem:
+	mstore__unlock(s);
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	return -ENOMEM;
+}

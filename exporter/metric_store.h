@@ -108,6 +108,32 @@ void mstore__hold(struct mseries *ser);
 void mstore__release(struct mstore *s, struct mseries *ser);
 
 /*
+ * The object a series is about (its subject), which is what authorization
+ * decides on: a series is shown to a caller by the object it is bound to,
+ * never by its label values (a policy can write any string into a label).
+ * Written "group\x1fresource\x1fnamespace\x1fname" by msubject__format().
+ * A series bound to two different subjects (a policy whose labels merge
+ * series of several objects, or the overflow series) counts as bound to
+ * none: only a reader of everything sees it. Lock held; -ENOMEM.
+ */
+#define MSUBJECT_SEP '\x1f'
+int mstore__bind(struct mstore *s, struct mseries *ser, const char *subject);
+/* Into buf; false when it does not fit. */
+bool msubject__format(char *buf, size_t len, const char *group,
+		      const char *resource, const char *ns, const char *name);
+/* Split a subject into its four parts (copied into buf). */
+struct msubject {
+	const char *group, *resource, *ns, *name;
+};
+bool msubject__parse(const char *subject, struct msubject *out, char *buf,
+		     size_t len);
+/*
+ * The distinct subjects of series that hold data, malloc'd (free each and
+ * the array). Returns how many or -ENOMEM.
+ */
+long mstore__subjects(struct mstore *s, char ***out);
+
+/*
  * Producers (lock held). now_ns is CLOCK_REALTIME in ns. The first record
  * sets the series' start time. NaN is ignored; counters ignore negative
  * adds; a counter total given to mseries__set() that goes down is taken as
@@ -151,6 +177,8 @@ struct mpoint_view {
 	double min, max; /* valid when count > 0 */
 	const struct mhist_explicit_view *explicit_h;
 	const struct mhist_exp_view *exp_h;
+	/* what the series is bound to (mstore__bind), NULL: nothing single */
+	const char *subject;
 };
 
 /*

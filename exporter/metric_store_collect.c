@@ -98,6 +98,8 @@ static void fill_point(struct mstore *s, struct mmetric *m, struct mseries *ser,
 	}
 	p->labels = lv;
 	p->nlabels = ser->nlabels;
+	p->subject = ser->subject ? strtab__str(&s->strs, ser->subject - 1) :
+				    NULL;
 	p->start_ns =
 		delta && m->last_delta_ns ? m->last_delta_ns : ser->start_ns;
 	p->time_ns = now_ns;

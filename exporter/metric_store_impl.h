@@ -24,6 +24,8 @@ enum {
 	SER_DIRTY = 1 << 1, /* recorded since the last delta collection */
 	SER_OVERFLOW = 1 << 2,
 	SER_ORPHAN = 1 << 3, /* its metric was removed while held */
+	/* bound to two different subjects: shown to full readers only */
+	SER_SUBJECT_MIXED = 1 << 4,
 };
 
 struct mseries {
@@ -36,6 +38,7 @@ struct mseries {
 	uint16_t nlabels;
 	uint8_t flags;
 	uint8_t pad;
+	uint32_t subject; /* strtab id + 1 of its subject, 0: none */
 	uint32_t labels[]; /* key id, value id; pairs sorted by key */
 	/*
 	 * Then, 8-byte aligned: the cumulative accumulator, [the delta

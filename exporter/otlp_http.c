@@ -364,8 +364,11 @@ out:
 }
 
 void otlp_http__post(struct otlp_http *h, const void *body, size_t len,
-		     const uint64_t *abort_at_ns, struct otlp_http_result *r)
+		     const char *header, const uint64_t *abort_at_ns,
+		     struct otlp_http_result *r)
 {
+	/* this batch's own header, before the configured ones */
+	struct curl_slist one = { .data = (char *)header, .next = h->hlist };
 	char excerpt[256];
 	CURLcode rc;
 
@@ -374,7 +377,9 @@ void otlp_http__post(struct otlp_http *h, const void *body, size_t len,
 	h->resp_len = 0;
 	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, header ? &one : h->hlist);
 	rc = perform(h, abort_at_ns);
+	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, h->hlist);
 	curl_easy_getinfo(h->curl, CURLINFO_NUM_CONNECTS, &r->connects);
 	if (rc == CURLE_ABORTED_BY_CALLBACK) {
 		r->outcome = OTLP_HTTP_ABORTED;

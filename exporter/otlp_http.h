@@ -43,7 +43,8 @@ void otlp_http__free(struct otlp_http *h);
 /* Blocks for at most the request timeout, or until *abort_at_ns (CLOCK_
  * MONOTONIC ns, read atomically; 0: none) has passed. */
 void otlp_http__post(struct otlp_http *h, const void *body, size_t len,
-		     const uint64_t *abort_at_ns, struct otlp_http_result *r);
+		     const char *header, const uint64_t *abort_at_ns,
+		     struct otlp_http_result *r);
 
 const char *otlp_http__url(const struct otlp_http *h);
 

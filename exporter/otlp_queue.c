@@ -12,6 +12,7 @@ void otlp_queue__init(struct otlp_queue *q, size_t max_bytes)
 
 static void batch_free(struct otlp_batch *b)
 {
+	free(b->header);
 	free(b->buf);
 	free(b);
 }

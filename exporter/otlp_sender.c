@@ -157,7 +157,7 @@ static void *sender_main(void *arg)
 			r = (struct otlp_http_result){
 				.outcome = OTLP_HTTP_GIVE_UP};
 		else
-			otlp_http__post(s->http, b->buf, b->len,
+			otlp_http__post(s->http, b->buf, b->len, b->header,
 					&s->abort_at_ns, &r);
 
 		pthread_mutex_lock(&s->lock);
@@ -260,17 +260,34 @@ cleanup:
 
 int otlp_sender__enqueue(struct otlp_sender *s, void *buf, size_t len)
 {
+	return otlp_sender__enqueue_with(s, buf, len, NULL);
+}
+
+int otlp_sender__enqueue_with(struct otlp_sender *s, void *buf, size_t len,
+			      const char *header)
+{
+	char *hdr = header ? strdup(header) : NULL;
 	uint64_t before, after;
 	int ret;
+
+	if (header && !hdr) {
+		free(buf);
+		return -ENOMEM;
+	}
 
 	pthread_mutex_lock(&s->lock);
 	if (s->stopping) {
 		pthread_mutex_unlock(&s->lock);
 		free(buf);
+		free(hdr);
 		return -ESHUTDOWN;
 	}
 	before = s->q.dropped_batches;
 	ret = otlp_queue__push(&s->q, buf, len);
+	if (!ret)
+		s->q.tail->header = hdr;
+	else
+		free(hdr);
 	after = s->q.dropped_batches;
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);

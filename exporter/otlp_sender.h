@@ -81,6 +81,12 @@ struct otlp_sender *otlp_sender__start(const struct otlp_sender_opts *o,
  * -EMSGSIZE (bigger than the whole queue: dropped), -ESHUTDOWN or -ENOMEM.
  */
 int otlp_sender__enqueue(struct otlp_sender *s, void *buf, size_t len);
+/*
+ * As otlp_sender__enqueue, with one more request header for this batch
+ * alone ("X-Scope-OrgID: tenant": a request per tenant); copied.
+ */
+int otlp_sender__enqueue_with(struct otlp_sender *s, void *buf, size_t len,
+			      const char *header);
 
 void otlp_sender__stats(struct otlp_sender *s, struct otlp_sender_stats *st);
 

@@ -231,6 +231,31 @@ static enum MHD_Result reply_text(struct MHD_Connection *c,
 		     strlen(msg), false);
 }
 
+static enum MHD_Result deny(struct MHD_Connection *c, int status,
+			    const char *msg)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	char *body;
+
+	if (asprintf(&body, "%s\n", msg[0] ? msg : "forbidden") < 0)
+		return MHD_NO;
+	r = MHD_create_response_from_buffer(strlen(body), body,
+					    MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"text/plain; charset=utf-8");
+	if (status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+					"Bearer realm=\"milometer\"");
+	ret = MHD_queue_response(c, (unsigned int)status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result serve_page(struct MHD_Connection *c,
 				  const struct prom_page *pg)
 {
@@ -266,28 +291,54 @@ static enum MHD_Result serve_metrics(struct prom_server *srv,
 	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 							  MHD_HTTP_HEADER_ACCEPT);
 	enum prom_format fmt = prom_text__negotiate(accept);
+	const struct prom_auth *auth = srv->opts.auth;
 	struct timespec ts;
+	void *access = NULL;
 	char *buf = NULL;
-	size_t len = 0;
+	size_t len = 0, kept = 0;
 	FILE *f;
 	int err;
 
+	if (auth) {
+		char msg[512] = "";
+		int st = auth->begin(auth->ctx, srv->opts.store,
+				     MHD_lookup_connection_value(c,
+					MHD_HEADER_KIND,
+					MHD_HTTP_HEADER_AUTHORIZATION),
+				     &access, msg, sizeof(msg));
+
+		if (st != MHD_HTTP_OK) {
+			msg[sizeof(msg) - 1] = 0;
+			return deny(c, st, msg);
+		}
+	}
 	/*
 	 * Past any check of the reader above. The pages' views are not
 	 * filtered per reader: one allowed only part of /metrics gets none
 	 * of them.
 	 */
+	if (page && access) {
+		auth->end(access);
+		return deny(c, MHD_HTTP_FORBIDDEN,
+			    "forbidden: this page shows every tenant's series; "
+			    "it needs get on the non-resource URL /metrics");
+	}
 	if (page)
 		return serve_page(c, page);
 	if (srv->opts.before_collect)
 		srv->opts.before_collect(srv->opts.ctx);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	f = open_memstream(&buf, &len);
-	if (!f)
+	if (!f) {
+		if (access)
+			auth->end(access);
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				  "out of memory\n");
-	err = prom_text__write_target_info(f, srv->opts.resource,
-					   srv->opts.nresource, fmt);
+	}
+	/* the agent's own identity is not a tenant's to read */
+	err = access ? 0 :
+		       prom_text__write_target_info(f, srv->opts.resource,
+						    srv->opts.nresource, fmt);
 	if (!err) {
 		struct mlabel consts[8];
 		char cbuf[1024];
@@ -297,17 +348,28 @@ static enum MHD_Result serve_metrics(struct prom_server *srv,
 			nconsts = srv->opts.const_labels_fn(srv->opts.ctx, consts,
 							    8, cbuf,
 							    sizeof(cbuf));
-		err = prom_text__write_labelled(f, srv->opts.store, fmt,
+		err = prom_text__write_filtered(f, srv->opts.store, fmt,
 						(uint64_t)ts.tv_sec * 1000000000ull +
 						(uint64_t)ts.tv_nsec,
-						consts, nconsts);
+						consts, nconsts,
+						access ? auth->keep : NULL,
+						access, &kept);
 	}
+	if (access)
+		auth->end(access);
 	if (fclose(f) && !err)
 		err = -ENOMEM;
 	if (err) {
 		free(buf);
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				  "collecting metrics failed\n");
+	}
+	if (access && !kept) {
+		free(buf);
+		return deny(c, MHD_HTTP_FORBIDDEN,
+			    "forbidden: you may get none of the objects these "
+			    "metrics are about, nor the non-resource URL "
+			    "/metrics");
 	}
 	if (wants_gzip(c)) {
 		struct MHD_Response *r;

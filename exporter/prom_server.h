@@ -2,7 +2,8 @@
 /*
  * The Prometheus pull endpoint, on libmicrohttpd with its own polling thread:
  *   GET /metrics  the store's cumulative view; OpenMetrics 1.0.0 when Accept
- *                 asks for application/openmetrics-text, else text 0.0.4
+ *                 asks for application/openmetrics-text, else text 0.0.4;
+ *                 with opts.auth, only what the caller may read
  *   GET /healthz  200 "ok" while the server runs
  *   GET /readyz   200 "ok", or 503 with the reason ready_fn gives
  *   GET <page>    each of opts.pages (the /ui view), served on the same
@@ -51,9 +52,30 @@ struct prom_server_opts {
 	 */
 	size_t (*const_labels_fn)(void *ctx, struct mlabel *out, size_t max,
 				  char *buf, size_t buflen);
+	/* Who may read /metrics, and what of it. NULL: everyone, everything. */
+	const struct prom_auth *auth;
 	/* More read-only pages; the array must outlive the server. */
 	const struct prom_page *pages;
 	size_t npages;
+};
+
+/*
+ * Access control of /metrics, kept out of the exporter (agent/k8s/authz.c
+ * implements it with TokenReview and SubjectAccessReview). begin() gets the
+ * request's Authorization header (NULL when absent) and returns the HTTP
+ * status to answer: 200 to serve, with *access NULL for everything or a
+ * handle keep() is asked about for every series' subject (mstore__bind);
+ * 401, 403 or 503 with the reason in msg. Filtered readers get no
+ * target_info and none of opts.pages (403), and a 403 when nothing at all
+ * is kept. end() frees access.
+ * All three run on the server thread, begin() without the store lock.
+ */
+struct prom_auth {
+	int (*begin)(void *ctx, struct mstore *store, const char *authorization,
+		     void **access, char *msg, size_t len);
+	bool (*keep)(void *access, const char *subject);
+	void (*end)(void *access);
+	void *ctx;
 };
 
 struct prom_page {

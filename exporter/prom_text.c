@@ -109,6 +109,9 @@ struct writer {
 	size_t locap;
 	const struct mlabel *consts; /* added to every series */
 	size_t nconsts;
+	prom_keep_fn keep; /* NULL: every point */
+	void *keep_ctx;
+	size_t kept;
 };
 
 static int cmp_label_out(const void *a, const void *b)
@@ -385,6 +388,14 @@ static int write_family(void *ctx, const struct mmetric_desc *d,
 	/* OpenMetrics names the counter family without its _total sample */
 	if (om && d->instrument == MI_COUNTER)
 		family[strlen(family) - 6] = 0;
+	if (w->keep) {
+		size_t k = 0;
+
+		for (i = 0; i < n; i++)
+			k += w->keep(w->keep_ctx, pts[i].subject);
+		if (!k)
+			return 0; /* not even the family's name is shown */
+	}
 	if (name_taken(w, family))
 		return 0;
 	write_meta(w, d, family);
@@ -399,6 +410,9 @@ static int write_family(void *ctx, const struct mmetric_desc *d,
 		const struct mpoint_view *p = &pts[i];
 		int64_t cnt = (int64_t)p->count;
 
+		if (w->keep && !w->keep(w->keep_ctx, p->subject))
+			continue;
+		w->kept++;
 		if (d->instrument != MI_HISTOGRAM) {
 			err = write_sample(w, name, "", p, NULL, p->value,
 					   d->is_int ? &p->ivalue : NULL);
@@ -451,8 +465,18 @@ int prom_text__write_labelled(FILE *out, struct mstore *s,
 			      enum prom_format fmt, uint64_t now_ns,
 			      const struct mlabel *consts, size_t nconsts)
 {
+	return prom_text__write_filtered(out, s, fmt, now_ns, consts, nconsts,
+					 NULL, NULL, NULL);
+}
+
+int prom_text__write_filtered(FILE *out, struct mstore *s,
+			      enum prom_format fmt, uint64_t now_ns,
+			      const struct mlabel *consts, size_t nconsts,
+			      prom_keep_fn keep, void *keep_ctx, size_t *kept)
+{
 	struct writer w = {
 		.out = out, .fmt = fmt, .consts = consts, .nconsts = nconsts,
+		.keep = keep, .keep_ctx = keep_ctx,
 	};
 	size_t i;
 	int err;
@@ -466,5 +490,7 @@ int prom_text__write_labelled(FILE *out, struct mstore *s,
 		free(w.names[i]);
 	free(w.names);
 	free(w.lo);
+	if (kept)
+		*kept = w.kept;
 	return err;
 }

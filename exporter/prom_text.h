@@ -17,6 +17,7 @@
 #ifndef MM_EXPORTER_PROM_TEXT_H
 #define MM_EXPORTER_PROM_TEXT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -50,6 +51,18 @@ int prom_text__write(FILE *out, struct mstore *s, enum prom_format fmt,
 int prom_text__write_labelled(FILE *out, struct mstore *s,
 			      enum prom_format fmt, uint64_t now_ns,
 			      const struct mlabel *consts, size_t nconsts);
+
+/*
+ * As prom_text__write_labelled, writing only the points keep() accepts by
+ * the subject their series is bound to (NULL: bound to nothing single); a
+ * family with no point kept is left out whole. *kept (may be NULL) gets
+ * how many points were written.
+ */
+typedef bool (*prom_keep_fn)(void *ctx, const char *subject);
+int prom_text__write_filtered(FILE *out, struct mstore *s,
+			      enum prom_format fmt, uint64_t now_ns,
+			      const struct mlabel *consts, size_t nconsts,
+			      prom_keep_fn keep, void *keep_ctx, size_t *kept);
 
 /*
  * The OTel resource as the target_info family (spec: "Resource Attributes"):

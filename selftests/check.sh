@@ -63,10 +63,18 @@ bin/bpf_tests 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 tally "$out" bin/bpf_tests
 
+# once, minutes, outside the per-test timeouts: test_deploy_configs' promtool
+selftests/tools/build_promtool.sh >/dev/null ||
+	echo "check: no promtool with Kubernetes service discovery (above): test_deploy_configs fails"
 echo "== Kubernetes client tests (no root)"
 selftests/k8s/run.sh 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 tally "$out" selftests/k8s/run.sh
+
+echo "== translation tests (no root; real promtool)"
+selftests/translate/run.sh 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" selftests/translate/run.sh
 
 echo "== integration tests"
 selftests/integration/run.sh "${T:-}" 2>&1 | tee "$out"
@@ -86,7 +94,8 @@ if [ -z "${T:-}" ]; then
 	tally "$out" "selftests/integration/run.sh (sys-exit)"
 fi
 
-# bounded: the 6.1 guest and the host kernel, a few requests per route; a
+# bounded: the 6.1 and 6.12 x86-64 guests and the host kernel, a few
+# requests per route (the arm64 legs are `make kernel-matrix` only); a
 # kernel that cannot be downloaded or booted counts as a failure
 echo "== kernel matrix (quick)"
 KERNEL_MATRIX_QUICK=1 selftests/kernel/run.sh 2>&1 | tee "$out"

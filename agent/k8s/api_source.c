@@ -147,27 +147,56 @@ void k8s_api__free(struct k8s_api *a)
 	free(a);
 }
 
+/*
+ * A watch is done when it has listed once or knows its resource is absent,
+ * forbidden or unauthorized (each logged on its own). Returns the number
+ * done, the number listed in *listed, the first not done in *first.
+ */
+static size_t count_synced(struct k8s_api *a, size_t *listed, size_t *first)
+{
+	size_t done = 0;
+
+	*listed = 0;
+	*first = a->n;
+	for (size_t i = 0; i < a->n; i++) {
+		struct k8s_reflector_stats *st = k8s_reflector__stats(a->refl[i]);
+		int s = st->state;
+		bool d = st->synced || s == K8S_W_ABSENT ||
+			 s == K8S_W_FORBIDDEN || s == K8S_W_UNAUTHORIZED;
+
+		*listed += st->synced;
+		done += d;
+		if (!d && *first == a->n)
+			*first = i;
+	}
+	return done;
+}
+
 bool k8s_api__wait_synced(struct k8s_api *a, uint32_t timeout_ms)
 {
 	uint64_t end = mono_ns() + timeout_ms * 1000000ULL;
+	size_t listed, first;
 
 	for (;;) {
-		size_t done = 0, listed = 0;
-
-		for (size_t i = 0; i < a->n; i++) {
-			struct k8s_reflector_stats *st = k8s_reflector__stats(a->refl[i]);
-			int s = st->state;
-
-			listed += st->synced;
-			done += st->synced || s == K8S_W_ABSENT ||
-				s == K8S_W_FORBIDDEN || s == K8S_W_UNAUTHORIZED;
-		}
-		if (done == a->n)
+		if (count_synced(a, &listed, &first) == a->n)
 			return listed == a->n;
 		if (mono_ns() >= end)
 			return false;
 		usleep(20000);
 	}
+}
+
+bool k8s_api__synced(struct k8s_api *a, char *why, size_t len)
+{
+	size_t listed, first, done = count_synced(a, &listed, &first);
+
+	if (done == a->n)
+		return true;
+	snprintf(why, len, "waiting for the Kubernetes API server %s: %zu of %zu watched resources listed (%s%s%s: %s)",
+		 a->cfg->server, done, a->n, a->res[first].plural,
+		 a->res[first].group[0] ? "." : "", a->res[first].group,
+		 k8s_watch_state__name(k8s_reflector__stats(a->refl[first])->state));
+	return false;
 }
 
 size_t k8s_api__nreflectors(const struct k8s_api *a)

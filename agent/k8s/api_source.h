@@ -38,6 +38,12 @@ void k8s_api__free(struct k8s_api *a);
  * absent or forbidden, at most timeout_ms. True when all listed.
  */
 bool k8s_api__wait_synced(struct k8s_api *a, uint32_t timeout_ms);
+/*
+ * The same test without waiting, for /readyz: true when every watch has
+ * listed once (or knows its resource absent, forbidden or unauthorized);
+ * otherwise false with a one-line reason in why.
+ */
+bool k8s_api__synced(struct k8s_api *a, char *why, size_t len);
 /* A manifest source reading the stores; free it before the k8s_api. */
 struct manifest_source *k8s_api__manifest_source(struct k8s_api *a);
 size_t k8s_api__nreflectors(const struct k8s_api *a);

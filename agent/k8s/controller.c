@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,11 @@
 #include <json-c/json.h>
 
 #include "agent/k8s/api_source.h"
+#include "agent/k8s/authz.h"
 #include "agent/k8s/controller.h"
+#include "agent/k8s/controller_translate.h"
 #include "agent/k8s/http.h"
+#include "agent/k8s/k8s_metrics.h"
 #include "agent/k8s/lease.h"
 #include "exporter/metric_store.h"
 #include "exporter/prom_server.h"
@@ -51,11 +55,15 @@ struct ctrl {
 	struct mstore *store;          /* ResourceFields series (leader) */
 	struct policy_engine *engine;
 	struct prom_server *prom;
+	struct k8s_metrics *k8sm;      /* milometer_k8s_*: the watches' health */
+	atomic_bool loaded;            /* the contract was read once */
+	struct k8s_authz *authz;       /* --metrics-auth kubernetes */
 	struct ui *ui;                 /* /ui beside /metrics */
 	const char *ui_prom_url;       /* where /ui reads from, NULL: the store */
 	pthread_mutex_t ci_lock;       /* cluster id: the scrape thread reads it */
 	struct cluster_identity ci;
 	uint64_t writes, write_errors;
+	struct ctrl_translate tr;      /* --translate */
 };
 
 static uint64_t real_ns(void)
@@ -67,6 +75,27 @@ static uint64_t real_ns(void)
 }
 
 /* k8s.cluster.id (and clusterset) on every series, as the agents add them */
+/* /readyz: 503 until every watch listed once and the contract was read */
+static int ctrl_ready(void *ctx, char *why, size_t len)
+{
+	struct ctrl *c = ctx;
+
+	if (!k8s_api__synced(c->api, why, len))
+		return 1;
+	if (!atomic_load(&c->loaded)) {
+		snprintf(why, len, "reading MetricDefinitions and MetricPolicies");
+		return 1;
+	}
+	return 0;
+}
+
+static void ctrl_before_collect(void *ctx)
+{
+	struct ctrl *c = ctx;
+
+	k8s_metrics__refresh(c->k8sm, c->api, real_ns());
+}
+
 static size_t cluster_labels(void *ctx, struct mlabel *out, size_t max,
 			     char *buf, size_t buflen)
 {
@@ -103,6 +132,7 @@ static void reload(struct ctrl *c)
 
 	contract__load(c->contract, c->src);
 	policy_engine__sync(c->engine, c->src);
+	ctrl_translate__render(&c->tr, c->contract, c->engine);
 	contract__cluster(c->contract, &ci);
 	pthread_mutex_lock(&c->ci_lock);
 	c->ci = ci;
@@ -135,10 +165,11 @@ static bool str_is(const char *a, const char *b)
 	return a && b && !strcmp(a, b);
 }
 
-static bool owned_type(const char *t)
+static bool owned_type(const struct ctrl *c, const char *t)
 {
 	/* Programmed is per node: the agents' self-metrics say it */
-	return str_is(t, COND_ACCEPTED) || str_is(t, COND_RESOLVED_REFS);
+	return str_is(t, COND_ACCEPTED) || str_is(t, COND_RESOLVED_REFS) ||
+	       (c->tr.n && str_is(t, COND_TRANSLATED));
 }
 
 /* Write one object's status when its conditions differ from ours. */
@@ -178,7 +209,7 @@ static void sync_one(struct ctrl *c, const struct mobject *o,
 		const char *ltt = now;
 		struct json_object *j;
 
-		if (!owned_type(k->type))
+		if (!owned_type(c, k->type))
 			continue;
 		want++;
 		if (old && str_is(doc__str(old, "status"), status)) {
@@ -199,7 +230,7 @@ static void sync_one(struct ctrl *c, const struct mobject *o,
 		json_object_array_add(list, j);
 	}
 	for (size_t i = 0; cur && cur->kind == DOC_LIST && i < cur->list.n; i++)
-		have += owned_type(doc__str(cur->list.items[i], "type"));
+		have += owned_type(c, doc__str(cur->list.items[i], "type"));
 	if (want == same && have == want)
 		goto out; /* never rewrite what did not change */
 	snprintf(path, sizeof(path), CRD_GROUP_PATH "/%s/%s/status?fieldManager=" FIELD_MANAGER "&force=true",
@@ -240,6 +271,8 @@ static void usage(FILE *out)
 		"usage: milometer controller [--kubeconfig FILE] [--leader-elect-namespace NS]\n"
 		"                            [--identity ID] [--lease-name NAME]\n"
 		"                            [--prometheus-listen ADDR] [--prometheus-url URL]\n"
+		"                            [--translate TARGET=NAMESPACE/NAME]...\n"
+		"                            [--metrics-auth MODE]\n"
 		"\n"
 		"Validate MetricDefinitions and MetricPolicies and write their status\n"
 		"conditions (Accepted, ResolvedRefs) by server-side apply on /status, and\n"
@@ -254,10 +287,22 @@ static void usage(FILE *out)
 		"  --prometheus-url URL          where /ui reads the agents' series from\n"
 		"                                (a Prometheus query API; without it /ui\n"
 		"                                shows only this process' own series)\n"
+		"  --metrics-auth MODE           none (default) or kubernetes: a bearer\n"
+		"                                token checked by TokenReview; get on\n"
+		"                                /metrics reads all, others the series of\n"
+		"                                objects they may get (docs/tenancy.md)\n"
+		"  --metrics-auth-ttl SECONDS    cache decisions this long (default 30)\n"
+		"  --metrics-auth-max-entries N  decisions cached at most (default 10000)\n"
+		"  --metrics-auth-extra K=V      add to every SubjectAccessReview's extra\n"
+		"                                (repeatable; {namespace}: the object's)\n"
 		"  --leader-elect-namespace NS   the Lease's namespace (default $POD_NAMESPACE,\n"
 		"                                then milometer)\n"
 		"  --identity ID                 this replica (default $POD_NAME, then host_pid)\n"
-		"  --lease-name NAME             default milometer-controller\n");
+		"  --lease-name NAME             default milometer-controller\n"
+		"  --translate TARGET=NS/NAME    keep the contract translated in the cluster\n"
+		"                                (prometheus-rules, otelcol, kube-state-metrics:\n"
+		"                                a ConfigMap; prometheusrule: a PrometheusRule),\n"
+		"                                and a Translated condition on each MetricPolicy\n");
 }
 
 int controller__main(int argc, char **argv)
@@ -268,7 +313,12 @@ int controller__main(int argc, char **argv)
 		{ "identity", required_argument, NULL, 'i' },
 		{ "lease-name", required_argument, NULL, 'l' },
 		{ "prometheus-listen", required_argument, NULL, 'p' },
+		{ "metrics-auth", required_argument, NULL, 'a' },
+		{ "metrics-auth-ttl", required_argument, NULL, 't' },
+		{ "metrics-auth-max-entries", required_argument, NULL, 'm' },
+		{ "metrics-auth-extra", required_argument, NULL, 'x' },
 		{ "prometheus-url", required_argument, NULL, 'u' },
+		{ "translate", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -277,6 +327,8 @@ int controller__main(int argc, char **argv)
 	const char *listen = "127.0.0.1:9465";
 	struct mstore_opts so = { .idle_expiry_ns = IDLE_S * 1000000000ULL };
 	struct k8s_api_opts ao = {};
+	struct k8s_authz_opts zo = { .user_agent = "milometer-controller-authz" };
+	const char *auth = "none";
 	struct k8s_lease *lease = NULL;
 	struct ctrl c = { .ci_lock = PTHREAD_MUTEX_INITIALIZER };
 	char idbuf[300], host[256] = "", ua[400], err[1024];
@@ -292,10 +344,34 @@ int controller__main(int argc, char **argv)
 		case 'i': id = optarg; break;
 		case 'l': lease_name = optarg; break;
 		case 'p': listen = optarg; break;
+		case 'a': auth = optarg; break;
+		case 't': zo.ttl_s = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'm': zo.max_entries = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'x':
+			if (zo.nextra >= K8S_AUTHZ_MAX_EXTRA ||
+			    !k8s_authz__valid_extra(optarg, err, sizeof(err))) {
+				fprintf(stderr, "milometer: controller: --metrics-auth-extra: %s\n",
+					zo.nextra >= K8S_AUTHZ_MAX_EXTRA ?
+					"at most 16" : err);
+				return 2;
+			}
+			zo.extra[zo.nextra++] = optarg;
+			break;
 		case 'u': c.ui_prom_url = optarg; break;
+		case 'T':
+			if (ctrl_translate__add(&c.tr, optarg, err, sizeof(err))) {
+				fprintf(stderr, "milometer: controller: %s\n", err);
+				return 2;
+			}
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
+	}
+	if (strcmp(auth, "none") && strcmp(auth, "kubernetes")) {
+		fprintf(stderr, "milometer: controller: --metrics-auth %s: use none or kubernetes\n",
+			auth);
+		return 2;
 	}
 	if (!ns || !ns[0])
 		ns = "milometer";
@@ -318,15 +394,26 @@ int controller__main(int argc, char **argv)
 	c.store = mstore__new(&so);
 	c.engine = c.store && c.contract ?
 			   policy_engine__new(c.store, c.contract) : NULL;
-	k8s_api__wait_synced(c.api, 10000);
-	c.src = k8s_api__manifest_source(c.api);
-	if (!c.http || !c.engine || !c.src)
+	c.k8sm = c.store ? k8s_metrics__new(c.store) : NULL;
+	if (!c.http || !c.engine || !c.k8sm)
 		goto cleanup;
-	reload(&c);
+	if (!strcmp(auth, "kubernetes")) {
+		zo.cfg = k8s_api__config(c.api);
+		c.authz = k8s_authz__new(&zo, err, sizeof(err));
+		if (!c.authz) {
+			fprintf(stderr, "milometer: controller: --metrics-auth: %s\n",
+				err);
+			goto cleanup;
+		}
+	}
+	/* up before the caches sync: probes see 503 and why, not a refusal */
 	if (listen[0]) {
 		struct prom_server_opts po = {
 			.listen_addr = listen, .store = c.store,
+			.ready_fn = ctrl_ready,
+			.before_collect = ctrl_before_collect,
 			.const_labels_fn = cluster_labels, .ctx = &c,
+			.auth = c.authz ? k8s_authz__prom_auth(c.authz) : NULL,
 		};
 
 		c.ui = ui__new(ui_fetch, &c);
@@ -339,6 +426,12 @@ int controller__main(int argc, char **argv)
 			goto cleanup;
 		}
 	}
+	k8s_api__wait_synced(c.api, 10000);
+	c.src = k8s_api__manifest_source(c.api);
+	if (!c.src)
+		goto cleanup;
+	reload(&c);
+	atomic_store(&c.loaded, true);
 	{
 		struct k8s_lease_opts lo = { .http = c.http, .ns = ns,
 					     .name = lease_name, .identity = id };
@@ -356,6 +449,11 @@ int controller__main(int argc, char **argv)
 		r = manifest_source__reload(c.src);
 		if (r > 0)
 			reload(&c);
+		if (leader && !was)
+			ctrl_translate__forget(&c.tr);
+		/* a failed write is tried again every 10 s */
+		if (leader && (r > 0 || !was || ticks % 10 == 0))
+			ctrl_translate__apply(&c.tr, c.http);
 		if (leader && (r > 0 || !was))
 			sync_all(&c);
 		/* one producer: a follower's series age out (IDLE_S) */
@@ -371,7 +469,10 @@ cleanup:
 		k8s_lease__free(lease);
 	}
 	prom_server__stop(c.prom);
+	k8s_metrics__free(c.k8sm);
+	k8s_authz__free(c.authz);
 	ui__free(c.ui);
+	ctrl_translate__free(&c.tr);
 	manifest_source__free(c.src);
 	policy_engine__free(c.engine);
 	mstore__free(c.store);

@@ -115,6 +115,10 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *p)
 	} else if (n > 12 && !strncasecmp(buf, "Retry-After:", 12)) {
 		/* seconds form only; the API server never sends a date */
 		x->resp->retry_after = strtoul(buf + 12, NULL, 10);
+	} else if ((n == 2 && buf[0] == '\r') || (n == 1 && buf[0] == '\n')) {
+		/* the blank line: a watch is open before its first event */
+		if (x->req->on_open && x->resp->status >= 200)
+			x->req->on_open(x->resp->status, x->req->ctx);
 	}
 	return n;
 }

@@ -26,6 +26,8 @@ struct k8s_req {
 	const char *body;
 	size_t body_len;
 	k8s_http_data_fn on_data; /* NULL: collect into resp.body */
+	/* called with the status when a response's headers have all arrived */
+	void (*on_open)(long status, void *ctx);
 	void *ctx;
 	uint32_t idle_timeout_s;  /* abort when nothing arrives this long */
 	uint32_t timeout_s;       /* whole transfer; 0: none (watch) */

@@ -11,7 +11,7 @@
 #include "exporter/metric_store.h"
 
 enum { K_STATE, K_RELISTS, K_ERRORS, K_SYNC_AGE, K_OBJECTS, K_EVENTS,
-       K_REQUESTS, K_BYTES, K_REREADS, K__N };
+       K_REQUESTS, K_BYTES, K_REREADS, K_UP, K_RESTARTS, K__N };
 
 struct k8s_metrics {
 	struct mstore *store;
@@ -32,6 +32,8 @@ static const struct metric_doc defs[K__N] = {
 	[K_REQUESTS] = { "milometer.k8s.requests", "Requests sent to the API server.", "1", MI_COUNTER, true, NULL, WITH_API },
 	[K_BYTES] = { "milometer.k8s.received", "Bytes received from the API server.", "By", MI_COUNTER, true, NULL, WITH_API },
 	[K_REREADS] = { "milometer.k8s.token.rereads", "Token file re-read after a 401 (rotated token).", "1", MI_COUNTER, true, NULL, WITH_API },
+	[K_UP] = { "milometer.k8s.watch.up", "1 while the watch of a resource is open (the API server answered it), 0 while it is down.", "", MI_GAUGE, true, "resource", WITH_API },
+	[K_RESTARTS] = { "milometer.k8s.watch.restarts", "Watches opened again after they failed and backed off (API server away, connection lost).", "1", MI_COUNTER, true, "resource", WITH_API },
 };
 
 int k8s_metrics__write_reference(FILE *out)
@@ -105,6 +107,8 @@ void k8s_metrics__refresh(struct k8s_metrics *m, struct k8s_api *api,
 			set(m, K_STATE, st->state == s, now_ns, l, 2);
 		}
 		set(m, K_RELISTS, st->relists, now_ns, l, 1);
+		set(m, K_UP, st->watch_up, now_ns, l, 1);
+		set(m, K_RESTARTS, st->watch_restarts, now_ns, l, 1);
 		set(m, K_OBJECTS, st->objects, now_ns, l, 1);
 		set(m, K_EVENTS, st->events, now_ns, l, 1);
 		set(m, K_SYNC_AGE,

@@ -17,8 +17,9 @@
  *   HEADROOM        a quarter of the limit stays free for allocator
  *                   fragmentation, page cache and socket buffers charged to
  *                   the cgroup
- *   CONN_BYTES      one connection's HTTP state (~3 KiB struct mm_conn,
- *                   bpf/conn.bpf.h) plus overhead, allocated on use; the
+ *   conn_bytes      one connection's HTTP state as the kernel allocates
+ *                   it (mem_limit__conn_bytes() of the mm_conns sizes the
+ *                   loader reads from the BPF object), allocated on use; the
  *                   cap bounds mm_conns (sys_exit fallback mode), while in
  *                   socket mode the state lives in sk storage, freed with
  *                   the socket, and the budget share is headroom for it
@@ -41,7 +42,6 @@
  */
 #define LOAD_PEAK_BYTES (100ULL << 20)
 #define MIN_LIMIT_BYTES (LOAD_PEAK_BYTES + LOAD_PEAK_BYTES / 2)
-#define CONN_BYTES 3584ULL
 #define SERIES_BYTES 2048ULL
 #define METRICS_HINT 8ULL
 /* floors: below these the agent is not useful; validate() needs >= 64 */
@@ -183,6 +183,47 @@ int mem_limit__read(const char *v2_root, const char *v2_path,
 	return 0;
 }
 
+/* The kmalloc size class an object of n bytes comes from (SLUB). */
+static uint64_t kmalloc_class(uint64_t n)
+{
+	static const uint32_t cls[] = { 8, 16, 32, 64, 96, 128, 192, 256, 512,
+					1024, 2048, 4096, 8192 };
+
+	for (size_t i = 0; i < sizeof(cls) / sizeof(cls[0]); i++)
+		if (n <= cls[i])
+			return cls[i];
+	return (n + 4095) & ~4095ULL;
+}
+
+#define ROUND8(n) (((uint64_t)(n) + 7) & ~7ULL)
+/*
+ * Linux 6.x: struct htab_elem is 48 bytes before its key (hash node,
+ * lru/pptr union, hash); a BPF_F_NO_PREALLOC element comes from
+ * bpf_mem_alloc, which puts an 8-byte llist node before it; each of the
+ * roundup_pow_of_two(max_entries) buckets is 16 bytes, up to two per entry.
+ * Socket storage (the other capture mode) has a 72-byte element header, and
+ * a socket's first storage brings its struct bpf_local_storage (176 bytes):
+ * 512 + 192 for a 424-byte mm_conn, the 722 B per tracked connection make
+ * bench measures in the memory cgroup (docs/performance.md).
+ */
+#define HTAB_ELEM_HDR 48
+#define MEM_ALLOC_HDR 8
+#define HTAB_BUCKETS_PER_ENTRY 32
+#define SK_STORAGE_HDR 72
+#define SK_STORAGE_OWNER 176
+
+uint32_t mem_limit__conn_bytes(uint32_t key_size, uint32_t value_size)
+{
+	uint64_t htab = kmalloc_class(HTAB_ELEM_HDR + ROUND8(key_size) +
+				      ROUND8(value_size) + MEM_ALLOC_HDR) +
+			HTAB_BUCKETS_PER_ENTRY;
+	uint64_t sk = kmalloc_class(SK_STORAGE_HDR + ROUND8(value_size) +
+				    MEM_ALLOC_HDR) +
+		      kmalloc_class(SK_STORAGE_OWNER + MEM_ALLOC_HDR);
+
+	return (uint32_t)(htab > sk ? htab : sk);
+}
+
 static uint32_t lower(uint32_t cur, uint64_t fit, uint32_t floor)
 {
 	if (fit < floor)
@@ -202,6 +243,8 @@ static uint32_t pow2_floor(uint64_t v)
 uint64_t mem_limit__derive_caps(uint64_t limit_bytes, struct mem_caps *caps)
 {
 	uint64_t usable, budget;
+	uint64_t conn_bytes = caps->conn_bytes ? caps->conn_bytes :
+				mem_limit__conn_bytes(8, 0);
 
 	if (!limit_bytes)
 		return 0;
@@ -210,7 +253,7 @@ uint64_t mem_limit__derive_caps(uint64_t limit_bytes, struct mem_caps *caps)
 	caps->ringbuf_bytes = lower(caps->ringbuf_bytes,
 				    pow2_floor(budget / 8), MIN_RINGBUF);
 	caps->max_connections = lower(caps->max_connections,
-				      budget * 3 / 8 / CONN_BYTES, MIN_CONNS);
+				      budget * 3 / 8 / conn_bytes, MIN_CONNS);
 	caps->max_series = lower(caps->max_series,
 				 budget * 3 / 8 / (SERIES_BYTES * METRICS_HINT),
 				 MIN_SERIES);
@@ -234,7 +277,8 @@ static char *slurp(const char *path)
 	return buf;
 }
 
-int mem_limit__apply(struct agent_opts *o, struct mem_limit *out)
+int mem_limit__apply(struct agent_opts *o, uint32_t conn_bytes,
+		     struct mem_limit *out)
 {
 	static const char *const v2_roots[] = { "/sys/fs/cgroup",
 						"/sys/fs/cgroup/unified" };
@@ -245,6 +289,7 @@ int mem_limit__apply(struct agent_opts *o, struct mem_limit *out)
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.max_series = o->max_series,
 		.otlp_queue_bytes = o->otlp_queue_bytes,
+		.conn_bytes = conn_bytes,
 	};
 	char *text = slurp("/proc/self/cgroup");
 	uint64_t budget;

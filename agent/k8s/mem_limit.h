@@ -56,10 +56,21 @@ struct mem_caps {
 	uint32_t ringbuf_bytes;    /* power of two */
 	uint32_t max_series;       /* per metric */
 	uint32_t otlp_queue_bytes;
+	uint32_t conn_bytes;       /* input: mem_limit__conn_bytes() */
 };
 
 /*
- * Lower `caps` (the configured values) so that they fit in `limit_bytes`
+ * What one tracked connection costs the memory cgroup, from the key and
+ * value sizes of the map that holds it (the loaded BPF object's mm_conns):
+ * its hash element as the kernel allocates it (header, bpf_mem_alloc node,
+ * kmalloc size class, bucket share) or its socket storage element,
+ * whichever is larger.
+ */
+uint32_t mem_limit__conn_bytes(uint32_t key_size, uint32_t value_size);
+
+/*
+ * Lower `caps` (the configured values; caps->conn_bytes is the cost of one
+ * connection, 0 for an empty entry's) so that they fit in `limit_bytes`
  * (0: no limit, caps unchanged). Never raises a cap. Returns the bytes the
  * caps may use at most (the budget) or 0 when there is no limit.
  */
@@ -69,9 +80,11 @@ uint64_t mem_limit__derive_caps(uint64_t limit_bytes, struct mem_caps *caps);
  * At startup, before the BPF maps and the metric store are created: read
  * this process's limit from /proc/self/cgroup and /sys/fs/cgroup(/unified,
  * /memory) and lower o->max_connections, ->ringbuf_bytes, ->max_series and
- * ->otlp_queue_bytes to fit, saying so on stderr when it lowered anything.
+ * ->otlp_queue_bytes to fit (a connection costing conn_bytes), saying so
+ * on stderr when it lowered anything.
  * The limit found is written to *out (may be NULL). Returns 0.
  */
-int mem_limit__apply(struct agent_opts *o, struct mem_limit *out);
+int mem_limit__apply(struct agent_opts *o, uint32_t conn_bytes,
+		     struct mem_limit *out);
 
 #endif /* MM_AGENT_K8S_MEM_LIMIT_H */

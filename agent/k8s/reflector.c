@@ -38,6 +38,8 @@ struct k8s_reflector {
 	pthread_cond_t cond;
 	char rv[64];           /* last resourceVersion seen */
 	bool rv_unavailable;   /* the last list at rv said 410: use "" */
+	bool backed_off;       /* since the last watch opened */
+	bool gone_again;       /* the last watch ended with 410 too */
 	/* backoff (client-go wait.Backoff with a reset) */
 	uint64_t backoff_ms;
 	uint64_t last_backoff_ns;
@@ -143,6 +145,7 @@ static bool back_off(struct k8s_reflector *r, uint32_t retry_after_s)
 		wait = retry_after_s * 1000ULL;
 	r->backoff_ms = d * 2 > max ? max : d * 2;
 	r->last_backoff_ns = now;
+	r->backed_off = true;
 	r->st.backoff_ms = wait;
 	if (r->st.state == K8S_W_LISTING || r->st.state == K8S_W_WATCHING)
 		set_state(r, K8S_W_BACKOFF);
@@ -454,6 +457,23 @@ out:
 	return ret;
 }
 
+/*
+ * The state says "watching" only once the server answered the watch: a
+ * watch refused or hanging in connect is not up, whatever was asked.
+ */
+static void on_watch_open(long status, void *ctx)
+{
+	struct k8s_reflector *r = ctx;
+
+	if (status != 200)
+		return;
+	set_state(r, K8S_W_WATCHING);
+	r->st.watch_up = true;
+	if (r->backed_off)
+		r->st.watch_restarts++;
+	r->backed_off = false;
+}
+
 static int on_watch_data(const char *buf, size_t len, void *ctx)
 {
 	struct k8s_reflector *r = ctx;
@@ -470,14 +490,13 @@ static enum watch_end do_watch(struct k8s_reflector *r, uint32_t *retry_after)
 	uint32_t min = r->o.min_watch_s;
 	uint32_t t = min + rand_r(&r->seed) % (min + 1); /* [min, 2*min] */
 	struct k8s_req req = { .method = "GET", .path = path,
-			       .on_data = on_watch_data, .ctx = r,
-			       .idle_timeout_s = r->o.idle_timeout_s };
+			       .on_data = on_watch_data, .on_open = on_watch_open,
+			       .ctx = r, .idle_timeout_s = r->o.idle_timeout_s };
 	struct k8s_resp resp = {};
 	uint64_t t0 = mono_ns();
 	enum watch_end we;
 	int ret;
 
-	set_state(r, K8S_W_WATCHING);
 	base_path(r, path, sizeof(path));
 	add_selectors(r, path, sizeof(path));
 	add_q(path, sizeof(path), "watch", "true");
@@ -492,6 +511,7 @@ static enum watch_end do_watch(struct k8s_reflector *r, uint32_t *retry_after)
 	r->st.watches++;
 	*retry_after = 0;
 	ret = k8s_http__do(r->http, &req, &resp);
+	r->st.watch_up = false;
 	if (r->stop) {
 		we = W_STOP;
 	} else if (r->werr_code) {
@@ -551,13 +571,22 @@ static void *run(void *arg)
 
 			if (we == W_STOP || r->stop)
 				goto out;
+			if (we != W_GONE)
+				r->gone_again = false;
 			if (we == W_CLEAN)
 				continue;
 			if (we == W_GONE) {
-				/* relist at the last RV; the list falls back to
-				 * "" if that is gone too */
-				if (back_off(r, ra))
+				/*
+				 * Relist at the last RV (the list falls back to ""
+				 * if that is gone too), at once: the server
+				 * answered, and after an API server restart every
+				 * watch lands here, where waiting out the backoff
+				 * built up while it was away would double the
+				 * outage. A second 410 in a row backs off.
+				 */
+				if (r->gone_again && back_off(r, ra))
 					goto out;
+				r->gone_again = true;
 				break;
 			}
 			if (back_off(r, ra))

@@ -8,11 +8,15 @@
  *   - watch from the list's RV with allowWatchBookmarks=true and
  *     timeoutSeconds drawn from [300, 600]; BOOKMARK and every event
  *     advance the RV; a clean end re-watches from it, no relist
- *   - 410 Expired, as HTTP 410 or an in-stream ERROR event, relists, and
- *     the relist deletes what is gone (k8s_store__replace)
+ *   - 410 Expired, as HTTP 410 or an in-stream ERROR event, relists at
+ *     once (a second 410 in a row backs off first), and the relist
+ *     deletes what is gone (k8s_store__replace)
  *   - 429, 5xx, refused or dropped connections back off 0.8 s doubling to
  *     30 s with jitter (reset after 2 minutes without backing off) and
- *     honour Retry-After; refused/429/dropped re-watch without a relist
+ *     honour Retry-After; refused/429/dropped re-watch without a relist.
+ *     client-go's reflector (NewExponentialBackoffManager(800ms, 30s,
+ *     2min, 2.0, 1.0)) draws from [d, 2d) and so waits up to 60 s at its
+ *     cap; here the draw is capped at 30 s, inside that bound
  *   - 404 (CRD not installed or removed): empties the store, retried
  *     quietly, picked up when the CRD appears; 403: one log line naming
  *     verb, group and resource, retried quietly; 401: token re-read
@@ -70,6 +74,8 @@ struct k8s_reflector_stats {
 	_Atomic uint64_t last_sync_ns;  /* CLOCK_MONOTONIC: list done, event or bookmark */
 	_Atomic uint64_t objects;
 	_Atomic uint64_t backoff_ms;    /* the last wait */
+	_Atomic bool watch_up;          /* a watch stream is open (the server said 200) */
+	_Atomic uint64_t watch_restarts; /* watches opened again after a failure and backoff */
 };
 
 struct k8s_reflector_opts {

@@ -58,23 +58,51 @@ static bool seen(const struct tls_target *t, size_t n, dev_t dev, ino_t ino)
 	return false;
 }
 
-static int inspect(const char *proc_root, int pid, const char *mapped, int lib,
-		   struct tls_target *t)
+/*
+ * An openable path to the file a mapping maps. /proc/PID/maps names it from
+ * the reader's root: for a process under another root (a chroot, or a
+ * container seen from another mount namespace) that is neither a path
+ * under the process's own root nor, in general, one under ours, and the
+ * same path under either may be another file. /proc/PID/map_files/START-END
+ * is the mapped file itself, whatever the roots (it needs CAP_SYS_ADMIN);
+ * without it, the mapped path and each of its tails under /proc/PID/root,
+ * then the mapped path under our own root, and only a file with the mapped
+ * inode is taken.
+ */
+static int mapped_file(const char *proc_root, int pid, unsigned long start,
+		       unsigned long end, unsigned long ino,
+		       const char *mapped, char *out, size_t outlen,
+		       struct stat *st)
+{
+	const char *tail;
+
+	if (snprintf(out, outlen, "%s/%d/map_files/%lx-%lx", proc_root, pid,
+		     start, end) < (int)outlen && !stat(out, st))
+		return 0;
+	for (tail = mapped; tail; tail = strchr(tail + 1, '/')) {
+		if (snprintf(out, outlen, "%s/%d/root%s", proc_root, pid,
+			     tail) >= (int)outlen)
+			continue;
+		if (!stat(out, st) && st->st_ino == ino)
+			return 0;
+	}
+	if (snprintf(out, outlen, "%s", mapped) < (int)outlen &&
+	    !stat(out, st) && st->st_ino == ino)
+		return 0;
+	return -ENOENT;
+}
+
+static int inspect(const char *path, const struct stat *st,
+		   const char *mapped, int lib, struct tls_target *t)
 {
 	char err[256];
-	struct stat st;
 	int found;
 
 	memset(t, 0, sizeof(*t));
 	snprintf(t->mapped, sizeof(t->mapped), "%s", mapped);
-	/* the process's own root: a container's file, not the host's */
-	if (snprintf(t->path, sizeof(t->path), "%s/%d/root%s", proc_root, pid,
-		     mapped) >= (int)sizeof(t->path))
-		return -ENAMETOOLONG;
-	if (stat(t->path, &st))
-		return -errno;
-	t->dev = st.st_dev;
-	t->ino = st.st_ino;
+	snprintf(t->path, sizeof(t->path), "%s", path);
+	t->dev = st->st_dev;
+	t->ino = st->st_ino;
 	found = elf_sym__lookup(t->path, tls_discover__func_names, TLS_F__COUNT,
 				t->f, t->build_id, err, sizeof(err));
 	if (found < 0)
@@ -108,8 +136,9 @@ int tls_discover__pid(const char *proc_root, int pid, struct tls_target *out,
 	while (getline(&line, &cap, f) > 0 && n < max) {
 		unsigned long start, end, off, ino;
 		unsigned int maj, min;
-		char perms[8];
+		char perms[8], full[PATH_MAX];
 		int pos = 0, lib;
+		struct stat st;
 		char *file;
 
 		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %n", &start, &end, perms,
@@ -127,15 +156,11 @@ int tls_discover__pid(const char *proc_root, int pid, struct tls_target *out,
 			lib = TLS_LIB_STATIC;
 		if (lib < 0)
 			continue;
-		{
-			struct stat st;
-			char full[PATH_MAX];
-
-			snprintf(full, sizeof(full), "%s/%d/root%s", proc_root, pid, file);
-			if (stat(full, &st) || seen(out, n, st.st_dev, st.st_ino))
-				continue;
-		}
-		if (inspect(proc_root, pid, file, lib, &out[n]) == 0)
+		if (mapped_file(proc_root, pid, start, end, ino, file, full,
+				sizeof(full), &st) ||
+		    seen(out, n, st.st_dev, st.st_ino))
+			continue;
+		if (inspect(full, &st, file, lib, &out[n]) == 0)
 			n++;
 	}
 	free(line);

@@ -3,8 +3,9 @@
  * Which TLS libraries a process runs, and where uprobes go in each: the
  * OpenSSL-API functions TLS capture hooks (SSL_read/_ex, SSL_write/_ex, and
  * the bookkeeping ones), as file offsets in the file the process mapped,
- * reached through /proc/PID/root so a container's own libssl is the one
- * found. Covers libssl.so.3, libssl.so.1.1, BoringSSL's libssl, and an
+ * reached through /proc/PID/map_files (or, checked by inode, under
+ * /proc/PID/root) so a container's or a chroot's own libssl is the one
+ * found, never the agent's file of the same name. Covers libssl.so.3, libssl.so.1.1, BoringSSL's libssl, and an
  * executable that links one of them statically with its symbols (Envoy
  * builds that keep them). Uprobes attach per file (inode): two processes
  * mapping the same libssl share one target.
@@ -43,7 +44,7 @@ extern const char *const tls_discover__func_names[TLS_F__COUNT];
 
 struct tls_target {
 	enum tls_lib lib;
-	char path[PATH_MAX];      /* open()-able by the agent: /proc/PID/root/... */
+	char path[PATH_MAX];      /* open()-able by the agent: /proc/PID/map_files/... */
 	char mapped[PATH_MAX];    /* the path as the process sees it */
 	dev_t dev;
 	ino_t ino;

@@ -19,14 +19,43 @@ const char *const go_tls__func_names[GO_TLS__COUNT] = {
 	[GO_TLS_CONN_HANDSHAKE] = "crypto/tls.(*Conn).handshakeContext",
 };
 
-int go_tls__find_rets(const uint8_t *code, size_t len, uint64_t vaddr,
-		      uint64_t *rets, uint32_t max)
+/*
+ * arm64: fixed 4-byte instructions, so every aligned word is one and no
+ * disassembler is needed (capstone would also stop at the first word it
+ * cannot decode). RET Xn is 0xd65f0000 | n << 5; Go returns with RET
+ * (x30).
+ */
+static int find_rets_arm64(const uint8_t *code, size_t len, uint64_t *rets,
+			   uint32_t max)
+{
+	int cnt = 0;
+
+	for (size_t i = 0; i + 4 <= len; i += 4) {
+		uint32_t w = (uint32_t)code[i] | (uint32_t)code[i + 1] << 8 |
+			     (uint32_t)code[i + 2] << 16 |
+			     (uint32_t)code[i + 3] << 24;
+
+		if ((w & 0xfffffc1f) != 0xd65f0000)
+			continue;
+		if ((uint32_t)cnt >= max)
+			return -E2BIG;
+		rets[cnt++] = i;
+	}
+	return cnt;
+}
+
+int go_tls__find_rets(uint16_t machine, const uint8_t *code, size_t len,
+		      uint64_t vaddr, uint64_t *rets, uint32_t max)
 {
 	csh h;
 	cs_insn *insn;
 	size_t n;
 	int cnt = 0;
 
+	if (machine == EM_AARCH64)
+		return find_rets_arm64(code, len, rets, max);
+	if (machine != EM_X86_64)
+		return -ENOTSUP;
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
 		return -EINVAL;
 	n = cs_disasm(h, code, len, vaddr, 0, &insn);
@@ -73,8 +102,9 @@ static uint64_t rd(const uint8_t *p, int size)
 }
 
 /* Fill one function from the pclntab functab entry k (little-endian). */
-static int fill(int fd, Elf *e, const struct go_tls *g, uint32_t entry,
-		uint32_t next, struct go_func *f, char *err, size_t errlen)
+static int fill(int fd, Elf *e, uint16_t machine, const struct go_tls *g,
+		uint32_t entry, uint32_t next, struct go_func *f, char *err,
+		size_t errlen)
 {
 	uint8_t *code;
 	int n;
@@ -93,7 +123,8 @@ static int fill(int fd, Elf *e, const struct go_tls *g, uint32_t entry,
 		free(code);
 		return -EIO;
 	}
-	n = go_tls__find_rets(code, f->size, f->vaddr, f->ret_offset, GO_MAX_RETS);
+	n = go_tls__find_rets(machine, code, f->size, f->vaddr, f->ret_offset,
+			      GO_MAX_RETS);
 	free(code);
 	if (n < 0) {
 		snprintf(err, errlen, "cannot list the RET instructions at 0x%llx",
@@ -111,6 +142,7 @@ int go_tls__lookup(const char *path, struct go_tls *g, char *err, size_t errlen)
 	Elf *e = NULL;
 	Elf_Scn *scn = NULL;
 	Elf_Data *d = NULL;
+	GElf_Ehdr eh = { 0 };
 	const uint8_t *t;
 	size_t len = 0, shstr;
 	uint64_t fnoff, pcln;
@@ -142,6 +174,14 @@ int go_tls__lookup(const char *path, struct go_tls *g, char *err, size_t errlen)
 	}
 	if (!d || d->d_size < 64)
 		goto cleanup;
+	/* a Go binary: the return probes sit on its RETs (go_tls__find_rets) */
+	if (!gelf_getehdr(e, &eh) ||
+	    (eh.e_machine != EM_X86_64 && eh.e_machine != EM_AARCH64)) {
+		snprintf(err, errlen, "%s: Go crypto/tls capture supports x86-64 and arm64 binaries (ELF machine %u)",
+			 path, eh.e_machine);
+		ret = -ENOTSUP;
+		goto cleanup;
+	}
 	t = d->d_buf;
 	len = d->d_size;
 	g->pclntab_magic = rd(t, 4);
@@ -180,7 +220,8 @@ int go_tls__lookup(const char *path, struct go_tls *g, char *err, size_t errlen)
 			if (g->f[i].offset || strncmp(name, go_tls__func_names[i],
 						      len - fnoff - nameoff))
 				continue;
-			ret = fill(fd, e, g, entry, rd(ft + 8, 4), &g->f[i], err, errlen);
+			ret = fill(fd, e, eh.e_machine, g, entry, rd(ft + 8, 4),
+				   &g->f[i], err, errlen);
 			if (ret)
 				goto cleanup;
 		}

@@ -52,8 +52,12 @@ struct go_tls {
 int go_tls__lookup(const char *path, struct go_tls *out, char *err,
 		   size_t errlen);
 
-/* RET instructions of code[0..len) at vaddr: their offsets from code. */
-int go_tls__find_rets(const uint8_t *code, size_t len, uint64_t vaddr,
-		      uint64_t *rets, uint32_t max);
+/*
+ * RET instructions of code[0..len) at vaddr, machine code of ELF machine
+ * (EM_X86_64, EM_AARCH64): their offsets from code; -E2BIG past max,
+ * -ENOTSUP for another machine.
+ */
+int go_tls__find_rets(uint16_t machine, const uint8_t *code, size_t len,
+		      uint64_t vaddr, uint64_t *rets, uint32_t max);
 
 #endif /* MM_AGENT_TLS_GO_TLS_H */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <capstone/capstone.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -263,17 +264,29 @@ cleanup:
 	return err;
 }
 
-/* size bytes at off of path, malloc'd; NULL with *err set */
+/*
+ * size bytes at off of path, malloc'd; NULL with *err set. The analysis
+ * knows x86-64 only: code of another machine (an arm64 node's libssl) is
+ * -ENOTSUP, and its callers probe the function's start (and a uretprobe).
+ */
 static uint8_t *read_code(const char *path, uint64_t off, uint64_t size,
 			  int *err)
 {
 	uint8_t *code = NULL;
+	uint8_t ehdr[20];
 	int fd;
 
 	*err = 0;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		*err = -errno;
+		return NULL;
+	}
+	/* e_machine: offset 18, little-endian on both supported machines */
+	if (pread(fd, ehdr, sizeof(ehdr), 0) != (ssize_t)sizeof(ehdr) ||
+	    (ehdr[18] | ehdr[19] << 8) != EM_X86_64) {
+		close(fd);
+		*err = -ENOTSUP;
 		return NULL;
 	}
 	code = malloc(size);

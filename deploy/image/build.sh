@@ -27,15 +27,25 @@ rm -rf "$work/ctx"
 mkdir -p "$work/ctx/rootfs/usr/bin" "$work/ctx/rootfs/etc/ssl/certs" "$work/storage" "$work/run"
 root=$work/ctx/rootfs
 install -m 0755 "$bin" "$root/usr/bin/milometer"
-# the ldd closure, by the paths the loader resolves (symlinks followed)
-ldd "$bin" | awk '/=> \// { print $3 } /^\t\// { print $1 }' | sort -u |
-	while read -r lib; do
-		mkdir -p "$root$(dirname "$lib")"
-		cp -L "$lib" "$root$lib"
-	done
-# the interpreter named in the ELF header must exist at that path
-interp=$(readelf -l "$bin" | sed -n 's/.*Requesting program interpreter: \(.*\)]/\1/p')
-[ -e "$root$interp" ] || { mkdir -p "$root$(dirname "$interp")"; cp -L "$interp" "$root$interp"; }
+# another architecture's binary (make ARCH=arm64 image): its libraries come
+# from that architecture's Debian root, its version is asked under qemu-user
+machine=$(readelf -h "$bin" | sed -n 's/^ *Machine: *//p')
+src= run=
+case $machine in
+*X86-64) arch=amd64 ;;
+AArch64) arch=arm64 ;;
+*) echo "build.sh: $bin: machine $machine: images are built for x86-64 and arm64" >&2; exit 2 ;;
+esac
+if [ "$arch" != "$(dpkg --print-architecture)" ]; then
+	src=$("$here/../cross-root.sh" "$arch") || exit 2
+	run="qemu-aarch64-static -L $src"
+fi
+# the loader's closure, by the paths it resolves (symlinks followed); the
+# interpreter named in the ELF header is in it, at that path
+"$here/../lib-closure.sh" "$bin" $src | while read -r lib; do
+	mkdir -p "$root$(dirname "$lib")"
+	cp -L "$src$lib" "$root$lib"
+done
 cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
 printf 'hosts: files dns\n' >"$root/etc/nsswitch.conf"
 printf 'root:x:0:0:root:/:/usr/bin/milometer\nnonroot:x:65532:65532:nonroot:/:/usr/bin/milometer\n' >"$root/etc/passwd"
@@ -45,8 +55,9 @@ chmod 1777 "$root/tmp"
 cp "$here/Containerfile" "$work/ctx/"
 
 B=(buildah --root "$work/storage" --runroot "$work/run" --storage-driver vfs)
-version=$("$bin" version | awk '{ print $2 }')
-"${B[@]}" bud --isolation chroot --layers=false -q \
+version=$($run "$bin" version | awk '{ print $2 }')
+# FROM scratch with no RUN step: building for arm64 executes nothing of it
+"${B[@]}" bud --isolation chroot --layers=false -q --arch "$arch" \
 	--label org.opencontainers.image.title=milometer \
 	--label org.opencontainers.image.version="$version" \
 	--label org.opencontainers.image.licenses=Apache-2.0 \

@@ -158,6 +158,37 @@ struct cel_path {
 typedef void (*cel_path_fn)(void *ctx, const struct cel_path *p);
 /* Calls fn once per longest selection chain in the expression. */
 void cel__paths(const struct cel_program *p, cel_path_fn fn, void *ctx);
+/* Translators' shape analysis (cel_shape.c). */
+/* The CEL_VAR_* bits of the variables the expression reads. */
+unsigned cel__vars(const struct cel_program *p);
+
+/* One step of a plain field selection: a field or map key, or a list index. */
+struct cel_step {
+	const char *s; /* not NUL-terminated; NULL for an index */
+	size_t len;    /* length, or the index */
+	bool index;
+};
+/*
+ * If the expression is a plain selection from one variable (attributes['k'],
+ * resource.metadata.name, item.type, resource.spec.refs[0].name, optionally
+ * inside string()), store that variable's CEL_VAR_* bit and the steps and
+ * return their count; -1 otherwise. The steps point into the program.
+ */
+int cel__path(const struct cel_program *p, unsigned *var,
+	      struct cel_step *segs, size_t max);
+/* Value expressions another system can compute from object fields. */
+enum cel_shape {
+	CEL_SHAPE_OTHER,
+	CEL_SHAPE_ONE,       /* the literal 1 */
+	CEL_SHAPE_NUMBER,    /* a field, maybe in int()/double()/timestamp() */
+	CEL_SHAPE_TRUE_FLAG, /* field == 'True' ? 1 : 0 */
+};
+/* The shape, and for fields the path as cel__path() gives it. */
+enum cel_shape cel__value_shape(const struct cel_program *p, unsigned *var,
+				struct cel_step *segs, size_t max,
+				int *nsegs);
+/* If the expression is a single literal, store it and return true. */
+bool cel__constant(const struct cel_program *p, struct cel_value *out);
 
 /* Conversions used at the end of a transform. -EINVAL if not convertible. */
 int cel__to_double(const struct cel_value *v, double *out);

@@ -24,8 +24,10 @@ enum cond_status {
 #define COND_PROGRAMMED "Programmed"
 /* Gateway API: an HTTPRoute some of whose rules were dropped (True only) */
 #define COND_PARTIALLY_INVALID "PartiallyInvalid"
+/* set by milometer controller --translate: each target's verdict */
+#define COND_TRANSLATED "Translated"
 
-#define COND_MAX 4
+#define COND_MAX 5
 #define COND_MSG_MAX 512
 
 struct condition {

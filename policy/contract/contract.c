@@ -654,6 +654,28 @@ void contract__set_programmed(struct contract *c, const char *policy,
 	pthread_mutex_unlock(&c->lock);
 }
 
+void contract__set_policy_condition(struct contract *c, const char *policy,
+				    const char *type, bool ok,
+				    const char *reason, const char *fmt, ...)
+{
+	char msg[COND_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->n; i++) {
+		struct cobj *o = &c->objs[i];
+
+		if (o->pol && o->active && !strcmp(o->name, policy))
+			conditions__set(&o->conds, type,
+					ok ? COND_TRUE : COND_FALSE, reason,
+					"%s", msg);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
 int contract__conditions(struct contract *c, const char *kind,
 			 const char *name, struct cond_set *out)
 {

@@ -84,6 +84,12 @@ void contract__set_programmed(struct contract *c, const char *policy,
 			      bool ok, const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 
+/* Any other condition of an active policy (Translated: the controller). */
+void contract__set_policy_condition(struct contract *c, const char *policy,
+				    const char *type, bool ok,
+				    const char *reason, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+
 /* Look at one object's conditions (copied out); -ENOENT when unknown. */
 int contract__conditions(struct contract *c, const char *kind,
 			 const char *name, struct cond_set *out);

@@ -30,6 +30,7 @@ static void policy_free(struct metric_policy *p)
 		free(p->filters[i].key);
 		free(p->filters[i].prefix);
 		regex__free(p->filters[i].re);
+		free(p->filters[i].re_src);
 	}
 	free(p->filters);
 	for (size_t i = 0; i < p->nlabels; i++) {
@@ -314,6 +315,9 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 			if (!re)
 				continue;
 			/* each compiled pattern may hold REGEX_MAX_MEM */
+			f->re_src = strdup(re);
+			if (!f->re_src)
+				return -ENOMEM;
 			if (++nre > MP_MAX_FILTER_REGEXES)
 				return crd__fail(e, "InvalidField", it, ip,
 						 "more than %d regex filters in one policy (each one holds memory)",

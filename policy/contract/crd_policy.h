@@ -62,6 +62,7 @@ struct mp_filter {
 	uint32_t key_line;
 	char *prefix;    /* one of prefix / regex */
 	struct regex *re; /* RE2, matches anywhere in the value */
+	char *re_src;     /* the pattern as written (translators) */
 #define MP_MAX_FILTER_REGEXES 64 /* per policy: see policy/regex/regex.h */
 };
 

@@ -16,6 +16,7 @@
 #include "exporter/fnv1a.h"
 #include "policy/contract/contract.h"
 #include "policy/contract/contract_uid.h"
+#include "policy/source/source_catalogue.h"
 #include "policy/source/doc.h"
 #include "policy/source/manifest_source.h"
 #include "policy/contract/policy_engine_impl.h"
@@ -116,7 +117,8 @@ uint64_t policy_engine__generation(struct policy_engine *e)
 /* ---- evaluation helpers ---- */
 
 /* CEL value to a label value; 1 when null (leave the label out). */
-static int label_string(const struct cel_value *v, char *buf, size_t len)
+int policy_engine__label_string(const struct cel_value *v, char *buf,
+				size_t len)
 {
 	if (v->type == CEL_NULL)
 		return 1;
@@ -150,7 +152,7 @@ int pe_impl__eval_labels(struct pe_policy *pp, const struct cel_activation *act,
 
 		ret = cel__eval(p->labels[i].e.prog, act, &v, &err);
 		if (!ret)
-			ret = label_string(&v, vals[k], LABEL_VALUE_MAX);
+			ret = policy_engine__label_string(&v, vals[k], LABEL_VALUE_MAX);
 		if (ret) {
 			COUNT(pp->cnt, label_errors);
 			if (dl && dl->required)
@@ -357,7 +359,7 @@ static int build_index(struct pe_policy *pp)
 			size_t vl;
 
 			if (cel__eval(p->sels[i].e.prog, &act, &v, &cerr) ||
-			    label_string(&v, val, sizeof(val))) {
+			    policy_engine__label_string(&v, val, sizeof(val))) {
 				COUNT(pp->cnt, eval_errors);
 				ok = false;
 				break;
@@ -384,7 +386,8 @@ static int build_index(struct pe_policy *pp)
 }
 
 static int register_metric(struct policy_engine *e,
-			   const struct metric_def *d)
+			   const struct metric_def *d, const double *bounds,
+			   size_t nbounds)
 {
 	struct mmetric_desc desc = {
 		.name = d->name,
@@ -394,6 +397,8 @@ static int register_metric(struct policy_engine *e,
 		.temporality = d->instrument == MI_GAUGE ? MT_CUMULATIVE :
 							  d->temporality,
 		.hist = MH_EXPLICIT,
+		.bounds = bounds,
+		.nbounds = nbounds,
 	};
 	struct pe_metric *m;
 	int id;
@@ -401,6 +406,9 @@ static int register_metric(struct policy_engine *e,
 	for (size_t i = 0; i < e->nmetrics; i++) {
 		if (strcmp(e->metrics[i].name, d->name))
 			continue;
+		/* two policies (different sources) feed it: the first's bounds */
+		if (e->metrics[i].used)
+			return e->metrics[i].id;
 		id = mstore__add_metric(e->store, &desc);
 		if (id == -EEXIST) {
 			/* the definition was deleted and recreated differently */
@@ -434,10 +442,83 @@ const char *pe_impl__kind_label(const struct metric_policy *p)
 	return p->subj_kind;
 }
 
+/*
+ * A histogram target fed through an affine transform (a > 0) from a
+ * histogram source keeps the source's buckets, each bound mapped by the
+ * transform: what a translation to Prometheus recording rules or the
+ * Collector's scale_metric computes, so both agree bucket for bucket.
+ * 0: the definition's default bounds (other transforms, other sources).
+ */
+#define PE_MAX_BOUNDS 64
+static size_t target_bounds(const struct pe_policy *pp, double *out,
+			    size_t max)
+{
+	int n;
+
+	if (pp->pol->type != MP_DATA_PLANE ||
+	    pp->def->instrument != MI_HISTOGRAM || !pp->affine)
+		return 0;
+	n = source_catalogue__rescale(source_catalogue__find(pp->pol->src_metric),
+				    pp->a, pp->b, out, max);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * The resource (plural) of a kind as Kubernetes guesses it
+ * (apimachinery meta.UnsafeGuessKindToResource): lowercase; "s" ending
+ * takes "es", consonant-less "y" ending takes "ies", the rest an "s". A
+ * subject kind written in lowercase is taken as the resource already when
+ * it ends in "s".
+ */
+static void kind_resource(const char *kind, char *buf, size_t len)
+{
+	size_t n = strlen(kind), i;
+	bool lower = true;
+
+	for (i = 0; i < n; i++)
+		if (kind[i] >= 'A' && kind[i] <= 'Z')
+			lower = false;
+	if (n + 3 >= len || !n) {
+		snprintf(buf, len, "%s", kind);
+		return;
+	}
+	for (i = 0; i <= n; i++)
+		buf[i] = (char)(kind[i] >= 'A' && kind[i] <= 'Z' ?
+				kind[i] - 'A' + 'a' : kind[i]);
+	if (lower && buf[n - 1] == 's')
+		return;
+	if (buf[n - 1] == 's')
+		strcpy(buf + n, "es");
+	else if (buf[n - 1] == 'y')
+		strcpy(buf + n - 1, "ies");
+	else
+		strcpy(buf + n, "s");
+}
+
+bool pe_impl__subject(const struct metric_policy *p,
+		      const struct doc_node *obj, char *buf, size_t len)
+{
+	const char *kind = doc__str(obj, "kind");
+	const char *av = doc__str(obj, "apiVersion");
+	const char *slash = av ? strchr(av, '/') : NULL;
+	char group[256], res[256];
+
+	if (slash && (size_t)(slash - av) < sizeof(group))
+		snprintf(group, sizeof(group), "%.*s", (int)(slash - av), av);
+	else
+		snprintf(group, sizeof(group), "%s", av ? "" : p->subj_group);
+	kind_resource(kind ? kind : p->subj_kind, res, sizeof(res));
+	return msubject__format(buf, len, group, res,
+				doc__str(obj, "metadata.namespace"),
+				doc__str(obj, "metadata.name"));
+}
+
 static struct pe_policy *build_policy(struct policy_engine *e,
 				      struct metric_policy *pol,
 				      struct pe_world *w, int *errp)
 {
+	double bounds[PE_MAX_BOUNDS];
+	size_t nbounds;
 	struct pe_policy *pp = calloc(1, sizeof(*pp));
 	int err = -ENOMEM;
 
@@ -456,7 +537,19 @@ static struct pe_policy *build_policy(struct policy_engine *e,
 		err = -EAGAIN;
 		goto fail;
 	}
-	err = register_metric(e, pp->def);
+	if (pol->type == MP_DATA_PLANE) {
+		struct cel_activation act = { 0 };
+
+		pp->a = 1;
+		pp->affine = !pol->value.prog ||
+			     cel__affine(pol->value.prog, &pp->a, &pp->b);
+		if (pp->affine)
+			pp->f0 = pp->b;
+		else if (pe_impl__eval_double(pol->value.prog, &act, &pp->f0))
+			pp->f0 = 0; /* needs attributes/resource: per binding */
+	}
+	nbounds = target_bounds(pp, bounds, PE_MAX_BOUNDS);
+	err = register_metric(e, pp->def, nbounds ? bounds : NULL, nbounds);
 	if (err < 0)
 		goto fail;
 	pp->metric_id = err;
@@ -471,15 +564,6 @@ static struct pe_policy *build_policy(struct policy_engine *e,
 						doc__str(w->objs[i], "kind")))
 			pp->subjects[pp->nsubjects++] = w->objs[i];
 	if (pol->type == MP_DATA_PLANE) {
-		struct cel_activation act = { 0 };
-
-		pp->a = 1;
-		pp->affine = !pol->value.prog ||
-			     cel__affine(pol->value.prog, &pp->a, &pp->b);
-		if (pp->affine)
-			pp->f0 = pp->b;
-		else if (pe_impl__eval_double(pol->value.prog, &act, &pp->f0))
-			pp->f0 = 0; /* needs attributes/resource: per binding */
 		err = build_index(pp);
 		if (err)
 			goto fail;
@@ -593,6 +677,62 @@ cleanup:
 	pthread_mutex_unlock(&e->lock);
 	mstore__unlock(e->store);
 	return err;
+}
+
+int policy_engine__each_subject(struct policy_engine *e, const char *policy,
+				pe_subject_fn fn, void *ctx)
+{
+	struct pe_policy *pp = NULL;
+	int n = 0, err = 0;
+
+	pthread_mutex_lock(&e->lock);
+	for (size_t i = 0; i < e->npols && !pp; i++)
+		if (!strcmp(e->pols[i]->pol->obj_name, policy))
+			pp = e->pols[i];
+	if (!pp) {
+		pthread_mutex_unlock(&e->lock);
+		return -ENOENT;
+	}
+	if (pp->pol->type != MP_DATA_PLANE) {
+		for (size_t s = 0; s < pp->nsubjects && !err; s++, n++)
+			err = fn(ctx, NULL, 0, pp->subjects[s]);
+		pthread_mutex_unlock(&e->lock);
+		return err < 0 ? err : n;
+	}
+	for (size_t s = 0; s < pp->nsubjects && !err; s++) {
+		const struct metric_policy *p = pp->pol;
+		struct cel_activation act = { .resource = pp->subjects[s] };
+		char vals[8][LABEL_VALUE_MAX], key[1024];
+		const char *v[8];
+		size_t off = 0, k;
+
+		if (p->nsels > 8)
+			break;
+		for (k = 0; k < p->nsels; k++) {
+			struct cel_value cv;
+			struct cel_error cerr;
+			size_t vl;
+
+			if (cel__eval(p->sels[k].e.prog, &act, &cv, &cerr) ||
+			    policy_engine__label_string(&cv, vals[k], sizeof(vals[k])))
+				break;
+			vl = strlen(vals[k]);
+			if (off + vl + 2 > sizeof(key))
+				break;
+			memcpy(key + off, vals[k], vl);
+			off += vl;
+			key[off++] = '\x1f';
+			v[k] = vals[k];
+		}
+		key[off] = 0;
+		/* the index says which object a key selects: the same answer */
+		if (k < p->nsels || pe_impl__index_find(pp, key) != act.resource)
+			continue;
+		err = fn(ctx, v, p->nsels, act.resource);
+		n++;
+	}
+	pthread_mutex_unlock(&e->lock);
+	return err < 0 ? err : n;
 }
 
 void policy_engine__stats(struct policy_engine *e, pe_stats_fn fn, void *ctx)

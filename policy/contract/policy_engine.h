@@ -110,6 +110,27 @@ void pe_binding__free(struct pe_binding *b);
 int policy_engine__collect_resource_fields(struct policy_engine *e,
 					   uint64_t now_ns);
 
+/*
+ * For translators: the subjects a DataPlane policy binds samples to, as
+ * policy_engine__bind() finds them (the first object wins among equal
+ * selector values); for a ResourceFields policy every subject object. fn gets each subject's selector values, in
+ * attributeSelectors order, and the completed object (uid, namespace).
+ * Returns how many, -ENOENT when the policy is not in effect, or fn's
+ * negative return. Not concurrently with policy_engine__sync().
+ */
+struct doc_node;
+typedef int (*pe_subject_fn)(void *ctx, const char *const *sel_values,
+			     size_t nsels, const struct doc_node *resource);
+int policy_engine__each_subject(struct policy_engine *e, const char *policy,
+				pe_subject_fn fn, void *ctx);
+
+/*
+ * A label expression's result as the label value the engine exports: 0, or
+ * 1 when null (the label is left out), or -errno.
+ */
+int policy_engine__label_string(const struct cel_value *v, char *buf,
+				size_t len);
+
 struct pe_stats {
 	const char *policy;
 	uint64_t bindings;     /* target series bound */

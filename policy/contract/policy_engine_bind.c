@@ -106,7 +106,7 @@ int policy_engine__bind(struct policy_engine *e, const char *source_metric,
 					     .nattrs = b->nattrs};
 		struct pe_target *t;
 		struct mseries *ser;
-		char key[1024];
+		char key[1024], subj[1024];
 		size_t nl;
 
 		if (p->type != MP_DATA_PLANE ||
@@ -124,8 +124,12 @@ int policy_engine__bind(struct policy_engine *e, const char *source_metric,
 		if (pe_impl__eval_labels(pp, &act, labels, vals, &nl))
 			continue; /* a required label is missing: no binding */
 		ser = mstore__series(e->store, pp->metric_id, labels, nl);
-		if (!ser) {
-			/* out of memory, or more than the store's label limit
+		if (!ser || !pe_impl__subject(p, act.resource, subj,
+					      sizeof(subj)) ||
+		    mstore__bind(e->store, ser, subj)) {
+			/*
+			 * out of memory, more than the store's label limit,
+			 * or no subject to say who may read it
 			 */
 			COUNT(pp->cnt, dropped);
 			continue;

@@ -22,6 +22,7 @@ static int rf_item(struct policy_engine *e, struct pe_policy *pp,
 	struct mseries *ser;
 	struct cel_value v;
 	struct cel_error err;
+	char subj[1024];
 	double value;
 	size_t nl;
 
@@ -51,7 +52,8 @@ static int rf_item(struct policy_engine *e, struct pe_policy *pp,
 		return 0;
 	}
 	ser = mstore__series(e->store, pp->metric_id, labels, nl);
-	if (!ser) {
+	if (!ser || !pe_impl__subject(p, obj, subj, sizeof(subj)) ||
+	    mstore__bind(e->store, ser, subj)) {
 		COUNT(pp->cnt, dropped);
 		return 0;
 	}

@@ -112,6 +112,12 @@ int pe_impl__eval_labels(struct pe_policy *pp, const struct cel_activation *act,
 /* Evaluate a value expression to a finite double. */
 int pe_impl__eval_double(struct cel_program *prog,
 			 const struct cel_activation *act, double *out);
+/*
+ * The subject (mstore__bind) a series made from obj is bound to: obj's
+ * group, resource, namespace and name. False when it does not fit.
+ */
+bool pe_impl__subject(const struct metric_policy *p,
+		      const struct doc_node *obj, char *buf, size_t len);
 /* The resource kind a policy's subjects are, for messages. */
 const char *pe_impl__kind_label(const struct metric_policy *p);
 

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "exporter/metric_store.h"
+
 #define SRC_METRIC_DS_TOTAL "envoy.http.downstream_rq_total"
 #define SRC_METRIC_DS_TIME "envoy.http.downstream_rq_time"
 #define SRC_METRIC_US_TOTAL "envoy.cluster.upstream_rq_total"
@@ -30,7 +32,27 @@
 struct source_metric {
 	const char *name;
 	const char *const *attrs; /* NULL-terminated */
+	const char *description;
+	const char *unit;
+	enum minstrument instrument;
+	const double *bounds; /* histograms: explicit bounds, ascending */
+	size_t nbounds;
 };
+
+/* Envoy's default histogram bounds (ms), those of the *_time sources. */
+extern const double source_catalogue__envoy_bounds[];
+extern const size_t source_catalogue__envoy_nbounds;
+
+/*
+ * The bounds a histogram target gets from a histogram source through an
+ * affine transform a*v+b with a > 0: every source bound mapped by the same
+ * transform, so a sample lands in the bucket of the source bound it came
+ * from and a translation that only renames `le` is exact. Writes at most
+ * max bounds; returns how many, or -EINVAL when the transform cannot keep
+ * the bounds strictly ascending and finite (a <= 0, overflow).
+ */
+int source_catalogue__rescale(const struct source_metric *s, double a,
+			      double b, double *out, size_t max);
 
 /* Every source metric, NULL-name terminated. */
 extern const struct source_metric source_catalogue__metrics[];

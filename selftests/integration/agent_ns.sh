@@ -7,7 +7,17 @@
 # namespace. SIGTERM and SIGHUP are passed on; after the agent exits, pins it left
 # behind make the exit status 99.
 if [ "${MM_IT_IN_NS:-}" != 1 ]; then
-	MM_IT_IN_NS=1 exec unshare --mount --propagation private "$0" "$@"
+	# Under a root that is not a mount point (a chroot), unshare cannot
+	# make "/" private: then the namespace's /sys is, before the bpffs
+	# goes on it (a mount there must not propagate back to the host's).
+	if mountpoint -q /; then
+		MM_IT_IN_NS=1 exec unshare --mount --propagation private "$0" "$@"
+	fi
+	MM_IT_IN_NS=1 MM_IT_NS_SYS=1 exec unshare --mount --propagation unchanged "$0" "$@"
+fi
+if [ -n "${MM_IT_NS_SYS:-}" ] && ! mount --make-rprivate /sys; then
+	echo "agent_ns: cannot make /sys private in the agent's mount namespace" >&2
+	exit 98
 fi
 mount -t bpf bpf /sys/fs/bpf || {
 	echo "agent_ns: cannot mount a private bpffs on /sys/fs/bpf" >&2

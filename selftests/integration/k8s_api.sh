@@ -56,6 +56,20 @@ EOK
 
 kc() { kubectl --kubeconfig "$T/kubeconfig" "$@"; }
 
+# kc_status_merge PATH JSON: a JSON merge patch on the /status at API path
+# PATH; by kubectl --subresource, or by python3-kubernetes for a kubectl
+# without it (before 1.24: Debian 12's 1.20)
+kc_status_merge() {
+	local path=$1 body=$2 ns kind name
+	if kubectl patch --help 2>/dev/null | grep -q -- '--subresource'; then
+		# /api/v1/namespaces/NS/KIND/NAME/status
+		ns=$(cut -d/ -f5 <<<"$path") kind=$(cut -d/ -f6 <<<"$path") name=$(cut -d/ -f7 <<<"$path")
+		kc -n "$ns" patch "$kind" "$name" --subresource=status --type=merge -p "$body"
+	else
+		$PY "$ROOT/selftests/k8s/py_status_write.py" "$T/kubeconfig" merge "$path" "$body"
+	fi
+}
+
 # k8s_base_objects [NS...]: the Namespaces of manifests/base (and NS...),
 # then its Gateway and HTTPRoutes, into the API with kubectl
 k8s_base_objects() {

@@ -28,6 +28,10 @@ SINK_PORT=${MM_IT_SINK_PORT:-24318}
 AGENT_URL=http://127.0.0.1:$AGENT_PORT
 METRICS_URL=$AGENT_URL/metrics
 PIN_DIR=/sys/fs/bpf/milometer
+# How long an agent may take to be ready: loading its BPF programs is the
+# verifier's CPU time, a few seconds on an idle machine and several times
+# that on a busy one. Only a bound: readiness is polled.
+AGENT_READY_S=${MM_IT_AGENT_READY_S:-120}
 
 T=$(mktemp -d /tmp/mm-it.XXXXXX)
 chmod 755 "$T"
@@ -378,7 +382,11 @@ start_agent() {
 		"$@" >"$T/agent.out" 2>&1 &
 	AGENT_PID=$!
 	AGENT_STARTED=1
-	local end=$(($(date +%s) + 30))
+	# AGENT_NO_WAIT=1: the caller watches /readyz itself
+	[ -z "${AGENT_NO_WAIT:-}" ] || return 0
+	local t0 end
+	t0=$(date +%s%N)
+	end=$(($(date +%s) + AGENT_READY_S))
 	until curl -fsS -o /dev/null "$AGENT_URL/readyz" 2>/dev/null; do
 		if ! alive "$AGENT_PID"; then
 			wait "$AGENT_PID" && rc=0 || rc=$?
@@ -386,10 +394,10 @@ start_agent() {
 			tail -30 "$T/agent.out" >&2
 			fail "the agent exited with status $rc before it was ready (BPF could not load?)"
 		fi
-		[ "$(date +%s)" -lt "$end" ] || fail "the agent was not ready within 30 s"
+		[ "$(date +%s)" -lt "$end" ] || fail "the agent was not ready within $AGENT_READY_S s"
 		sleep 0.1
 	done
-	log "agent ready (pid $AGENT_PID)"
+	log "agent ready (pid $AGENT_PID) in $((($(date +%s%N) - t0) / 1000000)) ms"
 }
 
 # agent_detach: SIGTERM the agent; returns 0 when it detached cleanly
@@ -451,18 +459,42 @@ compare_log() {
 # client.py for scripted requests
 client() { $PY "$IT_DIR/client.py" "$@"; }
 
-# map_entries NAME: the entries of the one BPF map named NAME, read with
-# bpftool (not through the agent); names the maps instead when there is not
-# exactly one (another agent running, or none loaded).
+# in_agent_ns CMD...: CMD in the test agent's mount namespace, where its
+# pins are ($PIN_DIR on its own bpffs, see agent_ns.sh), and under its root
+# (-r: entering a mount namespace otherwise starts at the namespace's root,
+# not a chroot's the tests may run in)
+in_agent_ns() { nsenter -t "$AGENT_PID" -m -r "$@"; }
+agent_bpftool() { in_agent_ns bpftool "$@"; }
+
+# map_entries NAME: the entries of the test agent's map NAME (its full name,
+# as pinned in $PIN_DIR), read with bpftool, not through the agent. Only
+# the agent's own pin counts: another agent on the machine (another pin
+# dir) has maps of the same names. Says why when there is no such pin.
 map_entries() {
-	local ids
-	ids=$(bpftool map show name "$1" -j 2>/dev/null | $PY -c '
-import json, sys
-t = sys.stdin.read().strip()
-d = json.loads(t) if t else []
-print(*[m["id"] for m in (d if isinstance(d, list) else [d])])')
-	[ "$(wc -w <<<"$ids")" = 1 ] || { echo "maps named $1: ${ids:-none}"; return; }
-	bpftool map dump id "$ids" -j | $PY -c 'import json,sys; print(len(json.load(sys.stdin)))'
+	agent_bpftool map dump pinned "$PIN_DIR/$1" -j 2>"$T/bpftool.err" |
+		$PY -c 'import json,sys; print(len(json.load(sys.stdin)))' 2>/dev/null ||
+		echo "no map $PIN_DIR/$1: $(head -1 "$T/bpftool.err")"
+}
+
+# agent_bpf_objs prog|map REGEX: "ID NAME" of the test agent's programs or
+# maps pinned in $PIN_DIR under a name matching REGEX: its own, never those
+# of another agent on the machine (bpftool's global lists hold both)
+agent_bpf_objs() {
+	local kind=$1 rx=$2 name
+	for name in $(in_agent_ns ls "$PIN_DIR" 2>/dev/null | grep -E "$rx"); do
+		agent_bpftool "$kind" show pinned "$PIN_DIR/$name" -j 2>/dev/null |
+			$PY -c 'import json,sys; o=json.load(sys.stdin); print(o["id"], sys.argv[1])' "$name" 2>/dev/null ||
+			true
+	done
+}
+
+# agent_map NAME: bpftool's JSON for the running agent's own map NAME, by
+# its pin (in agent_ns.sh's bpffs unless MM_IT_SHARED_BPFFS): never
+# another agent's map of the same name.
+agent_map() {
+	local pre=()
+	[ -n "${MM_IT_SHARED_BPFFS:-}" ] || pre=(nsenter -t "$AGENT_PID" -m -r)
+	"${pre[@]}" bpftool -j map show pinned "$PIN_DIR/$1"
 }
 
 # url HOST PATH: a URL through the proxy with Host HOST; curl's --connect-to

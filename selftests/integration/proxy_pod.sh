@@ -45,7 +45,7 @@ spec:
 EOP
 	uid=$(kc -n infra get pod "$name" -o jsonpath='{.metadata.uid}')
 	[ -n "$uid" ] || fail "pod $name has no uid"
-	kc -n infra patch pod "$name" --subresource=status --type=merge -p \
+	kc_status_merge "/api/v1/namespaces/infra/pods/$name/status" \
 		"{\"status\":{\"phase\":\"Running\",\"qosClass\":\"Burstable\",\"containerStatuses\":[{\"name\":\"proxy\",\"containerID\":\"containerd://$cid\"}]}}" \
 		>/dev/null || fail "kubectl patch of pod $name's status"
 	# the systemd driver's layout: pod UID dashes become underscores

@@ -55,3 +55,14 @@ $PY -c 'import json,sys; s = json.load(open(sys.argv[1]))
 sys.exit(not (s["programs"] >= 6 and s["programs_attached"] == s["programs"]))' \
 	"$T/status.json" || fail "programs attached: $(cat "$T/status.json")"
 log "ctl --json: all six commands parse"
+
+# root-only: mode 0600, owned by root, and ctl says so to anyone else (the
+# test directory opened for traversal so only the socket's mode decides)
+[ "$(stat -c '%a %u' "$T/agent.sock")" = "600 0" ] ||
+	fail "debug socket is $(stat -c '%a uid %u' "$T/agent.sock"), not 600 uid 0"
+chmod 0711 "$T"
+out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$T/mm-it-agent" ctl --socket "$T/agent.sock" status 2>&1) &&
+	fail "a non-root user read the debug socket: $out"
+chmod 0700 "$T"
+echo "$out" | grep -q 'root-only' || fail "ctl as nobody does not say the socket is root-only: $out"
+log "as nobody: $out"

@@ -88,7 +88,7 @@ kill -HUP "$AGENT_PID"
 h2_off() { ctl features | grep -Eq '^HTTP2 +ALPHA +false +false '; }
 wait_for 20 h2_off || fail "SIGHUP did not turn HTTP2 off: $(ctl features)"
 cfg_flags() {
-	nsenter -t "$AGENT_PID" -m bpftool -j map dump pinned /sys/fs/bpf/milometer/mm_config |
+	agent_bpftool -j map dump pinned "$PIN_DIR/mm_config" |
 		$PY -c 'import json,sys; print(json.load(sys.stdin)[0]["formatted"]["value"]["flags"])'
 }
 # bit 0x1 is MM_CFG_HTTP2 (bpf/milometer.h); 0x4 (the table defers) stays

@@ -9,13 +9,22 @@
 # `milometer check` must load the contract examples (libyaml, the CEL
 # compiler, every shared library of the closure). Prints build time and
 # size. Needs root (chroot).
+# MM_IMAGE_BIN=bin/arm64/milometer: the arm64 image (`make ARCH=arm64`),
+# its binary run in its root by qemu-user (binfmt_misc, deploy/cross-root.sh)
+# and compared with this machine's build of the same tree.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_bin milometer
 command -v buildah >/dev/null || fail "buildah missing: run deploy/install-deps.sh"
+img_bin=${MM_IMAGE_BIN:-$BIN/milometer}
+[ -x "$img_bin" ] || fail "$img_bin is missing: make ARCH=arm64"
+case $(readelf -h "$img_bin" | sed -n 's/^ *Machine: *//p') in
+AArch64) img_arch=arm64 ;;
+*) img_arch=amd64 ;;
+esac
 OCI=$T/milometer-image.oci.tar
 start=$(date +%s%N)
-IMAGE_WORK=$T/work "$ROOT/deploy/image/build.sh" "$BIN/milometer" "$OCI" localhost/milometer:test ||
+IMAGE_WORK=$T/work "$ROOT/deploy/image/build.sh" "$img_bin" "$OCI" localhost/milometer:test ||
 	fail "image build failed"
 ms=$((($(date +%s%N) - start) / 1000000))
 log "built in ${ms} ms: $(du -h "$OCI" | cut -f1) archive"
@@ -24,11 +33,11 @@ mkdir -p "$T/oci" "$T/rootfs"
 tar -xf "$OCI" -C "$T/oci"
 $PY "$IT_DIR/oci_unpack.py" "$T/oci" "$T/rootfs" "$T/config.json" localhost/milometer:test ||
 	fail "not a valid OCI image layout"
-$PY - "$T/config.json" <<'PYEOF' || fail "image config is not what the manifests expect"
+$PY - "$T/config.json" "$img_arch" <<'PYEOF' || fail "image config is not what the manifests expect"
 import json, sys
 c = json.load(open(sys.argv[1]))
 cc = c["config"]
-assert c["os"] == "linux" and c["architecture"] == "amd64", (c["os"], c["architecture"])
+assert c["os"] == "linux" and c["architecture"] == sys.argv[2], (c["os"], c["architecture"])
 assert cc["Entrypoint"] == ["/usr/bin/milometer"], cc.get("Entrypoint")
 assert cc.get("Cmd") == ["run"], cc.get("Cmd")
 assert cc.get("User") == "0:0", cc.get("User")

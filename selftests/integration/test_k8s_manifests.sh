@@ -8,7 +8,7 @@
 # every security check is shown to fire on a render broken on purpose.
 # Needs no root and loads no BPF.
 . "$(dirname "$0")/lib.sh"
-command -v kubectl >/dev/null || fail "kubectl missing (1.32 is preinstalled on these machines)"
+command -v kubectl >/dev/null || fail "kubectl missing (deploy/install-deps.sh installs Debian's kubernetes-client)"
 need_bin milometer
 K=$ROOT/deploy/kubernetes
 CHECK="$PY $IT_DIR/k8s_manifests.py"
@@ -61,4 +61,6 @@ broken unbounded "if k == 'CustomResourceDefinition' and d['metadata']['name'].s
 broken map_keys "if k == 'CustomResourceDefinition' and d['metadata']['name'].startswith('metricpolicies'): d['spec']['versions'][0]['schema']['openAPIV3Schema']['properties']['spec']['properties']['source']['properties']['resourceFields']['properties']['staticLabels']['x-kubernetes-validations'] = [{'rule': \"self.all(k, k.matches('^a'))\", 'message': 'm'}]" "over map keys"
 broken selector "if k == 'Service': d['spec']['selector']['app.kubernetes.io/component'] = 'nothing'" "selects 0 workloads"
 broken replicas "if k == 'Deployment': d['spec']['replicas'] = 1" "replicas"
+broken ctl_readiness "if k == 'Deployment': d['spec']['template']['spec']['containers'][0].pop('readinessProbe')" "Deployment/milometer-controller: no readinessProbe"
+broken agent_liveness "if $AG True: d['spec']['template']['spec']['containers'][0]['livenessProbe']['httpGet']['port'] = 'http'" "livenessProbe port 'http' is not a container port"
 log "manifests render, pass the offline checks, and every check fires on its breakage"

@@ -96,8 +96,8 @@ grep -q 'ResourceFields policies are left to `milometer controller`' "$T/agent.o
 # a pod that goes away takes its container cgroup out of the target map
 # (restarts and rollouts would otherwise fill its 256 entries)
 # (map names are cut to 15 bytes in the kernel)
-[ "$(map_entries mm_target_cgrou)" = 2 ] || fail "mm_target_cgroups has $(map_entries mm_target_cgrou) entries, want 2: $(bpftool map dump name mm_target_cgrou 2>&1 | head -20)"
+[ "$(map_entries mm_target_cgroups)" = 2 ] || fail "mm_target_cgroups has $(map_entries mm_target_cgroups) entries, want 2: $(agent_bpftool map dump pinned "$PIN_DIR/mm_target_cgroups" 2>&1 | head -20)"
 kc -n infra delete pod gw2-proxy >/dev/null || fail "kubectl delete pod"
 expect_metric 1 "containers removed after the pod was deleted" milometer_proxy_pods state=containers_removed
 expect_metric 1 "containers traced after the pod was deleted" milometer_proxy_pods state=containers_traced
-[ "$(map_entries mm_target_cgrou)" = 1 ] || fail "mm_target_cgroups has $(map_entries mm_target_cgrou) entries after the delete, want 1"
+[ "$(map_entries mm_target_cgroups)" = 1 ] || fail "mm_target_cgroups has $(map_entries mm_target_cgroups) entries after the delete, want 1"

@@ -66,6 +66,26 @@ for cap in max_connections:16384 ringbuf_bytes:4194304 max_series_per_metric:100
 done
 [ "${lowered:-0}" -ge 1 ] || fail "no cap lowered under a $((LIMIT >> 20)) MiB limit"
 
+# The connection cap against the kernel's own view of the map: bpftool
+# gives mm_conns' key and value sizes; one element costs less than twice
+# their sum plus its headers (a kmalloc size class is under twice the
+# request), so the cap must be at least the connections' 3/8 share of the
+# budget the agent logged over that, or the configured cap.
+budget_mib=$(sed -n 's/.*caps lowered to fit \([0-9]*\) MiB.*/\1/p' "$T/agent.out")
+[ -n "$budget_mib" ] || fail "the agent did not log the budget its caps fit"
+kv=$(agent_map mm_conns | $PY -c '
+import json, sys
+m = json.load(sys.stdin)
+print(m["bytes_key"], m["bytes_value"])')
+[ -n "$kv" ] || fail "bpftool shows no mm_conns map of the agent"
+bound=$((2 * (${kv% *} + ${kv#* }) + 128))
+want=$(((budget_mib << 20) * 3 / 8 / bound))
+[ $want -le 16384 ] || want=16384
+conns=$(metric milometer_cap cap=max_connections)
+log "mm_conns key+value ${kv% *}+${kv#* } B: connection cap ${conns%.*}, at least $want (budget $budget_mib MiB, <= $bound B each)"
+[ "${conns%.*}" -ge $want ] ||
+	fail "connection cap ${conns%.*} under a $((LIMIT >> 20)) MiB limit: a connection is sized above $bound B, the most its ${kv% *}+${kv#* } B map entry costs"
+
 metrics | grep -E '^milometer_(cap|bpf_connections|http_exchanges|process|series|export_queue)' >&2
 hey -n 300 -c 4 -host api.example.com "http://127.0.0.1:$PROXY_PORT/v1/status" >/dev/null
 hey -n 200 -c 2 -host www.shop.test "http://127.0.0.1:$PROXY_PORT/cart/x" >/dev/null

@@ -49,10 +49,10 @@ AGENT_PID=$!
 AGENT_STARTED=1
 ready() { curl -fsS -o /dev/null "$AGENT_URL/readyz"; }
 up() { alive "$AGENT_PID" || { tail -20 "$T/agent.out" >&2; fail "the sandboxed agent exited"; }; }
-end=$(($(date +%s) + 30))
+end=$(($(date +%s) + AGENT_READY_S))
 until ready 2>/dev/null; do
 	up
-	[ "$(date +%s)" -lt "$end" ] || fail "the sandboxed agent was not ready in 30 s: $(tail -5 "$T/agent.out")"
+	[ "$(date +%s)" -lt "$end" ] || fail "the sandboxed agent was not ready in $AGENT_READY_S s: $(tail -5 "$T/agent.out")"
 	sleep 0.1
 done
 agent=$(pgrep -P "$AGENT_PID" -x milometer) || fail "no milometer under the sandbox"

@@ -35,13 +35,14 @@ tls_get() {
 	curl -sS -k -o /dev/null -w '%{http_code}\n' \
 		--resolve "www.shop.test:$NGINX_TLS_PORT:127.0.0.1" "$@"
 }
-tls_progs() { bpftool prog show | grep -E ' name (mm_ssl_|mm_tls_)' || true; }
-tls_maps() { bpftool map show | grep -E ' name mm_tls_' || true; }
-agent_pins() { nsenter -t "$AGENT_PID" -m ls /sys/fs/bpf/milometer; }
+# the test agent's own, by its pins (another agent may run TLS capture too)
+tls_progs() { agent_bpf_objs prog '^mm_(ssl|tls)_'; }
+tls_maps() { agent_bpf_objs map '^mm_tls_'; }
+agent_pins() { in_agent_ns ls "$PIN_DIR"; }
 
 [ -n "$(tls_progs)" ] || fail "no TLS capture program loaded"
 for m in mm_tls_calls mm_tls_ssl mm_tls_conns mm_tls_gocalls; do
-	tls_maps | grep -q " name $m " || fail "TLS capture map $m missing: $(tls_maps)"
+	tls_maps | grep -q " $m\$" || fail "TLS capture map $m missing: $(tls_maps)"
 done
 agent_pins | grep -q '^mm_tls_conns$' || fail "mm_tls_conns not pinned: $(agent_pins)"
 # ctl tls: the library, and each nginx process with its uprobes
@@ -87,15 +88,24 @@ log "nginx served $total TLS requests to shop/web ($(grep -o '[0-9]* requests in
 [ "$total" -gt $((N + 20 + 100)) ] || fail "wrk made too few requests: $(cat "$T/wrk.out")"
 expect_metric "$total" "TLS requests under wrk, downstream" $DOWN k8s_httproute_name=web
 expect_metric "$total" "TLS requests under wrk, upstream" $UP k8s_httproute_name=web
-ids=$(tls_progs | cut -d: -f1 | tr '\n' ' ')
+ids=$(tls_progs | cut -d' ' -f1 | tr '\n' ' ')
+map_ids=$(tls_maps | cut -d' ' -f1 | tr '\n' ' ')
 
 # gate off by a reload: nothing of TLS capture left
 sed -i 's/TLSCapture: true/TLSCapture: false/' "$T/config.yaml"
 kill -HUP "$AGENT_PID"
 wait_for 20 grep -q 'TLS capture off' "$T/agent.out" || fail "SIGHUP did not turn TLS capture off"
-# the kernel frees a detached program after an RCU grace period
-no_tls_left() { [ -z "$(tls_progs)" ] && [ -z "$(tls_maps)" ]; }
-wait_for 10 no_tls_left || fail "TLS programs or maps still there: $(tls_progs) $(tls_maps)"
+# the kernel frees a detached program after an RCU grace period: every
+# program and map TLS capture had is gone from the kernel
+left_ids() {
+	local id
+	for id in $ids; do bpftool prog show id "$id" >/dev/null 2>&1 && echo "prog $id"; done
+	for id in $map_ids; do bpftool map show id "$id" >/dev/null 2>&1 && echo "map $id"; done
+	true
+}
+no_tls_left() { [ -z "$(left_ids)" ]; }
+[ -n "$ids" ] && [ -n "$map_ids" ] || fail "no TLS program or map ids to follow: $ids / $map_ids"
+wait_for 10 no_tls_left || fail "TLS programs or maps still there: $(left_ids)"
 for id in $ids; do
 	bpftool link show | grep -Eq "prog $id\b" && fail "a link to TLS program $id is left"
 done

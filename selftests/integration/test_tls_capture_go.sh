@@ -77,7 +77,7 @@ expect_metric "$n" "upstream requests caddy logged" $UP k8s_httproute_name=web
 expect_metric 1320 "HTTP/2 streams" milometer_http2_streams_total result=exchange
 tls_conns_gone() { [ "$(map_entries mm_tls_conns)" = 0 ]; }
 wait_for 20 tls_conns_gone ||
-	fail "mm_tls_conns keeps $(map_entries mm_tls_conns) entries after every client closed: $(bpftool map dump name mm_tls_conns | grep -m3 key)"
+	fail "mm_tls_conns keeps $(map_entries mm_tls_conns) entries after every client closed: $(agent_bpftool map dump pinned "$PIN_DIR/mm_tls_conns" | grep -m3 key)"
 log "plaintext entries all freed; TLS I/Os after their socket's close: $(metric milometer_bpf_tls_no_connection_total)"
 stop_agent
 log "Go TLS capture ok"

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # TLS library discovery (agent/tls/) on real processes:
 #  - Debian's nginx terminating TLS (h2 + HTTP/1.1, a CA and certificate made
-#    here): discovery finds libssl.so.3 in a worker through /proc/PID/root,
+#    here): discovery finds libssl.so.3 in a worker through
+#    /proc/PID/map_files (root) or /proc/PID/root, the file it maps,
 #    and every offset equals the one computed from `nm -D` and the segments
 #    `readelf -l` lists (st_value - p_vaddr + p_offset);
 #  - a server linked statically against libssl.a: SSL_* found in the
@@ -76,7 +77,7 @@ worker=$(pgrep -P "$NGINX_PID" | head -1)
 [ -n "$worker" ] || fail "no nginx worker"
 "$BIN/tls_discover" "$worker" | tee "$T/nginx.disc"
 grep -q '^ktls=' "$T/nginx.disc" || fail "no kTLS verdict"
-line=$(grep "^pid=$worker lib=openssl-3 path=/proc/$worker/root$LIBSSL " "$T/nginx.disc") ||
+line=$(grep -E "^pid=$worker lib=openssl-3 path=/proc/$worker/(map_files/[0-9a-f]+-[0-9a-f]+|root$LIBSSL) mapped=[^ ]*$LIBSSL " "$T/nginx.disc") ||
 	fail "libssl.so.3 not found in nginx worker $worker"
 for kv in $(offsets "$LIBSSL" dyn); do
 	case " $line " in *" $kv "*) ;; *) fail "nginx: $kv expected, discovery said: $line" ;; esac

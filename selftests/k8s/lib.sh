@@ -9,7 +9,7 @@ ROOT=$(cd "$K8S_DIR/../.." && pwd)
 APISERVER="$ROOT/selftests/tools/k8s_apiserver.py"
 # Debian's python: python3-kubernetes and python3-yaml are its packages
 PY=/usr/bin/python3
-T=$(mktemp -d /tmp/mm-k8s.XXXXXX)
+T=$(mktemp -d "${MM_K8S_TMP:-/tmp}/mm-k8s.XXXXXX")
 PIDS=()
 TOKEN=tok-$RANDOM$RANDOM
 

@@ -1,13 +1,41 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # Is the test API server faithful where milometer relies on it? Real
-# clients judge it: kubectl 1.32 (client-go) for get, apply, get --watch,
-# patch and server-side apply on /status; Debian's python3-kubernetes for
-# list/watch and the in-stream 410. A client failing here is a bug of the
+# clients judge it: kubectl (client-go; 1.32, or Debian's 1.20) for get,
+# apply, get --watch, patch and server-side apply on /status (a kubectl
+# without --subresource, before 1.24: those /status writes are sent by
+# python3-kubernetes instead); Debian's python3-kubernetes for list/watch
+# and the in-stream 410. A client failing here is a bug of the
 # stand-in, not a pass for milometer.
 . "$(dirname "$0")/lib.sh"
 command -v kubectl >/dev/null || fail "kubectl is not installed"
 start_apiserver --bookmark-interval 1
+# Writes to /status: kubectl's --subresource, else python3-kubernetes.
+if kubectl apply --help 2>/dev/null | grep -q -- '--subresource'; then
+	STATUS_CLIENT=kubectl
+else
+	STATUS_CLIENT=python3-kubernetes
+fi
+log "$(kubectl version --client --short 2>/dev/null || kubectl version --client | head -1); /status written by $STATUS_CLIENT"
+# status_apply MANAGER FORCE(0|1) FILE: server-side apply on /status
+status_apply() {
+	if [ $STATUS_CLIENT = kubectl ]; then
+		local force=
+		[ "$2" = 0 ] || force=--force-conflicts
+		kubectl apply --server-side --subresource=status --field-manager="$1" $force -f "$3"
+	else
+		$PY "$K8S_DIR/py_status_write.py" "$KUBECONFIG" apply metricpolicies "$1" "$2" "$3"
+	fi
+}
+# status_merge NAME JSON: a JSON merge patch on a MetricPolicy's /status
+status_merge() {
+	if [ $STATUS_CLIENT = kubectl ]; then
+		kubectl patch metricpolicy "$1" --subresource=status --type merge -p "$2"
+	else
+		$PY "$K8S_DIR/py_status_write.py" "$KUBECONFIG" merge \
+			"/apis/telemetry.miloapis.com/v1alpha1/metricpolicies/$1/status" "$2"
+	fi
+}
 
 t_kubectl_apply_get() {
 	kubectl apply -f - >/dev/null <<EOY || fail "apply namespaces"
@@ -85,32 +113,33 @@ status:
   conditions:
   - {type: Accepted, status: "True", reason: Accepted, message: ok, observedGeneration: 1, lastTransitionTime: "2026-01-01T00:00:00Z"}
 EOY
-	kubectl apply --server-side --subresource=status --field-manager=milometer --force-conflicts \
-		-f "$T/st.yaml" >"$T/ssa.out" 2>&1 || fail "SSA on /status: $(cat "$T/ssa.out")"
+	status_apply milometer 1 "$T/st.yaml" >"$T/ssa.out" 2>&1 || fail "SSA on /status: $(cat "$T/ssa.out")"
 	requests | grep -qE 'PATCH /apis/telemetry.miloapis.com/v1alpha1/metricpolicies/p1/status\?fieldManager=milometer(&fieldValidation=Strict)?&force=true' ||
-		fail "kubectl did not PATCH /status with fieldManager and force: $(requests | grep PATCH)"
+		fail "$STATUS_CLIENT did not PATCH /status with fieldManager and force: $(requests | grep PATCH)"
 	[ "$(kubectl get metricpolicy p1 -o jsonpath='{.status.conditions[0].type}={.status.conditions[0].status} gen={.metadata.generation}')" = "Accepted=True gen=1" ] ||
 		fail "status not applied, or generation bumped by a status write"
-	kubectl get metricpolicy p1 --show-managed-fields -o json |
+	# kubectl >= 1.21 hides managedFields unless asked; 1.20 always shows them
+	local mf=--show-managed-fields
+	kubectl get --help | grep -q -- "$mf" || mf=
+	kubectl get metricpolicy p1 $mf -o json |
 		python3 -c 'import json,sys; m=json.load(sys.stdin)["metadata"]["managedFields"]; sys.exit(0 if any(e["manager"]=="milometer" and e.get("subresource")=="status" and e["operation"]=="Apply" for e in m) else 1)' ||
 		fail "no managedFields entry for milometer on status"
 	# another manager setting the same condition differently: conflict, then force
 	sed 's/status: "True"/status: "False"/' "$T/st.yaml" >"$T/st2.yaml"
-	kubectl apply --server-side --subresource=status --field-manager=other -f "$T/st2.yaml" >"$T/c.out" 2>&1 &&
+	status_apply other 0 "$T/st2.yaml" >"$T/c.out" 2>&1 &&
 		fail "no conflict for a field owned by milometer"
 	grep -qi conflict "$T/c.out" || fail "conflict not reported: $(cat "$T/c.out")"
-	kubectl apply --server-side --subresource=status --field-manager=other --force-conflicts -f "$T/st2.yaml" >/dev/null ||
+	status_apply other 1 "$T/st2.yaml" >/dev/null ||
 		fail "force did not take ownership"
 	[ "$(kubectl get metricpolicy p1 -o jsonpath='{.status.conditions[0].status}')" = False ] || fail "forced value not applied"
 	# the same apply again changes nothing (no new resourceVersion)
 	local rv1 rv2
 	rv1=$(kubectl get metricpolicy p1 -o jsonpath='{.metadata.resourceVersion}')
-	kubectl apply --server-side --subresource=status --field-manager=other --force-conflicts -f "$T/st2.yaml" >/dev/null
+	status_apply other 1 "$T/st2.yaml" >/dev/null
 	rv2=$(kubectl get metricpolicy p1 -o jsonpath='{.metadata.resourceVersion}')
 	[ "$rv1" = "$rv2" ] || fail "a no-op apply wrote ($rv1 -> $rv2)"
 	# merge patch on /status, and status ignored on the main resource
-	kubectl patch metricpolicy p1 --subresource=status --type merge \
-		-p '{"status":{"conditions":[{"type":"Programmed","status":"True","reason":"Done"}]}}' >/dev/null ||
+	status_merge p1 '{"status":{"conditions":[{"type":"Programmed","status":"True","reason":"Done"}]}}' >/dev/null ||
 		fail "merge patch on /status"
 	[ "$(kubectl get metricpolicy p1 -o jsonpath='{.status.conditions[*].type}')" = Programmed ] ||
 		fail "a JSON merge patch replaces the whole conditions list"

@@ -40,7 +40,7 @@ start_ctrl c2
 t_one_leader_writes_status() {
 	wait_for 20 bash -c '[ -n "$(kubectl get lease -n milometer milometer-controller -o jsonpath="{.spec.holderIdentity}" 2>/dev/null)" ]' ||
 		fail "no leader: $(cat "$T/c1.log" "$T/c2.log")"
-	wait_for 20 all_written || fail "not every object got status: $(patches) of $((NDEF + NPOL)); $(tail -3 "$T/c1.log" "$T/c2.log")"
+	wait_for 20 all_written || fail "not every object got status: $(patches) of $((NDEF + NPOL)); $(tail -n 3 "$T/c1.log" "$T/c2.log")"
 	local h
 	h=$(holder)
 	[ "$h" = c1 ] || [ "$h" = c2 ] || fail "holder $h"

@@ -18,6 +18,11 @@
 #   MM_N            requests per case per client (default 10)
 #   MM_WRK_SECONDS  wrk duration; 0 skips wrk (default 0)
 #   MM_AGENT_ARGS   extra arguments for `milometer run`
+#   MM_READY_SECONDS  how long the agent may take to be ready (default 180)
+#   MM_CAPTURE      the capture mode asked for (--capture): auto (default),
+#                   sock or sys-exit; the mode the agent attached with is
+#                   printed as "capture mode: MODE" (run.sh records it) and,
+#                   when one was asked for, checked
 #   MM_AGENT_CMD    replaces the agent command line entirely (the lead's
 #                   override; it must serve /metrics and /readyz on
 #                   127.0.0.1:$AGENT_PORT like `milometer run` does)
@@ -84,7 +89,7 @@ stop() {
 }
 
 # --- the environment --------------------------------------------------------
-echo "kernel $(uname -r), $(nproc) CPUs"
+echo "kernel $(uname -r), $(uname -m), $(nproc) CPUs"
 if [ -r /sys/kernel/btf/vmlinux ]; then
 	ok "kernel_btf"
 else
@@ -137,6 +142,7 @@ else
 	AGENT="$AGENT --feature-gates=TLSCapture=true"
 	AGENT="$AGENT --prometheus-listen 127.0.0.1:$AGENT_PORT"
 	AGENT="$AGENT --socket $W/agent.sock ${MM_AGENT_ARGS:-}"
+	AGENT="$AGENT${MM_CAPTURE:+ --capture $MM_CAPTURE}"
 fi
 log "agent: $AGENT"
 t0=$(uptime_s)
@@ -149,14 +155,22 @@ while :; do
 		break
 	fi
 	alive $AGENT_PID || break
-	# verifying the object under TCG takes ~20 s; a stuck agent fails here
-	[ "$(awk -v a="$(uptime_s)" -v b="$t0" 'BEGIN { print (a - b > 180) }')" = 0 ] ||
+	# verifying the object under TCG takes ~20 s on x86-64, ~95 s on
+	# arm64 (MM_READY_SECONDS); a stuck agent fails here
+	[ "$(awk -v a="$(uptime_s)" -v b="$t0" -v m="${MM_READY_SECONDS:-180}" 'BEGIN { print (a - b > m) }')" = 0 ] ||
 		break
 	sleep 0.2
 done
 if [ -n "$agent_ready" ]; then
 	ok "agent_start"
 	log "agent ready after $(awk -v a="$(uptime_s)" -v b="$t0" 'BEGIN { print a - b }') s"
+	mode=$(sed -n 's/.*attached (capture mode \([^)]*\)).*/\1/p' "$AGENT_OUT" | head -1)
+	echo "capture mode: ${mode:-unknown}"
+	case ${MM_CAPTURE:-auto} in
+	auto) ;;
+	"$mode") ok "capture_mode_$mode" ;;
+	*) bad "capture_mode_$MM_CAPTURE" "the agent attached with capture mode '${mode:-unknown}'" ;;
+	esac
 	if [ -z "${MM_AGENT_CMD:-}" ]; then
 		if grep -q 'TLS capture: uprobes on .*libssl' "$AGENT_OUT"; then
 			ok "tls_capture_attached ($(grep -o 'uprobes on [^ ]*' "$AGENT_OUT" | head -1))"
@@ -167,7 +181,7 @@ if [ -n "$agent_ready" ]; then
 	"$T/milometer" ctl --socket "$W/agent.sock" status 2>/dev/null | head -12
 else
 	if alive $AGENT_PID; then
-		why="not ready within 180 s"
+		why="not ready within ${MM_READY_SECONDS:-180} s"
 		stop $AGENT_PID
 	else
 		wait $AGENT_PID

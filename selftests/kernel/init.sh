@@ -15,6 +15,10 @@ mount -t tracefs tracefs /sys/kernel/tracing
 mount -t debugfs debugfs /sys/kernel/debug
 echo "=== GUEST UP $(cut -d' ' -f1 /proc/uptime)s: $(uname -r)"
 ip link set lo up
+# run.sh's per-leg settings come on the kernel command line
+for a in $(cat /proc/cmdline); do
+	case $a in mm.capture=*) export MM_CAPTURE="${a#mm.capture=}" ;; esac
+done
 MM_T=/t MM_W=/tmp/km sh /t/guest.sh
 echo "=== GUEST DONE $(cut -d' ' -f1 /proc/uptime)s (guest.sh exit $?)"
 poweroff -f

@@ -13,12 +13,16 @@
 # Environment: MM_AGENT_BIN (default bin/milometer), MM_N, MM_WRK_SECONDS,
 # MM_AGENT_ARGS, MM_AGENT_CMD (see guest.sh), MM_EXTRA (extra guest steps,
 # one per line), MM_FILES (extra files for DIR/t, space separated).
+# MM_STAGE_ARCH: another architecture's tree (arm64): the cross-built agent
+# (bin/ARCH/milometer, `make ARCH=arm64`) and the other binaries from
+# Debian's ARCH packages (deploy/cross-root.sh), their libraries listed by
+# the root's own dynamic loader run under qemu-user.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-d=${1:?usage: stage.sh DIR}
-agent=${MM_AGENT_BIN:-$root/bin/milometer}
-BUSYBOX=${BUSYBOX:-/bin/busybox}
+d=$(realpath -m "${1:?usage: stage.sh DIR}")
+host_arch=$(uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+arch=${MM_STAGE_ARCH:-$host_arch}
 PROXY_PORT=28080
 BACKEND_PORT=28182
 
@@ -26,8 +30,27 @@ die() {
 	echo "stage: $*" >&2
 	exit 1
 }
-for f in "$agent" "$root/bin/gen_nginx" "$BUSYBOX" /usr/sbin/nginx /usr/bin/curl \
-	/usr/bin/wrk; do
+R= # the ARCH root the binaries come from ("" = this machine)
+run=() # how to run one of its binaries here
+bpfobj=$root/.output/milometer.bpf.o
+if [ "$arch" = "$host_arch" ]; then
+	agent=${MM_AGENT_BIN:-$root/bin/milometer}
+	BUSYBOX=${BUSYBOX:-/bin/busybox}
+else
+	[ "$arch" = arm64 ] || die "no $arch tree: arm64 only"
+	R=$("$root/deploy/cross-root.sh" "$arch") ||
+		die "no $arch root: deploy/install-deps.sh --cross $arch"
+	agent=${MM_AGENT_BIN:-$root/bin/$arch/milometer}
+	bpfobj=$root/.output/$arch/milometer.bpf.o
+	BUSYBOX=$R/bin/busybox
+	command -v qemu-aarch64-static >/dev/null ||
+		die "qemu-aarch64-static missing: deploy/install-deps.sh --cross $arch"
+	run=(qemu-aarch64-static -L "$R")
+	file -L "$agent" | grep -q 'ARM aarch64' ||
+		die "$agent is not an $arch binary: make ARCH=$arch"
+fi
+for f in "$agent" "$root/bin/gen_nginx" "$BUSYBOX" "$R/usr/sbin/nginx" "$R/usr/bin/curl" \
+	"$R/usr/bin/wrk"; do
 	[ -x "$f" ] || die "$f is missing (make all; make deps installs busybox-static, nginx-light, curl, wrk)"
 done
 file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' ||
@@ -39,31 +62,28 @@ mkdir -p "$d"/{bin,sbin,dev,proc,sys,tmp,run,etc,lib64,lib/x86_64-linux-gnu,usr/
 chmod 1777 "$d/tmp"
 cp "$BUSYBOX" "$d/bin/busybox"
 # not the "busybox" applet itself: bin/busybox would become a self-link
-for a in $("$BUSYBOX" --list | grep -vx busybox); do
+for a in $("${run[@]}" "$BUSYBOX" --list | grep -vx busybox); do
 	ln -sf busybox "$d/bin/$a"
 done
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' >"$d/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' >"$d/etc/group"
 
-# closure FILE: copy FILE's shared libraries (and the loader) into the tree
-closure() {
+# add SRC DEST (DEST relative to the tree): SRC and its shared libraries
+add() {
 	local libs
-	libs=$(ldd "$1" 2>/dev/null | awk '/=> \// { print $3 } /^\t\/lib64/ { print $1 }')
+	cp -L "$1" "$d/$2"
+	libs=$("$root/deploy/lib-closure.sh" "$1" $R) || die "the libraries of $1: above"
 	for l in $libs; do
-		[ -e "$d$l" ] || cp -L --parents "$l" "$d/"
+		[ -e "$d$l" ] || (cd "${R:-/}" && cp -L --parents ".$l" "$d/")
 	done
 }
-add() { # add SRC DEST (DEST relative to the tree)
-	cp -L "$1" "$d/$2"
-	if ldd "$1" >/dev/null 2>&1; then closure "$1"; fi
-}
 add "$agent" t/milometer
-add /usr/sbin/nginx t/mm-km-nginx
-cp /usr/sbin/nginx "$d/t/mm-km-static"
-add /usr/bin/curl usr/bin/curl
-add /usr/bin/wrk t/wrk
-if [ -x /usr/sbin/bpftool ]; then add /usr/sbin/bpftool t/bpftool; fi
-[ ! -f "$root/.output/milometer.bpf.o" ] || cp "$root/.output/milometer.bpf.o" "$d/t/"
+add "$R/usr/sbin/nginx" t/mm-km-nginx
+cp "$R/usr/sbin/nginx" "$d/t/mm-km-static"
+add "$R/usr/bin/curl" usr/bin/curl
+add "$R/usr/bin/wrk" t/wrk
+if [ -x "$R/usr/sbin/bpftool" ]; then add "$R/usr/sbin/bpftool" t/bpftool; fi
+[ ! -f "$bpfobj" ] || cp "$bpfobj" "$d/t/"
 for f in ${MM_FILES:-}; do
 	[ -e "$f" ] || die "--file $f does not exist"
 	add "$f" "t/$(basename "$f")"
@@ -116,6 +136,8 @@ q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 	echo "MM_WRK_SECONDS=$(q "${MM_WRK_SECONDS:-0}")"
 	echo "MM_AGENT_ARGS=$(q "${MM_AGENT_ARGS:-}")"
 	echo "MM_AGENT_CMD=$(q "${MM_AGENT_CMD:-}")"
+	# an arm64 guest is emulated instruction by instruction, the verifier too
+	[ "$arch" = "$host_arch" ] || echo "MM_READY_SECONDS=400"
 } >"$d/t/env.sh"
 printf '%s\n' "${MM_EXTRA:-}" >"$d/t/extra.sh"
 

@@ -40,6 +40,8 @@ LAYERS = [
     ("policy/gateway", ["bpf/milometer.h", "exporter", "policy/regex", "policy/source"]),
     # `check` holds the contract's subjects (Gateways, HTTPRoutes) to the Gateway API
     ("policy/contract", ["exporter", "policy/cel", "policy/gateway", "policy/regex", "policy/source"]),
+    # the contract compiled for other stacks
+    ("policy/translate", ["exporter", "policy/cel", "policy/contract", "policy/regex", "policy/source"]),
     ("agent/h2", ["bpf/milometer.h"]),
     ("agent/tls", []),
     ("agent/k8s", ["exporter", "policy"]),

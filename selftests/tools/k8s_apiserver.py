@@ -10,7 +10,9 @@ taken from the Kubernetes API conventions and apiserver code:
     (401 Unauthorized Status on a bad one) or client certificates (CN = user)
   * RBAC-like denial: 403 Forbidden Status naming verb, resource and group
   * discovery: /version /api /apis /api/v1 /apis/G /apis/G/V (legacy JSON;
-    kubectl falls back to it from aggregated discovery); /openapi/* is 404
+    kubectl falls back to it from aggregated discovery); OpenAPI v3 and v2
+    (v2 as JSON or protobuf: kubectl before 1.27 validates with it), both
+    permissive: no schema per kind
   * list: resourceVersion ""/"0"/N, limit/continue (pages served from a
     snapshot taken at the first page, like etcd; a continue token older
     than the compaction floor is 410 Expired), fieldSelector
@@ -42,6 +44,17 @@ taken from the Kubernetes API conventions and apiserver code:
   * Leases (coordination.k8s.io/v1), namespaced, plain create/update/get
   * custom resources can be installed and removed at run time (404 when
     absent, like a missing CRD)
+  * --deploy-kinds: Services, ConfigMaps, ServiceAccounts, DaemonSets,
+    Deployments, RBAC, CRDs, PodMonitors and VPAs too (discovery and plain
+    storage, no schema validation), for `kubectl apply --dry-run`
+  * authentication.k8s.io/v1 TokenReview, authorization.k8s.io/v1
+    SubjectAccessReview and SelfSubjectAccessReview (kubectl auth can-i),
+    and the serviceaccounts/token subresource (TokenRequest: kubectl create
+    token), with kube-apiserver's request and response shapes (201 Created,
+    the request echoed with its status filled in; 422 Invalid for a
+    SubjectAccessReview without exactly one of resourceAttributes /
+    nonResourceAttributes or without user/groups). Reviews are decided by an
+    RBAC-like rule list (see AUTHZ below) and each one answered is recorded.
 
 Faults and state for tests, on a plain-HTTP control port (127.0.0.1 only):
   POST /ctl/tokens      {"valid": ["t1", ...]}         token rotation
@@ -61,6 +74,18 @@ Faults and state for tests, on a plain-HTTP control port (127.0.0.1 only):
   GET  /ctl/stats       requests and bytes per user agent; POST resets
   GET  /ctl/requests    the last requests (method, path, status, bytes, ua)
   GET  /ctl/watches     open watches
+  POST /ctl/authz       AUTHZ: {"users": {TOKEN: {"username": U, "uid": ID,
+                         "groups": [...], "extra": {K: [V...]}}},
+                         "rules": [{"users": [...], "groups": [...],
+                         "verbs": [...], "apiGroups": [...], "resources":
+                         [...], "namespaces": [...] (absent: all),
+                         "resourceNames": [...] (absent: all; a request
+                         without a name matches only rules without them),
+                         "nonResourceURLs": [...]}]} replaces the model
+                         (also --authz FILE at start); "*" matches any
+  GET  /ctl/reviews     every TokenReview/SubjectAccessReview answered:
+                         {"kind", "spec", "status", "user" (the caller)};
+                         POST resets
 State is saved to --state FILE (periodically and on SIGTERM) and loaded on
 start, so a restart keeps resourceVersions like etcd does.
 """
@@ -92,6 +117,8 @@ except ImportError:  # apply bodies are then accepted as JSON only
 RESOURCES = [
     ("", "v1", "namespaces", "Namespace", False, True, False),
     ("", "v1", "pods", "Pod", True, True, False),
+    ("", "v1", "configmaps", "ConfigMap", True, False, False),
+    ("", "v1", "serviceaccounts", "ServiceAccount", True, False, False),
     ("coordination.k8s.io", "v1", "leases", "Lease", True, False, False),
     ("gateway.networking.k8s.io", "v1", "gateways", "Gateway", True, True, True),
     ("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", True, True, True),
@@ -100,6 +127,28 @@ RESOURCES = [
     ("telemetry.miloapis.com", "v1alpha1", "metricdefinitions", "MetricDefinition", False, True, True),
     ("telemetry.miloapis.com", "v1alpha1", "metricpolicies", "MetricPolicy", False, True, True),
     ("about.k8s.io", "v1alpha1", "clusterproperties", "ClusterProperty", False, False, True),
+    ("monitoring.coreos.com", "v1", "prometheusrules", "PrometheusRule", True, False, True),
+    # read-only: one object per installed custom resource above (what
+    # kube-state-metrics' CustomResourceState discovery watches)
+    ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
+     False, False, False),
+]
+# --deploy-kinds: what deploy/ manifests hold, served (discovery, plain
+# storage, no validation) so that `kubectl apply --dry-run` can map them
+DEPLOY_RESOURCES = [
+    ("", "v1", "services", "Service", True, True, False),
+    ("", "v1", "configmaps", "ConfigMap", True, False, False),
+    ("", "v1", "serviceaccounts", "ServiceAccount", True, False, False),
+    ("apps", "v1", "daemonsets", "DaemonSet", True, True, False),
+    ("apps", "v1", "deployments", "Deployment", True, True, False),
+    ("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, False, False),
+    ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False, False, False),
+    ("rbac.authorization.k8s.io", "v1", "roles", "Role", True, False, False),
+    ("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, False, False),
+    ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False, True, False),
+    # the Prometheus Operator's and the VPA's CRDs, as a cluster with them has
+    ("monitoring.coreos.com", "v1", "podmonitors", "PodMonitor", True, False, True),
+    ("autoscaling.k8s.io", "v1", "verticalpodautoscalers", "VerticalPodAutoscaler", True, True, True),
 ]
 # list-type=map lists (x-kubernetes-list-map-keys) known to the SSA model
 MAP_LISTS = {("status", "conditions"): "type"}
@@ -369,6 +418,33 @@ class Store:
         self.bookmark_interval = bookmark_interval
         self.kill_gen = 0  # bumped to end open watches with an in-stream 410
         self.close_gen = 0
+        with self.lock:
+            for r in self.res.values():
+                self.crd_sync(r)
+
+    def crd_sync(self, r):
+        """The CustomResourceDefinition object of custom resource r follows
+        r.installed (ADDED / DELETED watch events)."""
+        if not r.crd:
+            return
+        objs = self.objects["customresourcedefinitions"]
+        key = ("", f"{r.plural}.{r.group}")
+        if r.installed and key not in objs:
+            o = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                 "metadata": {"name": key[1], "uid": str(uuid.uuid4()),
+                              "resourceVersion": str(self.next_rv()),
+                              "creationTimestamp": now_iso(), "generation": 1},
+                 "spec": {"group": r.group,
+                          "names": {"kind": r.kind, "plural": r.plural,
+                                    "singular": r.kind.lower(), "listKind": r.kind + "List"},
+                          "scope": "Namespaced" if r.namespaced else "Cluster",
+                          "versions": [{"name": r.version, "served": True, "storage": True}]}}
+            objs[key] = o
+            self.record("customresourcedefinitions", "ADDED", o, None)
+        elif not r.installed and key in objs:
+            o = copy.deepcopy(objs.pop(key))
+            o["metadata"]["resourceVersion"] = str(self.next_rv())
+            self.record("customresourcedefinitions", "DELETED", o, o)
 
     def record(self, plural, typ, obj, prev):
         self.history.append((self.rv, plural, typ, obj, prev))
@@ -409,6 +485,13 @@ class Server:
         self.tokens = {t: "admin" for t in args.token}
         self.users = {"admin"}
         self.deny = []  # (user, verb, group, resource)
+        self.authz = {"users": {}, "rules": []}
+        self.reviews = []
+        if args.authz:
+            with open(args.authz) as f:
+                self.authz = json.load(f)
+            self.authz.setdefault("users", {})
+            self.authz.setdefault("rules", [])
         self.faults = []
         self.split = 0
         self.stats = {}
@@ -563,8 +646,153 @@ class Handler(BaseHTTPRequestHandler):
                         return v
         auth = self.headers.get("Authorization", "")
         if auth.startswith("Bearer "):
-            return self.srv.tokens.get(auth[7:].strip())
+            t = auth[7:].strip()
+            if t in self.srv.tokens:
+                return self.srv.tokens[t]
+            u = self.srv.authz["users"].get(t)
+            return u["username"] if u else None
         return None
+
+    def user_info(self):
+        """The caller as a TokenReview would describe it."""
+        auth = self.headers.get("Authorization", "")
+        u = self.srv.authz["users"].get(auth[7:].strip()) if auth.startswith("Bearer ") else None
+        if u:
+            return u
+        # the static admin tokens and client certificates: cluster admins
+        return {"username": self.user, "groups": ["system:masters", "system:authenticated"]}
+
+    # -- authentication.k8s.io / authorization.k8s.io --
+    def review_object(self, kind, group):
+        if "protobuf" in self.headers.get("Content-Type", ""):
+            o = decode_review(self.body(), kind, group)
+            if o is None:
+                raise ApiError(415, "UnsupportedMediaType",
+                               "this test server accepts JSON bodies only (no protobuf)")
+            self.body = lambda: json.dumps(o).encode()
+        try:
+            o = json.loads(self.body() or b"{}")
+        except ValueError:
+            raise ApiError(400, "BadRequest", "the request body is not JSON")
+        if o.get("kind") not in (None, kind):
+            raise ApiError(400, "BadRequest", f"the body is a {o.get('kind')}, not a {kind}")
+        o["kind"], o["apiVersion"] = kind, group + "/v1"
+        o["metadata"] = {"creationTimestamp": None}
+        o.setdefault("spec", {})
+        return o
+
+    def check_create(self, group, plural):
+        for u, v, g, r in self.srv.deny:
+            if u == self.user and v in ("create", "*") and g == group and r in (plural, "*"):
+                raise ApiError(403, "Forbidden",
+                               f'{plural}.{group} is forbidden: User "{self.user}" cannot create '
+                               f'resource "{plural}" in API group "{group}" at the cluster scope',
+                               {"group": group, "kind": plural})
+
+    def record_review(self, o):
+        with self.srv.mu:
+            self.srv.reviews.append({"kind": o["kind"], "spec": copy.deepcopy(o["spec"]),
+                                     "status": o["status"], "user": self.user})
+
+    def token_review(self):
+        self.check_create("authentication.k8s.io", "tokenreviews")
+        o = self.review_object("TokenReview", "authentication.k8s.io")
+        spec = o["spec"]
+        tok = spec.get("token", "")
+        u = self.srv.authz["users"].get(tok)
+        if u is None and tok in self.srv.tokens:
+            u = {"username": self.srv.tokens[tok], "groups": ["system:masters", "system:authenticated"]}
+        want = spec.get("audiences") or []
+        have = (u or {}).get("audiences") or ["https://kubernetes.default.svc.cluster.local"]
+        if u and want and not set(want) & set(have):
+            u = None
+        if u:
+            user = {k: v for k, v in u.items() if k in ("username", "uid", "groups", "extra") and v}
+            o["status"] = {"authenticated": True, "user": user,
+                           "audiences": [a for a in have if not want or a in want]}
+        else:
+            o["status"] = {"user": {}, "error": "[invalid bearer token, token lookup failed]"}
+        self.record_review(o)
+        return self.send_json(201, o)
+
+    def rbac_allows(self, user, groups, attrs, nonres):
+        for r in self.srv.authz["rules"]:
+            if not (user in r.get("users", []) or set(groups) & set(r.get("groups", []))):
+                continue
+            verb = attrs.get("verb", "")
+            if not ({"*", verb} & set(r.get("verbs", []))):
+                continue
+            if nonres:
+                path = attrs.get("path", "")
+                if any(u == path or u == "*" or (u.endswith("*") and path.startswith(u[:-1]))
+                       for u in r.get("nonResourceURLs", [])):
+                    return True
+                continue
+            if not ({"*", attrs.get("group", "")} & set(r.get("apiGroups", []))):
+                continue
+            if not ({"*", attrs.get("resource", "")} & set(r.get("resources", []))):
+                continue
+            if "namespaces" in r and attrs.get("namespace", "") not in r["namespaces"]:
+                continue
+            names = r.get("resourceNames")
+            if names and attrs.get("name", "") not in names:
+                continue
+            return True
+        return False
+
+    def decide(self, spec, user, groups):
+        ra, na = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+        if (ra is None) == (na is None):
+            raise ApiError(422, "Invalid",
+                           'SubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: '
+                           'Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified')
+        if "system:masters" in groups:
+            return {"allowed": True}
+        if self.rbac_allows(user, groups, na or ra, na is not None):
+            return {"allowed": True, "reason": "allowed by the test rules"}
+        return {"allowed": False}
+
+    def access_review(self):
+        self.check_create("authorization.k8s.io", "subjectaccessreviews")
+        o = self.review_object("SubjectAccessReview", "authorization.k8s.io")
+        spec = o["spec"]
+        if not spec.get("user") and not spec.get("groups"):
+            raise ApiError(422, "Invalid",
+                           'SubjectAccessReview.authorization.k8s.io "" is invalid: spec.user: '
+                           'Invalid value: "": at least one of user or group must be specified')
+        o["status"] = self.decide(spec, spec.get("user", ""), spec.get("groups") or [])
+        self.record_review(o)
+        return self.send_json(201, o)
+
+    def self_access_review(self):
+        o = self.review_object("SelfSubjectAccessReview", "authorization.k8s.io")
+        u = self.user_info()
+        o["status"] = self.decide(o["spec"], u["username"], u.get("groups") or [])
+        self.record_review(o)
+        return self.send_json(201, o)
+
+    def token_request(self, ns, name):
+        st = self.srv.store
+        with st.lock:
+            if (ns, name) not in st.objects["serviceaccounts"]:
+                raise ApiError(404, "NotFound", f'serviceaccounts "{name}" not found',
+                               {"name": name, "kind": "serviceaccounts"})
+        o = self.review_object("TokenRequest", "authentication.k8s.io")
+        spec = o["spec"]
+        exp = int(spec.get("expirationSeconds") or 3600)
+        spec["expirationSeconds"] = exp
+        spec["audiences"] = spec.get("audiences") or ["https://kubernetes.default.svc.cluster.local"]
+        spec.setdefault("boundObjectRef", None)
+        tok = "sa." + base64.urlsafe_b64encode(os.urandom(24)).decode().rstrip("=")
+        with self.srv.mu:
+            self.srv.authz["users"][tok] = {
+                "username": f"system:serviceaccount:{ns}:{name}", "uid": str(uuid.uuid4()),
+                "groups": ["system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated"],
+                "audiences": spec["audiences"]}
+        o["metadata"] = {"name": name, "namespace": ns, "creationTimestamp": now_iso()}
+        until = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=exp)
+        o["status"] = {"token": tok, "expirationTimestamp": until.strftime("%Y-%m-%dT%H:%M:%SZ")}
+        return self.send_json(201, o)
 
     def dispatch(self, method):
         self.nbytes = 0
@@ -603,6 +831,15 @@ class Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
             return
         parts = [p for p in u.path.split("/") if p]
+        if method == "POST" and parts == ["apis", "authentication.k8s.io", "v1", "tokenreviews"]:
+            return self.token_review()
+        if method == "POST" and parts == ["apis", "authorization.k8s.io", "v1", "subjectaccessreviews"]:
+            return self.access_review()
+        if method == "POST" and parts == ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"]:
+            return self.self_access_review()
+        if (method == "POST" and len(parts) == 7 and parts[:3] == ["api", "v1", "namespaces"]
+                and parts[4] == "serviceaccounts" and parts[6] == "token"):
+            return self.token_request(parts[3], parts[5])
         if parts == ["version"]:
             return self.send_json(200, {"major": "1", "minor": "32", "gitVersion": "v1.32.0-milometer-test",
                                         "platform": "linux/amd64"})
@@ -618,6 +855,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, self.openapi_index())
         if len(parts) >= 3 and parts[:2] == ["openapi", "v3"]:
             return self.send_json(200, self.openapi_gv("/".join(parts[2:])))
+        if parts == ["openapi", "v2"]:
+            return self.send_openapi_v2()
         if parts and parts[0] == "openapi":
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if parts[:2] == ["api", "v1"]:
@@ -662,6 +901,31 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.0"},
                 "paths": paths, "components": {"schemas": schemas}}
+
+    # kubectl 1.20 (Debian's kubernetes-client) validates with OpenAPI v2,
+    # which it asks for as protobuf (gnostic's openapi_v2.Document); a kind
+    # without a definition is not validated, as here.
+    def send_openapi_v2(self):
+        title, version = "Kubernetes", "v1.32.0"
+        if "protobuf" in self.headers.get("Accept", ""):
+            def field(num, data):
+                return bytes([num << 3 | 2, len(data)]) + data
+            info = field(1, title.encode()) + field(2, version.encode())
+            body = field(1, b"2.0") + field(2, info)
+            ctype = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+        else:
+            body = json.dumps({"swagger": "2.0", "info": {"title": title, "version": version},
+                               "paths": {}, "definitions": {}}).encode()
+            ctype = "application/json"
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        self.nbytes += len(body)
+        self.srv.add_bytes(self.headers.get("User-Agent", ""), len(body))
+        self.code = 200
 
     def group_list(self):
         groups = {}
@@ -1190,6 +1454,12 @@ class CtlHandler(BaseHTTPRequestHandler):
         if self.path == "/ctl/watches":
             with s.mu:
                 return self.reply(list(s.watches.values()))
+        if self.path == "/ctl/reviews":
+            with s.mu:
+                return self.reply(s.reviews)
+        if self.path == "/ctl/authz":
+            with s.mu:
+                return self.reply(s.authz)
         if self.path == "/ctl/rv":
             return self.reply({"rv": s.store.rv, "floor": s.store.floor})
         self.reply({"error": "unknown"}, 404)
@@ -1211,6 +1481,18 @@ class CtlHandler(BaseHTTPRequestHandler):
         elif p == "/ctl/fault":
             with s.mu:
                 s.faults.append(d)
+        elif p == "/ctl/authz":
+            with s.mu:
+                d.setdefault("users", {})
+                d.setdefault("rules", [])
+                # tokens issued by TokenRequest outlive a rule change
+                for t, u in s.authz["users"].items():
+                    if t.startswith("sa.") and t not in d["users"]:
+                        d["users"][t] = u
+                s.authz = d
+        elif p == "/ctl/reviews":
+            with s.mu:
+                s.reviews = []
         elif p == "/ctl/split":
             s.split = int(d.get("max", 0))
         elif p == "/ctl/stats":
@@ -1233,6 +1515,7 @@ class CtlHandler(BaseHTTPRequestHandler):
             with st.lock:
                 r = st.res[d["resource"]]
                 r.installed = bool(d["installed"])
+                st.crd_sync(r)
                 if not r.installed:
                     # removing a CRD deletes its objects
                     for key, o in list(st.objects[r.plural].items()):
@@ -1275,6 +1558,71 @@ class CtlHandler(BaseHTTPRequestHandler):
         else:
             return self.reply({"error": "unknown"}, 404)
         self.reply({"ok": True, "rv": st.rv})
+
+
+def pb_fields(b):
+    """(field number, wire type, value) of one protobuf message."""
+    i = 0
+    while i < len(b):
+        key, i = pb_varint(b, i)
+        f, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = pb_varint(b, i)
+        elif wt == 2:
+            n, i = pb_varint(b, i)
+            v, i = b[i:i + n], i + n
+        elif wt == 1:
+            v, i = b[i:i + 8], i + 8
+        elif wt == 5:
+            v, i = b[i:i + 4], i + 4
+        else:
+            raise ValueError("wire type")
+        yield f, wt, v
+
+
+def pb_varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << s
+        s += 7
+        if c < 0x80:
+            return v, i
+
+
+RA_FIELDS = {1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource",
+             6: "subresource", 7: "name"}
+
+
+def decode_review(body, kind, group):
+    """kubectl posts built-in types as protobuf (client-go's default): the
+    "k8s\\0" envelope (runtime.Unknown: 2 raw), then the object with 2 spec.
+    TokenRequest spec: 1 audiences, 4 expirationSeconds. (Self)SubjectAccess
+    Review spec: 1 resourceAttributes (RA_FIELDS), 2 nonResourceAttributes
+    (1 path, 2 verb). Enough for kubectl create token and auth can-i."""
+    try:
+        if not body.startswith(b"k8s\x00"):
+            return None
+        raw = next((v for f, wt, v in pb_fields(body[4:]) if f == 2 and wt == 2), b"")
+        spec = {}
+        for f, wt, v in pb_fields(raw):
+            if f != 2 or wt != 2:
+                continue
+            for g, gwt, gv in pb_fields(v):
+                if kind == "TokenRequest":
+                    if g == 1 and gwt == 2:
+                        spec.setdefault("audiences", []).append(gv.decode())
+                    elif g == 4 and gwt == 0:
+                        spec["expirationSeconds"] = gv
+                elif g in (1, 2) and gwt == 2:
+                    names = RA_FIELDS if g == 1 else {1: "path", 2: "verb"}
+                    spec["resourceAttributes" if g == 1 else "nonResourceAttributes"] = {
+                        names[h]: hv.decode() for h, hwt, hv in pb_fields(gv)
+                        if h in names and hwt == 2}
+        return {"apiVersion": group + "/v1", "kind": kind, "spec": spec}
+    except (ValueError, IndexError, UnicodeDecodeError, StopIteration):
+        return None
 
 
 def make_ssl(args):
@@ -1323,11 +1671,16 @@ def main():
     ap.add_argument("--token", action="append", default=[], help="admin bearer token (repeatable)")
     ap.add_argument("--user-token", action="append", help="TOKEN=USER")
     ap.add_argument("--deny", action="append", help="USER:VERB:GROUP:RESOURCE")
+    ap.add_argument("--authz", help="JSON file: tokens -> users and the rules reviews are decided by (AUTHZ)")
     ap.add_argument("--state", help="keep objects and RVs in this file across restarts")
     ap.add_argument("--bookmark-interval", type=float, default=60.0)
     ap.add_argument("--objects", help="JSON file of objects to create at start")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--deploy-kinds", action="store_true",
+                    help="also serve the kinds deploy/ manifests use (DEPLOY_RESOURCES)")
     args = ap.parse_args()
+    if args.deploy_kinds:
+        RESOURCES.extend(DEPLOY_RESOURCES)
 
     s = Server(args)
     Handler.srv = s

@@ -12,6 +12,7 @@
  * not), stores it decompressed as D/req-NNNNNN.pb (decode with
  * protoc --decode=opentelemetry.proto.collector.metrics.v1.
  * ExportMetricsServiceRequest --proto_path=exporter otlp_metrics.proto)
+ * with its request headers in D/req-NNNNNN.headers ("name: value" lines),
  * and prints one line per request. Answers follow --script in order (e.g.
  * "503:2,200": a 503 with Retry-After: 2, then 200), then --status
  * (default 200). --partial makes 200 answers carry a partial_success.
@@ -195,21 +196,30 @@ static size_t count_points(const otlp_pb_request *r)
 	return n;
 }
 
-static void store_body(struct otlp_sink *k, unsigned idx, const void *b,
-		       size_t len)
+static void store_file(const char *path, const void *b, size_t len)
 {
-	char path[4096];
-	FILE *f;
+	FILE *f = fopen(path, "w");
 
-	if (!k->o.dir)
-		return;
-	snprintf(path, sizeof(path), "%s/req-%06u.pb", k->o.dir, idx);
-	f = fopen(path, "w");
 	if (!f || fwrite(b, 1, len, f) != len)
 		fprintf(stderr, "otlp_sink: cannot write %s: %s\n", path,
 			strerror(errno));
 	if (f)
 		fclose(f);
+}
+
+/* The body, and its request headers beside it (req-NNNNNN.headers). */
+static void store_body(struct otlp_sink *k, unsigned idx, const void *b,
+		       size_t len, const char *headers)
+{
+	char path[4096];
+
+	if (!k->o.dir)
+		return;
+	snprintf(path, sizeof(path), "%s/req-%06u.headers", k->o.dir, idx);
+	store_file(path, headers ? headers : "", headers ? strlen(headers) : 0);
+	/* the body last: a test polling for req-*.pb then finds both */
+	snprintf(path, sizeof(path), "%s/req-%06u.pb", k->o.dir, idx);
+	store_file(path, b, len);
 }
 
 static enum MHD_Result reply(struct MHD_Connection *c, int status,
@@ -293,7 +303,7 @@ static enum MHD_Result answer_export(struct otlp_sink *k,
 	 * requests in memory; files are written for all.
 	 */
 	if (rq.valid)
-		store_body(k, idx, rq.body, rq.body_len);
+		store_body(k, idx, rq.body, rq.body_len, rq.headers);
 	if (idx <= SINK_MAX_KEEP)
 		k->reqs[idx - 1] = rq;
 	pthread_cond_broadcast(&k->cond);

@@ -130,6 +130,7 @@ TEST(mem_limit_derive_caps)
 	const struct mem_caps defaults = {
 		.max_connections = 16384, .ringbuf_bytes = 4 << 20,
 		.max_series = 10000, .otlp_queue_bytes = 8 << 20,
+		.conn_bytes = 704,
 	};
 	struct mem_caps c;
 	uint64_t budget, used;
@@ -151,17 +152,17 @@ TEST(mem_limit_derive_caps)
 	ASSERT_EQ(c.otlp_queue_bytes, defaults.otlp_queue_bytes);
 	ASSERT_TRUE(c.max_series < defaults.max_series && c.max_series > 5000,
 		    "max_series %u", c.max_series);
-	/* 64 MiB: every cap comes down, and their worst case fits the budget */
+	/* 48 MiB: every cap comes down, and their worst case fits the budget */
 	c = defaults;
-	budget = mem_limit__derive_caps(64ULL << 20, &c);
-	ASSERT_TRUE(budget > 0 && budget < (64ULL << 20), "budget %llu",
+	budget = mem_limit__derive_caps(48ULL << 20, &c);
+	ASSERT_TRUE(budget > 0 && budget < (48ULL << 20), "budget %llu",
 		    (unsigned long long)budget);
 	ASSERT_TRUE(c.max_connections < defaults.max_connections);
 	ASSERT_TRUE(c.max_series < defaults.max_series);
 	ASSERT_TRUE(c.otlp_queue_bytes < defaults.otlp_queue_bytes);
 	ASSERT_TRUE(c.ringbuf_bytes < defaults.ringbuf_bytes);
 	ASSERT_EQ(c.ringbuf_bytes & (c.ringbuf_bytes - 1), 0);
-	used = (uint64_t)c.max_connections * 3584 + c.ringbuf_bytes +
+	used = (uint64_t)c.max_connections * c.conn_bytes + c.ringbuf_bytes +
 	       (uint64_t)c.max_series * 2048 * 8 + c.otlp_queue_bytes;
 	ASSERT_TRUE(used <= budget, "used %llu > budget %llu",
 		    (unsigned long long)used, (unsigned long long)budget);
@@ -177,4 +178,45 @@ TEST(mem_limit_derive_caps)
 	ASSERT_EQ(c.ringbuf_bytes, 64 << 10);
 	ASSERT_EQ(c.max_series, 16);
 	ASSERT_EQ(c.otlp_queue_bytes, 64 << 10);
+}
+
+/*
+ * One connection's cost follows the map's sizes as the kernel allocates
+ * them, and the cap follows it: a 424-byte struct mm_conn (the size the
+ * loaded object's BTF gives on x86_64) is one 512-byte kmalloc object in a
+ * 64-bit-keyed hash (plus its buckets), or in socket storage one 512-byte
+ * element plus the socket's 192-byte storage owner: under 1 KiB, where the
+ * caps once charged 3.5 KiB.
+ */
+TEST(mem_limit_conn_cap)
+{
+	struct mem_caps c = {
+		.max_connections = 1 << 20, .ringbuf_bytes = 4 << 20,
+		.max_series = 10000, .otlp_queue_bytes = 8 << 20,
+	};
+	uint64_t budget;
+
+	/* sk storage: 72 + 424 + 8 = 504 (kmalloc-512) + 176 + 8 (kmalloc-192);
+	 * hash: 48 + 8 + 424 + 8 = 488 (kmalloc-512) + 32 of buckets */
+	ASSERT_EQ(mem_limit__conn_bytes(8, 424), 512 + 192);
+	/* the largest mm_conn its _Static_assert admits still fits */
+	ASSERT_EQ(mem_limit__conn_bytes(8, 432), 512 + 192);
+	/* past it, the next size class */
+	ASSERT_EQ(mem_limit__conn_bytes(8, 449), 1024 + 192);
+	/* page-sized values: both maps round to pages */
+	ASSERT_EQ(mem_limit__conn_bytes(8, 8000), 8192 + 192);
+	ASSERT_EQ(mem_limit__conn_bytes(8, 9000), 12288 + 192);
+	/* a hash element bigger than the socket's storage: the hash's cost */
+	ASSERT_EQ(mem_limit__conn_bytes(64, 424), 1024 + 32);
+
+	c.conn_bytes = mem_limit__conn_bytes(8, 424);
+	budget = mem_limit__derive_caps(96ULL << 20, &c);
+	ASSERT_EQ(c.max_connections, budget * 3 / 8 / (512 + 192));
+	/* 96 MiB: 48 MiB budget, 18 MiB of it for connections */
+	ASSERT_TRUE(c.max_connections > 26000, "max_connections %u",
+		    c.max_connections);
+	/* the default 16384 is not lowered under a 96 MiB limit */
+	c.max_connections = 16384;
+	mem_limit__derive_caps(96ULL << 20, &c);
+	ASSERT_EQ(c.max_connections, 16384);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "exporter/metric_store.h"
+#include "exporter/prom_text.h"
 #include "selftests/unit/test.h"
 
 #define SEC 1000000000ull
@@ -535,4 +536,67 @@ TEST(mstore_expiry_keeps_unreported_delta)
 	ASSERT_EQ(collect(st, MT_CUMULATIVE, 32 * SEC, d.name, &seen), 0);
 	ASSERT_EQ(seen.visits, 0);
 	mstore__free(st);
+}
+
+/* What a subject filter sees: bound series carry their subject, a series
+ * bound to two objects and the overflow series carry none (full readers
+ * only), unbound ones none; mstore__subjects lists each subject once. */
+static bool keep_ns_a(void *ctx, const char *subject)
+{
+	(void)ctx;
+	return subject && strstr(subject, "\x1f" "a\x1f");
+}
+
+TEST(mstore_subject_binding)
+{
+	struct mstore_opts o = { .max_series_per_metric = 4 };
+	struct mmetric_desc d = { .name = "g", .instrument = MI_GAUGE };
+	struct mstore *s = mstore__new(&o);
+	struct mlabel l1 = { "k", "1" }, l2 = { "k", "2" }, l3 = { "k", "3" };
+	struct mlabel l4 = { "k", "4" }, l5 = { "k", "5" };
+	char sa[128], sb[128], *buf = NULL, **subs = NULL;
+	struct mseries *x, *y, *z, *u, *ov;
+	size_t len = 0, kept = 0;
+	long n;
+	FILE *f;
+	int id;
+
+	ASSERT_TRUE(s);
+	id = mstore__add_metric(s, &d);
+	ASSERT_TRUE(id >= 0);
+	ASSERT_TRUE(msubject__format(sa, sizeof(sa), "g.io", "routes", "a", "r1"));
+	ASSERT_TRUE(msubject__format(sb, sizeof(sb), "g.io", "routes", "b", "r1"));
+	mstore__lock(s);
+	x = mstore__series(s, id, &l1, 1);
+	y = mstore__series(s, id, &l2, 1);
+	z = mstore__series(s, id, &l3, 1);
+	ov = mstore__series(s, id, &l5, 1); /* 4th label set: overflow */
+	u = mstore__series(s, id, &l4, 1);
+	ASSERT_TRUE(ov == u);
+	ASSERT_EQ(mstore__bind(s, x, sa), 0);
+	ASSERT_EQ(mstore__bind(s, x, sa), 0);
+	ASSERT_EQ(mstore__bind(s, y, sa), 0);
+	ASSERT_EQ(mstore__bind(s, y, sb), 0); /* mixed from now on */
+	ASSERT_EQ(mstore__bind(s, y, sa), 0);
+	ASSERT_EQ(mstore__bind(s, ov, sa), 0);
+	mseries__set(x, 1, 1);
+	mseries__set(y, 2, 1);
+	mseries__set(z, 3, 1);
+	mseries__set(ov, 4, 1);
+	mstore__unlock(s);
+	n = mstore__subjects(s, &subs);
+	ASSERT_EQ(n, 1);
+	ASSERT_STREQ(subs[0], sa);
+	free(subs[0]);
+	free(subs);
+	f = open_memstream(&buf, &len);
+	ASSERT_EQ(prom_text__write_filtered(f, s, PROM_FMT_TEXT, 2, NULL, 0,
+					    keep_ns_a, NULL, &kept), 0);
+	fclose(f);
+	ASSERT_EQ(kept, 1);
+	ASSERT_TRUE(strstr(buf, "g{k=\"1\"} 1\n"), "%s", buf);
+	ASSERT_TRUE(!strstr(buf, "k=\"2\"") && !strstr(buf, "k=\"3\"") &&
+		    !strstr(buf, "overflow"), "%s", buf);
+	free(buf);
+	mstore__free(s);
 }

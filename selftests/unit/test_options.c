@@ -174,3 +174,45 @@ TEST(options_rejects_what_must_be_fixed)
 		options__free(&o);
 	}
 }
+
+/* metricsAuth and otlp tenancy: config keys, flags over them, and what is refused */
+TEST(options_metrics_auth_and_tenancy)
+{
+	const char *path = write_config("manifests: /m\n"
+					"proxy: {exe: [nginx]}\n"
+					"metricsAuth:\n"
+					"  mode: kubernetes\n"
+					"  cacheTTL: 7\n"
+					"  maxEntries: 99\n"
+					"  extra: [iam.miloapis.com/parent-type=Project]\n"
+					"otlp:\n"
+					"  endpoint: http://c:4318\n"
+					"  tenantFrom: namespace-label:tenant\n"
+					"  tenantHeader: THANOS-TENANT\n"
+					"  tenantDefault: platform\n");
+	char *argv[] = {"run", "--config", (char *)path, "--metrics-auth-ttl", "9",
+			"--metrics-auth-extra", "k=v", NULL};
+	char *bad_mode[] = {"run", "--manifests", "/m", "--proxy-exe", "x", "--metrics-auth", "rbac", NULL};
+	char *bad_extra[] = {"run", "--manifests", "/m", "--proxy-exe", "x", "--metrics-auth-extra", "novalue", NULL};
+	char *bad_tenant[] = {"run", "--manifests", "/m", "--proxy-exe", "x", "--otlp-tenant-from", "label", NULL};
+	struct agent_opts o;
+
+	if (!ASSERT_TRUE(path) || !ASSERT_EQ(parse(&o, argv), 0))
+		return;
+	ASSERT_STREQ(o.metrics_auth, "kubernetes");
+	ASSERT_EQ(o.metrics_auth_ttl_s, 9);
+	ASSERT_EQ(o.metrics_auth_max, 99);
+	ASSERT_EQ(o.nmetrics_auth_extra, 2);
+	ASSERT_STREQ(o.metrics_auth_extra[0], "iam.miloapis.com/parent-type=Project");
+	ASSERT_STREQ(o.metrics_auth_extra[1], "k=v");
+	ASSERT_STREQ(o.otlp_tenant_from, "namespace-label:tenant");
+	ASSERT_STREQ(o.otlp_tenant_header, "THANOS-TENANT");
+	ASSERT_STREQ(o.otlp_tenant_default, "platform");
+	options__free(&o);
+	ASSERT_EQ(parse(&o, bad_mode), -EINVAL);
+	options__free(&o);
+	ASSERT_EQ(parse(&o, bad_extra), -EINVAL);
+	options__free(&o);
+	ASSERT_EQ(parse(&o, bad_tenant), -EINVAL);
+	options__free(&o);
+}

@@ -12,6 +12,7 @@
 #include "policy/contract/contract_uid.h"
 #include "policy/source/doc.h"
 #include "policy/contract/policy_engine.h"
+#include "policy/source/source_catalogue.h"
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
 
@@ -58,6 +59,9 @@ struct cap_point {
 	uint64_t count;
 	double sum, min, max;
 	double bound0;
+	size_t nbounds;
+	double bounds[32];
+	uint64_t counts[33];
 };
 
 struct capture {
@@ -95,8 +99,15 @@ static int cap_fn(void *ctx, const struct mmetric_desc *d,
 		cp->sum = p[i].sum;
 		cp->min = p[i].min;
 		cp->max = p[i].max;
-		if (p[i].explicit_h && p[i].explicit_h->nbounds)
+		if (p[i].explicit_h && p[i].explicit_h->nbounds) {
 			cp->bound0 = p[i].explicit_h->bounds[0];
+			cp->nbounds = p[i].explicit_h->nbounds < 32 ?
+					      p[i].explicit_h->nbounds : 32;
+			memcpy(cp->bounds, p[i].explicit_h->bounds,
+			       cp->nbounds * sizeof(double));
+			memcpy(cp->counts, p[i].explicit_h->counts,
+			       (cp->nbounds + 1) * sizeof(uint64_t));
+		}
 	}
 	return 0;
 }
@@ -264,7 +275,17 @@ static void check_latency(const char *const *paths, const char *policy)
 	ASSERT_NEAR(p->sum, 1.75, 1e-12);
 	ASSERT_NEAR(p->min, 0.25, 1e-12);
 	ASSERT_NEAR(p->max, 1.5, 1e-12);
-	ASSERT_NEAR(p->bound0, 0.005, 1e-12); /* seconds buckets */
+	/*
+	 * value / 1000.0 is affine: the target keeps Envoy's buckets, each
+	 * bound in seconds (what a recording rule or scale_metric computes)
+	 */
+	ASSERT_EQ(p->nbounds, source_catalogue__envoy_nbounds);
+	for (size_t i = 0; i < p->nbounds; i++)
+		ASSERT_TRUE(p->bounds[i] ==
+			    source_catalogue__envoy_bounds[i] * (1 / 1000.0));
+	ASSERT_NEAR(p->bound0, 0.0005, 1e-12);
+	for (size_t i = 0; i <= p->nbounds; i++) /* 250 ms, 1500 ms */
+		ASSERT_EQ(p->counts[i], (uint64_t)(i == 7 || i == 10));
 	ASSERT_STREQ(lbl(p, "resource_name"), "checkout");
 	ASSERT_STREQ(lbl(p, "resource_namespace"), "demo");
 	ASSERT_STREQ(lbl(p, "resource_uid"), UID_CHECKOUT);

@@ -6,10 +6,13 @@
  * ground truth comes from the loader, not from our ELF reading.
  */
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/tls/discover.h"
@@ -57,8 +60,9 @@ TEST(tls_discover_finds_loaded_libssl_offsets)
 		if (t[i].lib == TLS_LIB_OPENSSL3)
 			k = i;
 	ASSERT_TRUE(k >= 0);
-	ASSERT_TRUE(strstr(t[k].path, "/root/") && strstr(t[k].mapped, "libssl.so.3"),
-		    "%s", t[k].path);
+	/* map_files as root, else the mapped path under /proc/PID/root */
+	ASSERT_TRUE((strstr(t[k].path, "/map_files/") || strstr(t[k].path, "/root/")) &&
+		    strstr(t[k].mapped, "libssl.so.3"), "%s", t[k].path);
 	ASSERT_EQ(strlen(t[k].build_id), 40);
 	for (int f = 0; f < TLS_F__COUNT; f++) {
 		void *sym = dlsym(h, tls_discover__func_names[f]);
@@ -74,6 +78,92 @@ TEST(tls_discover_finds_loaded_libssl_offsets)
 	/* a second look finds the same single file (one target per inode) */
 	ASSERT_EQ(tls_discover__pid("/proc", getpid(), t, 8, err, sizeof(err)), n);
 	dlclose(h);
+}
+
+/* cp SRC DST (a copy: another inode); 0 on success */
+static int copy_file(const char *src, const char *dst)
+{
+	char buf[65536];
+	FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+	size_t n;
+	int rc = in && out ? 0 : -1;
+
+	while (!rc && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+		rc = fwrite(buf, 1, n, out) == n ? 0 : -1;
+	if (in)
+		fclose(in);
+	if (out && fclose(out))
+		rc = -1;
+	return rc;
+}
+
+/*
+ * A process under another root, in a procfs tree made here: its maps line
+ * names the library from the reader's root (here /elsewhere/jail/...: the
+ * jail as seen from a root above it), which is no path under the process's
+ * root; the library is a copy of Debian's libssl.so.3 (its own inode) in
+ * that root. Found at the right tail of the path, by inode; a file of the
+ * same name with another inode (ours, or the jail's at the mapped path) is
+ * never taken; map_files, when there, is the file.
+ */
+TEST(tls_discover_process_under_another_root)
+{
+	const char *real = "/usr/lib/x86_64-linux-gnu/libssl.so.3";
+	char dir[] = "/tmp/mm-unit-tlsroot.XXXXXX", p[PATH_MAX], q[PATH_MAX];
+	char err[256], cmd[2 * PATH_MAX + 64];
+	struct tls_target t[2];
+	struct stat copy, host;
+	FILE *f;
+
+	ASSERT_TRUE(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/jail/usr/lib/x86_64-linux-gnu", dir);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s %s/proc/77/map_files", p, dir);
+	ASSERT_EQ(system(cmd), 0);
+	snprintf(p, sizeof(p), "%s/jail%s", dir, real);
+	ASSERT_EQ(copy_file(real, p), 0);
+	ASSERT_EQ(stat(p, &copy), 0);
+	ASSERT_EQ(stat(real, &host), 0);
+	ASSERT_TRUE(copy.st_ino != host.st_ino);
+	snprintf(q, sizeof(q), "%s/jail", dir);
+	snprintf(p, sizeof(p), "%s/proc/77/root", dir);
+	ASSERT_EQ(symlink(q, p), 0);
+	snprintf(p, sizeof(p), "%s/proc/77/exe", dir);
+	ASSERT_EQ(symlink("/usr/sbin/nginx", p), 0);
+
+#define MAPS(path, ino)                                                        \
+	do {                                                                   \
+		snprintf(p, sizeof(p), "%s/proc/77/maps", dir);                 \
+		f = fopen(p, "w");                                             \
+		ASSERT_TRUE(f);                                                \
+		fprintf(f, "7f0000001000-7f0000002000 r-xp 00001000 fe:00 %lu %s\n", \
+			(unsigned long)(ino), path);                           \
+		fclose(f);                                                     \
+	} while (0)
+	snprintf(q, sizeof(q), "%s/proc", dir);
+	/* named from above the jail: the tail under its root is the file */
+	MAPS("/elsewhere/jail/usr/lib/x86_64-linux-gnu/libssl.so.3", copy.st_ino);
+	ASSERT_EQ(tls_discover__pid(q, 77, t, 2, err, sizeof(err)), 1);
+	ASSERT_EQ(t[0].ino, copy.st_ino);
+	ASSERT_TRUE(strstr(t[0].path, "/77/root/usr/lib/"), "%s", t[0].path);
+	ASSERT_TRUE(t[0].f[TLS_F_SSL_READ].offset && t[0].f[TLS_F_SSL_WRITE].offset);
+	/* our own libssl at the mapped path is another file: not taken */
+	MAPS(real, host.st_ino + 1 == copy.st_ino ? host.st_ino + 2 : host.st_ino + 1);
+	ASSERT_EQ(tls_discover__pid(q, 77, t, 2, err, sizeof(err)), 0);
+	MAPS("/elsewhere/jail/usr/lib/x86_64-linux-gnu/libssl.so.3", host.st_ino);
+	ASSERT_EQ(tls_discover__pid(q, 77, t, 2, err, sizeof(err)), 0);
+	/* map_files names the mapped file whatever the paths say */
+	snprintf(p, sizeof(p), "%s/proc/77/map_files/7f0000001000-7f0000002000", dir);
+	snprintf(q, sizeof(q), "%s/jail%s", dir, real);
+	ASSERT_EQ(symlink(q, p), 0);
+	snprintf(q, sizeof(q), "%s/proc", dir);
+	MAPS("/nowhere/libssl.so.3", copy.st_ino);
+	ASSERT_EQ(tls_discover__pid(q, 77, t, 2, err, sizeof(err)), 1);
+	ASSERT_EQ(t[0].ino, copy.st_ino);
+	ASSERT_TRUE(strstr(t[0].path, "/77/map_files/"), "%s", t[0].path);
+	ASSERT_STREQ(t[0].mapped, "/nowhere/libssl.so.3");
+#undef MAPS
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ASSERT_EQ(system(cmd), 0);
 }
 
 TEST(tls_discover_errors_say_what)
@@ -126,10 +216,31 @@ TEST(tls_go_ret_finder_decodes_instructions)
 	};
 	uint64_t rets[4];
 
-	ASSERT_EQ(go_tls__find_rets(code, sizeof(code), 0x1000, rets, 4), 2);
+	ASSERT_EQ(go_tls__find_rets(EM_X86_64, code, sizeof(code), 0x1000, rets, 4), 2);
 	ASSERT_EQ(rets[0], 12);
 	ASSERT_EQ(rets[1], 14);
-	ASSERT_EQ(go_tls__find_rets(code, sizeof(code), 0x1000, rets, 1), -E2BIG);
+	ASSERT_EQ(go_tls__find_rets(EM_X86_64, code, sizeof(code), 0x1000, rets, 1), -E2BIG);
+}
+
+TEST(tls_go_ret_finder_arm64)
+{
+	/* a Go arm64 function's shape: stack check on g (x28), body, RETs */
+	static const uint8_t code[] = {
+		0x90, 0x0b, 0x40, 0xf9, /* ldr x16, [x28, #16] */
+		0xff, 0x63, 0x30, 0xeb, /* cmp sp, x16 */
+		0xc0, 0x03, 0x5f, 0xd6, /* ret */
+		0x00, 0x00, 0x80, 0xd2, /* mov x0, #0 */
+		0xc0, 0x03, 0x5f, 0x36, /* RET's operand bits, a tbz: not a RET */
+		0x20, 0x00, 0x5f, 0xd6, /* ret x1 */
+		0xc0, 0x03, 0x5f, /* a truncated word */
+	};
+	uint64_t rets[4];
+
+	ASSERT_EQ(go_tls__find_rets(EM_AARCH64, code, sizeof(code), 0x1000, rets, 4), 2);
+	ASSERT_EQ(rets[0], 8);
+	ASSERT_EQ(rets[1], 20);
+	ASSERT_EQ(go_tls__find_rets(EM_AARCH64, code, sizeof(code), 0x1000, rets, 1), -E2BIG);
+	ASSERT_EQ(go_tls__find_rets(EM_RISCV, code, sizeof(code), 0x1000, rets, 4), -ENOTSUP);
 }
 
 TEST(tls_go_lookup_not_go)

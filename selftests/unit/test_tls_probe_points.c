@@ -9,6 +9,10 @@
  * wrong buffer or a return value that is not the final one.
  */
 #include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -157,4 +161,31 @@ TEST(tls_probe_points_tail_call_leaves_the_function)
 	ASSERT_EQ(pp.entry, 0);
 	/* the entry alone still is the js */
 	ASSERT_EQ(probe_points__entry(c, sizeof(c), 3, PP_ABI_SYSV), 0x16);
+}
+
+TEST(tls_probe_points_other_machine_probes_the_start)
+{
+	/* an arm64 ELF whose code happens to decode as x86-64 */
+	char path[] = "/tmp/mm-pp-arm64.XXXXXX";
+	uint8_t f[64 + sizeof(ssl_read)] = { 0x7f, 'E', 'L', 'F', 2, 1, 1 };
+	struct probe_points pp;
+	int fd = mkstemp(path);
+
+	ASSERT_TRUE(fd >= 0, "mkstemp: %s", strerror(errno));
+	f[18] = EM_AARCH64;
+	memcpy(f + 64, ssl_read, sizeof(ssl_read));
+	ASSERT_EQ(write(fd, f, sizeof(f)), (ssize_t)sizeof(f));
+	close(fd);
+	ASSERT_EQ(probe_points__file(path, 64, sizeof(ssl_read), 3, &pp), -ENOTSUP);
+	ASSERT_EQ(pp.entry, 64);
+	ASSERT_EQ(pp.nexit, 0);
+	ASSERT_EQ(probe_points__entry_file(path, 64, sizeof(ssl_read), 2, PP_ABI_GO), 64);
+	/* the same bytes as x86-64 are analysed */
+	f[18] = EM_X86_64;
+	fd = open(path, O_WRONLY);
+	ASSERT_EQ(pwrite(fd, f, sizeof(f), 0), (ssize_t)sizeof(f));
+	close(fd);
+	ASSERT_EQ(probe_points__file(path, 64, sizeof(ssl_read), 3, &pp), 0);
+	ASSERT_TRUE(pp.nexit >= 1, "no emulated exit");
+	unlink(path);
 }

@@ -36,6 +36,8 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_tracing.h>
 
+#include "bpf/arch.bpf.h"
+
 char LICENSE[] SEC("license") = "GPL";
 
 #define FL_LEVEL_EMPTY 0
@@ -47,13 +49,6 @@ char LICENSE[] SEC("license") = "GPL";
 #define FL_PREFIX 256
 #define FL_READ   64  /* a request line, a status line */
 #define FL_TARGET_WORDS 65536 /* as mm_target_bits: PID_MAX_LIMIT bits */
-
-#define NR_read   0
-#define NR_write  1
-#define NR_readv  19
-#define NR_writev 20
-#define NR_sendto 44
-#define NR_recvfrom 45
 
 const volatile __u32 fl_level = FL_LEVEL_EMPTY;
 
@@ -130,14 +125,14 @@ static __always_inline __u64 fl_buf(void)
 {
 	struct pt_regs *regs =
 		(struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	__u64 nr = regs->orig_ax;
+	__u64 nr = MM_SYSCALL_NR(regs);
 	struct fl_iovec v;
 
 	if (nr == NR_read || nr == NR_write || nr == NR_recvfrom ||
 	    nr == NR_sendto)
-		return regs->si;
+		return MM_SYSCALL_ARG2(regs);
 	if ((nr == NR_readv || nr == NR_writev) &&
-	    !bpf_probe_read_user(&v, sizeof(v), (void *)regs->si))
+	    !bpf_probe_read_user(&v, sizeof(v), (void *)MM_SYSCALL_ARG2(regs)))
 		return v.base;
 	return 0;
 }

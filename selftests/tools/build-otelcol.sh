@@ -1,0 +1,36 @@
+#!/bin/sh
+# Build a pinned OpenTelemetry Collector (OTLP receiver; filter, transform
+# and cumulativetodelta processors; OTLP/HTTP exporter) with the collector's
+# own builder (ocb) from the Go module proxy, into a cache outside the work
+# tree. Pinned to a release whose every module the proxy serves (newer
+# contrib releases need modules it refuses). The directory's suffix changes
+# with the component list, so an older build is not taken for this one.
+#   build-otelcol.sh            prints the binary's path (builds it if missing)
+# Env: MM_TOOLS_CACHE (default /var/cache/milometer/tools).
+set -eu
+ver=0.161.0
+cache=${MM_TOOLS_CACHE:-/var/cache/milometer/tools}
+bin=$cache/otelcol-$ver-2/milometer-otelcol
+if [ -x "$bin" ]; then echo "$bin"; exit 0; fi
+command -v go >/dev/null || { echo "build-otelcol.sh: no 'go' in PATH; install Go >= 1.26" >&2; exit 1; }
+mkdir -p "$cache/otelcol-$ver-2"
+export GOPATH=$cache/go GOBIN=$cache/go/bin GOFLAGS=-buildvcs=false
+go install go.opentelemetry.io/collector/cmd/builder@v$ver >&2
+cat >"$cache/otelcol-$ver-2/builder.yaml" <<YAML
+dist:
+  name: milometer-otelcol
+  description: OpenTelemetry Collector for milometer's translation tests
+  output_path: $cache/otelcol-$ver-2/src
+receivers:
+  - gomod: go.opentelemetry.io/collector/receiver/otlpreceiver v$ver
+processors:
+  - gomod: github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor v$ver
+  - gomod: github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor v$ver
+  - gomod: github.com/open-telemetry/opentelemetry-collector-contrib/processor/cumulativetodeltaprocessor v$ver
+exporters:
+  - gomod: go.opentelemetry.io/collector/exporter/otlphttpexporter v$ver
+  - gomod: go.opentelemetry.io/collector/exporter/debugexporter v$ver
+YAML
+"$GOBIN/builder" --config "$cache/otelcol-$ver-2/builder.yaml" >&2
+mv "$cache/otelcol-$ver-2/src/milometer-otelcol" "$bin"
+echo "$bin"
