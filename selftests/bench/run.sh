@@ -295,7 +295,8 @@ start_haproxy() {
 	subst "$HERE/gateway.haproxy.cfg.in" "$W/ha/haproxy.cfg"
 	haproxy -c -q -f "$W/ha/haproxy.cfg" ||
 		die "haproxy rejects $W/ha/haproxy.cfg (from gateway.haproxy.cfg.in)"
-	in_gw_cgroup haproxy -db -f "$W/ha/haproxy.cfg" >"$W/ha/access.log" 2>"$W/ha/error.log" &
+	# not through the function: HA_PID must be haproxy's own PID
+	sh -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs" || exit 1; shift; exec "$@"' sh "$GW_CG" haproxy -db -f "$W/ha/haproxy.cfg" >"$W/ha/access.log" 2>"$W/ha/error.log" &
 	HA_PID=$!
 }
 
