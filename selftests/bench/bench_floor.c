@@ -8,9 +8,12 @@
  * prefix copy cost the gateway.
  *
  * Usage: bench_floor empty|hook|read|copy PID...   (root)
+ *        bench_floor skb CGROUP2_DIR   (the gateway's processes in it)
  * Prints "ready" once attached; at exit "records N bytes B dropped D".
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,9 +44,10 @@ static int on_record(void *ctx, void *data, size_t len)
 
 static int level_of(const char *s)
 {
-	static const char *const names[] = { "empty", "hook", "read", "copy" };
+	static const char *const names[] = { "empty", "hook", "read", "copy",
+					     "skb" };
 
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (!strcmp(s, names[i]))
 			return i;
 	return -1;
@@ -83,10 +87,12 @@ int main(int argc, char **argv)
 	struct timespec tick = { 0, 10 * 1000 * 1000 };
 	struct ring_buffer *rb = NULL;
 	struct floor_bpf *skel = NULL;
-	int level, err = 1;
+	struct bpf_link *in = NULL, *out = NULL;
+	int level, err = 1, cg = -1;
 
 	if (argc < 3 || (level = level_of(argv[1])) < 0) {
-		fprintf(stderr, "usage: %s empty|hook|read|copy PID...\n", argv[0]);
+		fprintf(stderr, "usage: %s empty|hook|read|copy PID...\n"
+			"       %s skb CGROUP2_DIR\n", argv[0], argv[0]);
 		return 2;
 	}
 	signal(SIGINT, on_signal);
@@ -98,12 +104,33 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	skel->rodata->fl_level = level;
+	/* the socket tracepoints or the cgroup's packets, not both */
+	bpf_program__set_autoload(skel->progs.fl_sock_recv, level != 4);
+	bpf_program__set_autoload(skel->progs.fl_sock_send, level != 4);
+	bpf_program__set_autoload(skel->progs.fl_skb_in, level == 4);
+	bpf_program__set_autoload(skel->progs.fl_skb_out, level == 4);
 	if (floor_bpf__load(skel)) {
 		fprintf(stderr, "bench_floor: cannot load the BPF object "
 			"(needs root and a 6.3+ kernel): %s\n", strerror(errno));
 		goto cleanup;
 	}
-	for (int i = 2; i < argc; i++) {
+	if (level == 4) {
+		cg = open(argv[2], O_RDONLY | O_DIRECTORY);
+		if (cg < 0) {
+			fprintf(stderr, "bench_floor: cannot open the cgroup %s: "
+				"%s (give a cgroup v2 directory)\n", argv[2],
+				strerror(errno));
+			goto cleanup;
+		}
+		in = bpf_program__attach_cgroup(skel->progs.fl_skb_in, cg);
+		out = bpf_program__attach_cgroup(skel->progs.fl_skb_out, cg);
+		if (!in || !out) {
+			fprintf(stderr, "bench_floor: cannot attach to the cgroup "
+				"%s: %s\n", argv[2], strerror(errno));
+			goto cleanup;
+		}
+	}
+	for (int i = 2; level != 4 && i < argc; i++) {
 		char *end;
 		long pid = strtol(argv[i], &end, 10);
 
@@ -118,7 +145,7 @@ int main(int argc, char **argv)
 	}
 	rb = ring_buffer__new(bpf_map__fd(skel->maps.fl_records), on_record,
 			      NULL, NULL);
-	if (!rb || floor_bpf__attach(skel)) {
+	if (!rb || (level != 4 && floor_bpf__attach(skel))) {
 		fprintf(stderr, "bench_floor: cannot attach: %s\n",
 			strerror(errno));
 		goto cleanup;
@@ -134,6 +161,10 @@ int main(int argc, char **argv)
 	       dropped(skel));
 	err = 0;
 cleanup:
+	bpf_link__destroy(in);
+	bpf_link__destroy(out);
+	if (cg >= 0)
+		close(cg);
 	ring_buffer__free(rb);
 	floor_bpf__destroy(skel);
 	return err;

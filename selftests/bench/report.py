@@ -13,6 +13,11 @@ import json
 import os
 import re
 import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fingerprint  # noqa: E402
+import peers  # noqa: E402
 
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 IO_PROGS = ("mm_sock_recv", "mm_sock_send", "mm_sys_exit")
@@ -195,7 +200,33 @@ def main():
     for a in ("rounds", "nodetax", "kmem", "conn-size", "notes",
               "aggregate", "export", "memory", "bpf-cost", "uprobe", "cel"):
         ap.add_argument("--" + a, required=True)
+    # the hardware fingerprint (fingerprint.py), the results JSON written
+    # with it, and a previous run's JSON to compare with (same fingerprint)
+    ap.add_argument("--fingerprint")
+    ap.add_argument("--results-out")
+    ap.add_argument("--compare")
+    ap.add_argument("--peers")
     args = ap.parse_args()
+    fp = {}
+    if args.fingerprint:
+        with open(args.fingerprint) as f:
+            fp = json.load(f)
+    prev = None
+    if args.compare:
+        with open(args.compare) as f:
+            prev = json.load(f)
+        d = fingerprint.diff(prev.get("fingerprint", {}), fp)
+        if d:
+            sys.stderr.write(
+                "bench: refusing to compare with %s: it was measured on other "
+                "hardware (a floor does not carry over):\n  %s\n" %
+                (args.compare, "\n  ".join(d)))
+            sys.exit(1)
+    results = {"fingerprint": fp}
+    if fp:
+        print("\n== hardware fingerprint")
+        for k, v in fp.items():
+            print("   %s: %s" % (k, v))
     notes = {}
     for d in kv_lines(args.notes):
         notes.update(d)
@@ -259,6 +290,9 @@ def main():
               "run: they ran in every round, off and on")
 
     S = Summary()
+    if args.peers:
+        rows_p, results["peers"] = peers.report(args.peers, notes)
+        S.rows.extend(rows_p)
 
     # --- gateway pairs (bpf_stats off) ------------------------------------
     print("\n== gateway pairs, bpf_stats off (medians of the rounds)")
@@ -721,6 +755,23 @@ def main():
     print("\n== summary (target = must (aim); "
           "ratios are medians of the rounds)")
     S.print()
+    results["summary"] = [list(r) for r in S.rows]
+    if prev is not None:
+        compare(prev, results)
+    if args.results_out:
+        with open(args.results_out, "w") as f:
+            json.dump(results, f, indent=1, sort_keys=True)
+        print("\nresults (with the fingerprint): %s" % args.results_out)
+
+
+def compare(prev, cur):
+    """Side by side with a previous run of the same fingerprint."""
+    old = {r[0]: r for r in prev.get("summary", [])}
+    print("\n== compared with the previous run (same hardware fingerprint)")
+    print("%-56s %-26s %-26s" % ("figure", "previous", "now"))
+    for r in cur.get("summary", []):
+        if r[0] in old:
+            print("%-56s %-26s %-26s" % (r[0], old[r[0]][1], r[1]))
 
 
 def _exists(path):

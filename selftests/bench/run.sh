@@ -73,11 +73,20 @@ SCALE_ROUTES=${BENCH_SCALE_ROUTES:-10 1000 10000}
 MEM_CONNS=${BENCH_MEM_CONNS:-10000}
 NODETAX_REPS=${BENCH_NODETAX_REPS:-50}
 EVENTS=${BENCH_EVENTS:-20000000}
-PHASES=${BENCH_PHASES:-ABCDEFGT}
+PHASES=${BENCH_PHASES:-PCDEFGT}
 # the floor levels run beside the agent in phases A and B (bench_floor.c)
 FLOORS=${BENCH_FLOORS-floor-empty floor-hook floor-read floor-copy}
 # and beside the fixed-rate rounds: the least an in-kernel parser does
 RATE_FLOORS=${BENCH_RATE_FLOORS-floor-read}
+# phase P (the peers' method): see below
+PEER_ROUNDS=${BENCH_PEER_ROUNDS:-6}
+PEER_DURATION=${BENCH_PEER_DURATION:-3}
+PEER_LOADS=${BENCH_PEER_LOADS:-30 60}
+PEER_CONNS=${BENCH_PEER_CONNS:-50}
+PEER_SLOTS=${BENCH_PEER_SLOTS-off floor-empty floor-hook floor-read floor-skb auto}
+PEER_GATEWAYS=${BENCH_PEER_GATEWAYS:-nginx haproxy}
+PEER_SAT_DURATION=${BENCH_PEER_SAT_DURATION:-5}
+PEER_NODETAX_REPS=${BENCH_PEER_NODETAX_REPS:-10}
 # Loopback ports apart from the integration tests (28xxx/29xxx) and below
 # the ephemeral range (32768+), where a client socket may hold them.
 GW_PORT=${BENCH_GW_PORT:-17080}
@@ -167,6 +176,7 @@ cleanup() {
 	done
 	sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD"
 	[ -n "${AGENT_CG:-}" ] && rmdir "$AGENT_CG" 2>/dev/null
+	gw_cgroup_remove
 	if [ "${BENCH_KEEP:-}" ]; then
 		log "kept $W"
 	else
@@ -245,10 +255,37 @@ subst() { # TEMPLATE OUT
 	    -e "s|@H2_PORT@|$H2_PORT|g" "$1" >"$2"
 }
 
+# The skb floor runs on the gateways' own cgroup v2: a child of wherever
+# cgroup2 is mounted, the gateways started in it. A socket belongs to the
+# cgroup of the process that made it (an accepted one to its listener's):
+# moving a running gateway would leave its listeners, and every client
+# connection, outside.
+CG2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+GW_CG=
+gw_cgroup_make() {
+	[ -n "$CG2" ] || return 1
+	mkdir -p "$CG2/mm-bench-gw-$$" || return 1
+	GW_CG=$CG2/mm-bench-gw-$$
+}
+in_gw_cgroup() { # CMD...: run CMD in the gateways' cgroup (if there is one)
+	sh -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs" || exit 1; shift; exec "$@"' sh "$GW_CG" "$@"
+}
+gw_cgroup_remove() {
+	local p
+	[ -n "$GW_CG" ] || return 0
+	for p in $(cat "$GW_CG/cgroup.procs" 2>/dev/null); do
+		echo "$p" >"$CG2/cgroup.procs" 2>/dev/null
+	done
+	rmdir "$GW_CG" 2>/dev/null
+	GW_CG=
+}
+
 start_nginx() { # NAME TEMPLATE
 	mkdir -p "$W/$1"
 	subst "$2" "$W/$1/nginx.conf"
-	nginx -p "$W/$1" -e "$W/$1/error.log" -c "$W/$1/nginx.conf" ||
+	local run=()
+	[ "$1" = gw ] && run=(in_gw_cgroup)
+	"${run[@]}" nginx -p "$W/$1" -e "$W/$1/error.log" -c "$W/$1/nginx.conf" ||
 		die "nginx ($1) failed to start: see $W/$1/error.log"
 	wait_for 5 test -s "$W/$1/nginx.pid" || die "nginx ($1) wrote no pid file"
 }
@@ -258,7 +295,8 @@ start_haproxy() {
 	subst "$HERE/gateway.haproxy.cfg.in" "$W/ha/haproxy.cfg"
 	haproxy -c -q -f "$W/ha/haproxy.cfg" ||
 		die "haproxy rejects $W/ha/haproxy.cfg (from gateway.haproxy.cfg.in)"
-	haproxy -db -f "$W/ha/haproxy.cfg" >"$W/ha/access.log" 2>"$W/ha/error.log" &
+	# not through the function: HA_PID must be haproxy's own PID
+	sh -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs" || exit 1; shift; exec "$@"' sh "$GW_CG" haproxy -db -f "$W/ha/haproxy.cfg" >"$W/ha/access.log" 2>"$W/ha/error.log" &
 	HA_PID=$!
 }
 
@@ -289,6 +327,11 @@ cp "$W"/contract/*.yaml "$W/m/" 2>/dev/null || true
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=milometer-bench \
 	-keyout "$W/tls.key" -out "$W/tls.crt" 2>/dev/null ||
 	die "openssl could not make the TLS listener's certificate"
+if [[ $PHASES == *P* ]] && [[ $PEER_SLOTS == *floor-skb* ]] && ! gw_cgroup_make; then
+	log "note: no cgroup v2 to start the gateways in (${CG2:-not mounted}): the skb floor is not measured"
+	echo "no_skb=1" >>"$W/notes"
+	PEER_SLOTS=${PEER_SLOTS//floor-skb/}
+fi
 start_nginx be "$HERE/backend.nginx.conf.in"
 start_nginx gw "$HERE/gateway.nginx.conf.in"
 start_haproxy
@@ -315,6 +358,19 @@ cat <<EOF
    load: wrk --latency -t$THREADS -c$CONNS -d${DURATION}s -H 'Host: $HOST' $(url nginx)
    $ROUNDS rounds per gateway pair, ${DURATION}s each; scale rounds ${SCALE_DURATION}s; phases $PHASES
 EOF
+
+# The hardware fingerprint: figures of runs whose lines differ are not
+# compared (report.py, BENCH_COMPARE=previous results JSON).
+"$PY" "$HERE/fingerprint.py" "$W/fingerprint.json" || die "fingerprint.py failed"
+RESULTS=${BENCH_RESULTS:-$ROOT/.output/bench-results.json}
+COMPARE=()
+if [ -n "${BENCH_COMPARE:-}" ]; then
+	[ -r "$BENCH_COMPARE" ] || die "BENCH_COMPARE=$BENCH_COMPARE: no such results file"
+	"$PY" "$HERE/fingerprint.py" --diff "$BENCH_COMPARE" <(echo '{"fingerprint":'; cat "$W/fingerprint.json"; echo '}') >"$W/fpdiff" ||
+		die "refusing to compare with $BENCH_COMPARE: measured on other hardware:
+$(cat "$W/fpdiff")"
+	COMPARE=(--compare "$BENCH_COMPARE")
+fi
 
 agent_ready() {
 	kill -0 "$AGENT_PID" 2>/dev/null || return 2
@@ -360,6 +416,8 @@ start_agent() {
 start_floor() {
 	local tag=$1 level=$2 pids
 	if [ "$3" = haproxy ]; then pids=$HA_PID; else pids="$GW_PID $(pgrep -P "$GW_PID" | tr '\n' ' ')"; fi
+	# the skb floor: on the gateways' cgroup, both gateways' packets
+	[ "$level" = skb ] && pids=$GW_CG
 	"$PY" "$HERE/bpf_stats.py" list >"$W/before.$tag" || true
 	# shellcheck disable=SC2086 # one argument per PID
 	"$BIN/bench_floor" "$level" $pids >"$W/floor.$tag" 2>&1 &
@@ -583,8 +641,144 @@ warm() { # GATEWAY: 2 s of load (WRK_CONNS connections, else CONNS), agent off
 }
 
 : >"$W/rounds"
+: >"$W/peers"
 : >"$W/nodetax"
 : >"$W/memory_k"
+
+# --- P: the peers' method ------------------------------------------------
+# Capacity with the agent off (wrk, saturation), then fixed open-loop rates
+# (bin/loadgen) at PEER_LOADS % of it, rotating the slots (agent off, the
+# floors, the agent) in an order that shifts by one each round, so that
+# drift of the shared machine falls on every slot alike; report.py pairs
+# each slot with agent off of the same round. Per slot: the gateway's CPU
+# (utime+stime of its serving processes), the node's (/proc/stat non-idle,
+# steal apart), the agent's user-space CPU, loadgen's latency and counts,
+# the access log's count, a non-proxy process's 1-byte TCP ping-pong.
+
+# /proc/stat "cpu": non-idle ticks (user nice system irq softirq) and steal
+node_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $9 }' /proc/stat; }
+agent_uticks() { awk '{ print $14 }' "/proc/$AGENT_PID/stat"; }
+# the same CPU time as utime+stime in ns (schedstat: on-CPU time of each
+# thread): at a few thousand requests a round, one 10 ms tick is ~1 us a
+# request, as much as the figure measured
+gw_ns() { # GATEWAY
+	local p
+	if [ "$1" = haproxy ]; then p=$HA_PID; else p=$(pgrep -P "$GW_PID" | tr '\n' ' '); fi
+	# shellcheck disable=SC2086 # one path per PID
+	cat $(for x in $p; do echo /proc/$x/task/*/schedstat; done) | awk '{ s += $1 } END { printf "%.0f\n", s }'
+}
+gw_pids() { # GATEWAY: every process of it (pinning, the cgroup)
+	if [ "$1" = haproxy ]; then echo "$HA_PID"; else echo "$GW_PID $(pgrep -P "$GW_PID" | tr '\n' ' ')"; fi
+}
+
+# peer_slot TAG GATEWAY CAPTURE RATE LOAD ROUND STATS: one slot at a fixed
+# rate; a line of "key=value" in $W/peers
+peer_slot() {
+	local tag=$1 gw=$2 capture=$3 rate=$4 load=$5 rnd=$6 stats=$7
+	local log g0 g1 q0 q1 n0 n1 s0 s1 a0=0 a1=0 l0 l1 t0 nt=- extra=
+	log=$(access_log "$gw")
+	case $capture in
+	off) ;;
+	floor-*) start_floor "$tag" "${capture#floor-}" "$gw" ;;
+	*) start_agent "$tag" "$capture" "$W/m" "$(proxy_pid "$gw")" ;;
+	esac
+	if [ "$stats" = 1 ]; then
+		sysctl -qw kernel.bpf_stats_enabled=1
+		"$PY" "$HERE/bpf_stats.py" snap "$W/ids.$tag" >"$W/bpf0.$tag"
+	fi
+	[ "$capture" = off ] || a0=$(agent_uticks)
+	g0=$(gw_ticks "$gw")
+	q0=$(gw_ns "$gw")
+	read -r n0 s0 < <(node_ticks)
+	l0=$(wc -l <"$log")
+	t0=$(date +%s%N)
+	"$BIN/loadgen" -c "$PEER_CONNS" -r "$rate" -d "$PEER_DURATION" \
+		-H "Host: $HOST" -o json "$(url "$gw")" >"$W/lg.$tag" 2>&1 ||
+		die "bin/loadgen failed: $(cat "$W/lg.$tag")"
+	g1=$(gw_ticks "$gw")
+	q1=$(gw_ns "$gw")
+	read -r n1 s1 < <(node_ticks)
+	[ "$capture" = off ] || a1=$(agent_uticks)
+	extra="wall_ms=$((($(date +%s%N) - t0) / 1000000))"
+	if [ "$stats" = 1 ]; then
+		"$PY" "$HERE/bpf_stats.py" snap "$W/ids.$tag" >"$W/bpf1.$tag"
+		sysctl -qw kernel.bpf_stats_enabled=0
+		extra="$extra bpf0=$W/bpf0.$tag bpf1=$W/bpf1.$tag"
+	else
+		# a process that is not the proxy, in the same state
+		nt=$("$BIN/bench_nodetax" tcp "$NODETAX_TCP" "$PEER_NODETAX_REPS" |
+			awk '$1 == "ns_per_syscall" { print $2 }') ||
+			die "bin/bench_nodetax tcp failed"
+	fi
+	# the access log is written as each request ends: wait for the last
+	sleep 0.2
+	l1=$(wc -l <"$log")
+	stop_agent
+	echo "kind=rate tag=$tag gw=$gw capture=$capture load=$load rate=$rate round=$rnd stats=$stats lg=$W/lg.$tag requests=$((l1 - l0)) gw_ticks=$((g1 - g0)) gw_ns=$((q1 - q0)) node_ticks=$((n1 - n0)) steal_ticks=$((s1 - s0)) agent_uticks=$((a1 - a0)) tck=$(getconf CLK_TCK) nodetax_ns=${nt:--} $extra" >>"$W/peers"
+}
+
+# sat_slot GATEWAY CAPTURE PINNED: saturation throughput (information);
+# pinned: the gateway alone on the last CPU, wrk and the backend on the rest
+sat_slot() {
+	local gw=$1 capture=$2 pinned=$3 last=$(($(nproc) - 1)) p wrk=(wrk) out
+	case $capture in
+	off) ;;
+	*) start_agent "S-$gw-$capture-$pinned" "$capture" "$W/m" "$(proxy_pid "$gw")" ;;
+	esac
+	if [ "$pinned" = 1 ]; then
+		for p in $(gw_pids "$gw"); do taskset -apc "$last" "$p" >/dev/null; done
+		for p in $(pgrep -P "$(cat "$W/be/nginx.pid")"); do taskset -apc "0-$((last - 1))" "$p" >/dev/null; done
+		wrk=(taskset -c "0-$((last - 1))" wrk)
+	fi
+	out=$(run_wrk "${wrk[@]}" -t"$THREADS" -c"$CONNS" -d"${PEER_SAT_DURATION}s" -H "Host: $HOST" "$(url "$gw")" 2>&1) ||
+		die "wrk failed: $out"
+	if [ "$pinned" = 1 ]; then
+		for p in $(gw_pids "$gw") $(pgrep -P "$(cat "$W/be/nginx.pid")"); do
+			taskset -apc "0-$last" "$p" >/dev/null
+		done
+	fi
+	stop_agent
+	echo "kind=sat gw=$gw capture=$capture pinned=$pinned rps=$(echo "$out" | awk '$1 == "Requests/sec:" { print $2 }')" >>"$W/peers"
+}
+
+if phase P; then
+	# loadgen against h2load at a low rate: the same server, one connection
+	"$BIN/loadgen" -c 1 -r 200 -d 2 -H "Host: $HOST" -o json "$(url nginx)" >"$W/lg.check" 2>&1 ||
+		die "bin/loadgen failed: $(cat "$W/lg.check")"
+	h2load --h1 -c1 -t1 --rps=200 -D 2 --log-file="$W/lat.check" -H ":authority: $HOST" "$(url nginx)" >/dev/null 2>&1 ||
+		log "h2load failed: no cross-check of loadgen's latency"
+	echo "lg_check=$W/lg.check h2_check=$W/lat.check" >>"$W/notes"
+	read -ra slots <<<"$PEER_SLOTS"
+	for gw in $PEER_GATEWAYS; do
+		log "phase P: $gw gateway, capacity with the agent off (wrk -c$CONNS, ${PEER_SAT_DURATION}s)"
+		warm "$gw"
+		for pinned in 0 1; do
+			[ "$pinned" = 1 ] && [ "$(nproc)" -lt 2 ] && continue
+			for c in off auto; do sat_slot "$gw" "$c" "$pinned"; done
+		done
+		cap=$(awk -v g="$gw" '$1 == "kind=sat" && $2 == "gw=" g && $3 == "capture=off" && $4 == "pinned=0" { sub("rps=", "", $5); print int($5) }' "$W/peers")
+		[ "${cap:-0}" -gt 0 ] || die "no capacity measured for $gw (wrk output above)"
+		for load in $PEER_LOADS; do
+			rate=$((cap * load / 100))
+			log "phase P: $gw at $load % of $cap req/s = $rate req/s, $PEER_ROUNDS rounds of: $PEER_SLOTS"
+			for r in $(seq "$PEER_ROUNDS"); do
+				n=${#slots[@]}
+				for i in $(seq 0 $((n - 1))); do
+					c=${slots[$(((i + r - 1) % n))]}
+					peer_slot "P-$gw-$load-$r-$c" "$gw" "$c" "$rate" "$load" "$r" 0
+				done
+			done
+		done
+		# BPF ns per request: bpf_stats on, the empty floor included (its
+		# per-run time is the stats' own cost, taken off every run)
+		rate=$((cap * ${PEER_LOADS%% *} / 100))
+		log "phase P: $gw, bpf_stats round at $rate req/s"
+		for c in $PEER_SLOTS; do
+			[ "$c" = off ] && continue
+			peer_slot "PS-$gw-$c" "$gw" "$c" "$rate" "${PEER_LOADS%% *}" 0 1
+		done
+	done
+fi
 
 if phase A; then
 	log "phase A: nginx gateway, agent off / on / on --capture sys-exit, bpf_stats off"
@@ -808,6 +1002,8 @@ fi
 "$PY" "$HERE/report.py" --rounds "$W/rounds" --nodetax "$W/nodetax" \
 	--kmem "$W/memory_k" --conn-size "$W/conn_size" --notes "$W/notes" \
 	--aggregate "$W/aggregate" --export "$W/export" --memory "$W/memory" \
-	--bpf-cost "$W/bpf_cost" --uprobe "$W/uprobe" --cel "$W/cel" ||
+	--bpf-cost "$W/bpf_cost" --uprobe "$W/uprobe" --cel "$W/cel" \
+	--fingerprint "$W/fingerprint.json" --results-out "$RESULTS" \
+	--peers "$W/peers" "${COMPARE[@]}" ||
 	die "report.py failed on the collected figures (BENCH_KEEP=1 keeps $W)"
 [ -z "$FAILED" ] || die "failed:$FAILED (output above)"

@@ -1,0 +1,311 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Phase P of make bench (the peers' method), from run.sh's $W/peers:
+paired deltas of each slot against agent off in the same round, with
+bootstrap 95 % confidence intervals over the rounds, and the targets judged
+by the interval's upper bound (<= must: pass; <= aim: aim met), never by
+the median. report.py calls report()."""
+import json
+import random
+import statistics
+
+SEED = 20261128
+RESAMPLES = 10000
+SLOTS = ("floor-empty", "floor-hook", "floor-read", "floor-skb", "auto")
+NAMES = {"off": "agent off", "floor-empty": "empty floor",
+         "floor-hook": "hook floor", "floor-read": "read floor",
+         "floor-skb": "skb floor", "auto": "agent"}
+
+
+def _kv(line):
+    return dict(w.split("=", 1) for w in line.split() if "=" in w)
+
+
+def load_rows(path):
+    rows, sat = [], []
+    try:
+        with open(path) as f:
+            lines = [_kv(x) for x in f if x.strip()]
+    except OSError:
+        return rows, sat
+    for r in lines:
+        if r.get("kind") == "sat":
+            sat.append(r)
+            continue
+        try:
+            with open(r["lg"]) as f:
+                r.update(json.load(f))
+        except (OSError, ValueError):
+            continue
+        n = max(int(r["completed"]), 1)
+        tck = float(r["tck"])
+        r["gw_us"] = int(r["gw_ns"]) / 1e3 / n
+        r["gw_tick_us"] = int(r["gw_ticks"]) / tck * 1e6 / n
+        r["node_us"] = int(r["node_ticks"]) / tck * 1e6 / n
+        r["steal_us"] = int(r["steal_ticks"]) / tck * 1e6 / n
+        r["agent_us"] = int(r["agent_uticks"]) / tck * 1e6 / n
+        r["p50"] = float(r["p50_us"])
+        r["p99"] = float(r["p99_us"])
+        r["nodetax"] = (None if r["nodetax_ns"] == "-" else
+                        float(r["nodetax_ns"]))
+        rows.append(r)
+    return rows, sat
+
+
+def bootstrap(vals, rng):
+    """mean and 95 % percentile interval of the mean, resampling vals"""
+    if not vals:
+        return None
+    n = len(vals)
+    means = sorted(sum(rng.choice(vals) for _ in range(n)) / n
+                   for _ in range(RESAMPLES))
+    return (sum(vals) / n, means[int(0.025 * RESAMPLES)],
+            means[int(0.975 * RESAMPLES) - 1])
+
+
+def paired(rows, gw, load, slot, key, base="off"):
+    """per round: slot's figure - base's figure, same gateway/load/round"""
+    by = {}
+    for r in rows:
+        if r["gw"] == gw and r["load"] == load and r["stats"] == "0":
+            by.setdefault(r["round"], {})[r["capture"]] = r
+    out = []
+    for rnd in sorted(by):
+        a, b = by[rnd].get(slot), by[rnd].get(base)
+        if a and b and a.get(key) is not None and b.get(key) is not None:
+            out.append(a[key] - b[key])
+    return out
+
+
+def ci_text(ci, f="%+.2f"):
+    if ci is None:
+        return "n/a"
+    return (f + " [" + f + ", " + f + "]") % ci
+
+
+def verdict(ci, must, aim):
+    if ci is None:
+        return "MISSING"
+    hi = ci[2]
+    if hi > must:
+        return "MISS"
+    return "pass, aim met" if aim is not None and hi <= aim else "pass"
+
+
+def bpf_ns(r):
+    """(run_time_ns, run_cnt) of the slot's programs over the round"""
+    try:
+        with open(r["bpf0"]) as f:
+            a = json.load(f)
+        with open(r["bpf1"]) as f:
+            b = json.load(f)
+    except (OSError, ValueError, KeyError):
+        return None
+    t = sum(b[k][0] - a.get(k, [0, 0])[0] for k in b)
+    c = sum(b[k][1] - a.get(k, [0, 0])[1] for k in b)
+    return t, c
+
+
+def report(path, notes):
+    """Prints phase P; returns (summary rows, a dict for the results)"""
+    rows, sat = load_rows(path)
+    out = {"seed": SEED, "resamples": RESAMPLES}
+    summary = []
+    if not rows and not sat:
+        return summary, out
+    rng = random.Random(SEED)
+    gws = sorted({r["gw"] for r in rows} | {r["gw"] for r in sat})
+    loads = sorted({r["load"] for r in rows}, key=int)
+
+    print("\n== P: the peers' method (open loop, bin/loadgen), "
+          "paired against agent off in the same round")
+    print("bootstrap: %d resamples of the rounds, seed %d; [95 %% interval] "
+          "of the mean delta" % (RESAMPLES, SEED))
+    chk = notes.get("lg_check")
+    if chk:
+        try:
+            with open(chk) as f:
+                lg = json.load(f)
+            with open(notes["h2_check"]) as f:
+                v = sorted(int(x.split()[2]) for x in f if x.strip())
+            print("loadgen vs h2load, 200 req/s on one connection: p50 %.0f "
+                  "vs %d us, p99 %.0f vs %d us" %
+                  (lg["p50_us"], v[len(v) // 2], lg["p99_us"],
+                   v[int(len(v) * 0.99)]))
+        except (OSError, ValueError, KeyError, IndexError):
+            print("loadgen vs h2load: no cross-check (h2load failed)")
+
+    if sat:
+        print("\nsaturation (wrk, closed loop, information): req/s")
+        print("%-8s %-7s %10s %10s %7s" % ("gateway", "pinned", "off",
+                                           "agent", "ratio"))
+        for gw in gws:
+            for p in ("0", "1"):
+                s = {r["capture"]: r for r in sat
+                     if r["gw"] == gw and r["pinned"] == p}
+                if "off" not in s:
+                    continue
+                off = float(s["off"]["rps"] or 0)
+                on = float(s.get("auto", {}).get("rps") or 0)
+                print("%-8s %-7s %10.0f %10.0f %7s" %
+                      (gw, "yes" if p == "1" else "no", off, on,
+                       "%.3f" % (on / off) if off else "n/a"))
+
+    lost = [r for r in rows if r["stats"] == "0" and
+            int(r["requests"]) != int(r["completed"])]
+    res = {}
+    for gw in gws:
+        for load in loads:
+            sel = [r for r in rows if r["gw"] == gw and r["load"] == load
+                   and r["stats"] == "0"]
+            if not sel:
+                continue
+            print("\n-- %s at %s %% of capacity (%s req/s), %d rounds" %
+                  (gw, load, sel[0]["rate"], len({r["round"] for r in sel})))
+            print("%-12s %9s %9s %9s %9s %9s %9s %9s %9s" %
+                  ("slot", "gw us/rq", "node us", "steal us", "p50 us",
+                   "p99 us", "agent us", "tcp ns/sc", "late"))
+            for slot in ("off",) + SLOTS:
+                ss = [r for r in sel if r["capture"] == slot]
+                if not ss:
+                    continue
+                m = statistics.median
+                tcp = [r["nodetax"] for r in ss if r["nodetax"] is not None]
+                print("%-12s %9.2f %9.2f %9.2f %9.1f %9.1f %9.3f %9s %9d" %
+                      (NAMES[slot], m([r["gw_us"] for r in ss]),
+                       m([r["node_us"] for r in ss]),
+                       m([r["steal_us"] for r in ss]),
+                       m([r["p50"] for r in ss]), m([r["p99"] for r in ss]),
+                       sum(int(r["agent_uticks"]) for r in ss) /
+                       float(ss[0]["tck"]) * 1e6 /
+                       max(sum(int(r["completed"]) for r in ss), 1),
+                       "%.1f" % min(tcp) if tcp else "-",
+                       sum(int(r["late"]) for r in ss)))
+            print("paired deltas vs agent off, mean [95 % interval]:")
+            print("%-12s %-26s %-26s %-26s %-26s %-26s" %
+                  ("slot", "gateway CPU us/rq", "node CPU us/rq",
+                   "p50 us", "p99 us", "tcp ping-pong ns/syscall"))
+            for slot in SLOTS:
+                d = {k: bootstrap(paired(rows, gw, load, slot, k), rng)
+                     for k in ("gw_us", "node_us", "p50", "p99", "nodetax")}
+                if all(v is None for v in d.values()):
+                    continue
+                res[(gw, load, slot)] = d
+                print("%-12s %-26s %-26s %-26s %-26s %-26s" %
+                      (NAMES[slot], ci_text(d["gw_us"]),
+                       ci_text(d["node_us"]), ci_text(d["p50"], "%+.1f"),
+                       ci_text(d["p99"], "%+.1f"),
+                       ci_text(d["nodetax"], "%+.1f")))
+                a = [r for r in sel if r["capture"] == slot]
+                res[(gw, load, slot)]["agent_us"] = (
+                    sum(int(r["agent_uticks"]) for r in a) /
+                    float(a[0]["tck"]) * 1e6 /
+                    max(sum(int(r["completed"]) for r in a), 1)
+                    if a else None)
+
+    # the nodetax figure: the agent against the empty floor, same round
+    tcp_floor = {}
+    for gw in gws:
+        for load in loads:
+            tcp_floor[(gw, load)] = bootstrap(
+                paired(rows, gw, load, "auto", "nodetax", "floor-empty"), rng)
+
+    # BPF ns per request: bpf_stats round
+    stats = [r for r in rows if r["stats"] == "1"]
+    bpf = {}
+    if stats:
+        print("\n-- BPF ns per request (bpf_stats round; the empty floor's "
+              "ns per run, the stats' own cost, taken off every run)")
+        print("%-8s %-12s %10s %10s %12s %12s" %
+              ("gateway", "slot", "runs/rq", "ns/run", "ns/rq raw",
+               "ns/rq net"))
+        for gw in gws:
+            ss = {r["capture"]: r for r in stats if r["gw"] == gw}
+            e = ss.get("floor-empty")
+            et = bpf_ns(e) if e else None
+            per_run = et[0] / et[1] if et and et[1] else 0.0
+            for slot in SLOTS:
+                r = ss.get(slot)
+                t = bpf_ns(r) if r else None
+                if not t:
+                    continue
+                n = max(int(r["completed"]), 1)
+                net = (t[0] - t[1] * per_run) / n
+                bpf[(gw, slot)] = net
+                print("%-8s %-12s %10.2f %10.1f %12.0f %12.0f" %
+                      (gw, NAMES[slot], t[1] / n, t[0] / max(t[1], 1),
+                       t[0] / n, net))
+
+    # --- the targets ----------------------------------------------------
+    lo = loads[0] if loads else None
+    print("\n== P: targets (judged by the 95 % interval's upper bound; "
+          "agent = default capture)")
+    hdr = "%-10s %-52s %-28s %-22s %s"
+    print(hdr % ("gateway", "figure", "measured: mean [95 % CI]",
+                 "must (aim)", "verdict"))
+
+    def row(gw, name, ci, must, aim, unit, f="%+.2f"):
+        v = verdict(ci, must, aim)
+        t = "<= %+g %s (%+g)" % (must, unit, aim) if aim is not None else \
+            "<= %+g %s" % (must, unit)
+        print(hdr % (gw, name, ci_text(ci, f), t, v))
+        summary.append(("%s: %s" % (gw, name), ci_text(ci, f), t, v))
+
+    for gw in gws:
+        d = res.get((gw, lo, "auto"), {})
+        row(gw, "gateway CPU added per request at %s %% load" % lo,
+            d.get("gw_us"), 2.0, 1.0, "us")
+        row(gw, "whole-node CPU added per request at %s %% load" % lo,
+            d.get("node_us"), 3.0, 1.5, "us")
+        row(gw, "latency p50 added at %s %% load, open loop" % lo,
+            d.get("p50"), 3.0, 1.5, "us", "%+.1f")
+        row(gw, "latency p99 added at %s %% load, open loop" % lo,
+            d.get("p99"), 10.0, 5.0, "us", "%+.1f")
+        a, rd = bpf.get((gw, "auto")), bpf.get((gw, "floor-read"))
+        ratio = a / rd if a is not None and rd else None
+        v = ("MISSING" if ratio is None else "MISS" if ratio > 1.6 else
+             "pass, aim met" if ratio <= 1.3 else "pass")
+        t = "<= 1.6 (1.3)"
+        print(hdr % (gw, "BPF ns per request / read floor (same round)",
+                     "n/a" if ratio is None else "%.2f (%.0f / %.0f ns)" %
+                     (ratio, a, rd), t, v + " (one round: no interval)"))
+        summary.append(("%s: BPF ns/request / read floor" % gw,
+                        "n/a" if ratio is None else "%.2f" % ratio, t, v))
+        row(gw, "non-proxy 1-byte TCP ping-pong vs empty floor",
+            tcp_floor.get((gw, lo)), 30.0, 0.0, "ns", "%+.1f")
+        au = d.get("agent_us")
+        v = ("MISSING" if au is None else "MISS" if au > 0.5 else
+             "pass, aim met" if au <= 0.2 else "pass")
+        print(hdr % (gw, "agent user-space CPU per request (all rounds)",
+                     "n/a" if au is None else "%.3f us" % au,
+                     "<= 0.5 us (0.2)", v))
+        summary.append(("%s: agent user-space CPU per request" % gw,
+                        "n/a" if au is None else "%.3f us" % au,
+                        "<= 0.5 us (0.2)", v))
+        bad = [r for r in lost if r["gw"] == gw]
+        n = len([r for r in rows if r["gw"] == gw and r["stats"] == "0"])
+        v = "MISSING" if not n else "MISS" if bad else "pass"
+        m = "%d of %d slots differ" % (len(bad), n)
+        print(hdr % (gw, "completed requests vs the access log", m,
+                     "exact", v))
+        summary.append(("%s: completed vs access log" % gw, m, "exact", v))
+    print("(latency and CPU in us; per-route counts against the access log "
+          "are the integration tests'; the 10 -> 10 000 connection row is "
+          "phase D's)")
+
+    # skb vs read floor, the decision's figures
+    for gw in gws:
+        for load in loads:
+            sk = paired(rows, gw, load, "floor-skb", "gw_us", "floor-read")
+            ci = bootstrap(sk, rng)
+            if ci:
+                print("%s at %s %%: skb floor - read floor, gateway CPU "
+                      "us/rq: %s" % (gw, load, ci_text(ci)))
+                out["skb_minus_read_%s_%s" % (gw, load)] = ci
+        s, rd = bpf.get((gw, "floor-skb")), bpf.get((gw, "floor-read"))
+        if s is not None and rd is not None:
+            print("%s: BPF ns/rq skb floor %.0f, read floor %.0f" %
+                  (gw, s, rd))
+    out["deltas"] = {"%s/%s/%s" % k: v for k, v in res.items()}
+    out["bpf_ns_rq"] = {"%s/%s" % k: v for k, v in bpf.items()}
+    out["sat"] = sat
+    return summary, out
