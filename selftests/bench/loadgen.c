@@ -244,7 +244,7 @@ static int parse_url(const char *url, char *host, size_t hl, int *port,
 	return 0;
 }
 
-static void usage(const char *me)
+static __attribute__((noreturn)) void usage(const char *me)
 {
 	fprintf(stderr, "usage: %s [-c CONNS] [-r RATE] [-d SECONDS] "
 		"[-H 'Name: value']... [-o text|json] http://HOST:PORT/PATH\n",
@@ -254,7 +254,7 @@ static void usage(const char *me)
 
 int main(int argc, char **argv)
 {
-	int conns = 10, opt, port, ep, json = 0, has_host = 0;
+	int conns = 10, opt, port = 0, ep, json = 0, has_host = 0;
 	double rate = 1000, secs = 5;
 	char headers[2048] = "", host[256];
 	const char *path;
