@@ -140,6 +140,7 @@ DEPLOY_RESOURCES = [
     ("", "v1", "services", "Service", True, True, False),
     ("", "v1", "configmaps", "ConfigMap", True, False, False),
     ("", "v1", "serviceaccounts", "ServiceAccount", True, False, False),
+    ("", "v1", "secrets", "Secret", True, False, False),
     ("apps", "v1", "daemonsets", "DaemonSet", True, True, False),
     ("apps", "v1", "deployments", "Deployment", True, True, False),
     ("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, False, False),
@@ -1681,7 +1682,8 @@ def main():
                     help="also serve the kinds deploy/ manifests use (DEPLOY_RESOURCES)")
     args = ap.parse_args()
     if args.deploy_kinds:
-        RESOURCES.extend(DEPLOY_RESOURCES)
+        RESOURCES.extend(r for r in DEPLOY_RESOURCES
+                         if (r[0], r[2]) not in {(x[0], x[2]) for x in RESOURCES})
 
     s = Server(args)
     Handler.srv = s
