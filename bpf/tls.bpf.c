@@ -199,6 +199,7 @@ static __always_inline __u64 tls_conn_create(__u64 sk, __u32 tgid, __u8 role,
 	struct mm_conn *c = bpf_map_lookup_elem(&mm_tls_conns, &sk);
 	__u32 zero = 0;
 	struct mm_conn *n;
+	__u16 sport = 0;
 	int scope;
 	long err;
 
@@ -209,7 +210,15 @@ static __always_inline __u64 tls_conn_create(__u64 sk, __u32 tgid, __u8 role,
 		return 0;
 	n->conn_id = new_conn_id();
 	n->tgid = tgid;
-	scope = mm_conn_scope(tgid, role == MM_ROLE_UP ? 0 : sk, 0);
+	/*
+	 * The port, not sk: sk came from a BTF socket argument, and the
+	 * verifier keeps it a trusted socket pointer, which a global
+	 * function's scalar argument refuses ("R2 is not a scalar").
+	 */
+	if (role != MM_ROLE_UP)
+		bpf_probe_read_kernel(&sport, sizeof(sport),
+				      &((struct sock *)sk)->__sk_common.skc_num);
+	scope = mm_conn_scope(tgid, 0, sport);
 	n->gw = scope & 0xff;
 	n->lport = (scope >> 8) & 0xffff;
 	n->role = role;
