@@ -74,7 +74,8 @@ def main():
     a = ap.parse_args()
     names = set(a.names.split(","))
     got = points(a.got, names, a.sum_deltas)
-    refs = ([os.path.join(a.ref_dir, f) for f in sorted(os.listdir(a.ref_dir))]
+    refs = ([os.path.join(a.ref_dir, f) for f in sorted(os.listdir(a.ref_dir))
+             if f.endswith(".pb")]
             if a.ref_dir else [a.ref])
     ref = points(refs, names, a.sum_deltas)
     bad = []
