@@ -161,6 +161,20 @@ static const char *leg_name(enum rt_leg leg)
 	return leg == RT_UPSTREAM ? "upstream" : "downstream";
 }
 
+static void write_key(FILE *out, const struct rt_row *r)
+{
+	json_out__key(out, "namespace");
+	json_out__str(out, r->ns);
+	fputs(",\"route\":", out);
+	json_out__str(out, r->route);
+	fputs(",\"rule\":", out);
+	if (r->rule < 0)
+		fputs("null", out);
+	else
+		fprintf(out, "%d", r->rule);
+	fprintf(out, ",\"leg\":\"%s\"", leg_name(r->leg));
+}
+
 void rt_snap__write_json(FILE *out, const struct rt_snap *s)
 {
 	fputs("{\"time\":", out);
@@ -170,16 +184,8 @@ void rt_snap__write_json(FILE *out, const struct rt_snap *s)
 		const struct rt_row *r = &s->rows[i];
 
 		fputs(i ? ",{" : "{", out);
-		json_out__key(out, "namespace");
-		json_out__str(out, r->ns);
-		fputs(",\"route\":", out);
-		json_out__str(out, r->route);
-		fputs(",\"rule\":", out);
-		if (r->rule < 0)
-			fputs("null", out);
-		else
-			fprintf(out, "%d", r->rule);
-		fprintf(out, ",\"leg\":\"%s\",\"requests\":", leg_name(r->leg));
+		write_key(out, r);
+		fputs(",\"requests\":", out);
 		json_out__double(out, r->requests);
 		fputs(",\"ok\":", out);
 		json_out__double(out, r->ok);
@@ -435,20 +441,6 @@ void rt_view__write_table(FILE *out, const struct rt_stat *st, size_t n)
 		cell(out, st[i].p99, "%.1f%s", 1, "ms");
 		fprintf(out, " %9.0f\n", st[i].requests);
 	}
-}
-
-static void write_key(FILE *out, const struct rt_row *r)
-{
-	json_out__key(out, "namespace");
-	json_out__str(out, r->ns);
-	fputs(",\"route\":", out);
-	json_out__str(out, r->route);
-	fputs(",\"rule\":", out);
-	if (r->rule < 0)
-		fputs("null", out);
-	else
-		fprintf(out, "%d", r->rule);
-	fprintf(out, ",\"leg\":\"%s\"", leg_name(r->leg));
 }
 
 void rt_view__write_json(FILE *out, const struct rt_stat *st, size_t n)
