@@ -465,7 +465,7 @@ $(BFUZZ_OUT)/bpf_parser_glue.o: selftests/fuzz/bpf_parser_glue.c selftests/fuzz/
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BFUZZ_SAN) -fsanitize=fuzzer-no-link,address,undefined -Wall -Werror \
-		-Wno-unused-function -Iselftests/fuzz/bpf_shim -I. -Ivmlinux/$(ARCH) -c $< -o $@
+		-Wno-unused-function -D__TARGET_ARCH_$(ARCH) -Iselftests/fuzz/bpf_shim -I. -Ivmlinux/$(ARCH) -c $< -o $@
 
 $(BIN)/fuzz_bpf_parser: selftests/fuzz/fuzz_bpf_parser.c $(BFUZZ_OUT)/bpf_parser_glue.o \
 		selftests/fuzz/bpf_parser_glue.h | $(BIN)

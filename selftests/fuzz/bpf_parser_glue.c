@@ -373,7 +373,7 @@ void fzb_reset(unsigned int role, int defers)
 	bad_reads = 0;
 	nregions = 0;
 	routes_init(defers);
-	conn_init(&conn, bpf_get_current_pid_tgid() >> 32, role);
+	conn_init(&conn, bpf_get_current_pid_tgid() >> 32, role, 0, 0);
 	if (role == MM_ROLE_UP)
 		conn.established = 1;
 }
