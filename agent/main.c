@@ -9,8 +9,8 @@
 #include "agent/options.h"
 #include "agent/top.h"
 #include "agent/k8s/controller.h"
-#include "policy/contract/check_cmd.h"
 #include "policy/gateway/explain.h"
+#include "agent/k8s/check_api.h"
 #include "agent/k8s/translate_api.h"
 
 static void usage(FILE *out)
@@ -67,7 +67,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "explain"))
 		return explain__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "check"))
-		return check__main(argc - 1, argv + 1);
+		return check_api__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "metrics-reference"))
 		return metrics_ref__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "translate"))

@@ -43,6 +43,7 @@ struct contract {
 	size_t nskipped;
 	struct cluster_identity cluster;
 	uint64_t generation;
+	const struct manifest_source *schemas; /* installed CRDs, or NULL */
 };
 
 struct table {
@@ -102,6 +103,12 @@ struct contract *contract__new(void)
 	if (c)
 		pthread_mutex_init(&c->lock, NULL);
 	return c;
+}
+
+void contract__set_schemas(struct contract *c,
+			   const struct manifest_source *crds)
+{
+	c->schemas = crds;
 }
 
 void contract__free(struct contract *c)
@@ -484,7 +491,8 @@ static int load_table(struct contract *c, const struct manifest_source *src,
 				return err;
 			if (err) {
 				reject(o, &e);
-			} else if (policy_lint__check(o->pol, src, &e, cobj_warn, o)) {
+			} else if (policy_lint__check(o->pol, src, c->schemas, &e,
+						     cobj_warn, o)) {
 				/* names what nothing provides: never in effect */
 				reject(o, &e);
 				crd_policy__put(o->pol);

@@ -64,6 +64,13 @@ void contract__free(struct contract *c);
  * manifest_source__reload() returned 1. Returns 0 or -ENOMEM.
  */
 int contract__load(struct contract *c, const struct manifest_source *src);
+/*
+ * The CustomResourceDefinitions installed in a cluster, for the schemas of
+ * policies' subjects the manifests hold no CRD for (`check --kubeconfig`).
+ * Borrowed: it must outlive the next contract__load(). NULL: none.
+ */
+void contract__set_schemas(struct contract *c,
+			   const struct manifest_source *crds);
 /* Bumps on every load; the engine rebuilds when it moves. */
 uint64_t contract__generation(struct contract *c);
 

@@ -310,6 +310,7 @@ struct lint {
 	struct snode item;    /* seriesFrom's element */
 	bool item_known;
 	bool schema_warned;
+	bool cluster;         /* the cluster's CRDs were looked at too */
 	const struct source_metric *src; /* NULL: unknown source */
 	/* the expression being looked at */
 	const char *field;
@@ -555,10 +556,13 @@ static void on_path(void *ctx, const struct cel_path *cp)
 		if (!l->kind) {
 			if (!l->schema_warned)
 				lwarn(l, l->line,
-				      "%s: the schema of subject %s%s%s is unknown here, so paths into resource are not checked (add its CustomResourceDefinition to the manifests to check them)",
+				      "%s: the schema of subject %s%s%s is unknown here, so paths into resource are not checked (%s)",
 				      l->field, l->p->subj_group,
 				      *l->p->subj_group ? "/" : "",
-				      l->p->subj_kind);
+				      l->p->subj_kind,
+				      l->cluster ?
+				      "no CustomResourceDefinition of it in the manifests and none installed in the cluster: the policy gives no series until one is" :
+				      "add its CustomResourceDefinition to the manifests, or check against the cluster with --kubeconfig, to check them");
 			l->schema_warned = true;
 			return;
 		}
@@ -630,12 +634,14 @@ static void source_metric(struct lint *l)
 }
 
 /*
- * The openAPIV3Schema of the subject's CustomResourceDefinition when the
- * manifests hold it: the version the subject names, else the storage one.
+ * The openAPIV3Schema of the subject's CustomResourceDefinition in src: the
+ * served version the subject names, else the storage one.
  */
-static const struct doc_node *crd_schema(const struct manifest_source *src,
-					 const struct metric_policy *p,
-					 const char **kind, const char **version)
+static const struct doc_node *crd_schema_in(const struct manifest_source *src,
+					    const struct metric_policy *p,
+					    const char **kind,
+					    const char **version,
+					    const struct mobject **from)
 {
 	const struct mobject *o = NULL;
 
@@ -646,7 +652,8 @@ static const struct doc_node *crd_schema(const struct manifest_source *src,
 		const struct doc_node *vs = doc__path(o->root, "spec.versions");
 		const struct doc_node *pick = NULL;
 
-		if (strncmp(o->api_version, "apiextensions.k8s.io/", 21) || !g ||
+		if (!o->api_version ||
+		    strncmp(o->api_version, "apiextensions.k8s.io/", 21) || !g ||
 		    strcmp(g, p->subj_group) || !k ||
 		    !(crd__kind_matches(k, p->subj_kind) ||
 		      (pl && !strcasecmp(pl, p->subj_kind))) ||
@@ -655,8 +662,12 @@ static const struct doc_node *crd_schema(const struct manifest_source *src,
 		for (size_t i = 0; i < vs->list.n; i++) {
 			const struct doc_node *v = vs->list.items[i];
 			const struct doc_node *st = doc__get(v, "storage");
+			const struct doc_node *sv = doc__get(v, "served");
 			const char *name = doc__str(v, "name");
 
+			/* the API server answers no request for it */
+			if (sv && sv->kind == DOC_BOOL && !sv->b)
+				continue;
 			if (p->subj_version) {
 				if (name && !strcmp(name, p->subj_version))
 					pick = v;
@@ -668,22 +679,72 @@ static const struct doc_node *crd_schema(const struct manifest_source *src,
 			continue;
 		*kind = k;
 		*version = doc__str(pick, "name");
+		*from = o;
 		return doc__path(pick, "schema.openAPIV3Schema");
 	}
 	return NULL;
 }
 
+/* The manifests' CRD wins over the installed one: it is what gets applied. */
+static const struct doc_node *crd_schema(const struct manifest_source *src,
+					 const struct manifest_source *crds,
+					 const struct metric_policy *p,
+					 const char **kind, const char **version,
+					 const struct mobject **from)
+{
+	const struct doc_node *sc = crd_schema_in(src, p, kind, version, from);
+
+	return sc ? sc : crd_schema_in(crds, p, kind, version, from);
+}
+
+static const char *known_kind(const struct metric_policy *p, size_t *i)
+{
+	for (*i = 0; *i < sizeof(kinds) / sizeof(kinds[0]); (*i)++)
+		if (!strcmp(kinds[*i].group, p->subj_group) &&
+		    crd__kind_matches(kinds[*i].kind, p->subj_kind))
+			return kinds[*i].kind;
+	return NULL;
+}
+
+void policy_lint__schema(const struct metric_policy *p,
+			 const struct manifest_source *src,
+			 const struct manifest_source *crds, char *buf,
+			 size_t len)
+{
+	const char *kind = NULL, *version = NULL;
+	const struct mobject *from = NULL;
+	size_t i;
+
+	if (known_kind(p, &i)) {
+		snprintf(buf, len, "the built-in schema of %s %s", kinds[i].api,
+			 kinds[i].kind);
+	} else if (crd_schema(src, crds, p, &kind, &version, &from)) {
+		char at[16] = "";
+
+		/* objects from the API have no line */
+		if (from->line)
+			snprintf(at, sizeof(at), ":%u", from->line);
+		snprintf(buf, len, "the openAPIV3Schema of CustomResourceDefinition %s version %s (%s%s)",
+			 from->name ? from->name : "?",
+			 version ? version : "?", from->file, at);
+	} else {
+		snprintf(buf, len, "none: no CustomResourceDefinition of %s%s%s in the manifests%s",
+			 p->subj_group, *p->subj_group ? "/" : "",
+			 p->subj_kind, crds ? " or the cluster" : "");
+	}
+}
+
 int policy_lint__check(const struct metric_policy *p,
-		       const struct manifest_source *src, struct crd_err *e,
+		       const struct manifest_source *src,
+		       const struct manifest_source *crds, struct crd_err *e,
 		       policy_lint_warn_fn warn, void *ctx)
 {
-	struct lint l = { .p = p, .e = e, .warn = warn, .ctx = ctx };
+	struct lint l = { .p = p, .e = e, .warn = warn, .ctx = ctx,
+			  .cluster = crds != NULL };
 	char field[192], api[160];
+	size_t i;
 
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		if (strcmp(kinds[i].group, p->subj_group) ||
-		    !crd__kind_matches(kinds[i].kind, p->subj_kind))
-			continue;
+	if (known_kind(p, &i)) {
 		l.kind = kinds[i].kind;
 		l.api = kinds[i].api;
 		l.subject = (struct snode){ SK_OBJECT,
@@ -692,7 +753,9 @@ int policy_lint__check(const struct metric_policy *p,
 	}
 	if (!l.kind) {
 		const char *kind = NULL, *version = NULL;
-		const struct doc_node *sc = crd_schema(src, p, &kind, &version);
+		const struct mobject *from = NULL;
+		const struct doc_node *sc = crd_schema(src, crds, p, &kind,
+						       &version, &from);
 
 		if (sc) {
 			snprintf(api, sizeof(api), "%s/%s", p->subj_group,

@@ -9,9 +9,11 @@
  *     Gateway and HTTPRoute (v1), core Namespace, and the contract's own
  *     MetricDefinition and MetricPolicy are known (compact schemas in
  *     policy_lint.c, from the types' Go definitions); another kind by the
- *     openAPIV3Schema of its CustomResourceDefinition when the manifests
- *     (src) hold it: the API server prunes what a structural schema does
- *     not have, so naming such a field is an error;
+ *     openAPIV3Schema of its CustomResourceDefinition (a served version):
+ *     the manifests' (src) first, as they are what gets applied, else the
+ *     one installed in the cluster (crds, when `check` reads a cluster).
+ *     The API server prunes what a structural schema does not have, so
+ *     naming such a field is an error;
  *   - attribute keys (attributeSelectors[].key, attributeFilters[].key,
  *     attributes['...'] in CEL) against the attributes the source metric
  *     carries (policy/source/source_catalogue.h);
@@ -44,7 +46,13 @@ typedef void (*policy_lint_warn_fn)(void *ctx, const char *msg);
  * to warn.
  */
 int policy_lint__check(const struct metric_policy *p,
-		       const struct manifest_source *src, struct crd_err *e,
+		       const struct manifest_source *src,
+		       const struct manifest_source *crds, struct crd_err *e,
 		       policy_lint_warn_fn warn, void *ctx);
+/* Which schema policy_lint__check() holds p's subject to, in words. */
+void policy_lint__schema(const struct metric_policy *p,
+			 const struct manifest_source *src,
+			 const struct manifest_source *crds, char *buf,
+			 size_t len);
 
 #endif /* MM_POLICY_POLICY_LINT_H */
