@@ -249,9 +249,8 @@ static void accepted(struct ctx *x, const struct seen *s,
 {
 	const struct gw_route *r = s->route;
 	const struct gw_gateway *g = gateway_api__gateway(x->m, pr->ns, pr->name);
-	char why[192], first[192] = "", nohost[192] = "", host[256];
-	char attached[256] = "";
-	bool matched = false, allowed = false;
+	struct rc_parent_attach a;
+	char why[192], attached[256] = "";
 
 	for (size_t i = 0; !g && i < x->nseen; i++) {
 		const struct seen *o = &x->seen[i];
@@ -288,46 +287,27 @@ static void accepted(struct ctx *x, const struct seen *s,
 			free(buf[i]);
 		return;
 	}
-	for (size_t l = 0; l < g->nlisteners; l++) {
-		const struct gw_listener *li = &g->listeners[l];
-		const char *no;
-		bool hit = false;
-
-		if ((pr->section && strcmp(pr->section, li->name)) ||
-		    (pr->port && pr->port != li->port))
-			continue;
-		matched = true;
-		no = route_compile__listener_rejects(x->m, g, li, r, pr, why,
-						     sizeof(why));
-		if (no) {
-			if (!first[0])
-				snprintf(first, sizeof(first), "%s", no);
-			continue;
-		}
-		allowed = true;
-		if (!r->nhostnames)
-			hit = route_compile__intersect(li->hostname, NULL, host,
-						       sizeof(host));
-		for (size_t h = 0; h < r->nhostnames && !hit; h++)
-			hit = route_compile__intersect(li->hostname,
-						       r->hostnames[h], host,
-						       sizeof(host));
-		if (hit)
-			join(attached, sizeof(attached), li->name);
-		else if (!nohost[0])
-			snprintf(nohost, sizeof(nohost),
-				 "no hostname of the route intersects listener %s's hostname %s",
-				 li->name, li->hostname);
-	}
-	if (!matched)
+	if (route_compile__attach_parent(x->m, g, r, pr, NULL, NULL, &a))
+		return; /* no callback: cannot fail */
+	for (size_t l = 0; l < a.nattached; l++)
+		join(attached, sizeof(attached), a.attached[l]->name);
+	if (!a.matched)
 		no_matching_listener(g, pr, where, cs);
-	else if (!allowed)
+	else if (!a.allowed)
 		conditions__set(cs, COND_ACCEPTED, COND_FALSE,
-				"NotAllowedByListeners", "%s: %s", where, first);
-	else if (!attached[0])
+				"NotAllowedByListeners", "%s: %s", where,
+				a.rejected);
+	else if (!a.nattached && a.owner)
 		conditions__set(cs, COND_ACCEPTED, COND_FALSE,
-				"NoMatchingListenerHostname", "%s: %s", where,
-				nohost);
+				"NoMatchingListenerHostname",
+				"%s: the route's hostnames on listener %s are listener %s's (%s, more specific, same port %u): requests for them are that listener's",
+				where, a.nohost->name, a.owner->name,
+				a.owner->hostname, a.nohost->port);
+	else if (!a.nattached)
+		conditions__set(cs, COND_ACCEPTED, COND_FALSE,
+				"NoMatchingListenerHostname",
+				"%s: no hostname of the route intersects listener %s's hostname %s",
+				where, a.nohost->name, a.nohost->hostname);
 	else
 		conditions__set(cs, COND_ACCEPTED, COND_TRUE, "Accepted",
 				"Attached to listener(s) %s.", attached);

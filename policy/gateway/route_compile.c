@@ -338,7 +338,94 @@ static int collect_ports(struct build *b)
 	return 0;
 }
 
-/* Attachments of one route to every selected listener it refers to. */
+int route_compile__attach_parent(const struct gw_model *m,
+				 const struct gw_gateway *g,
+				 const struct gw_route *r,
+				 const struct gw_parent_ref *p,
+				 rc_attach_fn on_attach, void *ctx,
+				 struct rc_parent_attach *a)
+{
+	char host[HOST_MAX], reason[192];
+	int err;
+
+	memset(a, 0, sizeof(*a));
+	for (size_t l = 0; l < g->nlisteners; l++) {
+		const struct gw_listener *li = &g->listeners[l];
+		const struct gw_listener *owner = NULL;
+		bool port_ok = !p->port || p->port == li->port, hit = false;
+		const char *no;
+
+		if (p->section && strcmp(p->section, li->name))
+			continue;
+		a->named = true;
+		a->matched |= port_ok;
+		no = listener_rejects(m, g, li, r, p, reason, sizeof(reason));
+		if (no) {
+			if (!a->why[0])
+				snprintf(a->why, sizeof(a->why), "%s", no);
+			if (port_ok && !a->rejected[0])
+				snprintf(a->rejected, sizeof(a->rejected), "%s",
+					 no);
+			continue;
+		}
+		a->allowed = true;
+		for (size_t h = 0; h < (r->nhostnames ? r->nhostnames : 1); h++) {
+			const struct gw_listener *o;
+
+			if (!route_compile__intersect(li->hostname,
+						      r->nhostnames ?
+						      r->hostnames[h] : NULL,
+						      host, sizeof(host)))
+				continue;
+			o = owner_sibling(g, li, host);
+			if (o) {
+				owner = owner ? owner : o;
+				continue;
+			}
+			hit = true;
+			if (on_attach && (err = on_attach(ctx, li, host)))
+				return err;
+		}
+		if (hit) {
+			if (a->nattached < GW_MAX_LISTENERS)
+				a->attached[a->nattached++] = li;
+			continue;
+		}
+		if (!a->nohost) {
+			a->nohost = li;
+			a->owner = owner;
+		}
+		if (a->why[0])
+			continue;
+		if (owner)
+			snprintf(a->why, sizeof(a->why), "listener %s's "
+				 "hostnames are listener %s's (%s, more "
+				 "specific, same port %u)", li->name,
+				 owner->name, owner->hostname, li->port);
+		else
+			snprintf(a->why, sizeof(a->why), "no hostname "
+				 "intersects listener %s's hostname %s",
+				 li->name, li->hostname);
+	}
+	if (!a->named)
+		snprintf(a->why, sizeof(a->why), "Gateway %s/%s has no "
+			 "listener named %s", g->ns, g->name, p->section);
+	return 0;
+}
+
+struct attach_ctx {
+	struct build *b;
+	uint32_t route_id;
+};
+
+static int attach_one(void *ctx, const struct gw_listener *l,
+		      const char *host)
+{
+	struct attach_ctx *x = ctx;
+
+	return add_attach(x->b, x->route_id, l, host);
+}
+
 /*
  * Attachments of one route to every selected listener it refers to. A
  * route that refers to a selected Gateway but attaches nowhere gets the
@@ -348,8 +435,8 @@ static int attach_route(struct build *b, const struct gw_route *r,
 			uint32_t route_id, const char **gw_ns,
 			const char **gw_name, char *why, size_t whylen)
 {
-	char host[HOST_MAX], reason[192];
-	const struct gw_listener *owner = NULL;
+	struct attach_ctx x = { b, route_id };
+	struct rc_parent_attach a;
 	int err;
 
 	why[0] = '\0';
@@ -362,64 +449,18 @@ static int attach_route(struct build *b, const struct gw_route *r,
 		for (size_t g = 0; g < b->ngws; g++) {
 			const struct gw_gateway *gw = b->gws[g];
 
-			bool named = !pr->section;
-
 			if (strcmp(pr->ns, gw->ns) || strcmp(pr->name, gw->name))
 				continue;
-			for (size_t l = 0; l < gw->nlisteners; l++) {
-				const struct gw_listener *li = &gw->listeners[l];
-				size_t before = b->natt;
-				const char *no;
-
-				if (pr->section && strcmp(pr->section, li->name))
-					continue;
-				named = true;
-				no = listener_rejects(b->m, gw, li, r, pr, reason,
-						      sizeof(reason));
-				if (no) {
-					if (!why[0])
-						snprintf(why, whylen, "%s", no);
-					continue;
-				}
-				for (size_t h = 0; h < (r->nhostnames ?
-							r->nhostnames : 1); h++) {
-					const struct gw_listener *o;
-
-					if (!route_compile__intersect(
-						    li->hostname,
-						    r->nhostnames ?
-						    r->hostnames[h] : NULL,
-						    host, sizeof(host)))
-						continue;
-					o = owner_sibling(gw, li, host);
-					if (o) {
-						owner = owner ? owner : o;
-						continue;
-					}
-					err = add_attach(b, route_id, li, host);
-					if (err)
-						return err;
-				}
-				if (b->natt == before && !why[0] && owner)
-					snprintf(why, whylen, "listener %s's "
-						 "hostnames are listener %s's "
-						 "(%s, more specific, same port "
-						 "%u)", li->name, owner->name,
-						 owner->hostname, li->port);
-				else if (b->natt == before && !why[0])
-					snprintf(why, whylen, "no hostname "
-						 "intersects listener %s's "
-						 "hostname %s", li->name,
-						 li->hostname);
-				if (!*gw_ns && b->natt > b->route_first) {
-					*gw_ns = gw->ns;
-					*gw_name = gw->name;
-				}
+			err = route_compile__attach_parent(b->m, gw, r, pr,
+							   attach_one, &x, &a);
+			if (err)
+				return err;
+			if (!why[0] && a.why[0])
+				snprintf(why, whylen, "%s", a.why);
+			if (!*gw_ns && b->natt > b->route_first) {
+				*gw_ns = gw->ns;
+				*gw_name = gw->name;
 			}
-			if (!named && !why[0])
-				snprintf(why, whylen, "Gateway %s/%s has no "
-					 "listener named %s", gw->ns, gw->name,
-					 pr->section);
 		}
 	}
 	return 0;
@@ -1138,14 +1179,4 @@ bool route_compile__port_keyed(const struct route_table *t, uint32_t gw,
 		if (t->slots[gw].ports[i] == port)
 			return true;
 	return false;
-}
-
-const char *route_compile__listener_rejects(const struct gw_model *m,
-					    const struct gw_gateway *g,
-					    const struct gw_listener *l,
-					    const struct gw_route *r,
-					    const struct gw_parent_ref *p,
-					    char *buf, size_t len)
-{
-	return listener_rejects(m, g, l, r, p, buf, len);
 }

@@ -173,16 +173,36 @@ void route_compile__free(struct route_table *t);
 bool route_compile__defers(const struct route_table *t);
 
 /*
- * NULL when listener l of Gateway g takes route r through parentRef p
- * (port, protocol, allowedRoutes kinds and namespaces), else why not, in
- * buf. Hostnames are not looked at. `milometer check` reports with it.
+ * How parentRef p of route r attaches to Gateway g's listeners: the one
+ * listener selection the route table (so the agent and `explain`) and
+ * `milometer check` use. A listener with p's sectionName (p naming none:
+ * every listener) and port (none: any) takes the route when its protocol
+ * and allowedRoutes admit it, at every hostname where its hostname and
+ * the route's intersect and no more specific listener on its port owns
+ * that hostname (listener isolation). on_attach (may be NULL) is called
+ * for each (listener, vhost hostname) taken; its non-zero return stops
+ * and is returned. 0 otherwise, with a filled.
  */
-const char *route_compile__listener_rejects(const struct gw_model *m,
-					    const struct gw_gateway *g,
-					    const struct gw_listener *l,
-					    const struct gw_route *r,
-					    const struct gw_parent_ref *p,
-					    char *buf, size_t len);
+struct rc_parent_attach {
+	bool named;   /* a listener has p's sectionName (or p names none) */
+	bool matched; /* ... and p's port */
+	bool allowed; /* one of those admits the route (protocol, allowedRoutes) */
+	size_t nattached;
+	const struct gw_listener *attached[GW_MAX_LISTENERS];
+	/* the first allowed listener with no hostname left, and who owns
+	 * its hostnames when a more specific sibling does (else NULL) */
+	const struct gw_listener *nohost, *owner;
+	char rejected[192]; /* why the first matched listener refused it */
+	char why[192];      /* when nothing attached: the first reason */
+};
+typedef int (*rc_attach_fn)(void *ctx, const struct gw_listener *l,
+			    const char *host);
+int route_compile__attach_parent(const struct gw_model *m,
+				 const struct gw_gateway *g,
+				 const struct gw_route *r,
+				 const struct gw_parent_ref *p,
+				 rc_attach_fn on_attach, void *ctx,
+				 struct rc_parent_attach *a);
 
 /* FNV-1a 64 as BPF computes it. */
 uint64_t route_compile__hash(const void *buf, size_t len);

@@ -18,6 +18,7 @@
 #include "policy/gateway/route_compile.h"
 #include "policy/gateway/route_match.h"
 #include "selftests/unit/test.h"
+#include "selftests/unit/test_contract_util.h"
 
 /* The HTTP -> HTTPS redirect Gateway, both routes for the same host. */
 static const char redirect_yaml[] =
@@ -563,6 +564,159 @@ TEST(route_listeners_service_ports)
 		ASSERT_EQ(t->slots[0].sports[i],
 			  t->slots[0].ports[i] == 80 ? 10080 : 10443);
 	}
+	route_compile__free(t);
+	gateway_api__free(m);
+}
+
+/*
+ * `check` and the route table select listeners with one function: on a
+ * Gateway where sectionName, port, hostname intersection, listener
+ * isolation and allowedRoutes all decide, check's Accepted per parentRef
+ * is exactly whether the table attached the route, and to the listeners
+ * requests are then looked up in.
+ */
+static const char agree_yaml[] =
+	"apiVersion: v1\n"
+	"kind: Namespace\n"
+	"metadata: {name: t, labels: {env: prod}}\n"
+	"---\n"
+	"apiVersion: v1\n"
+	"kind: Namespace\n"
+	"metadata: {name: u}\n"
+	"---\n"
+	"apiVersion: gateway.networking.k8s.io/v1\n"
+	"kind: Gateway\n"
+	"metadata: {name: gw, namespace: infra}\n"
+	"spec:\n"
+	"  gatewayClassName: eg\n"
+	"  listeners:\n"
+	"  - {name: http, protocol: HTTP, port: 80, hostname: '*.example.com',"
+	" allowedRoutes: {namespaces: {from: All}}}\n"
+	"  - {name: shop, protocol: HTTP, port: 80, hostname: shop.example.com}\n"
+	"  - name: https\n"
+	"    protocol: HTTPS\n"
+	"    port: 443\n"
+	"    hostname: '*.example.com'\n"
+	"    tls: {certificateRefs: [{name: cert}]}\n"
+	"    allowedRoutes:\n"
+	"      namespaces: {from: Selector, selector: {matchLabels: {env: prod}}}\n"
+	"  - name: grpc\n"
+	"    protocol: HTTP\n"
+	"    port: 8080\n"
+	"    allowedRoutes:\n"
+	"      namespaces: {from: All}\n"
+	"      kinds: [{kind: GRPCRoute}]\n";
+
+static const char *agree_route(const char *name, const char *ns,
+			       const char *parent, const char *hosts)
+{
+	static char buf[512];
+
+	snprintf(buf, sizeof(buf),
+		 "---\n"
+		 "apiVersion: gateway.networking.k8s.io/v1\n"
+		 "kind: HTTPRoute\n"
+		 "metadata: {name: %s, namespace: %s}\n"
+		 "spec:\n"
+		 "  parentRefs: [{name: gw, namespace: infra%s}]\n"
+		 "  hostnames: [%s]\n"
+		 "  rules: [{backendRefs: [{name: app, port: 8080}]}]\n",
+		 name, ns, parent, hosts);
+	return buf;
+}
+
+/* check's Accepted condition line of route ns/name's only parentRef. */
+static const char *check_accepted(const char *out, const char *ns,
+				  const char *name)
+{
+	static char line[512];
+	char head[128];
+	const char *at, *acc, *end;
+
+	snprintf(head, sizeof(head), " HTTPRoute %s/%s\n", ns, name);
+	at = strstr(out, head);
+	acc = at ? strstr(at, "Accepted ") : NULL;
+	end = acc ? strchr(acc, '\n') : NULL;
+	if (!end)
+		return "(absent)";
+	snprintf(line, sizeof(line), "%.*s", (int)(end - acc), acc);
+	return line;
+}
+
+TEST(route_listeners_check_agrees_with_table)
+{
+	static const struct {
+		const char *name, *ns, *parent, *hosts;
+		const char *reason;   /* check's Accepted reason */
+		uint32_t port;        /* where the table should route it */
+		const char *host;
+	} cases[] = {
+		/* shop.example.com on port 80 is listener shop's (isolation) */
+		{ "isolated", "t", ", sectionName: http", "shop.example.com",
+		  "NoMatchingListenerHostname", 0, NULL },
+		/* port 443: the Selector admits t; other.org intersects nothing */
+		{ "by-port", "t", ", port: 443", "a.example.com, other.org",
+		  "Accepted", 443, "a.example.com" },
+		{ "not-selected", "u", ", port: 443", "b.example.com",
+		  "NotAllowedByListeners", 0, NULL },
+		/* sectionName shop is on port 80, not 443 */
+		{ "section-port", "t", ", sectionName: shop, port: 443",
+		  "c.example.com", "NoMatchingParent", 0, NULL },
+		/* http takes it; shop (Same: infra only) does not */
+		{ "wild", "u", ", port: 80", "'*.example.com'", "Accepted", 80,
+		  "d.example.com" },
+		{ "kinds", "t", ", port: 8080", "e.example.com",
+		  "NotAllowedByListeners", 0, NULL },
+	};
+	char dir[4096], yaml[8192];
+	struct route_table *t = NULL;
+	struct gw_model *m;
+	const char *args[2];
+	char *out = NULL, *errs = NULL, err[256];
+	size_t off;
+
+	off = (size_t)snprintf(yaml, sizeof(yaml), "%s", agree_yaml);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		off += (size_t)snprintf(yaml + off, sizeof(yaml) - off, "%s",
+					agree_route(cases[i].name, cases[i].ns,
+						    cases[i].parent,
+						    cases[i].hosts));
+	m = load("agree", yaml, dir, sizeof(dir));
+	ASSERT_TRUE(m);
+	ASSERT_EQ(route_compile__build(m, "infra/gw", 1, &t, err,
+				       sizeof(err)), 0);
+	args[0] = "--manifests";
+	args[1] = dir;
+	ASSERT_EQ(tc_check(args, 2, &out, &errs), 1);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *acc = check_accepted(out, cases[i].ns,
+						 cases[i].name);
+		bool ok = !strcmp(cases[i].reason, "Accepted");
+
+		ASSERT_TRUE(strstr(acc, cases[i].reason), "%s: %s in:\n%s",
+			    cases[i].name, acc, out);
+		/* the same verdict from the table the agent loads */
+		ASSERT_EQ(attached(t, cases[i].name), ok);
+		if (ok) {
+			char want[128];
+
+			snprintf(want, sizeof(want), "%s/%s rule 0",
+				 cases[i].ns, cases[i].name);
+			ASSERT_STREQ(lookup(t, cases[i].port, cases[i].host,
+					     "/"), want);
+		}
+	}
+	/* check names the listener the table put each route on */
+	ASSERT_TRUE(strstr(check_accepted(out, "t", "by-port"),
+			   "Attached to listener(s) https."));
+	ASSERT_TRUE(strstr(check_accepted(out, "u", "wild"),
+			   "Attached to listener(s) http."));
+	ASSERT_TRUE(strstr(check_accepted(out, "t", "isolated"),
+			   "are listener shop's (shop.example.com, more specific, same port 80)"));
+	/* and the isolated host on port 80 is not looked up in http's routes */
+	ASSERT_STREQ(lookup(t, 80, "shop.example.com", "/"), "unmatched");
+	free(out);
+	free(errs);
 	route_compile__free(t);
 	gateway_api__free(m);
 }
