@@ -36,6 +36,7 @@ struct route_sync {
 	uint64_t fingerprint;
 	uint64_t reloads;
 	size_t rejected;    /* objects the latest manifests left out */
+	size_t dropped;     /* rules of their HTTPRoutes dropped alone */
 	char last_error[512];
 	struct manifest_source *src; /* the API; NULL: dir */
 	uint64_t src_gen;
@@ -315,7 +316,9 @@ static int build(struct route_sync *rs, char *err, size_t errlen)
 		if (skipped)
 			fprintf(stderr, "milometer: k8s: %zu Gateway/HTTPRoute objects skipped, the others are in the table\n",
 				skipped);
-		gateway_api__log_dropped(m, stderr, "milometer: k8s: ");
+		rs->rejected = skipped;
+		rs->dropped = gateway_api__log_dropped(m, stderr,
+						       "milometer: k8s: ");
 	} else if (rs->dir) {
 		ret = gateway_api__load_dir(m, rs->dir, err, errlen);
 		if (ret)
@@ -329,7 +332,8 @@ static int build(struct route_sync *rs, char *err, size_t errlen)
 		for (size_t i = 0; i < m->nrejected; i++)
 			fprintf(stderr, "milometer: manifest left out: %s\n",
 				m->rejected[i]);
-		gateway_api__log_dropped(m, stderr, "milometer: ");
+		rs->dropped = gateway_api__log_dropped(m, stderr,
+						       "milometer: ");
 	}
 	ret = route_compile__build_slots(m, (const char *const *)rs->slots,
 					 rs->nslots, gen, &t, err, errlen);
@@ -448,6 +452,11 @@ uint64_t route_sync__reloads(const struct route_sync *rs)
 size_t route_sync__rejected_objects(const struct route_sync *rs)
 {
 	return rs->rejected;
+}
+
+size_t route_sync__dropped_rules(const struct route_sync *rs)
+{
+	return rs->dropped;
 }
 
 void route_sync__dump(const struct route_sync *rs, FILE *out, int json)

@@ -63,6 +63,8 @@ const char *route_sync__last_error(const struct route_sync *rs);
 uint64_t route_sync__reloads(const struct route_sync *rs);
 /* Files or objects the latest manifests left out (each logged with why). */
 size_t route_sync__rejected_objects(const struct route_sync *rs);
+/* HTTPRoute rules the latest manifests dropped alone (each logged with why). */
+size_t route_sync__dropped_rules(const struct route_sync *rs);
 void route_sync__dump(const struct route_sync *rs, FILE *out, int json);
 
 #endif /* MM_AGENT_ROUTE_SYNC_H */

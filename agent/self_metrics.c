@@ -27,6 +27,7 @@
 #include "exporter/otlp_tenancy.h"
 #include "milometer.skel.h"
 #include "policy/contract/contract.h"
+#include "policy/contract/contract_metrics.h"
 #include "policy/gateway/route_compile.h"
 #include "agent/k8s/authz.h"
 #include "agent/k8s/k8s_metrics.h"
@@ -184,6 +185,7 @@ static void read_route_reloads(struct sm_read *r, int id) { set0(r, id, route_sy
 static void read_route_error(struct sm_read *r, int id) { set0(r, id, route_sync__last_error(r->ag->routes) ? 1 : 0); }
 static void read_contract_reload_failures(struct sm_read *r, int id) { set0(r, id, r->ag->contract_reload_failures); }
 static void read_route_obj_rejected(struct sm_read *r, int id) { set0(r, id, route_sync__rejected_objects(r->ag->routes)); }
+static void read_route_rules_dropped(struct sm_read *r, int id) { set0(r, id, route_sync__dropped_rules(r->ag->routes)); }
 static void read_mem_limit(struct sm_read *r, int id) { set0(r, id, r->ag->mem_limit.bytes); }
 static void read_requests(struct sm_read *r, int id) { set0(r, id, r->as.exchanges); }
 
@@ -283,29 +285,9 @@ static void read_conns_open(struct sm_read *r, int id)
 			    b[MM_STAT_CONNS_OPENED] - b[MM_STAT_CONNS_CLOSED] : 0);
 }
 
-struct contract_ctx {
-	struct sm_read *r;
-	int id;
-};
-
-static void contract_count(void *ctx, const char *kind, const char *type,
-			   const char *status, const char *reason, uint64_t n)
-{
-	struct contract_ctx *cc = ctx;
-	struct mlabel l[] = {
-		{ "kind", kind }, { "type", type }, { "status", status },
-		{ "reason", reason ? reason : "" },
-	};
-
-	set1(cc->r, cc->id, n, l, 4);
-}
-
 static void read_contract(struct sm_read *r, int id)
 {
-	struct contract_ctx cc = { .r = r, .id = id };
-
-	if (r->ag->contract)
-		contract__condition_counts(r->ag->contract, contract_count, &cc);
+	contract_metrics__set(r->ag->contract, r->ag->store, id, r->now);
 }
 
 static void read_feature(struct sm_read *r, int id)
@@ -392,6 +374,8 @@ static const struct self_metric self_metric_table[] = {
 	{ { "milometer.routes.rejected", "1 while the latest manifests are rejected (previous table active).", "", MI_GAUGE, true }, read_route_error },
 	{ { "milometer.contract.reload_failures", "Manifest reloads that failed (previous MetricDefinitions/MetricPolicies kept).", "1", MI_COUNTER, true }, read_contract_reload_failures },
 	{ { "milometer.routes.objects_rejected", "Manifest files or Gateway API objects left out of the route table (invalid, over a limit, duplicate); the agent log says why.", "{object}", MI_GAUGE, true }, read_route_obj_rejected },
+	{ { "milometer.routes.rules_dropped", "HTTPRoute rules dropped alone from the route table (invalid: a regular expression RE2 refuses, a misspelt match type...); the route's other rules and every other route count, and the agent log says why.", "{rule}", MI_GAUGE, true,
+	    .note = "The route is `PartiallyInvalid` in `milometer check`; a route with no valid rule left is counted by `milometer_routes_objects_rejected` instead." }, read_route_rules_dropped },
 	{ { "milometer.export.attempts", "OTLP export HTTP requests.", "1", MI_COUNTER, true, .when = WITH_OTLP }, read_export_attempts },
 	{ { "milometer.export.failures", "OTLP export requests that failed.", "1", MI_COUNTER, true, .when = WITH_OTLP }, read_export_failures },
 	{ { "milometer.export.retries", "OTLP export retries.", "1", MI_COUNTER, true, .when = WITH_OTLP }, read_export_retries },
@@ -411,8 +395,7 @@ static const struct self_metric self_metric_table[] = {
 	{ { "milometer.bpf.run.count", "Runs of each BPF program (needs kernel.bpf_stats_enabled=1).", "1", MI_COUNTER, true, "program", WITH_BPF_STATS }, read_bpf_run_cnt },
 	{ { "milometer.capture.mode", "1 for the capture mode in use (sock: socket tracepoints; sys-exit: fallback).", "", MI_GAUGE, true, "mode" }, read_capture_mode },
 	{ { "milometer.bpf.connections", "Connections the data path holds state for now.", "{connection}", MI_GAUGE, true }, read_conns_open },
-	{ { "milometer.contract.objects", "MetricDefinitions and MetricPolicies by condition.", "{object}", MI_GAUGE, true, "kind,type,status,reason",
-	    "when MetricDefinitions or MetricPolicies are loaded" }, read_contract },
+	{ CONTRACT_METRICS_OBJECTS_DOC, read_contract },
 	/* as kubernetes_feature_enabled: 1 on, 0 off, one series per gate */
 	{ { "milometer.feature.enabled", "Feature gate state (1 enabled), by name and stage.", "", MI_GAUGE, true, "name,stage" }, read_feature,
 	  .k8s_before = true },

@@ -26,6 +26,7 @@
 #include "policy/contract/cluster_id.h"
 #include "policy/contract/conditions.h"
 #include "policy/contract/contract.h"
+#include "policy/contract/contract_metrics.h"
 #include "policy/contract/policy_engine.h"
 #include "policy/source/doc.h"
 #include "policy/source/manifest_source.h"
@@ -56,6 +57,7 @@ struct ctrl {
 	struct policy_engine *engine;
 	struct prom_server *prom;
 	struct k8s_metrics *k8sm;      /* milometer_k8s_*: the watches' health */
+	int contract_id;               /* milometer_contract_objects */
 	atomic_bool loaded;            /* the contract was read once */
 	struct k8s_authz *authz;       /* --metrics-auth kubernetes */
 	struct ui *ui;                 /* /ui beside /metrics */
@@ -93,7 +95,12 @@ static void ctrl_before_collect(void *ctx)
 {
 	struct ctrl *c = ctx;
 
+	mstore__lock(c->store);
 	k8s_metrics__refresh(c->k8sm, c->api, real_ns());
+	if (c->contract_id >= 0)
+		contract_metrics__set(c->contract, c->store, c->contract_id,
+				      real_ns());
+	mstore__unlock(c->store);
 }
 
 static size_t cluster_labels(void *ctx, struct mlabel *out, size_t max,
@@ -395,6 +402,13 @@ int controller__main(int argc, char **argv)
 	c.engine = c.store && c.contract ?
 			   policy_engine__new(c.store, c.contract) : NULL;
 	c.k8sm = c.store ? k8s_metrics__new(c.store) : NULL;
+	c.contract_id = -1;
+	if (c.k8sm) {
+		struct metric_doc cd = CONTRACT_METRICS_OBJECTS_DOC;
+		struct mmetric_desc d = metric_doc__desc(&cd);
+
+		c.contract_id = mstore__add_metric(c.store, &d);
+	}
 	if (!c.http || !c.engine || !c.k8sm)
 		goto cleanup;
 	if (!strcmp(auth, "kubernetes")) {

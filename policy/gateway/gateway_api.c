@@ -286,18 +286,22 @@ int gateway_api__load_dir(struct gw_model *m, const char *dir, char *err,
 	return ret;
 }
 
-void gateway_api__log_dropped(const struct gw_model *m, FILE *f,
-			      const char *prefix)
+size_t gateway_api__log_dropped(const struct gw_model *m, FILE *f,
+				const char *prefix)
 {
+	size_t n = 0;
+
 	for (size_t i = 0; i < m->nroutes; i++) {
 		const struct gw_route *r = m->routes[i];
 
-		for (size_t k = 0; r->ndropped && k < r->nrules; k++)
+		n += r->ndropped;
+		for (size_t k = 0; f && r->ndropped && k < r->nrules; k++)
 			if (r->rules[k].dropped)
 				fprintf(f, "%sHTTPRoute %s/%s: Dropped Rule %zu: %s\n",
 					prefix, r->ns, r->name, k,
 					r->rules[k].dropped);
 	}
+	return n;
 }
 
 const struct gw_gateway *gateway_api__gateway(const struct gw_model *m,

@@ -248,11 +248,12 @@ int gateway_api__load_dir(struct gw_model *m, const char *dir, char *err,
 			  size_t errlen);
 
 /*
- * One line per dropped rule: "PREFIX HTTPRoute NS/NAME: Dropped Rule N:
- * file:line: why" (the Gateway API's PartiallyInvalid wording).
+ * One line per dropped rule to f (NULL: none): "PREFIX HTTPRoute NS/NAME:
+ * Dropped Rule N: file:line: why" (the Gateway API's PartiallyInvalid
+ * wording). Returns the number of dropped rules.
  */
-void gateway_api__log_dropped(const struct gw_model *m, FILE *f,
-			      const char *prefix);
+size_t gateway_api__log_dropped(const struct gw_model *m, FILE *f,
+				const char *prefix);
 
 /* Lookup by namespace/name, NULL when absent. */
 const struct gw_gateway *gateway_api__gateway(const struct gw_model *m,

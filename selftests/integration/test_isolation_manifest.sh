@@ -7,7 +7,9 @@
 # routes; the agent drops the rule alone, logs why, and
 # counts both routes exactly as nginx's access log does, including
 # requests the dropped rule would have taken (unmatched, as in nginx,
-# whose configuration comes from the same compiled table).
+# whose configuration comes from the same compiled table). A third route
+# whose only rule is invalid is left out whole. The agent's self-metrics
+# count what it dropped: one rule, one object.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_bin milometer gen_nginx
@@ -37,6 +39,18 @@ spec:
   hostnames: ["good.test"]
   rules:
   - backendRefs: [{name: static, port: 18182}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: broken
+  namespace: apps
+spec:
+  parentRefs: [{name: gw, namespace: infra}]
+  hostnames: ["broken.test"]
+  rules:
+  - matches: [{path: {type: Pathprefix, value: /}}]
+    backendRefs: [{name: static, port: 18182}]
 YAML
 
 rc=0
@@ -57,6 +71,11 @@ start_nginx
 start_agent
 grep -q "HTTPRoute apps/iso: Dropped Rule 1: .*mixed.yaml:12: invalid regular expression" "$T/agent.out" ||
 	fail "the agent does not log the dropped rule: $(tail -5 "$T/agent.out")"
+# the manifests above drop exactly one rule alone and leave one route out
+expect_metric 1 "HTTPRoute rules dropped alone" milometer_routes_rules_dropped
+expect_metric 1 "objects left out" milometer_routes_objects_rejected
+[ "$(grep -c "Dropped Rule" "$T/agent.out")" = 1 ] ||
+	fail "the agent logs $(grep -c "Dropped Rule" "$T/agent.out") dropped rules, want 1"
 for c in "iso.test /ok 400" "good.test /x 300" "iso.test /re/x 200"; do
 	set -- $c
 	hey -n "$3" -c 4 -host "$1" "http://127.0.0.1:$PROXY_PORT$2" >"$T/hey.txt"

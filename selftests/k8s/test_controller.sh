@@ -208,6 +208,16 @@ t_bad_policies_rejected_alone() {
 	reason() { kubectl get metricpolicy "$1" -o jsonpath='{.status.conditions[?(@.type=="Accepted")].reason}' 2>/dev/null; }
 	both() { [ "$(reason typo-policy)" = UnknownSourceMetric ] && [ "$(reason hostile-policy)" = InvalidField ]; }
 	wait_for 15 both || fail "typo-policy: '$(reason typo-policy)', hostile-policy: '$(reason hostile-policy)'"
+	# counted in the controller's self-metric: one series per reason,
+	# valued the number of policies rejected for it
+	rejected() {
+		curl -fsS "http://127.0.0.1:$(eval echo \$PORT_$h)/metrics" 2>/dev/null |
+			grep '^milometer_contract_objects{' | grep 'kind="MetricPolicy"' |
+			grep 'type="Accepted"' | grep 'status="False"' | grep "reason=\"$1\"" |
+			awk '{print $2}'
+	}
+	counted() { [ "$(rejected UnknownSourceMetric)" = 1 ] && [ "$(rejected InvalidField)" = 1 ]; }
+	wait_for 15 counted || fail "milometer_contract_objects: UnknownSourceMetric '$(rejected UnknownSourceMetric)', InvalidField '$(rejected InvalidField)', want 1 and 1"
 	kubectl get metricpolicy typo-policy -o jsonpath='{.status.conditions[?(@.type=="Accepted")].message}' |
 		grep -q 'did you mean `envoy.cluster.upstream_rq_total`' || fail "the misspelling is not named with its fix"
 	[ "$(reason gateway-httproute-upstream-request-count-policy)" = Accepted ] ||

@@ -724,6 +724,8 @@ TEST(route_input_invalid_rule_dropped_alone)
 		    strstr(r->rules[2].dropped, "bad.yaml:10: path.type \"Pathprefix\""),
 		    "%s", r->rules[2].dropped);
 	ASSERT_STREQ(r->rules[3].matches[0].path, "/last");
+	/* the count the agent's milometer_routes_rules_dropped reports */
+	ASSERT_EQ(gateway_api__log_dropped(m, NULL, ""), 2);
 	gateway_api__free(m);
 
 	m = gateway_api__new();
