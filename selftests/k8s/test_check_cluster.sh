@@ -110,6 +110,9 @@ t_correct_path_passes_and_says_the_schema() {
 		says good "schemas: " &&
 		says good "CustomResourceDefinition(s) installed in the cluster https://127.0.0.1:$API_PORT" &&
 		says good "subject example.com/Widget: the openAPIV3Schema of CustomResourceDefinition widgets.example.com version v1 (installed in the cluster https://127.0.0.1:$API_PORT)" || return 1
+	# --cluster: the cluster found as the agent finds it ($KUBECONFIG here)
+	chk env --cluster --manifests "$T/good" -v
+	rc_is env 0 && says env "installed in the cluster https://127.0.0.1:$API_PORT" || return 1
 	# the served version's schema, not a version the server does not serve
 	policy "$T/old" resource.spec.old
 	chk old --kubeconfig "$KUBECONFIG" --manifests "$T/old"

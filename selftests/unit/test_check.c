@@ -8,10 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
+#include "policy/source/manifest_source.h"
 
 #define GATEWAY_YAML                                                       \
 	"apiVersion: gateway.networking.k8s.io/v1\n"          /* 1 */     \
@@ -631,4 +634,152 @@ TEST(check_subject_crd_schema_from_manifests)
 	ASSERT_OUT(r, "(did you mean `resource.spec.parts[...].name`?)");
 	run_free(&r);
 #undef WIDGET_POLICY
+}
+
+/*
+ * `check --kubeconfig`: the cluster's CRDs come through check_api (here a
+ * stand-in reading a directory as "the cluster"): a custom subject is held
+ * to the installed CRD, a CRD in the manifests wins, and -v says which.
+ */
+static const char *fake_cluster_dir;
+
+static int fake_open(const char *kubeconfig, bool objects,
+		     struct manifest_source **crds,
+		     struct manifest_source **objs, void **handle,
+		     char *server, size_t serverlen, char *err, size_t errlen)
+{
+	const char *paths[] = { fake_cluster_dir };
+
+	(void)objs;
+	if (objects || strcmp(kubeconfig, "fake.kubeconfig")) {
+		snprintf(err, errlen, "cannot reach the Kubernetes API server https://fake:6443");
+		return -ECONNREFUSED;
+	}
+	snprintf(server, serverlen, "https://fake:6443");
+	*crds = manifest_source__open_paths(paths, 1, err, errlen);
+	*handle = crds;
+	return *crds ? 0 : -ENOENT;
+}
+
+static void fake_close(void *handle)
+{
+	(void)handle;
+}
+
+static int check_fake(const char *dir, const char *kubeconfig, char **out,
+		      char **errs)
+{
+	static const struct check_api api = { fake_open, fake_close };
+	char *argv[] = { "check", "--manifests", (char *)dir, "--kubeconfig",
+			 (char *)kubeconfig, "-v" };
+	size_t olen, elen;
+	FILE *o = open_memstream(out, &olen), *e = open_memstream(errs, &elen);
+	int rc = check__run_api(6, argv, o, e, &api);
+
+	fclose(o);
+	fclose(e);
+	return rc;
+}
+
+#define WIDGET_CRD(field)                                                  \
+	"apiVersion: apiextensions.k8s.io/v1\n"                              \
+	"kind: CustomResourceDefinition\n"                                   \
+	"metadata: {name: widgets.example.com}\n"                            \
+	"spec:\n"                                                            \
+	"  group: example.com\n"                                             \
+	"  names: {kind: Widget, plural: widgets}\n"                         \
+	"  scope: Namespaced\n"                                              \
+	"  versions:\n"                                                      \
+	"  - name: v1\n"                                                     \
+	"    served: true\n"                                                 \
+	"    storage: true\n"                                                \
+	"    schema:\n"                                                      \
+	"      openAPIV3Schema:\n"                                           \
+	"        type: object\n"                                             \
+	"        properties:\n"                                              \
+	"          spec: {type: object, properties: {" field ": {type: string}}}\n"
+
+#define WIDGET_CONTRACT(expr)                                              \
+	"apiVersion: telemetry.miloapis.com/v1alpha1\n"                      \
+	"kind: MetricDefinition\n"                                           \
+	"metadata: {name: widget-info}\n"                                    \
+	"spec:\n"                                                            \
+	"  resource: {group: example.com, kind: Widget}\n"                   \
+	"  metric:\n"                                                        \
+	"    name: example.com.widget.info\n"                                \
+	"    instrument: {type: Gauge, unit: \"1\"}\n"                       \
+	"  labels: [{key: size}]\n"                                          \
+	"---\n"                                                              \
+	"apiVersion: telemetry.miloapis.com/v1alpha1\n"                      \
+	"kind: MetricPolicy\n"                                               \
+	"metadata: {name: widget-info}\n"                                    \
+	"spec:\n"                                                            \
+	"  subject: {group: example.com, kind: Widget}\n"                    \
+	"  targetMetric: {name: example.com.widget.info}\n"                  \
+	"  source:\n"                                                        \
+	"    type: ResourceFields\n"                                         \
+	"    resourceFields:\n"                                              \
+	"      seriesFrom:\n"                                                \
+	"        path: resource\n"                                           \
+	"        value: {cel: \"1\"}\n"                                      \
+	"        labels: {size: \"" expr "\"}\n"
+
+TEST(check_subject_crd_schema_from_cluster)
+{
+	char cluster[256], man[256];
+	char *out = NULL, *errs = NULL;
+	struct run r;
+
+	snprintf(cluster, sizeof(cluster), "%s/cluster", test__tmpdir());
+	snprintf(man, sizeof(man), "%s/manifests", test__tmpdir());
+	ASSERT_EQ(mkdir(cluster, 0755), 0);
+	ASSERT_EQ(mkdir(man, 0755), 0);
+	fake_cluster_dir = cluster;
+	tc_write(cluster, "crd.yaml", WIDGET_CRD("size"));
+	tc_write(man, "c.yaml", WIDGET_CONTRACT("resource.spec.sise"));
+
+	/* the installed CRD: a typo is an error with the fix */
+	ASSERT_EQ(check_fake(man, "fake.kubeconfig", &out, &errs), 1);
+	ASSERT_TRUE(strstr(out, "has no field sise in `resource.spec` (did you mean `resource.spec.size`?)"), "%s", out);
+	ASSERT_TRUE(strstr(out, "schemas: 1 CustomResourceDefinition(s) installed in the cluster https://fake:6443"), "%s", out);
+	ASSERT_TRUE(strstr(out, "subject example.com/Widget: the openAPIV3Schema of CustomResourceDefinition widgets.example.com version v1 ("), "%s", out);
+	free(out);
+	free(errs);
+
+	/* without the cluster: a warning, exit 0 */
+	r = check_path(man, false);
+	ASSERT_EQ(r.rc, 0);
+	ASSERT_OUT(r, "the schema of subject example.com/Widget is unknown here");
+	run_free(&r);
+
+	/* the manifests' CRD wins over the installed one */
+	tc_write(man, "crd.yaml", WIDGET_CRD("sise"));
+	ASSERT_EQ(check_fake(man, "fake.kubeconfig", &out, &errs), 0);
+	ASSERT_TRUE(strstr(out, "manifests/crd.yaml:1)"), "%s", out);
+	free(out);
+	free(errs);
+
+	/* no CRD anywhere: a warning that says the cluster was asked */
+	ASSERT_EQ(unlink(tc_write(man, "crd.yaml", "")), 0);
+	tc_write(cluster, "crd.yaml", "");
+	ASSERT_EQ(check_fake(man, "fake.kubeconfig", &out, &errs), 0);
+	ASSERT_TRUE(strstr(out, "none installed in the cluster"), "%s", out);
+	free(out);
+	free(errs);
+
+	/* an unreachable server: exit 2, its URL on stderr */
+	ASSERT_EQ(check_fake(man, "down.kubeconfig", &out, &errs), 2);
+	ASSERT_TRUE(strstr(errs, "milometer check: cannot reach the Kubernetes API server https://fake:6443"), "%s", errs);
+	free(out);
+	free(errs);
+
+	/* a build without a cluster client says so */
+	{
+		const char *args[] = { "--manifests", man, "--kubeconfig", "x" };
+
+		ASSERT_EQ(tc_check(args, 4, &out, &errs), 2);
+		ASSERT_TRUE(strstr(errs, "no Kubernetes client"), "%s", errs);
+		free(out);
+		free(errs);
+	}
 }
