@@ -9,8 +9,8 @@
 # the namespace it names, 401 without or with a bad token, 403 with no
 # permission, 503 while the API server is down (a cached decision serves
 # until its TTL, none after it), a revoked permission stops within the
-# TTL. The reviews are the real ones: kubectl issues the (TokenRequest)
-# tenant's token and kubectl auth can-i agrees with every decision.
+# TTL. The reviews are the real ones: kubectl issues the tenant's token
+# (TokenRequest) and kubectl auth can-i agrees with every decision.
 . "$(dirname "$0")/lib.sh"
 M="$ROOT/bin/milometer"
 [ -x "$M" ] || fail "build bin/milometer first"
