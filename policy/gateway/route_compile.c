@@ -407,7 +407,7 @@ int route_compile__attach_parent(const struct gw_model *m,
 				 "intersects listener %s's hostname %s",
 				 li->name, li->hostname);
 	}
-	if (!a->named)
+	if (!a->named && p->section)
 		snprintf(a->why, sizeof(a->why), "Gateway %s/%s has no "
 			 "listener named %s", g->ns, g->name, p->section);
 	return 0;
