@@ -119,6 +119,19 @@ t_correct_path_passes_and_says_the_schema() {
 	rc_is old 1 && says old "has no field old in \`resource.spec\`"
 }
 
+# what check costs the API server: one read-only list of the CRDs
+t_one_list_request() {
+	local before after
+	policy "$T/once" resource.spec.size
+	before=$(requests | grep -c ' milometer-check/')
+	chk once --kubeconfig "$KUBECONFIG" --manifests "$T/once"
+	rc_is once 0 || return 1
+	requests | grep ' milometer-check/' | tail -n +$((before + 1)) >"$T/once.req"
+	after=$(wc -l <"$T/once.req")
+	[ "$after" = 1 ] && grep -q '^GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions?limit=500 200 ' "$T/once.req" ||
+		{ cat "$T/once.req"; echo "  want one GET of the CRD list"; return 1; }
+}
+
 t_manifest_crd_wins() {
 	# the manifests' CRD names the field colour; the installed one size
 	policy "$T/win" resource.spec.colour
@@ -163,5 +176,5 @@ t_crd_removed() {
 }
 
 run_tests t_typo_against_installed_crd t_correct_path_passes_and_says_the_schema \
-	t_manifest_crd_wins t_unreachable_server t_from_cluster_objects \
+	t_one_list_request t_manifest_crd_wins t_unreachable_server t_from_cluster_objects \
 	t_crd_removed t_forbidden_crd_list
