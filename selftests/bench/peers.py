@@ -43,6 +43,9 @@ def load_rows(path):
         r["node_us"] = int(r["node_ticks"]) / tck * 1e6 / n
         r["steal_us"] = int(r["steal_ticks"]) / tck * 1e6 / n
         r["agent_us"] = int(r["agent_uticks"]) / tck * 1e6 / n
+        # on-CPU ns (schedstat, user + system): ticks are too coarse here
+        r["agent_ns_us"] = (int(r["agent_ns"]) / 1e3 / n
+                            if "agent_ns" in r else None)
         r["p50"] = float(r["p50_us"])
         r["p99"] = float(r["p99_us"])
         r["nodetax"] = (None if r["nodetax_ns"] == "-" else
@@ -105,7 +108,16 @@ def bpf_ns(r):
     return t, c
 
 
-def report(path, notes):
+def scale_conns(rounds, gw):
+    """phase D's BPF ns per request by connection count (agent, bpf_stats
+    on): nginx's rounds are Dc<N>, haproxy's Dh<N>"""
+    prefix = "Dh" if gw == "haproxy" else "Dc"
+    rs = [r for r in rounds if r["tag"].startswith(prefix) and
+          r["gw"] == gw and r["capture"] == "auto" and r.get("bpf_ns_rq")]
+    return sorted((int(r["conns"]), r["bpf_ns_rq"]) for r in rs)
+
+
+def report(path, notes, rounds=()):
     """Prints phase P; returns (summary rows, a dict for the results)"""
     rows, sat = load_rows(path)
     out = {"seed": SEED, "resamples": RESAMPLES}
@@ -175,9 +187,8 @@ def report(path, notes):
                        m([r["node_us"] for r in ss]),
                        m([r["steal_us"] for r in ss]),
                        m([r["p50"] for r in ss]), m([r["p99"] for r in ss]),
-                       sum(int(r["agent_uticks"]) for r in ss) /
-                       float(ss[0]["tck"]) * 1e6 /
-                       max(sum(int(r["completed"]) for r in ss), 1),
+                       m([r["agent_ns_us"] if r["agent_ns_us"] is not None
+                          else r["agent_us"] for r in ss]),
                        "%.1f" % min(tcp) if tcp else "-",
                        sum(int(r["late"]) for r in ss)))
             print("paired deltas vs agent off, mean [95 % interval]:")
@@ -196,11 +207,11 @@ def report(path, notes):
                        ci_text(d["p99"], "%+.1f"),
                        ci_text(d["nodetax"], "%+.1f")))
                 a = [r for r in sel if r["capture"] == slot]
-                res[(gw, load, slot)]["agent_us"] = (
-                    sum(int(r["agent_uticks"]) for r in a) /
-                    float(a[0]["tck"]) * 1e6 /
-                    max(sum(int(r["completed"]) for r in a), 1)
-                    if a else None)
+                # the agent's own CPU (schedstat ns, user + system: a bound
+                # on its user-space CPU); ticks when an older run has no ns
+                res[(gw, load, slot)]["agent_us"] = bootstrap(
+                    [r["agent_ns_us"] if r["agent_ns_us"] is not None else
+                     r["agent_us"] for r in a], rng)
 
     # the nodetax figure: the agent against the empty floor, same round
     tcp_floor = {}
@@ -243,8 +254,20 @@ def report(path, notes):
     print(hdr % ("gateway", "figure", "measured: mean [95 % CI]",
                  "must (aim)", "verdict"))
 
-    def row(gw, name, ci, must, aim, unit, f="%+.2f"):
+    def missing(gw, need):
+        """why a row has no value: what the run left out"""
+        if not any(r["gw"] == gw for r in rows):
+            return "not measured: no phase P rounds for %s" % gw
+        if need and not any(r["gw"] == gw and r["capture"] == need
+                            for r in rows):
+            return ("not measured: no %s slot (BENCH_PEER_SLOTS)" %
+                    NAMES.get(need, need))
+        return "not measured: no paired round (see the slots above)"
+
+    def row(gw, name, ci, must, aim, unit, f="%+.2f", need="auto"):
         v = verdict(ci, must, aim)
+        if ci is None:
+            v = missing(gw, need)
         t = "<= %+g %s (%+g)" % (must, unit, aim) if aim is not None else \
             "<= %+g %s" % (must, unit)
         print(hdr % (gw, name, ci_text(ci, f), t, v))
@@ -262,35 +285,67 @@ def report(path, notes):
             d.get("p99"), 10.0, 5.0, "us", "%+.1f")
         a, rd = bpf.get((gw, "auto")), bpf.get((gw, "floor-read"))
         ratio = a / rd if a is not None and rd else None
-        v = ("MISSING" if ratio is None else "MISS" if ratio > 1.6 else
-             "pass, aim met" if ratio <= 1.3 else "pass")
+        v = ("MISS" if ratio is not None and ratio > 1.6 else
+             "pass, aim met" if ratio is not None and ratio <= 1.3 else
+             "pass" if ratio is not None else
+             "not measured: no bpf_stats round with the agent and the "
+             "read floor for %s" % gw)
         t = "<= 1.6 (1.3)"
         print(hdr % (gw, "BPF ns per request / read floor (same round)",
                      "n/a" if ratio is None else "%.2f (%.0f / %.0f ns)" %
-                     (ratio, a, rd), t, v + " (one round: no interval)"))
+                     (ratio, a, rd), t, v + (" (one round: no interval)"
+                                             if ratio is not None else "")))
         summary.append(("%s: BPF ns/request / read floor" % gw,
                         "n/a" if ratio is None else "%.2f" % ratio, t, v))
         row(gw, "non-proxy 1-byte TCP ping-pong vs empty floor",
-            tcp_floor.get((gw, lo)), 30.0, 0.0, "ns", "%+.1f")
-        au = d.get("agent_us")
-        v = ("MISSING" if au is None else "MISS" if au > 0.5 else
-             "pass, aim met" if au <= 0.2 else "pass")
-        print(hdr % (gw, "agent user-space CPU per request (all rounds)",
-                     "n/a" if au is None else "%.3f us" % au,
-                     "<= 0.5 us (0.2)", v))
-        summary.append(("%s: agent user-space CPU per request" % gw,
-                        "n/a" if au is None else "%.3f us" % au,
-                        "<= 0.5 us (0.2)", v))
+            tcp_floor.get((gw, lo)), 30.0, 0.0, "ns", "%+.1f",
+            "floor-empty" if (gw, lo, "auto") in res else "auto")
+        sc = scale_conns(rounds, gw)
+        t = "within 20 % (10 %)"
+        if len(sc) >= 2 and sc[0][1] > 0:
+            flat = max(v for _, v in sc) / min(v for _, v in sc) - 1
+            m = "%+.1f %% (%s ns)" % (flat * 100, " / ".join(
+                "%d: %.0f" % x for x in sc))
+            v = ("MISS" if flat > 0.2 else
+                 "pass, aim met" if flat <= 0.1 else "pass")
+            v += " (one bpf_stats round per count: no interval)"
+        else:
+            m = "n/a"
+            ph = notes.get("phases", "")
+            v = ("not measured: phase D is not in BENCH_PHASES (%s)" % ph
+                 if ph and "D" not in ph else
+                 "not measured: BENCH_SCALE_GATEWAYS leaves %s out" % gw
+                 if gw not in notes.get("scale_gateways", gw).split(",")
+                 else "not measured: phase D gave no agent round for %s" % gw)
+        print(hdr % (gw, "10 -> 10 000 connections: BPF ns/rq max/min-1 (D)",
+                     m, t, v))
+        summary.append(("%s: BPF ns/request, 10 -> 10 000 connections" % gw,
+                        m, t, v))
+        row(gw, "agent CPU per request (user + system: bounds user)",
+            d.get("agent_us"), 0.5, 0.2, "us", "%.3f")
         bad = [r for r in lost if r["gw"] == gw]
         n = len([r for r in rows if r["gw"] == gw and r["stats"] == "0"])
-        v = "MISSING" if not n else "MISS" if bad else "pass"
+        v = missing(gw, None) if not n else "MISS" if bad else "pass"
         m = "%d of %d slots differ" % (len(bad), n)
-        print(hdr % (gw, "completed requests vs the access log", m,
+        print(hdr % (gw, "loadgen's completed requests vs the access log", m,
                      "exact", v))
         summary.append(("%s: completed vs access log" % gw, m, "exact", v))
-    print("(latency and CPU in us; per-route counts against the access log "
-          "are the integration tests'; the 10 -> 10 000 connection row is "
-          "phase D's)")
+        # the agent's count of the shop route against the access log, in
+        # every agent slot (each slot's requests are all the shop route's)
+        ag = [r for r in rows if r["gw"] == gw and r["capture"] == "auto"
+              and "route_count" in r]
+        off = [(int(r["route_count"]), int(r["requests"])) for r in ag
+               if int(r["route_count"]) != int(r["requests"])]
+        m = "%d of %d agent slots differ%s" % (
+            len(off), len(ag), (" (agent / log: %s)" % ", ".join(
+                "%d / %d" % x for x in off[:4])) if off else "")
+        v = ("not measured: no agent slot recorded the agent's count "
+             "(route_count)" if not ag else "MISS" if off else "pass")
+        print(hdr % (gw, "per-route counts (agent) vs the access log", m,
+                     "exact", v))
+        summary.append(("%s: per-route counts vs access log" % gw, m,
+                        "exact", v))
+    print("(latency and CPU in us; the connection row is phase D's)")
 
     # skb vs read floor, the decision's figures
     for gw in gws:

@@ -70,6 +70,7 @@ RATE_CONNS=${BENCH_RATE_CONNS:-10}
 WORKERS=${BENCH_WORKERS:-1}
 SCALE_CONNS=${BENCH_SCALE_CONNS:-10 1000 10000}
 SCALE_ROUTES=${BENCH_SCALE_ROUTES:-10 1000 10000}
+SCALE_GATEWAYS=${BENCH_SCALE_GATEWAYS:-nginx haproxy}
 MEM_CONNS=${BENCH_MEM_CONNS:-10000}
 NODETAX_REPS=${BENCH_NODETAX_REPS:-50}
 EVENTS=${BENCH_EVENTS:-20000000}
@@ -302,6 +303,8 @@ start_haproxy() {
 
 port_free "$GW_PORT" "$BE_PORT" "$HA_PORT" "$TLS_PORT" "$H2_PORT" "$AGENT_PORT"
 : >"$W/notes"
+# what was run: report.py names what a missing row was not measured for
+echo "phases=$PHASES scale_gateways=${SCALE_GATEWAYS// /,} scale_conns=${SCALE_CONNS// /,}" >>"$W/notes"
 wait_no_agent
 
 # Manifests: the bench gateway and routes, plus the seed's data-plane
@@ -658,6 +661,9 @@ warm() { # GATEWAY: 2 s of load (WRK_CONNS connections, else CONNS), agent off
 # /proc/stat "cpu": non-idle ticks (user nice system irq softirq) and steal
 node_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $9 }' /proc/stat; }
 agent_uticks() { awk '{ print $14 }' "/proc/$AGENT_PID/stat"; }
+# its on-CPU ns, user and system (schedstat): utime's 10 ms ticks are
+# several us a request over a slot, more than the figure
+agent_ns() { cat /proc/"$AGENT_PID"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 # the same CPU time as utime+stime in ns (schedstat: on-CPU time of each
 # thread): at a few thousand requests a round, one 10 ms tick is ~1 us a
 # request, as much as the figure measured
@@ -675,7 +681,7 @@ gw_pids() { # GATEWAY: every process of it (pinning, the cgroup)
 # rate; a line of "key=value" in $W/peers
 peer_slot() {
 	local tag=$1 gw=$2 capture=$3 rate=$4 load=$5 rnd=$6 stats=$7
-	local log g0 g1 q0 q1 n0 n1 s0 s1 a0=0 a1=0 l0 l1 t0 nt=- extra=
+	local log g0 g1 q0 q1 n0 n1 s0 s1 a0=0 a1=0 an0=0 an1=0 l0 l1 t0 nt=- extra=
 	log=$(access_log "$gw")
 	case $capture in
 	off) ;;
@@ -686,7 +692,7 @@ peer_slot() {
 		sysctl -qw kernel.bpf_stats_enabled=1
 		"$PY" "$HERE/bpf_stats.py" snap "$W/ids.$tag" >"$W/bpf0.$tag"
 	fi
-	[ "$capture" = off ] || a0=$(agent_uticks)
+	[ "$capture" = off ] || { a0=$(agent_uticks); an0=$(agent_ns); }
 	g0=$(gw_ticks "$gw")
 	q0=$(gw_ns "$gw")
 	read -r n0 s0 < <(node_ticks)
@@ -698,7 +704,7 @@ peer_slot() {
 	g1=$(gw_ticks "$gw")
 	q1=$(gw_ns "$gw")
 	read -r n1 s1 < <(node_ticks)
-	[ "$capture" = off ] || a1=$(agent_uticks)
+	[ "$capture" = off ] || { a1=$(agent_uticks); an1=$(agent_ns); }
 	extra="wall_ms=$((($(date +%s%N) - t0) / 1000000))"
 	if [ "$stats" = 1 ]; then
 		"$PY" "$HERE/bpf_stats.py" snap "$W/ids.$tag" >"$W/bpf1.$tag"
@@ -713,9 +719,22 @@ peer_slot() {
 	# the access log is written as each request ends: wait for the last
 	sleep 0.2
 	l1=$(wc -l <"$log")
+	# per-route counts against the access log: every request of a slot
+	# is the shop route's; the agent exports within its interval
+	if [ "$capture" = auto ]; then
+		wait_for 5 route_count_is $((l1 - l0)) || true
+		extra="$extra route_count=$(route_count)"
+	fi
 	stop_agent
-	echo "kind=rate tag=$tag gw=$gw capture=$capture load=$load rate=$rate round=$rnd stats=$stats lg=$W/lg.$tag requests=$((l1 - l0)) gw_ticks=$((g1 - g0)) gw_ns=$((q1 - q0)) node_ticks=$((n1 - n0)) steal_ticks=$((s1 - s0)) agent_uticks=$((a1 - a0)) tck=$(getconf CLK_TCK) nodetax_ns=${nt:--} $extra" >>"$W/peers"
+	echo "kind=rate tag=$tag gw=$gw capture=$capture load=$load rate=$rate round=$rnd stats=$stats lg=$W/lg.$tag requests=$((l1 - l0)) gw_ticks=$((g1 - g0)) gw_ns=$((q1 - q0)) node_ticks=$((n1 - n0)) steal_ticks=$((s1 - s0)) agent_uticks=$((a1 - a0)) agent_ns=$((an1 - an0)) tck=$(getconf CLK_TCK) nodetax_ns=${nt:--} $extra" >>"$W/peers"
 }
+
+# the agent's downstream requests of the shop route (/metrics)
+route_count() {
+	curl -sf "http://127.0.0.1:$AGENT_PORT/metrics" |
+		awk '/^envoy_http_downstream_rq_total[{]/ && /k8s_httproute_name="shop"/ { s += $NF } END { printf "%.0f\n", s }'
+}
+route_count_is() { [ "$(route_count)" = "$1" ]; }
 
 # sat_slot GATEWAY CAPTURE PINNED: saturation throughput (information);
 # pinned: the gateway alone on the last CPU, wrk and the backend on the rest
@@ -844,6 +863,13 @@ if phase D; then
 	for c in $SCALE_CONNS; do
 		round "Dc$c" nginx auto 1 "$c" "$SCALE_DURATION" "$W/m"
 	done
+	# the connection rows with the haproxy gateway too (prefix Dh)
+	if [[ " $SCALE_GATEWAYS " == *" haproxy "* ]]; then
+		WRK_CONNS=$max_c warm haproxy
+		for c in $SCALE_CONNS; do
+			round "Dh$c" haproxy auto 1 "$c" "$SCALE_DURATION" "$W/m"
+		done
+	fi
 	# the floor of the same rows: a per-socket state and nothing else
 	if [[ $FLOORS == *floor-hook* ]]; then
 		for c in $SCALE_CONNS; do
