@@ -88,6 +88,9 @@ PEER_SLOTS=${BENCH_PEER_SLOTS-off floor-empty floor-hook floor-read floor-skb au
 PEER_GATEWAYS=${BENCH_PEER_GATEWAYS:-nginx haproxy}
 PEER_SAT_DURATION=${BENCH_PEER_SAT_DURATION:-5}
 PEER_NODETAX_REPS=${BENCH_PEER_NODETAX_REPS:-10}
+# bpf_stats rounds of the slots (rotated like the others): > 1 gives BPF
+# ns per request an interval
+PEER_STATS_ROUNDS=${BENCH_PEER_STATS_ROUNDS:-1}
 # Loopback ports apart from the integration tests (28xxx/29xxx) and below
 # the ephemeral range (32768+), where a client socket may hold them.
 GW_PORT=${BENCH_GW_PORT:-17080}
@@ -325,6 +328,10 @@ for f in $CONTRACT_FILES; do
 	fi
 done
 cp "$W"/contract/*.yaml "$W/m/" 2>/dev/null || true
+# the same with a second listener on the Gateway (the slot "listeners")
+mkdir -p "$W/mL"
+cp "$W"/m/*.yaml "$W/mL/"
+sed -i '0,/^          from: All$/s//          from: All\n    - name: http-alt\n      protocol: HTTP\n      port: 8080\n      allowedRoutes:\n        namespaces:\n          from: All/' "$W/mL/gateway.yaml"
 
 # the gateway's TLS listener (phase T): a certificate made here
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=milometer-bench \
@@ -388,6 +395,10 @@ start_agent() {
 	case $capture in
 	auto) ;;
 	tls) cap=(--feature-gates=TLSCapture=true) ;;
+	# the Gateway with a second listener (port 8080), so that the kernel
+	# table carries listener ports: mdir is $W/mL, the socket port of
+	# listener 80 in LISTEN_SPORT
+	listeners) cap=(--listener-port "80=$LISTEN_SPORT") ;;
 	h2) cap=(--feature-gates=TLSCapture=true,HTTP2=true) ;;
 	*) cap=(--capture "$capture") ;;
 	esac
@@ -686,6 +697,7 @@ peer_slot() {
 	case $capture in
 	off) ;;
 	floor-*) start_floor "$tag" "${capture#floor-}" "$gw" ;;
+	listeners) LISTEN_SPORT=$(gw_port "$gw") start_agent "$tag" "$capture" "$W/mL" "$(proxy_pid "$gw")" ;;
 	*) start_agent "$tag" "$capture" "$W/m" "$(proxy_pid "$gw")" ;;
 	esac
 	if [ "$stats" = 1 ]; then
@@ -721,7 +733,7 @@ peer_slot() {
 	l1=$(wc -l <"$log")
 	# per-route counts against the access log: every request of a slot
 	# is the shop route's; the agent exports within its interval
-	if [ "$capture" = auto ]; then
+	if [ "$capture" = auto ] || [ "$capture" = listeners ]; then
 		wait_for 5 route_count_is $((l1 - l0)) || true
 		extra="$extra route_count=$(route_count)"
 	fi
@@ -791,10 +803,14 @@ if phase P; then
 		# BPF ns per request: bpf_stats on, the empty floor included (its
 		# per-run time is the stats' own cost, taken off every run)
 		rate=$((cap * ${PEER_LOADS%% *} / 100))
-		log "phase P: $gw, bpf_stats round at $rate req/s"
-		for c in $PEER_SLOTS; do
-			[ "$c" = off ] && continue
-			peer_slot "PS-$gw-$c" "$gw" "$c" "$rate" "${PEER_LOADS%% *}" 0 1
+		log "phase P: $gw, $PEER_STATS_ROUNDS bpf_stats round(s) at $rate req/s"
+		read -ra sslots <<<"${PEER_SLOTS//off/}"
+		for r in $(seq "$PEER_STATS_ROUNDS"); do
+			n=${#sslots[@]}
+			for i in $(seq 0 $((n - 1))); do
+				c=${sslots[$(((i + r - 1) % n))]}
+				peer_slot "PS-$gw-$r-$c" "$gw" "$c" "$rate" "${PEER_LOADS%% *}" "$r" 1
+			done
 		done
 	done
 fi
