@@ -205,7 +205,13 @@ fi
 # pgrep exits 1 when nothing matches: not an error under pipefail
 other_agents() {
 	local p
-	p=$({ pgrep -x milometer || true; } | { grep -vx "${AGENT_PID:-0}" || true; } | tr '\n' ' ')
+	# agents only (milometer run): a controller or ctl loads no BPF
+	p=$(for q in $(pgrep -x milometer || true); do
+		if [ "$q" != "${AGENT_PID:-0}" ] &&
+			[ "$(tr '\0' '\n' <"/proc/$q/cmdline" 2>/dev/null | sed -n 2p)" = run ]; then
+			echo "$q"
+		fi
+	done | tr '\n' ' ')
 	if [ -z "$p" ] && [ -z "$AGENT_PID" ] &&
 	   [ -n "$("$PY" "$HERE/bpf_stats.py" list 2>/dev/null)" ]; then
 		p="(mm_* BPF programs of another agent are loaded)"
@@ -881,8 +887,13 @@ if phase D; then
 	done
 	# the connection rows with the haproxy gateway too (prefix Dh)
 	if [[ " $SCALE_GATEWAYS " == *" haproxy "* ]]; then
-		WRK_CONNS=$max_c warm haproxy
+		# haproxy takes two descriptors a connection: its maxconn (9 000)
+		# fits an open-file limit of 20 000
+		ha_max=$(((NOFILE - 200) / 2 < 9000 ? (NOFILE - 200) / 2 : 9000))
+		WRK_CONNS=$((max_c < ha_max ? max_c : ha_max)) warm haproxy
 		for c in $SCALE_CONNS; do
+			[ "$c" -gt "$ha_max" ] && log "phase D: haproxy at $ha_max connections, not $c (its maxconn, the open-file limit)"
+			c=$((c < ha_max ? c : ha_max))
 			round "Dh$c" haproxy auto 1 "$c" "$SCALE_DURATION" "$W/m"
 		done
 	fi
