@@ -325,7 +325,7 @@ def report(path, notes, rounds=()):
                  else "pass") + (" (one bpf_stats round: no interval; "
                                  "BENCH_PEER_STATS_ROUNDS)")
         else:
-            m = ci_text(ci) + " (%d rounds)" % nr
+            m = ci_text(ci, "%.2f") + " (%d rounds)" % nr
             v = verdict(ci, 1.6, 1.3)
         print(hdr % (gw, "BPF ns per request / read floor (same round)", m,
                      t, v))
@@ -365,8 +365,8 @@ def report(path, notes, rounds=()):
         summary.append(("%s: completed vs access log" % gw, m, "exact", v))
         # the agent's count of the shop route against the access log, in
         # every agent slot (each slot's requests are all the shop route's)
-        ag = [r for r in rows if r["gw"] == gw and r["capture"] == "auto"
-              and "route_count" in r]
+        ag = [r for r in rows if r["gw"] == gw and "route_count" in r
+              and r["capture"] in ("auto", "listeners")]
         off = [(int(r["route_count"]), int(r["requests"])) for r in ag
                if int(r["route_count"]) != int(r["requests"])]
         m = "%d of %d agent slots differ%s" % (
