@@ -90,7 +90,7 @@ PEER_SAT_DURATION=${BENCH_PEER_SAT_DURATION:-5}
 PEER_NODETAX_REPS=${BENCH_PEER_NODETAX_REPS:-10}
 # bpf_stats rounds of the slots (rotated like the others): > 1 gives BPF
 # ns per request an interval
-PEER_STATS_ROUNDS=${BENCH_PEER_STATS_ROUNDS:-1}
+PEER_STATS_ROUNDS=${BENCH_PEER_STATS_ROUNDS:-3}
 # Loopback ports apart from the integration tests (28xxx/29xxx) and below
 # the ephemeral range (32768+), where a client socket may hold them.
 GW_PORT=${BENCH_GW_PORT:-17080}
