@@ -320,18 +320,23 @@ wait_no_agent
 # contract (its definitions and the two DataPlane policies; the scenario
 # files restate the same metrics and would conflict), so the agent runs its
 # policy engine as on a node. bench_aggregate binds the same contract.
-CONTRACT_SRC=$ROOT/deploy/examples/contract
+# The "complete" files are the scenario's twins, kept with the unit tests'
+# data (a user applies deploy/examples/contract without them).
+CONTRACT_SRC="$ROOT/deploy/examples/contract $ROOT/selftests/unit/testdata/contract/seed-twins"
 CONTRACT_FILES="seed-complete-metricdefinition seed-complete-metricpolicy-dataplane
 	seed-scenario-upstream-request-count-metricdefinition
 	seed-scenario-upstream-request-count-metricpolicy"
 mkdir -p "$W/m" "$W/contract"
 cp "$HERE"/manifests/*.yaml "$W/m/"
 for f in $CONTRACT_FILES; do
-	if [ -f "$CONTRACT_SRC/$f.yaml" ]; then
-		cp "$CONTRACT_SRC/$f.yaml" "$W/contract/"
-	else
-		log "contract example $f.yaml is missing; benching without it"
-	fi
+	found=
+	for d in $CONTRACT_SRC; do
+		[ -f "$d/$f.yaml" ] || continue
+		cp "$d/$f.yaml" "$W/contract/"
+		found=1
+		break
+	done
+	[ -n "$found" ] || die "contract file $f.yaml is in none of: $CONTRACT_SRC"
 done
 cp "$W"/contract/*.yaml "$W/m/" 2>/dev/null || true
 # the same with a second listener on the Gateway (the slot "listeners")
