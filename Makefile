@@ -61,10 +61,12 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	    -I$(OUTPUT) -Ivmlinux/$(ARCH) -I.
 
 # policy/ and exporter/ never link libbpf: they are unit-tested without root.
-POLICY_SRCS   := $(sort $(wildcard policy/*/*.c))
+# the metric model and the leaf helpers: below policy/ and exporter/ both
+MODEL_SRCS    := $(sort $(wildcard policy/model/*.c policy/util/*.c))
+POLICY_SRCS   := $(filter-out $(MODEL_SRCS),$(sort $(wildcard policy/*/*.c)))
 POLICY_CXX_SRCS := $(sort $(wildcard policy/*/*.cc))
 EXPORTER_SRCS := $(sort $(wildcard exporter/*.c))
-AGENT_SRCS    := $(sort $(wildcard agent/*.c agent/h2/*.c agent/tls/*.c))
+AGENT_SRCS    := $(filter-out agent/k8s/%,$(sort $(wildcard agent/*.c agent/*/*.c)))
 # the Kubernetes API client: no libbpf, linked into the agent, tools, tests
 K8S_SRCS      := $(sort $(wildcard agent/k8s/*.c))
 BPF_SRCS      := $(sort $(wildcard bpf/*.bpf.c))
@@ -77,6 +79,7 @@ PROTOS        := $(sort $(wildcard exporter/*.proto))
 
 PROTO_C   := $(patsubst exporter/%.proto,$(OUTPUT)/%.pb-c.c,$(PROTOS))
 PROTO_O   := $(PROTO_C:.c=.o)
+MODEL_O   := $(patsubst %.c,$(OUTPUT)/%.o,$(MODEL_SRCS))
 POLICY_O  := $(patsubst %.c,$(OUTPUT)/%.o,$(POLICY_SRCS)) \
 	     $(patsubst %.cc,$(OUTPUT)/%.o,$(POLICY_CXX_SRCS))
 EXPORTER_O:= $(patsubst %.c,$(OUTPUT)/%.o,$(EXPORTER_SRCS)) $(PROTO_O)
@@ -89,10 +92,9 @@ TOOLLIB_O := $(patsubst %.c,$(OUTPUT)/%.o,$(TOOLLIB_SRCS))
 TOOLS     := $(patsubst selftests/tools/%.c,$(BIN)/%,$(TOOL_SRCS))
 BENCHES   := $(patsubst selftests/bench/%.c,$(BIN)/%,$(BENCH_SRCS))
 # agent objects with no libbpf, unit-tested like policy/ and exporter/
-AGENT_PURE_O := $(OUTPUT)/agent/deferred.o $(OUTPUT)/agent/aggregate.o \
-		$(OUTPUT)/agent/options.o $(OUTPUT)/agent/features.o \
-		$(OUTPUT)/agent/h2_feed.o \
-		$(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/h2/*.c agent/tls/*.c)))
+# (by folder: what in agent/ may not include libbpf)
+AGENT_PURE_DIRS := agent/config agent/pipeline agent/node agent/h2 agent/tls agent/controller
+AGENT_PURE_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(foreach d,$(AGENT_PURE_DIRS),$(wildcard $(d)/*.c))))
 # agent objects a bench tool may link: everything but main()
 AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))
 
@@ -225,10 +227,14 @@ $(OUTPUT)/libexporter.a: $(EXPORTER_O)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BIN)/milometer: $(AGENT_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
+$(OUTPUT)/libmodel.a: $(MODEL_O)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BIN)/milometer: $(AGENT_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(AGENT_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
-		$(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@.tmp
+		$(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a $(AGENT_LIBS) -o $@.tmp
 	$(Q)mv -f $@.tmp $@ # a running agent keeps its (old) inode
 
 # The runner's own cases (one test of each outcome), run by test_runner.c.
@@ -237,18 +243,18 @@ $(BIN)/unit_runner_cases: $(OUTPUT)/selftests/unit/runner/runner_cases.o \
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@
 
-$(BIN)/unit_tests: $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP) $(BIN)/unit_runner_cases
+$(BIN)/unit_tests: $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a | $(BIN) $(DEPS_STAMP) $(BIN)/unit_runner_cases
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
-		$(OUTPUT)/libexporter.a $(PURE_LIBS) -o $@
+		$(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a $(PURE_LIBS) -o $@
 
-$(BIN)/%: selftests/tools/%.c $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
+$(BIN)/%: selftests/tools/%.c $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
+	$(Q)$(CC) $(CFLAGS) $< $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a \
 		$(PURE_LIBS) -o $@
 
-# The cgroup id probe checks agent/k8s/pod_cgroup.c against BPF.
-$(BIN)/cgroup_id_probe: selftests/tools/cgroup_id_probe.c $(OUTPUT)/agent/k8s/pod_cgroup.o | $(BIN) $(DEPS_STAMP)
+# The cgroup id probe checks agent/node/pod_cgroup.c against BPF.
+$(BIN)/cgroup_id_probe: selftests/tools/cgroup_id_probe.c $(OUTPUT)/agent/node/pod_cgroup.o | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@
 
@@ -266,10 +272,10 @@ $(BIN)/tls_discover: selftests/tools/tls_discover.c $(TLS_O) | $(BIN)
 	$(Q)$(CC) $(CFLAGS) $< $(TLS_O) -lelf -lcapstone -o $@
 
 # Benchmark tools link the agent's objects too (they measure its hot paths).
-$(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
+$(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $< $(AGENT_LIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
-		$(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@
+		$(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a $(AGENT_LIBS) -o $@
 
 unit: $(BIN)/unit_tests
 	$(Q)$(BIN)/unit_tests $(T)
@@ -299,8 +305,8 @@ FUZZ_KINDS   := gateway httproute metricdefinition metricpolicy clusterproperty
 FUZZ_TARGETS ?= doc cel config route_match encoders k8s_watch $(addprefix kind_,$(FUZZ_KINDS))
 FUZZ_OUT     := $(OUTPUT)/fuzz
 FUZZ_FLAGS   := $(SAN_FLAGS) -fsanitize=fuzzer-no-link
-FUZZ_LIBS     = $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(PURE_LIBS)
-FUZZ_DEPS     = $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
+FUZZ_LIBS     = $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a $(PURE_LIBS)
+FUZZ_DEPS     = $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a \
 		selftests/fuzz/fuzz_util.h | $(BIN)
 
 fuzz-build: | $(DEPS_STAMP)
@@ -327,11 +333,11 @@ $(BIN)/fuzz_k8s_watch: selftests/fuzz/fuzz_k8s_watch.c agent/k8s/json_stream.c $
 	$(call msg,FUZZ,$@)
 	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer -I. $< agent/k8s/json_stream.c $(FUZZ_LIBS) -o $@
 
-# agent/options.c (and the feature gates it parses) are libbpf-free:
+# agent/config/options.c (and the feature gates it parses) are libbpf-free:
 # compiled in, not the agent's objects
-$(BIN)/fuzz_config: selftests/fuzz/fuzz_config.c agent/options.c agent/features.c $(FUZZ_DEPS)
+$(BIN)/fuzz_config: selftests/fuzz/fuzz_config.c agent/config/options.c agent/config/features.c $(FUZZ_DEPS)
 	$(call msg,FUZZ,$@)
-	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $< agent/options.c agent/features.c \
+	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $< agent/config/options.c agent/config/features.c \
 		$(FUZZ_LIBS) -o $@
 
 integration: all | $(DEPS_STAMP)
@@ -418,10 +424,10 @@ $(BPFTEST_OUT)/%.skel.h: $(BPFTEST_OUT)/%.bpf.o
 $(BPFTEST_O): $(BPFTEST_OUT)/parse_test.skel.h
 
 $(BIN)/bpf_tests: $(BPFTEST_O) $(OUTPUT)/selftests/unit/test_main.o $(OUTPUT)/libpolicy.a \
-		$(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
+		$(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(BPFTEST_O) $(OUTPUT)/selftests/unit/test_main.o \
-		$(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@
+		$(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a $(AGENT_LIBS) -o $@
 
 # The data path's cost per exchange through the same harness (make bench).
 $(BIN)/bench_bpf_exchange: selftests/bench/bpf/bench_bpf_exchange.c \

@@ -21,11 +21,11 @@
 #include <bpf/libbpf.h>
 
 #include "agent/agent.h"
-#include "agent/aggregate.h"
+#include "agent/pipeline/aggregate.h"
 #include "agent/ctl.h"
-#include "agent/features.h"
+#include "agent/config/features.h"
 #include "exporter/ui_pages.h"
-#include "agent/h2_feed.h"
+#include "agent/pipeline/h2_feed.h"
 #include "agent/loader.h"
 #include "agent/proxy_pods.h"
 #include "agent/route_sync.h"
@@ -38,7 +38,7 @@
 #include "agent/k8s/config.h"
 #include "agent/tenants.h"
 #include "exporter/otlp_tenancy.h"
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "exporter/otlp_encode.h"
 #include "exporter/otlp_sender.h"
 #include "exporter/prom_server.h"

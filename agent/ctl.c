@@ -18,9 +18,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "agent/aggregate.h"
+#include "agent/pipeline/aggregate.h"
 #include "agent/ctl.h"
-#include "agent/features.h"
+#include "agent/config/features.h"
 #include "agent/loader.h"
 #include "agent/route_sync.h"
 #include "exporter/route_view.h"
@@ -28,9 +28,9 @@
 #include "agent/state.h"
 #include "agent/targets.h"
 #include "agent/tls_capture.h"
-#include "exporter/json_out.h"
+#include "policy/util/json_out.h"
 #include "agent/k8s/api_source.h"
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "policy/contract/contract.h"
 
 static int mkdir_parent(const char *path)

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/aggregate.h"
+#include "agent/pipeline/aggregate.h"
 #include "agent/k8s/k8s_metrics.h"
 #include "agent/metrics_ref.h"
 #include "agent/self_metrics.h"

@@ -10,7 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "agent/route_sync.h"
-#include "exporter/json_out.h"
+#include "policy/util/json_out.h"
 #include "milometer.skel.h"
 #include "policy/gateway/gateway_api.h"
 #include "policy/gateway/route_compile.h"

@@ -14,10 +14,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "agent/options.h"
+#include "agent/config/options.h"
 #include "agent/targets.h"
 #include "bpf/milometer.h"
-#include "exporter/json_out.h"
+#include "policy/util/json_out.h"
 #include "milometer.skel.h"
 
 #define CGROUP2_ROOTS "/sys/fs/cgroup/unified", "/sys/fs/cgroup"

@@ -21,7 +21,7 @@
 #include "agent/tls/probe_points.h"
 #include "agent/tls_capture.h"
 #include "bpf/milometer.h"
-#include "exporter/json_out.h"
+#include "policy/util/json_out.h"
 #include "milometer.skel.h"
 #include "tls.skel.h"
 

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 
 struct metric_doc {
 	const char *name;   /* OTel name, e.g. milometer.series.active */

@@ -8,7 +8,7 @@
 #include "agent/k8s/k8s_metrics.h"
 #include "agent/k8s/reflector.h"
 #include "exporter/metric_doc.h"
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 
 enum { K_STATE, K_RELISTS, K_ERRORS, K_SYNC_AGE, K_OBJECTS, K_EVENTS,
        K_REQUESTS, K_BYTES, K_REREADS, K_UP, K_RESTARTS, K__N };

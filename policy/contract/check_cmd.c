@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "policy/contract/check_cmd.h"
 #include "policy/contract/check_gateway.h"
 #include "policy/contract/contract.h"

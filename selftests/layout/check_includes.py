@@ -33,18 +33,34 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 LAYERS = [
     ("vmlinux", []),
     ("bpf", ["vmlinux"]),
-    ("exporter", ["bpf/milometer.h"]),
+    # bpf/milometer.h (the kernel ABI) and bpf/fnv1a.h (the route hash) are
+    # the two headers user space shares with the kernel side
+    ("policy/util", []),
+    ("policy/model", ["bpf/fnv1a.h", "policy/util"]),
     ("policy/regex", []),
-    ("policy/source", ["exporter"]),
-    ("policy/cel", ["exporter", "policy/regex", "policy/source"]),
-    ("policy/gateway", ["bpf/milometer.h", "exporter", "policy/regex", "policy/source"]),
-    # `check` holds the contract's subjects (Gateways, HTTPRoutes) to the Gateway API
-    ("policy/contract", ["exporter", "policy/cel", "policy/gateway", "policy/regex", "policy/source"]),
-    # the contract compiled for other stacks
-    ("policy/translate", ["exporter", "policy/cel", "policy/contract", "policy/regex", "policy/source"]),
+    ("policy/source", ["bpf/fnv1a.h", "policy/model", "policy/util"]),
+    ("policy/cel", ["policy/model", "policy/regex", "policy/source", "policy/util"]),
+    ("policy/gateway", ["bpf/milometer.h", "bpf/fnv1a.h", "policy/model",
+                        "policy/regex", "policy/source", "policy/util"]),
+    ("policy/contract", ["bpf/fnv1a.h", "policy/cel", "policy/gateway",
+                         "policy/model", "policy/regex", "policy/source",
+                         "policy/util"]),
+    # `translate`: the contract compiled for other stacks
+    # (in the exporter's naming: prom_names, prom_text)
+    ("policy/translate", ["bpf/fnv1a.h", "exporter", "policy/cel", "policy/contract",
+                          "policy/model", "policy/regex", "policy/source",
+                          "policy/util"]),
+    ("policy", ["bpf/milometer.h", "bpf/fnv1a.h", "policy"]),
+    ("exporter", ["bpf/milometer.h", "policy/model", "policy/util"]),
+    ("agent/config", ["policy/source", "policy/util"]),
     ("agent/h2", ["bpf/milometer.h"]),
     ("agent/tls", []),
-    ("agent/k8s", ["exporter", "policy"]),
+    ("agent/node", ["agent/config"]),
+    # the API client; authz serves /metrics' reviews, k8s_metrics its counters
+    ("agent/k8s", ["bpf/fnv1a.h", "exporter", "policy"]),
+    ("agent/pipeline", ["agent/config", "agent/h2", "bpf/milometer.h", "bpf/fnv1a.h",
+                        "exporter/metric_doc.h", "policy"]),
+    ("agent/controller", ["agent/config", "agent/k8s", "bpf/fnv1a.h", "exporter", "policy"]),
     ("agent", ["bpf", "exporter", "policy", "agent"]),
     ("selftests", [""]),
 ]

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exporter/hist_exp.h"
+#include "policy/model/hist_exp.h"
 
 /* x >> c rounding toward -Inf, independent of how >> treats negatives. */
 static int64_t floor_shift(int64_t x, int32_t c)

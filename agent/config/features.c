@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agent/features.h"
+#include "agent/config/features.h"
 #include "policy/source/doc.h"
 
 /*

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exporter/hist_exp.h"
-#include "exporter/hist_explicit.h"
-#include "exporter/metric_store_impl.h"
+#include "policy/model/hist_exp.h"
+#include "policy/model/hist_explicit.h"
+#include "policy/model/metric_store_impl.h"
 
 /* ------------------------------------------------------------- collection */
 

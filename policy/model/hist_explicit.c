@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "exporter/hist_explicit.h"
+#include "policy/model/hist_explicit.h"
 
 /* opentelemetry-specification sdk.md, "Explicit Bucket Histogram Aggregation" */
 const double hist_explicit__sdk_bounds[] = {

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exporter/fnv1a.h"
-#include "exporter/strtab.h"
+#include "bpf/fnv1a.h"
+#include "policy/model/strtab.h"
 
 static uint32_t hash_str(const char *s)
 {

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "agent/features.h"
+#include "agent/config/features.h"
 
 #define OPT_MAX_LIST 32
 

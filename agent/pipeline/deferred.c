@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "agent/deferred.h"
+#include "agent/pipeline/deferred.h"
 
 #define MIN_CAP 1024
 #define MAX_CAP (1u << 22)

@@ -6,7 +6,7 @@
 
 #include "agent/h2/conn.h"
 #include "agent/h2/detect.h"
-#include "agent/h2_feed.h"
+#include "agent/pipeline/h2_feed.h"
 
 #define BUCKETS 4096 /* a power of 2 */
 #define HEAD_MAX (MM_HEAD_MAX * 4)

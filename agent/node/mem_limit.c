@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/k8s/mem_limit.h"
-#include "agent/options.h"
+#include "agent/node/mem_limit.h"
+#include "agent/config/options.h"
 
 /*
  * The budget model. Everything the caps govern is charged to the agent's

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/options.h"
+#include "agent/config/options.h"
 #include "policy/source/doc_field.h"
 
 void options__defaults(struct agent_opts *o)

@@ -7,9 +7,9 @@
 
 #include <json-c/json.h>
 
-#include "agent/k8s/controller_translate.h"
+#include "agent/controller/controller_translate.h"
 #include "agent/k8s/http.h"
-#include "exporter/fnv1a.h"
+#include "bpf/fnv1a.h"
 #include "policy/contract/conditions.h"
 #include "policy/contract/contract.h"
 #include "policy/translate/translate.h"

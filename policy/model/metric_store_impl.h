@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Internal to exporter/metric_store*.c: the store's memory layout (see
+ * Internal to policy/model/metric_store*.c: the store's memory layout (see
  * metric_store.c) shared by the series/metrics code (metric_store.c) and
  * the collection code (metric_store_collect.c).
  */
@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "exporter/metric_store.h"
-#include "exporter/strtab.h"
+#include "policy/model/metric_store.h"
+#include "policy/model/strtab.h"
 
 #define DEFAULT_MAX_SERIES 10000
 #define OVERFLOW_KEY	   "otel.metric.overflow"

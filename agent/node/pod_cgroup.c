@@ -13,7 +13,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "agent/k8s/pod_cgroup.h"
+#include "agent/node/pod_cgroup.h"
 
 /* Walk limits: a node's cgroup tree is a few hundred directories deep. */
 #define WALK_MAX_DEPTH 10

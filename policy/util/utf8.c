@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Writing text as valid UTF-8: see utf8.h. */
-#include "exporter/utf8.h"
+#include "policy/util/utf8.h"
 
 void utf8__write_escaped(FILE *f, const char *s, utf8_escape_fn esc,
 			 void *ctx)

@@ -2,8 +2,8 @@
 /* JSON output: see json_out.h. */
 #include <math.h>
 
-#include "exporter/json_out.h"
-#include "exporter/utf8.h"
+#include "policy/util/json_out.h"
+#include "policy/util/utf8.h"
 
 /* RFC 8259 section 7: quotation mark, reverse solidus, control characters. */
 static const char *json_escape(unsigned char c, char buf[8], void *ctx)

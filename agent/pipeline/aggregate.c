@@ -5,11 +5,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/aggregate.h"
-#include "agent/deferred.h"
+#include "agent/pipeline/aggregate.h"
+#include "agent/pipeline/deferred.h"
 #include "bpf/milometer.h"
 #include "exporter/metric_doc.h"
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "policy/cel/cel.h"
 #include "policy/contract/policy_engine.h"
 #include "policy/gateway/route_compile.h"
