@@ -1,15 +1,15 @@
-/* SPDX-License-Identifier: Apache-2.0 */
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
 /*
  * FNV-1a, 64-bit (draft-eastlake-fnv, the "FNV-1a" of
  * http://www.isthe.com/chongo/tech/comp/fnv/): the one implementation in
- * user space. The route compiler hashes hosts and paths with it into the
- * BPF route maps, so it must stay bit-identical to the BPF parser's
- * fnv_step() (bpf/http_parse.bpf.h, constants MM_FNV_* in bpf/milometer.h);
- * test_route_input checks the known vectors. Header-only and free of libc
- * types so the BPF side can include it too.
+ * the tree: the route compiler hashes hosts and paths with it into the
+ * BPF route maps, and the BPF parser (bpf/http_parse.bpf.h) hashes the
+ * request's host and path with the same fnv1a64_step(), so the two agree
+ * by construction; test_route_input checks the known vectors. Header-only
+ * and free of libc types so both sides include it.
  */
-#ifndef MM_EXPORTER_FNV1A_H
-#define MM_EXPORTER_FNV1A_H
+#ifndef MM_BPF_FNV1A_H
+#define MM_BPF_FNV1A_H
 
 #define FNV1A64_OFFSET 0xcbf29ce484222325ULL
 #define FNV1A64_PRIME  0x100000001b3ULL
@@ -40,4 +40,4 @@ static inline unsigned long long fnv1a64_str(unsigned long long h,
 	return h;
 }
 
-#endif /* MM_EXPORTER_FNV1A_H */
+#endif /* MM_BPF_FNV1A_H */
