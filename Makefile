@@ -95,8 +95,10 @@ BENCHES   := $(patsubst selftests/bench/%.c,$(BIN)/%,$(BENCH_SRCS))
 # (by folder: what in agent/ may not include libbpf)
 AGENT_PURE_DIRS := agent/config agent/pipeline agent/node agent/h2 agent/tls agent/controller
 AGENT_PURE_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(foreach d,$(AGENT_PURE_DIRS),$(wildcard $(d)/*.c))))
+# the subcommands' fronts, as an archive: a test links the one it calls
+CMD_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/cmd/*.c)))
 # agent objects a bench tool may link: everything but main()
-AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))
+AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/cmd/main.o,$(AGENT_O))
 
 PURE_LIBS  := -lre2 -lstdc++ -ljson-c -lcrypto -lyaml -lcurl -lprotobuf-c -lmicrohttpd -luuid -lz -lm -lpthread \
 	      -lnghttp2 -lelf -lcapstone
@@ -231,6 +233,10 @@ $(OUTPUT)/libmodel.a: $(MODEL_O)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(OUTPUT)/libcmd.a: $(CMD_O)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 $(BIN)/milometer: $(AGENT_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(AGENT_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
@@ -243,9 +249,9 @@ $(BIN)/unit_runner_cases: $(OUTPUT)/selftests/unit/runner/runner_cases.o \
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@
 
-$(BIN)/unit_tests: $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a | $(BIN) $(DEPS_STAMP) $(BIN)/unit_runner_cases
+$(BIN)/unit_tests: $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libcmd.a $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a | $(BIN) $(DEPS_STAMP) $(BIN)/unit_runner_cases
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
+	$(Q)$(CC) $(CFLAGS) $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libcmd.a $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
 		$(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a $(PURE_LIBS) -o $@
 
 $(BIN)/%: selftests/tools/%.c $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a | $(BIN) $(DEPS_STAMP)
@@ -322,11 +328,12 @@ $(BIN)/fuzz_%: selftests/fuzz/fuzz_%.c $(FUZZ_DEPS)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIBS) -o $@
 
-# one binary per manifest kind from the same source
-$(BIN)/fuzz_kind_%: selftests/fuzz/fuzz_kind.c $(FUZZ_DEPS)
+# one binary per manifest kind from the same source, through `check`'s
+# front (compiled in: the other fronts need the agent)
+$(BIN)/fuzz_kind_%: selftests/fuzz/fuzz_kind.c agent/cmd/check.c $(FUZZ_DEPS)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer \
-		-DFUZZ_KIND_$(shell echo $* | tr a-z A-Z) $< $(FUZZ_LIBS) -o $@
+		-DFUZZ_KIND_$(shell echo $* | tr a-z A-Z) $< agent/cmd/check.c $(FUZZ_LIBS) -o $@
 
 # the watch stream's framing: json-c only, compiled in
 $(BIN)/fuzz_k8s_watch: selftests/fuzz/fuzz_k8s_watch.c agent/k8s/json_stream.c $(FUZZ_DEPS)

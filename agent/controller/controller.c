@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -265,114 +264,31 @@ static void sync_all(struct ctrl *c)
 		sync_one(c, o, "metricpolicies");
 }
 
-static void usage(FILE *out)
+void controller__defaults(struct controller_opts *o)
 {
-	fprintf(out,
-		"usage: milometer controller [--kubeconfig FILE] [--leader-elect-namespace NS]\n"
-		"                            [--identity ID] [--lease-name NAME]\n"
-		"                            [--prometheus-listen ADDR] [--prometheus-url URL]\n"
-		"                            [--translate TARGET=NAMESPACE/NAME]...\n"
-		"                            [--metrics-auth MODE]\n"
-		"\n"
-		"Validate MetricDefinitions and MetricPolicies and write their status\n"
-		"conditions (Accepted, ResolvedRefs) by server-side apply on /status, and\n"
-		"produce the ResourceFields (control-plane) series once for the cluster.\n"
-		"Run 1-2 replicas: one leader, elected with a coordination.k8s.io Lease;\n"
-		"only the leader writes status and sets series.\n"
-		"\n"
-		"  --kubeconfig FILE             default $KUBECONFIG, then in-cluster\n"
-		"  --prometheus-listen ADDR      /metrics with the ResourceFields series\n"
-		"                                (default 127.0.0.1:9465; \"\" disables),\n"
-		"                                and /ui, the per-route view\n"
-		"  --prometheus-url URL          where /ui reads the agents' series from\n"
-		"                                (a Prometheus query API; without it /ui\n"
-		"                                shows only this process' own series)\n"
-		"  --metrics-auth MODE           none (default) or kubernetes: a bearer\n"
-		"                                token checked by TokenReview; get on\n"
-		"                                /metrics reads all, others the series of\n"
-		"                                objects they may get (docs/tenancy.md)\n"
-		"  --metrics-auth-ttl SECONDS    cache decisions this long (default 30)\n"
-		"  --metrics-auth-max-entries N  decisions cached at most (default 10000)\n"
-		"  --metrics-auth-extra K=V      add to every SubjectAccessReview's extra\n"
-		"                                (repeatable; {namespace}: the object's)\n"
-		"  --leader-elect-namespace NS   the Lease's namespace (default $POD_NAMESPACE,\n"
-		"                                then milometer)\n"
-		"  --identity ID                 this replica (default $POD_NAME, then host_pid)\n"
-		"  --lease-name NAME             default milometer-controller\n"
-		"  --translate TARGET=NS/NAME    keep the contract translated in the cluster\n"
-		"                                (prometheus-rules, otelcol, kube-state-metrics:\n"
-		"                                a ConfigMap; prometheusrule: a PrometheusRule),\n"
-		"                                and a Translated condition on each MetricPolicy\n");
+	*o = (struct controller_opts){
+		.ns = getenv("POD_NAMESPACE"), .identity = getenv("POD_NAME"),
+		.lease_name = "milometer-controller",
+		.listen = "127.0.0.1:9465", .auth = "none",
+		.authz = { .user_agent = "milometer-controller-authz" },
+	};
 }
 
-int controller__main(int argc, char **argv)
+int controller__run(struct controller_opts *o)
 {
-	static const struct option lopts[] = {
-		{ "kubeconfig", required_argument, NULL, 'k' },
-		{ "leader-elect-namespace", required_argument, NULL, 'n' },
-		{ "identity", required_argument, NULL, 'i' },
-		{ "lease-name", required_argument, NULL, 'l' },
-		{ "prometheus-listen", required_argument, NULL, 'p' },
-		{ "metrics-auth", required_argument, NULL, 'a' },
-		{ "metrics-auth-ttl", required_argument, NULL, 't' },
-		{ "metrics-auth-max-entries", required_argument, NULL, 'm' },
-		{ "metrics-auth-extra", required_argument, NULL, 'x' },
-		{ "prometheus-url", required_argument, NULL, 'u' },
-		{ "translate", required_argument, NULL, 'T' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	const char *kubeconfig = NULL, *ns = getenv("POD_NAMESPACE");
-	const char *id = getenv("POD_NAME"), *lease_name = "milometer-controller";
-	const char *listen = "127.0.0.1:9465";
+	const char *ns = o->ns, *id = o->identity;
+	const char *listen = o->listen, *auth = o->auth;
 	struct mstore_opts so = { .idle_expiry_ns = IDLE_S * 1000000000ULL };
 	struct k8s_api_opts ao = {};
-	struct k8s_authz_opts zo = { .user_agent = "milometer-controller-authz" };
-	const char *auth = "none";
+	struct k8s_authz_opts zo = o->authz;
 	struct k8s_lease *lease = NULL;
-	struct ctrl c = { .ci_lock = PTHREAD_MUTEX_INITIALIZER };
+	struct ctrl c = { .ci_lock = PTHREAD_MUTEX_INITIALIZER,
+			  .ui_prom_url = o->prom_url, .tr = o->tr };
 	char idbuf[300], host[256] = "", ua[400], err[1024];
 	bool leader = false;
 	uint64_t ticks = 0;
-	int opt, ret = 1;
+	int ret = 1;
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		switch (opt) {
-		case 'k': kubeconfig = optarg; break;
-		case 'n': ns = optarg; break;
-		case 'i': id = optarg; break;
-		case 'l': lease_name = optarg; break;
-		case 'p': listen = optarg; break;
-		case 'a': auth = optarg; break;
-		case 't': zo.ttl_s = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'm': zo.max_entries = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'x':
-			if (zo.nextra >= K8S_AUTHZ_MAX_EXTRA ||
-			    !k8s_authz__valid_extra(optarg, err, sizeof(err))) {
-				fprintf(stderr, "milometer: controller: --metrics-auth-extra: %s\n",
-					zo.nextra >= K8S_AUTHZ_MAX_EXTRA ?
-					"at most 16" : err);
-				return 2;
-			}
-			zo.extra[zo.nextra++] = optarg;
-			break;
-		case 'u': c.ui_prom_url = optarg; break;
-		case 'T':
-			if (ctrl_translate__add(&c.tr, optarg, err, sizeof(err))) {
-				fprintf(stderr, "milometer: controller: %s\n", err);
-				return 2;
-			}
-			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (strcmp(auth, "none") && strcmp(auth, "kubernetes")) {
-		fprintf(stderr, "milometer: controller: --metrics-auth %s: use none or kubernetes\n",
-			auth);
-		return 2;
-	}
 	if (!ns || !ns[0])
 		ns = "milometer";
 	if (!id || !id[0]) {
@@ -383,7 +299,7 @@ int controller__main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	snprintf(ua, sizeof(ua), "milometer-controller/%s", id);
-	ao.kubeconfig = kubeconfig;
+	ao.kubeconfig = o->kubeconfig;
 	ao.user_agent = ua;
 	if (k8s_api__start(&ao, &c.api, err, sizeof(err))) {
 		fprintf(stderr, "milometer: controller: %s\n", err);
@@ -434,7 +350,7 @@ int controller__main(int argc, char **argv)
 	atomic_store(&c.loaded, true);
 	{
 		struct k8s_lease_opts lo = { .http = c.http, .ns = ns,
-					     .name = lease_name, .identity = id };
+					     .name = o->lease_name, .identity = id };
 
 		lease = k8s_lease__new(&lo);
 	}

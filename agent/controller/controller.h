@@ -18,6 +18,24 @@
 #ifndef MM_AGENT_K8S_CONTROLLER_H
 #define MM_AGENT_K8S_CONTROLLER_H
 
-int controller__main(int argc, char **argv);
+#include "agent/controller/controller_translate.h"
+#include "agent/k8s/authz.h"
+
+struct controller_opts {
+	const char *kubeconfig;  /* NULL: $KUBECONFIG, then in-cluster */
+	const char *ns;          /* the Lease's; NULL or "": milometer */
+	const char *identity;    /* this replica; NULL or "": host_pid */
+	const char *lease_name;
+	const char *listen;      /* /metrics and /ui; "": none */
+	const char *prom_url;    /* where /ui reads the agents' series */
+	const char *auth;        /* --metrics-auth: none or kubernetes */
+	struct k8s_authz_opts authz;
+	struct ctrl_translate tr; /* --translate targets (the controller's now) */
+};
+
+/* Defaults, from $POD_NAMESPACE and $POD_NAME where set. */
+void controller__defaults(struct controller_opts *o);
+/* Runs until SIGTERM/SIGINT. Returns 0, or 1 when it could not start. */
+int controller__run(struct controller_opts *o);
 
 #endif /* MM_AGENT_K8S_CONTROLLER_H */

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "agent/cmd/cmd.h"
 #include "agent/k8s/api_source.h"
-#include "agent/k8s/translate_api.h"
 #include "policy/source/manifest_source.h"
 #include "policy/translate/translate.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* `milometer check`: see check_cmd.h. */
+/* `milometer check`: see check.h. */
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "policy/model/metric_store.h"
-#include "policy/contract/check_cmd.h"
+#include "agent/cmd/check.h"
 #include "policy/contract/check_gateway.h"
 #include "policy/contract/contract.h"
 #include "policy/source/manifest_source.h"

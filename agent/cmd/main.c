@@ -3,15 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/agent.h"
-#include "agent/ctl.h"
-#include "agent/metrics_ref.h"
-#include "agent/config/options.h"
-#include "agent/top.h"
-#include "agent/controller/controller.h"
-#include "policy/contract/check_cmd.h"
-#include "policy/gateway/explain.h"
-#include "agent/k8s/translate_api.h"
+#include "agent/cmd/cmd.h"
 
 static void usage(FILE *out)
 {
@@ -47,19 +39,8 @@ int main(int argc, char **argv)
 		printf("milometer %s\n", MM_VERSION);
 		return 0;
 	}
-	if (!strcmp(cmd, "run")) {
-		struct agent_opts o;
-		int ret;
-
-		options__defaults(&o);
-		ret = options__parse(&o, argc - 1, argv + 1);
-		if (ret == 0)
-			ret = agent__run(&o) ? 1 : 0;
-		else
-			ret = ret > 0 ? 0 : 2;
-		options__free(&o);
-		return ret;
-	}
+	if (!strcmp(cmd, "run"))
+		return run__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "ctl"))
 		return ctl__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "top"))
