@@ -127,7 +127,7 @@ DEPS_STAMP ?= $(OUTPUT)/.deps-build
 endif
 
 .PHONY: all deps demo check unit asan-unit integration bench fuzz fuzz-build \
-	format vmlinux install clean kernel-matrix build-all other-cc image
+	format format-check vmlinux install clean kernel-matrix build-all other-cc image
 .DEFAULT_GOAL := all
 
 all: $(BIN)/milometer $(TOOLS)
@@ -387,8 +387,20 @@ endif
 vmlinux:
 	$(Q)vmlinux/gen-vmlinux.sh $(ARCH)
 
-format:
-	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
+# Every tracked C file but the generated vmlinux.h, in .clang-format's style.
+#   make format        rewrite them
+#   make format-check  list the ones that differ; fails when any does
+FORMAT_FILES = $(shell git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
+format: | $(DEPS_STAMP)
+	$(Q)clang-format -i $(FORMAT_FILES)
+
+format-check: | $(DEPS_STAMP)
+	$(Q)command -v clang-format >/dev/null || { echo "format-check: clang-format is missing: run deploy/install-deps.sh --build-only as root" >&2; exit 1; }; \
+	bad=0; for f in $(FORMAT_FILES); do \
+		clang-format "$$f" | cmp -s - "$$f" || { echo "  not formatted: $$f"; bad=$$((bad + 1)); }; \
+	done; \
+	if [ $$bad -ne 0 ]; then echo "format-check: $$bad of $(words $(FORMAT_FILES)) files differ from .clang-format's style: run make format" >&2; exit 1; fi; \
+	echo "format-check: $(words $(FORMAT_FILES)) files formatted"
 
 # The container image (FROM scratch + binary + ldd closure), as an OCI
 # archive; selftests/integration/test_image.sh builds and runs it in check.

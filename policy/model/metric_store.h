@@ -43,7 +43,8 @@ enum mhist_kind {
 struct mmetric_desc {
 	const char *name;        /* OTel name, e.g. envoy.http.downstream_rq_time */
 	const char *description;
-	const char *unit;        /* UCUM-ish as written by the definition: "s", "seconds", "ms", "1", "By" */
+	/* UCUM-ish as written by the definition: "s", "seconds", "ms", "1", "By" */
+	const char *unit;
 	enum minstrument instrument;
 	enum mtemporality temporality; /* what exporters report */
 	bool is_int;             /* sums/gauges carry int64 points */
