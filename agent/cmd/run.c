@@ -3,6 +3,7 @@
 #include "agent/agent.h"
 #include "agent/cmd/cmd.h"
 #include "agent/config/options.h"
+#include "policy/util/log.h"
 
 int run__main(int argc, char **argv)
 {
@@ -11,6 +12,8 @@ int run__main(int argc, char **argv)
 
 	options__defaults(&o);
 	ret = options__parse(&o, argc, argv);
+	if (ret == 0 && o.verbose)
+		log__set_level(LOG_DEBUG);
 	if (ret == 0)
 		ret = agent__run(&o) ? 1 : 0;
 	else

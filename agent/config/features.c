@@ -16,6 +16,7 @@
 
 #include "agent/config/features.h"
 #include "policy/source/doc.h"
+#include "policy/util/log.h"
 
 /*
  * HTTP2 is Alpha (off): the user-space decoder is tested on its own, but the
@@ -266,7 +267,7 @@ static void warnf(struct features *f, const char *fmt, ...)
 	if (f->warn)
 		f->warn(f->warn_ctx, msg);
 	else
-		fprintf(stderr, "milometer: warning: %s\n", msg);
+		pr_warn("warning: %s\n", msg);
 }
 
 /* Tell subscribers; on a failure, tell those already told to go back. */

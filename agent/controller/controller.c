@@ -28,6 +28,8 @@
 #include "policy/contract/policy_engine.h"
 #include "policy/source/doc.h"
 #include "policy/source/manifest_source.h"
+#define LOG_MODULE "controller"
+#include "policy/util/log.h"
 
 #define FIELD_MANAGER "milometer"
 #define CRD_GROUP_PATH "/apis/telemetry.miloapis.com/v1alpha1"
@@ -240,11 +242,11 @@ static void sync_one(struct ctrl *c, const struct mobject *o,
 	ret = k8s_http__do(c->http, &req, &resp);
 	if (!ret && resp.status == 200) {
 		c->writes++;
-		fprintf(stderr, "milometer: controller: %s %s status written (generation %lld)\n",
+		pr_info("%s %s status written (generation %lld)\n",
 			o->kind, o->name, (long long)g);
 	} else {
 		c->write_errors++;
-		fprintf(stderr, "milometer: controller: writing %s %s status failed: %s%ld %s\n",
+		pr_err("writing %s %s status failed: %s%ld %s\n",
 			o->kind, o->name, ret ? resp.error : "HTTP ", ret ? 0L : resp.status,
 			resp.body ? resp.body : "");
 	}
@@ -302,7 +304,7 @@ int controller__run(struct controller_opts *o)
 	ao.kubeconfig = o->kubeconfig;
 	ao.user_agent = ua;
 	if (k8s_api__start(&ao, &c.api, err, sizeof(err))) {
-		fprintf(stderr, "milometer: controller: %s\n", err);
+		pr_err("%s\n", err);
 		return 1;
 	}
 	c.http = k8s_http__new(k8s_api__config(c.api), ua, NULL, k8s_api__http_stats(c.api));
@@ -317,7 +319,7 @@ int controller__run(struct controller_opts *o)
 		zo.cfg = k8s_api__config(c.api);
 		c.authz = k8s_authz__new(&zo, err, sizeof(err));
 		if (!c.authz) {
-			fprintf(stderr, "milometer: controller: --metrics-auth: %s\n",
+			pr_err("--metrics-auth: %s\n",
 				err);
 			goto cleanup;
 		}
@@ -337,7 +339,7 @@ int controller__run(struct controller_opts *o)
 
 		c.prom = prom_server__start(&po, err, sizeof(err));
 		if (!c.prom) {
-			fprintf(stderr, "milometer: controller: --prometheus-listen %s: %s\n",
+			pr_err("--prometheus-listen %s: %s\n",
 				listen, err);
 			goto cleanup;
 		}

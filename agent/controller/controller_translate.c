@@ -13,6 +13,8 @@
 #include "policy/contract/conditions.h"
 #include "policy/contract/contract.h"
 #include "policy/translate/translate.h"
+#define LOG_MODULE "controller"
+#include "policy/util/log.h"
 
 #define HASH_ANNOTATION "telemetry.miloapis.com/translation-hash"
 #define FIELD_MANAGER "milometer"
@@ -107,7 +109,7 @@ void ctrl_translate__render(struct ctrl_translate *ct, struct contract *c,
 		vs.cur = t;
 		if (translate__target(c, e, t->target, t->name, t->ns, &buf,
 				      &len, on_report, &vs)) {
-			fprintf(stderr, "milometer: controller: translating to %s failed (out of memory)\n",
+			pr_err("translating to %s failed (out of memory)\n",
 				t->target);
 			continue;
 		}
@@ -250,11 +252,11 @@ void ctrl_translate__apply(struct ctrl_translate *ct, struct k8s_http *http)
 		if (!ret && (resp.status == 200 || resp.status == 201)) {
 			t->applied = true;
 			ct->writes++;
-			fprintf(stderr, "milometer: controller: %s %s/%s written (%s)\n",
+			pr_info("%s %s/%s written (%s)\n",
 				t->target, t->ns, t->name, path);
 		} else {
 			ct->write_errors++;
-			fprintf(stderr, "milometer: controller: writing %s %s/%s failed: %s%ld %.300s\n",
+			pr_err("writing %s %s/%s failed: %s%ld %.300s\n",
 				t->target, t->ns, t->name,
 				ret ? resp.error : "HTTP ", ret ? 0L : resp.status,
 				resp.body ? resp.body : "");

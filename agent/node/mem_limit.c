@@ -7,6 +7,7 @@
 
 #include "agent/node/mem_limit.h"
 #include "agent/config/options.h"
+#include "policy/util/log.h"
 
 /*
  * The budget model. Everything the caps govern is charged to the agent's
@@ -306,8 +307,8 @@ int mem_limit__apply(struct agent_opts *o, uint32_t conn_bytes,
 		*out = ml;
 	budget = mem_limit__derive_caps(ml.bytes, &caps);
 	if (ml.bytes && ml.bytes < MIN_LIMIT_BYTES)
-		fprintf(stderr,
-			"milometer: memory limit %" PRIu64 " MiB (%s) is below what loading the BPF programs "
+		pr_warn(
+			"memory limit %" PRIu64 " MiB (%s) is below what loading the BPF programs "
 			"takes (about %llu MiB charged to this cgroup by the verifier): the agent may be "
 			"OOM-killed while starting; give the pod a memory limit of at least %lluMi\n",
 			ml.bytes >> 20, ml.dir, LOAD_PEAK_BYTES >> 20, MIN_LIMIT_BYTES >> 20);
@@ -315,8 +316,8 @@ int mem_limit__apply(struct agent_opts *o, uint32_t conn_bytes,
 	    caps.ringbuf_bytes != o->ringbuf_bytes ||
 	    caps.max_series != o->max_series ||
 	    caps.otlp_queue_bytes != o->otlp_queue_bytes) {
-		fprintf(stderr,
-			"milometer: memory limit %" PRIu64 " MiB (%s): caps lowered to fit %" PRIu64
+		pr_info(
+			"memory limit %" PRIu64 " MiB (%s): caps lowered to fit %" PRIu64
 			" MiB: maxConnections %u -> %u, ringbufBytes %u -> %u, maxSeries %u -> %u, "
 			"otlp.queueBytes %u -> %u (raise the pod's memory limit to keep the configured caps)\n",
 			ml.bytes >> 20, ml.dir, budget >> 20, o->max_connections,

@@ -56,7 +56,7 @@ LAYERS = [
     ("agent/config", ["policy/source", "policy/util"]),
     ("agent/h2", ["bpf/milometer.h"]),
     ("agent/tls", []),
-    ("agent/node", ["agent/config"]),
+    ("agent/node", ["agent/config", "policy/util"]),
     # the API client; authz serves /metrics' reviews, k8s_metrics its counters
     ("agent/k8s", ["bpf/fnv1a.h", "exporter", "policy"]),
     ("agent/pipeline", ["agent/config", "agent/h2", "bpf/milometer.h", "bpf/fnv1a.h",
