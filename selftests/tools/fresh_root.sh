@@ -46,8 +46,10 @@ mounted() { mountpoint -q "$1"; }
 
 unmount_all() {
 	# deepest first; -l: a test may leave a process holding a file open
-	findmnt -rn -o TARGET | grep -E "^$ROOT(/|$)" | sort -r |
-		while read -r m; do umount -l "$m" 2>/dev/null || true; done
+	local m
+	for m in $(findmnt -rn -o TARGET | sort -r); do
+		case "$m" in "$ROOT"|"$ROOT"/*) umount -l "$m" 2>/dev/null || true ;; esac
+	done
 }
 trap unmount_all EXIT
 
@@ -73,6 +75,14 @@ mounted "$ROOT/tmp" || mount -t tmpfs -o mode=1777 tmpfs "$ROOT/tmp"
 [ -e "$ROOT/dev/null" ] && [ -c "$ROOT/dev/null" ] ||
 	die "$ROOT/dev/null is not a character device: the /dev mount failed"
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
+# The root reaches the network through this machine's, so it trusts what
+# this machine's administrator added (a site proxy that re-signs TLS): a
+# Debian installed on that network is given the same anchors.
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+	mkdir -p "$ROOT/usr/local/share/ca-certificates"
+	cp /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/"
+	chroot "$ROOT" update-ca-certificates >/dev/null
+fi
 
 rm -rf "$ROOT/root/milometer"
 git clone -q "$SRC" "$ROOT/root/milometer"
