@@ -31,6 +31,7 @@
 #include "agent/k8s/api_source.h"
 #include "policy/model/metric_store.h"
 #include "policy/contract/contract.h"
+#include "policy/util/log.h"
 
 static int mkdir_parent(const char *path)
 {
@@ -87,12 +88,12 @@ static int check_private(const char *path)
 	struct stat st;
 
 	if (lstat(path, &st)) {
-		fprintf(stderr, "milometer: %s: %s\n", path, strerror(errno));
+		pr_err("%s: %s\n", path, strerror(errno));
 		return -errno;
 	}
 	if (!S_ISSOCK(st.st_mode) || (st.st_mode & 0777) != 0600 ||
 	    st.st_uid != geteuid()) {
-		fprintf(stderr, "milometer: %s:%d: the debug socket %s is mode %03o owned by uid %u, not 0600 owned by uid %u: put --socket on a filesystem that honours the umask (e.g. /run)\n",
+		pr_warn("%s:%d: the debug socket %s is mode %03o owned by uid %u, not 0600 owned by uid %u: put --socket on a filesystem that honours the umask (e.g. /run)\n",
 			__FILE__, __LINE__, path, st.st_mode & 0777,
 			(unsigned)st.st_uid, (unsigned)geteuid());
 		return -EPERM;
@@ -106,13 +107,13 @@ static int ctl_listen(const char *path)
 	int fd, err;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "milometer: --socket %s: path too long\n", path);
+		pr_err("--socket %s: path too long\n", path);
 		return -ENAMETOOLONG;
 	}
 	strcpy(sa.sun_path, path);
 	err = mkdir_parent(path);
 	if (err) {
-		fprintf(stderr, "milometer: cannot create the directory of %s: %s\n",
+		pr_err("cannot create the directory of %s: %s\n",
 			path, strerror(-err));
 		return err;
 	}
@@ -129,7 +130,7 @@ static int ctl_listen(const char *path)
 	}
 	if (err || listen(fd, 16)) {
 		err = -errno;
-		fprintf(stderr, "milometer: cannot listen on %s: %s\n", path,
+		pr_err("cannot listen on %s: %s\n", path,
 			strerror(errno));
 		close(fd);
 		return err;

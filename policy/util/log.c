@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The one logger: see log.h. */
+#include <errno.h>
 #include <stdio.h>
 
 #include "policy/util/log.h"
@@ -27,7 +28,7 @@ void log__set_sink(log_sink_fn fn, void *ctx)
 void log__vmsg(int level, const char *module, const char *fmt, va_list ap)
 {
 	char line[2048];
-	int n;
+	int n, saved = errno; /* callers log, then return -errno */
 
 	if (!log__enabled(level))
 		return;
@@ -41,6 +42,7 @@ void log__vmsg(int level, const char *module, const char *fmt, va_list ap)
 		sink(sink_ctx, level, line);
 	else
 		fputs(line, stderr); /* one write per line: threads don't interleave */
+	errno = saved;
 }
 
 void log__msg(int level, const char *module, const char *fmt, ...)
