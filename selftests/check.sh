@@ -45,6 +45,9 @@ echo "== layout: include graph directions"
 python3 selftests/layout/check_includes.py 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 tally "$out" selftests/layout/check_includes.py
+selftests/layout/test_check_includes.sh 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" selftests/layout/test_check_includes.sh
 
 echo "== formatting: make format-check"
 if make -s --no-print-directory format-check; then
