@@ -275,6 +275,13 @@ static void read_capture_mode(struct sm_read *r, int id)
 	set1(r, id, 1, &l, 1);
 }
 
+static void read_capture_loops(struct sm_read *r, int id)
+{
+	struct mlabel l = { "loops", loader__loops() };
+
+	set1(r, id, 1, &l, 1);
+}
+
 static void read_conns_open(struct sm_read *r, int id)
 {
 	const uint64_t *b = r->sm->bpf;
@@ -410,6 +417,7 @@ static const struct self_metric self_metric_table[] = {
 	{ { "milometer.bpf.run.time", "Time spent in each BPF program (needs kernel.bpf_stats_enabled=1).", "s", MI_COUNTER, false, "program", WITH_BPF_STATS }, read_bpf_run_ns },
 	{ { "milometer.bpf.run.count", "Runs of each BPF program (needs kernel.bpf_stats_enabled=1).", "1", MI_COUNTER, true, "program", WITH_BPF_STATS }, read_bpf_run_cnt },
 	{ { "milometer.capture.mode", "1 for the capture mode in use (sock: socket tracepoints; sys-exit: fallback).", "", MI_GAUGE, true, "mode" }, read_capture_mode },
+	{ { "milometer.capture.loops", "1 for the data path build loaded (bpf_loop: Linux 5.17+; bounded: bounded loops, thread links in a hash, for 5.10-5.16).", "", MI_GAUGE, true, "loops" }, read_capture_loops },
 	{ { "milometer.bpf.connections", "Connections the data path holds state for now.", "{connection}", MI_GAUGE, true }, read_conns_open },
 	{ { "milometer.contract.objects", "MetricDefinitions and MetricPolicies by condition.", "{object}", MI_GAUGE, true, "kind,type,status,reason",
 	    "when MetricDefinitions or MetricPolicies are loaded" }, read_contract },

@@ -94,7 +94,7 @@ if [ -z "${T:-}" ]; then
 	tally "$out" "selftests/integration/run.sh (sys-exit)"
 fi
 
-# bounded: the 6.1 and 6.12 x86-64 guests and the host kernel, a few
+# bounded: the 5.10, 6.1 and 6.12 x86-64 guests and the host kernel, a few
 # requests per route (the arm64 legs are `make kernel-matrix` only); a
 # kernel that cannot be downloaded or booted counts as a failure
 echo "== kernel matrix (quick)"
