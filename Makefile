@@ -85,7 +85,7 @@ K8S_O     := $(patsubst %.c,$(OUTPUT)/%.o,$(K8S_SRCS))
 BPF_O     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 # the data path built with bounded loops, for kernels without bpf_loop (bpf/compat.bpf.h)
-SKELS     += $(OUTPUT)/milometer_bl.skel.h
+SKELS     += $(OUTPUT)/milometer_bl.skel.h $(OUTPUT)/tls_bl.skel.h
 UNIT_O    := $(patsubst %.c,$(OUTPUT)/%.o,$(UNIT_SRCS))
 TOOLLIB_O := $(patsubst %.c,$(OUTPUT)/%.o,$(TOOLLIB_SRCS))
 TOOLS     := $(patsubst selftests/tools/%.c,$(BIN)/%,$(TOOL_SRCS))
@@ -190,7 +190,7 @@ $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(OUTPUT) $(DEPS_STAMP)
 	$(Q)$(BPFTOOL) gen object $@ $@.tmp
 	$(Q)rm -f $@.tmp
 
-$(OUTPUT)/milometer_bl.bpf.o: bpf/milometer.bpf.c $(wildcard bpf/*.h) | $(OUTPUT) $(DEPS_STAMP)
+$(OUTPUT)/%_bl.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -DMM_BOUNDED_LOOPS -c $< -o $@.tmp
 	$(Q)$(BPFTOOL) gen object $@ $@.tmp

@@ -24,6 +24,7 @@
 #include "exporter/json_out.h"
 #include "milometer.skel.h"
 #include "tls.skel.h"
+#include "tls_bl.skel.h"
 
 #define TLS_PIN_PREFIX "mm_tls_"
 #define MAX_TARGETS_PER_PID 8
@@ -82,6 +83,30 @@ static int share_maps(struct tls_bpf *skel, struct milometer_bpf *main)
 			return err;
 	}
 	return 0;
+}
+
+/* tls.bpf.o, or its bounded-loop build beside the main object's (loader.c) */
+static struct tls_bpf *open_object(void)
+{
+	struct tls_bpf *obj = calloc(1, sizeof(*obj));
+	int err;
+
+	if (!obj) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = tls_bpf__create_skeleton(obj);
+	if (!err && !strcmp(loader__loops(), "bounded"))
+		obj->skeleton->data = (void *)tls_bl_bpf__elf_bytes(
+			&obj->skeleton->data_sz);
+	if (!err)
+		err = bpf_object__open_skeleton(obj->skeleton, NULL);
+	if (err) {
+		tls_bpf__destroy(obj);
+		errno = -err;
+		return NULL;
+	}
+	return obj;
 }
 
 static struct tls_proc *proc_find(struct tls_capture *tc, int pid)
@@ -429,7 +454,7 @@ struct tls_capture *tls_capture__start(struct milometer_bpf *main,
 	}
 	tc->main = main;
 	snprintf(tc->pin_dir, sizeof(tc->pin_dir), "%s", pin_dir);
-	s = tc->skel = tls_bpf__open();
+	s = tc->skel = open_object();
 	if (!s) {
 		*err = -errno;
 		fprintf(stderr, "milometer: TLS capture: cannot open its BPF object: %s\n",

@@ -27,6 +27,11 @@
 #include "bpf/maps.bpf.h"
 
 #ifdef MM_BOUNDED_LOOPS
+/* the connections the parser runs on: mm_conns, or TLS's plaintext ones */
+#ifndef MM_BL_CONNS
+#define MM_BL_CONNS mm_conns
+#endif
+
 /* up to N calls of CB(i, CTX) (N <= MAX), stopping when it returns non-zero */
 #define MM_LOOP(max, n, cb, ctx)                                        \
 	do {                                                            \
@@ -62,8 +67,9 @@ static __always_inline void thread_link_drop(__u32 tid)
 
 /*
  * The parser loops' context, found again from the scratch: in the bounded
- * build the only capture path is sys_exit's, whose connection is
- * mm_conns[s->fb_sk] (mm_fb_io), and its parser the one s->is_req names.
+ * build the capture paths are sys_exit's, whose connection is
+ * mm_conns[s->fb_sk] (mm_fb_io), and TLS's (mm_tls_conns, the same key set
+ * by call_done()); its parser is the one s->is_req names.
  */
 static __always_inline bool mm_lctx_of_scratch(struct mm_lctx *x)
 {
@@ -74,7 +80,7 @@ static __always_inline bool mm_lctx_of_scratch(struct mm_lctx *x)
 	if (!x->s)
 		return false;
 	key = x->s->fb_sk;
-	x->c = bpf_map_lookup_elem(&mm_conns, &key);
+	x->c = bpf_map_lookup_elem(&MM_BL_CONNS, &key);
 	if (!x->c)
 		return false;
 	x->p = x->s->is_req ? &x->c->req : &x->c->resp;
