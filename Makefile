@@ -196,6 +196,17 @@ $(OUTPUT)/%_bl.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(OUTPUT) $(DEPS_STAMP)
 	$(Q)$(BPFTOOL) gen object $@ $@.tmp
 	$(Q)rm -f $@.tmp
 
+# The agent opens the bounded build through the default build's skeleton
+# (agent/loader.c): the same maps, programs and global variables by name.
+$(OUTPUT)/%_bl.skel.h: $(OUTPUT)/%_bl.bpf.o $(OUTPUT)/%.skel.h
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .,_,$*)_bl_bpf > $@.tmp
+	$(Q)members() { sed -n "/^struct $$2 {/,/^};/p" "$$1" | grep -o '\*[a-z_0-9]*;\|__[a-z0-9_]* [a-z_0-9]*;' | sort; }; \
+	if [ "$$(members $@.tmp $(subst .,_,$*)_bl_bpf)" != "$$(members $(OUTPUT)/$*.skel.h $(subst .,_,$*)_bpf)" ]; then \
+		echo "$@: the bounded build's maps, programs or globals differ from $*.bpf.o's (bpf/compat.bpf.h)" >&2; \
+		rm -f $@.tmp; exit 1; fi
+	$(Q)mv $@.tmp $@
+
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .,_,$*)_bpf > $@
