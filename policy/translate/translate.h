@@ -27,6 +27,7 @@ enum tr_target {
 	TR_PROM_RULES,
 	TR_KSM,
 	TR_OTELCOL,
+	TR_PROM_ALERTS,
 };
 
 struct contract;
