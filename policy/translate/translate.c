@@ -17,7 +17,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: milometer translate (--manifests PATH... | --kubeconfig FILE)\n"
-		"                           --target prometheus-rules|otelcol|kube-state-metrics|prometheus-alerts\n"
+		"                           --target prometheus-rules|prometheus-relabel|otelcol|kube-state-metrics|prometheus-alerts\n"
 		"                           [--format rules|prometheusrule] [--source-profile milometer|envoy]\n"
 		"                           [--alerts-config FILE]\n"
 		"                           [--le-format openmetrics|text] [--policy NAME]...\n"
@@ -32,6 +32,9 @@ static void usage(FILE *f)
 		"                    OTLP sources (transform, filter processors)\n"
 		"  kube-state-metrics  a CustomResourceState configuration computing\n"
 		"                    each ResourceFields policy's series\n"
+		"  prometheus-relabel a scrape job's metric_relabel_configs turning source\n"
+		"                    series into target series, for the policies that\n"
+		"                    only rename (same values, no series added together)\n"
 		"  prometheus-alerts alerting rules over the target metrics: per route\n"
 		"                    error rate and latency objectives (docs/alerts.md)\n"
 		"\n"
@@ -47,7 +50,8 @@ static void usage(FILE *f)
 		"  -l, --le-format F        how the scrape prints `le`: openmetrics (\"1.0\",\n"
 		"                           what Prometheus negotiates, default) or text (\"1\")\n"
 		"  -p, --policy NAME        translate only this policy (repeatable)\n"
-		"      --name NAME          PrometheusRule name (milometer-translated)\n"
+		"      --name NAME          PrometheusRule name, relabel job name\n"
+		"                           (milometer-translated)\n"
 		"      --namespace NS       PrometheusRule namespace\n"
 		"      --otelcol-receiver HOST:PORT  OTLP/HTTP listen address (0.0.0.0:4318)\n"
 		"      --otelcol-exporter URL  OTLP/HTTP destination (http://otlp-backend:4318)\n"
@@ -152,6 +156,9 @@ int translate__render(struct contract *c, struct policy_engine *e,
 		break;
 	case TR_OTELCOL:
 		ret = tr_otel__config(out, plans, n, o, rep);
+		break;
+	case TR_PROM_RELABEL:
+		ret = tr_relabel__config(out, plans, n, o, rep);
 		break;
 	case TR_PROM_ALERTS:
 		ret = tr_alerts__rules(out, c, plans, n, o, rep, err, errlen);
@@ -380,10 +387,12 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf,
 		o.target = TR_KSM;
 	} else if (!strcmp(target, "otelcol")) {
 		o.target = TR_OTELCOL;
+	} else if (!strcmp(target, "prometheus-relabel")) {
+		o.target = TR_PROM_RELABEL;
 	} else if (!strcmp(target, "prometheus-alerts")) {
 		o.target = TR_PROM_ALERTS;
 	} else {
-		fprintf(errf, "milometer translate: --target %s: use prometheus-rules, otelcol, kube-state-metrics or prometheus-alerts\n",
+		fprintf(errf, "milometer translate: --target %s: use prometheus-rules, prometheus-relabel, otelcol, kube-state-metrics or prometheus-alerts\n",
 			target);
 		goto cleanup;
 	}

@@ -28,6 +28,7 @@ enum tr_target {
 	TR_KSM,
 	TR_OTELCOL,
 	TR_PROM_ALERTS,
+	TR_PROM_RELABEL,
 };
 
 struct contract;

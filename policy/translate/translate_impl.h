@@ -62,6 +62,10 @@ void tr_prom__put_re(FILE *f, const char *s);
 /* A rule file's head (or a PrometheusRule's); the groups' indent. */
 const char *tr_prom__header(FILE *out, const struct tr_opts *o);
 
+/* relabel.c: metric_relabel_configs for pure relabelling policies */
+int tr_relabel__config(FILE *out, struct tr_plan *plans, size_t n,
+		       const struct tr_opts *o, struct tr_report *rep);
+
 /* alerts.c: alerting rules over the contract's target metrics */
 int tr_alerts__rules(FILE *out, struct contract *c, struct tr_plan *plans,
 		     size_t n, const struct tr_opts *o, struct tr_report *rep,
