@@ -322,8 +322,8 @@ static int parse_top(struct al_err *e, const struct doc_node *root,
 	return 0;
 }
 
-static struct al_scope *find_scope(struct al_cfg *c, const char *ns,
-				   const char *name)
+static const struct al_scope *find_scope(const struct al_cfg *c,
+					 const char *ns, const char *name)
 {
 	for (size_t i = 1; i < c->nscopes; i++)
 		if (!strcmp(c->scopes[i].ns, ns) &&
@@ -482,15 +482,9 @@ static bool put_scope(FILE *f, const struct al_cfg *c, size_t si,
 	bool any = false;
 
 	if (!s->ns) {
+		/* each namespace has at most one scope of its own */
 		for (size_t i = 1; i < c->nscopes; i++) {
-			bool seen = false;
-
 			if (c->scopes[i].name)
-				continue;
-			for (size_t j = 1; j < i; j++)
-				seen |= !c->scopes[j].name &&
-					!strcmp(c->scopes[j].ns, c->scopes[i].ns);
-			if (seen)
 				continue;
 			fputs(any ? "|" : "", f);
 			if (!any)
@@ -540,7 +534,7 @@ static void put_unless(FILE *f, const struct al_cfg *c, size_t si,
 	for (size_t i = 1; i < c->nscopes; i++) {
 		const struct al_scope *s = &c->scopes[i];
 
-		if (!s->name || find_scope((struct al_cfg *)c, s->ns, NULL))
+		if (!s->name || find_scope(c, s->ns, NULL))
 			continue;
 		if (!any)
 			fprintf(f, "unless on (%s, %s) (\n    ", lns, lname);

@@ -32,6 +32,7 @@ mutate() { # mutate NAME SED-EXPR: the broken rules must fail the same test
 }
 mutate "defaults not excluding an overridden namespace" 's/resource_namespace!~"shop", //; s/{resource_namespace!~"shop"}/{}/'
 mutate "defaults not excluding an overridden route" '/^      unless on/,/^      )$/d'
+mutate "a namespace not excluding its overridden route" 's/, resource_name!~"checkout"//g'
 mutate "namespace threshold 10% instead of 1%" '0,/) > 0.01$/s//) > 0.1/'
 mutate "for: 20m instead of 2m" 's/for: 2m/for: 20m/'
 mutate "p50 instead of p90" 's/histogram_quantile(0.9,/histogram_quantile(0.5,/'
