@@ -75,6 +75,14 @@ mounted "$ROOT/tmp" || mount -t tmpfs -o mode=1777 tmpfs "$ROOT/tmp"
 [ -e "$ROOT/dev/null" ] && [ -c "$ROOT/dev/null" ] ||
 	die "$ROOT/dev/null is not a character device: the /dev mount failed"
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
+# The root reaches the network through this machine's, so it trusts what
+# this machine's administrator added (a site proxy that re-signs TLS): a
+# Debian installed on that network is given the same anchors.
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+	mkdir -p "$ROOT/usr/local/share/ca-certificates"
+	cp /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/"
+	chroot "$ROOT" update-ca-certificates >/dev/null
+fi
 
 rm -rf "$ROOT/root/milometer"
 git clone -q "$SRC" "$ROOT/root/milometer"
