@@ -396,6 +396,11 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf,
 			target);
 		goto cleanup;
 	}
+	if (o.prometheusrule && o.target != TR_PROM_RULES &&
+	    o.target != TR_PROM_ALERTS) {
+		fprintf(errf, "milometer translate: --format prometheusrule wraps prometheus-rules or prometheus-alerts only\n");
+		goto cleanup;
+	}
 	if (o.alerts_config && o.target != TR_PROM_ALERTS) {
 		fprintf(errf, "milometer translate: --alerts-config is read by --target prometheus-alerts only\n");
 		goto cleanup;

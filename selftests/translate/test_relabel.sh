@@ -32,6 +32,10 @@ check "a scaled value refused" grep -q "^gateway-httproute-upstream-latency-poli
 check "a dropped attribute refused" grep -q "^gateway-httproute-upstream-request-count-policy: prometheus-relabel: NotTranslatable: attribute http.request.method (label http_request_method) is not kept" "$T/report.txt"
 "$BIN/milometer" translate -m "$M" -t prometheus-relabel --strict -o /dev/null 2>/dev/null
 check "--strict exits 3" test $? -eq 3
+refute "--format prometheusrule is not a scrape job" "$BIN/milometer" translate -m "$M" \
+	-t prometheus-relabel --format prometheusrule
+"$BIN/milometer" translate -m "$M" -t prometheus-relabel --source-profile envoy -o "$T/envoy.yml" 2>"$T/envoy.txt"
+check "the envoy profile refused with the reason" grep -q "^t-relabel-requests-policy: prometheus-relabel: NotTranslatable: the envoy profile derives the route" "$T/envoy.txt"
 
 # the engine's store after deterministic requests, as a scrape reads it
 mkdir -p "$T/www"
