@@ -89,9 +89,13 @@ t_controller_requests_granted() {
 	printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: demo}\n' | kubectl apply -f - >/dev/null
 	kubectl apply -f "$ROOT/deploy/examples/contract" >/dev/null || fail "apply contract"
 	kubectl apply -f "$ROOT/deploy/examples/contract-httproutes.yaml" >/dev/null || fail "apply routes"
-	"$M" controller --identity c1 --leader-elect-namespace milometer-system \
+	# run_tests runs this in a subshell: the controller is stopped here, and
+	# names the test's kubeconfig so that the runner's leftover check sees it
+	"$M" controller --kubeconfig "$KUBECONFIG" --identity c1 \
+		--leader-elect-namespace milometer-system \
 		--prometheus-listen "127.0.0.1:$(free_port)" "${args[@]}" >"$T/c1.log" 2>&1 &
-	PIDS+=($!)
+	CTRL_PID=$!
+	trap 'kill $CTRL_PID 2>/dev/null; wait $CTRL_PID 2>/dev/null' EXIT
 	wait_for 30 bash -c "kubectl get prometheusrule -n milometer-system milometer-rules &&
 		kubectl get configmap -n milometer-system milometer-otelcol &&
 		kubectl get configmap -n milometer-system milometer-ksm" >/dev/null 2>&1 ||
