@@ -38,8 +38,10 @@
 #include "policy/source/doc.h"
 #include "policy/translate/translate_impl.h"
 
-#define DEF_COUNT "gateway.networking.k8s.io.httproute.delivery.upstream_request.count"
-#define DEF_LATENCY "gateway.networking.k8s.io.httproute.delivery.upstream_request.latency"
+#define DEF_COUNT                                                              \
+	"gateway.networking.k8s.io.httproute.delivery.upstream_request.count"
+#define DEF_LATENCY                                                            \
+	"gateway.networking.k8s.io.httproute.delivery.upstream_request.latency"
 
 enum { OBJ_ERR, OBJ_LAT, OBJ_N };
 
@@ -133,7 +135,9 @@ static int check_keys(struct al_err *e, const struct doc_node *n,
 /* A Prometheus duration: one or more <int><unit>, units ms s m h d w y. */
 static bool is_duration(const char *s)
 {
-	static const char *const units[] = { "ms", "s", "m", "h", "d", "w", "y" };
+	static const char *const units[] = {
+		"ms", "s", "m", "h", "d", "w", "y"
+	};
 
 	if (!*s)
 		return false;
@@ -164,8 +168,8 @@ static int get_num(struct al_err *e, const struct doc_node *v,
 	else if (v->kind == DOC_DOUBLE)
 		*out = v->d;
 	else
-		return fail(e, v, "%s.%s: expected a number, found a %s",
-			    where, key, doc__kind_name(v->kind));
+		return fail(e, v, "%s.%s: expected a number, found a %s", where,
+			    key, doc__kind_name(v->kind));
 	if (!isfinite(*out))
 		return fail(e, v, "%s.%s: must be a finite number", where, key);
 	return 0;
@@ -176,9 +180,10 @@ static int get_dur(struct al_err *e, const struct doc_node *v,
 {
 	if (v->kind != DOC_STRING || !is_duration(v->str.s) ||
 	    v->str.len >= len)
-		return fail(e, v,
-			    "%s.%s: expected a Prometheus duration such as 5m, 30s or 1h30m",
-			    where, key);
+		return fail(
+			e, v,
+			"%s.%s: expected a Prometheus duration such as 5m, 30s or 1h30m",
+			where, key);
 	snprintf(out, len, "%s", v->str.s);
 	return 0;
 }
@@ -187,14 +192,20 @@ static int get_dur(struct al_err *e, const struct doc_node *v,
 static int parse_obj(struct al_err *e, const struct doc_node *n, int which,
 		     bool top, const char *scope, struct al_obj *o)
 {
-	static const char *const err_top[] = { "enabled", "threshold", "window",
-		"for", "severity", "metric", "errorLabel", "errorValues", NULL };
-	static const char *const lat_top[] = { "enabled", "threshold", "window",
-		"for", "severity", "metric", "quantile", NULL };
+	static const char *const err_top[] = {
+		"enabled", "threshold",  "window",      "for", "severity",
+		"metric",  "errorLabel", "errorValues", NULL
+	};
+	static const char *const lat_top[] = { "enabled",  "threshold",
+					       "window",   "for",
+					       "severity", "metric",
+					       "quantile", NULL };
 	static const char *const err_ovr[] = { "enabled", "threshold", "window",
-		"for", "severity", NULL };
-	static const char *const lat_ovr[] = { "enabled", "threshold", "window",
-		"for", "severity", "quantile", NULL };
+					       "for",     "severity",  NULL };
+	static const char *const lat_ovr[] = { "enabled",  "threshold",
+					       "window",   "for",
+					       "severity", "quantile",
+					       NULL };
 	char where[160];
 	const struct doc_node *v;
 	int ret;
@@ -202,14 +213,17 @@ static int parse_obj(struct al_err *e, const struct doc_node *n, int which,
 	snprintf(where, sizeof(where), "%s%s", scope, obj_key[which]);
 	if (!top && (doc__get(n, "metric") || doc__get(n, "errorLabel") ||
 		     doc__get(n, "errorValues")))
-		return fail(e, doc__get(n, "metric") ? doc__get(n, "metric") :
-			    doc__get(n, "errorLabel") ? doc__get(n, "errorLabel") :
-							  doc__get(n, "errorValues"),
-			    "%s: the metric and its labels are set once, at the top level (%s:), for every route",
-			    where, obj_key[which]);
+		return fail(
+			e,
+			doc__get(n, "metric") ? doc__get(n, "metric")
+			: doc__get(n, "errorLabel")
+				? doc__get(n, "errorLabel")
+				: doc__get(n, "errorValues"),
+			"%s: the metric and its labels are set once, at the top level (%s:), for every route",
+			where, obj_key[which]);
 	ret = check_keys(e, n, where,
-			 which == OBJ_ERR ? (top ? err_top : err_ovr) :
-					    (top ? lat_top : lat_ovr));
+			 which == OBJ_ERR ? (top ? err_top : err_ovr)
+					  : (top ? lat_top : lat_ovr));
 	if (ret)
 		return ret;
 	if ((v = doc__get(n, "enabled"))) {
@@ -222,24 +236,28 @@ static int parse_obj(struct al_err *e, const struct doc_node *n, int which,
 		if ((ret = get_num(e, v, where, "threshold", &o->threshold)))
 			return ret;
 		if (which == OBJ_ERR && !(o->threshold > 0 && o->threshold < 1))
-			return fail(e, v,
-				    "%s.threshold: %g is not a ratio between 0 and 1 (exclusive); write 0.05 for 5%%",
-				    where, o->threshold);
+			return fail(
+				e, v,
+				"%s.threshold: %g is not a ratio between 0 and 1 (exclusive); write 0.05 for 5%%",
+				where, o->threshold);
 		if (which == OBJ_LAT && !(o->threshold > 0))
-			return fail(e, v,
-				    "%s.threshold: must be above 0, in the MetricDefinition's unit",
-				    where);
+			return fail(
+				e, v,
+				"%s.threshold: must be above 0, in the MetricDefinition's unit",
+				where);
 	}
 	if ((v = doc__get(n, "quantile"))) {
 		if ((ret = get_num(e, v, where, "quantile", &o->quantile)))
 			return ret;
 		if (!(o->quantile > 0 && o->quantile < 1))
-			return fail(e, v,
-				    "%s.quantile: %g is not between 0 and 1 (exclusive); write 0.99 for p99",
-				    where, o->quantile);
+			return fail(
+				e, v,
+				"%s.quantile: %g is not between 0 and 1 (exclusive); write 0.99 for p99",
+				where, o->quantile);
 	}
 	if ((v = doc__get(n, "window")) &&
-	    (ret = get_dur(e, v, where, "window", o->window, sizeof(o->window))))
+	    (ret = get_dur(e, v, where, "window", o->window,
+			   sizeof(o->window))))
 		return ret;
 	if ((v = doc__get(n, "for")) &&
 	    (ret = get_dur(e, v, where, "for", o->forv, sizeof(o->forv))))
@@ -248,9 +266,10 @@ static int parse_obj(struct al_err *e, const struct doc_node *n, int which,
 		if (v->kind != DOC_STRING || !v->str.len ||
 		    v->str.len >= sizeof(o->severity) ||
 		    strpbrk(v->str.s, "\"\\\n"))
-			return fail(e, v,
-				    "%s.severity: expected a short word such as warning or critical",
-				    where);
+			return fail(
+				e, v,
+				"%s.severity: expected a short word such as warning or critical",
+				where);
 		snprintf(o->severity, sizeof(o->severity), "%s", v->str.s);
 	}
 	return 0;
@@ -276,9 +295,10 @@ static int parse_top(struct al_err *e, const struct doc_node *root,
 			if (!v)
 				continue;
 			if (v->kind != DOC_STRING || !v->str.len)
-				return fail(e, v,
-					    "routeLabels.%s: expected a label key of the MetricDefinitions",
-					    rl[i]);
+				return fail(
+					e, v,
+					"routeLabels.%s: expected a label key of the MetricDefinitions",
+					rl[i]);
 			*(i ? &c->label_name : &c->label_ns) = v->str.s;
 		}
 	}
@@ -290,9 +310,10 @@ static int parse_top(struct al_err *e, const struct doc_node *root,
 			return ret;
 		if ((v = doc__get(n, "metric"))) {
 			if (v->kind != DOC_STRING || !v->str.len)
-				return fail(e, v,
-					    "%s.metric: expected a MetricDefinition's spec.metric.name",
-					    obj_key[w]);
+				return fail(
+					e, v,
+					"%s.metric: expected a MetricDefinition's spec.metric.name",
+					obj_key[w]);
 			c->metric[w] = v->str.s;
 			c->metric_node[w] = v;
 		}
@@ -300,21 +321,26 @@ static int parse_top(struct al_err *e, const struct doc_node *root,
 	n = doc__get(root, "errorRate");
 	if (n && (v = doc__get(n, "errorLabel"))) {
 		if (v->kind != DOC_STRING || !v->str.len)
-			return fail(e, v, "errorRate.errorLabel: expected a label key of the counter's MetricDefinition");
+			return fail(
+				e, v,
+				"errorRate.errorLabel: expected a label key of the counter's MetricDefinition");
 		c->err_label = v->str.s;
 		c->err_label_node = v;
 	}
 	if (n && (v = doc__get(n, "errorValues"))) {
 		if (v->kind != DOC_LIST || !v->list.n)
-			return fail(e, v, "errorRate.errorValues: expected a non-empty list of label values, e.g. [\"5xx\"]");
+			return fail(
+				e, v,
+				"errorRate.errorValues: expected a non-empty list of label values, e.g. [\"5xx\"]");
 		c->err_values = calloc(v->list.n, sizeof(*c->err_values));
 		if (!c->err_values)
 			return -ENOMEM;
 		for (size_t i = 0; i < v->list.n; i++) {
 			if (v->list.items[i]->kind != DOC_STRING)
-				return fail(e, v->list.items[i],
-					    "errorRate.errorValues: quote each value (\"5xx\"), found a %s",
-					    doc__kind_name(v->list.items[i]->kind));
+				return fail(
+					e, v->list.items[i],
+					"errorRate.errorValues: quote each value (\"5xx\"), found a %s",
+					doc__kind_name(v->list.items[i]->kind));
 			c->err_values[i] = v->list.items[i]->str.s;
 		}
 		c->nerr_values = v->list.n;
@@ -322,8 +348,8 @@ static int parse_top(struct al_err *e, const struct doc_node *root,
 	return 0;
 }
 
-static const struct al_scope *find_scope(const struct al_cfg *c,
-					 const char *ns, const char *name)
+static const struct al_scope *find_scope(const struct al_cfg *c, const char *ns,
+					 const char *name)
 {
 	for (size_t i = 1; i < c->nscopes; i++)
 		if (!strcmp(c->scopes[i].ns, ns) &&
@@ -345,7 +371,9 @@ static int parse_overrides(struct al_err *e, const struct doc_node *root,
 	if (!l)
 		return 0;
 	if (l->kind != DOC_LIST)
-		return fail(e, l, "overrides: expected a list of {namespace, name, errorRate, latency}");
+		return fail(
+			e, l,
+			"overrides: expected a list of {namespace, name, errorRate, latency}");
 	c->scopes = realloc(c->scopes, (1 + l->list.n) * sizeof(*c->scopes));
 	if (!c->scopes)
 		return -ENOMEM;
@@ -361,19 +389,24 @@ static int parse_overrides(struct al_err *e, const struct doc_node *root,
 			ns = doc__get(it, "namespace");
 			nm = doc__get(it, "name");
 			if (!ns || ns->kind != DOC_STRING || !ns->str.len)
-				return fail(e, it, "overrides[%zu]: namespace is required (a string); a route is namespace plus name",
-					    i);
+				return fail(
+					e, it,
+					"overrides[%zu]: namespace is required (a string); a route is namespace plus name",
+					i);
 			if (nm && (nm->kind != DOC_STRING || !nm->str.len))
-				return fail(e, nm, "overrides[%zu].name: expected an HTTPRoute's name",
-					    i);
+				return fail(
+					e, nm,
+					"overrides[%zu].name: expected an HTTPRoute's name",
+					i);
 			if (!!nm != pass)
 				continue;
 			dup = find_scope(c, ns->str.s, nm ? nm->str.s : NULL);
 			if (dup && dup->node)
-				return fail(e, it,
-					    "overrides[%zu]: %s%s%s is already overridden at line %u; merge the two entries",
-					    i, ns->str.s, nm ? "/" : "",
-					    nm ? nm->str.s : "", dup->node->line);
+				return fail(
+					e, it,
+					"overrides[%zu]: %s%s%s is already overridden at line %u; merge the two entries",
+					i, ns->str.s, nm ? "/" : "",
+					nm ? nm->str.s : "", dup->node->line);
 			base = nm ? find_scope(c, ns->str.s, NULL) : NULL;
 			if (!base)
 				base = &c->scopes[0];
@@ -384,7 +417,8 @@ static int parse_overrides(struct al_err *e, const struct doc_node *root,
 			s->node = it;
 			snprintf(where, sizeof(where), "overrides[%zu].", i);
 			for (int w = 0; w < OBJ_N; w++) {
-				const struct doc_node *o = doc__get(it, obj_key[w]);
+				const struct doc_node *o =
+					doc__get(it, obj_key[w]);
 
 				if (o && (ret = parse_obj(e, o, w, false, where,
 							  &s->obj[w])))
@@ -425,7 +459,8 @@ static const char *const default_err_values[] = { "5xx" };
 static int check_defs(struct al_err *e, struct contract *c,
 		      const struct al_cfg *cfg, struct metric_def *defs[OBJ_N])
 {
-	static const enum minstrument want[OBJ_N] = { MI_COUNTER, MI_HISTOGRAM };
+	static const enum minstrument want[OBJ_N] = { MI_COUNTER,
+						      MI_HISTOGRAM };
 	static const char *const want_name[OBJ_N] = { "a counter",
 						      "a histogram" };
 
@@ -444,23 +479,25 @@ static int check_defs(struct al_err *e, struct contract *c,
 			continue;
 		defs[w] = contract__find_def(c, cfg->metric[w]);
 		if (!defs[w])
-			return fail(e, at,
-				    "%s.metric: no accepted MetricDefinition has spec.metric.name %s; name one that exists (`milometer check` lists them) or set %s.enabled: false",
-				    obj_key[w], cfg->metric[w], obj_key[w]);
+			return fail(
+				e, at,
+				"%s.metric: no accepted MetricDefinition has spec.metric.name %s; name one that exists (`milometer check` lists them) or set %s.enabled: false",
+				obj_key[w], cfg->metric[w], obj_key[w]);
 		if (defs[w]->instrument != want[w])
-			return fail(e, at,
-				    "%s.metric: %s (MetricDefinition %s) is not %s; the %s objective needs %s",
-				    obj_key[w], cfg->metric[w],
-				    defs[w]->obj_name, want_name[w],
-				    obj_key[w], want_name[w]);
+			return fail(
+				e, at,
+				"%s.metric: %s (MetricDefinition %s) is not %s; the %s objective needs %s",
+				obj_key[w], cfg->metric[w], defs[w]->obj_name,
+				want_name[w], obj_key[w], want_name[w]);
 		for (int k = 0; k < 3; k++)
 			if (lk[k] && !crd_definition__label(defs[w], lk[k]))
-				return fail(e, lat[k] ? lat[k] : at,
-					    "%s: %s is not a label of MetricDefinition %s (%s); use one of its spec.labels keys",
-					    k == 2 ? "errorRate.errorLabel" :
-						     "routeLabels",
-					    lk[k], defs[w]->obj_name,
-					    cfg->metric[w]);
+				return fail(
+					e, lat[k] ? lat[k] : at,
+					"%s: %s is not a label of MetricDefinition %s (%s); use one of its spec.labels keys",
+					k == 2 ? "errorRate.errorLabel"
+					       : "routeLabels",
+					lk[k], defs[w]->obj_name,
+					cfg->metric[w]);
 	}
 	return 0;
 }
@@ -583,7 +620,8 @@ static int put_alert(FILE *out, const char *ind, const struct al_cfg *c,
 {
 	const struct al_scope *s = &c->scopes[si];
 	const struct al_obj *o = &s->obj[w];
-	struct mmetric_desc d = { .name = def->name, .unit = def->unit,
+	struct mmetric_desc d = { .name = def->name,
+				  .unit = def->unit,
 				  .instrument = def->instrument };
 	char fam[512], lns[256], lname[256], lerr[256], th[40], q[40];
 	char sc[600], unitw[64], msg[2048];
@@ -604,8 +642,8 @@ static int put_alert(FILE *out, const char *ind, const struct al_cfg *c,
 		return -ENOMEM;
 	if (w == OBJ_ERR) {
 		for (int part = 0; part < 2; part++) {
-			fprintf(f, "%s  sum by (%s, %s) (rate(%s{", part ? "/\n" : "(\n",
-				lns, lname, fam);
+			fprintf(f, "%s  sum by (%s, %s) (rate(%s{",
+				part ? "/\n" : "(\n", lns, lname, fam);
 			bool any = put_scope(f, c, si, lns, lname);
 
 			if (!part) {
@@ -618,7 +656,8 @@ static int put_alert(FILE *out, const char *ind, const struct al_cfg *c,
 		fprintf(f, ") > %s\n", th);
 		put_unless(f, c, si, fam, lns, lname);
 	} else {
-		fprintf(f, "histogram_quantile(%s,\n  sum by (%s, %s, le) (rate(%s_bucket{",
+		fprintf(f,
+			"histogram_quantile(%s,\n  sum by (%s, %s, le) (rate(%s_bucket{",
 			q, lns, lname, fam);
 		put_scope(f, c, si, lns, lname);
 		fprintf(f, "}[%s]))\n) > %s\n", o->window, th);
@@ -636,8 +675,8 @@ static int put_alert(FILE *out, const char *ind, const struct al_cfg *c,
 		fprintf(out, "%s    %.*s\n", ind, (int)(nl - p), p);
 	}
 	free(expr);
-	fprintf(out, "%s  for: %s\n%s  labels:\n%s    severity: %s\n",
-		ind, o->forv, ind, ind, o->severity);
+	fprintf(out, "%s  for: %s\n%s  labels:\n%s    severity: %s\n", ind,
+		o->forv, ind, ind, o->severity);
 	fprintf(out, "%s    objective_scope: ", ind);
 	if (!s->ns) {
 		put_q(out, "default");
@@ -653,16 +692,19 @@ static int put_alert(FILE *out, const char *ind, const struct al_cfg *c,
 
 		num(pct, sizeof(pct), o->threshold * 100);
 		for (size_t i = 0; i < c->nerr_values; i++)
-			snprintf(vals + strlen(vals), sizeof(vals) - strlen(vals),
-				 "%s%s", i ? "|" : "", c->err_values[i]);
-		snprintf(msg, sizeof(msg),
-			 "HTTPRoute {{ $labels.%s }}/{{ $labels.%s }}: {{ $value | humanizePercentage }} of requests are %s over %s",
-			 lns, lname, vals, o->window);
+			snprintf(vals + strlen(vals),
+				 sizeof(vals) - strlen(vals), "%s%s",
+				 i ? "|" : "", c->err_values[i]);
+		snprintf(
+			msg, sizeof(msg),
+			"HTTPRoute {{ $labels.%s }}/{{ $labels.%s }}: {{ $value | humanizePercentage }} of requests are %s over %s",
+			lns, lname, vals, o->window);
 		put_q(out, msg);
-		snprintf(msg, sizeof(msg),
-			 "Objective (%s): at most %s%% of requests with %s %s over %s, for %s. From %s (MetricDefinition %s).",
-			 sc, pct, c->err_label, vals, o->window, o->forv, fam,
-			 def->obj_name);
+		snprintf(
+			msg, sizeof(msg),
+			"Objective (%s): at most %s%% of requests with %s %s over %s, for %s. From %s (MetricDefinition %s).",
+			sc, pct, c->err_label, vals, o->window, o->forv, fam,
+			def->obj_name);
 	} else {
 		bool secs = prom_names__unit(def->unit, def->instrument, unitw,
 					     sizeof(unitw)) > 0 &&
@@ -676,14 +718,16 @@ static int put_alert(FILE *out, const char *ind, const struct al_cfg *c,
 			snprintf(usfx, sizeof(usfx), " %s", def->unit);
 		else
 			usfx[0] = 0;
-		snprintf(msg, sizeof(msg),
-			 "HTTPRoute {{ $labels.%s }}/{{ $labels.%s }}: p%s latency {{ $value | humanize }}%s over %s",
-			 lns, lname, pq, usfx, o->window);
+		snprintf(
+			msg, sizeof(msg),
+			"HTTPRoute {{ $labels.%s }}/{{ $labels.%s }}: p%s latency {{ $value | humanize }}%s over %s",
+			lns, lname, pq, usfx, o->window);
 		put_q(out, msg);
-		snprintf(msg, sizeof(msg),
-			 "Objective (%s): p%s at most %s%s over %s, for %s. From %s_bucket (MetricDefinition %s).",
-			 sc, pq, th, secs ? "s" : usfx, o->window, o->forv, fam,
-			 def->obj_name);
+		snprintf(
+			msg, sizeof(msg),
+			"Objective (%s): p%s at most %s%s over %s, for %s. From %s_bucket (MetricDefinition %s).",
+			sc, pq, th, secs ? "s" : usfx, o->window, o->forv, fam,
+			def->obj_name);
 	}
 	fprintf(out, "\n%s    description: ", ind);
 	put_q(out, msg);
@@ -695,8 +739,9 @@ int tr_alerts__rules(FILE *out, struct contract *c, struct tr_plan *plans,
 		     size_t n, const struct tr_opts *o, struct tr_report *rep,
 		     char *err, size_t errlen)
 {
-	struct al_cfg cfg = { .file = o->alerts_config ? o->alerts_config :
-							  "the built-in alert defaults" };
+	struct al_cfg cfg = { .file = o->alerts_config
+					      ? o->alerts_config
+					      : "the built-in alert defaults" };
 	struct al_err e = { err, errlen, cfg.file };
 	struct metric_def *defs[OBJ_N] = { 0 };
 	struct doc_file *df = NULL;
@@ -712,7 +757,9 @@ int tr_alerts__rules(FILE *out, struct contract *c, struct tr_plan *plans,
 		if (ret)
 			goto out;
 		if (df->ndocs > 1) {
-			ret = fail(&e, df->docs[1], "one YAML document expected; remove the \"---\"");
+			ret = fail(
+				&e, df->docs[1],
+				"one YAML document expected; remove the \"---\"");
 			goto out;
 		}
 		if (df->ndocs && df->docs[0]->kind != DOC_NULL &&
@@ -754,12 +801,13 @@ int tr_alerts__rules(FILE *out, struct contract *c, struct tr_plan *plans,
 		    (reads[OBJ_ERR] || reads[OBJ_LAT]))
 			report__add(rep, plans[i].pol->obj_name, true,
 				    "alerting rules %s over its target %s",
-				    reads[OBJ_ERR] ? obj_alert[OBJ_ERR] :
-						     obj_alert[OBJ_LAT],
+				    reads[OBJ_ERR] ? obj_alert[OBJ_ERR]
+						   : obj_alert[OBJ_LAT],
 				    tm);
 		else
-			report__na(rep, plans[i].pol->obj_name,
-				   "no alert objective reads its target metric");
+			report__na(
+				rep, plans[i].pol->obj_name,
+				"no alert objective reads its target metric");
 	}
 out:
 	for (int w = 0; w < OBJ_N; w++)

@@ -30,7 +30,7 @@
 #include "policy/translate/translate_impl.h"
 
 #define MARK "__tmp_milometer"
-#define OK "__tmp_milometer_ok"
+#define OK   "__tmp_milometer_ok"
 
 /* A YAML single-quoted scalar. */
 static void put_sq(FILE *f, const char *s)
@@ -71,7 +71,8 @@ static void put_repl_sq(FILE *f, const char *s)
 static bool label_kept(const struct tr_plan *p, const char *attr)
 {
 	for (size_t i = 0; i < p->nlabels; i++)
-		if (p->labels[i].kind == TL_ATTR && !strcmp(p->labels[i].attr, attr))
+		if (p->labels[i].kind == TL_ATTR &&
+		    !strcmp(p->labels[i].attr, attr))
 			return true;
 	return false;
 }
@@ -109,9 +110,10 @@ static const char *refuse(const struct tr_plan *p, const struct tr_opts *o,
 	if (prof->pattern)
 		return "the envoy profile derives the route from envoy_cluster_name with a pattern: relabelling is generated for the milometer profile only; use --target prometheus-rules";
 	if (p->a != 1 || p->b != 0) {
-		snprintf(buf, len,
-			 "value: the transform changes the values (%g * value + %g); relabelling only renames: use --target prometheus-rules",
-			 p->a, p->b);
+		snprintf(
+			buf, len,
+			"value: the transform changes the values (%g * value + %g); relabelling only renames: use --target prometheus-rules",
+			p->a, p->b);
 		return buf;
 	}
 	if (p->def->instrument != p->src->instrument)
@@ -121,9 +123,10 @@ static const char *refuse(const struct tr_plan *p, const struct tr_opts *o,
 	for (size_t s = 0; s < p->nsubjects; s++)
 		for (size_t i = 0; i < p->pol->nsels; i++)
 			if (strchr(p->subjects[s].sels[i], ';')) {
-				snprintf(buf, len,
-					 "attributeSelectors: the value \"%s\" holds ';', the separator relabelling joins labels with",
-					 p->subjects[s].sels[i]);
+				snprintf(
+					buf, len,
+					"attributeSelectors: the value \"%s\" holds ';', the separator relabelling joins labels with",
+					p->subjects[s].sels[i]);
 				return buf;
 			}
 	for (size_t i = 0; i < p->nlabels; i++) {
@@ -132,23 +135,29 @@ static const char *refuse(const struct tr_plan *p, const struct tr_opts *o,
 
 		tr_prom__label(l->key, key, sizeof(key));
 		if (!strncmp(key, "__", 2)) {
-			snprintf(buf, len, "label %s: a name starting with __ is Prometheus' own", l->key);
+			snprintf(
+				buf, len,
+				"label %s: a name starting with __ is Prometheus' own",
+				l->key);
 			return buf;
 		}
 		for (size_t k = 0; k < prof->nattrs; k++)
 			if (!strcmp(key, prof->attrs[k].label) &&
 			    !(l->kind == TL_ATTR &&
 			      !strcmp(l->attr, prof->attrs[k].attr))) {
-				snprintf(buf, len,
-					 "label %s: its Prometheus name %s is also a source label; rename the target label",
-					 l->key, key);
+				snprintf(
+					buf, len,
+					"label %s: its Prometheus name %s is also a source label; rename the target label",
+					l->key, key);
 				return buf;
 			}
 		if (l->kind == TL_ATTR && !profile__attr(prof, l->attr) &&
 		    l->required) {
-			snprintf(buf, len,
-				 "label %s: attribute %s is not on %s in the %s profile and the definition requires the label",
-				 l->key, l->attr, p->pol->src_metric, prof->name);
+			snprintf(
+				buf, len,
+				"label %s: attribute %s is not on %s in the %s profile and the definition requires the label",
+				l->key, l->attr, p->pol->src_metric,
+				prof->name);
 			return buf;
 		}
 	}
@@ -164,17 +173,20 @@ static const char *refuse(const struct tr_plan *p, const struct tr_opts *o,
 			bool distinct = true;
 
 			for (size_t i = 0; i < p->nsubjects && distinct; i++)
-				for (size_t j = i + 1; j < p->nsubjects && distinct; j++)
+				for (size_t j = i + 1;
+				     j < p->nsubjects && distinct; j++)
 					distinct = !same_labels(p, i, j);
 			if (distinct)
 				continue;
-			snprintf(buf, len,
-				 "two subjects get the same target labels: the engine adds their series, relabelling cannot; use --target prometheus-rules");
+			snprintf(
+				buf, len,
+				"two subjects get the same target labels: the engine adds their series, relabelling cannot; use --target prometheus-rules");
 			return buf;
 		}
-		snprintf(buf, len,
-			 "attribute %s (label %s) is not kept: the engine adds the series that differ only in it, relabelling cannot; use --target prometheus-rules",
-			 *a, ta->label);
+		snprintf(
+			buf, len,
+			"attribute %s (label %s) is not kept: the engine adds the series that differ only in it, relabelling cannot; use --target prometheus-rules",
+			*a, ta->label);
 		return buf;
 	}
 	return NULL;
@@ -202,27 +214,28 @@ static void rule(FILE *out, const char *srcl, const char *re,
 	if (action)
 		fprintf(out, "    action: %s\n", action);
 	if (target)
-		fprintf(out, "    target_label: %s\n    replacement: %s\n", target,
-			repl);
+		fprintf(out, "    target_label: %s\n    replacement: %s\n",
+			target, repl);
 }
 
 /* Build a string in a memstream and hand it back (caller frees). */
-#define MEM(var, body)                                                  \
-	do {                                                            \
-		size_t _l = 0;                                          \
-		FILE *_f = open_memstream(&(var), &_l);                 \
-		if (!_f)                                                \
-			return -ENOMEM;                                 \
-		body;                                                   \
-		if (fclose(_f))                                         \
-			return -ENOMEM;                                 \
+#define MEM(var, body)                                                         \
+	do {                                                                   \
+		size_t _l = 0;                                                 \
+		FILE *_f = open_memstream(&(var), &_l);                        \
+		if (!_f)                                                       \
+			return -ENOMEM;                                        \
+		body;                                                          \
+		if (fclose(_f))                                                \
+			return -ENOMEM;                                        \
 	} while (0)
 
 static int put_policy(FILE *out, const struct tr_plan *p, size_t pi,
 		      const struct tr_opts *o)
 {
 	const struct tr_profile *prof = o->profile;
-	struct mmetric_desc d = { .name = p->def->name, .unit = p->def->unit,
+	struct mmetric_desc d = { .name = p->def->name,
+				  .unit = p->def->unit,
 				  .instrument = p->def->instrument };
 	char tfam[512], srcl[1024] = "__name__", mark[64], next[64], *s;
 	size_t step = 0;
@@ -233,7 +246,8 @@ static int put_policy(FILE *out, const struct tr_plan *p, size_t pi,
 		p->def->name);
 	for (size_t i = 0; i < p->pol->nsels; i++)
 		snprintf(srcl + strlen(srcl), sizeof(srcl) - strlen(srcl),
-			 ", %s", profile__attr(prof, p->pol->sels[i].key)->label);
+			 ", %s",
+			 profile__attr(prof, p->pol->sels[i].key)->label);
 	snprintf(mark, sizeof(mark), "p%zuc0", pi);
 	for (size_t sj = 0; sj < p->nsubjects; sj++) {
 		const struct tr_subject *su = &p->subjects[sj];
@@ -278,7 +292,8 @@ static int put_policy(FILE *out, const struct tr_plan *p, size_t pi,
 			MEM(re, {
 				fprintf(_f, "%s;", mark);
 				if (!part)
-					fputs(".+", _f); /* present, even for "" */
+					fputs(".+",
+					      _f); /* present, even for "" */
 				else if (mf->prefix) {
 					put_lit(_f, mf->prefix);
 					fputs(".*", _f);
@@ -296,7 +311,10 @@ static int put_policy(FILE *out, const struct tr_plan *p, size_t pi,
 	MEM(s, put_lit(_f, mark));
 	rule(out, MARK, s, OK, "'1'", NULL);
 	free(s);
-	MEM(s, { src_re(_f, p); fputc(';', _f); });
+	MEM(s, {
+		src_re(_f, p);
+		fputc(';', _f);
+	});
 	rule(out, "__name__, " OK, s, NULL, NULL, "drop");
 	free(s);
 	/* constants, attribute copies, then the source labels cleared */
@@ -369,8 +387,9 @@ int tr_relabel__config(FILE *out, struct tr_plan *plans, size_t n,
 		const char *r;
 
 		if (plans[i].pol->type != MP_DATA_PLANE) {
-			report__na(rep, plans[i].pol->obj_name,
-				   "a ResourceFields policy reads API objects, not scraped series: use --target kube-state-metrics");
+			report__na(
+				rep, plans[i].pol->obj_name,
+				"a ResourceFields policy reads API objects, not scraped series: use --target kube-state-metrics");
 			continue;
 		}
 		r = refuse(&plans[i], o, why, sizeof(why));
@@ -378,24 +397,31 @@ int tr_relabel__config(FILE *out, struct tr_plan *plans, size_t n,
 			if (!ok[j])
 				continue;
 			if (plans[j].src == plans[i].src) {
-				snprintf(why, sizeof(why),
-					 "%s already relabels %s in this job: one source series becomes one target series",
-					 plans[j].pol->obj_name, plans[i].pol->src_metric);
+				snprintf(
+					why, sizeof(why),
+					"%s already relabels %s in this job: one source series becomes one target series",
+					plans[j].pol->obj_name,
+					plans[i].pol->src_metric);
 				r = why;
-			} else if (!strcmp(plans[j].def->name, plans[i].def->name)) {
-				snprintf(why, sizeof(why),
-					 "%s also feeds %s: relabelling cannot add two policies' series",
-					 plans[j].pol->obj_name, plans[i].def->name);
+			} else if (!strcmp(plans[j].def->name,
+					   plans[i].def->name)) {
+				snprintf(
+					why, sizeof(why),
+					"%s also feeds %s: relabelling cannot add two policies' series",
+					plans[j].pol->obj_name,
+					plans[i].def->name);
 				r = why;
 			}
 		}
 		if (r) {
-			report__add(rep, plans[i].pol->obj_name, false, "%s", r);
+			report__add(rep, plans[i].pol->obj_name, false, "%s",
+				    r);
 			continue;
 		}
 		if (!plans[i].nsubjects) {
-			report__add(rep, plans[i].pol->obj_name, true,
-				    "no subject objects yet: no relabelling until one exists");
+			report__add(
+				rep, plans[i].pol->obj_name, true,
+				"no subject objects yet: no relabelling until one exists");
 			continue;
 		}
 		ok[i] = true;
@@ -405,7 +431,8 @@ int tr_relabel__config(FILE *out, struct tr_plan *plans, size_t n,
 	      "# source series by relabelling alone (milometer translate --target\n"
 	      "# prometheus-relabel). Put them in the scrape job that reads the sources\n"
 	      "# (the agent's /metrics); other series pass unchanged.\n"
-	      "scrape_configs:\n", out);
+	      "scrape_configs:\n",
+	      out);
 	fprintf(out, "- job_name: %s\n  metric_relabel_configs:%s\n",
 		o->object_name, pi ? "" : " []");
 	pi = 0;
@@ -414,10 +441,11 @@ int tr_relabel__config(FILE *out, struct tr_plan *plans, size_t n,
 			continue;
 		err = put_policy(out, &plans[i], pi++, o);
 		if (!err)
-			report__add(rep, plans[i].pol->obj_name, true,
-				    "metric_relabel_configs %s -> %s (%zu subjects)",
-				    plans[i].pol->src_metric, plans[i].def->name,
-				    plans[i].nsubjects);
+			report__add(
+				rep, plans[i].pol->obj_name, true,
+				"metric_relabel_configs %s -> %s (%zu subjects)",
+				plans[i].pol->src_metric, plans[i].def->name,
+				plans[i].nsubjects);
 	}
 	free(ok);
 	return err;
