@@ -12,6 +12,8 @@ if [ -x "$bin" ]; then echo "$bin"; exit 0; fi
 go=$("$(dirname "$0")/go_toolchain.sh" 1.23) || exit 1
 mkdir -p "$cache/ksm-$ver"
 export GOPATH=$cache/go GOBIN=$cache/ksm-$ver GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
+# the build cache beside the modules: $HOME may be unset (or another user's)
+export GOCACHE=${GOCACHE:-$cache/go-build}
 # `go install m@v` asks the proxy for the module's version list (deprecation
 # check), which the proxy may refuse; download the one version and build it
 # inside its own module instead.

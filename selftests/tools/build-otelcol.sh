@@ -16,6 +16,8 @@ if [ -x "$bin" ]; then echo "$bin"; exit 0; fi
 go=$("$(dirname "$0")/go_toolchain.sh" 1.26) || exit 1
 mkdir -p "$cache/otelcol-$ver-2"
 export GOPATH=$cache/go GOBIN=$cache/go/bin GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
+# the build cache beside the modules: $HOME may be unset (or another user's)
+export GOCACHE=${GOCACHE:-$cache/go-build}
 # the builder runs `go` itself: the same one
 export PATH="$(dirname "$go"):$PATH"
 "$go" install go.opentelemetry.io/collector/cmd/builder@v$ver >&2
