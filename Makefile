@@ -123,7 +123,7 @@ DEPS_STAMP ?= $(OUTPUT)/.deps-build
 endif
 
 .PHONY: all deps demo check unit asan-unit integration bench fuzz fuzz-build \
-	format vmlinux install clean kernel-matrix build-all other-cc image
+	format vmlinux install clean kernel-matrix build-all other-cc image image-multiarch
 .DEFAULT_GOAL := all
 
 all: $(BIN)/milometer $(TOOLS)
@@ -381,6 +381,14 @@ format:
 # archive; selftests/integration/test_image.sh builds and runs it in check.
 image: deps $(BIN)/milometer
 	$(Q)deploy/image/build.sh $(BIN)/milometer $(BIN)/milometer-image.oci.tar
+
+# One tag for x86-64 and arm64 nodes: both images (the arm64 one cross-built,
+# docs/architectures.md) under an OCI image index, checked by the image-spec.
+image-multiarch: image
+	$(Q)$(MAKE) --no-print-directory ARCH=$(if $(filter x86,$(HOST_ARCH)),arm64,x86) image
+	$(Q)deploy/image/build-index.sh $(BIN)/milometer-index.oci.tar localhost/milometer:dev \
+		bin/milometer-image.oci.tar bin/$(if $(filter x86,$(HOST_ARCH)),arm64,x86)/milometer-image.oci.tar
+	$(Q)selftests/integration/oci_index_check.py $(BIN)/milometer-index.oci.tar localhost/milometer:dev amd64 arm64
 
 install: all
 	$(Q)install -D -m 0755 $(BIN)/milometer $(DESTDIR)/usr/local/bin/milometer

@@ -46,8 +46,10 @@ mounted() { mountpoint -q "$1"; }
 
 unmount_all() {
 	# deepest first; -l: a test may leave a process holding a file open
-	findmnt -rn -o TARGET | grep -E "^$ROOT(/|$)" | sort -r |
-		while read -r m; do umount -l "$m" 2>/dev/null || true; done
+	local m
+	for m in $(findmnt -rn -o TARGET | sort -r); do
+		case "$m" in "$ROOT"|"$ROOT"/*) umount -l "$m" 2>/dev/null || true ;; esac
+	done
 }
 trap unmount_all EXIT
 
