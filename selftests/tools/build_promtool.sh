@@ -31,13 +31,15 @@ mkdir -p "$CACHE/bin"
 # modules and build cache only for this build (GBs): the binary stays
 work=$(mktemp -d "$CACHE/build.XXXXXX")
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
-export GOMODCACHE="$work/mod" GOCACHE="$work/cache" GOFLAGS=-mod=mod
+# GOPATH too: the checksum database's client keeps its state there, and
+# without it (nor HOME) every download fails
+export GOPATH="$work/gopath" GOMODCACHE="$work/mod" GOCACHE="$work/cache" GOFLAGS=-mod=mod
 # the module's go line is old enough for any Go here: never fetch another
 export GOTOOLCHAIN=local
-src=$("$GO" mod download -json "github.com/prometheus/prometheus@$VERSION" |
-	sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
+"$GO" mod download -json "github.com/prometheus/prometheus@$VERSION" >"$work/download.json" || true
+src=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p' "$work/download.json")
 [ -n "$src" ] && [ -d "$src" ] || {
-	echo "build_promtool: go mod download github.com/prometheus/prometheus@$VERSION failed" >&2
+	echo "build_promtool: go mod download github.com/prometheus/prometheus@$VERSION failed: $(grep '"Error"' "$work/download.json")" >&2
 	exit 1
 }
 mkdir "$work/src"
