@@ -76,7 +76,13 @@ UP=envoy_cluster_upstream_rq_total
 # of both legs with its labels (method, status, aborted, route), the data
 # path's counters, and the access log's statuses and protocols.
 diagnose() {
-	log "caddy's log by status and protocol: $(grep -o '"proto":"[^"]*"\|"status":[0-9]*' "$C/access.log" | paste - - | sort | uniq -c | tr '\n' ';')"
+	log "caddy's log by protocol, status and path: $($PY -c 'import collections, json, re, sys
+n = collections.Counter()
+for l in open(sys.argv[1]):
+    j = json.loads(l)
+    r = j.get("request", {})
+    n[(r.get("proto"), j.get("status"), re.sub(r"[0-9]+$", "", r.get("uri", "")))] += 1
+print("; ".join("%s %s %s: %d" % (k + (v,)) for k, v in sorted(n.items(), key=str)))' "$C/access.log")"
 	metrics | grep -E "^($DOWN|$UP)\{" | grep -v ' 0$' >&2
 	metrics | grep -E '^milometer_(bpf|http2)_[a-z_]*(\{[^}]*\})? ' | grep -v ' 0$' >&2
 }

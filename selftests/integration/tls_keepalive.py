@@ -6,7 +6,8 @@ usage: tls_keepalive.py HOST PORT SNI PATH CONNS ROUNDS
 Opens CONNS TLS connections (HTTP/1.1, one after another), sends one GET on
 each, then ROUNDS-1 more rounds over the same connections, one request at a
 time, so that between its requests each connection's server side sits idle
-in a read. Prints "N ok" (responses with status 200); exit 1 on any other.
+in a read. The Host header is SNI:PORT, as curl sends it (caddy picks a site's access
+log by it). Prints "N ok" (responses with status 200); exit 1 on any other.
 """
 import http.client
 import socket
@@ -36,7 +37,7 @@ def main():
             if rnd == 0:
                 raw = socket.create_connection((host, port), timeout=30)
                 socks.append(ctx.wrap_socket(raw, server_hostname=sni))
-            st = get(socks[i], sni, "%s/r%dc%d" % (path, rnd, i))
+            st = get(socks[i], "%s:%d" % (sni, port), "%s/r%dc%d" % (path, rnd, i))
             if st != 200:
                 print("connection %d round %d: status %d" % (i, rnd, st), file=sys.stderr)
                 return 1
