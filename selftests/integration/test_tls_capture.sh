@@ -127,7 +127,7 @@ expect_metric $((total + 10)) "upstream of TLS requests while off" $UP k8s_httpr
 sed -i 's/TLSCapture: false/TLSCapture: true/' "$T/config.yaml"
 kill -HUP "$AGENT_PID"
 on_again() { [ "$(grep -c 'TLS capture: uprobes on .*libssl' "$T/agent.out")" -ge 2 ]; }
-wait_for 20 on_again || fail "SIGHUP did not attach TLS capture again"
+wait_for 60 on_again || fail "SIGHUP did not attach TLS capture again"
 for i in $(seq 10); do
 	[ "$(tls_get "$TLS_URL/cart/on$i")" = 200 ] || fail "TLS request $i (on again)"
 done

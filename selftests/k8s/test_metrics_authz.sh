@@ -9,8 +9,8 @@
 # the namespace it names, 401 without or with a bad token, 403 with no
 # permission, 503 while the API server is down (a cached decision serves
 # until its TTL, none after it), a revoked permission stops within the
-# TTL. The reviews are the real ones: kubectl create token issues the
-# tenant's token and kubectl auth can-i agrees with every decision.
+# TTL. The reviews are the real ones: kubectl issues the tenant's token
+# (TokenRequest) and kubectl auth can-i agrees with every decision.
 . "$(dirname "$0")/lib.sh"
 M="$ROOT/bin/milometer"
 [ -x "$M" ] || fail "build bin/milometer first"
@@ -168,9 +168,22 @@ t_tenant_b_reads_one_route() {
 		fail "bob sees forged series of other namespaces: $(grep forged "$T/tok-bob.txt")"
 }
 
+# A TokenRequest for service account $2 of namespace $1, issued by kubectl:
+# `kubectl create token` (1.24+), else the same POST of the serviceaccounts
+# token subresource through `kubectl create --raw` (Debian 12's kubectl is 1.20).
+token_request() {
+	if kubectl create token --help 2>/dev/null | grep -q "service account token"; then
+		kubectl create token "$2" -n "$1"
+		return
+	fi
+	printf '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"audiences":[]}}' >"$T/tokenrequest.json"
+	kubectl create --raw "/api/v1/namespaces/$1/serviceaccounts/$2/token" -f "$T/tokenrequest.json" |
+		$PY -c 'import json, sys; r = json.load(sys.stdin); assert r["kind"] == "TokenRequest", r; print(r["status"]["token"])'
+}
+
 t_serviceaccount_token_from_kubectl() {
 	local tok
-	tok=$(kubectl create token reader -n team-c) || fail "kubectl create token"
+	tok=$(token_request team-c reader) || fail "kubectl: TokenRequest for team-c/reader"
 	[ -n "$tok" ] || fail "empty token"
 	same_set "$tok" team-c/web
 	# kubectl auth can-i with the tenant's own token agrees with the filter
