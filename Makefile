@@ -61,10 +61,12 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	    -I$(OUTPUT) -Ivmlinux/$(ARCH) -I.
 
 # policy/ and exporter/ never link libbpf: they are unit-tested without root.
-POLICY_SRCS   := $(sort $(wildcard policy/*/*.c))
+# the metric model and the leaf helpers: below policy/ and exporter/ both
+MODEL_SRCS    := $(sort $(wildcard policy/model/*.c policy/util/*.c))
+POLICY_SRCS   := $(filter-out $(MODEL_SRCS),$(sort $(wildcard policy/*/*.c)))
 POLICY_CXX_SRCS := $(sort $(wildcard policy/*/*.cc))
 EXPORTER_SRCS := $(sort $(wildcard exporter/*.c))
-AGENT_SRCS    := $(sort $(wildcard agent/*.c agent/h2/*.c agent/tls/*.c))
+AGENT_SRCS    := $(filter-out agent/k8s/%,$(sort $(wildcard agent/*.c agent/*/*.c)))
 # the Kubernetes API client: no libbpf, linked into the agent, tools, tests
 K8S_SRCS      := $(sort $(wildcard agent/k8s/*.c))
 BPF_SRCS      := $(sort $(wildcard bpf/*.bpf.c))
@@ -77,6 +79,7 @@ PROTOS        := $(sort $(wildcard exporter/*.proto))
 
 PROTO_C   := $(patsubst exporter/%.proto,$(OUTPUT)/%.pb-c.c,$(PROTOS))
 PROTO_O   := $(PROTO_C:.c=.o)
+MODEL_O   := $(patsubst %.c,$(OUTPUT)/%.o,$(MODEL_SRCS))
 POLICY_O  := $(patsubst %.c,$(OUTPUT)/%.o,$(POLICY_SRCS)) \
 	     $(patsubst %.cc,$(OUTPUT)/%.o,$(POLICY_CXX_SRCS))
 EXPORTER_O:= $(patsubst %.c,$(OUTPUT)/%.o,$(EXPORTER_SRCS)) $(PROTO_O)
@@ -89,12 +92,13 @@ TOOLLIB_O := $(patsubst %.c,$(OUTPUT)/%.o,$(TOOLLIB_SRCS))
 TOOLS     := $(patsubst selftests/tools/%.c,$(BIN)/%,$(TOOL_SRCS))
 BENCHES   := $(patsubst selftests/bench/%.c,$(BIN)/%,$(BENCH_SRCS))
 # agent objects with no libbpf, unit-tested like policy/ and exporter/
-AGENT_PURE_O := $(OUTPUT)/agent/deferred.o $(OUTPUT)/agent/aggregate.o \
-		$(OUTPUT)/agent/options.o $(OUTPUT)/agent/features.o \
-		$(OUTPUT)/agent/h2_feed.o \
-		$(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/h2/*.c agent/tls/*.c)))
+# (by folder: what in agent/ may not include libbpf)
+AGENT_PURE_DIRS := agent/config agent/pipeline agent/node agent/h2 agent/tls agent/controller
+AGENT_PURE_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(foreach d,$(AGENT_PURE_DIRS),$(wildcard $(d)/*.c))))
+# the subcommands' fronts, as an archive: a test links the one it calls
+CMD_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/cmd/*.c)))
 # agent objects a bench tool may link: everything but main()
-AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/main.o,$(AGENT_O))
+AGENT_LIB_O := $(filter-out $(OUTPUT)/agent/cmd/main.o,$(AGENT_O))
 
 PURE_LIBS  := -lre2 -lstdc++ -ljson-c -lcrypto -lyaml -lcurl -lprotobuf-c -lmicrohttpd -luuid -lz -lm -lpthread \
 	      -lnghttp2 -lelf -lcapstone
@@ -123,7 +127,7 @@ DEPS_STAMP ?= $(OUTPUT)/.deps-build
 endif
 
 .PHONY: all deps demo check unit asan-unit integration bench fuzz fuzz-build \
-	format vmlinux install clean kernel-matrix build-all other-cc image image-multiarch
+	format format-check vmlinux install clean kernel-matrix build-all other-cc image image-multiarch
 .DEFAULT_GOAL := all
 
 all: $(BIN)/milometer $(TOOLS)
@@ -225,10 +229,18 @@ $(OUTPUT)/libexporter.a: $(EXPORTER_O)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BIN)/milometer: $(AGENT_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
+$(OUTPUT)/libmodel.a: $(MODEL_O)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(OUTPUT)/libcmd.a: $(CMD_O)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BIN)/milometer: $(AGENT_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(AGENT_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
-		$(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@.tmp
+		$(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a $(AGENT_LIBS) -o $@.tmp
 	$(Q)mv -f $@.tmp $@ # a running agent keeps its (old) inode
 
 # The runner's own cases (one test of each outcome), run by test_runner.c.
@@ -237,18 +249,18 @@ $(BIN)/unit_runner_cases: $(OUTPUT)/selftests/unit/runner/runner_cases.o \
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@
 
-$(BIN)/unit_tests: $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP) $(BIN)/unit_runner_cases
+$(BIN)/unit_tests: $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libcmd.a $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a | $(BIN) $(DEPS_STAMP) $(BIN)/unit_runner_cases
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
-		$(OUTPUT)/libexporter.a $(PURE_LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(UNIT_O) $(TOOLLIB_O) $(AGENT_PURE_O) $(OUTPUT)/libcmd.a $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
+		$(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a $(PURE_LIBS) -o $@
 
-$(BIN)/%: selftests/tools/%.c $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
+$(BIN)/%: selftests/tools/%.c $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
+	$(Q)$(CC) $(CFLAGS) $< $(TOOLLIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a \
 		$(PURE_LIBS) -o $@
 
-# The cgroup id probe checks agent/k8s/pod_cgroup.c against BPF.
-$(BIN)/cgroup_id_probe: selftests/tools/cgroup_id_probe.c $(OUTPUT)/agent/k8s/pod_cgroup.o | $(BIN) $(DEPS_STAMP)
+# The cgroup id probe checks agent/node/pod_cgroup.c against BPF.
+$(BIN)/cgroup_id_probe: selftests/tools/cgroup_id_probe.c $(OUTPUT)/agent/node/pod_cgroup.o | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@
 
@@ -266,10 +278,10 @@ $(BIN)/tls_discover: selftests/tools/tls_discover.c $(TLS_O) | $(BIN)
 	$(Q)$(CC) $(CFLAGS) $< $(TLS_O) -lelf -lcapstone -o $@
 
 # Benchmark tools link the agent's objects too (they measure its hot paths).
-$(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
+$(BIN)/%: selftests/bench/%.c $(AGENT_LIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $< $(AGENT_LIB_O) $(OUTPUT)/libk8s.a $(OUTPUT)/libpolicy.a \
-		$(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@
+		$(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a $(AGENT_LIBS) -o $@
 
 unit: $(BIN)/unit_tests
 	$(Q)$(BIN)/unit_tests $(T)
@@ -299,8 +311,8 @@ FUZZ_KINDS   := gateway httproute metricdefinition metricpolicy clusterproperty
 FUZZ_TARGETS ?= doc cel config route_match encoders k8s_watch $(addprefix kind_,$(FUZZ_KINDS))
 FUZZ_OUT     := $(OUTPUT)/fuzz
 FUZZ_FLAGS   := $(SAN_FLAGS) -fsanitize=fuzzer-no-link
-FUZZ_LIBS     = $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(PURE_LIBS)
-FUZZ_DEPS     = $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a \
+FUZZ_LIBS     = $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a $(PURE_LIBS)
+FUZZ_DEPS     = $(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a \
 		selftests/fuzz/fuzz_util.h | $(BIN)
 
 fuzz-build: | $(DEPS_STAMP)
@@ -316,22 +328,23 @@ $(BIN)/fuzz_%: selftests/fuzz/fuzz_%.c $(FUZZ_DEPS)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIBS) -o $@
 
-# one binary per manifest kind from the same source
-$(BIN)/fuzz_kind_%: selftests/fuzz/fuzz_kind.c $(FUZZ_DEPS)
+# one binary per manifest kind from the same source, through `check`'s
+# front (compiled in: the other fronts need the agent)
+$(BIN)/fuzz_kind_%: selftests/fuzz/fuzz_kind.c agent/cmd/check.c $(FUZZ_DEPS)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer \
-		-DFUZZ_KIND_$(shell echo $* | tr a-z A-Z) $< $(FUZZ_LIBS) -o $@
+		-DFUZZ_KIND_$(shell echo $* | tr a-z A-Z) $< agent/cmd/check.c $(FUZZ_LIBS) -o $@
 
 # the watch stream's framing: json-c only, compiled in
 $(BIN)/fuzz_k8s_watch: selftests/fuzz/fuzz_k8s_watch.c agent/k8s/json_stream.c $(FUZZ_DEPS)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer -I. $< agent/k8s/json_stream.c $(FUZZ_LIBS) -o $@
 
-# agent/options.c (and the feature gates it parses) are libbpf-free:
+# agent/config/options.c (and the feature gates it parses) are libbpf-free:
 # compiled in, not the agent's objects
-$(BIN)/fuzz_config: selftests/fuzz/fuzz_config.c agent/options.c agent/features.c $(FUZZ_DEPS)
+$(BIN)/fuzz_config: selftests/fuzz/fuzz_config.c agent/config/options.c agent/config/features.c $(FUZZ_DEPS)
 	$(call msg,FUZZ,$@)
-	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $< agent/options.c agent/features.c \
+	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $< agent/config/options.c agent/config/features.c \
 		$(FUZZ_LIBS) -o $@
 
 integration: all | $(DEPS_STAMP)
@@ -374,8 +387,20 @@ endif
 vmlinux:
 	$(Q)vmlinux/gen-vmlinux.sh $(ARCH)
 
-format:
-	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
+# Every tracked C file but the generated vmlinux.h, in .clang-format's style.
+#   make format        rewrite them
+#   make format-check  list the ones that differ; fails when any does
+FORMAT_FILES = $(shell git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
+format: | $(DEPS_STAMP)
+	$(Q)clang-format -i $(FORMAT_FILES)
+
+format-check: | $(DEPS_STAMP)
+	$(Q)command -v clang-format >/dev/null || { echo "format-check: clang-format is missing: run deploy/install-deps.sh --build-only as root" >&2; exit 1; }; \
+	bad=0; for f in $(FORMAT_FILES); do \
+		clang-format "$$f" | cmp -s - "$$f" || { echo "  not formatted: $$f"; bad=$$((bad + 1)); }; \
+	done; \
+	if [ $$bad -ne 0 ]; then echo "format-check: $$bad of $(words $(FORMAT_FILES)) files differ from .clang-format's style: run make format" >&2; exit 1; fi; \
+	echo "format-check: $(words $(FORMAT_FILES)) files formatted"
 
 # The container image (FROM scratch + binary + ldd closure), as an OCI
 # archive; selftests/integration/test_image.sh builds and runs it in check.
@@ -426,10 +451,10 @@ $(BPFTEST_OUT)/%.skel.h: $(BPFTEST_OUT)/%.bpf.o
 $(BPFTEST_O): $(BPFTEST_OUT)/parse_test.skel.h
 
 $(BIN)/bpf_tests: $(BPFTEST_O) $(OUTPUT)/selftests/unit/test_main.o $(OUTPUT)/libpolicy.a \
-		$(OUTPUT)/libexporter.a | $(BIN) $(DEPS_STAMP)
+		$(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a | $(BIN) $(DEPS_STAMP)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(BPFTEST_O) $(OUTPUT)/selftests/unit/test_main.o \
-		$(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(AGENT_LIBS) -o $@
+		$(OUTPUT)/libpolicy.a $(OUTPUT)/libexporter.a $(OUTPUT)/libmodel.a $(AGENT_LIBS) -o $@
 
 # The data path's cost per exchange through the same harness (make bench).
 $(BIN)/bench_bpf_exchange: selftests/bench/bpf/bench_bpf_exchange.c \

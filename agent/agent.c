@@ -21,11 +21,11 @@
 #include <bpf/libbpf.h>
 
 #include "agent/agent.h"
-#include "agent/aggregate.h"
+#include "agent/pipeline/aggregate.h"
 #include "agent/ctl.h"
-#include "agent/features.h"
+#include "agent/config/features.h"
 #include "exporter/ui_pages.h"
-#include "agent/h2_feed.h"
+#include "agent/pipeline/h2_feed.h"
 #include "agent/loader.h"
 #include "agent/proxy_pods.h"
 #include "agent/route_sync.h"
@@ -38,7 +38,7 @@
 #include "agent/k8s/config.h"
 #include "agent/tenants.h"
 #include "exporter/otlp_tenancy.h"
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "exporter/otlp_encode.h"
 #include "exporter/otlp_sender.h"
 #include "exporter/prom_server.h"
@@ -49,6 +49,7 @@
 #include "policy/source/manifest_source.h"
 #include "policy/contract/policy_engine.h"
 #include "policy/gateway/route_compile.h"
+#include "policy/util/log.h"
 
 #define OTLP_MAX_POINTS 20000 /* points per request: well under 20 MiB */
 #define DRAIN_MS 50             /* ring buffer read at least this often */
@@ -127,10 +128,10 @@ static void refresh_cluster(struct agent *ag)
 		contract__cluster(ag->contract, &ci);
 	pthread_mutex_lock(&ag->ci_lock);
 	if (strcmp(ag->cluster_problem, ci.problem) && ci.problem[0])
-		fprintf(stderr, "milometer: cluster identity: %s (not attached)\n",
+		pr_warn("cluster identity: %s (not attached)\n",
 			ci.problem);
 	if (strcmp(ag->cluster_id, ci.id))
-		fprintf(stderr, "milometer: cluster id %s\n",
+		pr_info("cluster id %s\n",
 			ci.id[0] ? ci.id : "(none)");
 	snprintf(ag->cluster_id, sizeof(ag->cluster_id), "%s", ci.id);
 	snprintf(ag->clusterset, sizeof(ag->clusterset), "%s", ci.clusterset);
@@ -177,11 +178,11 @@ static int open_api(struct agent *ag)
 		return 0;
 	ret = k8s_api__start(&ko, &ag->k8s, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "milometer: %s\n", err);
+		pr_err("%s\n", err);
 		return ret;
 	}
 	if (!k8s_api__wait_synced(ag->k8s, K8S_FIRST_SYNC_MS))
-		fprintf(stderr, "milometer: k8s: not every watch has listed yet; starting with what arrived, the rest follows without a restart\n");
+		log__msg(LOG_WARNING, "k8s", "not every watch has listed yet; starting with what arrived, the rest follows without a restart\n");
 	ag->msrc = k8s_api__manifest_source(ag->k8s);
 	if (!ag->msrc)
 		return -ENOMEM;
@@ -208,7 +209,7 @@ static int open_authz(struct agent *ag)
 		ret = k8s_config__load(o->kubeconfig, &ag->authz_cfg, err,
 				       sizeof(err));
 		if (ret) {
-			fprintf(stderr, "milometer: --metrics-auth kubernetes: %s\n",
+			pr_err("--metrics-auth kubernetes: %s\n",
 				err);
 			return ret;
 		}
@@ -218,7 +219,7 @@ static int open_authz(struct agent *ag)
 		ao.extra[ao.nextra++] = o->metrics_auth_extra[i];
 	ag->authz = k8s_authz__new(&ao, err, sizeof(err));
 	if (!ag->authz) {
-		fprintf(stderr, "milometer: --metrics-auth kubernetes: %s\n", err);
+		pr_err("--metrics-auth kubernetes: %s\n", err);
 		return -EINVAL;
 	}
 	return 0;
@@ -235,7 +236,7 @@ static int open_contract(struct agent *ag)
 	if (!ag->msrc)
 		ag->msrc = manifest_source__open_paths(paths, 1, err, sizeof(err));
 	if (!ag->msrc) {
-		fprintf(stderr, "milometer: %s\n", err);
+		pr_err("%s\n", err);
 		return -EINVAL;
 	}
 	ag->contract = contract__new();
@@ -243,7 +244,7 @@ static int open_contract(struct agent *ag)
 		return -ENOMEM;
 	contract__load(ag->contract, ag->msrc);
 	if (contract__rejected(ag->contract))
-		fprintf(stderr, "milometer: some MetricDefinitions/MetricPolicies were rejected: see `milometer ctl policies` or `milometer check --manifests %s`\n",
+		pr_warn("some MetricDefinitions/MetricPolicies were rejected: see `milometer ctl policies` or `milometer check --manifests %s`\n",
 			ag->opts->manifests);
 	ag->engine = policy_engine__new(ag->store, ag->contract);
 	if (!ag->engine)
@@ -257,7 +258,7 @@ static int open_contract(struct agent *ag)
 			      (!strcmp(ag->opts->resource_fields, "auto") &&
 			       !ag->opts->use_api);
 	if (ag->opts->use_api && !ag->resource_fields)
-		fprintf(stderr, "milometer: ResourceFields policies are left to `milometer controller` (one producer for the cluster; --resource-fields on makes them here too)\n");
+		pr_info("ResourceFields policies are left to `milometer controller` (one producer for the cluster; --resource-fields on makes them here too)\n");
 	return 0;
 }
 
@@ -277,19 +278,19 @@ static void reload_contract(struct agent *ag)
 	if (r < 0) {
 		ag->contract_reload_failures++;
 		if (r != ag->contract_reload_err)
-			fprintf(stderr, "milometer: reloading the manifests in %s failed: %s; the previous MetricDefinitions/MetricPolicies stay in effect (fix the files; retried every tick)\n",
+			pr_err("reloading the manifests in %s failed: %s; the previous MetricDefinitions/MetricPolicies stay in effect (fix the files; retried every tick)\n",
 				ag->opts->manifests, strerror(-r));
 		ag->contract_reload_err = r;
 		return;
 	}
 	if (ag->contract_reload_err)
-		fprintf(stderr, "milometer: manifests in %s reload again\n",
+		pr_info("manifests in %s reload again\n",
 			ag->opts->manifests);
 	ag->contract_reload_err = 0;
 	if (!r)
 		return;
 	if (contract__rejected(ag->contract))
-		fprintf(stderr, "milometer: some MetricDefinitions/MetricPolicies were rejected: see `milometer ctl policies` or `milometer check --manifests %s`\n",
+		pr_warn("some MetricDefinitions/MetricPolicies were rejected: see `milometer ctl policies` or `milometer check --manifests %s`\n",
 			ag->opts->manifests);
 	refresh_cluster(ag);
 }
@@ -310,7 +311,7 @@ static int start_feature_gates(struct agent *ag)
 	ret = features__apply(ag->features, &ag->opts->fg_config,
 			      &ag->opts->fg_flags);
 	features__summary(ag->features, sum, sizeof(sum));
-	fprintf(stderr, "milometer: feature gates: %s\n", sum);
+	pr_info("feature gates: %s\n", sum);
 	return ret < 0 ? ret : 0;
 }
 
@@ -330,7 +331,7 @@ static int on_tls_gate(void *ctx, int gate, bool enabled)
 		ag->skel->bss->mm_fork_notify = 0;
 		tls_capture__stop(ag->tls);
 		ag->tls = NULL;
-		fprintf(stderr, "milometer: TLS capture off: its uprobes, programs, maps and pins are gone\n");
+		pr_info("TLS capture off: its uprobes, programs, maps and pins are gone\n");
 	}
 	return 0;
 }
@@ -388,14 +389,14 @@ static void reload_feature_gates(struct agent *ag)
 	ret = features__read_config(features__default_specs, FEATURE__COUNT,
 				    ag->opts->config_file, &cfg, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "milometer: feature gates unchanged: %s\n", err);
+		pr_warn("feature gates unchanged: %s\n", err);
 		return;
 	}
 	ag->opts->fg_config = cfg;
 	if (features__apply(ag->features, &cfg, &ag->opts->fg_flags) == 0)
 		return;
 	features__summary(ag->features, sum, sizeof(sum));
-	fprintf(stderr, "milometer: feature gates: %s\n", sum);
+	pr_info("feature gates: %s\n", sum);
 }
 
 static int start_otlp(struct agent *ag)
@@ -445,7 +446,7 @@ static int start_otlp(struct agent *ag)
 		};
 
 		if (tenants__label(o->otlp_tenant_from) && !ag->k8s)
-			fprintf(stderr, "milometer: --otlp-tenant-from %s: Namespace labels come from the Kubernetes API; without it only --otlp-tenant-default gets points\n",
+			pr_warn("--otlp-tenant-from %s: Namespace labels come from the Kubernetes API; without it only --otlp-tenant-default gets points\n",
 				o->otlp_tenant_from);
 		ag->tenants = tenants__new(o->otlp_tenant_from);
 		to.ctx = ag->tenants;
@@ -455,7 +456,7 @@ static int start_otlp(struct agent *ag)
 	}
 	ag->otlp = otlp_sender__start(&so, err, sizeof(err));
 	if (!ag->otlp) {
-		fprintf(stderr, "milometer: --otlp-endpoint: %s\n", err);
+		pr_err("--otlp-endpoint: %s\n", err);
 		return -EINVAL;
 	}
 	return 0;
@@ -523,7 +524,7 @@ static void tick(struct agent *ag, uint64_t ticks)
 			proxy_pods__sync(ag->k8s, ag->skel, ag->routes,
 					 &ag->proxy_pods);
 		if (ag->proxy_pods.containers != before)
-			fprintf(stderr, "milometer: %llu proxy pods on this node, %llu containers traced, %llu not found yet\n",
+			pr_info("%llu proxy pods on this node, %llu containers traced, %llu not found yet\n",
 				(unsigned long long)ag->proxy_pods.pods,
 				(unsigned long long)ag->proxy_pods.containers,
 				(unsigned long long)ag->proxy_pods.missing);
@@ -574,7 +575,7 @@ static int main_loop(struct agent *ag)
 	    add_fd(ep, sfd) || add_fd(ep, tfd) || add_fd(ep, rbfd) ||
 	    (ag->ctl && ctl__attach(ag->ctl, ep))) {
 		err = -errno;
-		fprintf(stderr, "milometer: event loop setup failed: %s\n",
+		pr_err("event loop setup failed: %s\n",
 			strerror(errno));
 		goto cleanup;
 	}
@@ -602,7 +603,7 @@ static int main_loop(struct agent *ag)
 
 				if (read(sfd, &si, sizeof(si)) == sizeof(si) &&
 				    si.ssi_signo != SIGHUP) {
-					fprintf(stderr, "milometer: %s, detaching\n",
+					pr_err("%s, detaching\n",
 						strsignal(si.ssi_signo));
 					goto cleanup;
 				}
@@ -697,7 +698,7 @@ int agent__run(struct agent_opts *o)
 		po.pages = ui__pages(ag.ui, &po.npages);
 		ag.prom = prom_server__start(&po, err, sizeof(err));
 		if (!ag.prom) {
-			fprintf(stderr, "milometer: --prometheus-listen %s: %s\n",
+			pr_err("--prometheus-listen %s: %s\n",
 				o->prometheus_listen, err);
 			ret = -EINVAL;
 			goto cleanup;
@@ -731,7 +732,7 @@ int agent__run(struct agent_opts *o)
 	ag.not_ready = "loading routes and policies";
 	ret = route_sync__load(ag.routes, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "milometer: %s\n", err);
+		pr_err("%s\n", err);
 		ret = -EINVAL;
 		goto cleanup;
 	}

@@ -3,7 +3,7 @@
 #ifndef MM_AGENT_AGENT_H
 #define MM_AGENT_AGENT_H
 
-#include "agent/options.h"
+#include "agent/config/options.h"
 
 int agent__run(struct agent_opts *o);
 

@@ -7,7 +7,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +17,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "agent/aggregate.h"
+#include "agent/pipeline/aggregate.h"
 #include "agent/ctl.h"
-#include "agent/features.h"
+#include "agent/config/features.h"
 #include "agent/loader.h"
 #include "agent/route_sync.h"
 #include "exporter/route_view.h"
@@ -28,10 +27,11 @@
 #include "agent/state.h"
 #include "agent/targets.h"
 #include "agent/tls_capture.h"
-#include "exporter/json_out.h"
+#include "policy/util/json_out.h"
 #include "agent/k8s/api_source.h"
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "policy/contract/contract.h"
+#include "policy/util/log.h"
 
 static int mkdir_parent(const char *path)
 {
@@ -88,12 +88,12 @@ static int check_private(const char *path)
 	struct stat st;
 
 	if (lstat(path, &st)) {
-		fprintf(stderr, "milometer: %s: %s\n", path, strerror(errno));
+		pr_err("%s: %s\n", path, strerror(errno));
 		return -errno;
 	}
 	if (!S_ISSOCK(st.st_mode) || (st.st_mode & 0777) != 0600 ||
 	    st.st_uid != geteuid()) {
-		fprintf(stderr, "milometer: %s:%d: the debug socket %s is mode %03o owned by uid %u, not 0600 owned by uid %u: put --socket on a filesystem that honours the umask (e.g. /run)\n",
+		pr_warn("%s:%d: the debug socket %s is mode %03o owned by uid %u, not 0600 owned by uid %u: put --socket on a filesystem that honours the umask (e.g. /run)\n",
 			__FILE__, __LINE__, path, st.st_mode & 0777,
 			(unsigned)st.st_uid, (unsigned)geteuid());
 		return -EPERM;
@@ -107,13 +107,13 @@ static int ctl_listen(const char *path)
 	int fd, err;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "milometer: --socket %s: path too long\n", path);
+		pr_err("--socket %s: path too long\n", path);
 		return -ENAMETOOLONG;
 	}
 	strcpy(sa.sun_path, path);
 	err = mkdir_parent(path);
 	if (err) {
-		fprintf(stderr, "milometer: cannot create the directory of %s: %s\n",
+		pr_err("cannot create the directory of %s: %s\n",
 			path, strerror(-err));
 		return err;
 	}
@@ -130,7 +130,7 @@ static int ctl_listen(const char *path)
 	}
 	if (err || listen(fd, 16)) {
 		err = -errno;
-		fprintf(stderr, "milometer: cannot listen on %s: %s\n", path,
+		pr_err("cannot listen on %s: %s\n", path,
 			strerror(errno));
 		close(fd);
 		return err;
@@ -512,81 +512,4 @@ void ctl__expire(struct ctl *c, uint64_t mono_ns)
 			client_close(c, cl);
 		}
 	}
-}
-
-static void ctl_usage(FILE *out)
-{
-	fprintf(out,
-		"usage: milometer ctl [--socket PATH] [--json] COMMAND\n"
-		"\n"
-		"Ask a running agent over its debug socket.\n"
-		"  status    version, uptime, programs attached, targets, route table\n"
-		"  targets   traced proxy processes\n"
-		"  routes    the installed route table\n"
-		"  series    every series with its current value\n"
-		"  stats     BPF counters, map fill, user-space counters\n"
-		"  policies  MetricDefinitions and MetricPolicies with conditions\n"
-		"  k8s       API watches: state, objects, relists, errors, sync age\n"
-		"  features  feature gates: stage, default, enabled\n"
-		"  tls       TLS capture: hooked libraries, uprobes per process\n"
-		"  top       cumulative per-route figures (JSON; `milometer top` reads it)\n"
-		"\n"
-		"  --socket PATH  default /run/milometer/milometer.sock\n"
-		"  --json         machine-readable output\n");
-}
-
-int ctl__main(int argc, char **argv)
-{
-	static const struct option lopts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	const char *path = "/run/milometer/milometer.sock";
-	char buf[65536], line[256];
-	int c, fd, json = 0;
-	ssize_t n;
-
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		switch (c) {
-		case 's': path = optarg; break;
-		case 'j': json = 1; break;
-		case 'h': ctl_usage(stdout); return 0;
-		default: ctl_usage(stderr); return 2;
-		}
-	}
-	if (optind != argc - 1) {
-		ctl_usage(stderr);
-		return 2;
-	}
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "milometer ctl: --socket path too long\n");
-		return 2;
-	}
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		if (errno == EACCES || errno == EPERM)
-			fprintf(stderr, "milometer ctl: permission denied on %s: the debug socket is root-only (mode 0600; it shows every tenant's series): run ctl as root, e.g. sudo milometer ctl\n",
-				path);
-		else
-			fprintf(stderr, "milometer ctl: cannot connect to %s: %s (is `milometer run` running? see --socket)\n",
-				path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return 1;
-	}
-	snprintf(line, sizeof(line), "%s%s\n", json ? "--json " : "",
-		 argv[optind]);
-	if (write(fd, line, strlen(line)) < 0) {
-		close(fd);
-		return 1;
-	}
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		fwrite(buf, 1, n, stdout);
-	close(fd);
-	return 0;
 }

@@ -24,6 +24,5 @@ void ctl__event(struct ctl *c, struct agent *ag, int fd, unsigned events);
 void ctl__expire(struct ctl *c, uint64_t mono_ns);
 void ctl__close(struct ctl *c);
 /* `milometer ctl ...` */
-int ctl__main(int argc, char **argv);
 
 #endif /* MM_AGENT_CTL_H */

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The metrics reference: see metrics_ref.h. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/aggregate.h"
+#include "agent/pipeline/aggregate.h"
 #include "agent/k8s/k8s_metrics.h"
 #include "agent/metrics_ref.h"
 #include "agent/self_metrics.h"
@@ -41,28 +40,4 @@ int metrics_ref__write(FILE *out)
 	if (!err)
 		err = k8s_metrics__write_reference(out);
 	return err;
-}
-
-int metrics_ref__main(int argc, char **argv)
-{
-	static const struct option lopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	int c, err;
-
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		fputs("usage: milometer metrics-reference\n"
-		      "\nPrint the Markdown reference of every metric milometer "
-		      "exposes (docs/metrics.md).\n", c == 'h' ? stdout : stderr);
-		return c == 'h' ? 0 : 2;
-	}
-	err = metrics_ref__write(stdout);
-	if (err || fflush(stdout)) {
-		fprintf(stderr, "milometer metrics-reference: %s:%d: writing the reference failed: %s\n",
-			__FILE__, __LINE__, strerror(err ? -err : 5));
-		return 1;
-	}
-	return 0;
 }

@@ -11,7 +11,5 @@
 
 /* The whole reference. Returns 0 or -errno. */
 int metrics_ref__write(FILE *out);
-/* `milometer metrics-reference [--help]` */
-int metrics_ref__main(int argc, char **argv);
 
 #endif /* MM_AGENT_METRICS_REF_H */

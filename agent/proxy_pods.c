@@ -9,7 +9,7 @@
 #include <json-c/json.h>
 
 #include "agent/k8s/api_source.h"
-#include "agent/k8s/pod_cgroup.h"
+#include "agent/node/pod_cgroup.h"
 #include "agent/k8s/store.h"
 #include "agent/proxy_pods.h"
 #include "agent/route_sync.h"

@@ -10,11 +10,12 @@
 #include <bpf/libbpf.h>
 
 #include "agent/route_sync.h"
-#include "exporter/json_out.h"
+#include "policy/util/json_out.h"
 #include "milometer.skel.h"
 #include "policy/gateway/gateway_api.h"
 #include "policy/gateway/route_compile.h"
 #include "policy/source/manifest_source.h"
+#include "policy/util/log.h"
 
 #define GENS 4 /* tables kept for in-flight events */
 #define GRACE_NS (2ULL * 1000000000ULL)
@@ -171,7 +172,7 @@ static int listeners_write(struct route_sync *rs, const struct route_table *t,
 			};
 
 			if (has_lkey(keys, *n, &k)) {
-				fprintf(stderr, "milometer: listener ports of "
+				pr_warn("listener ports of "
 					"%s/%s map to one socket port %u: "
 					"listener port %u is not told apart "
 					"(fix --listener-port)\n",
@@ -209,7 +210,7 @@ static void listeners_retire(struct route_sync *rs,
 			    rs->lkeys[j].sport == keys[i].sport)
 				changed = rs->lvals[j] != vals[i];
 		if (changed)
-			fprintf(stderr, "milometer: gateway slot %u: socket "
+			pr_info("gateway slot %u: socket "
 				"port %u serves listener port %u\n",
 				keys[i].gw, keys[i].sport, vals[i]);
 	}
@@ -306,14 +307,14 @@ static int build(struct route_sync *rs, char *err, size_t errlen)
 			char why[512];
 
 			if (gateway_api__add_doc(m, o->root, why, sizeof(why)) < 0) {
-				fprintf(stderr, "milometer: k8s: skipping %s %s/%s: %s\n",
+				log__msg(LOG_WARNING, "k8s", "skipping %s %s/%s: %s\n",
 					o->kind, o->ns ? o->ns : "", o->name ? o->name : "",
 					why);
 				skipped++;
 			}
 		}
 		if (skipped)
-			fprintf(stderr, "milometer: k8s: %zu Gateway/HTTPRoute objects skipped, the others are in the table\n",
+			log__msg(LOG_WARNING, "k8s", "%zu Gateway/HTTPRoute objects skipped, the others are in the table\n",
 				skipped);
 		gateway_api__log_dropped(m, stderr, "milometer: k8s: ");
 	} else if (rs->dir) {
@@ -327,7 +328,7 @@ static int build(struct route_sync *rs, char *err, size_t errlen)
 		 */
 		rs->rejected = m->nrejected;
 		for (size_t i = 0; i < m->nrejected; i++)
-			fprintf(stderr, "milometer: manifest left out: %s\n",
+			pr_warn("manifest left out: %s\n",
 				m->rejected[i]);
 		gateway_api__log_dropped(m, stderr, "milometer: ");
 	}
@@ -387,11 +388,11 @@ int route_sync__poll(struct route_sync *rs, uint64_t now_ns)
 	rs->slots_changed = false;
 	ret = build(rs, rs->last_error, sizeof(rs->last_error));
 	if (ret) {
-		fprintf(stderr, "milometer: manifests rejected, keeping the previous route table: %s\n",
+		pr_err("manifests rejected, keeping the previous route table: %s\n",
 			rs->last_error);
 		return ret;
 	}
-	fprintf(stderr, "milometer: route table generation %u installed (%zu routes)\n",
+	pr_info("route table generation %u installed (%zu routes)\n",
 		rs->cur, route_sync__current(rs)->nroutes);
 	return 1;
 }

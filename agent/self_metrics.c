@@ -9,20 +9,20 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "agent/aggregate.h"
-#include "agent/features.h"
+#include "agent/pipeline/aggregate.h"
+#include "agent/config/features.h"
 #include "agent/loader.h"
 #include "agent/route_sync.h"
 #include "agent/self_metrics.h"
-#include "agent/h2_feed.h"
+#include "agent/pipeline/h2_feed.h"
 #include "agent/proxy_pods.h"
 #include "agent/state.h"
 #include "agent/tls_capture.h"
 #include "agent/targets.h"
-#include "exporter/json_out.h"
+#include "policy/util/json_out.h"
 #include "exporter/metric_doc.h"
 #include "bpf/milometer.h"
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "exporter/otlp_sender.h"
 #include "exporter/otlp_tenancy.h"
 #include "milometer.skel.h"
@@ -32,6 +32,8 @@
 #include "agent/k8s/k8s_metrics.h"
 
 /* The BPF data path's counters (mm_stats), each exposed as milometer.bpf.<name>. */
+/* one counter a row: clang-format would wrap the rows */
+// clang-format off
 static const struct {
 	const char *name;
 	const char *meaning;
@@ -64,6 +66,7 @@ static const struct {
 	[MM_STAT_TARGETS_FULL] = { "targets_full", "Processes traced on the default route table: mm_targets was full at their fork or exec." },
 	[MM_STAT_TLS_CALL_LOST] = { "tls_call_lost", "TLS calls not followed: no task storage to be had for an SSL_* call, or a Go crypto/tls call that moved bytes and whose entry was not kept (more goroutines in Read or Write than mm_tls_gocalls holds)." },
 };
+// clang-format on
 
 static const char *const map_names[] = {
 	"mm_conns", "mm_targets", "mm_vhosts",
@@ -376,6 +379,8 @@ static void read_proxy_pods(struct sm_read *r, int id)
 #define WITH_API "with the Kubernetes API as the source of routes"
 #define WITH_BPF_STATS "for programs that ran while kernel.bpf_stats_enabled=1"
 
+/* one metric a row: clang-format would wrap the rows */
+// clang-format off
 static const struct self_metric self_metric_table[] = {
 	{ { "milometer.events.dropped", "Requests or events lost, by reason.", "1", MI_COUNTER, true, "reason",
 	    .note = "Each reason counts as the `milometer_bpf_<reason>_total` counter does." }, read_dropped },
@@ -435,6 +440,7 @@ static const struct self_metric self_metric_table[] = {
 	    "pod or container gone; Gateways with a route table slot).", "{item}", MI_GAUGE, true, "state",
 	    WITH_API }, read_proxy_pods },
 };
+// clang-format on
 #define SM_N (sizeof(self_metric_table) / sizeof(self_metric_table[0]))
 
 static int reg(struct self_metrics *sm, const struct metric_doc *doc)

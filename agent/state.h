@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "agent/k8s/mem_limit.h"
-#include "agent/options.h"
+#include "agent/node/mem_limit.h"
+#include "agent/config/options.h"
 #include "agent/proxy_pods.h"
 
 struct milometer_bpf;

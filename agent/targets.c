@@ -14,11 +14,12 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "agent/options.h"
+#include "agent/config/options.h"
 #include "agent/targets.h"
 #include "bpf/milometer.h"
-#include "exporter/json_out.h"
+#include "policy/util/json_out.h"
 #include "milometer.skel.h"
+#include "policy/util/log.h"
 
 #define CGROUP2_ROOTS "/sys/fs/cgroup/unified", "/sys/fs/cgroup"
 
@@ -84,7 +85,7 @@ static int map_target_bits(struct milometer_bpf *skel)
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
 		 bpf_map__fd(skel->maps.mm_target_bits), 0);
 	if (p == MAP_FAILED) {
-		fprintf(stderr, "milometer: cannot map mm_target_bits: %s\n",
+		pr_err("cannot map mm_target_bits: %s\n",
 			strerror(errno));
 		return -errno;
 	}
@@ -265,7 +266,7 @@ int targets__init(struct milometer_bpf *skel, const struct agent_opts *o)
 
 		comm_of(o->proxy_exe[i], comm);
 		if (bpf_map_update_elem(comms, comm, &one, BPF_ANY)) {
-			fprintf(stderr, "milometer: cannot add proxy name %s: %s\n",
+			pr_err("cannot add proxy name %s: %s\n",
 				comm, strerror(errno));
 			return -errno;
 		}
@@ -275,8 +276,8 @@ int targets__init(struct milometer_bpf *skel, const struct agent_opts *o)
 		__u64 id;
 
 		if (resolve_cgroup(o->proxy_cgroup[i], dir, sizeof(dir), &id)) {
-			fprintf(stderr,
-				"milometer: --proxy-cgroup %s: no such cgroup v2 directory (give a path under /sys/fs/cgroup or /sys/fs/cgroup/unified)\n",
+			pr_err(
+				"--proxy-cgroup %s: no such cgroup v2 directory (give a path under /sys/fs/cgroup or /sys/fs/cgroup/unified)\n",
 				o->proxy_cgroup[i]);
 			return -ENOENT;
 		}
@@ -286,7 +287,7 @@ int targets__init(struct milometer_bpf *skel, const struct agent_opts *o)
 	}
 	for (size_t i = 0; i < o->nproxy_pid; i++) {
 		if (kill(o->proxy_pid[i], 0) && errno == ESRCH) {
-			fprintf(stderr, "milometer: --proxy-pid %d: no such process\n",
+			pr_err("--proxy-pid %d: no such process\n",
 				o->proxy_pid[i]);
 			return -ESRCH;
 		}

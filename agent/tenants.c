@@ -10,7 +10,7 @@
 #include "agent/k8s/api_source.h"
 #include "agent/k8s/store.h"
 #include "agent/tenants.h"
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 
 /*
  * --otlp-tenant-from: the tenant of a series' object is its namespace, or

@@ -21,9 +21,11 @@
 #include "agent/tls/probe_points.h"
 #include "agent/tls_capture.h"
 #include "bpf/milometer.h"
-#include "exporter/json_out.h"
+#include "policy/util/json_out.h"
 #include "milometer.skel.h"
 #include "tls.skel.h"
+#define LOG_MODULE "TLS capture"
+#include "policy/util/log.h"
 
 #define TLS_PIN_PREFIX "mm_tls_"
 #define MAX_TARGETS_PER_PID 8
@@ -217,7 +219,7 @@ static int lib_attach(struct tls_capture *tc, struct tls_proc *p,
 	if (err) {
 		/* the process may have exited meanwhile: not worth a line */
 		if (err != -ESRCH && err != -ENOENT)
-			fprintf(stderr, "milometer: TLS capture: uprobes on %s in process %d failed: %s\n",
+			pr_err("uprobes on %s in process %d failed: %s\n",
 				t->mapped, p->pid, strerror(-err));
 		tc->st.failed++;
 		links_drop(p, before);
@@ -226,7 +228,7 @@ static int lib_attach(struct tls_capture *tc, struct tls_proc *p,
 	tc->st.uprobes += p->nlinks - before;
 	if (!l->announced) {
 		l->announced = true;
-		fprintf(stderr, "milometer: TLS capture: uprobes on %s (%s), %d calls returning at emulated instructions (no uretprobe)\n",
+		pr_info("uprobes on %s (%s), %d calls returning at emulated instructions (no uretprobe)\n",
 			t->mapped, tls_discover__lib_name(t->lib),
 			tc->st.emulated - emulated);
 	}
@@ -274,7 +276,7 @@ static int go_attach(struct tls_capture *tc, struct tls_proc *p)
 			ret = attach_at(p, exit, false, path, f->ret_offset[r]);
 		if (ret) {
 			if (ret != -ESRCH && ret != -ENOENT)
-				fprintf(stderr, "milometer: TLS capture: uprobes on Go crypto/tls in process %d failed: %s\n",
+				pr_err("uprobes on Go crypto/tls in process %d failed: %s\n",
 					p->pid, strerror(-ret));
 			tc->st.failed++;
 			links_drop(p, before);
@@ -288,7 +290,7 @@ static int go_attach(struct tls_capture *tc, struct tls_proc *p)
 	if (!tc->go_announced) {
 		tc->go_announced = true;
 		tc->st.libraries++;
-		fprintf(stderr, "milometer: TLS capture: uprobes on Go crypto/tls in process %d (%d: entries at their first jump, every RET)\n",
+		pr_info("uprobes on Go crypto/tls in process %d (%d: entries at their first jump, every RET)\n",
 			p->pid, p->nlinks - before);
 	}
 	return 1;
@@ -432,13 +434,13 @@ struct tls_capture *tls_capture__start(struct milometer_bpf *main,
 	s = tc->skel = tls_bpf__open();
 	if (!s) {
 		*err = -errno;
-		fprintf(stderr, "milometer: TLS capture: cannot open its BPF object: %s\n",
+		pr_err("cannot open its BPF object: %s\n",
 			strerror(errno));
 		goto cleanup;
 	}
 	*err = share_maps(s, main);
 	if (*err) {
-		fprintf(stderr, "milometer: TLS capture: cannot share the data path's maps: %s\n",
+		pr_err("cannot share the data path's maps: %s\n",
 			strerror(-*err));
 		goto cleanup;
 	}
@@ -457,26 +459,26 @@ struct tls_capture *tls_capture__start(struct milometer_bpf *main,
 	}
 	*err = tls_bpf__load(s);
 	if (*err) {
-		fprintf(stderr, "milometer: TLS capture: loading its BPF programs failed: %s (run with -v for the verifier log)\n",
+		pr_err("loading its BPF programs failed: %s (run with -v for the verifier log)\n",
 			strerror(-*err));
 		goto cleanup;
 	}
 	/* uprobes have no target in their section: attached per library below */
 	*err = tls_bpf__attach(s);
 	if (*err) {
-		fprintf(stderr, "milometer: TLS capture: attaching failed: %s\n",
+		pr_err("attaching failed: %s\n",
 			strerror(-*err));
 		goto cleanup;
 	}
 	*err = loader__pin(s->obj, tc->pin_dir, TLS_PIN_PREFIX);
 	if (*err) {
-		fprintf(stderr, "milometer: TLS capture: pinning under %s failed: %s\n",
+		pr_err("pinning under %s failed: %s\n",
 			tc->pin_dir, strerror(-*err));
 		goto cleanup;
 	}
 	/* every process is new: no recheck (now 0) */
 	if (tls_capture__scan(tc, 0, false) < 0)
-		fprintf(stderr, "milometer: TLS capture: scanning the proxy processes failed\n");
+		pr_err("scanning the proxy processes failed\n");
 	return tc;
 cleanup:
 	tls_capture__stop(tc);

@@ -28,6 +28,5 @@ int top__fetch(const struct top_opts *o, struct rt_snap *snap, char *err,
 /* Run the view (one frame with --once); the process exit status. */
 int top__run(const struct top_opts *o);
 /* `milometer top ...` */
-int top__main(int argc, char **argv);
 
 #endif /* MM_AGENT_TOP_H */

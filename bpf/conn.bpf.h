@@ -304,7 +304,8 @@ _Static_assert(sizeof(struct mm_conn) + 72 + 8 <= 512,
 struct mm_conn_ext {
 	char headbuf[MM_HEAD_MAX]; /* first: head_copy.bpf.h's offset + size bound */
 	struct mm_pending slots[MM_PIPELINE_DEPTH]; /* middle requests, a ring */
-	struct mm_overflow ovf[MM_PIPELINE_DEPTH];  /* untracked, by request number */
+	/* untracked, by request number */
+	struct mm_overflow ovf[MM_PIPELINE_DEPTH];
 };
 
 /*

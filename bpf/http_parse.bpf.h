@@ -17,6 +17,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "bpf/conn.bpf.h"
+#include "bpf/fnv1a.h"
 #include "bpf/maps.bpf.h"
 #include "bpf/pipeline.bpf.h"
 #include "bpf/route_acc.bpf.h"
@@ -39,11 +40,6 @@ enum mm_bev {
 	BEV_GARBAGE,  /* bytes that are not HTTP/1.x */
 	BEV_GARBAGE_BODY, /* the same in a chunked body: its head was complete */
 };
-
-static __always_inline __u64 fnv_step(__u64 h, __u8 ch)
-{
-	return (h ^ ch) * MM_FNV_PRIME;
-}
 
 static __always_inline __u8 lower(__u8 ch)
 {
@@ -189,7 +185,7 @@ static __always_inline void host_byte(struct mm_route_acc *a, __u8 ch)
 	ch = lower(ch);
 	*IDX(a->host, len, MM_HOST_MAX) = ch;
 	a->host_len = len + 1;
-	a->host_hash = fnv_step(a->host_hash, ch);
+	a->host_hash = fnv1a64_step(a->host_hash, ch);
 	if (ch == '.')
 		host_dot(a, len);
 }
@@ -316,7 +312,7 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 				if (a->nbounds < 255)
 					a->nbounds++;
 			}
-			a->path_hash = fnv_step(a->path_hash, ch);
+			a->path_hash = fnv1a64_step(a->path_hash, ch);
 		}
 		return 0;
 	case PS_QUERY:
@@ -884,7 +880,7 @@ static __always_inline __u32 target_word(struct mm_lctx *x, __u32 i)
 			if (a->nbounds < 255)
 				a->nbounds++;
 		}
-		h = fnv_step(h, ch);
+		h = fnv1a64_step(h, ch);
 	}
 	a->path_hash = h;
 	if ((__u8)(w >> (8 * (k & 7))) == ' ' && k < 8) {
@@ -983,7 +979,7 @@ static __always_inline bool host_name_word(struct mm_route_acc *a, __u64 w)
 	h = a->host_hash;
 #pragma unroll
 	for (int k = 0; k < 8; k++)
-		h = fnv_step(h, lw >> (8 * k));
+		h = fnv1a64_step(h, lw >> (8 * k));
 	a->host_hash = h;
 	a->host_len = len + 8;
 	dots = bytes_below(lw ^ BYTES('.'), 1);

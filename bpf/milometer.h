@@ -27,6 +27,8 @@
 #ifndef MM_BPF_MILOMETER_H
 #define MM_BPF_MILOMETER_H
 
+#include "bpf/fnv1a.h"
+
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
@@ -43,9 +45,10 @@
 #define MM_ROUTE_DEFER     0xfffffffeu /* BPF could not decide: see head[] */
 #define MM_ROUTE_UNKNOWN   0xfffffffdu /* head truncated before host/path */
 
-/* FNV-1a 64, over lower-cased host bytes and raw path bytes. */
-#define MM_FNV_OFFSET 0xcbf29ce484222325ULL
-#define MM_FNV_PRIME  0x100000001b3ULL
+/* FNV-1a 64 (bpf/fnv1a.h, one copy for both sides), over lower-cased host
+ * bytes and raw path bytes. */
+#define MM_FNV_OFFSET FNV1A64_OFFSET
+#define MM_FNV_PRIME  FNV1A64_PRIME
 
 enum mm_leg {
 	MM_LEG_DOWNSTREAM = 0, /* client -> proxy (accepted socket) */

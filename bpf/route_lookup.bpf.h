@@ -45,7 +45,7 @@ static long suffix_byte(__u32 i, void *ctx)
 
 	if (pos >= x->s->ra.host_len)
 		return 1;
-	s->sfx_hash = fnv_step(s->sfx_hash, *IDX(x->s->ra.host, pos, MM_HOST_MAX));
+	s->sfx_hash = fnv1a64_step(s->sfx_hash, *IDX(x->s->ra.host, pos, MM_HOST_MAX));
 	return 0;
 }
 

@@ -10,7 +10,7 @@
 set -eu
 # clang alone builds everything (it provides cc); gcc is for the tests'
 # second-compiler build.
-build="clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
+build="clang clang-format llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
 libyaml-dev libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
 libmicrohttpd-dev uuid-dev libjson-c-dev libssl-dev libnghttp2-dev libcapstone-dev libre2-dev"
 demo="nginx-light curl wrk python3 ca-certificates"

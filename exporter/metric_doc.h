@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 
 struct metric_doc {
 	const char *name;   /* OTel name, e.g. milometer.series.active */
@@ -22,7 +22,8 @@ struct metric_doc {
 	const char *unit;
 	enum minstrument instrument;
 	bool is_int;
-	const char *labels; /* label keys (OTel spelling), comma-separated; NULL: none */
+	/* label keys (OTel spelling), comma-separated; NULL: none */
+	const char *labels;
 	const char *when;   /* when the agent exposes it; NULL: always */
 	const char *note;   /* more for the reference than HELP says; NULL: none */
 };

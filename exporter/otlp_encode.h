@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 
 struct otlp_encode_opts {
 	/*

@@ -2,7 +2,7 @@
 /* Store points -> OTLP Metric messages; see otlp_metric.h. */
 #include <errno.h>
 
-#include "exporter/hist_exp.h"
+#include "policy/model/hist_exp.h"
 #include "exporter/otlp_metric.h"
 
 static otlp_pb_kv **attrs_from_labels(struct otlp_arena *a,

@@ -8,7 +8,7 @@
 #ifndef MM_EXPORTER_OTLP_METRIC_H
 #define MM_EXPORTER_OTLP_METRIC_H
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "exporter/otlp_arena.h"
 #include "exporter/otlp_pb.h"
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 
 /* The tenant of a subject into buf; false: none. */
 typedef bool (*otlp_tenant_fn)(void *ctx, const char *subject, char *buf,

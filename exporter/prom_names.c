@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "exporter/prom_names.h"
-#include "exporter/utf8.h"
+#include "policy/util/utf8.h"
 
 struct unit_word {
 	const char *ucum;

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 
 /*
  * The Prometheus unit word for an OTel unit and instrument ("" when none).

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 
 struct prom_server_opts {
 	/*

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "exporter/hist_exp.h"
+#include "policy/model/hist_exp.h"
 #include "exporter/prom_names.h"
 #include "exporter/prom_text.h"
 

@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 
 enum prom_format {
 	PROM_FMT_TEXT,        /* text/plain; version=0.0.4 */

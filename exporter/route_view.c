@@ -9,8 +9,8 @@
 #include <time.h>
 
 #include "exporter/route_view.h"
-#include "exporter/json_out.h"
-#include "exporter/metric_store.h"
+#include "policy/util/json_out.h"
+#include "policy/model/metric_store.h"
 
 void rt_snap__reset(struct rt_snap *s)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "exporter/ui_pages.h"
-#include "exporter/json_out.h"
+#include "policy/util/json_out.h"
 #include "exporter/prom_server.h"
 #include "ui_index.h" /* generated from exporter/ui_index.html */
 

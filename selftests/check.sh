@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# What `make check` runs once everything is built: the unit tests, the unit
-# tests again under ASan/UBSan, the fuzz targets, the BPF program tests, the
+# What `make check` runs once everything is built: the unit tests, the
+# include graph's directions and the formatting, the unit tests again under ASan/UBSan, the fuzz targets, the BPF program tests, the
 # Kubernetes client tests, then the integration tests (root: they load BPF
 # and start real proxies) and the bounded kernel matrix (selftests/kernel:
 # qemu + the host kernel). The last line sums them all: "N passed, N failed,
@@ -40,6 +40,22 @@ echo "== unit tests"
 bin/unit_tests 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 tally "$out" bin/unit_tests
+
+echo "== layout: include graph directions"
+python3 selftests/layout/check_includes.py 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" selftests/layout/check_includes.py
+selftests/layout/test_check_includes.sh 2>&1 | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+tally "$out" selftests/layout/test_check_includes.sh
+
+echo "== formatting: make format-check"
+if make -s --no-print-directory format-check; then
+	total_pass=$((total_pass + 1))
+else
+	total_fail=$((total_fail + 1))
+	status=1
+fi
 
 # Sanitizer builds: the unit tests under ASan/UBSan, then every libFuzzer
 # target for FUZZ_CHECK_TIME seconds (one pass per target; any finding

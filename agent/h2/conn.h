@@ -47,7 +47,8 @@ struct h2_exchange {
 	/* NUL-terminated, valid during the callback; "" when absent or unknown */
 	const char *method_str;
 	const char *path;
-	const char *authority;   /* the host routes match (":authority", else "host") */
+	/* the host routes match (":authority", else "host") */
+	const char *authority;
 	const char *scheme;
 	/*
 	 * The other request fields as HTTP/1 header lines ("name: value\r\n"),
@@ -94,7 +95,8 @@ struct h2_conn_stats {
 	uint64_t unknown_fields;     /* HPACK fields from before the attach */
 	uint64_t hpack_errors;
 	uint64_t lost_blocks;        /* header blocks lost or too large */
-	uint32_t header_table_size[2]; /* SETTINGS_HEADER_TABLE_SIZE each side sent */
+	/* SETTINGS_HEADER_TABLE_SIZE each side sent */
+	uint32_t header_table_size[2];
 	uint32_t settings[2];        /* SETTINGS frames (acks excluded) */
 };
 

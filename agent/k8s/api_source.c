@@ -18,6 +18,8 @@
 #include "agent/k8s/store.h"
 #include "policy/source/doc.h"
 #include "policy/source/manifest_source.h"
+#define LOG_MODULE "k8s"
+#include "policy/util/log.h"
 
 #ifndef MM_VERSION
 #define MM_VERSION "dev"
@@ -135,7 +137,7 @@ int k8s_api__start(const struct k8s_api_opts *o, struct k8s_api **out,
 			goto fail;
 		}
 	}
-	fprintf(stderr, "milometer: k8s: watching %zu resources on %s (%s)\n",
+	pr_info("watching %zu resources on %s (%s)\n",
 		a->n, a->cfg->server, a->cfg->origin);
 	*out = a;
 	return 0;

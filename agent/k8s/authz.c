@@ -12,8 +12,8 @@
 
 #include "agent/k8s/authz.h"
 #include "agent/k8s/http.h"
-#include "exporter/fnv1a.h"
-#include "exporter/metric_store.h"
+#include "bpf/fnv1a.h"
+#include "policy/model/metric_store.h"
 #include "exporter/prom_server.h"
 
 #define TOKEN_REVIEW_PATH "/apis/authentication.k8s.io/v1/tokenreviews"

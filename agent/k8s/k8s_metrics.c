@@ -8,7 +8,7 @@
 #include "agent/k8s/k8s_metrics.h"
 #include "agent/k8s/reflector.h"
 #include "exporter/metric_doc.h"
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 
 enum { K_STATE, K_RELISTS, K_ERRORS, K_SYNC_AGE, K_OBJECTS, K_EVENTS,
        K_REQUESTS, K_BYTES, K_REREADS, K_UP, K_RESTARTS, K__N };
@@ -20,6 +20,8 @@ struct k8s_metrics {
 
 #define WITH_API "with the Kubernetes API as the source of routes"
 
+/* one metric a row: clang-format would wrap the rows */
+// clang-format off
 static const struct metric_doc defs[K__N] = {
 	[K_STATE] = { "milometer.k8s.watch.state", "1 on the current state of each watch (listing, watching, backoff, absent, forbidden, unauthorized).", "{state}", MI_GAUGE, true, "resource,state", WITH_API },
 	[K_RELISTS] = { "milometer.k8s.relists", "Lists after the first (410 Gone, errors).", "1", MI_COUNTER, true, "resource", WITH_API },
@@ -35,6 +37,7 @@ static const struct metric_doc defs[K__N] = {
 	[K_UP] = { "milometer.k8s.watch.up", "1 while the watch of a resource is open (the API server answered it), 0 while it is down.", "", MI_GAUGE, true, "resource", WITH_API },
 	[K_RESTARTS] = { "milometer.k8s.watch.restarts", "Watches opened again after they failed and backed off (API server away, connection lost).", "1", MI_COUNTER, true, "resource", WITH_API },
 };
+// clang-format on
 
 int k8s_metrics__write_reference(FILE *out)
 {

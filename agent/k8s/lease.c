@@ -9,6 +9,8 @@
 
 #include "agent/k8s/http.h"
 #include "agent/k8s/lease.h"
+#define LOG_MODULE "k8s"
+#include "policy/util/log.h"
 
 struct k8s_lease {
 	struct k8s_lease_opts o;
@@ -181,13 +183,13 @@ bool k8s_lease__try(struct k8s_lease *l)
 
 	if (attempt(l)) {
 		if (!l->leader)
-			fprintf(stderr, "milometer: controller: %s is the leader (lease %s/%s)\n",
+			log__msg(LOG_INFO, "controller", "%s is the leader (lease %s/%s)\n",
 				l->o.identity, l->o.ns, l->o.name);
 		l->leader = true;
 		l->last_renew_ns = now;
 	} else if (l->leader &&
 		   now - l->last_renew_ns > l->o.renew_deadline_s * 1000000000ULL) {
-		fprintf(stderr, "milometer: controller: %s could not renew the lease for %us: no longer the leader\n",
+		log__msg(LOG_WARNING, "controller", "%s could not renew the lease for %us: no longer the leader\n",
 			l->o.identity, l->o.renew_deadline_s);
 		l->leader = false;
 	} else if (l->leader && l->observed[0] &&

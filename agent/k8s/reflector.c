@@ -14,6 +14,8 @@
 #include "agent/k8s/json_stream.h"
 #include "agent/k8s/reflector.h"
 #include "agent/k8s/store.h"
+#define LOG_MODULE "k8s"
+#include "policy/util/log.h"
 
 #define RESET_AFTER_S 120 /* client-go: 2 min */
 #define SHORT_WATCH_NS (1000000000ULL)          /* VeryShortWatchError */
@@ -235,23 +237,23 @@ static void log_state(struct k8s_reflector *r, enum k8s_watch_state s,
 	res_name(res, rn, sizeof(rn));
 	switch (s) {
 	case K8S_W_FORBIDDEN:
-		fprintf(stderr,
-			"milometer: k8s: RBAC forbids %s on %s: grant verb \"%s\" on resource \"%s\" in API group \"%s\" to the agent's service account (ClusterRole); retrying quietly\n",
+		pr_warn(
+			"RBAC forbids %s on %s: grant verb \"%s\" on resource \"%s\" in API group \"%s\" to the agent's service account (ClusterRole); retrying quietly\n",
 			verb, rn, verb, res->plural, res->group);
 		break;
 	case K8S_W_ABSENT:
-		fprintf(stderr,
-			"milometer: k8s: %s/%s %s is not served (CRD not installed?); watching for it quietly\n",
+		pr_warn(
+			"%s/%s %s is not served (CRD not installed?); watching for it quietly\n",
 			res->group[0] ? res->group : "core", res->version, res->plural);
 		break;
 	case K8S_W_UNAUTHORIZED:
-		fprintf(stderr,
-			"milometer: k8s: %s: 401 Unauthorized even with a freshly read token: check the token or client certificate in the kubeconfig/service account\n",
+		pr_err(
+			"%s: 401 Unauthorized even with a freshly read token: check the token or client certificate in the kubeconfig/service account\n",
 			rn);
 		break;
 	case K8S_W_WATCHING:
 		if (detail)
-			fprintf(stderr, "milometer: k8s: %s: %s\n", rn, detail);
+			pr_info("%s: %s\n", rn, detail);
 		break;
 	default:
 		break;
@@ -391,7 +393,7 @@ static enum list_result do_list(struct k8s_reflector *r, uint32_t *retry_after)
 		    r->logged_state == K8S_W_UNAUTHORIZED) {
 			char rn[256];
 
-			fprintf(stderr, "milometer: k8s: %s: listed %zu objects, watching\n",
+			pr_info("%s: listed %zu objects, watching\n",
 				res_name(r->o.res, rn, sizeof(rn)),
 				(size_t)r->st.objects);
 		}
@@ -522,7 +524,7 @@ static enum watch_end do_watch(struct k8s_reflector *r, uint32_t *retry_after)
 		char rn[256];
 
 		r->st.errors[K8S_E_DECODE]++;
-		fprintf(stderr, "milometer: k8s: %s watch: %s; relisting\n",
+		pr_warn("%s watch: %s; relisting\n",
 			res_name(r->o.res, rn, sizeof(rn)),
 			r->wdecode == -E2BIG ? "an object over the size cap" :
 					       "an event that is not JSON");

@@ -71,11 +71,13 @@ struct k8s_reflector_stats {
 	_Atomic uint64_t events;        /* ADDED/MODIFIED/DELETED applied */
 	_Atomic uint64_t bookmarks;
 	_Atomic uint64_t errors[K8S_E__N];
-	_Atomic uint64_t last_sync_ns;  /* CLOCK_MONOTONIC: list done, event or bookmark */
+	/* CLOCK_MONOTONIC: list done, event or bookmark */
+	_Atomic uint64_t last_sync_ns;
 	_Atomic uint64_t objects;
 	_Atomic uint64_t backoff_ms;    /* the last wait */
 	_Atomic bool watch_up;          /* a watch stream is open (the server said 200) */
-	_Atomic uint64_t watch_restarts; /* watches opened again after a failure and backoff */
+	/* watches opened again after a failure and backoff */
+	_Atomic uint64_t watch_restarts;
 };
 
 struct k8s_reflector_opts {

@@ -64,7 +64,7 @@ static void var_list(unsigned allowed, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
-/* Out of line, like check_call(): cel_check() recurses and should stay small. */
+/* Out of line, like check_call(): cel_impl__check() recurses and should stay small. */
 static __attribute__((noinline)) int
 check_var(struct cel_program *p, struct cel_node *n, struct cel_error *err)
 {
@@ -190,9 +190,9 @@ probe(struct cel_program *p, struct cel_node *n, struct cel_error *err)
 	p->vpool_len = 2;
 	p->vpool_used = 0;
 	if (n->kind == N_BINOP)
-		r = cel_binop(p, n->op, n->col, &a, &b, &out);
+		r = cel_impl__binop(p, n->op, n->col, &a, &b, &out);
 	else
-		r = cel_neg(p, n->col, &a, &out);
+		r = cel_impl__neg(p, n->col, &a, &out);
 	p->err = NULL;
 	p->arena = NULL;
 	p->arena_len = 0;
@@ -212,7 +212,7 @@ static int need_bool(struct cel_node *n, const char *op, struct cel_node *arg,
 		return 0;
 	return check_fail(err, n->col,
 			  "no matching overload for '%s' applied to '(%s)'", op,
-			  cel_type_name(arg->stype));
+			  cel_impl__type_name(arg->stype));
 }
 
 static __attribute__((noinline)) int
@@ -224,7 +224,7 @@ check_call(struct cel_program *p, struct cel_node *n, struct cel_error *err)
 	int nargs = n->nargs;
 	uint32_t i;
 
-	f = cel_func_lookup(s->str.s, s->str.len);
+	f = cel_impl__func_lookup(s->str.s, s->str.len);
 	if (!f)
 		return check_fail(err, n->col, "undeclared function '%.*s'",
 				  (int)(s->str.len > 64 ? 64 : s->str.len),
@@ -255,27 +255,27 @@ check_call(struct cel_program *p, struct cel_node *n, struct cel_error *err)
 		if (t != CEL_DYN && !(f->mask[i] & TM(t)))
 			return check_fail(err, n->args[i]->col,
 					  "no matching overload for '%s' with argument %u of type %s",
-					  f->name, i + 1, cel_type_name(t));
+					  f->name, i + 1, cel_impl__type_name(t));
 	}
 	n->fn = f;
 	n->stype = f->ret;
 	return 0;
 }
 
-int cel_check(struct cel_program *p, struct cel_node *n,
+int cel_impl__check(struct cel_program *p, struct cel_node *n,
 	      struct cel_error *err)
 {
 	uint32_t i;
 	int r;
 
-	if (n->a && (r = cel_check(p, n->a, err)))
+	if (n->a && (r = cel_impl__check(p, n->a, err)))
 		return r;
-	if (n->b && (r = cel_check(p, n->b, err)))
+	if (n->b && (r = cel_impl__check(p, n->b, err)))
 		return r;
-	if (n->c && (r = cel_check(p, n->c, err)))
+	if (n->c && (r = cel_impl__check(p, n->c, err)))
 		return r;
 	for (i = 0; i < n->nargs; i++)
-		if ((r = cel_check(p, n->args[i], err)))
+		if ((r = cel_impl__check(p, n->args[i], err)))
 			return r;
 
 	switch (n->kind) {
@@ -298,10 +298,10 @@ int cel_check(struct cel_program *p, struct cel_node *n,
 		if (n->kind == N_INDEX)
 			return check_fail(err, n->col,
 					  "no matching overload for '_[_]' applied to '(%s, ...)'",
-					  cel_type_name(n->a->stype));
+					  cel_impl__type_name(n->a->stype));
 		return check_fail(err, n->col,
 				  "type '%s' does not support field selection",
-				  cel_type_name(n->a->stype));
+				  cel_impl__type_name(n->a->stype));
 	case N_CALL:
 		return check_call(p, n, err);
 	case N_LIST:
@@ -316,14 +316,14 @@ int cel_check(struct cel_program *p, struct cel_node *n,
 			    t != CEL_BOOL && t != CEL_STRING)
 				return check_fail(err, n->args[i]->col,
 						  "unsupported map key type %s (use int, uint, bool or string)",
-						  cel_type_name(t));
+						  cel_impl__type_name(t));
 		}
 		return 0;
 	case N_COND:
 		if (n->a->stype != CEL_DYN && n->a->stype != CEL_BOOL)
 			return check_fail(err, n->col,
 					  "the condition of '?:' must be bool, not %s",
-					  cel_type_name(n->a->stype));
+					  cel_impl__type_name(n->a->stype));
 		n->stype = n->b->stype == n->c->stype ? n->b->stype : CEL_DYN;
 		return 0;
 	case N_AND:

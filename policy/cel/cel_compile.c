@@ -42,7 +42,7 @@ static int prepare_node(struct cel_program *p, struct cel_node *n,
 		n->slot = re;
 		if (n->args[1]->kind == N_LIT &&
 		    n->args[1]->lit.type == CEL_STRING &&
-		    cel_regex_prepare(re, n->args[1]->lit.str.s,
+		    cel_impl__regex_prepare(re, n->args[1]->lit.str.s,
 				      n->args[1]->lit.str.len, msg,
 				      sizeof(msg))) {
 			err->col = n->args[1]->col;
@@ -113,7 +113,7 @@ struct cel_program *cel__compile(const char *expr, unsigned allowed_vars,
 	p->lits = malloc(len + 1);
 	if (!p->src || !p->lits)
 		goto cleanup;
-	r = cel_lex(p->src, len, p->lits, &toks, &ntok, err);
+	r = cel_impl__lex(p->src, len, p->lits, &toks, &ntok, err);
 	if (r)
 		goto cleanup;
 	r = -ENOMEM;
@@ -123,10 +123,10 @@ struct cel_program *cel__compile(const char *expr, unsigned allowed_vars,
 	p->argpool = calloc(p->argcap, sizeof(*p->argpool));
 	if (!p->nodes || !p->argpool)
 		goto cleanup;
-	r = cel_parse(p, toks, ntok, err);
+	r = cel_impl__parse(p, toks, ntok, err);
 	if (r)
 		goto cleanup;
-	r = cel_check(p, p->root, err);
+	r = cel_impl__check(p, p->root, err);
 	if (r)
 		goto cleanup;
 	for (i = 0; i < p->nnodes; i++) {
@@ -162,7 +162,7 @@ void cel__free(struct cel_program *p)
 		struct cel_node *n = &p->nodes[i];
 
 		if (n->kind == N_CALL && n->slot)
-			cel_regex_free(n->slot);
+			cel_impl__regex_free(n->slot);
 		else
 			free(n->slot);
 	}

@@ -15,7 +15,7 @@
 #include "policy/cel/cel_impl.h"
 #include "policy/source/doc.h"
 
-int cel_fail(struct cel_program *p, int col, const char *fmt, ...)
+int cel_impl__fail(struct cel_program *p, int col, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -28,7 +28,7 @@ int cel_fail(struct cel_program *p, int col, const char *fmt, ...)
 	return -EINVAL;
 }
 
-const char *cel_op_name(int op)
+const char *cel_impl__op_name(int op)
 {
 	static const char *const names[] = {
 		[OP_ADD] = "_+_", [OP_SUB] = "_-_", [OP_MUL] = "_*_",
@@ -40,20 +40,20 @@ const char *cel_op_name(int op)
 	return names[op];
 }
 
-int cel_no_overload(struct cel_program *p, int col, const char *op,
+int cel_impl__no_overload(struct cel_program *p, int col, const char *op,
 		    const struct cel_value *a, const struct cel_value *b)
 {
 	if (b)
-		cel_fail(p, col,
+		cel_impl__fail(p, col,
 			 "no matching overload for '%s' applied to '(%s, %s)'",
-			 op, cel_type_name(a->type), cel_type_name(b->type));
+			 op, cel_impl__type_name(a->type), cel_impl__type_name(b->type));
 	else
-		cel_fail(p, col, "no matching overload for '%s' applied to '(%s)'",
-			 op, cel_type_name(a->type));
+		cel_impl__fail(p, col, "no matching overload for '%s' applied to '(%s)'",
+			 op, cel_impl__type_name(a->type));
 	return CEL_E_OVERLOAD;
 }
 
-char *cel_arena_alloc(struct cel_program *p, size_t len)
+char *cel_impl__arena_alloc(struct cel_program *p, size_t len)
 {
 	static char empty[1];
 	char *s;
@@ -83,7 +83,7 @@ static struct cel_value *vpool_alloc(struct cel_program *p, size_t n)
 
 static int too_large(struct cel_program *p, int col)
 {
-	return cel_fail(p, col,
+	return cel_impl__fail(p, col,
 			"expression result too large (scratch space of %zu bytes exhausted)",
 			p->arena_len);
 }
@@ -107,7 +107,7 @@ static int arith_int(struct cel_program *p, int op, int col, int64_t a,
 	case OP_DIV:
 	case OP_MOD:
 		if (!b)
-			return cel_fail(p, col, op == OP_DIV ? "division by zero" :
+			return cel_impl__fail(p, col, op == OP_DIV ? "division by zero" :
 						       "modulus by zero");
 		ovf = a == INT64_MIN && b == -1;
 		if (!ovf)
@@ -115,8 +115,8 @@ static int arith_int(struct cel_program *p, int op, int col, int64_t a,
 		break;
 	}
 	if (ovf)
-		return cel_fail(p, col, "integer overflow in '%s'",
-				cel_op_name(op));
+		return cel_impl__fail(p, col, "integer overflow in '%s'",
+				cel_impl__op_name(op));
 	out->type = CEL_INT;
 	out->i = r;
 	return 0;
@@ -141,14 +141,14 @@ static int arith_uint(struct cel_program *p, int op, int col, uint64_t a,
 	case OP_DIV:
 	case OP_MOD:
 		if (!b)
-			return cel_fail(p, col, op == OP_DIV ? "division by zero" :
+			return cel_impl__fail(p, col, op == OP_DIV ? "division by zero" :
 						       "modulus by zero");
 		r = op == OP_DIV ? a / b : a % b;
 		break;
 	}
 	if (ovf)
-		return cel_fail(p, col, "unsigned integer overflow in '%s'",
-				cel_op_name(op));
+		return cel_impl__fail(p, col, "unsigned integer overflow in '%s'",
+				cel_impl__op_name(op));
 	out->type = CEL_UINT;
 	out->u = r;
 	return 0;
@@ -166,17 +166,17 @@ static int arith_time(struct cel_program *p, int op, int col,
 	if (op == OP_SUB && l->type == CEL_TIMESTAMP && r->type == CEL_TIMESTAMP)
 		t = CEL_DURATION;
 	else if (op == OP_SUB && r->type == CEL_TIMESTAMP)
-		return cel_no_overload(p, col, cel_op_name(op), l, r);
+		return cel_impl__no_overload(p, col, cel_impl__op_name(op), l, r);
 	if (op == OP_ADD && l->type == CEL_TIMESTAMP && r->type == CEL_TIMESTAMP)
-		return cel_no_overload(p, col, cel_op_name(op), l, r);
+		return cel_impl__no_overload(p, col, cel_impl__op_name(op), l, r);
 	if (op == OP_ADD)
 		ovf = __builtin_add_overflow(l->i, r->i, &out->i);
 	else
 		ovf = __builtin_sub_overflow(l->i, r->i, &out->i);
 	if (ovf)
-		return cel_fail(p, col, "%s out of range in '%s'",
+		return cel_impl__fail(p, col, "%s out of range in '%s'",
 				t == CEL_TIMESTAMP ? "timestamp" : "duration",
-				cel_op_name(op));
+				cel_impl__op_name(op));
 	out->type = t;
 	return 0;
 }
@@ -191,7 +191,7 @@ static int concat(struct cel_program *p, int col, const struct cel_value *l,
 
 	if (l->type != CEL_LIST) {
 		/* NUL-terminated too, for the C string functions */
-		s = cel_arena_alloc(p, l->str.len + r->str.len + 1);
+		s = cel_impl__arena_alloc(p, l->str.len + r->str.len + 1);
 		if (!s)
 			return too_large(p, col);
 		if (l->str.len)
@@ -204,8 +204,8 @@ static int concat(struct cel_program *p, int col, const struct cel_value *l,
 		out->str.len = l->str.len + r->str.len;
 		return 0;
 	}
-	nl = cel_agg_size(l);
-	nr = cel_agg_size(r);
+	nl = cel_impl__agg_size(l);
+	nr = cel_impl__agg_size(r);
 	/* the list header rides in the first slot of its own element block */
 	_Static_assert(sizeof(*lst) <= sizeof(*v), "cel_list fits a slot");
 	v = vpool_alloc(p, nl + nr + 1);
@@ -213,9 +213,9 @@ static int concat(struct cel_program *p, int col, const struct cel_value *l,
 		return too_large(p, col);
 	lst = (struct cel_list *)v++;
 	for (i = 0; i < nl; i++)
-		cel_agg_at(l, i, NULL, &v[i]);
+		cel_impl__agg_at(l, i, NULL, &v[i]);
 	for (i = 0; i < nr; i++)
-		cel_agg_at(r, i, NULL, &v[nl + i]);
+		cel_impl__agg_at(r, i, NULL, &v[nl + i]);
 	lst->n = nl + nr;
 	lst->v = v;
 	out->type = CEL_LIST;
@@ -234,7 +234,7 @@ static int arith(struct cel_program *p, int op, int col,
 	if (lt && rt && (op == OP_ADD || op == OP_SUB))
 		return arith_time(p, op, col, l, r, out);
 	if (l->type != r->type)
-		return cel_no_overload(p, col, cel_op_name(op), l, r);
+		return cel_impl__no_overload(p, col, cel_impl__op_name(op), l, r);
 	switch (l->type) {
 	case CEL_INT:
 		return arith_int(p, op, col, l->i, r->i, out);
@@ -258,7 +258,7 @@ static int arith(struct cel_program *p, int op, int col,
 	default:
 		break;
 	}
-	return cel_no_overload(p, col, cel_op_name(op), l, r);
+	return cel_impl__no_overload(p, col, cel_impl__op_name(op), l, r);
 }
 
 static int contains(struct cel_program *p, int col, const struct cel_value *x,
@@ -270,20 +270,20 @@ static int contains(struct cel_program *p, int col, const struct cel_value *x,
 	out->type = CEL_BOOL;
 	out->b = false;
 	if (c->type == CEL_MAP) {
-		out->b = cel_map_find(c, x, &e) > 0;
+		out->b = cel_impl__map_find(c, x, &e) > 0;
 		return 0;
 	}
 	if (c->type != CEL_LIST)
-		return cel_no_overload(p, col, "@in", x, c);
-	n = cel_agg_size(c);
+		return cel_impl__no_overload(p, col, "@in", x, c);
+	n = cel_impl__agg_size(c);
 	for (i = 0; i < n && !out->b; i++) {
-		cel_agg_at(c, i, NULL, &e);
-		out->b = cel_equal(x, &e);
+		cel_impl__agg_at(c, i, NULL, &e);
+		out->b = cel_impl__equal(x, &e);
 	}
 	return 0;
 }
 
-int cel_binop(struct cel_program *p, int op, int col,
+int cel_impl__binop(struct cel_program *p, int op, int col,
 	      const struct cel_value *l, const struct cel_value *r,
 	      struct cel_value *out)
 {
@@ -293,15 +293,15 @@ int cel_binop(struct cel_program *p, int op, int col,
 	case OP_EQ:
 	case OP_NE:
 		out->type = CEL_BOOL;
-		out->b = cel_equal(l, r) == (op == OP_EQ);
+		out->b = cel_impl__equal(l, r) == (op == OP_EQ);
 		return 0;
 	case OP_LT:
 	case OP_LE:
 	case OP_GT:
 	case OP_GE:
-		ret = cel_compare(l, r, &cmp);
+		ret = cel_impl__compare(l, r, &cmp);
 		if (ret)
-			return cel_no_overload(p, col, cel_op_name(op), l, r);
+			return cel_impl__no_overload(p, col, cel_impl__op_name(op), l, r);
 		out->type = CEL_BOOL;
 		/* cmp == 2: a NaN was involved, every ordering is false */
 		out->b = cmp != 2 &&
@@ -315,12 +315,12 @@ int cel_binop(struct cel_program *p, int op, int col,
 	}
 }
 
-int cel_neg(struct cel_program *p, int col, const struct cel_value *v,
+int cel_impl__neg(struct cel_program *p, int col, const struct cel_value *v,
 	    struct cel_value *out)
 {
 	if (v->type == CEL_INT) {
 		if (v->i == INT64_MIN)
-			return cel_fail(p, col, "integer overflow in '-_'");
+			return cel_impl__fail(p, col, "integer overflow in '-_'");
 		out->type = CEL_INT;
 		out->i = -v->i;
 		return 0;
@@ -330,7 +330,7 @@ int cel_neg(struct cel_program *p, int col, const struct cel_value *v,
 		out->d = -v->d;
 		return 0;
 	}
-	return cel_no_overload(p, col, "-_", v, NULL);
+	return cel_impl__no_overload(p, col, "-_", v, NULL);
 }
 
 static int no_such_key(struct cel_program *p, int col,
@@ -339,23 +339,23 @@ static int no_such_key(struct cel_program *p, int col,
 	char buf[128];
 
 	if (key->type == CEL_STRING)
-		return cel_fail(p, col, "no such key: %.*s",
+		return cel_impl__fail(p, col, "no such key: %.*s",
 				(int)(key->str.len > 100 ? 100 : key->str.len),
 				key->str.s);
-	if (cel_fmt_value(key, buf, sizeof(buf)) < 0)
-		snprintf(buf, sizeof(buf), "(%s)", cel_type_name(key->type));
-	return cel_fail(p, col, "no such key: %s", buf);
+	if (cel_impl__fmt_value(key, buf, sizeof(buf)) < 0)
+		snprintf(buf, sizeof(buf), "(%s)", cel_impl__type_name(key->type));
+	return cel_impl__fail(p, col, "no such key: %s", buf);
 }
 
 static int select_field(struct cel_program *p, const struct cel_node *n,
 			const struct cel_value *m, struct cel_value *out)
 {
 	if (m->type != CEL_MAP)
-		return cel_fail(p, n->col,
+		return cel_impl__fail(p, n->col,
 				"type '%s' does not support field selection (selecting '%.*s')",
-				cel_type_name(m->type), (int)n->lit.str.len,
+				cel_impl__type_name(m->type), (int)n->lit.str.len,
 				n->lit.str.s);
-	if (cel_map_find(m, &n->lit, out) > 0)
+	if (cel_impl__map_find(m, &n->lit, out) > 0)
 		return 0;
 	return no_such_key(p, n->col, &n->lit);
 }
@@ -364,7 +364,7 @@ static int index_list(struct cel_program *p, int col,
 		      const struct cel_value *l, const struct cel_value *k,
 		      struct cel_value *out)
 {
-	size_t n = cel_agg_size(l);
+	size_t n = cel_impl__agg_size(l);
 	int64_t i;
 
 	if (k->type == CEL_INT)
@@ -375,11 +375,11 @@ static int index_list(struct cel_program *p, int col,
 		 k->d >= -9.2e18 && k->d <= 9.2e18)
 		i = (int64_t)k->d;
 	else
-		return cel_no_overload(p, col, "_[_]", l, k);
+		return cel_impl__no_overload(p, col, "_[_]", l, k);
 	if (i < 0 || (uint64_t)i >= n)
-		return cel_fail(p, col, "index out of range: %lld (list size %zu)",
+		return cel_impl__fail(p, col, "index out of range: %lld (list size %zu)",
 				(long long)i, n);
-	cel_agg_at(l, i, NULL, out);
+	cel_impl__agg_at(l, i, NULL, out);
 	return 0;
 }
 
@@ -389,13 +389,13 @@ static int eval_index(struct cel_program *p, const struct cel_node *n,
 	struct cel_value c, k;
 	int r;
 
-	if ((r = cel_ev(p, n->a, &c)) || (r = cel_ev(p, n->b, &k)))
+	if ((r = cel_impl__ev(p, n->a, &c)) || (r = cel_impl__ev(p, n->b, &k)))
 		return r;
 	if (c.type == CEL_LIST)
 		return index_list(p, n->col, &c, &k, out);
 	if (c.type != CEL_MAP)
-		return cel_no_overload(p, n->col, "_[_]", &c, &k);
-	if (cel_map_find(&c, &k, out) > 0)
+		return cel_impl__no_overload(p, n->col, "_[_]", &c, &k);
+	if (cel_impl__map_find(&c, &k, out) > 0)
 		return 0;
 	return no_such_key(p, n->col, &k);
 }
@@ -419,9 +419,9 @@ static int eval_var(struct cel_program *p, const struct cel_node *n,
 	default:
 		d = n->op == VAR_RESOURCE ? act->resource : act->item;
 		if (!d)
-			return cel_fail(p, n->col, "'%s' is not bound",
+			return cel_impl__fail(p, n->col, "'%s' is not bound",
 					n->op == VAR_RESOURCE ? "resource" : "item");
-		cel_from_doc(d, out);
+		cel_impl__from_doc(d, out);
 		return 0;
 	}
 }
@@ -436,7 +436,7 @@ static int eval_aggregate(struct cel_program *p, const struct cel_node *n,
 		struct cel_list *l = n->slot;
 
 		for (i = 0; i < n->nargs; i++)
-			if ((r = cel_ev(p, n->args[i], &l->v[i])))
+			if ((r = cel_impl__ev(p, n->args[i], &l->v[i])))
 				return r;
 		out->type = CEL_LIST;
 		out->agg = CEL_AGG_LIST;
@@ -448,17 +448,17 @@ static int eval_aggregate(struct cel_program *p, const struct cel_node *n,
 	for (i = 0; i < m->n; i++) {
 		struct cel_value *k = &m->k[i];
 
-		if ((r = cel_ev(p, n->args[2 * i], k)) ||
-		    (r = cel_ev(p, n->args[2 * i + 1], &m->v[i])))
+		if ((r = cel_impl__ev(p, n->args[2 * i], k)) ||
+		    (r = cel_impl__ev(p, n->args[2 * i + 1], &m->v[i])))
 			return r;
 		if (k->type != CEL_INT && k->type != CEL_UINT &&
 		    k->type != CEL_BOOL && k->type != CEL_STRING)
-			return cel_fail(p, n->args[2 * i]->col,
+			return cel_impl__fail(p, n->args[2 * i]->col,
 					"unsupported map key type %s",
-					cel_type_name(k->type));
+					cel_impl__type_name(k->type));
 		for (j = 0; j < i; j++)
-			if (cel_equal(&m->k[j], k))
-				return cel_fail(p, n->args[2 * i]->col,
+			if (cel_impl__equal(&m->k[j], k))
+				return cel_impl__fail(p, n->args[2 * i]->col,
 						"repeated map key");
 	}
 	out->type = CEL_MAP;
@@ -470,7 +470,7 @@ static int eval_aggregate(struct cel_program *p, const struct cel_node *n,
 /*
  * && and ||: an error on one side is absorbed if the other side decides.
  * Not inlined: the saved error would otherwise enlarge every recursive
- * cel_ev() frame.
+ * cel_impl__ev() frame.
  */
 static __attribute__((noinline)) int eval_logic(struct cel_program *p, const struct cel_node *n,
 		      struct cel_value *out)
@@ -481,16 +481,16 @@ static __attribute__((noinline)) int eval_logic(struct cel_program *p, const str
 	struct cel_error saved;
 	int ra, rb;
 
-	ra = cel_ev(p, n->a, &a);
+	ra = cel_impl__ev(p, n->a, &a);
 	if (!ra && a.type != CEL_BOOL)
-		ra = cel_no_overload(p, n->col, op, &a, NULL);
+		ra = cel_impl__no_overload(p, n->col, op, &a, NULL);
 	if (!ra && a.b == decider)
 		goto decided;
 	if (ra && p->err)
 		saved = *p->err;
-	rb = cel_ev(p, n->b, &b);
+	rb = cel_impl__ev(p, n->b, &b);
 	if (!rb && b.type != CEL_BOOL)
-		rb = cel_no_overload(p, n->col, op, &b, NULL);
+		rb = cel_impl__no_overload(p, n->col, op, &b, NULL);
 	if (!rb && b.b == decider)
 		goto decided;
 	if (ra) {
@@ -509,7 +509,7 @@ decided:
 	return 0;
 }
 
-int cel_ev(struct cel_program *p, const struct cel_node *n,
+int cel_impl__ev(struct cel_program *p, const struct cel_node *n,
 	   struct cel_value *out)
 {
 	struct cel_value a, b, args[3];
@@ -523,56 +523,56 @@ int cel_ev(struct cel_program *p, const struct cel_node *n,
 	case N_VAR:
 		return eval_var(p, n, out);
 	case N_SELECT:
-		if ((r = cel_ev(p, n->a, &a)))
+		if ((r = cel_impl__ev(p, n->a, &a)))
 			return r;
 		return select_field(p, n, &a, out);
 	case N_HAS:
-		if ((r = cel_ev(p, n->a, &a)))
+		if ((r = cel_impl__ev(p, n->a, &a)))
 			return r;
 		if (a.type != CEL_MAP)
-			return cel_fail(p, n->col,
+			return cel_impl__fail(p, n->col,
 					"has() needs a map, got %s",
-					cel_type_name(a.type));
+					cel_impl__type_name(a.type));
 		out->type = CEL_BOOL;
-		out->b = cel_map_find(&a, &n->lit, &b) > 0;
+		out->b = cel_impl__map_find(&a, &n->lit, &b) > 0;
 		return 0;
 	case N_INDEX:
 		return eval_index(p, n, out);
 	case N_CALL:
 		for (i = 0; i < n->nargs; i++)
-			if ((r = cel_ev(p, n->args[i], &args[i])))
+			if ((r = cel_impl__ev(p, n->args[i], &args[i])))
 				return r;
 		return n->fn->fn(p, n, args, out);
 	case N_LIST:
 	case N_MAP:
 		return eval_aggregate(p, n, out);
 	case N_COND:
-		if ((r = cel_ev(p, n->a, &a)))
+		if ((r = cel_impl__ev(p, n->a, &a)))
 			return r;
 		if (a.type != CEL_BOOL)
-			return cel_no_overload(p, n->col, "_?_:_", &a, NULL);
-		return cel_ev(p, a.b ? n->b : n->c, out);
+			return cel_impl__no_overload(p, n->col, "_?_:_", &a, NULL);
+		return cel_impl__ev(p, a.b ? n->b : n->c, out);
 	case N_AND:
 	case N_OR:
 		return eval_logic(p, n, out);
 	case N_NOT:
-		if ((r = cel_ev(p, n->a, &a)))
+		if ((r = cel_impl__ev(p, n->a, &a)))
 			return r;
 		if (a.type != CEL_BOOL)
-			return cel_no_overload(p, n->col, "!_", &a, NULL);
+			return cel_impl__no_overload(p, n->col, "!_", &a, NULL);
 		out->type = CEL_BOOL;
 		out->b = !a.b;
 		return 0;
 	case N_NEG:
-		if ((r = cel_ev(p, n->a, &a)))
+		if ((r = cel_impl__ev(p, n->a, &a)))
 			return r;
-		return cel_neg(p, n->col, &a, out);
+		return cel_impl__neg(p, n->col, &a, out);
 	case N_BINOP:
-		if ((r = cel_ev(p, n->a, &a)) || (r = cel_ev(p, n->b, &b)))
+		if ((r = cel_impl__ev(p, n->a, &a)) || (r = cel_impl__ev(p, n->b, &b)))
 			return r;
-		return cel_binop(p, n->op, n->col, &a, &b, out);
+		return cel_impl__binop(p, n->op, n->col, &a, &b, out);
 	}
-	return cel_fail(p, n->col, "internal error: bad node");
+	return cel_impl__fail(p, n->col, "internal error: bad node");
 }
 
 int cel__eval(struct cel_program *p, const struct cel_activation *act,
@@ -594,7 +594,7 @@ int cel__eval(struct cel_program *p, const struct cel_activation *act,
 	p->arena_used = 0;
 	p->vpool_used = 0;
 	memset(out, 0, sizeof(*out));
-	r = cel_ev(p, p->root, out);
+	r = cel_impl__ev(p, p->root, out);
 	p->err = NULL;
 	return r ? -EINVAL : 0;
 }

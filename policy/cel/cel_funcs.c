@@ -15,7 +15,7 @@
 #include "policy/cel/cel_impl.h"
 
 #define NO_OVERLOAD(p, n, args)                                              \
-	cel_no_overload(p, (n)->col, (n)->fn->name, &(args)[0],            \
+	cel_impl__no_overload(p, (n)->col, (n)->fn->name, &(args)[0],            \
 			(n)->nargs > 1 ? &(args)[1] : NULL)
 
 static void set_int(struct cel_value *out, int64_t i)
@@ -47,7 +47,7 @@ static int fn_size(struct cel_program *p, const struct cel_node *n,
 		return 0;
 	case CEL_LIST:
 	case CEL_MAP:
-		set_int(out, cel_agg_size(&a[0]));
+		set_int(out, cel_impl__agg_size(&a[0]));
 		return 0;
 	default:
 		return NO_OVERLOAD(p, n, a);
@@ -68,12 +68,12 @@ static int bad_conv(struct cel_program *p, const struct cel_node *n,
 		    const struct cel_value *v, const char *why)
 {
 	if (v->type == CEL_STRING)
-		return cel_fail(p, n->col, "%s(): cannot convert '%.*s'%s",
+		return cel_impl__fail(p, n->col, "%s(): cannot convert '%.*s'%s",
 				n->fn->name,
 				(int)(v->str.len > 64 ? 64 : v->str.len),
 				v->str.s, why);
-	return cel_fail(p, n->col, "%s(): %s value out of range", n->fn->name,
-			cel_type_name(v->type));
+	return cel_impl__fail(p, n->col, "%s(): %s value out of range", n->fn->name,
+			cel_impl__type_name(v->type));
 }
 
 /* double -> int64 only inside [-2^63, 2^63); NaN is out of range too. */
@@ -236,7 +236,7 @@ static int fn_string(struct cel_program *p, const struct cel_node *n,
 		return 0;
 	case CEL_BYTES:
 		if (!valid_utf8((const unsigned char *)a[0].str.s, a[0].str.len))
-			return cel_fail(p, n->col,
+			return cel_impl__fail(p, n->col,
 					"string(): bytes are not valid UTF-8");
 		*out = a[0];
 		out->type = CEL_STRING;
@@ -247,12 +247,12 @@ static int fn_string(struct cel_program *p, const struct cel_node *n,
 	case CEL_DOUBLE:
 	case CEL_TIMESTAMP:
 	case CEL_DURATION:
-		len = cel_fmt_value(&a[0], tmp, sizeof(tmp));
+		len = cel_impl__fmt_value(&a[0], tmp, sizeof(tmp));
 		if (len < 0 || len >= (int)sizeof(tmp))
 			return NO_OVERLOAD(p, n, a);
-		s = cel_arena_alloc(p, len + 1);
+		s = cel_impl__arena_alloc(p, len + 1);
 		if (!s)
-			return cel_fail(p, n->col, "expression result too large");
+			return cel_impl__fail(p, n->col, "expression result too large");
 		memcpy(s, tmp, len + 1);
 		out->type = CEL_STRING;
 		out->str.s = s;
@@ -312,7 +312,7 @@ static int fn_type(struct cel_program *p, const struct cel_node *n,
 		   const struct cel_value *a, struct cel_value *out)
 {
 	out->type = CEL_TYPE;
-	out->str.s = cel_type_name(a[0].type);
+	out->str.s = cel_impl__type_name(a[0].type);
 	out->str.len = strlen(out->str.s);
 	return 0;
 }
@@ -329,12 +329,12 @@ static int fn_timestamp(struct cel_program *p, const struct cel_node *n,
 		return 0;
 	case CEL_INT:
 		if (__builtin_mul_overflow(a[0].i, 1000000000LL, &out->i))
-			return cel_fail(p, n->col, "timestamp(): out of range");
+			return cel_impl__fail(p, n->col, "timestamp(): out of range");
 		return 0;
 	case CEL_STRING:
-		r = cel_parse_timestamp(a[0].str.s, a[0].str.len, &out->i);
+		r = cel_impl__parse_timestamp(a[0].str.s, a[0].str.len, &out->i);
 		if (r == -ERANGE)
-			return cel_fail(p, n->col,
+			return cel_impl__fail(p, n->col,
 					"timestamp(): '%.*s' is outside the supported range 1677-09-21 to 2262-04-11",
 					(int)(a[0].str.len > 64 ? 64 : a[0].str.len),
 					a[0].str.s);
@@ -359,9 +359,9 @@ static int fn_duration(struct cel_program *p, const struct cel_node *n,
 	}
 	if (a[0].type != CEL_STRING)
 		return NO_OVERLOAD(p, n, a);
-	r = cel_parse_duration(a[0].str.s, a[0].str.len, &out->i);
+	r = cel_impl__parse_duration(a[0].str.s, a[0].str.len, &out->i);
 	if (r == -ERANGE)
-		return cel_fail(p, n->col, "duration(): out of range (about +-292 years)");
+		return cel_impl__fail(p, n->col, "duration(): out of range (about +-292 years)");
 	if (r)
 		return bad_conv(p, n, &a[0], " (want e.g. 1h2m3.5s or 300ms)");
 	return 0;
@@ -394,7 +394,7 @@ static int fn_strpred(struct cel_program *p, const struct cel_node *n,
 	return 0;
 }
 
-void cel_regex_free(struct cel_regex *r)
+void cel_impl__regex_free(struct cel_regex *r)
 {
 	if (!r)
 		return;
@@ -408,7 +408,7 @@ void cel_regex_free(struct cel_regex *r)
  * once by cel__compile(); a computed one is recompiled when it changes,
  * which allocates. policy/regex/regex.h bounds the compilation.
  */
-int cel_regex_prepare(struct cel_regex *re, const char *pat, size_t len,
+int cel_impl__regex_prepare(struct cel_regex *re, const char *pat, size_t len,
 		      char *msg, size_t msglen)
 {
 	int r;
@@ -442,8 +442,8 @@ static int fn_matches(struct cel_program *p, const struct cel_node *n,
 
 	if (a[0].type != CEL_STRING || a[1].type != CEL_STRING)
 		return NO_OVERLOAD(p, n, a);
-	if (cel_regex_prepare(re, a[1].str.s, a[1].str.len, msg, sizeof(msg)))
-		return cel_fail(p, n->col,
+	if (cel_impl__regex_prepare(re, a[1].str.s, a[1].str.len, msg, sizeof(msg)))
+		return cel_impl__fail(p, n->col,
 				"matches(): invalid regular expression: %s; the pattern: '%.*s%s'", msg,
 				(int)(a[1].str.len > 64 ? 64 : a[1].str.len),
 				a[1].str.s, a[1].str.len > 64 ? "..." : "");
@@ -501,9 +501,9 @@ static int fn_time_get(struct cel_program *p, const struct cel_node *n,
 	if (a[0].type != CEL_TIMESTAMP ||
 	    (n->nargs == 2 && a[1].type != CEL_STRING))
 		return NO_OVERLOAD(p, n, a);
-	if (cel_timestamp_split(a[0].i, n->nargs == 2 ? a[1].str.s : NULL,
+	if (cel_impl__timestamp_split(a[0].i, n->nargs == 2 ? a[1].str.s : NULL,
 				n->nargs == 2 ? a[1].str.len : 0, &tm))
-		return cel_fail(p, n->col,
+		return cel_impl__fail(p, n->col,
 				"%s(): time zone '%.*s' is not supported; use UTC or a fixed offset like +01:00",
 				n->fn->name,
 				(int)(a[1].str.len > 64 ? 64 : a[1].str.len),
@@ -563,7 +563,7 @@ static const struct cel_func funcs[] = {
 	TIMEGET("getMilliseconds", DUR),
 };
 
-const struct cel_func *cel_func_lookup(const char *name, size_t len)
+const struct cel_func *cel_impl__func_lookup(const char *name, size_t len)
 {
 	size_t i;
 

@@ -198,68 +198,68 @@ struct cel_program {
 };
 
 /* cel_lex.c */
-int cel_lex(const char *src, size_t len, char *lits, struct cel_token **out,
+int cel_impl__lex(const char *src, size_t len, char *lits, struct cel_token **out,
 	    size_t *ntok, struct cel_error *err);
 
 /* cel_parse.c: builds p->root from the tokens. */
-int cel_parse(struct cel_program *p, const struct cel_token *toks,
+int cel_impl__parse(struct cel_program *p, const struct cel_token *toks,
 	      size_t ntok, struct cel_error *err);
 
 /* cel_check.c: resolves names and functions, infers static types. */
-int cel_check(struct cel_program *p, struct cel_node *n,
+int cel_impl__check(struct cel_program *p, struct cel_node *n,
 	      struct cel_error *err);
 
 /* cel_eval.c */
-int cel_fail(struct cel_program *p, int col, const char *fmt, ...)
+int cel_impl__fail(struct cel_program *p, int col, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-int cel_no_overload(struct cel_program *p, int col, const char *op,
+int cel_impl__no_overload(struct cel_program *p, int col, const char *op,
 		    const struct cel_value *a, const struct cel_value *b);
-int cel_ev(struct cel_program *p, const struct cel_node *n,
+int cel_impl__ev(struct cel_program *p, const struct cel_node *n,
 	   struct cel_value *out);
-int cel_binop(struct cel_program *p, int op, int col,
+int cel_impl__binop(struct cel_program *p, int op, int col,
 	      const struct cel_value *l, const struct cel_value *r,
 	      struct cel_value *out);
-int cel_neg(struct cel_program *p, int col, const struct cel_value *v,
+int cel_impl__neg(struct cel_program *p, int col, const struct cel_value *v,
 	    struct cel_value *out);
-char *cel_arena_alloc(struct cel_program *p, size_t len);
-const char *cel_op_name(int op);
+char *cel_impl__arena_alloc(struct cel_program *p, size_t len);
+const char *cel_impl__op_name(int op);
 
 /* cel_value.c */
-const char *cel_type_name(int t);
-void cel_from_doc(const struct doc_node *d, struct cel_value *v);
-size_t cel_agg_size(const struct cel_value *v);
+const char *cel_impl__type_name(int t);
+void cel_impl__from_doc(const struct doc_node *d, struct cel_value *v);
+size_t cel_impl__agg_size(const struct cel_value *v);
 /* i-th element of a list, or i-th key (and value) of a map. */
-void cel_agg_at(const struct cel_value *v, size_t i, struct cel_value *key,
+void cel_impl__agg_at(const struct cel_value *v, size_t i, struct cel_value *key,
 		struct cel_value *val);
 /* 1 found, 0 absent. */
-int cel_map_find(const struct cel_value *m, const struct cel_value *key,
+int cel_impl__map_find(const struct cel_value *m, const struct cel_value *key,
 		 struct cel_value *val);
 /* 1 equal, 0 unequal (heterogeneous numeric equality). */
-int cel_equal(const struct cel_value *a, const struct cel_value *b);
+int cel_impl__equal(const struct cel_value *a, const struct cel_value *b);
 /* <0, 0, >0, or CEL_E_OVERLOAD when the pair has no ordering. */
-int cel_compare(const struct cel_value *a, const struct cel_value *b,
+int cel_impl__compare(const struct cel_value *a, const struct cel_value *b,
 		int *cmp);
-int cel_fmt_double(double d, char *buf, size_t len);
-int cel_fmt_value(const struct cel_value *v, char *buf, size_t len);
+int cel_impl__fmt_double(double d, char *buf, size_t len);
+int cel_impl__fmt_value(const struct cel_value *v, char *buf, size_t len);
 
 /* cel_time.c */
-int cel_parse_timestamp(const char *s, size_t len, int64_t *ns);
-int cel_parse_duration(const char *s, size_t len, int64_t *ns);
-int cel_fmt_timestamp(int64_t ns, char *buf, size_t len);
-int cel_fmt_duration(int64_t ns, char *buf, size_t len);
+int cel_impl__parse_timestamp(const char *s, size_t len, int64_t *ns);
+int cel_impl__parse_duration(const char *s, size_t len, int64_t *ns);
+int cel_impl__fmt_timestamp(int64_t ns, char *buf, size_t len);
+int cel_impl__fmt_duration(int64_t ns, char *buf, size_t len);
 /* Broken-down UTC (plus fixed offset) time; tz "UTC", "+hh:mm", "-hh:mm". */
 struct cel_tm {
 	int64_t year;
 	int month, mday, wday, yday, hour, min, sec, ms;
 };
-int cel_timestamp_split(int64_t ns, const char *tz, size_t tzlen,
+int cel_impl__timestamp_split(int64_t ns, const char *tz, size_t tzlen,
 			struct cel_tm *tm);
 
 /* cel_funcs.c */
-const struct cel_func *cel_func_lookup(const char *name, size_t len);
-void cel_regex_free(struct cel_regex *r);
+const struct cel_func *cel_impl__func_lookup(const char *name, size_t len);
+void cel_impl__regex_free(struct cel_regex *r);
 /* Compiles pat into re unless re already holds it; msg says why not. */
-int cel_regex_prepare(struct cel_regex *re, const char *pat, size_t len,
+int cel_impl__regex_prepare(struct cel_regex *re, const char *pat, size_t len,
 		      char *msg, size_t msglen);
 
 #endif /* MM_POLICY_CEL_IMPL_H */

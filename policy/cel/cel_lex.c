@@ -373,7 +373,7 @@ static int lex_punct(struct lexer *lx, struct cel_token *t, size_t start)
 	return 0;
 }
 
-int cel_lex(const char *src, size_t len, char *lits, struct cel_token **out,
+int cel_impl__lex(const char *src, size_t len, char *lits, struct cel_token **out,
 	    size_t *ntok, struct cel_error *err)
 {
 	struct lexer lx = { .src = src, .len = len, .lits = lits, .err = err };

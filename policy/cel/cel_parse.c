@@ -584,7 +584,7 @@ static struct cel_node *parse_expr(struct parser *ps)
 	return c;
 }
 
-int cel_parse(struct cel_program *p, const struct cel_token *toks,
+int cel_impl__parse(struct cel_program *p, const struct cel_token *toks,
 	      size_t ntok, struct cel_error *err)
 {
 	struct parser ps = { .p = p, .t = toks, .ntok = ntok, .err = err };

@@ -54,7 +54,7 @@ static bool digits(const char *s, size_t n, int *out)
 }
 
 /* "2006-01-02T15:04:05.999999999Z" or with "+07:00"; -EINVAL, -ERANGE. */
-int cel_parse_timestamp(const char *s, size_t len, int64_t *ns)
+int cel_impl__parse_timestamp(const char *s, size_t len, int64_t *ns)
 {
 	int64_t secs;
 	uint32_t frac;
@@ -87,7 +87,7 @@ static int64_t unit_ns(const char *u, size_t n)
 }
 
 /* Go's time.ParseDuration syntax: "1h2m3.5s", "-1.5h", "300ms", "0". */
-int cel_parse_duration(const char *s, size_t len, int64_t *ns)
+int cel_impl__parse_duration(const char *s, size_t len, int64_t *ns)
 {
 	size_t p = 0, q;
 	uint64_t total = 0;
@@ -153,7 +153,7 @@ static void frac_digits(unsigned nanos, char *buf)
 		buf[n--] = 0;
 }
 
-int cel_fmt_timestamp(int64_t ns, char *buf, size_t len)
+int cel_impl__fmt_timestamp(int64_t ns, char *buf, size_t len)
 {
 	int64_t secs = floor_div(ns, NS_PER_S), days = floor_div(secs, 86400);
 	int64_t sod = secs - days * 86400, y;
@@ -168,7 +168,7 @@ int cel_fmt_timestamp(int64_t ns, char *buf, size_t len)
 }
 
 /* Seconds with the fraction that is there, as cel-go prints: "1.5s". */
-int cel_fmt_duration(int64_t ns, char *buf, size_t len)
+int cel_impl__fmt_duration(int64_t ns, char *buf, size_t len)
 {
 	uint64_t mag = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns;
 	char frac[12];
@@ -178,7 +178,7 @@ int cel_fmt_duration(int64_t ns, char *buf, size_t len)
 			(unsigned long long)(mag / NS_PER_S), frac);
 }
 
-int cel_timestamp_split(int64_t ns, const char *tz, size_t tzlen,
+int cel_impl__timestamp_split(int64_t ns, const char *tz, size_t tzlen,
 			struct cel_tm *tm)
 {
 	int64_t secs = floor_div(ns, NS_PER_S), days, sod;

@@ -21,7 +21,7 @@
 #include "policy/cel/cel_impl.h"
 #include "policy/source/doc.h"
 
-const char *cel_type_name(int t)
+const char *cel_impl__type_name(int t)
 {
 	static const char *const names[] = {
 		[CEL_NULL] = "null_type", [CEL_BOOL] = "bool",
@@ -38,7 +38,7 @@ const char *cel_type_name(int t)
 	return "dyn";
 }
 
-void cel_from_doc(const struct doc_node *d, struct cel_value *v)
+void cel_impl__from_doc(const struct doc_node *d, struct cel_value *v)
 {
 	switch (d->kind) {
 	case DOC_BOOL:
@@ -70,7 +70,7 @@ void cel_from_doc(const struct doc_node *d, struct cel_value *v)
 	}
 }
 
-size_t cel_agg_size(const struct cel_value *v)
+size_t cel_impl__agg_size(const struct cel_value *v)
 {
 	switch (v->agg) {
 	case CEL_AGG_DOC:
@@ -92,14 +92,14 @@ static void set_cstr(struct cel_value *v, const char *s)
 	v->str.len = s ? strlen(s) : 0;
 }
 
-void cel_agg_at(const struct cel_value *v, size_t i, struct cel_value *key,
+void cel_impl__agg_at(const struct cel_value *v, size_t i, struct cel_value *key,
 		struct cel_value *val)
 {
 	const struct cel_attrs *at;
 
 	if (v->type == CEL_LIST) {
 		if (v->agg == CEL_AGG_DOC)
-			cel_from_doc(v->node->list.items[i], val);
+			cel_impl__from_doc(v->node->list.items[i], val);
 		else
 			*val = ((const struct cel_list *)v->opaque)->v[i];
 		return;
@@ -108,7 +108,7 @@ void cel_agg_at(const struct cel_value *v, size_t i, struct cel_value *key,
 	case CEL_AGG_DOC:
 		set_cstr(key, v->node->map.keys[i]);
 		if (val)
-			cel_from_doc(v->node->map.vals[i], val);
+			cel_impl__from_doc(v->node->map.vals[i], val);
 		return;
 	case CEL_AGG_MAP:
 		*key = ((const struct cel_map *)v->opaque)->k[i];
@@ -137,7 +137,7 @@ static bool cstr_eq(const char *c, const struct cel_value *k)
 	return !c[i];
 }
 
-int cel_map_find(const struct cel_value *m, const struct cel_value *key,
+int cel_impl__map_find(const struct cel_value *m, const struct cel_value *key,
 		 struct cel_value *val)
 {
 	const struct cel_attrs *at;
@@ -151,7 +151,7 @@ int cel_map_find(const struct cel_value *m, const struct cel_value *key,
 			return 0;
 		for (i = 0; i < m->node->map.n; i++)
 			if (cstr_eq(m->node->map.keys[i], key)) {
-				cel_from_doc(m->node->map.vals[i], val);
+				cel_impl__from_doc(m->node->map.vals[i], val);
 				return 1;
 			}
 		return 0;
@@ -168,7 +168,7 @@ int cel_map_find(const struct cel_value *m, const struct cel_value *key,
 	default:
 		bm = m->opaque;
 		for (i = 0; i < bm->n; i++)
-			if (cel_equal(&bm->k[i], key)) {
+			if (cel_impl__equal(&bm->k[i], key)) {
 				*val = bm->v[i];
 				return 1;
 			}
@@ -245,27 +245,27 @@ static int bytes_cmp(const struct cel_value *a, const struct cel_value *b)
 
 static int agg_equal(const struct cel_value *a, const struct cel_value *b)
 {
-	size_t n = cel_agg_size(a), i;
+	size_t n = cel_impl__agg_size(a), i;
 	struct cel_value ka, va, vb;
 
-	if (n != cel_agg_size(b))
+	if (n != cel_impl__agg_size(b))
 		return 0;
 	for (i = 0; i < n; i++) {
 		if (a->type == CEL_LIST) {
-			cel_agg_at(a, i, NULL, &va);
-			cel_agg_at(b, i, NULL, &vb);
+			cel_impl__agg_at(a, i, NULL, &va);
+			cel_impl__agg_at(b, i, NULL, &vb);
 		} else {
-			cel_agg_at(a, i, &ka, &va);
-			if (!cel_map_find(b, &ka, &vb))
+			cel_impl__agg_at(a, i, &ka, &va);
+			if (!cel_impl__map_find(b, &ka, &vb))
 				return 0;
 		}
-		if (!cel_equal(&va, &vb))
+		if (!cel_impl__equal(&va, &vb))
 			return 0;
 	}
 	return 1;
 }
 
-int cel_equal(const struct cel_value *a, const struct cel_value *b)
+int cel_impl__equal(const struct cel_value *a, const struct cel_value *b)
 {
 	if (is_num(a->type) && is_num(b->type))
 		return num_cmp(a, b) == 0;
@@ -291,7 +291,7 @@ int cel_equal(const struct cel_value *a, const struct cel_value *b)
 	}
 }
 
-int cel_compare(const struct cel_value *a, const struct cel_value *b, int *cmp)
+int cel_impl__compare(const struct cel_value *a, const struct cel_value *b, int *cmp)
 {
 	if (is_num(a->type) && is_num(b->type)) {
 		*cmp = num_cmp(a, b);
@@ -321,7 +321,7 @@ int cel_compare(const struct cel_value *a, const struct cel_value *b, int *cmp)
  * form when the exponent is < -4 or >= 6, e.g. 1e+06), which is what
  * cel-go's string(double) uses.
  */
-int cel_fmt_double(double d, char *buf, size_t len)
+int cel_impl__fmt_double(double d, char *buf, size_t len)
 {
 	char tmp[40], digits[20], out[64];
 	int prec, exp, nd = 0, n = 0, i;
@@ -389,7 +389,7 @@ int cel_fmt_double(double d, char *buf, size_t len)
  * string() of a scalar: returns the length (snprintf-style, may be >= len)
  * or CEL_E_OVERLOAD for types string() does not accept.
  */
-int cel_fmt_value(const struct cel_value *v, char *buf, size_t len)
+int cel_impl__fmt_value(const struct cel_value *v, char *buf, size_t len)
 {
 	switch (v->type) {
 	case CEL_BOOL:
@@ -399,15 +399,15 @@ int cel_fmt_value(const struct cel_value *v, char *buf, size_t len)
 	case CEL_UINT:
 		return snprintf(buf, len, "%llu", (unsigned long long)v->u);
 	case CEL_DOUBLE:
-		return cel_fmt_double(v->d, buf, len);
+		return cel_impl__fmt_double(v->d, buf, len);
 	case CEL_STRING:
 	case CEL_BYTES:
 	case CEL_TYPE:
 		return snprintf(buf, len, "%.*s", (int)v->str.len, v->str.s);
 	case CEL_TIMESTAMP:
-		return cel_fmt_timestamp(v->i, buf, len);
+		return cel_impl__fmt_timestamp(v->i, buf, len);
 	case CEL_DURATION:
-		return cel_fmt_duration(v->i, buf, len);
+		return cel_impl__fmt_duration(v->i, buf, len);
 	default:
 		return CEL_E_OVERLOAD;
 	}
@@ -439,7 +439,7 @@ int cel__to_string(const struct cel_value *v, char *buf, size_t len)
 	if ((v->type == CEL_STRING || v->type == CEL_BYTES) &&
 	    v->str.len >= len)
 		return -ENOSPC;
-	n = cel_fmt_value(v, buf, len);
+	n = cel_impl__fmt_value(v, buf, len);
 	if (n < 0)
 		return -EINVAL;
 	if ((size_t)n >= len)

@@ -22,7 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "policy/contract/crd_fields.h"
 
 #define CLUSTER_PROPERTY_KIND "ClusterProperty"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exporter/json_out.h"
+#include "policy/util/json_out.h"
 #include "policy/contract/contract.h"
 #include "policy/contract/policy_lint.h"
 #include "policy/source/doc.h"

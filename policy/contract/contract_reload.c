@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Reload source, contract and engine together: see contract_reload.h. */
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "policy/contract/contract.h"
 #include "policy/contract/contract_reload.h"
 #include "policy/source/manifest_source.h"

@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "policy/contract/crd_fields.h"
 
 struct mobject;

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exporter/fnv1a.h"
+#include "bpf/fnv1a.h"
 #include "policy/contract/contract.h"
 #include "policy/contract/contract_uid.h"
 #include "policy/source/source_catalogue.h"

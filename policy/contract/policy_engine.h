@@ -71,7 +71,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "policy/cel/cel.h"
 
 struct contract;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "policy/contract/policy_engine_impl.h"
 #include "policy/regex/regex.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "policy/contract/policy_engine_impl.h"
 
 static int rf_item(struct policy_engine *e, struct pe_policy *pp,

@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * milometer explain --manifests PATH [--gateway NS/NAME] [--listener NAME]
- *                   [-X METHOD] [-H 'Name: value']... URL
- *
- * Loads the manifests, compiles the route table exactly as the agent does,
+ * `milometer explain` (its flags: agent/cmd/explain.c). Loads the manifests, compiles the route table exactly as the agent does,
  * and looks the request up with route_match__lookup(): the kernel table's
  * answer and the Gateway API walk that checks (or finishes) it.
  */
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,37 +16,12 @@
 #include "policy/gateway/route_compile.h"
 #include "policy/gateway/route_match.h"
 
-static const char usage[] =
-	"usage: milometer explain --manifests PATH [--gateway NS/NAME]\n"
-	"                         [--listener NAME] [-X METHOD]\n"
-	"                         [-H 'Name: value']... URL\n"
-	"\n"
-	"Print the HTTPRoute rule a request is attributed to\n"
-	"(\"NAMESPACE/NAME rule N\" or \"unmatched\") and the Gateway API\n"
-	"precedence step that decided it.\n"
-	"\n"
-	"  --manifests PATH  a manifest file, or every *.yaml / *.yml under a\n"
-	"                    directory (Gateways, HTTPRoutes, Namespaces;\n"
-	"                    other kinds are ignored)\n"
-	"  --gateway NS/NAME only routes attached to this Gateway (default:\n"
-	"                    all Gateways merged)\n"
-	"  --listener NAME   the Gateway listener that accepted the request\n"
-	"                    (default: the one on the URL's port, 80 for\n"
-	"                    http://, 443 for https://, that takes its host)\n"
-	"  -X METHOD         request method (default GET)\n"
-	"  -H 'Name: value'  request header; 'Host: h' overrides the URL host\n"
-	"  -v                also print the vhost's precedence list\n"
-	"  URL               http://host[:port]/path?query, or /path?query\n"
-	"                    with -H 'Host: ...'\n"
-	"\n"
-	"Exit status: 0 with an answer (matched or not), 2 for bad input.\n";
-
 static bool is_tchar(char c)
 {
 	return isalnum((unsigned char)c) || strchr("!#$%&'*+-.^_`|~", c);
 }
 
-static int add_header(struct http_req *req, const char *arg, FILE *errs)
+int explain__add_header(struct http_req *req, const char *arg, FILE *errs)
 {
 	const char *colon = strchr(arg, ':'), *v;
 	struct http_header *h;
@@ -303,65 +274,20 @@ static void print_answer(const struct route_table *t,
 					"attributed in the kernel");
 }
 
-int explain__run(int argc, char **argv, FILE *out, FILE *errs)
+int explain__request(const struct explain_opts *o, struct http_req *req,
+		     const char *url, FILE *out, FILE *errs)
 {
-	static const struct option opts[] = {
-		{ "manifests", required_argument, NULL, 'm' },
-		{ "gateway", required_argument, NULL, 'g' },
-		{ "listener", required_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *dir = NULL, *gateway = NULL, *method = "GET";
-	const char *listener = NULL;
+	const char *dir = o->manifests, *gateway = o->gateway;
+	const char *method = o->method ? o->method : "GET";
 	char lwhy[768];
 	uint32_t url_port, port;
 	bool by_scheme;
-	struct http_req req = { 0 };
 	struct gw_model *m = NULL;
 	struct route_table *t = NULL;
 	struct route_result res;
 	char err[512] = "";
-	bool verbose = false;
-	int c, ret = 2;
+	int ret = 2;
 
-	optind = 0; /* getopt state is global: the agent may have used it */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "X:H:vh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'm':
-			dir = optarg;
-			break;
-		case 'g':
-			gateway = optarg;
-			break;
-		case 'l':
-			listener = optarg;
-			break;
-		case 'X':
-			method = optarg;
-			break;
-		case 'H':
-			if (add_header(&req, optarg, errs))
-				goto cleanup;
-			break;
-		case 'v':
-			verbose = true;
-			break;
-		case 'h':
-			fputs(usage, out);
-			return 0;
-		default:
-			fprintf(errs, "milometer explain: unknown or incomplete "
-				"option \"%s\"\n%s", argv[optind - 1], usage);
-			goto cleanup;
-		}
-	}
-	if (!dir || optind != argc - 1) {
-		fprintf(errs, "milometer explain: need --manifests PATH and "
-			"exactly one URL\n%s", usage);
-		goto cleanup;
-	}
 	for (const char *p = method; *p; p++)
 		if (!is_tchar(*p)) {
 			fprintf(errs, "milometer explain: method \"%s\" is not "
@@ -372,8 +298,8 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 		fprintf(errs, "milometer explain: -X needs a method\n");
 		goto cleanup;
 	}
-	req.method = http_method__parse(method, strlen(method));
-	if (parse_url(argv[optind], &req, &url_port, &by_scheme, errs))
+	req->method = http_method__parse(method, strlen(method));
+	if (parse_url(url, req, &url_port, &by_scheme, errs))
 		goto cleanup;
 	m = gateway_api__new();
 	if (!m) {
@@ -391,23 +317,23 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 			m->rejected[i]);
 	gateway_api__log_dropped(m, errs, "milometer explain: ");
 	/* a Host header's port is the one the client connected to */
-	if (req.host && authority_port(req.host, req.host_len)) {
-		url_port = authority_port(req.host, req.host_len);
+	if (req->host && authority_port(req->host, req->host_len)) {
+		url_port = authority_port(req->host, req->host_len);
 		by_scheme = false;
 	}
-	if (choose_listener(m, t, gateway, listener, url_port, by_scheme, &req,
+	if (choose_listener(m, t, gateway, o->listener, url_port, by_scheme, req,
 			    &port, lwhy, sizeof(lwhy))) {
 		fprintf(errs, "milometer explain: %s\n", lwhy);
 		goto cleanup;
 	}
-	if (route_match__lookup(t, 0, port, &req, &res)) {
+	if (route_match__lookup(t, 0, port, req, &res)) {
 		fprintf(errs, "milometer explain: %s\n", res.why);
 		goto cleanup;
 	}
 	print_answer(t, &res, out);
 	fprintf(out, "%s\n", lwhy);
-	if (verbose)
-		print_list(t, &req, &res, out);
+	if (o->verbose)
+		print_list(t, req, &res, out);
 	for (size_t i = 0; i < t->ndetached; i++)
 		fprintf(out, "note: HTTPRoute %s/%s is not attached: %s\n",
 			t->detached[i].src->ns, t->detached[i].src->name,
@@ -420,9 +346,4 @@ cleanup:
 	route_compile__free(t);
 	gateway_api__free(m);
 	return ret;
-}
-
-int explain__main(int argc, char **argv)
-{
-	return explain__run(argc, argv, stdout, stderr);
 }

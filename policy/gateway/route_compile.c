@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "exporter/fnv1a.h"
+#include "bpf/fnv1a.h"
 #include "policy/gateway/route_compile.h"
 
 #define HOST_MAX 256

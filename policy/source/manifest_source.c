@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "exporter/fnv1a.h"
+#include "bpf/fnv1a.h"
 #include "policy/source/doc.h"
 #include "policy/source/manifest_source.h"
 

@@ -7,7 +7,7 @@
 #include "policy/source/source_catalogue.h"
 #include "policy/source/spelling.h"
 
-/* Every HTTP exchange carries these (agent/aggregate.c, build_labels()). */
+/* Every HTTP exchange carries these (agent/pipeline/aggregate.c, build_labels()). */
 static const char *const http_attrs[] = {
 	SRC_ATTR_ROUTE, SRC_ATTR_NAMESPACE, SRC_ATTR_GATEWAY,
 	SRC_ATTR_CLUSTER, SRC_ATTR_METHOD, SRC_ATTR_STATUS,

@@ -3,7 +3,7 @@
  * The data-plane source metrics milometer produces and the attributes each
  * sample carries: what a DataPlane MetricPolicy can select
  * (selector.otel.metricName, attributeSelectors[].key, attributeFilters[].key,
- * attributes['...'] in CEL). agent/aggregate.c emits exactly these names;
+ * attributes['...'] in CEL). agent/pipeline/aggregate.c emits exactly these names;
  * `milometer check` holds policies against them.
  */
 #ifndef MM_POLICY_SOURCE_CATALOGUE_H
@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 
 #define SRC_METRIC_DS_TOTAL "envoy.http.downstream_rq_total"
 #define SRC_METRIC_DS_TIME "envoy.http.downstream_rq_time"

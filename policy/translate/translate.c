@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exporter/json_out.h"
-#include "exporter/metric_store.h"
+#include "policy/util/json_out.h"
+#include "policy/model/metric_store.h"
 #include "policy/contract/contract.h"
 #include "policy/contract/policy_engine.h"
 #include "policy/source/manifest_source.h"

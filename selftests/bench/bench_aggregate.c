@@ -29,10 +29,10 @@
 
 #include <bpf/libbpf.h>
 
-#include "agent/aggregate.h"
+#include "agent/pipeline/aggregate.h"
 #include "agent/route_sync.h"
 #include "bpf/milometer.h"
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "milometer.skel.h"
 #include "policy/contract/contract.h"
 #include "policy/source/manifest_source.h"

@@ -27,7 +27,7 @@
 
 #include "agent/k8s/authz.h"
 #include "agent/k8s/config.h"
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "exporter/prom_server.h"
 
 static double now_ms(void)

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "exporter/otlp_encode.h"
 #include "exporter/otlp_gzip.h"
 

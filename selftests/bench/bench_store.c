@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "exporter/prom_text.h"
 
 static int misses;

@@ -10,10 +10,14 @@ import statistics
 
 SEED = 20261128
 RESAMPLES = 10000
-SLOTS = ("floor-empty", "floor-hook", "floor-read", "floor-skb", "auto")
+SLOTS = ("floor-empty", "floor-hook", "floor-read", "floor-skb", "auto",
+         "listeners")
+# listeners: the agent with a second Gateway listener, so that the kernel
+# table carries listener ports (a lookup per accepted connection)
 NAMES = {"off": "agent off", "floor-empty": "empty floor",
          "floor-hook": "hook floor", "floor-read": "read floor",
-         "floor-skb": "skb floor", "auto": "agent"}
+         "floor-skb": "skb floor", "auto": "agent",
+         "listeners": "agent+2 lsn"}
 
 
 def _kv(line):
@@ -43,6 +47,9 @@ def load_rows(path):
         r["node_us"] = int(r["node_ticks"]) / tck * 1e6 / n
         r["steal_us"] = int(r["steal_ticks"]) / tck * 1e6 / n
         r["agent_us"] = int(r["agent_uticks"]) / tck * 1e6 / n
+        # on-CPU ns (schedstat, user + system): ticks are too coarse here
+        r["agent_ns_us"] = (int(r["agent_ns"]) / 1e3 / n
+                            if "agent_ns" in r else None)
         r["p50"] = float(r["p50_us"])
         r["p99"] = float(r["p99_us"])
         r["nodetax"] = (None if r["nodetax_ns"] == "-" else
@@ -105,7 +112,16 @@ def bpf_ns(r):
     return t, c
 
 
-def report(path, notes):
+def scale_conns(rounds, gw):
+    """phase D's BPF ns per request by connection count (agent, bpf_stats
+    on): nginx's rounds are Dc<N>, haproxy's Dh<N>"""
+    prefix = "Dh" if gw == "haproxy" else "Dc"
+    rs = [r for r in rounds if r["tag"].startswith(prefix) and
+          r["gw"] == gw and r["capture"] == "auto" and r.get("bpf_ns_rq")]
+    return sorted((int(r["conns"]), r["bpf_ns_rq"]) for r in rs)
+
+
+def report(path, notes, rounds=()):
     """Prints phase P; returns (summary rows, a dict for the results)"""
     rows, sat = load_rows(path)
     out = {"seed": SEED, "resamples": RESAMPLES}
@@ -175,9 +191,8 @@ def report(path, notes):
                        m([r["node_us"] for r in ss]),
                        m([r["steal_us"] for r in ss]),
                        m([r["p50"] for r in ss]), m([r["p99"] for r in ss]),
-                       sum(int(r["agent_uticks"]) for r in ss) /
-                       float(ss[0]["tck"]) * 1e6 /
-                       max(sum(int(r["completed"]) for r in ss), 1),
+                       m([r["agent_ns_us"] if r["agent_ns_us"] is not None
+                          else r["agent_us"] for r in ss]),
                        "%.1f" % min(tcp) if tcp else "-",
                        sum(int(r["late"]) for r in ss)))
             print("paired deltas vs agent off, mean [95 % interval]:")
@@ -196,11 +211,11 @@ def report(path, notes):
                        ci_text(d["p99"], "%+.1f"),
                        ci_text(d["nodetax"], "%+.1f")))
                 a = [r for r in sel if r["capture"] == slot]
-                res[(gw, load, slot)]["agent_us"] = (
-                    sum(int(r["agent_uticks"]) for r in a) /
-                    float(a[0]["tck"]) * 1e6 /
-                    max(sum(int(r["completed"]) for r in a), 1)
-                    if a else None)
+                # the agent's own CPU (schedstat ns, user + system: a bound
+                # on its user-space CPU); ticks when an older run has no ns
+                res[(gw, load, slot)]["agent_us"] = bootstrap(
+                    [r["agent_ns_us"] if r["agent_ns_us"] is not None else
+                     r["agent_us"] for r in a], rng)
 
     # the nodetax figure: the agent against the empty floor, same round
     tcp_floor = {}
@@ -209,31 +224,45 @@ def report(path, notes):
             tcp_floor[(gw, load)] = bootstrap(
                 paired(rows, gw, load, "auto", "nodetax", "floor-empty"), rng)
 
-    # BPF ns per request: bpf_stats round
+    # BPF ns per request: bpf_stats rounds (BENCH_PEER_STATS_ROUNDS), the
+    # empty floor of the same round taken off
     stats = [r for r in rows if r["stats"] == "1"]
-    bpf = {}
+    bpf, bpf_rounds = {}, {}
     if stats:
-        print("\n-- BPF ns per request (bpf_stats round; the empty floor's "
-              "ns per run, the stats' own cost, taken off every run)")
-        print("%-8s %-12s %10s %10s %12s %12s" %
-              ("gateway", "slot", "runs/rq", "ns/run", "ns/rq raw",
+        print("\n-- BPF ns per request (bpf_stats rounds; the empty floor's "
+              "ns per run in the same round, the stats' own cost, taken off "
+              "every run)")
+        print("%-8s %-5s %-12s %10s %10s %12s %12s" %
+              ("gateway", "round", "slot", "runs/rq", "ns/run", "ns/rq raw",
                "ns/rq net"))
         for gw in gws:
-            ss = {r["capture"]: r for r in stats if r["gw"] == gw}
-            e = ss.get("floor-empty")
-            et = bpf_ns(e) if e else None
-            per_run = et[0] / et[1] if et and et[1] else 0.0
-            for slot in SLOTS:
-                r = ss.get(slot)
-                t = bpf_ns(r) if r else None
-                if not t:
-                    continue
-                n = max(int(r["completed"]), 1)
-                net = (t[0] - t[1] * per_run) / n
-                bpf[(gw, slot)] = net
-                print("%-8s %-12s %10.2f %10.1f %12.0f %12.0f" %
-                      (gw, NAMES[slot], t[1] / n, t[0] / max(t[1], 1),
-                       t[0] / n, net))
+            for rnd in sorted({r["round"] for r in stats if r["gw"] == gw},
+                              key=int):
+                ss = {r["capture"]: r for r in stats
+                      if r["gw"] == gw and r["round"] == rnd}
+                e = ss.get("floor-empty")
+                et = bpf_ns(e) if e else None
+                per_run = et[0] / et[1] if et and et[1] else 0.0
+                for slot in SLOTS:
+                    r = ss.get(slot)
+                    t = bpf_ns(r) if r else None
+                    if not t:
+                        continue
+                    n = max(int(r["completed"]), 1)
+                    net = (t[0] - t[1] * per_run) / n
+                    bpf_rounds.setdefault((gw, slot), {})[rnd] = net
+                    print("%-8s %-5s %-12s %10.2f %10.1f %12.0f %12.0f" %
+                          (gw, rnd, NAMES[slot], t[1] / n,
+                           t[0] / max(t[1], 1), t[0] / n, net))
+        for k, v in bpf_rounds.items():
+            bpf[k] = sum(v.values()) / len(v)
+
+    def bpf_paired(gw, a, b, div=False):
+        """per stats round a / b (div) or a - b, with its interval"""
+        x, y = bpf_rounds.get((gw, a), {}), bpf_rounds.get((gw, b), {})
+        v = [x[k] / y[k] if div else x[k] - y[k]
+             for k in x if k in y and (not div or y[k])]
+        return bootstrap(v, rng), len(v)
 
     # --- the targets ----------------------------------------------------
     lo = loads[0] if loads else None
@@ -243,8 +272,20 @@ def report(path, notes):
     print(hdr % ("gateway", "figure", "measured: mean [95 % CI]",
                  "must (aim)", "verdict"))
 
-    def row(gw, name, ci, must, aim, unit, f="%+.2f"):
+    def missing(gw, need):
+        """why a row has no value: what the run left out"""
+        if not any(r["gw"] == gw for r in rows):
+            return "not measured: no phase P rounds for %s" % gw
+        if need and not any(r["gw"] == gw and r["capture"] == need
+                            for r in rows):
+            return ("not measured: no %s slot (BENCH_PEER_SLOTS)" %
+                    NAMES.get(need, need))
+        return "not measured: no paired round (see the slots above)"
+
+    def row(gw, name, ci, must, aim, unit, f="%+.2f", need="auto"):
         v = verdict(ci, must, aim)
+        if ci is None:
+            v = missing(gw, need)
         t = "<= %+g %s (%+g)" % (must, unit, aim) if aim is not None else \
             "<= %+g %s" % (must, unit)
         print(hdr % (gw, name, ci_text(ci, f), t, v))
@@ -252,45 +293,92 @@ def report(path, notes):
 
     for gw in gws:
         d = res.get((gw, lo, "auto"), {})
-        row(gw, "gateway CPU added per request at %s %% load" % lo,
-            d.get("gw_us"), 2.0, 1.0, "us")
+        # a gateway whose CPU reads 0 was measured on the wrong PIDs
+        dead = [r for r in rows if r["gw"] == gw and r["stats"] == "0"
+                and int(r["gw_ns"]) == 0]
+        if dead:
+            print(hdr % (gw, "gateway CPU added per request at %s %% load" %
+                         lo, "n/a", "<= +2 us (+1)",
+                         "not measured: the gateway's CPU read 0 in %d of "
+                         "its slots (run.sh read other PIDs than its own)" %
+                         len(dead)))
+            summary.append(("%s: gateway CPU added per request" % gw, "n/a",
+                            "<= +2 us (+1)", "not measured: CPU read 0"))
+        else:
+            row(gw, "gateway CPU added per request at %s %% load" % lo,
+                d.get("gw_us"), 2.0, 1.0, "us")
         row(gw, "whole-node CPU added per request at %s %% load" % lo,
             d.get("node_us"), 3.0, 1.5, "us")
         row(gw, "latency p50 added at %s %% load, open loop" % lo,
             d.get("p50"), 3.0, 1.5, "us", "%+.1f")
         row(gw, "latency p99 added at %s %% load, open loop" % lo,
             d.get("p99"), 10.0, 5.0, "us", "%+.1f")
-        a, rd = bpf.get((gw, "auto")), bpf.get((gw, "floor-read"))
-        ratio = a / rd if a is not None and rd else None
-        v = ("MISSING" if ratio is None else "MISS" if ratio > 1.6 else
-             "pass, aim met" if ratio <= 1.3 else "pass")
+        ci, nr = bpf_paired(gw, "auto", "floor-read", div=True)
         t = "<= 1.6 (1.3)"
-        print(hdr % (gw, "BPF ns per request / read floor (same round)",
-                     "n/a" if ratio is None else "%.2f (%.0f / %.0f ns)" %
-                     (ratio, a, rd), t, v + " (one round: no interval)"))
-        summary.append(("%s: BPF ns/request / read floor" % gw,
-                        "n/a" if ratio is None else "%.2f" % ratio, t, v))
+        if ci is None:
+            m, v = "n/a", ("not measured: no bpf_stats round with the agent "
+                           "and the read floor for %s" % gw)
+        elif nr < 2:
+            m = "%.2f (%.0f / %.0f ns)" % (ci[0], bpf[(gw, "auto")],
+                                           bpf[(gw, "floor-read")])
+            v = ("MISS" if ci[0] > 1.6 else "pass, aim met" if ci[0] <= 1.3
+                 else "pass") + (" (one bpf_stats round: no interval; "
+                                 "BENCH_PEER_STATS_ROUNDS)")
+        else:
+            m = ci_text(ci, "%.2f") + " (%d rounds)" % nr
+            v = verdict(ci, 1.6, 1.3)
+        print(hdr % (gw, "BPF ns per request / read floor (same round)", m,
+                     t, v))
+        summary.append(("%s: BPF ns/request / read floor" % gw, m, t, v))
         row(gw, "non-proxy 1-byte TCP ping-pong vs empty floor",
-            tcp_floor.get((gw, lo)), 30.0, 0.0, "ns", "%+.1f")
-        au = d.get("agent_us")
-        v = ("MISSING" if au is None else "MISS" if au > 0.5 else
-             "pass, aim met" if au <= 0.2 else "pass")
-        print(hdr % (gw, "agent user-space CPU per request (all rounds)",
-                     "n/a" if au is None else "%.3f us" % au,
-                     "<= 0.5 us (0.2)", v))
-        summary.append(("%s: agent user-space CPU per request" % gw,
-                        "n/a" if au is None else "%.3f us" % au,
-                        "<= 0.5 us (0.2)", v))
+            tcp_floor.get((gw, lo)), 30.0, 0.0, "ns", "%+.1f",
+            "floor-empty" if (gw, lo, "auto") in res else "auto")
+        sc = scale_conns(rounds, gw)
+        t = "within 20 % (10 %)"
+        if len(sc) >= 2 and sc[0][1] > 0:
+            flat = max(v for _, v in sc) / min(v for _, v in sc) - 1
+            m = "%+.1f %% (%s ns)" % (flat * 100, " / ".join(
+                "%d: %.0f" % x for x in sc))
+            v = ("MISS" if flat > 0.2 else
+                 "pass, aim met" if flat <= 0.1 else "pass")
+            v += " (one bpf_stats round per count: no interval)"
+        else:
+            m = "n/a"
+            ph = notes.get("phases", "")
+            v = ("not measured: phase D is not in BENCH_PHASES (%s)" % ph
+                 if ph and "D" not in ph else
+                 "not measured: BENCH_SCALE_GATEWAYS leaves %s out" % gw
+                 if gw not in notes.get("scale_gateways", gw).split(",")
+                 else "not measured: phase D gave no agent round for %s" % gw)
+        print(hdr % (gw, "10 -> 10 000 connections: BPF ns/rq max/min-1 (D)",
+                     m, t, v))
+        summary.append(("%s: BPF ns/request, 10 -> 10 000 connections" % gw,
+                        m, t, v))
+        row(gw, "agent CPU per request (user + system: bounds user)",
+            d.get("agent_us"), 0.5, 0.2, "us", "%.3f")
         bad = [r for r in lost if r["gw"] == gw]
         n = len([r for r in rows if r["gw"] == gw and r["stats"] == "0"])
-        v = "MISSING" if not n else "MISS" if bad else "pass"
+        v = missing(gw, None) if not n else "MISS" if bad else "pass"
         m = "%d of %d slots differ" % (len(bad), n)
-        print(hdr % (gw, "completed requests vs the access log", m,
+        print(hdr % (gw, "loadgen's completed requests vs the access log", m,
                      "exact", v))
         summary.append(("%s: completed vs access log" % gw, m, "exact", v))
-    print("(latency and CPU in us; per-route counts against the access log "
-          "are the integration tests'; the 10 -> 10 000 connection row is "
-          "phase D's)")
+        # the agent's count of the shop route against the access log, in
+        # every agent slot (each slot's requests are all the shop route's)
+        ag = [r for r in rows if r["gw"] == gw and "route_count" in r
+              and r["capture"] in ("auto", "listeners")]
+        off = [(int(r["route_count"]), int(r["requests"])) for r in ag
+               if int(r["route_count"]) != int(r["requests"])]
+        m = "%d of %d agent slots differ%s" % (
+            len(off), len(ag), (" (agent / log: %s)" % ", ".join(
+                "%d / %d" % x for x in off[:4])) if off else "")
+        v = ("not measured: no agent slot recorded the agent's count "
+             "(route_count)" if not ag else "MISS" if off else "pass")
+        print(hdr % (gw, "per-route counts (agent) vs the access log", m,
+                     "exact", v))
+        summary.append(("%s: per-route counts vs access log" % gw, m,
+                        "exact", v))
+    print("(latency and CPU in us; the connection row is phase D's)")
 
     # skb vs read floor, the decision's figures
     for gw in gws:
@@ -301,10 +389,36 @@ def report(path, notes):
                 print("%s at %s %%: skb floor - read floor, gateway CPU "
                       "us/rq: %s" % (gw, load, ci_text(ci)))
                 out["skb_minus_read_%s_%s" % (gw, load)] = ci
-        s, rd = bpf.get((gw, "floor-skb")), bpf.get((gw, "floor-read"))
-        if s is not None and rd is not None:
-            print("%s: BPF ns/rq skb floor %.0f, read floor %.0f" %
-                  (gw, s, rd))
+        for load in loads:
+            nd = bootstrap(paired(rows, gw, load, "floor-skb", "node_us",
+                                  "floor-read"), rng)
+            if nd:
+                print("%s at %s %%: skb floor - read floor, node CPU us/rq: "
+                      "%s" % (gw, load, ci_text(nd)))
+                out["skb_minus_read_node_%s_%s" % (gw, load)] = nd
+        ci, nr = bpf_paired(gw, "floor-skb", "floor-read")
+        if ci:
+            print("%s: BPF ns/rq skb floor - read floor: %s (%d bpf_stats "
+                  "rounds; skb %.0f, read %.0f)" %
+                  (gw, ci_text(ci, "%+.0f") if nr > 1 else "%+.0f" % ci[0],
+                   nr, bpf[(gw, "floor-skb")], bpf[(gw, "floor-read")]))
+            out["skb_minus_read_bpf_%s" % gw] = ci
+        # the listener port in the kernel table: the agent with two
+        # listeners against the agent with one
+        for load in loads:
+            for k, name in (("gw_us", "gateway CPU us/rq"),
+                            ("node_us", "node CPU us/rq")):
+                c2 = bootstrap(paired(rows, gw, load, "listeners", k,
+                                      "auto"), rng)
+                if c2:
+                    print("%s at %s %%: agent with 2 listeners - agent, %s: "
+                          "%s" % (gw, load, name, ci_text(c2)))
+        ci, nr = bpf_paired(gw, "listeners", "auto")
+        if ci:
+            print("%s: BPF ns/rq agent with 2 listeners - agent: %s (%d "
+                  "bpf_stats rounds)" % (gw, ci_text(ci, "%+.0f") if nr > 1
+                                         else "%+.0f" % ci[0], nr))
+            out["listeners_minus_agent_bpf_%s" % gw] = ci
     out["deltas"] = {"%s/%s/%s" % k: v for k, v in res.items()}
     out["bpf_ns_rq"] = {"%s/%s" % k: v for k, v in bpf.items()}
     out["sat"] = sat

@@ -291,7 +291,7 @@ def main():
 
     S = Summary()
     if args.peers:
-        rows_p, results["peers"] = peers.report(args.peers, notes)
+        rows_p, results["peers"] = peers.report(args.peers, notes, rounds)
         S.rows.extend(rows_p)
 
     # --- gateway pairs (bpf_stats off) ------------------------------------
@@ -558,6 +558,8 @@ def main():
     # --- scale rows -----------------------------------------------------------
     print("\n== scale (bpf_stats on)")
     for prefix, key, unit in (("Dc", "conns", "keep-alive connections"),
+                              ("Dh", "conns",
+                               "keep-alive connections, haproxy"),
                               ("Dr", "routes", "HTTPRoutes")):
         rs = sel(prefix, capture="auto")
         if not rs:

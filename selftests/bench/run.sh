@@ -70,6 +70,7 @@ RATE_CONNS=${BENCH_RATE_CONNS:-10}
 WORKERS=${BENCH_WORKERS:-1}
 SCALE_CONNS=${BENCH_SCALE_CONNS:-10 1000 10000}
 SCALE_ROUTES=${BENCH_SCALE_ROUTES:-10 1000 10000}
+SCALE_GATEWAYS=${BENCH_SCALE_GATEWAYS:-nginx haproxy}
 MEM_CONNS=${BENCH_MEM_CONNS:-10000}
 NODETAX_REPS=${BENCH_NODETAX_REPS:-50}
 EVENTS=${BENCH_EVENTS:-20000000}
@@ -87,6 +88,9 @@ PEER_SLOTS=${BENCH_PEER_SLOTS-off floor-empty floor-hook floor-read floor-skb au
 PEER_GATEWAYS=${BENCH_PEER_GATEWAYS:-nginx haproxy}
 PEER_SAT_DURATION=${BENCH_PEER_SAT_DURATION:-5}
 PEER_NODETAX_REPS=${BENCH_PEER_NODETAX_REPS:-10}
+# bpf_stats rounds of the slots (rotated like the others): > 1 gives BPF
+# ns per request an interval
+PEER_STATS_ROUNDS=${BENCH_PEER_STATS_ROUNDS:-3}
 # Loopback ports apart from the integration tests (28xxx/29xxx) and below
 # the ephemeral range (32768+), where a client socket may hold them.
 GW_PORT=${BENCH_GW_PORT:-17080}
@@ -201,7 +205,13 @@ fi
 # pgrep exits 1 when nothing matches: not an error under pipefail
 other_agents() {
 	local p
-	p=$({ pgrep -x milometer || true; } | { grep -vx "${AGENT_PID:-0}" || true; } | tr '\n' ' ')
+	# agents only (milometer run): a controller or ctl loads no BPF
+	p=$(for q in $(pgrep -x milometer || true); do
+		if [ "$q" != "${AGENT_PID:-0}" ] &&
+			[ "$(tr '\0' '\n' <"/proc/$q/cmdline" 2>/dev/null | sed -n 2p)" = run ]; then
+			echo "$q"
+		fi
+	done | tr '\n' ' ')
 	if [ -z "$p" ] && [ -z "$AGENT_PID" ] &&
 	   [ -n "$("$PY" "$HERE/bpf_stats.py" list 2>/dev/null)" ]; then
 		p="(mm_* BPF programs of another agent are loaded)"
@@ -302,26 +312,37 @@ start_haproxy() {
 
 port_free "$GW_PORT" "$BE_PORT" "$HA_PORT" "$TLS_PORT" "$H2_PORT" "$AGENT_PORT"
 : >"$W/notes"
+# what was run: report.py names what a missing row was not measured for
+echo "phases=$PHASES scale_gateways=${SCALE_GATEWAYS// /,} scale_conns=${SCALE_CONNS// /,}" >>"$W/notes"
 wait_no_agent
 
 # Manifests: the bench gateway and routes, plus the seed's data-plane
 # contract (its definitions and the two DataPlane policies; the scenario
 # files restate the same metrics and would conflict), so the agent runs its
 # policy engine as on a node. bench_aggregate binds the same contract.
-CONTRACT_SRC=$ROOT/deploy/examples/contract
+# The "complete" files are the scenario's twins, kept with the unit tests'
+# data (a user applies deploy/examples/contract without them).
+CONTRACT_SRC="$ROOT/deploy/examples/contract $ROOT/selftests/unit/testdata/contract/seed-twins"
 CONTRACT_FILES="seed-complete-metricdefinition seed-complete-metricpolicy-dataplane
 	seed-scenario-upstream-request-count-metricdefinition
 	seed-scenario-upstream-request-count-metricpolicy"
 mkdir -p "$W/m" "$W/contract"
 cp "$HERE"/manifests/*.yaml "$W/m/"
 for f in $CONTRACT_FILES; do
-	if [ -f "$CONTRACT_SRC/$f.yaml" ]; then
-		cp "$CONTRACT_SRC/$f.yaml" "$W/contract/"
-	else
-		log "contract example $f.yaml is missing; benching without it"
-	fi
+	found=
+	for d in $CONTRACT_SRC; do
+		[ -f "$d/$f.yaml" ] || continue
+		cp "$d/$f.yaml" "$W/contract/"
+		found=1
+		break
+	done
+	[ -n "$found" ] || die "contract file $f.yaml is in none of: $CONTRACT_SRC"
 done
 cp "$W"/contract/*.yaml "$W/m/" 2>/dev/null || true
+# the same with a second listener on the Gateway (the slot "listeners")
+mkdir -p "$W/mL"
+cp "$W"/m/*.yaml "$W/mL/"
+sed -i '0,/^          from: All$/s//          from: All\n    - name: http-alt\n      protocol: HTTP\n      port: 8080\n      allowedRoutes:\n        namespaces:\n          from: All/' "$W/mL/gateway.yaml"
 
 # the gateway's TLS listener (phase T): a certificate made here
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=milometer-bench \
@@ -385,6 +406,10 @@ start_agent() {
 	case $capture in
 	auto) ;;
 	tls) cap=(--feature-gates=TLSCapture=true) ;;
+	# the Gateway with a second listener (port 8080), so that the kernel
+	# table carries listener ports: mdir is $W/mL, the socket port of
+	# listener 80 in LISTEN_SPORT
+	listeners) cap=(--listener-port "80=$LISTEN_SPORT") ;;
 	h2) cap=(--feature-gates=TLSCapture=true,HTTP2=true) ;;
 	*) cap=(--capture "$capture") ;;
 	esac
@@ -658,6 +683,9 @@ warm() { # GATEWAY: 2 s of load (WRK_CONNS connections, else CONNS), agent off
 # /proc/stat "cpu": non-idle ticks (user nice system irq softirq) and steal
 node_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $9 }' /proc/stat; }
 agent_uticks() { awk '{ print $14 }' "/proc/$AGENT_PID/stat"; }
+# its on-CPU ns, user and system (schedstat): utime's 10 ms ticks are
+# several us a request over a slot, more than the figure
+agent_ns() { cat /proc/"$AGENT_PID"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 # the same CPU time as utime+stime in ns (schedstat: on-CPU time of each
 # thread): at a few thousand requests a round, one 10 ms tick is ~1 us a
 # request, as much as the figure measured
@@ -675,18 +703,19 @@ gw_pids() { # GATEWAY: every process of it (pinning, the cgroup)
 # rate; a line of "key=value" in $W/peers
 peer_slot() {
 	local tag=$1 gw=$2 capture=$3 rate=$4 load=$5 rnd=$6 stats=$7
-	local log g0 g1 q0 q1 n0 n1 s0 s1 a0=0 a1=0 l0 l1 t0 nt=- extra=
+	local log g0 g1 q0 q1 n0 n1 s0 s1 a0=0 a1=0 an0=0 an1=0 l0 l1 t0 nt=- extra=
 	log=$(access_log "$gw")
 	case $capture in
 	off) ;;
 	floor-*) start_floor "$tag" "${capture#floor-}" "$gw" ;;
+	listeners) LISTEN_SPORT=$(gw_port "$gw") start_agent "$tag" "$capture" "$W/mL" "$(proxy_pid "$gw")" ;;
 	*) start_agent "$tag" "$capture" "$W/m" "$(proxy_pid "$gw")" ;;
 	esac
 	if [ "$stats" = 1 ]; then
 		sysctl -qw kernel.bpf_stats_enabled=1
 		"$PY" "$HERE/bpf_stats.py" snap "$W/ids.$tag" >"$W/bpf0.$tag"
 	fi
-	[ "$capture" = off ] || a0=$(agent_uticks)
+	[ "$capture" = off ] || { a0=$(agent_uticks); an0=$(agent_ns); }
 	g0=$(gw_ticks "$gw")
 	q0=$(gw_ns "$gw")
 	read -r n0 s0 < <(node_ticks)
@@ -698,7 +727,7 @@ peer_slot() {
 	g1=$(gw_ticks "$gw")
 	q1=$(gw_ns "$gw")
 	read -r n1 s1 < <(node_ticks)
-	[ "$capture" = off ] || a1=$(agent_uticks)
+	[ "$capture" = off ] || { a1=$(agent_uticks); an1=$(agent_ns); }
 	extra="wall_ms=$((($(date +%s%N) - t0) / 1000000))"
 	if [ "$stats" = 1 ]; then
 		"$PY" "$HERE/bpf_stats.py" snap "$W/ids.$tag" >"$W/bpf1.$tag"
@@ -713,9 +742,22 @@ peer_slot() {
 	# the access log is written as each request ends: wait for the last
 	sleep 0.2
 	l1=$(wc -l <"$log")
+	# per-route counts against the access log: every request of a slot
+	# is the shop route's; the agent exports within its interval
+	if [ "$capture" = auto ] || [ "$capture" = listeners ]; then
+		wait_for 5 route_count_is $((l1 - l0)) || true
+		extra="$extra route_count=$(route_count)"
+	fi
 	stop_agent
-	echo "kind=rate tag=$tag gw=$gw capture=$capture load=$load rate=$rate round=$rnd stats=$stats lg=$W/lg.$tag requests=$((l1 - l0)) gw_ticks=$((g1 - g0)) gw_ns=$((q1 - q0)) node_ticks=$((n1 - n0)) steal_ticks=$((s1 - s0)) agent_uticks=$((a1 - a0)) tck=$(getconf CLK_TCK) nodetax_ns=${nt:--} $extra" >>"$W/peers"
+	echo "kind=rate tag=$tag gw=$gw capture=$capture load=$load rate=$rate round=$rnd stats=$stats lg=$W/lg.$tag requests=$((l1 - l0)) gw_ticks=$((g1 - g0)) gw_ns=$((q1 - q0)) node_ticks=$((n1 - n0)) steal_ticks=$((s1 - s0)) agent_uticks=$((a1 - a0)) agent_ns=$((an1 - an0)) tck=$(getconf CLK_TCK) nodetax_ns=${nt:--} $extra" >>"$W/peers"
 }
+
+# the agent's downstream requests of the shop route (/metrics)
+route_count() {
+	curl -sf "http://127.0.0.1:$AGENT_PORT/metrics" |
+		awk '/^envoy_http_downstream_rq_total[{]/ && /k8s_httproute_name="shop"/ { s += $NF } END { printf "%.0f\n", s }'
+}
+route_count_is() { [ "$(route_count)" = "$1" ]; }
 
 # sat_slot GATEWAY CAPTURE PINNED: saturation throughput (information);
 # pinned: the gateway alone on the last CPU, wrk and the backend on the rest
@@ -772,10 +814,14 @@ if phase P; then
 		# BPF ns per request: bpf_stats on, the empty floor included (its
 		# per-run time is the stats' own cost, taken off every run)
 		rate=$((cap * ${PEER_LOADS%% *} / 100))
-		log "phase P: $gw, bpf_stats round at $rate req/s"
-		for c in $PEER_SLOTS; do
-			[ "$c" = off ] && continue
-			peer_slot "PS-$gw-$c" "$gw" "$c" "$rate" "${PEER_LOADS%% *}" 0 1
+		log "phase P: $gw, $PEER_STATS_ROUNDS bpf_stats round(s) at $rate req/s"
+		read -ra sslots <<<"${PEER_SLOTS//off/}"
+		for r in $(seq "$PEER_STATS_ROUNDS"); do
+			n=${#sslots[@]}
+			for i in $(seq 0 $((n - 1))); do
+				c=${sslots[$(((i + r - 1) % n))]}
+				peer_slot "PS-$gw-$r-$c" "$gw" "$c" "$rate" "${PEER_LOADS%% *}" "$r" 1
+			done
 		done
 	done
 fi
@@ -844,6 +890,18 @@ if phase D; then
 	for c in $SCALE_CONNS; do
 		round "Dc$c" nginx auto 1 "$c" "$SCALE_DURATION" "$W/m"
 	done
+	# the connection rows with the haproxy gateway too (prefix Dh)
+	if [[ " $SCALE_GATEWAYS " == *" haproxy "* ]]; then
+		# haproxy takes two descriptors a connection: its maxconn (9 000)
+		# fits an open-file limit of 20 000
+		ha_max=$(((NOFILE - 200) / 2 < 9000 ? (NOFILE - 200) / 2 : 9000))
+		WRK_CONNS=$((max_c < ha_max ? max_c : ha_max)) warm haproxy
+		for c in $SCALE_CONNS; do
+			[ "$c" -gt "$ha_max" ] && log "phase D: haproxy at $ha_max connections, not $c (its maxconn, the open-file limit)"
+			c=$((c < ha_max ? c : ha_max))
+			round "Dh$c" haproxy auto 1 "$c" "$SCALE_DURATION" "$W/m"
+		done
+	fi
 	# the floor of the same rows: a per-socket state and nothing else
 	if [[ $FLOORS == *floor-hook* ]]; then
 		for c in $SCALE_CONNS; do

@@ -4,9 +4,10 @@
  * route table maps, filled the way agent/route_sync.c fills them: the
  * Gateway API manifests of selftests/unit/testdata/routes/precedence
  * compiled by policy/gateway/route_compile.c. Expected answers are the
- * Gateway API's (the same cases as unit test route_precedence_cases); each
- * is also checked against route_match__lookup(), user space's step-by-step
- * mirror of the kernel walk.
+ * Gateway API's, in selftests/unit/test_route_cases.h (the table the unit
+ * test route_precedence_cases runs too); each is also checked against
+ * route_match__lookup(), user space's step-by-step mirror of the kernel
+ * walk.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,107 +22,12 @@
 #include "policy/gateway/route_match.h"
 #include "selftests/bpf/bpf_fixture.h"
 #include "selftests/unit/test.h"
+#include "selftests/unit/test_route_cases.h"
 #include "selftests/unit/test_route_data.h"
 
 #define EV(i) FX_EV(i)
 #define GEN 7
 
-enum bpf_says { KERNEL, DEFER };
-
-struct rcase {
-	const char *what;
-	const char *method, *host, *target, *headers;
-	const char *want; /* "ns/name rule N" or "unmatched" */
-	enum bpf_says bpf;
-};
-
-#define A10 "aaaaaaaaaa"
-#define A100 A10 A10 A10 A10 A10 A10 A10 A10 A10 A10
-
-static const struct rcase cases[] = {
-	{ "exact vhost", "GET", "www.example.com", "/x", "",
-	  "apps/login rule 1", KERNEL },
-	{ "port in Host ignored", "GET", "www.example.com:8080", "/login", "",
-	  "apps/login rule 0", KERNEL },
-	{ "host case-insensitive", "GET", "WWW.Example.COM", "/login", "",
-	  "apps/login rule 0", KERNEL },
-	{ "trailing dot", "GET", "www.example.com.", "/login", "",
-	  "apps/login rule 0", KERNEL },
-	{ "wildcard one label", "GET", "foo.example.com", "/x", "",
-	  "apps/wild rule 0", KERNEL },
-	{ "wildcard two labels", "GET", "a.b.example.com", "/", "",
-	  "apps/wild rule 0", KERNEL },
-	{ "longer wildcard wins", "GET", "x.eu.example.com", "/", "",
-	  "apps/deepwild rule 0", KERNEL },
-	{ "wildcard, upper case, whole words", "GET", "NEWS.AB.EU.EXAMPLE.COM",
-	  "/", "", "apps/deepwild rule 0", KERNEL },
-	{ "host of 128 bytes, the most the kernel reads", "GET",
-	  A100 "aaaaaaaaaaaaaaaa.example.com", "/x", "", "apps/wild rule 0",
-	  KERNEL },
-	{ "host of 129 bytes: user space", "GET",
-	  A100 "aaaaaaaaaaaaaaaaa.example.com", "/x", "", "apps/wild rule 0",
-	  DEFER },
-	/*
-	 * One more space before the value: its words start at host lengths
-	 * 7, 15, ... 127, where a word no longer fits in host[] (what follows it
-	 * in mm_scratch, the window loop's state, would take its last 7 bytes).
-	 */
-	{ "host of 136 bytes, words at odd lengths: user space", "GET",
-	  " " A100 "aaaaaaaaaaaaaaaaaaaaaaaa.example.com", "/x", "",
-	  "apps/wild rule 0", DEFER },
-	{ "two spaces before the host: OWS in a word", "GET",
-	  " www.example.com", "/x", "", "apps/login rule 1", KERNEL },
-	{ "port in a whole word of its own", "GET", "www.example.com:12345678",
-	  "/login", "", "apps/login rule 0", KERNEL },
-	{ "wildcard never the apex", "GET", "eu.example.com", "/", "",
-	  "apps/wild rule 0", KERNEL },
-	{ "apex not in *.example.com", "GET", "example.com", "/healthz", "",
-	  "apps/catchall rule 0", KERNEL },
-	{ "no fallback from exact vhost", "GET", "api.example.com", "/other",
-	  "", "unmatched", KERNEL },
-	{ "catch-all vhost", "GET", "unknown.org", "/healthz", "",
-	  "apps/catchall rule 0", KERNEL },
-	{ "catch-all, no rule", "GET", "unknown.org", "/foo", "", "unmatched",
-	  KERNEL },
-	{ "no Host header", "GET", NULL, "/healthz", "",
-	  "apps/catchall rule 0", KERNEL },
-	{ "Exact beats PathPrefix", "GET", "www.example.com", "/login", "",
-	  "apps/login rule 0", KERNEL },
-	{ "Exact needs the whole path", "GET", "www.example.com", "/login/",
-	  "", "apps/login rule 1", KERNEL },
-	{ "query is not part of the path", "GET", "www.example.com",
-	  "/login?next=/", "", "apps/login rule 0", KERNEL },
-	{ "longest prefix", "GET", "www.example.com", "/api/v2/users", "",
-	  "apps/api rule 1", KERNEL },
-	{ "prefix trailing slash ignored", "GET", "www.example.com", "/api/v2",
-	  "", "apps/api rule 1", KERNEL },
-	{ "element-wise: /api/v2x", "POST", "www.example.com", "/api/v2x",
-	  "", "apps/api rule 2", KERNEL },
-	{ "element-wise: /apix is not /api", "GET", "www.example.com",
-	  "/apix", "", "apps/login rule 1", KERNEL },
-	{ "paths case-sensitive", "GET", "www.example.com", "/Api/x", "",
-	  "apps/api rule 6", KERNEL },
-	{ "method beats headers", "POST", "www.example.com", "/api/x",
-	  "X-Canary: true\r\nX-Env: prod\r\n", "apps/api rule 2", KERNEL },
-	{ "header match: user space", "GET", "www.example.com", "/api",
-	  "X-CANARY: true\r\n", "apps/api rule 4", DEFER },
-	{ "query match: user space", "GET", "www.example.com",
-	  "/api/q?a=2&debug=1", "", "apps/api rule 5", DEFER },
-	{ "long query, copied a word at a time", "GET", "www.example.com",
-	  "/api?utm_source=newsletter&utm_medium=e%2Dmail&utm_campaign=2026-11&debug=1",
-	  "", "apps/api rule 5", DEFER },
-	{ "long query, not a match", "GET", "www.example.com",
-	  "/login?next=%2Fcheckout%3Fstep%3D2&utm_source=newsletter&x=y", "",
-	  "apps/login rule 0", KERNEL },
-	{ "oldest route", "GET", "www.example.com", "/shared/a", "",
-	  "apps/older rule 0", KERNEL },
-	{ "same age: alphabetical", "GET", "www.example.com", "/tie", "",
-	  "apps/a-tie rule 0", KERNEL },
-	{ "regex: Exact still first", "GET", "re.example.com",
-	  "/items/special", "", "apps/regex rule 2", KERNEL },
-	{ "regex beats prefix: user space", "GET", "re.example.com",
-	  "/items/42", "", "apps/regex rule 0", DEFER },
-};
 
 static struct gw_model *model;
 static struct route_table *table;
@@ -222,8 +128,8 @@ static void run_cases(void)
 
 	OK(fx_reset());
 	REQUIRE(ASSERT_EQ(load_table(err, sizeof(err)), 0));
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const struct rcase *c = &cases[i];
+	for (size_t i = 0; i < sizeof(route_cases) / sizeof(route_cases[0]); i++) {
+		const struct rcase *c = &route_cases[i];
 		const struct mm_http_event *ex = NULL, *hd = NULL;
 		const char *hdbytes = NULL;
 		struct route_result res;
@@ -447,7 +353,7 @@ static int interleave(const char *a, size_t na, const char *b, size_t nb,
 TEST(bpf_route_heads_interleaved)
 {
 	static const size_t cuts[] = { 1, 5, 13 };
-	const size_t ncases = sizeof(cases) / sizeof(cases[0]);
+	const size_t ncases = sizeof(route_cases) / sizeof(route_cases[0]);
 	char err[512] = "", ha[1024], hb[1024], got[256];
 	size_t na, nb;
 	int fd;
@@ -455,12 +361,12 @@ TEST(bpf_route_heads_interleaved)
 	OK(fx_reset());
 	REQUIRE(ASSERT_EQ(load_table(err, sizeof(err)), 0));
 	for (size_t i = 0; i < ncases; i++) {
-		const struct rcase *ca = &cases[i], *cb = NULL;
+		const struct rcase *ca = &route_cases[i], *cb = NULL;
 
 		if (ca->bpf != KERNEL)
 			continue;
 		for (size_t d = 1; d < ncases && !cb; d++) {
-			const struct rcase *c = &cases[(i + d) % ncases];
+			const struct rcase *c = &route_cases[(i + d) % ncases];
 
 			if (c->bpf == KERNEL && strcmp(c->want, ca->want))
 				cb = c;
@@ -620,7 +526,7 @@ TEST(bpf_route_heads_interleaved)
 		REQUIRE(ASSERT_TRUE(made > 0 && errno == E2BIG,
 				    "filled with %d, then %s", made,
 				    strerror(errno)));
-		na = head_of(&cases[0], ha, sizeof(ha));
+		na = head_of(&route_cases[0], ha, sizeof(ha));
 		OK(fx_chunks(0, 1, ha, na, 7));
 		OK(fx_buf(0, 0, resp, sizeof(resp) - 1));
 		OK(fx_buf(1, 1, ha, na));
@@ -634,12 +540,12 @@ TEST(bpf_route_heads_interleaved)
 		REQUIRE(ASSERT_EQ(route_match__lookup_head(table, 0, 0, FX_HEAD(0),
 							   na, false, &res), 0));
 		answer(res.route_id, res.rule_idx, got, sizeof(got));
-		REQUIRE(ASSERT_STREQ(got, cases[0].want));
+		REQUIRE(ASSERT_STREQ(got, route_cases[0].want));
 		REQUIRE(ASSERT_EQ(EV(1)->route_id, MM_ROUTE_DEFER));
 		REQUIRE(ASSERT_EQ(EV(1)->req_seq, EV(0)->req_seq));
 		REQUIRE(ASSERT_EQ(EV(1)->req_bytes, na));
 		answer(EV(2)->route_id, EV(2)->rule_idx, got, sizeof(got));
-		REQUIRE(ASSERT_STREQ(got, cases[0].want));
+		REQUIRE(ASSERT_STREQ(got, route_cases[0].want));
 		REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_ROUTE_STATE_LOST), 1));
 	}
 	REQUIRE(ASSERT_EQ(route_accs_held(), 0));

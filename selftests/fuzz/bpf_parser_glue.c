@@ -299,11 +299,7 @@ static void *bpf_task_storage_get(void *map, struct task_struct *task,
 
 static __u64 fnv(const char *s)
 {
-	__u64 h = MM_FNV_OFFSET;
-
-	while (*s)
-		h = fnv_step(h, *s++);
-	return h;
+	return fnv1a64_str(FNV1A64_OFFSET, s);
 }
 
 static void add_vhost(__u32 kind, const char *host, __u32 id, __u32 flags)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The agent's --config file (agent/options.c; no libbpf in that file). */
-#include "agent/options.h"
+/* The agent's --config file (agent/config/options.c; no libbpf in that file). */
+#include "agent/config/options.h"
 #include "selftests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

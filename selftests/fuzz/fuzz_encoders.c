@@ -4,7 +4,7 @@
  * kinds, names, units, label keys and values (any bytes) and values
  * (any double: NaN, infinities, negative zero) all come from the fuzzer.
  */
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "exporter/otlp_encode.h"
 #include "exporter/prom_text.h"
 #include "selftests/fuzz/fuzz_util.h"

@@ -13,7 +13,7 @@
  */
 #include <errno.h>
 
-#include "policy/contract/check_cmd.h"
+#include "agent/cmd/check.h"
 #include "policy/gateway/gateway_api.h"
 #include "policy/gateway/route_compile.h"
 #include "policy/gateway/route_match.h"

@@ -21,7 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/k8s/pod_cgroup.h"
+#include "agent/node/pod_cgroup.h"
 
 static int sys_bpf(int cmd, union bpf_attr *attr)
 {

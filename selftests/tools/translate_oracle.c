@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "exporter/otlp_encode.h"
 #include "exporter/prom_text.h"
 #include "policy/contract/contract.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * agent/aggregate.c, the code the agent's ring-buffer drain runs: events
+ * agent/pipeline/aggregate.c, the code the agent's ring-buffer drain runs: events
  * (struct mm_http_event as BPF writes them) over a route table compiled
  * from real manifests -> Envoy-named source series; the series and their
  * histogram buckets are checked against the latencies the test fed in,
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
-#include "agent/aggregate.h"
+#include "agent/pipeline/aggregate.h"
 #include "bpf/milometer.h"
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "exporter/prom_text.h"
 #include "policy/contract/contract.h"
 #include "policy/contract/policy_engine.h"

@@ -17,7 +17,7 @@
 
 #include "agent/k8s/authz.h"
 #include "agent/k8s/config.h"
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "exporter/prom_server.h"
 #include "selftests/unit/test.h"
 

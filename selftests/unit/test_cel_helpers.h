@@ -26,7 +26,7 @@ static inline size_t cel_test_repr(const struct cel_value *v, char *buf,
 static inline size_t cel_test_repr_agg(const struct cel_value *v, char *buf,
 				       size_t len)
 {
-	size_t n = cel_agg_size(v), i, off;
+	size_t n = cel_impl__agg_size(v), i, off;
 	struct cel_value k, e;
 
 	off = snprintf(buf, len, "%s", v->type == CEL_LIST ? "[" : "{");
@@ -34,11 +34,11 @@ static inline size_t cel_test_repr_agg(const struct cel_value *v, char *buf,
 		if (i)
 			off += snprintf(buf + off, len - off, ", ");
 		if (v->type == CEL_MAP) {
-			cel_agg_at(v, i, &k, &e);
+			cel_impl__agg_at(v, i, &k, &e);
 			off += cel_test_repr(&k, buf + off, len - off);
 			off += snprintf(buf + off, len - off, ": ");
 		} else {
-			cel_agg_at(v, i, NULL, &e);
+			cel_impl__agg_at(v, i, NULL, &e);
 		}
 		if (off < len)
 			off += cel_test_repr(&e, buf + off, len - off);
@@ -70,7 +70,7 @@ static inline size_t cel_test_repr(const struct cel_value *v, char *buf,
 		return off;
 	if (v->type == CEL_LIST || v->type == CEL_MAP)
 		return off + cel_test_repr_agg(v, buf + off, len - off);
-	n = cel_fmt_value(v, buf + off, len - off);
+	n = cel_impl__fmt_value(v, buf + off, len - off);
 	return off + (n > 0 ? (size_t)n : 0);
 }
 

@@ -4,11 +4,12 @@
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
 
+/* name and value are strings: a formatter would space a stringized a-b */
 #define PROP(name, value)                                  \
 	"apiVersion: about.k8s.io/v1alpha1\n"              \
 	"kind: ClusterProperty\n"                          \
-	"metadata: {name: " #name "}\n"                     \
-	"spec: {value: " #value "}\n"
+	"metadata: {name: " name "}\n"                      \
+	"spec: {value: " value "}\n"
 
 TEST(clusterid_dns_label_rules)
 {
@@ -62,7 +63,7 @@ TEST(clusterid_invalid_or_missing_not_used)
 	struct tc_ctx t;
 
 	/* missing: nothing attached, nothing rejected */
-	tc_write(dir, "other.yaml", PROP(other.example.com, x));
+	tc_write(dir, "other.yaml", PROP("other.example.com", "x"));
 	ASSERT_EQ(tc_open1(&t, dir), 0);
 	contract__cluster(t.c, &ci);
 	ASSERT_EQ(cluster_id__attrs(&ci, attrs), 0);
@@ -70,8 +71,8 @@ TEST(clusterid_invalid_or_missing_not_used)
 	ASSERT_TRUE(!ci.id_invalid);
 
 	/* invalid: reported with file:line, not attached; set still is */
-	tc_write(dir, "id.yaml", PROP(cluster.clusterset.k8s.io, Edge_EU) "---\n"
-		 PROP(clusterset.k8s.io, milo-prod));
+	tc_write(dir, "id.yaml", PROP("cluster.clusterset.k8s.io", "Edge_EU") "---\n"
+		 PROP("clusterset.k8s.io", "milo-prod"));
 	ASSERT_EQ(tc_reload(&t), 1);
 	contract__cluster(t.c, &ci);
 	ASSERT_TRUE(ci.id_invalid);
@@ -83,8 +84,8 @@ TEST(clusterid_invalid_or_missing_not_used)
 	ASSERT_EQ(contract__rejected(t.c), 1);
 
 	/* fixed at run time: picked up on reload */
-	tc_write(dir, "id.yaml", PROP(cluster.clusterset.k8s.io, edge-eu-2) "---\n"
-		 PROP(clusterset.k8s.io, milo-prod));
+	tc_write(dir, "id.yaml", PROP("cluster.clusterset.k8s.io", "edge-eu-2") "---\n"
+		 PROP("clusterset.k8s.io", "milo-prod"));
 	ASSERT_EQ(tc_reload(&t), 1);
 	contract__cluster(t.c, &ci);
 	ASSERT_STREQ(ci.id, "edge-eu-2");
@@ -92,7 +93,7 @@ TEST(clusterid_invalid_or_missing_not_used)
 	ASSERT_EQ(contract__rejected(t.c), 0);
 
 	/* a number is not a string */
-	tc_write(dir, "id.yaml", PROP(cluster.clusterset.k8s.io, 42));
+	tc_write(dir, "id.yaml", PROP("cluster.clusterset.k8s.io", "42"));
 	ASSERT_EQ(tc_reload(&t), 1);
 	contract__cluster(t.c, &ci);
 	ASSERT_STREQ(ci.id, "");

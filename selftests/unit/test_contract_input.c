@@ -6,7 +6,7 @@
  */
 #include <sys/stat.h>
 
-#include "policy/contract/check_cmd.h"
+#include "agent/cmd/check.h"
 #include "policy/contract/contract_uid.h"
 #include "policy/source/doc.h"
 #include "selftests/unit/test.h"

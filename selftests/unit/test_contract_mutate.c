@@ -5,7 +5,7 @@
  * untouched good object in the same directory. Deterministic: a fixed
  * xorshift seed, so a failure reproduces.
  */
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "policy/contract/policy_engine.h"
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"

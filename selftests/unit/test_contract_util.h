@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "policy/contract/check_cmd.h"
+#include "agent/cmd/check.h"
 #include "policy/contract/conditions.h"
 #include "policy/contract/contract.h"
 #include "policy/source/manifest_source.h"

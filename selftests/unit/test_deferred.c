@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-/* agent/deferred.c: in-flight deferred requests never share an entry. */
+/* agent/pipeline/deferred.c: in-flight deferred requests never share an entry. */
 #include <stdlib.h>
 
-#include "agent/deferred.h"
+#include "agent/pipeline/deferred.h"
 #include "selftests/unit/test.h"
 
 TEST(deferred_many_in_flight_never_collide)

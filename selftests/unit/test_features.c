@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-/* agent/features.c: Kubernetes feature-gate syntax, stages, run-time changes. */
+/* agent/config/features.c: Kubernetes feature-gate syntax, stages, run-time changes. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/features.h"
+#include "agent/config/features.h"
 #include "policy/source/doc.h"
 #include "selftests/unit/test.h"
 

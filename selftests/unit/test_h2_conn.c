@@ -3,7 +3,7 @@
  * agent/h2/conn.c + frame.c + detect.c: HTTP/2 conversations built here
  * frame by frame (header blocks from nghttp2's encoder), fed split at every
  * byte boundary, interleaved, padded, reset, cut by GOAWAY, joined late;
- * and agent/h2_feed.c, which runs them from BPF's MM_EVT_H2_* events.
+ * and agent/pipeline/h2_feed.c, which runs them from BPF's MM_EVT_H2_* events.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 #include "agent/h2/conn.h"
 #include "agent/h2/detect.h"
 #include "agent/h2/frame.h"
-#include "agent/h2_feed.h"
+#include "agent/pipeline/h2_feed.h"
 #include "bpf/milometer.h"
 #include "selftests/unit/test.h"
 
@@ -731,7 +731,7 @@ TEST(h2_conn_mutated_bytes_are_safe)
 	convo_free(&cv);
 }
 
-/* ---- agent/h2_feed.c: decoders behind BPF's MM_EVT_H2_* events ------- */
+/* ---- agent/pipeline/h2_feed.c: decoders behind BPF's MM_EVT_H2_* events ------- */
 
 struct feed_got {
 	int n;

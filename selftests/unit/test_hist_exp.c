@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "exporter/hist_exp.h"
+#include "policy/model/hist_exp.h"
 #include "selftests/unit/test.h"
 
 TEST(hist_exp_index_powers_of_two)

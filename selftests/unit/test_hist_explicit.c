@@ -2,8 +2,8 @@
 /* Explicit-bucket histograms: bucket edges, default bounds, via the store. */
 #include <math.h>
 
-#include "exporter/hist_explicit.h"
-#include "exporter/metric_store.h"
+#include "policy/model/hist_explicit.h"
+#include "policy/model/metric_store.h"
 #include "selftests/unit/test.h"
 
 TEST(hist_explicit_bucket_edges)

@@ -11,7 +11,7 @@
 
 #include "exporter/route_view.h"
 #include "exporter/hist_quantile.h"
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "selftests/unit/test.h"
 
 #define B(...) ((struct hist_bucket[]){ __VA_ARGS__ })

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * exporter/json_out.c: escaping per RFC 8259, invalid UTF-8, numbers JSON
+ * policy/util/json_out.c: escaping per RFC 8259, invalid UTF-8, numbers JSON
  * cannot carry; the output is parsed back by Python's json module (a parser
  * the tree does not contain) and must decode to the expected strings.
  */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
-#include "exporter/json_out.h"
+#include "policy/util/json_out.h"
 #include "selftests/unit/test.h"
 
 static char *emit(void (*fn)(FILE *, const void *), const void *arg)

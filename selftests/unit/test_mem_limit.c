@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "agent/k8s/mem_limit.h"
+#include "agent/node/mem_limit.h"
 #include "selftests/unit/test.h"
 
 static void put(const char *root, const char *rel, const char *file,

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "exporter/prom_text.h"
 #include "selftests/unit/test.h"
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * agent/options.c, what `milometer run` parses: defaults, every config-file
+ * agent/config/options.c, what `milometer run` parses: defaults, every config-file
  * key, flags overriding the file wherever --config stands, and the errors
  * that must stop the agent (each says what to fix).
  */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "agent/options.h"
+#include "agent/config/options.h"
 #include "selftests/unit/test.h"
 
 static int parse(struct agent_opts *o, char **argv)

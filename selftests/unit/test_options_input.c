@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-/* agent/options.c: the --config file is untrusted input too. */
+/* agent/config/options.c: the --config file is untrusted input too. */
 #include <errno.h>
 #include <stdlib.h>
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "agent/options.h"
+#include "agent/config/options.h"
 #include "selftests/unit/test.h"
 
 /* Run options__parse with stderr captured into buf. */

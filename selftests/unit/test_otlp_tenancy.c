@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "exporter/otlp_encode.h"
 #include "exporter/otlp_pb.h"
 #include "exporter/otlp_tenancy.h"

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "agent/k8s/pod_cgroup.h"
+#include "agent/node/pod_cgroup.h"
 #include "selftests/unit/test.h"
 
 #define UID "3f1c2a9e-8b7d-4c6e-9a5f-0123456789ab"

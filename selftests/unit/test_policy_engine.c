@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "exporter/metric_store.h"
+#include "policy/model/metric_store.h"
 #include "policy/contract/contract_reload.h"
 #include "policy/contract/contract_uid.h"
 #include "policy/source/doc.h"

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "policy/source/doc.h"
-#include "policy/gateway/explain.h"
+#include "agent/cmd/cmd.h"
 #include "policy/gateway/gateway_api.h"
 #include "policy/gateway/route_compile.h"
 #include "policy/gateway/route_match.h"

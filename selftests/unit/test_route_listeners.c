@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/gateway/explain.h"
+#include "agent/cmd/cmd.h"
 #include "policy/gateway/gateway_api.h"
 #include "policy/gateway/route_compile.h"
 #include "policy/gateway/route_match.h"
