@@ -472,6 +472,10 @@ struct tls_capture *tls_capture__start(struct milometer_bpf *main,
 	s->rodata->mm_capture_mode = mode;
 	s->rodata->mm_wakeup_bytes = main->rodata->mm_wakeup_bytes;
 	bpf_map__set_max_entries(s->maps.mm_tls_conns, max_connections);
+	/* tests make Go calls outnumber the map's entries */
+	if (getenv("MILOMETER_TEST_MAX_GO_CALLS"))
+		bpf_map__set_max_entries(s->maps.mm_tls_gocalls,
+					 strtoul(getenv("MILOMETER_TEST_MAX_GO_CALLS"), NULL, 10));
 	if (mode == MM_CAPTURE_SOCK_TP) {
 		bpf_program__set_autoload(s->progs.mm_tls_sys_exit, false);
 	} else {

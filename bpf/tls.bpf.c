@@ -442,8 +442,18 @@ static __always_inline int go_ret(struct pt_regs *ctx, __u32 fn)
 	if (!is_target(k.tgid))
 		return 0;
 	call = bpf_map_lookup_elem(&mm_tls_gocalls, &k);
-	if (!call || !call->fn)
+	if (!call || !call->fn) {
+		/*
+		 * Bytes moved by a call whose entry is gone (evicted from the
+		 * LRU by more goroutines in Read than it holds) or was never
+		 * seen: not followed, and counted. Their connection is unknown
+		 * here; a response whose request was not seen has no pending
+		 * request to be paired with and is dropped by the parser.
+		 */
+		if (fn != MM_TLS_HANDSHAKE && (long)MM_GO_RET1(ctx) > 0)
+			stat_inc(MM_STAT_TLS_CALL_LOST);
 		return 0;
+	}
 	call_done(call, k.tgid, (long)MM_GO_RET1(ctx));
 	bpf_map_delete_elem(&mm_tls_gocalls, &k);
 	return 0;
