@@ -6,7 +6,7 @@
 #   make unit       unit tests only (no root)
 #   make bpf-tests  build bin/bpf_tests: the BPF parser run by BPF_PROG_TEST_RUN (root)
 #   make bench      agent on/off benchmark, encode/memory figures
-#   make kernel-matrix  the agent on Debian 12's 6.1 and 13's 6.12 kernels (x86-64, arm64; qemu) and the host's
+#   make kernel-matrix  the agent on Debian 11's 5.10, 12's 6.1 and 13's 6.12 kernels (x86-64, arm64; qemu) and the host's
 #   make ARCH=arm64 cross build for arm64 on x86-64: bin/arm64/, see
 #                   docs/architectures.md
 #   make V=1 ...    show the commands
@@ -87,6 +87,8 @@ AGENT_O   := $(patsubst %.c,$(OUTPUT)/%.o,$(AGENT_SRCS))
 K8S_O     := $(patsubst %.c,$(OUTPUT)/%.o,$(K8S_SRCS))
 BPF_O     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+# the data path built with bounded loops, for kernels without bpf_loop (bpf/compat.bpf.h)
+SKELS     += $(OUTPUT)/milometer_bl.skel.h $(OUTPUT)/tls_bl.skel.h
 UNIT_O    := $(patsubst %.c,$(OUTPUT)/%.o,$(UNIT_SRCS))
 TOOLLIB_O := $(patsubst %.c,$(OUTPUT)/%.o,$(TOOLLIB_SRCS))
 TOOLS     := $(patsubst selftests/tools/%.c,$(BIN)/%,$(TOOL_SRCS))
@@ -191,6 +193,23 @@ $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(OUTPUT) $(DEPS_STAMP)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
 	$(Q)$(BPFTOOL) gen object $@ $@.tmp
 	$(Q)rm -f $@.tmp
+
+$(OUTPUT)/%_bl.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(OUTPUT) $(DEPS_STAMP)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -DMM_BOUNDED_LOOPS -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp
+	$(Q)rm -f $@.tmp
+
+# The agent opens the bounded build through the default build's skeleton
+# (agent/loader.c): the same maps, programs and global variables by name.
+$(OUTPUT)/%_bl.skel.h: $(OUTPUT)/%_bl.bpf.o $(OUTPUT)/%.skel.h
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .,_,$*)_bl_bpf > $@.tmp
+	$(Q)members() { sed -n "/^struct $$2 {/,/^};/p" "$$1" | grep -o '\*[a-z_0-9]*;\|__[a-z0-9_]* [a-z_0-9]*;' | sort; }; \
+	if [ "$$(members $@.tmp $(subst .,_,$*)_bl_bpf)" != "$$(members $(OUTPUT)/$*.skel.h $(subst .,_,$*)_bpf)" ]; then \
+		echo "$@: the bounded build's maps, programs or globals differ from $*.bpf.o's (bpf/compat.bpf.h)" >&2; \
+		rm -f $@.tmp; exit 1; fi
+	$(Q)mv $@.tmp $@
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)

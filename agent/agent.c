@@ -762,8 +762,8 @@ int agent__run(struct agent_opts *o)
 	self_metrics__refresh(ag.self);
 	ag.last_export_ns = state__mono_ns();
 	__atomic_store_n(&ag.ready, true, __ATOMIC_RELEASE);
-	fprintf(stderr, "milometer: attached (capture mode %s); %d proxy processes, %zu routes; metrics on %s\n",
-		loader__capture_mode(), targets__count(ag.skel),
+	fprintf(stderr, "milometer: attached (capture mode %s, loops %s); %d proxy processes, %zu routes; metrics on %s\n",
+		loader__capture_mode(), loader__loops(), targets__count(ag.skel),
 		route_sync__current(ag.routes)->nroutes,
 		ag.prom ? o->prometheus_listen : "(no prometheus)");
 	ret = main_loop(&ag);

@@ -269,10 +269,11 @@ static void cmd_status(struct agent *ag, FILE *out, int json)
 		json_out__str(out, MM_VERSION);
 		fprintf(out, ",\"uptime_s\":%llu,\"ready\":%s,"
 			     "\"programs_attached\":%d,\"programs\":%d,\"targets\":%d,"
-			     "\"capture_mode\":\"%s\","
+			     "\"capture_mode\":\"%s\",\"loops\":\"%s\","
 			     "\"route_reloads\":%llu,\"route_error\":",
 			(unsigned long long)up, ag->ready ? "true" : "false",
 			att, tot, targets__count(ag->skel), loader__capture_mode(),
+			loader__loops(),
 			(unsigned long long)route_sync__reloads(ag->routes));
 		json_out__str(out, rerr); /* null when none */
 		fprintf(out, ",\"otlp\":%s}\n", ag->otlp ? "true" : "false");
@@ -280,8 +281,9 @@ static void cmd_status(struct agent *ag, FILE *out, int json)
 	}
 	fprintf(out, "milometer %s, up %llus, %s\n", MM_VERSION,
 		(unsigned long long)up, ag->ready ? "ready" : ag->not_ready);
-	fprintf(out, "programs attached: %d/%d, target processes: %d, capture mode: %s\n",
-		att, tot, targets__count(ag->skel), loader__capture_mode());
+	fprintf(out, "programs attached: %d/%d, target processes: %d, capture mode: %s, loops: %s\n",
+		att, tot, targets__count(ag->skel), loader__capture_mode(),
+		loader__loops());
 	fprintf(out, "route tables installed: %llu%s%s\n",
 		(unsigned long long)route_sync__reloads(ag->routes),
 		rerr ? ", latest manifests rejected: " : "", rerr ? rerr : "");

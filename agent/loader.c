@@ -26,12 +26,15 @@
 #include "agent/loader.h"
 #include "bpf/milometer.h"
 #include "milometer.skel.h"
+#include "milometer_bl.skel.h"
 
 #define BPF_FS_MAGIC_ 0xcafe4a11
 #define TRACEFS_MAGIC_ 0x74726163
 
 static bool verbose;
 static enum mm_capture_mode loaded_mode;
+/* the bounded-loop build of the data path is loaded (bpf/compat.bpf.h) */
+static bool loaded_bounded;
 /* the pin directory, opened and flock()ed while this agent runs */
 static int pin_lock_fd = -1;
 
@@ -268,46 +271,74 @@ static bool has_tp_btf(const char *name)
 	return libbpf_find_vmlinux_btf_id(name, BPF_TRACE_RAW_TP) > 0;
 }
 
+static bool has_helper(enum bpf_func_id id)
+{
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, id, NULL) > 0;
+}
+
 /*
  * What every mode needs, checked before load so that an old kernel gets a
- * sentence naming what is missing instead of a verifier log.
+ * sentence naming what is missing instead of a verifier log; and which
+ * build of the data path it takes: the bpf_loop one when the kernel has
+ * bpf_loop, task storage and BTF task pointers (5.17+), else the bounded
+ * one (5.10+). MILOMETER_BPF_LOOPS=bounded or bpf_loop forces one.
  */
-static int check_kernel(void)
+static int check_kernel(bool *bounded)
 {
 	static const struct {
 		enum bpf_func_id id;
 		const char *what;
 	} helpers[] = {
 		{ BPF_FUNC_loop, "bpf_loop (Linux 5.17)" },
-		{ BPF_FUNC_task_pt_regs, "bpf_task_pt_regs (Linux 5.15)" },
 		{ BPF_FUNC_task_storage_get, "task local storage (Linux 5.11)" },
-		{ BPF_FUNC_ringbuf_reserve, "BPF ring buffers (Linux 5.8)" },
+		{ BPF_FUNC_get_current_task_btf, "bpf_get_current_task_btf (Linux 5.11)" },
 	};
+	const char *force = getenv("MILOMETER_BPF_LOOPS");
+	const char *lacks = NULL;
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		fprintf(stderr, "milometer: this kernel has no BTF (/sys/kernel/btf/vmlinux): "
-				"it needs CONFIG_DEBUG_INFO_BTF=y (Linux 5.5+; every mainstream distribution kernel since 2021 has it)\n");
+				"milometer needs Linux 5.10 or newer built with CONFIG_DEBUG_INFO_BTF=y "
+				"(every mainstream distribution kernel since 2021 has it; see docs/kernel-support.md)\n");
 		return -ENOTSUP;
 	}
-	for (size_t i = 0; i < sizeof(helpers) / sizeof(helpers[0]); i++) {
-		if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT,
-					    helpers[i].id, NULL) <= 0) {
-			fprintf(stderr, "milometer: this kernel lacks %s; milometer needs Linux 5.17 or newer\n",
-				helpers[i].what);
-			return -ENOTSUP;
-		}
+	if (!has_helper(BPF_FUNC_ringbuf_reserve)) {
+		fprintf(stderr, "milometer: this kernel lacks BPF ring buffers (Linux 5.8); milometer needs Linux 5.10 or newer\n");
+		return -ENOTSUP;
 	}
 	if (!has_tp_btf("inet_sock_set_state") || !has_tp_btf("sys_exit")) {
 		fprintf(stderr, "milometer: this kernel's BTF has no sock:inet_sock_set_state or raw_syscalls:sys_exit tracepoint\n");
 		return -ENOTSUP;
 	}
+	for (size_t i = 0; i < sizeof(helpers) / sizeof(helpers[0]) && !lacks; i++)
+		if (!has_helper(helpers[i].id))
+			lacks = helpers[i].what;
+	if (force && !strcmp(force, "bpf_loop") && lacks) {
+		fprintf(stderr, "milometer: MILOMETER_BPF_LOOPS=bpf_loop, but this kernel lacks %s; unset it to load the bounded-loop build\n",
+			lacks);
+		return -ENOTSUP;
+	}
+	if (force && strcmp(force, "bpf_loop") && strcmp(force, "bounded")) {
+		fprintf(stderr, "milometer: MILOMETER_BPF_LOOPS=%s: use bpf_loop or bounded\n",
+			force);
+		return -EINVAL;
+	}
+	*bounded = force ? !strcmp(force, "bounded") : lacks != NULL;
+	if (*bounded)
+		fprintf(stderr, "milometer: data path: the bounded-loop build (%s), "
+				"thread links in a hash by thread id, the task by probe reads; "
+				"sys-exit capture only, no HTTP/2\n",
+			lacks ? lacks : "MILOMETER_BPF_LOOPS=bounded");
+	else
+		fprintf(stderr, "milometer: data path: the bpf_loop build (bpf_loop, task local storage, BTF task pointers)\n");
 	return 0;
 }
 
 /* Socket tracepoints when the kernel has them (6.3+), else sys_exit. */
-static int choose_mode(const char *want, enum mm_capture_mode *mode)
+static int choose_mode(const char *want, bool bounded,
+		       enum mm_capture_mode *mode)
 {
-	bool sock = has_tp_btf("sock_recv_length") &&
+	bool sock = !bounded && has_tp_btf("sock_recv_length") &&
 		    has_tp_btf("sock_send_length");
 
 	if (!want || !strcmp(want, "auto")) {
@@ -317,6 +348,10 @@ static int choose_mode(const char *want, enum mm_capture_mode *mode)
 	if (!strcmp(want, "sys-exit")) {
 		*mode = MM_CAPTURE_SYS_EXIT;
 		return 0;
+	}
+	if (!sock && bounded) {
+		fprintf(stderr, "milometer: --capture sock needs the bpf_loop build of the data path (Linux 6.3+ has it); use --capture auto or sys-exit\n");
+		return -ENOTSUP;
 	}
 	if (!sock) {
 		fprintf(stderr, "milometer: --capture sock needs the sock:sock_recv_length and sock:sock_send_length tracepoints (Linux 6.3+); use --capture auto or sys-exit\n");
@@ -329,6 +364,36 @@ static int choose_mode(const char *want, enum mm_capture_mode *mode)
 int loader__mode(void)
 {
 	return loaded_mode;
+}
+
+const char *loader__loops(void)
+{
+	return loaded_bounded ? "bounded" : "bpf_loop";
+}
+
+/* The skeleton of milometer.bpf.o over the bytes of the build chosen. */
+static struct milometer_bpf *open_object(bool bounded)
+{
+	struct milometer_bpf *obj = calloc(1, sizeof(*obj));
+	int err;
+
+	if (!obj) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = milometer_bpf__create_skeleton(obj);
+	/* the same maps, programs and sections by name (Makefile) */
+	if (!err && bounded)
+		obj->skeleton->data = (void *)milometer_bl_bpf__elf_bytes(
+			&obj->skeleton->data_sz);
+	if (!err)
+		err = bpf_object__open_skeleton(obj->skeleton, NULL);
+	if (err) {
+		milometer_bpf__destroy(obj);
+		errno = -err;
+		return NULL;
+	}
+	return obj;
 }
 
 const char *loader__capture_mode(void)
@@ -355,16 +420,16 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 	err = mount_fs();
 	if (err)
 		return err;
-	err = check_kernel();
+	err = check_kernel(&loaded_bounded);
 	if (err)
 		return err;
-	err = choose_mode(o->capture, &loaded_mode);
+	err = choose_mode(o->capture, loaded_bounded, &loaded_mode);
 	if (err)
 		return err;
 	/* what an agent that crashed on this directory left behind */
 	remove_pins(o->pin_dir);
 
-	skel = milometer_bpf__open();
+	skel = open_object(loaded_bounded);
 	if (!skel) {
 		err = -errno;
 		fprintf(stderr, "milometer: cannot open BPF object: %s\n",
@@ -395,12 +460,20 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 		bpf_program__set_autoload(skel->progs.mm_sock_send, false);
 	}
 
+	/* MILOMETER_BPF_LOG_LEVEL=4 with -v: each program's verifier statistics */
+	if (getenv("MILOMETER_BPF_LOG_LEVEL")) {
+		struct bpf_program *prog;
+
+		bpf_object__for_each_program(prog, skel->obj)
+			bpf_program__set_log_level(prog,
+				atoi(getenv("MILOMETER_BPF_LOG_LEVEL")));
+	}
 	err = milometer_bpf__load(skel);
 	if (err) {
 		fprintf(stderr,
 			"milometer: loading BPF programs failed: %s\n"
-			"  (capture mode %s); run with -v for the verifier log%s\n",
-			strerror(-err), loader__capture_mode(),
+			"  (capture mode %s, loops %s); run with -v for the verifier log%s\n",
+			strerror(-err), loader__capture_mode(), loader__loops(),
 			loaded_mode == MM_CAPTURE_SOCK_TP ?
 				", or try --capture sys-exit" : "");
 		goto cleanup;

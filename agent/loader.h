@@ -43,6 +43,8 @@ void loader__stop(struct milometer_bpf *skel, const char *pin_dir);
 void loader__clean_pins(const char *pin_dir);
 /* The capture mode loaded: "sock" or "sys-exit" (enum mm_capture_mode). */
 const char *loader__capture_mode(void);
+/* The data path build loaded: "bpf_loop" (5.17+) or "bounded" (5.10+). */
+const char *loader__loops(void);
 /* The same as enum mm_capture_mode, for objects loaded beside the main one. */
 int loader__mode(void);
 /*

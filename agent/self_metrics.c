@@ -65,7 +65,7 @@ static const struct {
 	[MM_STAT_TLS_STREAMS] = { "tls_streams", "Streams of TLS records (HTTPS listener or backend): not parsed; TLSCapture reads them." },
 	[MM_STAT_ROUTE_STATE_LOST] = { "route_state_lost", "Request heads spanning reads with no mm_route_accs entry to be had: finished in user space." },
 	[MM_STAT_TARGETS_FULL] = { "targets_full", "Processes traced on the default route table: mm_targets was full at their fork or exec." },
-	[MM_STAT_TLS_CALL_LOST] = { "tls_call_lost", "SSL_* calls not followed: no task storage to be had for the call." },
+	[MM_STAT_TLS_CALL_LOST] = { "tls_call_lost", "TLS calls not followed: no task storage to be had for an SSL_* call, or a Go crypto/tls call that moved bytes and whose entry was not kept (more goroutines in Read or Write than mm_tls_gocalls holds)." },
 };
 // clang-format on
 
@@ -280,6 +280,13 @@ static void read_capture_mode(struct sm_read *r, int id)
 	set1(r, id, 1, &l, 1);
 }
 
+static void read_capture_loops(struct sm_read *r, int id)
+{
+	struct mlabel l = { "loops", loader__loops() };
+
+	set1(r, id, 1, &l, 1);
+}
+
 static void read_conns_open(struct sm_read *r, int id)
 {
 	const uint64_t *b = r->sm->bpf;
@@ -399,6 +406,7 @@ static const struct self_metric self_metric_table[] = {
 	{ { "milometer.bpf.run.time", "Time spent in each BPF program (needs kernel.bpf_stats_enabled=1).", "s", MI_COUNTER, false, "program", WITH_BPF_STATS }, read_bpf_run_ns },
 	{ { "milometer.bpf.run.count", "Runs of each BPF program (needs kernel.bpf_stats_enabled=1).", "1", MI_COUNTER, true, "program", WITH_BPF_STATS }, read_bpf_run_cnt },
 	{ { "milometer.capture.mode", "1 for the capture mode in use (sock: socket tracepoints; sys-exit: fallback).", "", MI_GAUGE, true, "mode" }, read_capture_mode },
+	{ { "milometer.capture.loops", "1 for the data path build loaded (bpf_loop: Linux 5.17+; bounded: bounded loops, thread links in a hash, for 5.10-5.16).", "", MI_GAUGE, true, "loops" }, read_capture_loops },
 	{ { "milometer.bpf.connections", "Connections the data path holds state for now.", "{connection}", MI_GAUGE, true }, read_conns_open },
 	{ CONTRACT_METRICS_OBJECTS_DOC, read_contract },
 	/* as kubernetes_feature_enabled: 1 on, 0 off, one series per gate */

@@ -24,6 +24,7 @@
 #include "policy/util/json_out.h"
 #include "milometer.skel.h"
 #include "tls.skel.h"
+#include "tls_bl.skel.h"
 #define LOG_MODULE "TLS capture"
 #include "policy/util/log.h"
 
@@ -84,6 +85,30 @@ static int share_maps(struct tls_bpf *skel, struct milometer_bpf *main)
 			return err;
 	}
 	return 0;
+}
+
+/* tls.bpf.o, or its bounded-loop build beside the main object's (loader.c) */
+static struct tls_bpf *open_object(void)
+{
+	struct tls_bpf *obj = calloc(1, sizeof(*obj));
+	int err;
+
+	if (!obj) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = tls_bpf__create_skeleton(obj);
+	if (!err && !strcmp(loader__loops(), "bounded"))
+		obj->skeleton->data = (void *)tls_bl_bpf__elf_bytes(
+			&obj->skeleton->data_sz);
+	if (!err)
+		err = bpf_object__open_skeleton(obj->skeleton, NULL);
+	if (err) {
+		tls_bpf__destroy(obj);
+		errno = -err;
+		return NULL;
+	}
+	return obj;
 }
 
 static struct tls_proc *proc_find(struct tls_capture *tc, int pid)
@@ -431,7 +456,7 @@ struct tls_capture *tls_capture__start(struct milometer_bpf *main,
 	}
 	tc->main = main;
 	snprintf(tc->pin_dir, sizeof(tc->pin_dir), "%s", pin_dir);
-	s = tc->skel = tls_bpf__open();
+	s = tc->skel = open_object();
 	if (!s) {
 		*err = -errno;
 		pr_err("cannot open its BPF object: %s\n",
@@ -447,6 +472,10 @@ struct tls_capture *tls_capture__start(struct milometer_bpf *main,
 	s->rodata->mm_capture_mode = mode;
 	s->rodata->mm_wakeup_bytes = main->rodata->mm_wakeup_bytes;
 	bpf_map__set_max_entries(s->maps.mm_tls_conns, max_connections);
+	/* tests make Go calls outnumber the map's entries */
+	if (getenv("MILOMETER_TEST_MAX_GO_CALLS"))
+		bpf_map__set_max_entries(s->maps.mm_tls_gocalls,
+					 strtoul(getenv("MILOMETER_TEST_MAX_GO_CALLS"), NULL, 10));
 	if (mode == MM_CAPTURE_SOCK_TP) {
 		bpf_program__set_autoload(s->progs.mm_tls_sys_exit, false);
 	} else {

@@ -42,7 +42,12 @@
  */
 static __always_inline bool compat_syscall(const struct task_struct *t)
 {
+#ifdef MM_BOUNDED_LOOPS
+	/* not a BTF pointer before 5.11 (compat.bpf.h): a probe read */
+	return BPF_CORE_READ(t, thread_info.status) & TS_COMPAT_;
+#else
 	return t->thread_info.status & TS_COMPAT_;
+#endif
 }
 
 /*
@@ -81,7 +86,11 @@ static __always_inline bool compat_syscall(const struct task_struct *t)
 /* AArch32 tasks (compat): other syscall numbers. Skipped. */
 static __always_inline bool compat_syscall(const struct task_struct *t)
 {
+#ifdef MM_BOUNDED_LOOPS
+	return BPF_CORE_READ(t, thread_info.flags) & (1UL << TIF_32BIT_);
+#else
 	return t->thread_info.flags & (1UL << TIF_32BIT_);
+#endif
 }
 
 /*

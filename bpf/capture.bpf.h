@@ -14,6 +14,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "bpf/arch.bpf.h"
+#include "bpf/compat.bpf.h"
 #include "bpf/conn.bpf.h"
 #include "bpf/exchange.bpf.h"
 #include "bpf/http_parse.bpf.h"
@@ -43,7 +44,7 @@ static __always_inline bool is_tcp(__u16 family, __u16 type, __u16 proto)
 /* The struct sock behind fd in the current process, 0 if not a socket. */
 static __always_inline __u64 sock_of_fd(__u32 fd)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = mm_current_task();
 	struct file **fdarr;
 	struct socket *so;
 	struct file *f;
@@ -175,8 +176,51 @@ static __always_inline bool tls_record_start(const struct mm_scratch *s)
 	       s->buf[1] == 3 && (__u8)s->buf[2] <= 4;
 }
 
+MM_LOOP_BODY(parse_block)
+
+#ifdef MM_BOUNDED_LOOPS
+/*
+ * The window's events, each verified once as a global function: inlined in
+ * the window step they took most of 5.10's 1M-instruction budget.
+ */
+__noinline int mm_request_head_done_g(void)
+{
+	struct mm_lctx x;
+
+	if (mm_lctx_of_scratch(&x))
+		request_head_done(&x);
+	return 0;
+}
+
+__noinline int mm_response_head_done_g(void)
+{
+	struct mm_lctx x;
+
+	if (mm_lctx_of_scratch(&x))
+		response_head_done(x.c, x.p, x.s->now);
+	return 0;
+}
+
+__noinline int mm_response_done_g(void)
+{
+	struct mm_lctx x;
+
+	if (mm_lctx_of_scratch(&x))
+		response_done(x.c, x.s->now, 0);
+	return 0;
+}
+
+#define REQUEST_HEAD_DONE(x) mm_request_head_done_g()
+#define RESPONSE_HEAD_DONE(c, p, now) mm_response_head_done_g()
+#define RESPONSE_DONE_NOW(c, now) mm_response_done_g()
+#else
+#define REQUEST_HEAD_DONE(x) request_head_done(x)
+#define RESPONSE_HEAD_DONE(c, p, now) response_head_done((c), (p), (now))
+#define RESPONSE_DONE_NOW(c, now) response_done((c), (now), 0)
+#endif
+
 /* One step over the user buffer: skip body bytes, or parse a window. */
-static long window_step(__u32 i, void *ctx)
+MM_LOOP_CB window_step(__u32 i, void *ctx)
 {
 	struct mm_lctx *x = ctx;
 	struct mm_scratch *s = x->s;
@@ -211,7 +255,7 @@ static long window_step(__u32 i, void *ctx)
 		} else {
 			p->state = PS_START;
 			if (!s->is_req)
-				response_done(c, s->now, 0);
+				RESPONSE_DONE_NOW(c, s->now);
 		}
 		return s->w_off >= len;
 	}
@@ -229,7 +273,7 @@ static long window_step(__u32 i, void *ctx)
 	s->b_used = n;
 	s->b_ev = BEV_NONE;
 	/* each callback advances by at least one byte: n calls at most */
-	bpf_loop(n, parse_block, x, 0);
+	MM_LOOP_G(MM_SCRATCH, n, parse_block, x);
 	n = s->b_used;
 	if (n > s->b_n)
 		n = s->b_n;
@@ -243,13 +287,13 @@ static long window_step(__u32 i, void *ctx)
 	switch (s->b_ev) {
 	case BEV_HEAD_END:
 		if (s->is_req)
-			request_head_done(x);
+			REQUEST_HEAD_DONE(x);
 		else
-			response_head_done(c, p, s->now);
+			RESPONSE_HEAD_DONE(c, p, s->now);
 		break;
 	case BEV_MSG_END:
 		if (!s->is_req)
-			response_done(c, s->now, 0);
+			RESPONSE_DONE_NOW(c, s->now);
 		break;
 	case BEV_GARBAGE:
 		/* not a parse failure: both directions stop, counted apart */
@@ -288,6 +332,8 @@ static long window_step(__u32 i, void *ctx)
 	return s->w_off >= len;
 }
 
+MM_LOOP_BODY(window_step)
+
 static __always_inline void parse_buf(struct mm_lctx *x, __u64 ubuf, __u32 len)
 {
 	struct mm_scratch *s = x->s;
@@ -295,7 +341,7 @@ static __always_inline void parse_buf(struct mm_lctx *x, __u64 ubuf, __u32 len)
 	s->w_ubuf = ubuf;
 	s->w_len = len;
 	s->w_off = 0;
-	bpf_loop(MM_WINDOWS, window_step, x, 0);
+	MM_LOOP_G(MM_WINDOWS, MM_WINDOWS, window_step, x);
 	if (s->w_off < s->w_len && x->p->state != PS_OPAQUE) {
 		/* more events in one buffer than MM_WINDOWS: resync is unsafe */
 		x->p->state = PS_OPAQUE;
@@ -303,7 +349,7 @@ static __always_inline void parse_buf(struct mm_lctx *x, __u64 ubuf, __u32 len)
 	}
 }
 
-static long iov_step(__u32 i, void *ctx)
+MM_LOOP_CB iov_step(__u32 i, void *ctx)
 {
 	struct mm_lctx *x = ctx;
 	struct mm_scratch *s = x->s;
@@ -333,6 +379,8 @@ static long iov_step(__u32 i, void *ctx)
 		parse_buf(x, v->base, n);
 	return !s->x_left;
 }
+
+MM_LOOP_BODY(iov_step)
 
 /* Body bytes we cannot (or need not) read: only counted. */
 static __always_inline void skip_bytes(struct mm_lctx *x, __u32 n)
@@ -367,6 +415,7 @@ static __always_inline void resync_turn(struct mm_parser *other)
 		other->state = PS_START;
 }
 
+#ifndef MM_BOUNDED_LOOPS
 /*
  * The gate is on and the client's first bytes are the HTTP/2 preface: read
  * by the proxy (downstream), or written by it (upstream h2c, gRPC
@@ -433,6 +482,21 @@ __noinline int mm_h2_late_start(struct mm_conn *c, const struct mm_io_args *a,
 	stat_inc(MM_STAT_H2_CONNS);
 	return true;
 }
+#else
+/* no HTTP/2 in the bounded build (h2_feed.bpf.h) */
+static __always_inline int mm_h2_start(struct mm_conn *c,
+				       const struct mm_io_args *a, __s64 ret)
+{
+	return false;
+}
+
+static __always_inline int mm_h2_late_start(struct mm_conn *c,
+					    const struct mm_io_args *a,
+					    __s64 ret)
+{
+	return false;
+}
+#endif
 
 /*
  * RET bytes (> 0) moved on connection C through the syscall arguments A:
@@ -445,7 +509,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 	struct mm_lctx x = { .c = c };
 	__u32 zero = 0;
 	bool is_req;
-	__u8 was_h2;
+	__u8 was_h2 __attribute__((unused));
 
 	if (c->role == MM_ROLE_UNKNOWN)
 		c->role = is_read ? MM_ROLE_DOWN : MM_ROLE_UP;
@@ -519,7 +583,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 			cnt = MM_IOV_MAX;
 		x.s->x_left = ret;
 		x.s->x_cnt = cnt;
-		bpf_loop(cnt, iov_step, &x, 0);
+		MM_LOOP_G(MM_IOV_MAX, cnt, iov_step, &x);
 		if (x.s->x_left && x.p->state != PS_OPAQUE &&
 		    x.p->state != PS_RESYNC) {
 			x.p->state = PS_OPAQUE;
@@ -540,6 +604,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 	}
 	if (is_req && x.p->state >= PS_METHOD && x.p->state <= PS_END_LF)
 		route_acc_save(&x);
+#ifndef MM_BOUNDED_LOOPS
 	/*
 	 * A 101 to "Upgrade: h2c" switched the connection inside this write:
 	 * what follows the 101 head in the buffer is HTTP/2 already.
@@ -560,6 +625,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 			mm_h2_feed(c, x.s, &rest, ret - off, MM_DIR_FROM_SERVER);
 		}
 	}
+#endif
 }
 
 /*

@@ -10,6 +10,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
+#include "bpf/compat.bpf.h"
 #include "bpf/conn.bpf.h"
 #include "bpf/h2_feed.bpf.h"
 #include "bpf/head_copy.bpf.h"
@@ -252,7 +253,7 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 	    !c->next_seq)
 		emit_unsent(c, now);
 	/* untracked counts up to 255 more than the pipeline */
-	bpf_loop(MM_PIPELINE_DEPTH + 256, finish_one, &cp, 0);
+	MM_LOOP(MM_PIPELINE_DEPTH + 256, MM_PIPELINE_DEPTH + 256, finish_one, &cp);
 	pipe_free(c);
 }
 
@@ -325,8 +326,7 @@ static __always_inline void set_thread_link(struct mm_conn *c,
 	struct mm_recent_slot *r;
 	struct mm_link *tl;
 
-	tl = bpf_task_storage_get(&mm_thread_req, bpf_get_current_task_btf(),
-				  0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	tl = thread_link(true);
 	if (tl)
 		*tl = l;
 	else
@@ -407,8 +407,7 @@ static __always_inline bool inherit_link(struct mm_conn *c, struct mm_pending *s
 		l = &c->bind;
 		c->bind_valid = 0;
 	} else {
-		l = bpf_task_storage_get(&mm_thread_req,
-					 bpf_get_current_task_btf(), 0, 0);
+		l = thread_link(false);
 	}
 	if (!l || !l->valid) {
 		s->route_id = MM_ROUTE_UNKNOWN;
@@ -448,9 +447,7 @@ static __always_inline void own_route(struct mm_lctx *x, struct mm_pending *s)
  */
 static __always_inline void thread_link_forget(void)
 {
-	struct mm_link *l = bpf_task_storage_get(&mm_thread_req,
-						 bpf_get_current_task_btf(),
-						 0, 0);
+	struct mm_link *l = thread_link(false);
 
 	if (l)
 		l->valid = 0;

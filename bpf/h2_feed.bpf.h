@@ -102,6 +102,7 @@ static __always_inline bool h2_late(__u64 ubuf, __u64 len)
 	       h2_frame_ok(b);
 }
 
+#ifndef MM_BOUNDED_LOOPS
 struct mm_h2_fctx {
 	struct mm_conn *c;
 	__u64 now;
@@ -239,6 +240,17 @@ __noinline int mm_h2_switch(struct mm_conn *c, __u64 start_ns)
 	c->h2 = MM_H2_FEED;
 	return true;
 }
+#else
+/*
+ * The bounded build (compat.bpf.h) does not follow HTTP/2: these global
+ * functions take pointers, which a global function may take from 5.12 on
+ * only, and the feed's loop is too long to walk inlined.
+ */
+static __always_inline int mm_h2_switch(struct mm_conn *c, __u64 start_ns)
+{
+	return false;
+}
+#endif
 
 /* MM_EVT_H2_CLOSE: the decoder ends the connection (or drops it: lost). */
 static __always_inline void h2_close(struct mm_conn *c, __u64 now, __u8 flags)
@@ -265,6 +277,7 @@ static __always_inline void h2_close(struct mm_conn *c, __u64 now, __u8 flags)
 	stat_inc(MM_STAT_EVENTS);
 }
 
+#ifndef MM_BOUNDED_LOOPS
 /*
  * RET bytes of an HTTP/2 connection moved through the syscall arguments
  * (buffer, iovec array or msghdr): all of them up, or the feed stops.
@@ -338,5 +351,13 @@ out:
 	}
 	return 0;
 }
+#else
+static __always_inline int mm_h2_feed(struct mm_conn *c, struct mm_scratch *s,
+				      const struct mm_io_args *a, __s64 ret,
+				      __u32 dir)
+{
+	return 0;
+}
+#endif
 
 #endif /* MM_H2_FEED_BPF_H */

@@ -16,6 +16,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
+#include "bpf/compat.bpf.h"
 #include "bpf/conn.bpf.h"
 #include "bpf/fnv1a.h"
 #include "bpf/maps.bpf.h"
@@ -1203,10 +1204,9 @@ byte:
 	return parse_byte(i, x);
 }
 
-static long parse_block(__u32 blk, void *ctx)
+MM_LOOP_CB parse_block(__u32 blk, void *ctx)
 {
 	struct mm_lctx *x = ctx;
-
 	/* a bounded loop (5.3+): the verifier walks it, the JIT emits it once */
 #pragma clang loop unroll(disable)
 	for (int k = 0; k < MM_BLOCK; k++)

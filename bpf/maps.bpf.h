@@ -125,12 +125,25 @@ struct {
  * in the thread's own storage: written once per request without a map
  * update call, gone with the thread.
  */
+#ifndef MM_BOUNDED_LOOPS
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
 	__type(value, struct mm_link);
 } mm_thread_req SEC(".maps");
+#else
+/*
+ * Before task storage (5.11): by thread id, dropped at the thread's exit
+ * (mm_exit); an LRU, as a missed exit must not fill it for good.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct mm_link);
+} mm_thread_req SEC(".maps");
+#endif
 
 /*
  * Recent downstream requests by content, to link the upstream request: a
@@ -270,10 +283,24 @@ static __always_inline void target_bit_set(__u32 tgid, bool on)
 
 	if (!bits)
 		return;
+#ifdef MM_BOUNDED_LOOPS
+	/*
+	 * No atomic or/and before 5.12, only add: a bit is added only when
+	 * clear and subtracted only when set. One tgid's fork, exec and exit
+	 * do not race one another; other tgids' bits add without carries.
+	 */
+	__u64 bit = 1ULL << (tgid & 63);
+
+	if (on && !(*bits & bit))
+		__sync_fetch_and_add(bits, bit);
+	else if (!on && (*bits & bit))
+		__sync_fetch_and_add(bits, -bit);
+#else
 	if (on)
 		__sync_fetch_and_or(bits, 1ULL << (tgid & 63));
 	else
 		__sync_fetch_and_and(bits, ~(1ULL << (tgid & 63)));
+#endif
 }
 
 /*
@@ -295,9 +322,23 @@ static __always_inline void target_bit_set(__u32 tgid, bool on)
  */
 static __always_inline void conn_fence(struct mm_conn *c)
 {
+#ifdef MM_BOUNDED_LOOPS
+	/*
+	 * No fetching atomics before 5.12: a plain atomic add, which x86-64's
+	 * JIT emits as a locked instruction, a full barrier there (not on
+	 * arm64, where the bounded build is not proven).
+	 */
+	__u64 zero = 0;
+
+	/* opaque: clang turns an add of a constant 0 into an or */
+	asm volatile("" : "+r"(zero));
+	__sync_fetch_and_add(&c->conn_id, zero);
+	asm volatile("" ::: "memory");
+#else
 	__u64 v = __sync_fetch_and_add(&c->conn_id, 0);
 
 	asm volatile("" : : "r"(v));
+#endif
 }
 
 #endif /* MM_MAPS_BPF_H */

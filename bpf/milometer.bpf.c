@@ -91,7 +91,7 @@ static __always_inline int sock_io(struct sock *sk, int ret, int flags,
 	}
 	if (c->finished)
 		return 0;
-	t = bpf_get_current_task_btf();
+	t = mm_current_task();
 	io_args(t, (struct pt_regs *)bpf_task_pt_regs(t), &a);
 	capture_io(c, &a, ret, is_read);
 	return 0;
@@ -184,7 +184,7 @@ int BPF_PROG(mm_sys_exit, struct pt_regs *regs, long ret)
 	tgid = bpf_get_current_pid_tgid() >> 32;
 	if (!is_target(tgid))
 		return 0;
-	t = bpf_get_current_task_btf();
+	t = mm_current_task();
 	if (compat_syscall(t))
 		return 0;
 	is_read = nr == NR_read || nr == NR_readv || nr == NR_recvfrom ||
@@ -249,7 +249,7 @@ int BPF_PROG(mm_fb_io, struct pt_regs *regs, long ret)
 	c = bpf_map_lookup_elem(&mm_conns, &key);
 	if (!c)
 		return 0;
-	io_args(bpf_get_current_task_btf(), regs, &a);
+	io_args(mm_current_task(), regs, &a);
 	capture_io(c, &a, ret, s->io_read);
 	return 0;
 }
@@ -299,8 +299,7 @@ int BPF_PROG(mm_tcp_state, struct sock *sk, int oldstate, int newstate)
 			__builtin_memset(&c->bind, 0, sizeof(c->bind));
 		conn_init(c, tgid, MM_ROLE_UP, 0, 0);
 		c->connect_ns = bpf_ktime_get_ns();
-		l = bpf_task_storage_get(&mm_thread_req,
-					 bpf_get_current_task_btf(), 0, 0);
+		l = thread_link(false);
 		if (l && l->valid) {
 			c->bind = *l;
 			c->bind_valid = 1;
@@ -427,10 +426,10 @@ int mm_exit(void *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, tgid = id >> 32;
 
-	/* task storage (thread link) goes with the task itself */
 	if (tid == tgid && is_target(tgid)) {
 		bpf_map_delete_elem(&mm_targets, &tgid);
 		target_bit_set(tgid, false);
 	}
+	thread_link_drop(tid);
 	return 0;
 }

@@ -7,6 +7,7 @@
 #ifndef MM_ROUTE_LOOKUP_BPF_H
 #define MM_ROUTE_LOOKUP_BPF_H
 
+#include "bpf/compat.bpf.h"
 #include "bpf/conn.bpf.h"
 #include "bpf/maps.bpf.h"
 #include "bpf/http_parse.bpf.h"
@@ -53,7 +54,7 @@ static __always_inline __u64 suffix_hash(struct mm_lctx *x, __u32 from)
 {
 	x->s->sfx_from = from;
 	x->s->sfx_hash = MM_FNV_OFFSET;
-	bpf_loop(MM_HOST_MAX, suffix_byte, x, 0);
+	MM_LOOP(MM_HOST_MAX, MM_HOST_MAX, suffix_byte, x);
 	return x->s->sfx_hash;
 }
 
@@ -113,7 +114,7 @@ static __always_inline bool vhost_lookup(struct mm_lctx *x, bool *defer)
 			goto found;
 		if (a->ndots) {
 			s->vh_found = 0;
-			bpf_loop(MM_DOTS_MAX, wildcard_try, x, 0);
+			MM_LOOP(MM_DOTS_MAX, MM_DOTS_MAX, wildcard_try, x);
 			if (s->vh_found)
 				return true;
 		}
@@ -192,13 +193,28 @@ static __always_inline __u32 route_decide(struct mm_lctx *x, __u8 method)
 	s->rl_vhost = s->vh_id;
 	s->rl_method = method;
 	s->rl_verdict = RL_NONE;
-	bpf_loop(MM_PATH_PREFIXES + 1, prefix_try, x, 0);
+	MM_LOOP(MM_PATH_PREFIXES + 1, MM_PATH_PREFIXES + 1, prefix_try, x);
 	if (s->rl_verdict == RL_DECIDED)
 		return s->rl_route_id;
 	if (s->rl_verdict == RL_DEFER)
 		return MM_ROUTE_DEFER;
 	return MM_ROUTE_UNMATCHED;
 }
+
+#ifdef MM_BOUNDED_LOOPS
+/* its loops nest (wildcard suffixes x host bytes): verified once here */
+__noinline __u32 mm_route_decide_g(__u32 method)
+{
+	struct mm_lctx x;
+
+	if (!mm_lctx_of_scratch(&x))
+		return MM_ROUTE_UNKNOWN;
+	return route_decide(&x, method);
+}
+#define ROUTE_DECIDE(x, method) mm_route_decide_g(method)
+#else
+#define ROUTE_DECIDE(x, method) route_decide((x), (method))
+#endif
 
 /*
  * Returns the route id (or MM_ROUTE_*); s->rl_gen and s->rl_rule_idx hold
@@ -243,7 +259,7 @@ static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method,
 		s->rl_rule_idx = m->rule_idx;
 		return m->route_id;
 	}
-	id = route_decide(x, method);
+	id = ROUTE_DECIDE(x, method);
 	if (m) {
 		m->host_hash = a->host_hash;
 		m->path_hash = a->path_hash;

@@ -31,6 +31,20 @@
 #include "bpf/milometer.h"
 #include "bpf/conn.bpf.h"
 #include "bpf/maps.bpf.h"
+
+/* Plaintext HTTP state of a TLS connection, by socket address. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct mm_conn);
+} mm_tls_conns SEC(".maps");
+#ifdef MM_BOUNDED_LOOPS
+/* the parser loops' bodies find their connection here (compat.bpf.h) */
+#define MM_BL_CONNS mm_tls_conns
+#endif
+
 #include "bpf/http_parse.bpf.h"
 #include "bpf/route_lookup.bpf.h"
 #include "bpf/exchange.bpf.h"
@@ -81,12 +95,47 @@ struct mm_tls_ssl_key {
 };
 
 /* The thread's SSL_* call in flight, in the thread's storage. */
+#ifndef MM_BOUNDED_LOOPS
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
 	__type(value, struct mm_tls_call);
 } mm_tls_calls SEC(".maps");
+
+static __always_inline struct mm_tls_call *tls_call(bool create)
+{
+	return bpf_task_storage_get(&mm_tls_calls, bpf_get_current_task_btf(),
+				    0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+/* the registers the syscall saved, for a hook given none */
+#define SYSCALL_REGS(tp_regs) \
+	((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()))
+#else
+/* before task storage (5.11): by thread id; a call ends with fn = 0 */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct mm_tls_call);
+} mm_tls_calls SEC(".maps");
+
+static __always_inline struct mm_tls_call *tls_call(bool create)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct mm_tls_call *c = bpf_map_lookup_elem(&mm_tls_calls, &tid);
+	struct mm_tls_call zero = {};
+
+	if (c || !create)
+		return c;
+	bpf_map_update_elem(&mm_tls_calls, &tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&mm_tls_calls, &tid);
+}
+
+/* before bpf_task_pt_regs (5.15): the ones sys_exit hands over */
+#define SYSCALL_REGS(tp_regs) (tp_regs)
+#endif
 
 /* SSL pointer (per process) -> socket address, for calls without a syscall. */
 struct {
@@ -96,15 +145,6 @@ struct {
 	__type(value, struct mm_tls_sock);
 } mm_tls_ssl SEC(".maps");
 
-/* Plaintext HTTP state of a TLS connection, by socket address. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, struct mm_conn);
-} mm_tls_conns SEC(".maps");
-
 static __always_inline int call_enter(struct pt_regs *ctx, __u32 fn)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
@@ -112,8 +152,7 @@ static __always_inline int call_enter(struct pt_regs *ctx, __u32 fn)
 
 	if (!is_target(tgid))
 		return 0;
-	call = bpf_task_storage_get(&mm_tls_calls, bpf_get_current_task_btf(),
-				    0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	call = tls_call(true);
 	if (!call) {
 		stat_inc(MM_STAT_TLS_CALL_LOST);
 		return 0;
@@ -292,6 +331,18 @@ static __always_inline int call_done(struct mm_tls_call *call, __u32 tgid,
 		return 0;
 	stat_inc(MM_STAT_TLS_IO);
 	a.buf = call->buf;
+#ifdef MM_BOUNDED_LOOPS
+	{
+		/* the parser loops' bodies look c up again by this key */
+		struct mm_scratch *s;
+		__u32 zero = 0;
+
+		s = bpf_map_lookup_elem(&mm_scratch, &zero);
+		if (!s)
+			return 0;
+		s->fb_sk = bound.sk;
+	}
+#endif
 	capture_io(c, &a, n, fn == MM_TLS_READ || fn == MM_TLS_READ_EX);
 	return 0;
 }
@@ -305,8 +356,7 @@ int BPF_KRETPROBE(mm_ssl_ret, int ret)
 
 	if (!is_target(tgid))
 		return 0;
-	call = bpf_task_storage_get(&mm_tls_calls, bpf_get_current_task_btf(),
-				    0, 0);
+	call = tls_call(false);
 	if (!call || !call->fn)
 		return 0;
 	return call_done(call, tgid, ret);
@@ -392,8 +442,18 @@ static __always_inline int go_ret(struct pt_regs *ctx, __u32 fn)
 	if (!is_target(k.tgid))
 		return 0;
 	call = bpf_map_lookup_elem(&mm_tls_gocalls, &k);
-	if (!call || !call->fn)
+	if (!call || !call->fn) {
+		/*
+		 * Bytes moved by a call whose entry is gone (evicted from the
+		 * LRU by more goroutines in Read than it holds) or was never
+		 * seen: not followed, and counted. Their connection is unknown
+		 * here; a response whose request was not seen has no pending
+		 * request to be paired with and is dropped by the parser.
+		 */
+		if (fn != MM_TLS_HANDSHAKE && (long)MM_GO_RET1(ctx) > 0)
+			stat_inc(MM_STAT_TLS_CALL_LOST);
 		return 0;
+	}
 	call_done(call, k.tgid, (long)MM_GO_RET1(ctx));
 	bpf_map_delete_elem(&mm_tls_gocalls, &k);
 	return 0;
@@ -424,8 +484,7 @@ static __always_inline struct mm_tls_call *unbound_call(void)
 
 	if (!is_target(bpf_get_current_pid_tgid() >> 32))
 		return NULL;
-	call = bpf_task_storage_get(&mm_tls_calls, bpf_get_current_task_btf(),
-				    0, 0);
+	call = tls_call(false);
 	return call && call->fn && !call->sk ? call : NULL;
 }
 
@@ -433,10 +492,8 @@ static __always_inline struct mm_tls_call *unbound_call(void)
  * A Go crypto/tls call of the goroutine that made this syscall: g at the
  * syscall is the goroutine (Go's syscall stubs keep the register ABI).
  */
-static __always_inline struct mm_tls_call *unbound_go_call(void)
+static __always_inline struct mm_tls_call *unbound_go_call(struct pt_regs *regs)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(
-		bpf_get_current_task_btf());
 	struct mm_go_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
 	struct mm_tls_call *call;
 
@@ -476,7 +533,7 @@ static __always_inline void note_sk(struct sock *sk)
 	struct mm_tls_call *call = unbound_call();
 
 	if (!call && mm_go_targets && is_target(bpf_get_current_pid_tgid() >> 32))
-		call = unbound_go_call();
+		call = unbound_go_call(SYSCALL_REGS(NULL));
 	if (!call ||
 	    !is_tcp(sk->__sk_common.skc_family, sk->sk_type, sk->sk_protocol))
 		return;
@@ -513,7 +570,7 @@ int BPF_PROG(mm_tls_sys_exit, struct pt_regs *regs, long ret)
 		struct mm_tls_call *call = unbound_call();
 
 		if (!call && mm_go_targets)
-			call = unbound_go_call();
+			call = unbound_go_call(SYSCALL_REGS(regs));
 		struct sock *so = (struct sock *)sk;
 
 		if (!call || !is_tcp(BPF_CORE_READ(so, __sk_common.skc_family),

@@ -19,7 +19,7 @@ qemu-system-x86 busybox-static
 procps psmisc python3-prometheus-client openssl android-libboringssl
 python3-kubernetes python3-yaml python3-grpcio chromium apache2 h2o
 nghttp2-client nghttp2-server nghttp2-proxy caddy binutils buildah libre2-9 libcap2-bin tmux
-golang-1.19-go victoria-metrics"
+victoria-metrics"
 # Debian 12's kubectl is kubernetes-client (1.20); a newer kubectl already
 # installed (another repository) is the one the tests use.
 command -v kubectl >/dev/null 2>&1 || test="$test kubernetes-client"

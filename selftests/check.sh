@@ -79,9 +79,13 @@ bin/bpf_tests 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 tally "$out" bin/bpf_tests
 
-# once, minutes, outside the per-test timeouts: test_deploy_configs' promtool
-selftests/tools/build_promtool.sh >/dev/null ||
-	echo "check: no promtool with Kubernetes service discovery (above): test_deploy_configs fails"
+# once, minutes, outside the per-test timeouts: the tools the tests build
+# from Go modules (promtool, kube-state-metrics, the Collector), with the Go
+# toolchain selftests/tools/go_toolchain.sh fetches when the machine has none
+for b in build_promtool.sh build-ksm.sh build-otelcol.sh; do
+	selftests/tools/$b >/dev/null ||
+		echo "check: selftests/tools/$b failed (above): the tests that use its tool fail"
+done
 echo "== Kubernetes client tests (no root)"
 selftests/k8s/run.sh 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
@@ -110,7 +114,7 @@ if [ -z "${T:-}" ]; then
 	tally "$out" "selftests/integration/run.sh (sys-exit)"
 fi
 
-# bounded: the 6.1 and 6.12 x86-64 guests and the host kernel, a few
+# bounded: the 5.10, 6.1 and 6.12 x86-64 guests and the host kernel, a few
 # requests per route (the arm64 legs are `make kernel-matrix` only); a
 # kernel that cannot be downloaded or booted counts as a failure
 echo "== kernel matrix (quick)"

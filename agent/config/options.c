@@ -94,7 +94,7 @@ void options__usage(FILE *out)
 "                             without --manifests: $KUBECONFIG, else in-cluster)\n"
 "  --capture MODE             how socket I/O is seen: auto (default: sock when\n"
 "                             the kernel has it), sock (socket tracepoints,\n"
-"                             Linux 6.3+), sys-exit (any kernel 5.17+, costs\n"
+"                             Linux 6.3+), sys-exit (any kernel 5.10+, costs\n"
 "                             every process on the node a little)\n"
 "  --metrics-auth MODE        who may read /metrics: none (default) or\n"
 "                             kubernetes (bearer token checked by TokenReview;\n"

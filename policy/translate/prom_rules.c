@@ -75,6 +75,38 @@ static void put_num(FILE *f, double v)
 	fputs(b, f);
 }
 
+void tr_prom__put_str(FILE *f, const char *s)
+{
+	put_str(f, s);
+}
+
+void tr_prom__put_re(FILE *f, const char *s)
+{
+	put_re_quoted(f, s);
+}
+
+const char *tr_prom__header(FILE *out, const struct tr_opts *o)
+{
+	if (!o->prometheusrule) {
+		fputs("groups:\n", out);
+		return "";
+	}
+	fprintf(out,
+		"apiVersion: monitoring.coreos.com/v1\n"
+		"kind: PrometheusRule\n"
+		"metadata:\n"
+		"  name: %s\n",
+		o->object_name);
+	if (o->object_namespace)
+		fprintf(out, "  namespace: %s\n", o->object_namespace);
+	fprintf(out,
+		"  labels:\n"
+		"    app.kubernetes.io/managed-by: milometer\n"
+		"spec:\n"
+		"  groups:\n");
+	return "  ";
+}
+
 int tr_prom__label(const char *key, char *out, size_t len)
 {
 	return prom_names__label(key, out, len) < 0 ? -ENOSPC : 0;
@@ -491,7 +523,7 @@ int tr_prom__rules(FILE *out, struct tr_plan *plans, size_t n,
 {
 	const struct tr_plan **group = calloc(n + 1, sizeof(*group));
 	bool *done = calloc(n + 1, sizeof(*done));
-	const char *ind = o->prometheusrule ? "  " : "";
+	const char *ind;
 	int err = 0;
 
 	if (!group || !done) {
@@ -499,21 +531,7 @@ int tr_prom__rules(FILE *out, struct tr_plan *plans, size_t n,
 		free(done);
 		return -ENOMEM;
 	}
-	if (o->prometheusrule) {
-		fprintf(out,
-			"apiVersion: monitoring.coreos.com/v1\n"
-			"kind: PrometheusRule\n"
-			"metadata:\n"
-			"  name: %s\n",
-			o->object_name);
-		if (o->object_namespace)
-			fprintf(out, "  namespace: %s\n", o->object_namespace);
-		fprintf(out,
-			"  labels:\n"
-			"    app.kubernetes.io/managed-by: milometer\n"
-			"spec:\n");
-	}
-	fprintf(out, "%sgroups:\n", ind);
+	ind = tr_prom__header(out, o);
 	for (size_t i = 0; i < n; i++) {
 		char why[TR_REASON_MAX];
 		const char *r = refuse(&plans[i], o, why, sizeof(why));

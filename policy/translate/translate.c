@@ -17,8 +17,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: milometer translate (--manifests PATH... | --kubeconfig FILE)\n"
-		"                           --target prometheus-rules|otelcol|kube-state-metrics\n"
+		"                           --target prometheus-rules|prometheus-relabel|otelcol|kube-state-metrics|prometheus-alerts\n"
 		"                           [--format rules|prometheusrule] [--source-profile milometer|envoy]\n"
+		"                           [--alerts-config FILE]\n"
 		"                           [--le-format openmetrics|text] [--policy NAME]...\n"
 		"                           [--name NAME] [--namespace NS] [-o FILE] [--strict] [--json]\n"
 		"\n"
@@ -31,18 +32,26 @@ static void usage(FILE *f)
 		"                    OTLP sources (transform, filter processors)\n"
 		"  kube-state-metrics  a CustomResourceState configuration computing\n"
 		"                    each ResourceFields policy's series\n"
+		"  prometheus-relabel a scrape job's metric_relabel_configs turning source\n"
+		"                    series into target series, for the policies that\n"
+		"                    only rename (same values, no series added together)\n"
+		"  prometheus-alerts alerting rules over the target metrics: per route\n"
+		"                    error rate and latency objectives (docs/alerts.md)\n"
 		"\n"
 		"  -m, --manifests PATH     directory or file to read (repeatable)\n"
 		"  -k, --kubeconfig FILE    read the objects from that cluster instead\n"
 		"  -t, --target TARGET      what to produce\n"
-		"  -f, --format FORMAT      prometheus-rules: a rule file (rules) or a\n"
+		"  -a, --alerts-config FILE prometheus-alerts: thresholds, windows, for:,\n"
+		"                           severities, per-namespace/route overrides\n"
+		"  -f, --format FORMAT      prometheus-*: a rule file (rules) or a\n"
 		"                           monitoring.coreos.com/v1 PrometheusRule\n"
 		"  -s, --source-profile P   how the sources look when scraped: milometer\n"
 		"                           (the agent's /metrics, default) or envoy\n"
 		"  -l, --le-format F        how the scrape prints `le`: openmetrics (\"1.0\",\n"
 		"                           what Prometheus negotiates, default) or text (\"1\")\n"
 		"  -p, --policy NAME        translate only this policy (repeatable)\n"
-		"      --name NAME          PrometheusRule name (milometer-translated)\n"
+		"      --name NAME          PrometheusRule name, relabel job name\n"
+		"                           (milometer-translated)\n"
 		"      --namespace NS       PrometheusRule namespace\n"
 		"      --otelcol-receiver HOST:PORT  OTLP/HTTP listen address (0.0.0.0:4318)\n"
 		"      --otelcol-exporter URL  OTLP/HTTP destination (http://otlp-backend:4318)\n"
@@ -148,6 +157,12 @@ int translate__render(struct contract *c, struct policy_engine *e,
 	case TR_OTELCOL:
 		ret = tr_otel__config(out, plans, n, o, rep);
 		break;
+	case TR_PROM_RELABEL:
+		ret = tr_relabel__config(out, plans, n, o, rep);
+		break;
+	case TR_PROM_ALERTS:
+		ret = tr_alerts__rules(out, c, plans, n, o, rep, err, errlen);
+		break;
 	}
 	if (ret && !err[0])
 		snprintf(err, errlen, "%s", strerror(-ret));
@@ -234,6 +249,7 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf,
 		{ "manifests", required_argument, NULL, 'm' },
 		{ "kubeconfig", required_argument, NULL, 'k' },
 		{ "target", required_argument, NULL, 't' },
+		{ "alerts-config", required_argument, NULL, 'a' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "source-profile", required_argument, NULL, 's' },
 		{ "le-format", required_argument, NULL, 'l' },
@@ -275,7 +291,7 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf,
 		goto cleanup;
 	optind = 0;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "m:k:t:f:s:l:p:o:jh", opts,
+	while ((opt = getopt_long(argc, argv, "m:k:t:a:f:s:l:p:o:jh", opts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'm':
@@ -286,6 +302,9 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf,
 			break;
 		case 't':
 			target = optarg;
+			break;
+		case 'a':
+			o.alerts_config = optarg;
 			break;
 		case 'f':
 			if (!strcmp(optarg, "prometheusrule")) {
@@ -368,9 +387,22 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf,
 		o.target = TR_KSM;
 	} else if (!strcmp(target, "otelcol")) {
 		o.target = TR_OTELCOL;
+	} else if (!strcmp(target, "prometheus-relabel")) {
+		o.target = TR_PROM_RELABEL;
+	} else if (!strcmp(target, "prometheus-alerts")) {
+		o.target = TR_PROM_ALERTS;
 	} else {
-		fprintf(errf, "milometer translate: --target %s: use prometheus-rules, otelcol or kube-state-metrics\n",
+		fprintf(errf, "milometer translate: --target %s: use prometheus-rules, prometheus-relabel, otelcol, kube-state-metrics or prometheus-alerts\n",
 			target);
+		goto cleanup;
+	}
+	if (o.prometheusrule && o.target != TR_PROM_RULES &&
+	    o.target != TR_PROM_ALERTS) {
+		fprintf(errf, "milometer translate: --format prometheusrule wraps prometheus-rules or prometheus-alerts only\n");
+		goto cleanup;
+	}
+	if (o.alerts_config && o.target != TR_PROM_ALERTS) {
+		fprintf(errf, "milometer translate: --alerts-config is read by --target prometheus-alerts only\n");
 		goto cleanup;
 	}
 	src = kubeconfig ? api->open(kubeconfig, &api_handle, err, sizeof(err)) :

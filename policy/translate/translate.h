@@ -27,6 +27,8 @@ enum tr_target {
 	TR_PROM_RULES,
 	TR_KSM,
 	TR_OTELCOL,
+	TR_PROM_ALERTS,
+	TR_PROM_RELABEL,
 };
 
 struct contract;

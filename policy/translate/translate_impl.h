@@ -11,6 +11,9 @@
 #include "policy/translate/profile.h"
 #include "policy/translate/translate.h"
 
+struct contract;
+struct policy_engine;
+
 struct tr_opts {
 	enum tr_target target;
 	const struct tr_profile *profile;
@@ -20,6 +23,7 @@ struct tr_opts {
 	const char *object_namespace;
 	const char *otel_receiver; /* otelcol: OTLP/HTTP listen endpoint */
 	const char *otel_exporter; /* otelcol: OTLP/HTTP destination */
+	const char *alerts_config; /* prometheus-alerts: objectives, or NULL */
 };
 
 struct tr_report_row {
@@ -52,6 +56,20 @@ int translate__render(struct contract *c, struct policy_engine *e,
 int tr_prom__rules(FILE *out, struct tr_plan *plans, size_t n,
 		   const struct tr_opts *o, struct tr_report *rep);
 int tr_prom__label(const char *key, char *out, size_t len);
+/* A PromQL string literal's body; the same, escaped as an RE2 literal. */
+void tr_prom__put_str(FILE *f, const char *s);
+void tr_prom__put_re(FILE *f, const char *s);
+/* A rule file's head (or a PrometheusRule's); the groups' indent. */
+const char *tr_prom__header(FILE *out, const struct tr_opts *o);
+
+/* relabel.c: metric_relabel_configs for pure relabelling policies */
+int tr_relabel__config(FILE *out, struct tr_plan *plans, size_t n,
+		       const struct tr_opts *o, struct tr_report *rep);
+
+/* alerts.c: alerting rules over the contract's target metrics */
+int tr_alerts__rules(FILE *out, struct contract *c, struct tr_plan *plans,
+		     size_t n, const struct tr_opts *o, struct tr_report *rep,
+		     char *err, size_t errlen);
 
 /* otelcol.c */
 int tr_otel__config(FILE *out, struct tr_plan *plans, size_t n,

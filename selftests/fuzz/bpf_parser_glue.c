@@ -56,9 +56,9 @@ static __u64 conn_ids;
 static struct mm_scratch scratch;
 static struct mm_config cfg_map;
 static __u64 target_bits[MM_TARGET_WORDS];
-static struct mm_link thread_link;
-static bool thread_link_live;
-static struct task_struct *const current_task = (struct task_struct *)&thread_link;
+static struct mm_link fz_thread_link;
+static bool fz_thread_link_live;
+static struct task_struct *const current_task = (struct task_struct *)&fz_thread_link;
 static __u64 clock_ns;
 
 struct kv {
@@ -289,10 +289,10 @@ static void *bpf_task_storage_get(void *map, struct task_struct *task,
 {
 	if (map != &mm_thread_req || task != current_task)
 		abort();
-	if (!thread_link_live && !(flags & BPF_LOCAL_STORAGE_GET_F_CREATE))
+	if (!fz_thread_link_live && !(flags & BPF_LOCAL_STORAGE_GET_F_CREATE))
 		return NULL;
-	thread_link_live = true;
-	return &thread_link;
+	fz_thread_link_live = true;
+	return &fz_thread_link;
 }
 
 /* ---- a small route table, keyed as route_compile.c keys it ---- */
@@ -358,8 +358,8 @@ void fzb_reset(unsigned int role, int defers)
 	memset(route_cache, 0, sizeof(route_cache));
 	memset(vhosts, 0, sizeof(vhosts));
 	memset(routes, 0, sizeof(routes));
-	memset(&thread_link, 0, sizeof(thread_link));
-	thread_link_live = false;
+	memset(&fz_thread_link, 0, sizeof(fz_thread_link));
+	fz_thread_link_live = false;
 	memset(&conn_ext, 0xa5, sizeof(conn_ext)); /* made from conn_ext_zero */
 	conn_ext_live = false;
 	memset(&route_acc, 0xa5, sizeof(route_acc));

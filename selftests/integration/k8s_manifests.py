@@ -300,6 +300,11 @@ def check_rbac(docs):
             if is_review(rule):
                 continue
             w = set(rule["verbs"]) - READ_VERBS
+            # --translate writes named objects only (rbac-translate.yaml)
+            if w and set(rule["resources"]) & {"configmaps", "prometheusrules"} and \
+                    not rule.get("resourceNames"):
+                bad("%s %s writes %s without resourceNames" %
+                    (r["kind"], r["metadata"]["name"], rule["resources"]))
             for g in rule["apiGroups"]:
                 for res in rule["resources"]:
                     for v in w:
@@ -307,12 +312,15 @@ def check_rbac(docs):
     want = {("ClusterRole", "telemetry.miloapis.com", "metricdefinitions/status", "patch"),
             ("ClusterRole", "telemetry.miloapis.com", "metricpolicies/status", "patch"),
             ("Role", "coordination.k8s.io", "leases", "create"),
-            ("Role", "coordination.k8s.io", "leases", "update")}
+            ("Role", "coordination.k8s.io", "leases", "update"),
+            ("Role", "", "configmaps", "create"), ("Role", "", "configmaps", "patch"),
+            ("Role", "monitoring.coreos.com", "prometheusrules", "create"),
+            ("Role", "monitoring.coreos.com", "prometheusrules", "patch")}
     if writes != want:
         bad("controller write grants %s, want exactly %s" % (sorted(writes), sorted(want)))
     for r in ctl:
         if r["kind"] == "Role" and r["metadata"].get("namespace") != NS:
-            bad("leader-election Role outside %s" % NS)
+            bad("controller Role %s outside %s" % (r["metadata"]["name"], NS))
 
 
 def walk_schema(node, path, in_atomic_list, crd):

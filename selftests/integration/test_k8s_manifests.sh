@@ -56,6 +56,8 @@ broken node_name "if $AG True: d['spec']['template']['spec']['containers'][0]['e
 broken agent_writes "if k == 'ClusterRole' and d['metadata']['name'] == 'milometer-agent': d['rules'][1]['verbs'].append('patch')" "agent role"
 broken agent_status "if k == 'ClusterRole' and d['metadata']['name'] == 'milometer-agent': d['rules'].append({'apiGroups': ['telemetry.miloapis.com'], 'resources': ['metricpolicies/status'], 'verbs': ['get']})" "subresource"
 broken ctl_writes "if k == 'ClusterRole' and d['metadata']['name'] == 'milometer-controller-read': d['rules'][1]['verbs'].append('update')" "controller write grants"
+broken translate_any "if k == 'Role' and d['metadata']['name'] == 'milometer-controller-translate': d['rules'][0].pop('resourceNames')" "without resourceNames"
+broken translate_update "if k == 'Role' and d['metadata']['name'] == 'milometer-controller-translate': d['rules'][1]['verbs'].append('update')" "controller write grants"
 broken secrets "if k == 'ClusterRole' and d['metadata']['name'] == 'milometer-controller-read': d['rules'].append({'apiGroups': [''], 'resources': ['secrets'], 'verbs': ['get']})" "reads secrets"
 broken unbounded "if k == 'CustomResourceDefinition' and d['metadata']['name'].startswith('metricdefinitions'): d['spec']['versions'][0]['schema']['openAPIV3Schema']['properties']['spec']['properties']['labels'].pop('maxItems')" "unbounded list"
 broken map_keys "if k == 'CustomResourceDefinition' and d['metadata']['name'].startswith('metricpolicies'): d['spec']['versions'][0]['schema']['openAPIV3Schema']['properties']['spec']['properties']['source']['properties']['resourceFields']['properties']['staticLabels']['x-kubernetes-validations'] = [{'rule': \"self.all(k, k.matches('^a'))\", 'message': 'm'}]" "over map keys"

@@ -7,6 +7,8 @@ label sets in both directions and the same values (_sum within a relative
 1e-9: the agent sums a*v per request, a rule a*sum(v)).
 
   translate_compare.py --url URL --rules RULES.yml [--src-job src] [--ref-job ref]
+  translate_compare.py --url URL --family NAME... (relabelled series: the
+                       families the metric_relabel_configs produce)
 Exit 0 when equal (and non-empty), 1 with the differences printed.
 """
 import argparse
@@ -36,12 +38,13 @@ def families(path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--url", required=True)
-    ap.add_argument("--rules", required=True)
+    ap.add_argument("--rules")
+    ap.add_argument("--family", action="append", default=[])
     ap.add_argument("--src-job", default="src")
     ap.add_argument("--ref-job", default="ref")
     a = ap.parse_args()
     bad = []
-    for f in families(a.rules):
+    for f in a.family or families(a.rules):
         src = '%s{job="%s"}' % (f, a.src_job)
         ref = '%s{job="%s"}' % (f, a.ref_job)
         n = query(a.url, "count(%s)" % ref)

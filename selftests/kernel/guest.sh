@@ -164,8 +164,11 @@ done
 if [ -n "$agent_ready" ]; then
 	ok "agent_start"
 	log "agent ready after $(awk -v a="$(uptime_s)" -v b="$t0" 'BEGIN { print a - b }') s"
-	mode=$(sed -n 's/.*attached (capture mode \([^)]*\)).*/\1/p' "$AGENT_OUT" | head -1)
+	mode=$(sed -n 's/.*attached (capture mode \([^,)]*\).*/\1/p' "$AGENT_OUT" | head -1)
 	echo "capture mode: ${mode:-unknown}"
+	# the data path build: bpf_loop (5.17+) or bounded (docs/kernel-support.md)
+	loops=$(sed -n 's/.*attached (capture mode [^,)]*, loops \([^)]*\)).*/\1/p' "$AGENT_OUT" | head -1)
+	echo "loops: ${loops:-unknown}"
 	case ${MM_CAPTURE:-auto} in
 	auto) ;;
 	"$mode") ok "capture_mode_$mode" ;;

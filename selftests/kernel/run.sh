@@ -47,14 +47,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 quick=${KERNEL_MATRIX_QUICK:-}
 kernels=${MM_KERNELS:-}
-# Debian 12's 6.1 and Debian 13's 6.12 on x86-64, both capture modes where
+# Debian 11's 5.10 (no bpf_loop: the bounded-loop build of the data path,
+# docs/kernel-support.md), Debian 12's 6.1 and Debian 13's 6.12 on x86-64, both capture modes where
 # the kernel has both (the socket tracepoints are 6.3+: 6.1 runs sys-exit
 # whatever is asked), the same on arm64 (Debian 12's and 13's arm64 cloud
 # kernels, the cross-built agent), and this machine's kernel. --quick: the
 # x86-64 guests and the host (an arm64 guest takes about two minutes
 # under TCG, most of it verifying the object, and needs the cross build).
-QUICK_LEGS="linux-image-cloud-amd64 trixie/linux-image-cloud-amd64 host"
-FULL_LEGS="linux-image-cloud-amd64 trixie/linux-image-cloud-amd64
+QUICK_LEGS="bullseye/linux-image-cloud-amd64 linux-image-cloud-amd64 trixie/linux-image-cloud-amd64 host"
+FULL_LEGS="bullseye/linux-image-cloud-amd64 linux-image-cloud-amd64 trixie/linux-image-cloud-amd64
 trixie/linux-image-cloud-amd64:sys-exit linux-image-cloud-arm64
 trixie/linux-image-cloud-arm64 trixie/linux-image-cloud-arm64:sys-exit
 host host:sys-exit"
@@ -196,9 +197,12 @@ stage_for() {
 }
 # record LEG KERNEL ARCH MODE: one results line for the leg just counted
 record() {
-	local used
+	local used loops
 	[ -n "$results" ] || return 0
 	used=$(sed -n 's/^capture mode: //p' "$log" | tail -1)
+	# the data path build, when not the bpf_loop one (docs/kernel-support.md)
+	loops=$(sed -n 's/^loops: //p' "$log" | tail -1)
+	[ "${loops:-bpf_loop}" = bpf_loop ] || used="$used ($loops loops)"
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$1" "$2" "$3" \
 		"$4" "${used:-none}" "$leg_status" "$leg_line" "$cmdline" >>"$results"
 }

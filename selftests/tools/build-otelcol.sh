@@ -12,10 +12,15 @@ ver=0.161.0
 cache=${MM_TOOLS_CACHE:-/var/cache/milometer/tools}
 bin=$cache/otelcol-$ver-2/milometer-otelcol
 if [ -x "$bin" ]; then echo "$bin"; exit 0; fi
-command -v go >/dev/null || { echo "build-otelcol.sh: no 'go' in PATH; install Go >= 1.26" >&2; exit 1; }
+# a Go >= 1.26, fetched into the cache when the machine has none
+go=$("$(dirname "$0")/go_toolchain.sh" 1.26) || exit 1
 mkdir -p "$cache/otelcol-$ver-2"
-export GOPATH=$cache/go GOBIN=$cache/go/bin GOFLAGS=-buildvcs=false
-go install go.opentelemetry.io/collector/cmd/builder@v$ver >&2
+export GOPATH=$cache/go GOBIN=$cache/go/bin GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
+# the build cache beside the modules: $HOME may be unset (or another user's)
+export GOCACHE=${GOCACHE:-$cache/go-build}
+# the builder runs `go` itself: the same one
+export PATH="$(dirname "$go"):$PATH"
+"$go" install go.opentelemetry.io/collector/cmd/builder@v$ver >&2
 cat >"$cache/otelcol-$ver-2/builder.yaml" <<YAML
 dist:
   name: milometer-otelcol

@@ -54,7 +54,12 @@ taken from the Kubernetes API conventions and apiserver code:
     the request echoed with its status filled in; 422 Invalid for a
     SubjectAccessReview without exactly one of resourceAttributes /
     nonResourceAttributes or without user/groups). Reviews are decided by an
-    RBAC-like rule list (see AUTHZ below) and each one answered is recorded.
+    RBAC-like rule list (see AUTHZ below), then by the RBAC objects stored
+    here (Roles, ClusterRoles and their bindings, as kube-apiserver's RBAC
+    authorizer reads them), and each one answered is recorded. An admin
+    may impersonate (Impersonate-User, Impersonate-Group: kubectl --as):
+    a SelfSubjectAccessReview is then the impersonated user's, with the
+    groups kube-apiserver adds to a service account.
 
 Faults and state for tests, on a plain-HTTP control port (127.0.0.1 only):
   POST /ctl/tokens      {"valid": ["t1", ...]}         token rotation
@@ -742,6 +747,52 @@ class Handler(BaseHTTPRequestHandler):
             return True
         return False
 
+    def rbac_objects_allow(self, user, groups, attrs):
+        """kube-apiserver's RBAC authorizer over the stored RBAC objects."""
+        st = self.srv.store
+        objs = {}
+        with st.lock:
+            for p in ("roles", "clusterroles", "rolebindings", "clusterrolebindings"):
+                objs[p] = dict(st.objects.get(p, {}))
+        ns = attrs.get("namespace", "")
+
+        def bound(b, bns):
+            for sj in b.get("subjects") or []:
+                k = sj.get("kind")
+                if k == "User" and sj.get("name") == user:
+                    return True
+                if k == "Group" and sj.get("name") in groups:
+                    return True
+                if k == "ServiceAccount" and user == "system:serviceaccount:%s:%s" % (
+                        sj.get("namespace") or bns, sj.get("name")):
+                    return True
+            return False
+
+        def rule_ok(r):
+            res = attrs.get("resource", "")
+            if attrs.get("subresource"):
+                res += "/" + attrs["subresource"]
+            return (({"*", attrs.get("verb", "")} & set(r.get("verbs") or [])) and
+                    ({"*", attrs.get("group", "")} & set(r.get("apiGroups") or [])) and
+                    ({"*", res} & set(r.get("resources") or [])) and
+                    (not r.get("resourceNames") or attrs.get("name", "") in r["resourceNames"]))
+
+        def role_rules(ref, bns):
+            if ref.get("kind") == "ClusterRole":
+                o = objs["clusterroles"].get(("", ref.get("name")))
+            else:
+                o = objs["roles"].get((bns, ref.get("name")))
+            return (o or {}).get("rules") or []
+
+        for b in objs["clusterrolebindings"].values():
+            if bound(b, "") and any(rule_ok(r) for r in role_rules(b.get("roleRef") or {}, "")):
+                return True
+        for (bns, _), b in objs["rolebindings"].items():
+            if bns == ns and bound(b, bns) and \
+                    any(rule_ok(r) for r in role_rules(b.get("roleRef") or {}, bns)):
+                return True
+        return False
+
     def decide(self, spec, user, groups):
         ra, na = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
         if (ra is None) == (na is None):
@@ -752,6 +803,8 @@ class Handler(BaseHTTPRequestHandler):
             return {"allowed": True}
         if self.rbac_allows(user, groups, na or ra, na is not None):
             return {"allowed": True, "reason": "allowed by the test rules"}
+        if ra is not None and self.rbac_objects_allow(user, groups, ra):
+            return {"allowed": True, "reason": "allowed by the RBAC objects"}
         return {"allowed": False}
 
     def access_review(self):
@@ -766,9 +819,23 @@ class Handler(BaseHTTPRequestHandler):
         self.record_review(o)
         return self.send_json(201, o)
 
+    def impersonated(self, u):
+        """kubectl --as: an admin asking as someone else."""
+        who = self.headers.get("Impersonate-User")
+        if not who:
+            return u
+        if "system:masters" not in (u.get("groups") or []):
+            raise ApiError(403, "Forbidden", f'users "{who}" is forbidden: User "{self.user}" '
+                           'cannot impersonate resource "users" in API group "" at the cluster scope')
+        groups = self.headers.get_all("Impersonate-Group") or []
+        m = re.match(r"system:serviceaccount:([^:]+):[^:]+$", who)
+        if m:
+            groups = groups + ["system:serviceaccounts", "system:serviceaccounts:" + m.group(1)]
+        return {"username": who, "groups": groups + ["system:authenticated"]}
+
     def self_access_review(self):
         o = self.review_object("SelfSubjectAccessReview", "authorization.k8s.io")
-        u = self.user_info()
+        u = self.impersonated(self.user_info())
         o["status"] = self.decide(o["spec"], u["username"], u.get("groups") or [])
         self.record_review(o)
         return self.send_json(201, o)

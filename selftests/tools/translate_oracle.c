@@ -13,11 +13,15 @@
  *   translate_oracle --manifests PATH... --rules FILE --route NS/NAME...
  *                    [--gateway NAME] [--format openmetrics|text] -o TEST.yml
  *   translate_oracle --manifests PATH... --route NS/NAME... --otlp-out PREFIX
+ *   translate_oracle --manifests PATH... --route NS/NAME... --exposition FILE
  *
  * --otlp-out: two rounds of requests instead, each exported as the agent's
  * OTLP push would (sources cumulative, targets in their definitions'
  * temporality): PREFIX-src-N.pb (the envoy.* sources) and PREFIX-tgt-N.pb
  * (the targets the engine computed), N = 1, 2.
+ *
+ * --exposition: the store after the same requests, sources and targets, as
+ * a scrape would read it (--format), for a Prometheus to scrape.
  */
 #include <getopt.h>
 #include <math.h>
@@ -137,10 +141,11 @@ int main(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "otlp-out", required_argument, NULL, 'O' },
+		{ "exposition", required_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *paths[32], *routes[32], *rules = NULL, *out = NULL,
-		   *gw = NULL, *otlp_out = NULL;
+		   *gw = NULL, *otlp_out = NULL, *expo = NULL;
 	size_t np = 0, nr = 0;
 	enum prom_format fmt = PROM_FMT_OPENMETRICS;
 	struct manifest_source *src;
@@ -156,7 +161,7 @@ int main(int argc, char **argv)
 	unsigned seed = 1;
 	FILE *f, *o;
 
-	while ((opt = getopt_long(argc, argv, "m:r:R:g:f:o:O:", opts, NULL)) !=
+	while ((opt = getopt_long(argc, argv, "m:r:R:g:f:o:O:E:", opts, NULL)) !=
 	       -1) {
 		switch (opt) {
 		case 'm':
@@ -183,11 +188,14 @@ int main(int argc, char **argv)
 		case 'O':
 			otlp_out = optarg;
 			break;
+		case 'E':
+			expo = optarg;
+			break;
 		default:
 			return 2;
 		}
 	}
-	if (!np || !nr || (!otlp_out && (!rules || !out))) {
+	if (!np || !nr || (!otlp_out && !expo && (!rules || !out))) {
 		fprintf(stderr, "usage: translate_oracle --manifests PATH --rules FILE --route NS/NAME... -o FILE\n");
 		return 2;
 	}
@@ -235,6 +243,12 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	feed_all(e, st, ids, routes, nr, gw, &seed);
+	if (expo) {
+		f = fopen(expo, "w");
+		if (!f || prom_text__write(f, st, fmt, NOW) || fclose(f))
+			return 1;
+		return 0;
+	}
 	f = open_memstream(&buf, &len);
 	if (!f || prom_text__write(f, st, fmt, NOW) || fclose(f))
 		return 1;
