@@ -52,7 +52,7 @@
 #include "policy/util/log.h"
 
 #define OTLP_MAX_POINTS 20000 /* points per request: well under 20 MiB */
-#define DRAIN_MS 50             /* ring buffer read at least this often */
+#define DRAIN_MS        50    /* ring buffer read at least this often */
 
 /* An HTTP/2 connection silent this long is forgotten (its close was lost). */
 #define H2_IDLE_NS (15 * 60 * 1000000000ULL)
@@ -128,11 +128,9 @@ static void refresh_cluster(struct agent *ag)
 		contract__cluster(ag->contract, &ci);
 	pthread_mutex_lock(&ag->ci_lock);
 	if (strcmp(ag->cluster_problem, ci.problem) && ci.problem[0])
-		pr_warn("cluster identity: %s (not attached)\n",
-			ci.problem);
+		pr_warn("cluster identity: %s (not attached)\n", ci.problem);
 	if (strcmp(ag->cluster_id, ci.id))
-		pr_info("cluster id %s\n",
-			ci.id[0] ? ci.id : "(none)");
+		pr_info("cluster id %s\n", ci.id[0] ? ci.id : "(none)");
 	snprintf(ag->cluster_id, sizeof(ag->cluster_id), "%s", ci.id);
 	snprintf(ag->clusterset, sizeof(ag->clusterset), "%s", ci.clusterset);
 	snprintf(ag->cluster_problem, sizeof(ag->cluster_problem), "%s",
@@ -149,7 +147,8 @@ static size_t cluster_labels(void *ctx, struct mlabel *out, size_t max,
 
 	pthread_mutex_lock(&ag->ci_lock);
 	if (ag->cluster_id[0] && n < max) {
-		int w = snprintf(buf + used, buflen - used, "%s", ag->cluster_id);
+		int w = snprintf(buf + used, buflen - used, "%s",
+				 ag->cluster_id);
 
 		out[n++] = (struct mlabel){ CLUSTER_ID_ATTR, buf + used };
 		used += w + 1;
@@ -182,7 +181,9 @@ static int open_api(struct agent *ag)
 		return ret;
 	}
 	if (!k8s_api__wait_synced(ag->k8s, K8S_FIRST_SYNC_MS))
-		log__msg(LOG_WARNING, "k8s", "not every watch has listed yet; starting with what arrived, the rest follows without a restart\n");
+		log__msg(
+			LOG_WARNING, "k8s",
+			"not every watch has listed yet; starting with what arrived, the rest follows without a restart\n");
 	ag->msrc = k8s_api__manifest_source(ag->k8s);
 	if (!ag->msrc)
 		return -ENOMEM;
@@ -209,8 +210,7 @@ static int open_authz(struct agent *ag)
 		ret = k8s_config__load(o->kubeconfig, &ag->authz_cfg, err,
 				       sizeof(err));
 		if (ret) {
-			pr_err("--metrics-auth kubernetes: %s\n",
-				err);
+			pr_err("--metrics-auth kubernetes: %s\n", err);
 			return ret;
 		}
 		ao.cfg = ag->authz_cfg;
@@ -234,7 +234,8 @@ static int open_contract(struct agent *ag)
 	if (!ag->opts->manifests && !ag->msrc)
 		return 0;
 	if (!ag->msrc)
-		ag->msrc = manifest_source__open_paths(paths, 1, err, sizeof(err));
+		ag->msrc =
+			manifest_source__open_paths(paths, 1, err, sizeof(err));
 	if (!ag->msrc) {
 		pr_err("%s\n", err);
 		return -EINVAL;
@@ -279,13 +280,12 @@ static void reload_contract(struct agent *ag)
 		ag->contract_reload_failures++;
 		if (r != ag->contract_reload_err)
 			pr_err("reloading the manifests in %s failed: %s; the previous MetricDefinitions/MetricPolicies stay in effect (fix the files; retried every tick)\n",
-				ag->opts->manifests, strerror(-r));
+			       ag->opts->manifests, strerror(-r));
 		ag->contract_reload_err = r;
 		return;
 	}
 	if (ag->contract_reload_err)
-		pr_info("manifests in %s reload again\n",
-			ag->opts->manifests);
+		pr_info("manifests in %s reload again\n", ag->opts->manifests);
 	ag->contract_reload_err = 0;
 	if (!r)
 		return;
@@ -349,7 +349,8 @@ static int on_h2_gate(void *ctx, int gate, bool enabled)
 
 	if (bpf_map_lookup_elem(fd, &zero, &cfg))
 		return -errno;
-	cfg.flags = enabled ? cfg.flags | MM_CFG_HTTP2 : cfg.flags & ~MM_CFG_HTTP2;
+	cfg.flags = enabled ? cfg.flags | MM_CFG_HTTP2
+			    : cfg.flags & ~MM_CFG_HTTP2;
 	if (bpf_map_update_elem(fd, &zero, &cfg, BPF_ANY))
 		return -errno;
 	return 0;
@@ -387,7 +388,8 @@ static void reload_feature_gates(struct agent *ag)
 	if (!ag->opts->config_file)
 		return;
 	ret = features__read_config(features__default_specs, FEATURE__COUNT,
-				    ag->opts->config_file, &cfg, err, sizeof(err));
+				    ag->opts->config_file, &cfg, err,
+				    sizeof(err));
 	if (ret) {
 		pr_warn("feature gates unchanged: %s\n", err);
 		return;
@@ -441,7 +443,8 @@ static int start_otlp(struct agent *ag)
 			.header = o->otlp_tenant_header,
 			.attribute = tenants__label(o->otlp_tenant_from),
 			.default_tenant = o->otlp_tenant_default,
-			.resource = res, .nresource = n,
+			.resource = res,
+			.nresource = n,
 			.tenant = tenants__of_subject,
 		};
 
@@ -515,7 +518,8 @@ static void tick(struct agent *ag, uint64_t ticks)
 	reload_contract(ag);
 	/* pods first: a Gateway new on this node is in the table polled next */
 	if (ag->k8s)
-		proxy_pods__sync(ag->k8s, ag->skel, ag->routes, &ag->proxy_pods);
+		proxy_pods__sync(ag->k8s, ag->skel, ag->routes,
+				 &ag->proxy_pods);
 	route_sync__poll(ag->routes, mono);
 	ctl__expire(ag->ctl, mono);
 	if (ag->k8s) {
@@ -557,7 +561,8 @@ static int add_fd(int ep, int fd)
 static int main_loop(struct agent *ag)
 {
 	struct itimerspec its = {
-		.it_interval.tv_sec = 1, .it_value.tv_sec = 1,
+		.it_interval.tv_sec = 1,
+		.it_value.tv_sec = 1,
 	};
 	int ep = -1, sfd = -1, tfd = -1, rbfd, err = 0;
 	uint64_t ticks = 0;
@@ -571,12 +576,12 @@ static int main_loop(struct agent *ag)
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	rbfd = ring_buffer__epoll_fd(ag->rb);
-	if (sfd < 0 || tfd < 0 || ep < 0 || timerfd_settime(tfd, 0, &its, NULL) ||
-	    add_fd(ep, sfd) || add_fd(ep, tfd) || add_fd(ep, rbfd) ||
+	if (sfd < 0 || tfd < 0 || ep < 0 ||
+	    timerfd_settime(tfd, 0, &its, NULL) || add_fd(ep, sfd) ||
+	    add_fd(ep, tfd) || add_fd(ep, rbfd) ||
 	    (ag->ctl && ctl__attach(ag->ctl, ep))) {
 		err = -errno;
-		pr_err("event loop setup failed: %s\n",
-			strerror(errno));
+		pr_err("event loop setup failed: %s\n", strerror(errno));
 		goto cleanup;
 	}
 	for (;;) {
@@ -604,7 +609,7 @@ static int main_loop(struct agent *ag)
 				if (read(sfd, &si, sizeof(si)) == sizeof(si) &&
 				    si.ssi_signo != SIGHUP) {
 					pr_err("%s, detaching\n",
-						strsignal(si.ssi_signo));
+					       strsignal(si.ssi_signo));
 					goto cleanup;
 				}
 				/* SIGHUP: reload now */
@@ -645,7 +650,8 @@ int agent__run(struct agent_opts *o)
 		.keep_delta = o->otlp_endpoint != NULL,
 	};
 	struct agent ag = {
-		.opts = o, .ci_lock = PTHREAD_MUTEX_INITIALIZER,
+		.opts = o,
+		.ci_lock = PTHREAD_MUTEX_INITIALIZER,
 	};
 	char err[1024];
 	uint32_t conn_key, conn_val;
@@ -691,7 +697,8 @@ int agent__run(struct agent_opts *o)
 			.ready_fn = ready_fn,
 			.const_labels_fn = cluster_labels,
 			.ctx = &ag,
-			.auth = ag.authz ? k8s_authz__prom_auth(ag.authz) : NULL,
+			.auth = ag.authz ? k8s_authz__prom_auth(ag.authz)
+					 : NULL,
 		};
 
 		ag.ui = ui__new(ui_fetch, &ag);
@@ -699,7 +706,7 @@ int agent__run(struct agent_opts *o)
 		ag.prom = prom_server__start(&po, err, sizeof(err));
 		if (!ag.prom) {
 			pr_err("--prometheus-listen %s: %s\n",
-				o->prometheus_listen, err);
+			       o->prometheus_listen, err);
 			ret = -EINVAL;
 			goto cleanup;
 		}
@@ -725,7 +732,8 @@ int agent__run(struct agent_opts *o)
 	for (size_t i = 0; i < o->nlistener_port; i++)
 		route_sync__map_listener_port(ag.routes, o->listener_port[i][0],
 					      o->listener_port[i][1]);
-	ag.not_ready = "waiting for the first list of every watched Kubernetes resource";
+	ag.not_ready =
+		"waiting for the first list of every watched Kubernetes resource";
 	ret = open_api(&ag);
 	if (ret)
 		goto cleanup;
@@ -740,7 +748,7 @@ int agent__run(struct agent_opts *o)
 	if (ret)
 		goto cleanup;
 	ag.agg = aggregate__new(ag.store, route_sync__table_fn, ag.routes,
-				 o->export_source_metrics);
+				o->export_source_metrics);
 	ag.self = self_metrics__new(&ag);
 	ag.h2 = h2_feed__new(on_h2_exchange, &ag);
 	ag.rb = ring_buffer__new(bpf_map__fd(ag.skel->maps.mm_events), on_event,
@@ -762,8 +770,10 @@ int agent__run(struct agent_opts *o)
 	self_metrics__refresh(ag.self);
 	ag.last_export_ns = state__mono_ns();
 	__atomic_store_n(&ag.ready, true, __ATOMIC_RELEASE);
-	fprintf(stderr, "milometer: attached (capture mode %s, loops %s); %d proxy processes, %zu routes; metrics on %s\n",
-		loader__capture_mode(), loader__loops(), targets__count(ag.skel),
+	fprintf(stderr,
+		"milometer: attached (capture mode %s, loops %s); %d proxy processes, %zu routes; metrics on %s\n",
+		loader__capture_mode(), loader__loops(),
+		targets__count(ag.skel),
 		route_sync__current(ag.routes)->nroutes,
 		ag.prom ? o->prometheus_listen : "(no prometheus)");
 	ret = main_loop(&ag);

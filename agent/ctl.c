@@ -58,16 +58,16 @@ static int mkdir_parent(const char *path)
  * memory (mstore__collect), never while writing to a socket.
  */
 #define CTL_MAX_CLIENTS 8
-#define CTL_CMD_MAX 256
-#define CTL_CLIENT_MS 5000
-#define CTL_REQUEST_MS 100 /* a command must arrive this soon */
+#define CTL_CMD_MAX     256
+#define CTL_CLIENT_MS   5000
+#define CTL_REQUEST_MS  100 /* a command must arrive this soon */
 
 struct ctl_client {
 	int fd;               /* -1: free slot */
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC */
 	char in[CTL_CMD_MAX];
 	size_t inlen;
-	char *out;            /* rendered answer, NULL while reading */
+	char *out; /* rendered answer, NULL while reading */
 	size_t outlen, off;
 };
 
@@ -75,7 +75,7 @@ struct ctl {
 	int lfd, ep;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct ctl_client c[CTL_MAX_CLIENTS];
-	uint64_t dropped;     /* clients refused (busy) or timed out */
+	uint64_t dropped; /* clients refused (busy) or timed out */
 };
 
 /*
@@ -113,8 +113,8 @@ static int ctl_listen(const char *path)
 	strcpy(sa.sun_path, path);
 	err = mkdir_parent(path);
 	if (err) {
-		pr_err("cannot create the directory of %s: %s\n",
-			path, strerror(-err));
+		pr_err("cannot create the directory of %s: %s\n", path,
+		       strerror(-err));
 		return err;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -130,8 +130,7 @@ static int ctl_listen(const char *path)
 	}
 	if (err || listen(fd, 16)) {
 		err = -errno;
-		pr_err("cannot listen on %s: %s\n", path,
-			strerror(errno));
+		pr_err("cannot listen on %s: %s\n", path, strerror(errno));
 		close(fd);
 		return err;
 	}
@@ -220,7 +219,8 @@ static int dump_metric(void *ctx, const struct mmetric_desc *d,
 		bool hist = d->instrument == MI_HISTOGRAM;
 
 		if (sc->json) {
-			fprintf(sc->out, "%s{\"metric\":", sc->first ? "" : ",\n");
+			fprintf(sc->out,
+				"%s{\"metric\":", sc->first ? "" : ",\n");
 			json_out__str(sc->out, d->name);
 			fputs(",\"labels\":{", sc->out);
 			for (size_t j = 0; j < p->nlabels; j++) {
@@ -236,7 +236,8 @@ static int dump_metric(void *ctx, const struct mmetric_desc *d,
 			} else {
 				fputs("},\"value\":", sc->out);
 				json_out__double(sc->out,
-					d->is_int ? (double)p->ivalue : p->value);
+						 d->is_int ? (double)p->ivalue
+							   : p->value);
 			}
 			fputc('}', sc->out);
 			sc->first = 0;
@@ -267,13 +268,14 @@ static void cmd_status(struct agent *ag, FILE *out, int json)
 		fputc('{', out);
 		json_out__key(out, "version");
 		json_out__str(out, MM_VERSION);
-		fprintf(out, ",\"uptime_s\":%llu,\"ready\":%s,"
-			     "\"programs_attached\":%d,\"programs\":%d,\"targets\":%d,"
-			     "\"capture_mode\":\"%s\",\"loops\":\"%s\","
-			     "\"route_reloads\":%llu,\"route_error\":",
+		fprintf(out,
+			",\"uptime_s\":%llu,\"ready\":%s,"
+			"\"programs_attached\":%d,\"programs\":%d,\"targets\":%d,"
+			"\"capture_mode\":\"%s\",\"loops\":\"%s\","
+			"\"route_reloads\":%llu,\"route_error\":",
 			(unsigned long long)up, ag->ready ? "true" : "false",
-			att, tot, targets__count(ag->skel), loader__capture_mode(),
-			loader__loops(),
+			att, tot, targets__count(ag->skel),
+			loader__capture_mode(), loader__loops(),
 			(unsigned long long)route_sync__reloads(ag->routes));
 		json_out__str(out, rerr); /* null when none */
 		fprintf(out, ",\"otlp\":%s}\n", ag->otlp ? "true" : "false");
@@ -281,7 +283,8 @@ static void cmd_status(struct agent *ag, FILE *out, int json)
 	}
 	fprintf(out, "milometer %s, up %llus, %s\n", MM_VERSION,
 		(unsigned long long)up, ag->ready ? "ready" : ag->not_ready);
-	fprintf(out, "programs attached: %d/%d, target processes: %d, capture mode: %s, loops: %s\n",
+	fprintf(out,
+		"programs attached: %d/%d, target processes: %d, capture mode: %s, loops: %s\n",
 		att, tot, targets__count(ag->skel), loader__capture_mode(),
 		loader__loops());
 	fprintf(out, "route tables installed: %llu%s%s\n",
@@ -319,7 +322,8 @@ static void run_cmd(struct agent *ag, char *line, FILE *out)
 		struct rt_snap snap = {};
 
 		if (rt_snap__from_store(&snap, ag->store, state__real_ns()))
-			fputs("{\"error\":\"collecting the source series failed\"}\n", out);
+			fputs("{\"error\":\"collecting the source series failed\"}\n",
+			      out);
 		else
 			rt_snap__write_json(out, &snap);
 		rt_snap__free(&snap);
@@ -334,14 +338,19 @@ static void run_cmd(struct agent *ag, char *line, FILE *out)
 			contract__render(ag->contract, out,
 					 json ? CONTRACT_RENDER_JSON : 0);
 		else
-			fputs(json ? "[]\n" : "no MetricDefinitions or MetricPolicies loaded\n", out);
+			fputs(json ? "[]\n"
+				   : "no MetricDefinitions or MetricPolicies loaded\n",
+			      out);
 	} else if (!strcmp(cmd, "k8s")) {
 		if (ag->k8s)
 			k8s_api__dump(ag->k8s, out, json);
 		else
-			fputs(json ? "{}\n" : "not watching the Kubernetes API (--manifests)\n", out);
+			fputs(json ? "{}\n"
+				   : "not watching the Kubernetes API (--manifests)\n",
+			      out);
 	} else {
-		fprintf(out, "error: unknown command \"%s\" (status, targets, routes, series, stats, policies, k8s, features, tls, top)\n",
+		fprintf(out,
+			"error: unknown command \"%s\" (status, targets, routes, series, stats, policies, k8s, features, tls, top)\n",
 			cmd);
 	}
 }
@@ -350,7 +359,8 @@ static void run_cmd(struct agent *ag, char *line, FILE *out)
 static void client_write(struct ctl *c, struct ctl_client *cl)
 {
 	while (cl->off < cl->outlen) {
-		ssize_t n = send(cl->fd, cl->out + cl->off, cl->outlen - cl->off,
+		ssize_t n = send(cl->fd, cl->out + cl->off,
+				 cl->outlen - cl->off,
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0 && errno == EINTR)
@@ -391,7 +401,8 @@ static void client_answer(struct ctl *c, struct agent *ag,
 	out = open_memstream(&cl->out, &cl->outlen);
 	if (out && request_error(cl)) {
 		fprintf(out, "error: %s\n", request_error(cl));
-		if (fclose(out) || epoll_ctl(c->ep, EPOLL_CTL_MOD, cl->fd, &ev)) {
+		if (fclose(out) ||
+		    epoll_ctl(c->ep, EPOLL_CTL_MOD, cl->fd, &ev)) {
 			client_close(c, cl);
 			return;
 		}
@@ -425,7 +436,8 @@ static void client_read(struct ctl *c, struct agent *ag, struct ctl_client *cl)
 			return;
 		}
 		if (!n && !cl->inlen) {
-			client_close(c, cl); /* connected and left: no command */
+			client_close(c,
+				     cl); /* connected and left: no command */
 			return;
 		}
 		cl->inlen += n;
@@ -491,7 +503,8 @@ void ctl__event(struct ctl *c, struct agent *ag, int fd, unsigned events)
 
 void ctl__expire(struct ctl *c, uint64_t mono_ns)
 {
-	static const char silent[] = "error: no complete request within 100 ms\n";
+	static const char silent[] =
+		"error: no complete request within 100 ms\n";
 
 	for (int i = 0; c && i < CTL_MAX_CLIENTS; i++) {
 		struct ctl_client *cl = &c->c[i];
@@ -499,8 +512,9 @@ void ctl__expire(struct ctl *c, uint64_t mono_ns)
 		if (cl->fd < 0)
 			continue;
 		/* still no command 100 ms after it connected: told, then cut */
-		if (!cl->out && mono_ns + CTL_CLIENT_MS * 1000000ULL >=
-					cl->deadline_ns + CTL_REQUEST_MS * 1000000ULL) {
+		if (!cl->out &&
+		    mono_ns + CTL_CLIENT_MS * 1000000ULL >=
+			    cl->deadline_ns + CTL_REQUEST_MS * 1000000ULL) {
 			if (send(cl->fd, silent, sizeof(silent) - 1,
 				 MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
 				/* nothing more to do: it is closed below */

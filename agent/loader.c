@@ -28,7 +28,7 @@
 #include "milometer.skel.h"
 #include "milometer_bl.skel.h"
 
-#define BPF_FS_MAGIC_ 0xcafe4a11
+#define BPF_FS_MAGIC_  0xcafe4a11
 #define TRACEFS_MAGIC_ 0x74726163
 
 static bool verbose;
@@ -60,7 +60,8 @@ static int mount_if_missing(const char *dir, const char *type, long magic)
 	if (mount(type, dir, type, 0, NULL)) {
 		int err = -errno;
 
-		fprintf(stderr, "milometer: cannot mount %s on %s: %s (run as "
+		fprintf(stderr,
+			"milometer: cannot mount %s on %s: %s (run as "
 			"root with CAP_SYS_ADMIN, or mount it on the node: in "
 			"a pod, the hostPath volume shows the node's)\n",
 			type, dir, strerror(errno));
@@ -130,7 +131,8 @@ static long lock_holder(const struct stat *st)
 		if (sscanf(line, "%*s %15s %*s %*s %ld %x:%x:%llu", kind, &p,
 			   &maj, &min, &ino) == 5 &&
 		    !strcmp(kind, "FLOCK") && maj == major(st->st_dev) &&
-		    min == minor(st->st_dev) && ino == (unsigned long long)st->st_ino)
+		    min == minor(st->st_dev) &&
+		    ino == (unsigned long long)st->st_ino)
 			pid = p;
 	}
 	fclose(f);
@@ -142,7 +144,8 @@ int loader__lock_pin_dir(const char *pin_dir)
 	int err;
 
 	if (geteuid() != 0) {
-		fprintf(stderr, "milometer: run needs root (loading BPF programs)\n");
+		fprintf(stderr,
+			"milometer: run needs root (loading BPF programs)\n");
 		return -EPERM;
 	}
 	err = mount_fs();
@@ -160,14 +163,16 @@ int loader__lock_pin_dir(const char *pin_dir)
 
 		if (mkdir(pin_dir, 0700) && errno != EEXIST) {
 			err = -errno;
-			fprintf(stderr, "milometer: cannot create the pin directory %s: %s (--pin-dir must be on a bpffs, e.g. under /sys/fs/bpf)\n",
+			fprintf(stderr,
+				"milometer: cannot create the pin directory %s: %s (--pin-dir must be on a bpffs, e.g. under /sys/fs/bpf)\n",
 				pin_dir, strerror(-err));
 			return err;
 		}
 		fd = open(pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0 && errno != ENOENT) {
 			err = -errno;
-			fprintf(stderr, "milometer: cannot open the pin directory %s: %s\n",
+			fprintf(stderr,
+				"milometer: cannot open the pin directory %s: %s\n",
 				pin_dir, strerror(-err));
 			return err;
 		}
@@ -180,16 +185,19 @@ int loader__lock_pin_dir(const char *pin_dir)
 			fstat(fd, &held);
 			close(fd);
 			if (err != -EWOULDBLOCK) {
-				fprintf(stderr, "milometer: cannot lock the pin directory %s: %s\n",
+				fprintf(stderr,
+					"milometer: cannot lock the pin directory %s: %s\n",
 					pin_dir, strerror(-err));
 				return err;
 			}
 			pid = lock_holder(&held);
 			if (pid > 0)
-				fprintf(stderr, "milometer: another agent (pid %ld) is running with pin directory %s: stop it, or give this one another --pin-dir\n",
+				fprintf(stderr,
+					"milometer: another agent (pid %ld) is running with pin directory %s: stop it, or give this one another --pin-dir\n",
 					pid, pin_dir);
 			else
-				fprintf(stderr, "milometer: another agent (pid not visible from here) is running with pin directory %s: stop it, or give this one another --pin-dir\n",
+				fprintf(stderr,
+					"milometer: another agent (pid not visible from here) is running with pin directory %s: stop it, or give this one another --pin-dir\n",
 					pin_dir);
 			return -EBUSY;
 		}
@@ -200,7 +208,8 @@ int loader__lock_pin_dir(const char *pin_dir)
 		}
 		close(fd);
 	}
-	fprintf(stderr, "milometer: the pin directory %s keeps being removed while this agent locks it: is another agent starting and stopping on it?\n",
+	fprintf(stderr,
+		"milometer: the pin directory %s keeps being removed while this agent locks it: is another agent starting and stopping on it?\n",
 		pin_dir);
 	return -EAGAIN;
 }
@@ -225,16 +234,19 @@ int loader__pin(struct bpf_object *obj, const char *pin_dir,
 
 	if (mkdir(pin_dir, 0700) && errno != EEXIST)
 		return -errno;
-	bpf_object__for_each_map(map, obj) {
+	bpf_object__for_each_map(map, obj)
+	{
 		/* .rodata/.bss internal maps are not worth a pin */
 		if (strncmp(bpf_map__name(map), map_prefix, strlen(map_prefix)))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", pin_dir, bpf_map__name(map));
+		snprintf(path, sizeof(path), "%s/%s", pin_dir,
+			 bpf_map__name(map));
 		err = bpf_map__pin(map, path);
 		if (err)
 			return err;
 	}
-	bpf_object__for_each_program(prog, obj) {
+	bpf_object__for_each_program(prog, obj)
+	{
 		if (!bpf_program__autoload(prog))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", pin_dir,
@@ -253,13 +265,16 @@ void loader__unpin(struct bpf_object *obj, const char *pin_dir,
 	struct bpf_map *map;
 	char path[512];
 
-	bpf_object__for_each_map(map, obj) {
+	bpf_object__for_each_map(map, obj)
+	{
 		if (strncmp(bpf_map__name(map), map_prefix, strlen(map_prefix)))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", pin_dir, bpf_map__name(map));
+		snprintf(path, sizeof(path), "%s/%s", pin_dir,
+			 bpf_map__name(map));
 		unlink(path);
 	}
-	bpf_object__for_each_program(prog, obj) {
+	bpf_object__for_each_program(prog, obj)
+	{
 		snprintf(path, sizeof(path), "%s/%s", pin_dir,
 			 bpf_program__name(prog));
 		unlink(path);
@@ -290,47 +305,57 @@ static int check_kernel(bool *bounded)
 		const char *what;
 	} helpers[] = {
 		{ BPF_FUNC_loop, "bpf_loop (Linux 5.17)" },
-		{ BPF_FUNC_task_storage_get, "task local storage (Linux 5.11)" },
-		{ BPF_FUNC_get_current_task_btf, "bpf_get_current_task_btf (Linux 5.11)" },
+		{ BPF_FUNC_task_storage_get,
+		  "task local storage (Linux 5.11)" },
+		{ BPF_FUNC_get_current_task_btf,
+		  "bpf_get_current_task_btf (Linux 5.11)" },
 	};
 	const char *force = getenv("MILOMETER_BPF_LOOPS");
 	const char *lacks = NULL;
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		fprintf(stderr, "milometer: this kernel has no BTF (/sys/kernel/btf/vmlinux): "
-				"milometer needs Linux 5.10 or newer built with CONFIG_DEBUG_INFO_BTF=y "
-				"(every mainstream distribution kernel since 2021 has it; see docs/kernel-support.md)\n");
+		fprintf(stderr,
+			"milometer: this kernel has no BTF (/sys/kernel/btf/vmlinux): "
+			"milometer needs Linux 5.10 or newer built with CONFIG_DEBUG_INFO_BTF=y "
+			"(every mainstream distribution kernel since 2021 has it; see docs/kernel-support.md)\n");
 		return -ENOTSUP;
 	}
 	if (!has_helper(BPF_FUNC_ringbuf_reserve)) {
-		fprintf(stderr, "milometer: this kernel lacks BPF ring buffers (Linux 5.8); milometer needs Linux 5.10 or newer\n");
+		fprintf(stderr,
+			"milometer: this kernel lacks BPF ring buffers (Linux 5.8); milometer needs Linux 5.10 or newer\n");
 		return -ENOTSUP;
 	}
 	if (!has_tp_btf("inet_sock_set_state") || !has_tp_btf("sys_exit")) {
-		fprintf(stderr, "milometer: this kernel's BTF has no sock:inet_sock_set_state or raw_syscalls:sys_exit tracepoint\n");
+		fprintf(stderr,
+			"milometer: this kernel's BTF has no sock:inet_sock_set_state or raw_syscalls:sys_exit tracepoint\n");
 		return -ENOTSUP;
 	}
-	for (size_t i = 0; i < sizeof(helpers) / sizeof(helpers[0]) && !lacks; i++)
+	for (size_t i = 0; i < sizeof(helpers) / sizeof(helpers[0]) && !lacks;
+	     i++)
 		if (!has_helper(helpers[i].id))
 			lacks = helpers[i].what;
 	if (force && !strcmp(force, "bpf_loop") && lacks) {
-		fprintf(stderr, "milometer: MILOMETER_BPF_LOOPS=bpf_loop, but this kernel lacks %s; unset it to load the bounded-loop build\n",
+		fprintf(stderr,
+			"milometer: MILOMETER_BPF_LOOPS=bpf_loop, but this kernel lacks %s; unset it to load the bounded-loop build\n",
 			lacks);
 		return -ENOTSUP;
 	}
 	if (force && strcmp(force, "bpf_loop") && strcmp(force, "bounded")) {
-		fprintf(stderr, "milometer: MILOMETER_BPF_LOOPS=%s: use bpf_loop or bounded\n",
+		fprintf(stderr,
+			"milometer: MILOMETER_BPF_LOOPS=%s: use bpf_loop or bounded\n",
 			force);
 		return -EINVAL;
 	}
 	*bounded = force ? !strcmp(force, "bounded") : lacks != NULL;
 	if (*bounded)
-		fprintf(stderr, "milometer: data path: the bounded-loop build (%s), "
-				"thread links in a hash by thread id, the task by probe reads; "
-				"sys-exit capture only, no HTTP/2\n",
+		fprintf(stderr,
+			"milometer: data path: the bounded-loop build (%s), "
+			"thread links in a hash by thread id, the task by probe reads; "
+			"sys-exit capture only, no HTTP/2\n",
 			lacks ? lacks : "MILOMETER_BPF_LOOPS=bounded");
 	else
-		fprintf(stderr, "milometer: data path: the bpf_loop build (bpf_loop, task local storage, BTF task pointers)\n");
+		fprintf(stderr,
+			"milometer: data path: the bpf_loop build (bpf_loop, task local storage, BTF task pointers)\n");
 	return 0;
 }
 
@@ -350,11 +375,13 @@ static int choose_mode(const char *want, bool bounded,
 		return 0;
 	}
 	if (!sock && bounded) {
-		fprintf(stderr, "milometer: --capture sock needs the bpf_loop build of the data path (Linux 6.3+ has it); use --capture auto or sys-exit\n");
+		fprintf(stderr,
+			"milometer: --capture sock needs the bpf_loop build of the data path (Linux 6.3+ has it); use --capture auto or sys-exit\n");
 		return -ENOTSUP;
 	}
 	if (!sock) {
-		fprintf(stderr, "milometer: --capture sock needs the sock:sock_recv_length and sock:sock_send_length tracepoints (Linux 6.3+); use --capture auto or sys-exit\n");
+		fprintf(stderr,
+			"milometer: --capture sock needs the sock:sock_recv_length and sock:sock_send_length tracepoints (Linux 6.3+); use --capture auto or sys-exit\n");
 		return -ENOTSUP;
 	}
 	*mode = MM_CAPTURE_SOCK_TP;
@@ -399,8 +426,10 @@ static struct milometer_bpf *open_object(bool bounded)
 const char *loader__capture_mode(void)
 {
 	switch (loaded_mode) {
-	case MM_CAPTURE_SOCK_TP: return "sock";
-	case MM_CAPTURE_SYS_EXIT: return "sys-exit";
+	case MM_CAPTURE_SOCK_TP:
+		return "sock";
+	case MM_CAPTURE_SYS_EXIT:
+		return "sys-exit";
 	}
 	return "none";
 }
@@ -414,7 +443,8 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 	libbpf_set_print(print_fn);
 	*out = NULL;
 	if (geteuid() != 0) {
-		fprintf(stderr, "milometer: run needs root (loading BPF programs)\n");
+		fprintf(stderr,
+			"milometer: run needs root (loading BPF programs)\n");
 		return -EPERM;
 	}
 	err = mount_fs();
@@ -439,8 +469,10 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 	bpf_map__set_max_entries(skel->maps.mm_events, o->ringbuf_bytes);
 	/* tests fill mm_targets with a handful of processes */
 	if (getenv("MILOMETER_TEST_MAX_TARGETS"))
-		bpf_map__set_max_entries(skel->maps.mm_targets,
-					 strtoul(getenv("MILOMETER_TEST_MAX_TARGETS"), NULL, 10));
+		bpf_map__set_max_entries(
+			skel->maps.mm_targets,
+			strtoul(getenv("MILOMETER_TEST_MAX_TARGETS"), NULL,
+				10));
 	/* wake the agent at 1/8 full; below that its 50 ms drain timer reads */
 	skel->rodata->mm_wakeup_bytes = o->ringbuf_bytes / 8;
 	skel->rodata->mm_capture_mode = loaded_mode;
@@ -455,7 +487,8 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 		bpf_program__set_autoload(skel->progs.mm_sock_io, false);
 		/* tail-called by mm_sys_exit, never attached */
 		bpf_program__set_autoattach(skel->progs.mm_fb_io, false);
-		bpf_map__set_max_entries(skel->maps.mm_conns, o->max_connections);
+		bpf_map__set_max_entries(skel->maps.mm_conns,
+					 o->max_connections);
 		bpf_program__set_autoload(skel->progs.mm_sock_recv, false);
 		bpf_program__set_autoload(skel->progs.mm_sock_send, false);
 	}
@@ -465,8 +498,8 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 		struct bpf_program *prog;
 
 		bpf_object__for_each_program(prog, skel->obj)
-			bpf_program__set_log_level(prog,
-				atoi(getenv("MILOMETER_BPF_LOG_LEVEL")));
+			bpf_program__set_log_level(
+				prog, atoi(getenv("MILOMETER_BPF_LOG_LEVEL")));
 	}
 	err = milometer_bpf__load(skel);
 	if (err) {
@@ -474,14 +507,15 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 			"milometer: loading BPF programs failed: %s\n"
 			"  (capture mode %s, loops %s); run with -v for the verifier log%s\n",
 			strerror(-err), loader__capture_mode(), loader__loops(),
-			loaded_mode == MM_CAPTURE_SOCK_TP ?
-				", or try --capture sys-exit" : "");
+			loaded_mode == MM_CAPTURE_SOCK_TP
+				? ", or try --capture sys-exit"
+				: "");
 		goto cleanup;
 	}
 	{
-		struct bpf_program *io = loaded_mode == MM_CAPTURE_SOCK_TP ?
-						 skel->progs.mm_sock_io :
-						 skel->progs.mm_fb_io;
+		struct bpf_program *io = loaded_mode == MM_CAPTURE_SOCK_TP
+						 ? skel->progs.mm_sock_io
+						 : skel->progs.mm_fb_io;
 		int fd = bpf_program__fd(io);
 		__u32 zero = 0;
 
@@ -489,15 +523,17 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 					  &zero, &fd, BPF_ANY);
 		if (err) {
 			err = -errno;
-			fprintf(stderr, "milometer: cannot chain the capture hooks "
-				"to %s: %s\n", bpf_program__name(io),
-				strerror(-err));
+			fprintf(stderr,
+				"milometer: cannot chain the capture hooks "
+				"to %s: %s\n",
+				bpf_program__name(io), strerror(-err));
 			goto cleanup;
 		}
 	}
 	err = milometer_bpf__attach(skel);
 	if (err) {
-		fprintf(stderr, "milometer: attaching BPF programs failed: %s\n",
+		fprintf(stderr,
+			"milometer: attaching BPF programs failed: %s\n",
 			strerror(-err));
 		goto cleanup;
 	}
@@ -550,7 +586,8 @@ void loader__attached(const struct milometer_bpf *skel, int *attached,
 	*attached = *total = 0;
 	if (!skel)
 		return;
-	bpf_object__for_each_program(prog, skel->obj) {
+	bpf_object__for_each_program(prog, skel->obj)
+	{
 		/*
 		 * The other capture mode's programs are not loaded; a program
 		 * only tail-called is not attached.
@@ -562,7 +599,8 @@ void loader__attached(const struct milometer_bpf *skel, int *attached,
 		}
 		(*total)++;
 		/* the skeleton keeps links in program order */
-		if (i < skel->skeleton->prog_cnt && *skel->skeleton->progs[i].link)
+		if (i < skel->skeleton->prog_cnt &&
+		    *skel->skeleton->progs[i].link)
 			(*attached)++;
 		i++;
 	}

@@ -10,10 +10,10 @@ struct milometer_bpf;
 struct bpf_object;
 
 struct loader_opts {
-	const char *pin_dir;     /* maps and programs pinned here while running */
+	const char *pin_dir; /* maps and programs pinned here while running */
 	uint32_t ringbuf_bytes;
 	uint32_t max_connections;
-	const char *capture;     /* "auto", "sock" or "sys-exit" */
+	const char *capture; /* "auto", "sock" or "sys-exit" */
 	bool verbose;
 };
 

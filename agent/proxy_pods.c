@@ -68,7 +68,8 @@ static uint64_t untrack_unseen(struct milometer_bpf *skel)
 	size_t j = 0;
 
 	for (size_t i = 0; i < ntracked; i++) {
-		if (!tracked[i].seen && !targets__remove_cgroup(skel, tracked[i].id)) {
+		if (!tracked[i].seen &&
+		    !targets__remove_cgroup(skel, tracked[i].id)) {
 			removed++;
 			continue;
 		}
@@ -94,8 +95,9 @@ static const char *str_at(struct json_object *o, const char *a, const char *b)
 		return NULL;
 	if (b && !json_object_object_get_ex(v, b, &v))
 		return NULL;
-	return json_object_is_type(v, json_type_string) ?
-		       json_object_get_string(v) : NULL;
+	return json_object_is_type(v, json_type_string)
+		       ? json_object_get_string(v)
+		       : NULL;
 }
 
 /* The Gateway a pod runs, from its labels: false when it runs none. */
@@ -107,11 +109,12 @@ static bool gateway_of(struct json_object *pod, const char **ns,
 	if (!json_object_object_get_ex(pod, "metadata", &md) ||
 	    !json_object_object_get_ex(md, "labels", &labels))
 		return false;
-	for (size_t i = 0; i < sizeof(gateway_labels) / sizeof(gateway_labels[0]); i++) {
+	for (size_t i = 0;
+	     i < sizeof(gateway_labels) / sizeof(gateway_labels[0]); i++) {
 		*name = str_at(labels, gateway_labels[i].name, NULL);
-		*ns = gateway_labels[i].ns ?
-			      str_at(labels, gateway_labels[i].ns, NULL) :
-			      str_at(md, "namespace", NULL);
+		*ns = gateway_labels[i].ns
+			      ? str_at(labels, gateway_labels[i].ns, NULL)
+			      : str_at(md, "namespace", NULL);
 		if (*name && *name[0] && *ns && *ns[0])
 			return true;
 	}
@@ -158,9 +161,11 @@ static int visit(struct json_object *pod, void *ctx)
 			continue;
 		}
 		if (!json_object_object_get_ex(c, "containerID", &v) ||
-		    pod_cgroup__parse_container_id(json_object_get_string(v), &cid))
+		    pod_cgroup__parse_container_id(json_object_get_string(v),
+						   &cid))
 			continue; /* not started yet */
-		if (pod_cgroup__find(w->root, uid, q, &cid, dir, sizeof(dir), &id) ||
+		if (pod_cgroup__find(w->root, uid, q, &cid, dir, sizeof(dir),
+				     &id) ||
 		    targets__add_cgroup(w->skel, dir, id, (uint32_t)slot) < 0 ||
 		    track(id)) {
 			w->st.missing++;

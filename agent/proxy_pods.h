@@ -16,11 +16,11 @@ struct milometer_bpf;
 struct route_sync;
 
 struct proxy_pods_stats {
-	uint64_t pods;        /* proxy pods seen on this node */
-	uint64_t containers;  /* their containers whose cgroup was found */
-	uint64_t missing;     /* containers whose cgroup (or Gateway's table) is not there yet */
-	uint64_t no_slot;     /* pods past MM_GW_SLOTS Gateways: default table */
-	uint64_t removed;     /* container cgroups taken out (pod or container gone), ever */
+	uint64_t pods;       /* proxy pods seen on this node */
+	uint64_t containers; /* their containers whose cgroup was found */
+	uint64_t missing; /* containers whose cgroup (or Gateway's table) is not there yet */
+	uint64_t no_slot; /* pods past MM_GW_SLOTS Gateways: default table */
+	uint64_t removed; /* container cgroups taken out (pod or container gone), ever */
 };
 
 /*

@@ -17,10 +17,10 @@
 #include "policy/source/manifest_source.h"
 #include "policy/util/log.h"
 
-#define GENS 4 /* tables kept for in-flight events */
-#define GRACE_NS (2ULL * 1000000000ULL)
+#define GENS          4 /* tables kept for in-flight events */
+#define GRACE_NS      (2ULL * 1000000000ULL)
 #define MAX_LPORT_MAP 64
-#define MAX_LKEYS 4096 /* mm_listeners entries */
+#define MAX_LKEYS     4096 /* mm_listeners entries */
 
 struct gen_state {
 	struct gw_model *model;
@@ -33,11 +33,11 @@ struct route_sync {
 	struct milometer_bpf *skel;
 	char *dir, *gateway;
 	struct gen_state gens[GENS];
-	uint32_t cur;       /* generation installed */
+	uint32_t cur; /* generation installed */
 	uint64_t fingerprint;
 	uint64_t reloads;
-	size_t rejected;    /* objects the latest manifests left out */
-	size_t dropped;     /* rules of their HTTPRoutes dropped alone */
+	size_t rejected; /* objects the latest manifests left out */
+	size_t dropped;  /* rules of their HTTPRoutes dropped alone */
 	char last_error[512];
 	struct manifest_source *src; /* the API; NULL: dir */
 	uint64_t src_gen;
@@ -157,8 +157,7 @@ static bool has_lkey(const struct mm_listener_key *keys, size_t n,
  * the previous table's other entries deleted after it (listeners_retire).
  */
 static int listeners_write(struct route_sync *rs, const struct route_table *t,
-			   struct mm_listener_key *keys, __u32 *vals,
-			   size_t *n)
+			   struct mm_listener_key *keys, __u32 *vals, size_t *n)
 {
 	int fd = bpf_map__fd(rs->skel->maps.mm_listeners);
 
@@ -178,8 +177,8 @@ static int listeners_write(struct route_sync *rs, const struct route_table *t,
 					"listener port %u is not told apart "
 					"(fix --listener-port)\n",
 					sl->gw_ns ? sl->gw_ns : "",
-					sl->gw_name ? sl->gw_name : "",
-					k.sport, sl->ports[i]);
+					sl->gw_name ? sl->gw_name : "", k.sport,
+					sl->ports[i]);
 				continue;
 			}
 			if (*n == MAX_LKEYS)
@@ -241,8 +240,8 @@ static int install(struct route_sync *rs, struct gw_model *m,
 	g->table = t;
 	g->keys_live = 1;
 	for (size_t i = 0; i < t->nvhost_keys && !err; i++)
-		if (bpf_map_update_elem(vfd, &t->vhost_keys[i], &t->vhost_vals[i],
-					BPF_ANY))
+		if (bpf_map_update_elem(vfd, &t->vhost_keys[i],
+					&t->vhost_vals[i], BPF_ANY))
 			err = -errno;
 	for (size_t i = 0; i < t->nroute_keys && !err; i++)
 		if (bpf_map_update_elem(rfd, &t->route_keys[i],
@@ -251,12 +250,15 @@ static int install(struct route_sync *rs, struct gw_model *m,
 	if (!err && (err = listeners_write(rs, t, lkeys, lvals, &nlkeys)))
 		for (size_t i = 0; i < nlkeys; i++)
 			if (!has_lkey(rs->lkeys, rs->nlkeys, &lkeys[i]))
-				bpf_map_delete_elem(bpf_map__fd(
-					rs->skel->maps.mm_listeners), &lkeys[i]);
+				bpf_map_delete_elem(
+					bpf_map__fd(
+						rs->skel->maps.mm_listeners),
+					&lkeys[i]);
 	if (err) {
-		snprintf(rs->last_error, sizeof(rs->last_error),
-			 "writing the route table to BPF maps failed: %s (too many routes for the map sizes?)",
-			 strerror(-err));
+		snprintf(
+			rs->last_error, sizeof(rs->last_error),
+			"writing the route table to BPF maps failed: %s (too many routes for the map sizes?)",
+			strerror(-err));
 		delete_keys(rs, g);
 		free_gen(g);
 		return err;
@@ -265,12 +267,12 @@ static int install(struct route_sync *rs, struct gw_model *m,
 	/* the other settings (feature flags) stay: only this thread writes */
 	if (!bpf_map_lookup_elem(cfd, &zero, &cfg))
 		cfg.route_gen = t->gen;
-	cfg.flags = t->nslots > 1 ? cfg.flags | MM_CFG_GW_SLOTS :
-				   cfg.flags & ~MM_CFG_GW_SLOTS;
-	cfg.flags = route_compile__defers(t) ? cfg.flags | MM_CFG_DEFERS :
-				      cfg.flags & ~MM_CFG_DEFERS;
-	cfg.flags = nlkeys ? cfg.flags | MM_CFG_LISTENERS :
-			     cfg.flags & ~MM_CFG_LISTENERS;
+	cfg.flags = t->nslots > 1 ? cfg.flags | MM_CFG_GW_SLOTS
+				  : cfg.flags & ~MM_CFG_GW_SLOTS;
+	cfg.flags = route_compile__defers(t) ? cfg.flags | MM_CFG_DEFERS
+					     : cfg.flags & ~MM_CFG_DEFERS;
+	cfg.flags = nlkeys ? cfg.flags | MM_CFG_LISTENERS
+			   : cfg.flags & ~MM_CFG_LISTENERS;
 	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY)) {
 		err = -errno;
 		delete_keys(rs, g);
@@ -283,7 +285,8 @@ static int install(struct route_sync *rs, struct gw_model *m,
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		old = slot(rs, rs->cur);
-		old->retire_at = ts.tv_sec * 1000000000ULL + ts.tv_nsec + GRACE_NS;
+		old->retire_at =
+			ts.tv_sec * 1000000000ULL + ts.tv_nsec + GRACE_NS;
 	}
 	rs->cur = t->gen;
 	rs->reloads++;
@@ -307,19 +310,23 @@ static int build(struct route_sync *rs, char *err, size_t errlen)
 		while ((o = manifest_source__next(rs->src, NULL, o))) {
 			char why[512];
 
-			if (gateway_api__add_doc(m, o->root, why, sizeof(why)) < 0) {
-				log__msg(LOG_WARNING, "k8s", "skipping %s %s/%s: %s\n",
-					o->kind, o->ns ? o->ns : "", o->name ? o->name : "",
-					why);
+			if (gateway_api__add_doc(m, o->root, why, sizeof(why)) <
+			    0) {
+				log__msg(LOG_WARNING, "k8s",
+					 "skipping %s %s/%s: %s\n", o->kind,
+					 o->ns ? o->ns : "",
+					 o->name ? o->name : "", why);
 				skipped++;
 			}
 		}
 		if (skipped)
-			log__msg(LOG_WARNING, "k8s", "%zu Gateway/HTTPRoute objects skipped, the others are in the table\n",
+			log__msg(
+				LOG_WARNING, "k8s",
+				"%zu Gateway/HTTPRoute objects skipped, the others are in the table\n",
 				skipped);
 		rs->rejected = skipped;
-		rs->dropped = gateway_api__log_dropped(m, stderr,
-						       "milometer: k8s: ");
+		rs->dropped =
+			gateway_api__log_dropped(m, stderr, "milometer: k8s: ");
 	} else if (rs->dir) {
 		ret = gateway_api__load_dir(m, rs->dir, err, errlen);
 		if (ret)
@@ -331,10 +338,9 @@ static int build(struct route_sync *rs, char *err, size_t errlen)
 		 */
 		rs->rejected = m->nrejected;
 		for (size_t i = 0; i < m->nrejected; i++)
-			pr_warn("manifest left out: %s\n",
-				m->rejected[i]);
-		rs->dropped = gateway_api__log_dropped(m, stderr,
-						       "milometer: ");
+			pr_warn("manifest left out: %s\n", m->rejected[i]);
+		rs->dropped =
+			gateway_api__log_dropped(m, stderr, "milometer: ");
 	}
 	ret = route_compile__build_slots(m, (const char *const *)rs->slots,
 					 rs->nslots, gen, &t, err, errlen);
@@ -393,11 +399,11 @@ int route_sync__poll(struct route_sync *rs, uint64_t now_ns)
 	ret = build(rs, rs->last_error, sizeof(rs->last_error));
 	if (ret) {
 		pr_err("manifests rejected, keeping the previous route table: %s\n",
-			rs->last_error);
+		       rs->last_error);
 		return ret;
 	}
-	pr_info("route table generation %u installed (%zu routes)\n",
-		rs->cur, route_sync__current(rs)->nroutes);
+	pr_info("route table generation %u installed (%zu routes)\n", rs->cur,
+		route_sync__current(rs)->nroutes);
 	return 1;
 }
 
@@ -472,7 +478,8 @@ void route_sync__dump(const struct route_sync *rs, FILE *out, int json)
 			const struct rc_route *r = &t->routes[i];
 			char gw[512];
 
-			snprintf(gw, sizeof(gw), "%s/%s", r->gw_ns ? r->gw_ns : "",
+			snprintf(gw, sizeof(gw), "%s/%s",
+				 r->gw_ns ? r->gw_ns : "",
 				 r->gw_name ? r->gw_name : "");
 			fprintf(out, "%s{\"id\":%zu,", i ? "," : "", i);
 			json_out__key(out, "namespace");
@@ -485,22 +492,25 @@ void route_sync__dump(const struct route_sync *rs, FILE *out, int json)
 			json_out__str(out, gw);
 			fprintf(out, ",\"rules\":%u}", r->nrules);
 		}
-		fprintf(out, "],\"vhosts\":%zu,\"vhost_keys\":%zu,\"route_keys\":%zu}\n",
+		fprintf(out,
+			"],\"vhosts\":%zu,\"vhost_keys\":%zu,\"route_keys\":%zu}\n",
 			t->nvhosts, t->nvhost_keys, t->nroute_keys);
 		return;
 	}
-	fprintf(out, "generation %u: %zu routes, %zu virtual hosts, %zu+%zu map keys\n",
+	fprintf(out,
+		"generation %u: %zu routes, %zu virtual hosts, %zu+%zu map keys\n",
 		t->gen, t->nroutes, t->nvhosts, t->nvhost_keys, t->nroute_keys);
 	for (size_t v = 0; v < t->nvhosts; v++) {
 		const struct rc_vhost *vh = &t->vhosts[v];
 
-		fprintf(out, "  vhost %zu %s\n", v, vh->host[0] ? vh->host : "*");
+		fprintf(out, "  vhost %zu %s\n", v,
+			vh->host[0] ? vh->host : "*");
 		for (size_t e = 0; e < vh->nentries; e++) {
 			const struct rc_entry *en = &vh->entries[e];
 			const struct rc_route *r = &t->routes[en->route_id];
 
-			fprintf(out, "    %s/%s rule %u match %u\n", r->ns, r->name,
-				en->rule_idx, en->match_idx);
+			fprintf(out, "    %s/%s rule %u match %u\n", r->ns,
+				r->name, en->rule_idx, en->match_idx);
 		}
 	}
 }

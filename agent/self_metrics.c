@@ -70,7 +70,7 @@ static const struct {
 // clang-format on
 
 static const char *const map_names[] = {
-	"mm_conns", "mm_targets", "mm_vhosts",
+	"mm_conns",  "mm_targets",   "mm_vhosts",
 	"mm_routes", "mm_conn_exts", "mm_route_accs",
 };
 #define NMAPS (sizeof(map_names) / sizeof(map_names[0]))
@@ -140,9 +140,9 @@ static void set_rows(struct sm_read *r, int id, const char *key,
 	}
 }
 
-#define ROWS(r, id, key, ...)                                               \
-	do {                                                                \
-		const struct sm_row rows_[] = { __VA_ARGS__ };               \
+#define ROWS(r, id, key, ...)                                                  \
+	do {                                                                   \
+		const struct sm_row rows_[] = { __VA_ARGS__ };                 \
 		set_rows(r, id, key, rows_, sizeof(rows_) / sizeof(rows_[0])); \
 	} while (0)
 
@@ -150,8 +150,7 @@ static void read_dropped(struct sm_read *r, int id)
 {
 	const uint64_t *b = r->sm->bpf;
 
-	ROWS(r, id, "reason",
-	     { "ringbuf_full", b[MM_STAT_RINGBUF_FULL] },
+	ROWS(r, id, "reason", { "ringbuf_full", b[MM_STAT_RINGBUF_FULL] },
 	     { "conn_map_full", b[MM_STAT_CONN_MAP_FULL] },
 	     { "pipeline_full", b[MM_STAT_PIPELINE_FULL] },
 	     { "scan_limit", b[MM_STAT_SCAN_LIMIT] },
@@ -177,20 +176,62 @@ static void read_series_active(struct sm_read *r, int id)
 	set0(r, id, r->ms.series_active);
 }
 
-static void read_series_overflow(struct sm_read *r, int id) { set0(r, id, r->ms.series_overflowed); }
-static void read_series_expired(struct sm_read *r, int id) { set0(r, id, r->ms.series_expired); }
-static void read_store_bytes(struct sm_read *r, int id) { set0(r, id, r->ms.bytes); }
-static void read_user_events(struct sm_read *r, int id) { set0(r, id, r->as.events); }
-static void read_deferred_resolved(struct sm_read *r, int id) { set0(r, id, r->as.deferred_resolved); }
-static void read_deferred_unknown(struct sm_read *r, int id) { set0(r, id, r->as.deferred_unknown); }
-static void read_targets(struct sm_read *r, int id) { set0(r, id, r->targets); }
-static void read_route_reloads(struct sm_read *r, int id) { set0(r, id, route_sync__reloads(r->ag->routes)); }
-static void read_route_error(struct sm_read *r, int id) { set0(r, id, route_sync__last_error(r->ag->routes) ? 1 : 0); }
-static void read_contract_reload_failures(struct sm_read *r, int id) { set0(r, id, r->ag->contract_reload_failures); }
-static void read_route_obj_rejected(struct sm_read *r, int id) { set0(r, id, route_sync__rejected_objects(r->ag->routes)); }
-static void read_route_rules_dropped(struct sm_read *r, int id) { set0(r, id, route_sync__dropped_rules(r->ag->routes)); }
-static void read_mem_limit(struct sm_read *r, int id) { set0(r, id, r->ag->mem_limit.bytes); }
-static void read_requests(struct sm_read *r, int id) { set0(r, id, r->as.exchanges); }
+static void read_series_overflow(struct sm_read *r, int id)
+{
+	set0(r, id, r->ms.series_overflowed);
+}
+static void read_series_expired(struct sm_read *r, int id)
+{
+	set0(r, id, r->ms.series_expired);
+}
+static void read_store_bytes(struct sm_read *r, int id)
+{
+	set0(r, id, r->ms.bytes);
+}
+static void read_user_events(struct sm_read *r, int id)
+{
+	set0(r, id, r->as.events);
+}
+static void read_deferred_resolved(struct sm_read *r, int id)
+{
+	set0(r, id, r->as.deferred_resolved);
+}
+static void read_deferred_unknown(struct sm_read *r, int id)
+{
+	set0(r, id, r->as.deferred_unknown);
+}
+static void read_targets(struct sm_read *r, int id)
+{
+	set0(r, id, r->targets);
+}
+static void read_route_reloads(struct sm_read *r, int id)
+{
+	set0(r, id, route_sync__reloads(r->ag->routes));
+}
+static void read_route_error(struct sm_read *r, int id)
+{
+	set0(r, id, route_sync__last_error(r->ag->routes) ? 1 : 0);
+}
+static void read_contract_reload_failures(struct sm_read *r, int id)
+{
+	set0(r, id, r->ag->contract_reload_failures);
+}
+static void read_route_obj_rejected(struct sm_read *r, int id)
+{
+	set0(r, id, route_sync__rejected_objects(r->ag->routes));
+}
+static void read_route_rules_dropped(struct sm_read *r, int id)
+{
+	set0(r, id, route_sync__dropped_rules(r->ag->routes));
+}
+static void read_mem_limit(struct sm_read *r, int id)
+{
+	set0(r, id, r->ag->mem_limit.bytes);
+}
+static void read_requests(struct sm_read *r, int id)
+{
+	set0(r, id, r->as.exchanges);
+}
 
 static void read_rss(struct sm_read *r, int id)
 {
@@ -201,20 +242,21 @@ static void read_cpu(struct sm_read *r, int id)
 {
 	const struct rusage *ru = &r->ru;
 
-	set0(r, id, ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6 +
-			    ru->ru_stime.tv_sec + ru->ru_stime.tv_usec / 1e6);
+	set0(r, id,
+	     ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6 +
+		     ru->ru_stime.tv_sec + ru->ru_stime.tv_usec / 1e6);
 }
 
 /* The export counters exist with OTLP only; the queue is a sizing driver, present (and 0) without. */
-#define READ_OTLP(fn, field, always)                                        \
-	static void fn(struct sm_read *r, int id)                           \
-	{                                                                   \
-		struct otlp_sender_stats os = {};                           \
-                                                                            \
-		if (r->ag->otlp)                                            \
-			otlp_sender__stats(r->ag->otlp, &os);               \
-		if (r->ag->otlp || (always))                                \
-			set0(r, id, os.field);                              \
+#define READ_OTLP(fn, field, always)                                           \
+	static void fn(struct sm_read *r, int id)                              \
+	{                                                                      \
+		struct otlp_sender_stats os = {};                              \
+                                                                               \
+		if (r->ag->otlp)                                               \
+			otlp_sender__stats(r->ag->otlp, &os);                  \
+		if (r->ag->otlp || (always))                                   \
+			set0(r, id, os.field);                                 \
 	}
 READ_OTLP(read_export_attempts, attempts, false)
 READ_OTLP(read_export_failures, failures, false)
@@ -248,16 +290,26 @@ static void read_auth(struct sm_read *r, int id, int what)
 		set0(r, id, what == 1 ? as.cache_hits : as.errors);
 	}
 }
-static void read_auth_reviews(struct sm_read *r, int id) { read_auth(r, id, 0); }
-static void read_auth_cache_hits(struct sm_read *r, int id) { read_auth(r, id, 1); }
-static void read_auth_errors(struct sm_read *r, int id) { read_auth(r, id, 2); }
+static void read_auth_reviews(struct sm_read *r, int id)
+{
+	read_auth(r, id, 0);
+}
+static void read_auth_cache_hits(struct sm_read *r, int id)
+{
+	read_auth(r, id, 1);
+}
+static void read_auth_errors(struct sm_read *r, int id)
+{
+	read_auth(r, id, 2);
+}
 
 /* Programs that ran, as bpf_prog_info counts them (kernel.bpf_stats_enabled). */
 static void read_bpf_run(struct sm_read *r, int id, bool time)
 {
 	struct bpf_program *prog;
 
-	bpf_object__for_each_program(prog, r->ag->skel->obj) {
+	bpf_object__for_each_program(prog, r->ag->skel->obj)
+	{
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
 		struct mlabel l = { "program", bpf_program__name(prog) };
@@ -266,12 +318,19 @@ static void read_bpf_run(struct sm_read *r, int id, bool time)
 			continue;
 		if (!info.run_cnt)
 			continue;
-		set1(r, id, time ? info.run_time_ns / 1e9 : info.run_cnt, &l, 1);
+		set1(r, id, time ? info.run_time_ns / 1e9 : info.run_cnt, &l,
+		     1);
 	}
 }
 
-static void read_bpf_run_ns(struct sm_read *r, int id) { read_bpf_run(r, id, true); }
-static void read_bpf_run_cnt(struct sm_read *r, int id) { read_bpf_run(r, id, false); }
+static void read_bpf_run_ns(struct sm_read *r, int id)
+{
+	read_bpf_run(r, id, true);
+}
+static void read_bpf_run_cnt(struct sm_read *r, int id)
+{
+	read_bpf_run(r, id, false);
+}
 
 static void read_capture_mode(struct sm_read *r, int id)
 {
@@ -291,8 +350,10 @@ static void read_conns_open(struct sm_read *r, int id)
 {
 	const uint64_t *b = r->sm->bpf;
 
-	set0(r, id, b[MM_STAT_CONNS_OPENED] > b[MM_STAT_CONNS_CLOSED] ?
-			    b[MM_STAT_CONNS_OPENED] - b[MM_STAT_CONNS_CLOSED] : 0);
+	set0(r, id,
+	     b[MM_STAT_CONNS_OPENED] > b[MM_STAT_CONNS_CLOSED]
+		     ? b[MM_STAT_CONNS_OPENED] - b[MM_STAT_CONNS_CLOSED]
+		     : 0);
 }
 
 static void read_contract(struct sm_read *r, int id)
@@ -319,8 +380,7 @@ static void read_cap(struct sm_read *r, int id)
 {
 	const struct agent_opts *o = r->ag->opts;
 
-	ROWS(r, id, "cap",
-	     { "max_connections", o->max_connections },
+	ROWS(r, id, "cap", { "max_connections", o->max_connections },
 	     { "ringbuf_bytes", o->ringbuf_bytes },
 	     { "max_series_per_metric", o->max_series },
 	     { "otlp_queue_bytes", o->otlp_queue_bytes });
@@ -331,10 +391,8 @@ static void read_h2(struct sm_read *r, int id)
 	struct h2_feed_stats hs;
 
 	h2_feed__stats(r->ag->h2, &hs);
-	ROWS(r, id, "result",
-	     { "exchange", hs.exchanges - hs.unknown },
-	     { "unknown", hs.unknown },
-	     { "lost", hs.lost_streams });
+	ROWS(r, id, "result", { "exchange", hs.exchanges - hs.unknown },
+	     { "unknown", hs.unknown }, { "lost", hs.lost_streams });
 }
 
 static void read_tls(struct sm_read *r, int id)
@@ -342,10 +400,8 @@ static void read_tls(struct sm_read *r, int id)
 	struct tls_capture_stats ts;
 
 	tls_capture__stats(r->ag->tls, &ts);
-	ROWS(r, id, "kind",
-	     { "uprobes", ts.uprobes },
-	     { "processes", ts.processes },
-	     { "libraries", ts.libraries });
+	ROWS(r, id, "kind", { "uprobes", ts.uprobes },
+	     { "processes", ts.processes }, { "libraries", ts.libraries });
 }
 
 static void read_proxy_pods(struct sm_read *r, int id)
@@ -356,16 +412,15 @@ static void read_proxy_pods(struct sm_read *r, int id)
 	if (!r->ag->k8s)
 		return;
 	t = route_sync__current(r->ag->routes);
-	ROWS(r, id, "state",
-	     { "pods", pp->pods },
+	ROWS(r, id, "state", { "pods", pp->pods },
 	     { "containers_traced", pp->containers },
 	     { "containers_waiting", pp->missing },
 	     { "containers_removed", pp->removed },
 	     { "gateway_slots", t && t->nslots ? t->nslots - 1 : 0 });
 }
 
-#define WITH_OTLP "with --otlp-endpoint"
-#define WITH_API "with the Kubernetes API as the source of routes"
+#define WITH_OTLP      "with --otlp-endpoint"
+#define WITH_API       "with the Kubernetes API as the source of routes"
 #define WITH_BPF_STATS "for programs that ran while kernel.bpf_stats_enabled=1"
 
 /* one metric a row: clang-format would wrap the rows */
@@ -448,8 +503,11 @@ static void bpf_doc(int i, char *name, size_t nlen, char *desc, size_t dlen,
 	snprintf(desc, dlen, "BPF data path: %s (summed over CPUs).",
 		 bpf_stats[i].name);
 	*doc = (struct metric_doc){
-		.name = name, .help = desc, .unit = "1",
-		.instrument = MI_COUNTER, .is_int = true,
+		.name = name,
+		.help = desc,
+		.unit = "1",
+		.instrument = MI_COUNTER,
+		.is_int = true,
 		.note = bpf_stats[i].meaning,
 	};
 }
@@ -540,13 +598,13 @@ static void read_sources(struct sm_read *r)
 
 	read_bpf_stats(sm);
 	for (size_t i = 0; i < NMAPS; i++) {
-		struct bpf_map *m = bpf_object__find_map_by_name(skel->obj,
-								 map_names[i]);
+		struct bpf_map *m =
+			bpf_object__find_map_by_name(skel->obj, map_names[i]);
 
 		r->fills[i] = m ? (double)map_count(bpf_map__fd(m),
 						    bpf_map__key_size(m)) /
-					  bpf_map__max_entries(m) :
-				  0;
+					      bpf_map__max_entries(m)
+				: 0;
 		sm->fill[i] = r->fills[i];
 	}
 	r->targets = targets__count(skel);
@@ -593,7 +651,8 @@ int self_metrics__write_reference(FILE *out)
 		docs[n].help = docs[n].note;
 		docs[n].note = NULL;
 	}
-	err = metric_doc__write_section(out, "BPF data path counters",
+	err = metric_doc__write_section(
+		out, "BPF data path counters",
 		"What the kernel side counted, summed over CPUs (the per-CPU map "
 		"`mm_stats`); `milometer ctl stats` shows the same figures. A "
 		"growing drop counter says which limit to raise.",
@@ -603,7 +662,8 @@ int self_metrics__write_reference(FILE *out)
 	n = 0;
 	for (size_t i = 0; i < SM_N; i++)
 		docs[n++] = self_metric_table[i].doc;
-	return metric_doc__write_section(out, "Agent self-metrics",
+	return metric_doc__write_section(
+		out, "Agent self-metrics",
 		"The agent's own health and sizing figures, read at each scrape.",
 		docs, n);
 }
@@ -632,11 +692,13 @@ void self_metrics__dump(struct self_metrics *sm, FILE *out, int json)
 			"},\"user\":{\"events\":%llu,\"exchanges\":%llu,\"heads\":%llu,"
 			"\"deferred_resolved\":%llu,\"unknown\":%llu,\"aborted\":%llu,"
 			"\"keys\":%llu}}\n",
-			(unsigned long long)as.events, (unsigned long long)as.exchanges,
+			(unsigned long long)as.events,
+			(unsigned long long)as.exchanges,
 			(unsigned long long)as.heads,
 			(unsigned long long)as.deferred_resolved,
 			(unsigned long long)as.deferred_unknown,
-			(unsigned long long)as.aborted, (unsigned long long)as.keys);
+			(unsigned long long)as.aborted,
+			(unsigned long long)as.keys);
 		return;
 	}
 	fputs("bpf:\n", out);
@@ -645,7 +707,8 @@ void self_metrics__dump(struct self_metrics *sm, FILE *out, int json)
 			(unsigned long long)sm->bpf[i]);
 	fputs("map fill (last refresh):\n", out);
 	for (size_t i = 0; i < NMAPS; i++)
-		fprintf(out, "  %-16s %.2f%%\n", map_names[i], sm->fill[i] * 100);
+		fprintf(out, "  %-16s %.2f%%\n", map_names[i],
+			sm->fill[i] * 100);
 	fprintf(out,
 		"user space:\n  events %llu, exchanges %llu, deferred heads %llu "
 		"(resolved %llu, unknown %llu), aborted %llu, series keys %llu\n",

@@ -48,7 +48,7 @@ struct agent {
 	struct manifest_source *msrc;
 	struct contract *contract;
 	struct policy_engine *engine;
-	int contract_reload_err;          /* last contract__reload() error, 0 */
+	int contract_reload_err; /* last contract__reload() error, 0 */
 	uint64_t contract_reload_failures;
 	struct prom_server *prom;
 	struct otlp_sender *otlp;
@@ -56,22 +56,23 @@ struct agent {
 	struct otlp_tenancy *tenancy; /* --otlp-tenant-from, or NULL */
 	struct tenants *tenants;      /* its object -> tenant lookup */
 	struct self_metrics *self;
-	struct k8s_api *k8s; /* routes and policies from the API, or NULL */
-	struct k8s_authz *authz;      /* --metrics-auth kubernetes, or NULL */
+	struct k8s_api *k8s;     /* routes and policies from the API, or NULL */
+	struct k8s_authz *authz; /* --metrics-auth kubernetes, or NULL */
 	struct k8s_config *authz_cfg; /* its own API config without k8s */
-	struct features *features; /* gates (KEP-3920); subscribe to act on changes */
-	struct tls_capture *tls;   /* gate TLSCapture on: its BPF object, uprobes */
-	uint64_t tls_scan_ns;      /* CLOCK_MONOTONIC of its last process scan */
-	bool tls_fork;             /* a fork event came: scan after the batch */
-	struct h2_feed *h2;        /* HTTP/2 connections' decoders (gate HTTP2) */
+	struct features
+		*features; /* gates (KEP-3920); subscribe to act on changes */
+	struct tls_capture *tls; /* gate TLSCapture on: its BPF object, uprobes */
+	uint64_t tls_scan_ns;    /* CLOCK_MONOTONIC of its last process scan */
+	bool tls_fork;           /* a fork event came: scan after the batch */
+	struct h2_feed *h2;      /* HTTP/2 connections' decoders (gate HTTP2) */
 	struct mem_limit mem_limit; /* this pod's limit; the caps follow it */
 	struct proxy_pods_stats proxy_pods; /* proxy pods found from the API */
-	struct ctl *ctl;         /* debug socket, NULL when off */
-	struct ui *ui;           /* the /ui pages beside /metrics */
-	uint64_t start_ns;       /* CLOCK_REALTIME */
-	uint64_t last_export_ns; /* CLOCK_MONOTONIC */
+	struct ctl *ctl;                    /* debug socket, NULL when off */
+	struct ui *ui;                      /* the /ui pages beside /metrics */
+	uint64_t start_ns;                  /* CLOCK_REALTIME */
+	uint64_t last_export_ns;            /* CLOCK_MONOTONIC */
 	volatile bool ready;
-	bool resource_fields;    /* this agent produces ResourceFields series */
+	bool resource_fields; /* this agent produces ResourceFields series */
 	/* what startup is doing (a literal), /readyz's reason before ready */
 	const char *_Atomic not_ready;
 	/* cluster identity as last read; the Prometheus thread reads it */

@@ -63,7 +63,8 @@ static int add_target(struct milometer_bpf *skel, __u32 pid, __u32 source,
 	if (bpf_map_update_elem(fd, &pid, &t, BPF_NOEXIST)) {
 		if (errno != EEXIST)
 			return -errno;
-		if (gw && !bpf_map_lookup_elem(fd, &pid, &old) && old.gw != gw) {
+		if (gw && !bpf_map_lookup_elem(fd, &pid, &old) &&
+		    old.gw != gw) {
 			old.gw = gw;
 			bpf_map_update_elem(fd, &pid, &old, BPF_EXIST);
 		}
@@ -85,8 +86,7 @@ static int map_target_bits(struct milometer_bpf *skel)
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
 		 bpf_map__fd(skel->maps.mm_target_bits), 0);
 	if (p == MAP_FAILED) {
-		pr_err("cannot map mm_target_bits: %s\n",
-			strerror(errno));
+		pr_err("cannot map mm_target_bits: %s\n", strerror(errno));
 		return -errno;
 	}
 	target_bits = p;
@@ -173,7 +173,8 @@ static int resolve_cgroup(const char *cg, char *dir, size_t len, __u64 *id)
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-		snprintf(dir, len, "%s/%s", roots[i], cg[0] == '/' ? cg + 1 : cg);
+		snprintf(dir, len, "%s/%s", roots[i],
+			 cg[0] == '/' ? cg + 1 : cg);
 		if (!stat(dir, &st) && S_ISDIR(st.st_mode)) {
 			char probe[PATH_MAX + 16];
 
@@ -201,7 +202,8 @@ int targets__add_cgroup(struct milometer_bpf *skel, const char *dir,
 int targets__remove_cgroup(struct milometer_bpf *skel, uint64_t id)
 {
 	/* its processes, if any are left, stay until they exit */
-	if (bpf_map_delete_elem(bpf_map__fd(skel->maps.mm_target_cgroups), &id) &&
+	if (bpf_map_delete_elem(bpf_map__fd(skel->maps.mm_target_cgroups),
+				&id) &&
 	    errno != ENOENT)
 		return -errno;
 	return 0;
@@ -228,12 +230,13 @@ int targets__rescan(struct milometer_bpf *skel, const struct agent_opts *o)
 		if (!o->nproxy_pid)
 			continue;
 		/* a selected pid and every descendant of it */
-		for (pp = pid; pp > 1; ) {
+		for (pp = pid; pp > 1;) {
 			char buf[16];
 
 			if (pid_selected(o, pp)) {
 				add_target(skel, pid,
-					   pp == pid ? MM_TGT_PID : MM_TGT_FORK, 0);
+					   pp == pid ? MM_TGT_PID : MM_TGT_FORK,
+					   0);
 				break;
 			}
 			snprintf(buf, sizeof(buf), "%d", pp);
@@ -266,8 +269,8 @@ int targets__init(struct milometer_bpf *skel, const struct agent_opts *o)
 
 		comm_of(o->proxy_exe[i], comm);
 		if (bpf_map_update_elem(comms, comm, &one, BPF_ANY)) {
-			pr_err("cannot add proxy name %s: %s\n",
-				comm, strerror(errno));
+			pr_err("cannot add proxy name %s: %s\n", comm,
+			       strerror(errno));
 			return -errno;
 		}
 	}
@@ -276,9 +279,8 @@ int targets__init(struct milometer_bpf *skel, const struct agent_opts *o)
 		__u64 id;
 
 		if (resolve_cgroup(o->proxy_cgroup[i], dir, sizeof(dir), &id)) {
-			pr_err(
-				"--proxy-cgroup %s: no such cgroup v2 directory (give a path under /sys/fs/cgroup or /sys/fs/cgroup/unified)\n",
-				o->proxy_cgroup[i]);
+			pr_err("--proxy-cgroup %s: no such cgroup v2 directory (give a path under /sys/fs/cgroup or /sys/fs/cgroup/unified)\n",
+			       o->proxy_cgroup[i]);
 			return -ENOENT;
 		}
 		/* --proxy-cgroup: the default route table */
@@ -288,7 +290,7 @@ int targets__init(struct milometer_bpf *skel, const struct agent_opts *o)
 	for (size_t i = 0; i < o->nproxy_pid; i++) {
 		if (kill(o->proxy_pid[i], 0) && errno == ESRCH) {
 			pr_err("--proxy-pid %d: no such process\n",
-				o->proxy_pid[i]);
+			       o->proxy_pid[i]);
 			return -ESRCH;
 		}
 	}
@@ -311,7 +313,8 @@ int targets__count(struct milometer_bpf *skel)
 
 void targets__dump(struct milometer_bpf *skel, FILE *out, int json)
 {
-	static const char *const src[] = { "?", "pid", "exe", "cgroup", "fork" };
+	static const char *const src[] = { "?", "pid", "exe", "cgroup",
+					   "fork" };
 	int fd = bpf_map__fd(skel->maps.mm_targets);
 	__u32 key, next, *prev = NULL;
 	bool first = true;
@@ -330,7 +333,8 @@ void targets__dump(struct milometer_bpf *skel, FILE *out, int json)
 		read_small(path, comm, sizeof(comm));
 		if (json) {
 			/* comm is whatever the process named itself */
-			fprintf(out, "%s{\"pid\":%u,\"source\":\"%s\",\"gateway_slot\":%u,\"comm\":",
+			fprintf(out,
+				"%s{\"pid\":%u,\"source\":\"%s\",\"gateway_slot\":%u,\"comm\":",
 				first ? "" : ",", key,
 				src[t.source < 5 ? t.source : 0], t.gw);
 			json_out__str(out, comm);

@@ -51,14 +51,15 @@ static int ns_label_visit(struct json_object *obj, void *ctx)
 	}
 	nt = &t->v[t->n++];
 	snprintf(nt->ns, sizeof(nt->ns), "%s", json_object_get_string(name));
-	snprintf(nt->tenant, sizeof(nt->tenant), "%s", json_object_get_string(v));
+	snprintf(nt->tenant, sizeof(nt->tenant), "%s",
+		 json_object_get_string(v));
 	return 0;
 }
 
 const char *tenants__label(const char *from)
 {
-	return from && !strncmp(from, "namespace-label:", 16) ? from + 16 :
-								  NULL;
+	return from && !strncmp(from, "namespace-label:", 16) ? from + 16
+							      : NULL;
 }
 
 struct tenants *tenants__new(const char *from)
@@ -80,16 +81,15 @@ void tenants__free(struct tenants *t)
 
 void tenants__refresh(struct tenants *t, struct k8s_api *api)
 {
-	struct k8s_store *nss = t->label && api ?
-		k8s_api__store(api, "namespaces") : NULL;
+	struct k8s_store *nss =
+		t->label && api ? k8s_api__store(api, "namespaces") : NULL;
 
 	t->n = 0;
 	if (nss)
 		k8s_store__foreach(nss, ns_label_visit, t);
 }
 
-bool tenants__of_subject(void *ctx, const char *subject, char *buf,
-			 size_t len)
+bool tenants__of_subject(void *ctx, const char *subject, char *buf, size_t len)
 {
 	struct tenants *t = ctx;
 	struct msubject s;

@@ -21,7 +21,6 @@ void tenants__free(struct tenants *t);
 const char *tenants__label(const char *from);
 void tenants__refresh(struct tenants *t, struct k8s_api *api);
 /* An otlp_tenant_fn (exporter/otlp_tenancy.h); ctx is the tenants. */
-bool tenants__of_subject(void *ctx, const char *subject, char *buf,
-			 size_t len);
+bool tenants__of_subject(void *ctx, const char *subject, char *buf, size_t len);
 
 #endif /* MM_AGENT_TENANTS_H */

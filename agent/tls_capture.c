@@ -28,16 +28,16 @@
 #define LOG_MODULE "TLS capture"
 #include "policy/util/log.h"
 
-#define TLS_PIN_PREFIX "mm_tls_"
+#define TLS_PIN_PREFIX      "mm_tls_"
 #define MAX_TARGETS_PER_PID 8
 
 /* One proxy process: its uprobes (task-bound: no other process traps). */
 struct tls_proc {
 	int pid;
-	bool seen;            /* in the target set at the last scan */
-	dev_t exe_dev;        /* its executable when attached */
+	bool seen;     /* in the target set at the last scan */
+	dev_t exe_dev; /* its executable when attached */
 	ino_t exe_ino;
-	unsigned zero_scans;  /* looked at again with nothing to hook */
+	unsigned zero_scans; /* looked at again with nothing to hook */
 	int nlinks, cap_links;
 	struct bpf_link **links;
 };
@@ -47,9 +47,9 @@ struct tls_lib_seen {
 	dev_t dev;
 	ino_t ino;
 	enum tls_lib lib;
-	bool usable;          /* has SSL_read and SSL_write */
-	bool announced;       /* logged once, at its first attach */
-	char path[256];       /* as the process maps it */
+	bool usable;    /* has SSL_read and SSL_write */
+	bool announced; /* logged once, at its first attach */
+	char path[256]; /* as the process maps it */
 };
 
 struct tls_capture {
@@ -62,8 +62,8 @@ struct tls_capture {
 	size_t nlibs, cap_libs;
 	struct tls_capture_stats st;
 	bool go_announced;
-	uint64_t scans, fork_scans;  /* all, and those a fork event asked for */
-	uint64_t recheck_ns;         /* CLOCK_MONOTONIC of the last recheck */
+	uint64_t scans, fork_scans; /* all, and those a fork event asked for */
+	uint64_t recheck_ns;        /* CLOCK_MONOTONIC of the last recheck */
 };
 
 /* Every map the main object has, by name, is the main object's map. */
@@ -72,7 +72,8 @@ static int share_maps(struct tls_bpf *skel, struct milometer_bpf *main)
 	struct bpf_map *map, *m;
 	int err;
 
-	bpf_object__for_each_map(map, skel->obj) {
+	bpf_object__for_each_map(map, skel->obj)
+	{
 		const char *name = bpf_map__name(map);
 
 		if (strncmp(name, "mm_", 3))
@@ -99,8 +100,8 @@ static struct tls_bpf *open_object(void)
 	}
 	err = tls_bpf__create_skeleton(obj);
 	if (!err && !strcmp(loader__loops(), "bounded"))
-		obj->skeleton->data = (void *)tls_bl_bpf__elf_bytes(
-			&obj->skeleton->data_sz);
+		obj->skeleton->data =
+			(void *)tls_bl_bpf__elf_bytes(&obj->skeleton->data_sz);
 	if (!err)
 		err = bpf_object__open_skeleton(obj->skeleton, NULL);
 	if (err) {
@@ -235,17 +236,29 @@ static int lib_attach(struct tls_capture *tc, struct tls_proc *p,
 		return -ENOMEM;
 	if (!l->usable)
 		return 0;
-	err = err ?: attach_call(tc, p, s->progs.mm_ssl_read_enter, t, TLS_F_SSL_READ, 3);
-	err = err ?: attach_call(tc, p, s->progs.mm_ssl_write_enter, t, TLS_F_SSL_WRITE, 3);
-	err = err ?: attach_call(tc, p, s->progs.mm_ssl_read_ex_enter, t, TLS_F_SSL_READ_EX, 4);
-	err = err ?: attach_call(tc, p, s->progs.mm_ssl_write_ex_enter, t, TLS_F_SSL_WRITE_EX, 4);
-	err = err ?: attach_call(tc, p, s->progs.mm_ssl_handshake_enter, t, TLS_F_SSL_DO_HANDSHAKE, 1);
-	err = err ?: attach_call(tc, p, s->progs.mm_ssl_free_enter, t, TLS_F_SSL_FREE, 1);
+	err = err
+		      ?: attach_call(tc, p, s->progs.mm_ssl_read_enter, t,
+				     TLS_F_SSL_READ, 3);
+	err = err
+		      ?: attach_call(tc, p, s->progs.mm_ssl_write_enter, t,
+				     TLS_F_SSL_WRITE, 3);
+	err = err
+		      ?: attach_call(tc, p, s->progs.mm_ssl_read_ex_enter, t,
+				     TLS_F_SSL_READ_EX, 4);
+	err = err
+		      ?: attach_call(tc, p, s->progs.mm_ssl_write_ex_enter, t,
+				     TLS_F_SSL_WRITE_EX, 4);
+	err = err
+		      ?: attach_call(tc, p, s->progs.mm_ssl_handshake_enter, t,
+				     TLS_F_SSL_DO_HANDSHAKE, 1);
+	err = err
+		      ?: attach_call(tc, p, s->progs.mm_ssl_free_enter, t,
+				     TLS_F_SSL_FREE, 1);
 	if (err) {
 		/* the process may have exited meanwhile: not worth a line */
 		if (err != -ESRCH && err != -ENOENT)
 			pr_err("uprobes on %s in process %d failed: %s\n",
-				t->mapped, p->pid, strerror(-err));
+			       t->mapped, p->pid, strerror(-err));
 		tc->st.failed++;
 		links_drop(p, before);
 		return err;
@@ -280,16 +293,16 @@ static int go_attach(struct tls_capture *tc, struct tls_proc *p)
 		return ret; /* not Go, or a Go we do not read: nothing */
 	for (size_t i = 0; i < 3; i++) {
 		const struct go_func *f = &g.f[fns[i]];
-		struct bpf_program *enter = fns[i] == GO_TLS_CONN_READ ?
-						    s->progs.mm_go_read_enter :
-					    fns[i] == GO_TLS_CONN_WRITE ?
-						    s->progs.mm_go_write_enter :
-						    s->progs.mm_go_handshake_enter;
-		struct bpf_program *exit = fns[i] == GO_TLS_CONN_READ ?
-						   s->progs.mm_go_read_ret :
-					   fns[i] == GO_TLS_CONN_WRITE ?
-						   s->progs.mm_go_write_ret :
-						   s->progs.mm_go_handshake_ret;
+		struct bpf_program *enter =
+			fns[i] == GO_TLS_CONN_READ ? s->progs.mm_go_read_enter
+			: fns[i] == GO_TLS_CONN_WRITE
+				? s->progs.mm_go_write_enter
+				: s->progs.mm_go_handshake_enter;
+		struct bpf_program *exit =
+			fns[i] == GO_TLS_CONN_READ ? s->progs.mm_go_read_ret
+			: fns[i] == GO_TLS_CONN_WRITE
+				? s->progs.mm_go_write_ret
+				: s->progs.mm_go_handshake_ret;
 		uint64_t entry;
 
 		if (!f->offset || !f->nret)
@@ -302,7 +315,7 @@ static int go_attach(struct tls_capture *tc, struct tls_proc *p)
 		if (ret) {
 			if (ret != -ESRCH && ret != -ENOENT)
 				pr_err("uprobes on Go crypto/tls in process %d failed: %s\n",
-					p->pid, strerror(-ret));
+				       p->pid, strerror(-ret));
 			tc->st.failed++;
 			links_drop(p, before);
 			return ret;
@@ -372,7 +385,7 @@ static int proc_attach(struct tls_capture *tc, struct tls_proc *p,
  * one with nothing hooked may have loaded its TLS library since (dlopen),
  * tried up to 12 times (a minute). By time, not by scans: forks add scans.
  */
-#define RECHECK_NS (5 * 1000000000ULL)
+#define RECHECK_NS   (5 * 1000000000ULL)
 #define ZERO_RETRIES 12
 
 int tls_capture__scan(struct tls_capture *tc, uint64_t now, bool on_fork)
@@ -459,14 +472,13 @@ struct tls_capture *tls_capture__start(struct milometer_bpf *main,
 	s = tc->skel = open_object();
 	if (!s) {
 		*err = -errno;
-		pr_err("cannot open its BPF object: %s\n",
-			strerror(errno));
+		pr_err("cannot open its BPF object: %s\n", strerror(errno));
 		goto cleanup;
 	}
 	*err = share_maps(s, main);
 	if (*err) {
 		pr_err("cannot share the data path's maps: %s\n",
-			strerror(-*err));
+		       strerror(-*err));
 		goto cleanup;
 	}
 	s->rodata->mm_capture_mode = mode;
@@ -474,8 +486,10 @@ struct tls_capture *tls_capture__start(struct milometer_bpf *main,
 	bpf_map__set_max_entries(s->maps.mm_tls_conns, max_connections);
 	/* tests make Go calls outnumber the map's entries */
 	if (getenv("MILOMETER_TEST_MAX_GO_CALLS"))
-		bpf_map__set_max_entries(s->maps.mm_tls_gocalls,
-					 strtoul(getenv("MILOMETER_TEST_MAX_GO_CALLS"), NULL, 10));
+		bpf_map__set_max_entries(
+			s->maps.mm_tls_gocalls,
+			strtoul(getenv("MILOMETER_TEST_MAX_GO_CALLS"), NULL,
+				10));
 	if (mode == MM_CAPTURE_SOCK_TP) {
 		bpf_program__set_autoload(s->progs.mm_tls_sys_exit, false);
 	} else {
@@ -485,20 +499,19 @@ struct tls_capture *tls_capture__start(struct milometer_bpf *main,
 	*err = tls_bpf__load(s);
 	if (*err) {
 		pr_err("loading its BPF programs failed: %s (run with -v for the verifier log)\n",
-			strerror(-*err));
+		       strerror(-*err));
 		goto cleanup;
 	}
 	/* uprobes have no target in their section: attached per library below */
 	*err = tls_bpf__attach(s);
 	if (*err) {
-		pr_err("attaching failed: %s\n",
-			strerror(-*err));
+		pr_err("attaching failed: %s\n", strerror(-*err));
 		goto cleanup;
 	}
 	*err = loader__pin(s->obj, tc->pin_dir, TLS_PIN_PREFIX);
 	if (*err) {
-		pr_err("pinning under %s failed: %s\n",
-			tc->pin_dir, strerror(-*err));
+		pr_err("pinning under %s failed: %s\n", tc->pin_dir,
+		       strerror(-*err));
 		goto cleanup;
 	}
 	/* every process is new: no recheck (now 0) */
@@ -522,15 +535,18 @@ void tls_capture__stats(const struct tls_capture *tc,
 void tls_capture__dump(const struct tls_capture *tc, FILE *out, int json)
 {
 	if (!tc) {
-		fputs(json ? "{\"enabled\":false}\n" :
-			     "TLS capture is off (feature gate TLSCapture)\n", out);
+		fputs(json ? "{\"enabled\":false}\n"
+			   : "TLS capture is off (feature gate TLSCapture)\n",
+		      out);
 		return;
 	}
 	if (!json) {
 		for (size_t i = 0; i < tc->nlibs; i++)
 			fprintf(out, "library %s %s%s\n", tc->libs[i].path,
 				tls_discover__lib_name(tc->libs[i].lib),
-				tc->libs[i].usable ? "" : " (no SSL_read/SSL_write)");
+				tc->libs[i].usable
+					? ""
+					: " (no SSL_read/SSL_write)");
 		for (size_t i = 0; i < tc->nprocs; i++)
 			fprintf(out, "pid %d uprobes=%d\n", tc->procs[i].pid,
 				tc->procs[i].nlinks);
@@ -539,8 +555,10 @@ void tls_capture__dump(const struct tls_capture *tc, FILE *out, int json)
 			(unsigned long long)tc->fork_scans);
 		return;
 	}
-	fprintf(out, "{\"enabled\":true,\"scans\":%llu,\"fork_scans\":%llu,\"libraries\":[",
-		(unsigned long long)tc->scans, (unsigned long long)tc->fork_scans);
+	fprintf(out,
+		"{\"enabled\":true,\"scans\":%llu,\"fork_scans\":%llu,\"libraries\":[",
+		(unsigned long long)tc->scans,
+		(unsigned long long)tc->fork_scans);
 	for (size_t i = 0; i < tc->nlibs; i++) {
 		fputs(i ? ",{\"path\":" : "{\"path\":", out);
 		json_out__str(out, tc->libs[i].path);

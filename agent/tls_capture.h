@@ -17,12 +17,12 @@ struct milometer_bpf;
 struct tls_capture;
 
 struct tls_capture_stats {
-	uint32_t processes;  /* proxy processes with uprobes now */
-	uint32_t libraries;  /* library files (inodes) hooked so far */
-	uint32_t uprobes;    /* uprobe links */
-	uint32_t emulated;   /* calls hooked at emulated instructions (no uretprobe) */
-	uint32_t refused;    /* libraries found without SSL_read/SSL_write */
-	uint32_t failed;     /* attach failures (each logged) */
+	uint32_t processes; /* proxy processes with uprobes now */
+	uint32_t libraries; /* library files (inodes) hooked so far */
+	uint32_t uprobes;   /* uprobe links */
+	uint32_t emulated; /* calls hooked at emulated instructions (no uretprobe) */
+	uint32_t refused; /* libraries found without SSL_read/SSL_write */
+	uint32_t failed;  /* attach failures (each logged) */
 };
 
 /*

@@ -41,8 +41,10 @@ static int fetch_socket(const char *path, struct rt_snap *snap, char *err,
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		ret = -errno;
-		snprintf(err, errlen, "cannot connect to %s: %s (is `milometer run` running? see --socket, or use --prometheus-url)",
-			 path, strerror(errno));
+		snprintf(
+			err, errlen,
+			"cannot connect to %s: %s (is `milometer run` running? see --socket, or use --prometheus-url)",
+			path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return ret;
@@ -82,9 +84,9 @@ int top__fetch(const struct top_opts *o, struct rt_snap *snap, char *err,
 }
 
 static const char *const sort_names[] = {
-	[RT_SORT_ROUTE] = "route", [RT_SORT_RPS] = "rps",
-	[RT_SORT_SUCCESS] = "success", [RT_SORT_P50] = "p50",
-	[RT_SORT_P95] = "p95", [RT_SORT_P99] = "p99",
+	[RT_SORT_ROUTE] = "route",       [RT_SORT_RPS] = "rps",
+	[RT_SORT_SUCCESS] = "success",   [RT_SORT_P50] = "p50",
+	[RT_SORT_P95] = "p95",           [RT_SORT_P99] = "p99",
 	[RT_SORT_REQUESTS] = "requests",
 };
 
@@ -115,9 +117,9 @@ static void frame(const struct top_opts *o, const struct rt_snap *cur,
 			fputs("\033[H\033[2J", stdout);
 		printf("milometer top  %s  source %s  sort %s  window %s  %s\n",
 		       when, o->prometheus_url ? o->prometheus_url : o->socket,
-		       sort_names[sort],
-		       window, screen ?
-		       "keys: r rps, s success, 5 p50, 9 p95, 0 p99, n requests, o route, q quit" : "");
+		       sort_names[sort], window,
+		       screen ? "keys: r rps, s success, 5 p50, 9 p95, 0 p99, n requests, o route, q quit"
+			      : "");
 		rt_view__write_table(stdout, st, cur->n);
 	}
 	fflush(stdout);
@@ -133,10 +135,12 @@ static void on_signal(int s)
 
 static bool key_sort(int ch, enum rt_sort *sort)
 {
-	static const char keys[] = { [RT_SORT_ROUTE] = 'o', [RT_SORT_RPS] = 'r',
+	static const char keys[] = {
+		[RT_SORT_ROUTE] = 'o',   [RT_SORT_RPS] = 'r',
 		[RT_SORT_SUCCESS] = 's', [RT_SORT_P50] = '5',
-		[RT_SORT_P95] = '9', [RT_SORT_P99] = '0',
-		[RT_SORT_REQUESTS] = 'n' };
+		[RT_SORT_P95] = '9',     [RT_SORT_P99] = '0',
+		[RT_SORT_REQUESTS] = 'n'
+	};
 
 	for (size_t i = 0; i < sizeof(keys); i++) {
 		if (keys[i] == ch) {
@@ -167,8 +171,9 @@ int top__run(const struct top_opts *o)
 		ret = top__fetch(o, &a, err, sizeof(err));
 		if (!ret && !o->prometheus_url) {
 			/* --window S: the frame covers the S seconds waited */
-			usleep((useconds_t)((o->window_s > 0 ? o->window_s :
-					     o->interval_s) * 1e6));
+			usleep((useconds_t)((o->window_s > 0 ? o->window_s
+							     : o->interval_s) *
+					    1e6));
 			ret = top__fetch(o, &b, err, sizeof(err));
 		}
 		if (ret) {
@@ -176,7 +181,8 @@ int top__run(const struct top_opts *o)
 		} else if (o->prometheus_url) {
 			frame(o, &a, NULL, NULL, sort, false);
 		} else {
-			frame(o, &b, &a, o->window_s > 0 ? &a : NULL, sort, false);
+			frame(o, &b, &a, o->window_s > 0 ? &a : NULL, sort,
+			      false);
 		}
 		rt_snap__free(&a);
 		rt_snap__free(&b);
@@ -218,7 +224,8 @@ int top__run(const struct top_opts *o)
 		count += count < RING - 1;
 		next = now_s() + o->interval_s;
 		while (!stop && now_s() < next) {
-			struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+			struct pollfd p = { .fd = STDIN_FILENO,
+					    .events = POLLIN };
 			int ms = (int)((next - now_s()) * 1000) + 1;
 			char ch;
 
@@ -226,7 +233,8 @@ int top__run(const struct top_opts *o)
 				usleep(ms * 1000);
 				continue;
 			}
-			if (poll(&p, 1, ms) <= 0 || read(STDIN_FILENO, &ch, 1) != 1)
+			if (poll(&p, 1, ms) <= 0 ||
+			    read(STDIN_FILENO, &ch, 1) != 1)
 				continue;
 			if (ch == 'q') {
 				stop = 1;

@@ -17,9 +17,9 @@ struct top_opts {
 	enum rt_sort sort;
 	bool once;
 	bool json;
-	double interval_s;          /* between refreshes */
-	double window_s;            /* success/percentiles: < 0 since the series started */
-	const char *rate_range;     /* Prometheus: the rate() range, e.g. "1m" */
+	double interval_s; /* between refreshes */
+	double window_s; /* success/percentiles: < 0 since the series started */
+	const char *rate_range; /* Prometheus: the rate() range, e.g. "1m" */
 };
 
 /* Fill snap with the cumulative figures of the chosen source; -errno, err says why. */

@@ -21,15 +21,15 @@
 #if defined(__TARGET_ARCH_x86)
 
 /* arch/x86/entry/syscalls/syscall_64.tbl */
-#define NR_read      0
-#define NR_write     1
-#define NR_readv     19
-#define NR_writev    20
-#define NR_sendfile  40
-#define NR_sendto    44
-#define NR_recvfrom  45
-#define NR_sendmsg   46
-#define NR_recvmsg   47
+#define NR_read     0
+#define NR_write    1
+#define NR_readv    19
+#define NR_writev   20
+#define NR_sendfile 40
+#define NR_sendto   44
+#define NR_recvfrom 45
+#define NR_sendmsg  46
+#define NR_recvmsg  47
 
 /* orig_ax == -1: no syscall ran (ptrace/seccomp), not a data one */
 #define MM_SYSCALL_NR(r) ((r)->orig_ax)
@@ -55,10 +55,10 @@ static __always_inline bool compat_syscall(const struct task_struct *t)
  * arguments and results in rax, rbx, rcx, rdi, rsi, r8-r11; the current
  * goroutine (g) in r14.
  */
-#define MM_GO_ARG1(r) ((r)->ax)
-#define MM_GO_ARG2(r) ((r)->bx)
-#define MM_GO_RET1(r) ((r)->ax)
-#define MM_GO_G(r)    ((r)->r14)
+#define MM_GO_ARG1(r)   ((r)->ax)
+#define MM_GO_ARG2(r)   ((r)->bx)
+#define MM_GO_RET1(r)   ((r)->ax)
+#define MM_GO_G(r)      ((r)->r14)
 #define MM_GO_G_CORE(r) BPF_CORE_READ(r, r14)
 
 #elif defined(__TARGET_ARCH_arm64)
@@ -68,15 +68,15 @@ static __always_inline bool compat_syscall(const struct task_struct *t)
  * arm64 (libc calls sendto, recvfrom, openat), and sendfile is sendfile64's
  * number (__NR3264_sendfile).
  */
-#define NR_read      63
-#define NR_write     64
-#define NR_readv     65
-#define NR_writev    66
-#define NR_sendfile  71
-#define NR_sendto    206
-#define NR_recvfrom  207
-#define NR_sendmsg   211
-#define NR_recvmsg   212
+#define NR_read          63
+#define NR_write         64
+#define NR_readv         65
+#define NR_writev        66
+#define NR_sendfile      71
+#define NR_sendto        206
+#define NR_recvfrom      207
+#define NR_sendmsg       211
+#define NR_recvmsg       212
 
 /* syscallno == -1 (NO_SYSCALL): none ran; sign-extended, not a data one */
 #define MM_SYSCALL_NR(r) ((__u64)(__s64)(r)->syscallno)
@@ -97,10 +97,10 @@ static __always_inline bool compat_syscall(const struct task_struct *t)
  * Go's register ABI on arm64 (internal/abi/abi_arm64.go): integer
  * arguments and results in R0-R15; g in R28.
  */
-#define MM_GO_ARG1(r) (__PT_REGS_CAST(r)->regs[0])
-#define MM_GO_ARG2(r) (__PT_REGS_CAST(r)->regs[1])
-#define MM_GO_RET1(r) (__PT_REGS_CAST(r)->regs[0])
-#define MM_GO_G(r)    (__PT_REGS_CAST(r)->regs[28])
+#define MM_GO_ARG1(r)   (__PT_REGS_CAST(r)->regs[0])
+#define MM_GO_ARG2(r)   (__PT_REGS_CAST(r)->regs[1])
+#define MM_GO_RET1(r)   (__PT_REGS_CAST(r)->regs[0])
+#define MM_GO_G(r)      (__PT_REGS_CAST(r)->regs[28])
 #define MM_GO_G_CORE(r) BPF_CORE_READ(__PT_REGS_CAST(r), regs[28])
 
 #else

@@ -20,20 +20,20 @@
 #include "bpf/http_parse.bpf.h"
 #include "bpf/maps.bpf.h"
 
-#define AF_INET_  2
-#define AF_INET6_ 10
+#define AF_INET_     2
+#define AF_INET6_    10
 #define SOCK_STREAM_ 1
 #define IPPROTO_TCP_ 6
-#define MSG_PEEK_ 0x2
+#define MSG_PEEK_    0x2
 
-#define S_IFMT_ 00170000
+#define S_IFMT_   00170000
 #define S_IFSOCK_ 0140000
 
 /* TCP states (include/net/tcp_states.h) */
 #define TCP_ESTABLISHED_ 1
-#define TCP_SYN_SENT_ 2
-#define TCP_FIN_WAIT1_ 4
-#define TCP_LAST_ACK_ 9
+#define TCP_SYN_SENT_    2
+#define TCP_FIN_WAIT1_   4
+#define TCP_LAST_ACK_    9
 
 static __always_inline bool is_tcp(__u16 family, __u16 type, __u16 proto)
 {
@@ -125,8 +125,9 @@ __noinline int mm_conn_scope(__u32 tgid, __u64 sk, __u32 sport)
 		return (int)k.gw;
 	/* skc_num: the local port, host order (the listening port) */
 	if (!num)
-		bpf_probe_read_kernel(&num, sizeof(num),
-				      &((struct sock *)sk)->__sk_common.skc_num);
+		bpf_probe_read_kernel(
+			&num, sizeof(num),
+			&((struct sock *)sk)->__sk_common.skc_num);
 	k.sport = num;
 	lport = bpf_map_lookup_elem(&mm_listeners, &k);
 	return (int)(k.gw | (lport ? (*lport & 0xffff) << 8 : 0));
@@ -140,8 +141,8 @@ __noinline int mm_conn_scope(__u32 tgid, __u64 sk, __u32 sport)
 static __always_inline void conn_init(struct mm_conn *c, __u32 tgid, __u8 role,
 				      __u64 sk, __u32 sport)
 {
-	int scope = role == MM_ROLE_UP ? mm_conn_scope(tgid, 0, 0) :
-					 mm_conn_scope(tgid, sk, sport);
+	int scope = role == MM_ROLE_UP ? mm_conn_scope(tgid, 0, 0)
+				       : mm_conn_scope(tgid, sk, sport);
 
 	c->conn_id = new_conn_id();
 	c->tgid = tgid;
@@ -210,13 +211,13 @@ __noinline int mm_response_done_g(void)
 	return 0;
 }
 
-#define REQUEST_HEAD_DONE(x) mm_request_head_done_g()
+#define REQUEST_HEAD_DONE(x)          mm_request_head_done_g()
 #define RESPONSE_HEAD_DONE(c, p, now) mm_response_head_done_g()
-#define RESPONSE_DONE_NOW(c, now) mm_response_done_g()
+#define RESPONSE_DONE_NOW(c, now)     mm_response_done_g()
 #else
-#define REQUEST_HEAD_DONE(x) request_head_done(x)
+#define REQUEST_HEAD_DONE(x)          request_head_done(x)
 #define RESPONSE_HEAD_DONE(c, p, now) response_head_done((c), (p), (now))
-#define RESPONSE_DONE_NOW(c, now) response_done((c), (now), 0)
+#define RESPONSE_DONE_NOW(c, now)     response_done((c), (now), 0)
 #endif
 
 /* One step over the user buffer: skip body bytes, or parse a window. */
@@ -366,8 +367,10 @@ MM_LOOP_CB iov_step(__u32 i, void *ctx)
 
 		if (sz > sizeof(s->x_vec))
 			sz = sizeof(s->x_vec);
-		if (!sz || bpf_probe_read_user(s->x_vec, sz,
-					(void *)(s->x_iov + i * sizeof(struct mm_iovec)))) {
+		if (!sz ||
+		    bpf_probe_read_user(
+			    s->x_vec, sz,
+			    (void *)(s->x_iov + i * sizeof(struct mm_iovec)))) {
 			stat_inc(MM_STAT_NO_BUFFER);
 			return 1;
 		}
@@ -490,9 +493,8 @@ static __always_inline int mm_h2_start(struct mm_conn *c,
 	return false;
 }
 
-static __always_inline int mm_h2_late_start(struct mm_conn *c,
-					    const struct mm_io_args *a,
-					    __s64 ret)
+static __always_inline int
+mm_h2_late_start(struct mm_conn *c, const struct mm_io_args *a, __s64 ret)
 {
 	return false;
 }
@@ -572,7 +574,8 @@ static __always_inline void capture_io(struct mm_conn *c,
 		if (a->kind == MM_IO_MSG) {
 			struct user_msghdr m;
 
-			if (bpf_probe_read_user(&m, sizeof(m), (void *)a->buf)) {
+			if (bpf_probe_read_user(&m, sizeof(m),
+						(void *)a->buf)) {
 				skip_bytes(&x, ret);
 				return;
 			}
@@ -622,7 +625,8 @@ static __always_inline void capture_io(struct mm_conn *c,
 			}
 		} else if (off < ret) {
 			rest.buf = a->buf + off;
-			mm_h2_feed(c, x.s, &rest, ret - off, MM_DIR_FROM_SERVER);
+			mm_h2_feed(c, x.s, &rest, ret - off,
+				   MM_DIR_FROM_SERVER);
 		}
 	}
 #endif

@@ -33,12 +33,12 @@
 #endif
 
 /* up to N calls of CB(i, CTX) (N <= MAX), stopping when it returns non-zero */
-#define MM_LOOP(max, n, cb, ctx)                                        \
-	do {                                                            \
-		__u32 __n = (n);                                        \
-		for (__u32 __i = 0; __i < (max); __i++)                 \
-			if (__i >= __n || (cb)(__i, (ctx)))             \
-				break;                                  \
+#define MM_LOOP(max, n, cb, ctx)                                               \
+	do {                                                                   \
+		__u32 __n = (n);                                               \
+		for (__u32 __i = 0; __i < (max); __i++)                        \
+			if (__i >= __n || (cb)(__i, (ctx)))                    \
+				break;                                         \
 	} while (0)
 
 static __always_inline struct task_struct *mm_current_task(void)
@@ -88,29 +88,29 @@ static __always_inline bool mm_lctx_of_scratch(struct mm_lctx *x)
 }
 
 /* CB_g(i): CB(i, ctx) as a global function, verified once on its own */
-#define MM_LOOP_BODY(cb)                                                \
-	__noinline int cb##_g(__u32 i)                                  \
-	{                                                               \
-		struct mm_lctx x;                                       \
-                                                                        \
-		if (!mm_lctx_of_scratch(&x))                            \
-			return 1;                                       \
-		return (cb)(i, &x);                                     \
+#define MM_LOOP_BODY(cb)                                                       \
+	__noinline int cb##_g(__u32 i)                                         \
+	{                                                                      \
+		struct mm_lctx x;                                              \
+                                                                               \
+		if (!mm_lctx_of_scratch(&x))                                   \
+			return 1;                                              \
+		return (cb)(i, &x);                                            \
 	}
 
 /* a body MM_LOOP_BODY wraps: inline there, one stack frame less (512 B in all) */
 #define MM_LOOP_CB static __always_inline long
 
 /* MM_LOOP with CB's global function (MM_LOOP_BODY(CB)) as the body */
-#define MM_LOOP_G(max, n, cb, ctx)                                      \
-	do {                                                            \
-		__u32 __n = (n);                                        \
-		for (__u32 __i = 0; __i < (max); __i++)                 \
-			if (__i >= __n || cb##_g(__i))                  \
-				break;                                  \
+#define MM_LOOP_G(max, n, cb, ctx)                                             \
+	do {                                                                   \
+		__u32 __n = (n);                                               \
+		for (__u32 __i = 0; __i < (max); __i++)                        \
+			if (__i >= __n || cb##_g(__i))                         \
+				break;                                         \
 	} while (0)
 #else
-#define MM_LOOP(max, n, cb, ctx) bpf_loop((n), (cb), (ctx), 0)
+#define MM_LOOP(max, n, cb, ctx)   bpf_loop((n), (cb), (ctx), 0)
 #define MM_LOOP_G(max, n, cb, ctx) bpf_loop((n), (cb), (ctx), 0)
 #define MM_LOOP_BODY(cb)
 #define MM_LOOP_CB static long
@@ -122,8 +122,9 @@ static __always_inline struct task_struct *mm_current_task(void)
 
 static __always_inline struct mm_link *thread_link(bool create)
 {
-	return bpf_task_storage_get(&mm_thread_req, bpf_get_current_task_btf(),
-				    0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	return bpf_task_storage_get(
+		&mm_thread_req, bpf_get_current_task_btf(), 0,
+		create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
 /* task storage goes with the task itself */

@@ -15,19 +15,22 @@
 
 #include "bpf/milometer.h"
 
-#define MM_SCRATCH      512 /* user bytes copied and scanned per window */
+#define MM_SCRATCH 512 /* user bytes copied and scanned per window */
 #ifndef MM_BLOCK
-#define MM_BLOCK        4  /* parser steps per bpf_loop callback (a loop, not unrolled) */
+#define MM_BLOCK                                                               \
+	4 /* parser steps per bpf_loop callback (a loop, not unrolled) */
 #endif
-#define MM_SKIP_WORDS   4  /* words of a skipped line per parser step */
-#define MM_IOV_BATCH    8  /* iovecs read per user-memory read (a power of 2) */
-#define MM_WINDOWS      64  /* windows (parse or skip steps) per iovec */
-#define MM_IOV_MAX      1024 /* iovecs walked per readv/writev/recvmsg/sendmsg (IOV_MAX) */
-#define MM_NAME_MAX     20  /* header name bytes compared */
-#define MM_DOTS_MAX     8   /* host labels tried as wildcard suffixes */
-#define MM_RECENT_SLOTS 16384 /* mm_recent: power of 2 */
-#define MM_ROUTE_CACHE_SLOTS 1024 /* mm_route_cache per CPU: power of 2 */
-#define MM_SLOTS_INLINE 4   /* pipeline slots in mm_conn (power of 2); the rest in mm_conn_exts */
+#define MM_SKIP_WORDS 4  /* words of a skipped line per parser step */
+#define MM_IOV_BATCH  8  /* iovecs read per user-memory read (a power of 2) */
+#define MM_WINDOWS    64 /* windows (parse or skip steps) per iovec */
+#define MM_IOV_MAX                                                             \
+	1024 /* iovecs walked per readv/writev/recvmsg/sendmsg (IOV_MAX) */
+#define MM_NAME_MAX          20    /* header name bytes compared */
+#define MM_DOTS_MAX          8     /* host labels tried as wildcard suffixes */
+#define MM_RECENT_SLOTS      16384 /* mm_recent: power of 2 */
+#define MM_ROUTE_CACHE_SLOTS 1024  /* mm_route_cache per CPU: power of 2 */
+#define MM_SLOTS_INLINE                                                        \
+	4 /* pipeline slots in mm_conn (power of 2); the rest in mm_conn_exts */
 
 /*
  * clang drops "i & (N - 1)" when an earlier check already bounds i, but that
@@ -39,21 +42,21 @@
 #endif
 
 /* &arr[i & (n - 1)] with the mask kept for the verifier (n a power of 2) */
-#define IDX(arr, i, n)                                                        \
-	({                                                                    \
-		__u32 __i = (i);                                              \
-		barrier_var(__i);                                             \
-		__i &= (n) - 1;                                               \
-		&(arr)[__i];                                                  \
+#define IDX(arr, i, n)                                                         \
+	({                                                                     \
+		__u32 __i = (i);                                               \
+		barrier_var(__i);                                              \
+		__i &= (n)-1;                                                  \
+		&(arr)[__i];                                                   \
 	})
 
 /* How the syscall behind a socket I/O hands its bytes over. */
 enum mm_io {
-	MM_IO_NONE = 0,     /* no user buffer we can read (io_uring, splice) */
-	MM_IO_BUF,          /* contiguous buffer: read, write, recvfrom, sendto */
-	MM_IO_IOV,          /* iovec array: readv, writev */
-	MM_IO_MSG,          /* msghdr: recvmsg, sendmsg */
-	MM_IO_FILE,         /* sendfile: body bytes only, never parsed */
+	MM_IO_NONE = 0, /* no user buffer we can read (io_uring, splice) */
+	MM_IO_BUF,      /* contiguous buffer: read, write, recvfrom, sendto */
+	MM_IO_IOV,      /* iovec array: readv, writev */
+	MM_IO_MSG,      /* msghdr: recvmsg, sendmsg */
+	MM_IO_FILE,     /* sendfile: body bytes only, never parsed */
 };
 
 /* The arguments of the syscall behind one socket I/O. */
@@ -66,9 +69,9 @@ struct mm_io_args {
 
 enum mm_h2_state {
 	MM_H2_NO = 0,
-	MM_H2_FEED = 1,     /* HTTP/2: every byte goes up to the decoder */
-	MM_H2_DEAD = 2,     /* HTTP/2, but its feed lost bytes: ignored */
-	MM_H2_LATE = 3,     /* HTTP/2 joined mid-connection: fed, not from start */
+	MM_H2_FEED = 1, /* HTTP/2: every byte goes up to the decoder */
+	MM_H2_DEAD = 2, /* HTTP/2, but its feed lost bytes: ignored */
+	MM_H2_LATE = 3, /* HTTP/2 joined mid-connection: fed, not from start */
 };
 
 /* One MM_EVT_H2_DATA event being built (per CPU, too big for the stack). */
@@ -88,14 +91,14 @@ struct mm_recent_key {
 /* One slot of mm_recent: a downstream request's content and its link. */
 struct mm_recent_slot {
 	struct mm_recent_key k;
-	__u64 tag;       /* hash of k: a slot half-written by another CPU
+	__u64 tag; /* hash of k: a slot half-written by another CPU
 			  * (key of one request, link of another) fails it */
 	__u64 conn_id;
 	__u32 seq;
 	__u32 route_gen;
 	__u32 route_id;
 	__u16 rule_idx;
-	__u16 lport;     /* listener port the request was attributed in */
+	__u16 lport; /* listener port the request was attributed in */
 };
 
 /* A route decision remembered by what decided it (mm_route_cache). */
@@ -103,7 +106,7 @@ struct mm_route_memo {
 	__u64 host_hash;
 	__u64 path_hash;
 	__u32 gen;
-	__u32 route_id;  /* or MM_ROUTE_DEFER / MM_ROUTE_UNMATCHED */
+	__u32 route_id; /* or MM_ROUTE_DEFER / MM_ROUTE_UNMATCHED */
 	__u16 rule_idx;
 	__u8 method;
 	__u8 valid;
@@ -124,29 +127,29 @@ struct mm_link {
 };
 
 enum mm_pstate {
-	PS_START = 0,    /* between messages */
-	PS_METHOD,       /* request line: method token */
-	PS_TARGET,       /* request line: path */
-	PS_QUERY,        /* request line: after '?' */
-	PS_VERSION,      /* request line: " HTTP/1.x" up to LF */
-	PS_SVERSION,     /* status line: "HTTP/1.x" */
-	PS_SCODE,        /* status line: three digits */
-	PS_SREASON,      /* status line: reason up to LF */
-	PS_LINE,         /* start of a header line */
-	PS_NAME,         /* header name */
-	PS_VALUE,        /* header value up to LF */
-	PS_END_LF,       /* CR of the empty line seen */
-	PS_BODY,         /* Content-Length body: skipped, not read */
-	PS_CSIZE,        /* chunk size line */
-	PS_CEXT,         /* chunk extension up to LF */
-	PS_CDATA,        /* chunk data: skipped */
-	PS_CDATA_END,    /* CRLF after chunk data */
-	PS_TLINE,        /* trailer line start */
-	PS_TREST,        /* trailer line rest */
-	PS_TEND_LF,      /* CR of the final empty line seen */
-	PS_CLOSE_BODY,   /* response body delimited by close: skipped */
-	PS_OPAQUE,       /* not HTTP (or upgraded): stop parsing this stream */
-	PS_RESYNC,       /* first seen mid-message: skip to the exchange's next turn */
+	PS_START = 0,  /* between messages */
+	PS_METHOD,     /* request line: method token */
+	PS_TARGET,     /* request line: path */
+	PS_QUERY,      /* request line: after '?' */
+	PS_VERSION,    /* request line: " HTTP/1.x" up to LF */
+	PS_SVERSION,   /* status line: "HTTP/1.x" */
+	PS_SCODE,      /* status line: three digits */
+	PS_SREASON,    /* status line: reason up to LF */
+	PS_LINE,       /* start of a header line */
+	PS_NAME,       /* header name */
+	PS_VALUE,      /* header value up to LF */
+	PS_END_LF,     /* CR of the empty line seen */
+	PS_BODY,       /* Content-Length body: skipped, not read */
+	PS_CSIZE,      /* chunk size line */
+	PS_CEXT,       /* chunk extension up to LF */
+	PS_CDATA,      /* chunk data: skipped */
+	PS_CDATA_END,  /* CRLF after chunk data */
+	PS_TLINE,      /* trailer line start */
+	PS_TREST,      /* trailer line rest */
+	PS_TEND_LF,    /* CR of the final empty line seen */
+	PS_CLOSE_BODY, /* response body delimited by close: skipped */
+	PS_OPAQUE,     /* not HTTP (or upgraded): stop parsing this stream */
+	PS_RESYNC, /* first seen mid-message: skip to the exchange's next turn */
 };
 
 enum mm_hdr {
@@ -154,26 +157,26 @@ enum mm_hdr {
 	HDR_HOST,
 	HDR_CL,
 	HDR_TE,
-	HDR_UPGRADE,     /* its value in te_tail: "h2c" asks for HTTP/2 */
+	HDR_UPGRADE, /* its value in te_tail: "h2c" asks for HTTP/2 */
 };
 
 /* Parser of one byte stream (requests, or responses) of a connection. */
 struct mm_parser {
-	__u8 state;      /* enum mm_pstate */
-	__u8 hdr;        /* enum mm_hdr of the current header line */
+	__u8 state; /* enum mm_pstate */
+	__u8 hdr;   /* enum mm_hdr of the current header line */
 	__u8 name_len;
-	__u8 tok_len;    /* method or status digits so far */
-	__u8 chunked;    /* Transfer-Encoding ends with "chunked" */
+	__u8 tok_len; /* method or status digits so far */
+	__u8 chunked; /* Transfer-Encoding ends with "chunked" */
 	__u8 has_cl;
 	__u8 cl_bad;
-	__u8 resynced;   /* PS_RESYNC was used: the next garbage is final */
-	__u8 up_h2c;     /* this message has "Upgrade: h2c" */
+	__u8 resynced; /* PS_RESYNC was used: the next garbage is final */
+	__u8 up_h2c;   /* this message has "Upgrade: h2c" */
 	char name[MM_NAME_MAX]; /* written through a mask of 32: see PS_NAME */
 	__u8 _pad[3];
-	__u64 tok;       /* method bytes / status code being read */
-	__u64 rem;       /* body or chunk bytes left */
-	__u64 cl;        /* Content-Length value */
-	__u64 te_tail;   /* last 8 lower-cased bytes of Transfer-Encoding */
+	__u64 tok;     /* method bytes / status code being read */
+	__u64 rem;     /* body or chunk bytes left */
+	__u64 cl;      /* Content-Length value */
+	__u64 te_tail; /* last 8 lower-cased bytes of Transfer-Encoding */
 };
 
 _Static_assert(sizeof(struct mm_parser) == 64, "mm_parser: one cache line");
@@ -192,8 +195,8 @@ struct mm_pending {
 	__u32 route_id;
 	__u16 rule_idx;
 	__u8 method;
-	__u8 flags;      /* MM_EV_* known at request time */
-	__u8 head_done;  /* head parsed: route decided */
+	__u8 flags;     /* MM_EV_* known at request time */
+	__u8 head_done; /* head parsed: route decided */
 	__u8 _pad[3];
 };
 
@@ -230,11 +233,11 @@ struct mm_route_acc {
 	__u64 bounds[MM_PATH_PREFIXES];
 	__u8 nbounds;
 	__u8 host_len;
-	__u8 host_state;     /* 0 name, 1 port (ignored), 2 done, 3 too long */
+	__u8 host_state; /* 0 name, 1 port (ignored), 2 done, 3 too long */
 	__u8 ndots;
-	__u8 target_ok;      /* origin-form target ("/...") */
-	__u8 dots_over;      /* the host had more dots than dots[] holds */
-	__u8 lost;           /* kept nowhere between reads: user space decides */
+	__u8 target_ok; /* origin-form target ("/...") */
+	__u8 dots_over; /* the host had more dots than dots[] holds */
+	__u8 lost;      /* kept nowhere between reads: user space decides */
 	__u8 _pad;
 	__u8 dots[MM_DOTS_MAX];
 	char host[MM_HOST_MAX];
@@ -248,33 +251,33 @@ struct mm_route_acc {
 struct mm_conn {
 	__u64 conn_id;
 	__u64 finished_ns;
-	__u64 connect_ns;    /* upstream: when connect() started */
-	__u64 last_resp_ns;  /* time of the last response byte seen */
-	__u64 resp_bytes;    /* of the front exchange */
-	__u32 tgid;          /* process that owns the socket (events name it) */
+	__u64 connect_ns;   /* upstream: when connect() started */
+	__u64 last_resp_ns; /* time of the last response byte seen */
+	__u64 resp_bytes;   /* of the front exchange */
+	__u32 tgid;         /* process that owns the socket (events name it) */
 	__u32 next_seq;
-	__u32 ovf_front;     /* request number of the oldest untracked request */
-	__u16 status;        /* of the front exchange (final) */
+	__u32 ovf_front; /* request number of the oldest untracked request */
+	__u16 status;    /* of the front exchange (final) */
 	__u8 role;
-	__u8 resp_started;   /* a response byte of the front exchange seen */
-	__u8 finished;       /* closed: pending requests reported, I/O ignored */
-	__u8 gw;             /* gateway slot of tgid (struct mm_target) */
-	__u8 head;           /* pipeline index of the oldest request */
-	__u8 count;          /* requests in the pipeline */
-	__u8 untracked;      /* requests past MM_PIPELINE_DEPTH not timed */
-	__u8 bind_valid;     /* bind set at connect() for the first request */
-	__u8 lazy;           /* first seen mid-stream, not at accept/connect */
-	__u8 established;    /* upstream: connect() completed */
-	__u8 h2;             /* enum mm_h2_state */
-	__u8 h2_tries;       /* found open: I/Os looked at for HTTP/2 frames */
+	__u8 resp_started; /* a response byte of the front exchange seen */
+	__u8 finished;     /* closed: pending requests reported, I/O ignored */
+	__u8 gw;           /* gateway slot of tgid (struct mm_target) */
+	__u8 head;         /* pipeline index of the oldest request */
+	__u8 count;        /* requests in the pipeline */
+	__u8 untracked;    /* requests past MM_PIPELINE_DEPTH not timed */
+	__u8 bind_valid;   /* bind set at connect() for the first request */
+	__u8 lazy;         /* first seen mid-stream, not at accept/connect */
+	__u8 established;  /* upstream: connect() completed */
+	__u8 h2;           /* enum mm_h2_state */
+	__u8 h2_tries;     /* found open: I/Os looked at for HTTP/2 frames */
 	__u8 head_trunc;
-	__u8 xhead;          /* mm_conn_ext: ring index of the oldest middle request */
-	__u8 xcount;         /* mm_conn_ext: middle requests (count - MM_SLOTS_INLINE) */
-	__u8 has_ext;        /* an mm_conn_exts entry was made for conn_id */
-	__u8 head_gap;       /* bytes of this head's earlier windows were not kept */
-	__u8 ra_saved;       /* the head's mm_route_acc waits in mm_route_accs */
+	__u8 xhead;  /* mm_conn_ext: ring index of the oldest middle request */
+	__u8 xcount; /* mm_conn_ext: middle requests (count - MM_SLOTS_INLINE) */
+	__u8 has_ext;  /* an mm_conn_exts entry was made for conn_id */
+	__u8 head_gap; /* bytes of this head's earlier windows were not kept */
+	__u8 ra_saved; /* the head's mm_route_acc waits in mm_route_accs */
 	__u16 head_len;
-	__u8 ra_held;        /* an mm_route_accs entry was made for conn_id */
+	__u8 ra_held; /* an mm_route_accs entry was made for conn_id */
 	__u8 _pad;
 	/* listener port of an accepted socket (mm_listeners), 0: every one */
 	__u16 lport;
@@ -334,7 +337,7 @@ struct mm_iovec {
  * interrupt a parse on the same CPU (softirq), never touches it.
  */
 struct mm_scratch {
-	char buf[MM_SCRATCH];  /* user bytes of the window being parsed */
+	char buf[MM_SCRATCH];   /* user bytes of the window being parsed */
 	struct mm_route_acc ra; /* of the request head being parsed (this I/O) */
 	/* window loop (one user buffer) */
 	__u64 w_ubuf;
@@ -343,22 +346,22 @@ struct mm_scratch {
 	__u32 w_off;
 	__u8 is_req;
 	/* block loop (buf[0, b_n)) */
-	__u8 b_ev;             /* enum mm_bev */
-	__u8 io_read;          /* capture hooks -> mm_sock_io/mm_fb_io: a read */
+	__u8 b_ev;    /* enum mm_bev */
+	__u8 io_read; /* capture hooks -> mm_sock_io/mm_fb_io: a read */
 	__u8 _pad0;
 	__u32 b_n;
 	__u32 b_pos;
 	__u32 b_used;
-	__u64 fb_sk;           /* mm_sys_exit -> mm_fb_io: the socket's key */
+	__u64 fb_sk; /* mm_sys_exit -> mm_fb_io: the socket's key */
 	/* iovec loop */
 	__u64 x_iov;
 	__u64 x_left;
 	__u64 x_cnt;
 	struct mm_iovec x_vec[MM_IOV_BATCH]; /* iovecs read in one probe read */
 	/* route lookup (route_lookup.bpf.h) */
-	__u64 sfx_hash;        /* FNV of the host suffix being hashed */
+	__u64 sfx_hash; /* FNV of the host suffix being hashed */
 	__u32 sfx_from;
-	__u32 vh_found;        /* a wildcard vhost matched: vh_id, vh_flags */
+	__u32 vh_found; /* a wildcard vhost matched: vh_id, vh_flags */
 	__u32 vh_id;
 	__u32 vh_flags;
 	__u32 rl_gen;
@@ -367,7 +370,7 @@ struct mm_scratch {
 	__u16 rl_rule_idx;
 	__u8 rl_method;
 	__u8 rl_verdict;
-	__u16 rl_lport;        /* listener port of the lookup (mm_vhost_key) */
+	__u16 rl_lport; /* listener port of the lookup (mm_vhost_key) */
 };
 
 #endif /* MM_CONN_BPF_H */

@@ -30,9 +30,9 @@ const volatile __u64 mm_wakeup_bytes = 0;
 static __always_inline __u64 submit_flags(void)
 {
 	return bpf_ringbuf_query(&mm_events, BPF_RB_AVAIL_DATA) >=
-			       mm_wakeup_bytes ?
-		       BPF_RB_FORCE_WAKEUP :
-		       BPF_RB_NO_WAKEUP;
+			       mm_wakeup_bytes
+		       ? BPF_RB_FORCE_WAKEUP
+		       : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline void fill_event(struct mm_http_event *e,
@@ -61,8 +61,8 @@ static __always_inline void fill_event(struct mm_http_event *e,
 	e->resp_bytes = 0;
 }
 
-static __always_inline void emit_exchange(struct mm_conn *c, struct mm_pending *s,
-					  __u64 end_ns, __u8 flags)
+static __always_inline void
+emit_exchange(struct mm_conn *c, struct mm_pending *s, __u64 end_ns, __u8 flags)
 {
 	struct mm_http_event *e;
 
@@ -218,7 +218,8 @@ static long finish_one(__u32 i, void *ctx)
 	 * mid-request (nginx logs it as 400). Its route is unknown.
 	 */
 	response_done(c, c->finished_ns,
-		      MM_EV_ABORTED | (c->resp_started ? 0 : MM_EV_NO_RESPONSE));
+		      MM_EV_ABORTED |
+			      (c->resp_started ? 0 : MM_EV_NO_RESPONSE));
 	return 0;
 }
 
@@ -253,7 +254,8 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 	    !c->next_seq)
 		emit_unsent(c, now);
 	/* untracked counts up to 255 more than the pipeline */
-	MM_LOOP(MM_PIPELINE_DEPTH + 256, MM_PIPELINE_DEPTH + 256, finish_one, &cp);
+	MM_LOOP(MM_PIPELINE_DEPTH + 256, MM_PIPELINE_DEPTH + 256, finish_one,
+		&cp);
 	pipe_free(c);
 }
 
@@ -393,7 +395,8 @@ static __always_inline bool link_by_content(struct mm_lctx *x,
 }
 
 /* Returns false when the thread had no request to give (route unknown). */
-static __always_inline bool inherit_link(struct mm_conn *c, struct mm_pending *s)
+static __always_inline bool inherit_link(struct mm_conn *c,
+					 struct mm_pending *s)
 {
 	struct mm_link *l = NULL;
 

@@ -55,8 +55,8 @@ static __always_inline bool h2_preface(__u64 ubuf)
 static __always_inline bool h2_frame_ok(const __u8 *b)
 {
 	__u32 len = (__u32)b[0] << 16 | (__u32)b[1] << 8 | b[2];
-	__u32 sid = ((__u32)b[5] << 24 | (__u32)b[6] << 16 |
-		     (__u32)b[7] << 8 | b[8]);
+	__u32 sid = ((__u32)b[5] << 24 | (__u32)b[6] << 16 | (__u32)b[7] << 8 |
+		     b[8]);
 	__u8 type = b[3];
 
 	if (len > 16384 || type > 9 || (sid & 0x80000000))
@@ -106,13 +106,13 @@ static __always_inline bool h2_late(__u64 ubuf, __u64 len)
 struct mm_h2_fctx {
 	struct mm_conn *c;
 	__u64 now;
-	__u64 ubuf;      /* the buffer being sent */
-	__u64 iov;       /* iovec array, for MM_IO_IOV/MSG */
-	__u64 left;      /* bytes of the syscall still to send */
-	__u32 len;       /* of the current buffer */
+	__u64 ubuf; /* the buffer being sent */
+	__u64 iov;  /* iovec array, for MM_IO_IOV/MSG */
+	__u64 left; /* bytes of the syscall still to send */
+	__u32 len;  /* of the current buffer */
 	__u32 off;
-	__u32 cnt;       /* iovecs */
-	__u32 next;      /* next iovec */
+	__u32 cnt;  /* iovecs */
+	__u32 next; /* next iovec */
 	__u32 gen;
 	__u8 dir;
 	__u8 lost;
@@ -138,8 +138,10 @@ static long h2_step(__u32 i, void *ctx)
 
 		if (!f->is_iov || f->next >= f->cnt)
 			return 1;
-		if (bpf_probe_read_user(&v, sizeof(v), (void *)(f->iov +
-					f->next * sizeof(struct mm_iovec)))) {
+		if (bpf_probe_read_user(
+			    &v, sizeof(v),
+			    (void *)(f->iov +
+				     f->next * sizeof(struct mm_iovec)))) {
 			f->lost = 1;
 			return 1;
 		}

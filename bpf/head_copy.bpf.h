@@ -31,8 +31,8 @@
  * into a new register before a compare, and the bound the compare teaches
  * the verifier misses the copy clang passes on as the size.
  */
-static __always_inline __u64 head_in_window(const struct mm_conn *c,
-					    __u64 used, __u64 *prev)
+static __always_inline __u64 head_in_window(const struct mm_conn *c, __u64 used,
+					    __u64 *prev)
 {
 	__u64 len = c->head_len, part = len < used ? len : used;
 

@@ -47,24 +47,33 @@ static __always_inline __u8 lower(__u8 ch)
 	return ch >= 'A' && ch <= 'Z' ? ch + 32 : ch;
 }
 
-#define TOK3(a, b, c) (((__u64)(a) << 16) | ((__u64)(b) << 8) | (c))
-#define TOK4(a, b, c, d) ((TOK3(a, b, c) << 8) | (d))
-#define TOK5(a, b, c, d, e) ((TOK4(a, b, c, d) << 8) | (e))
-#define TOK6(a, b, c, d, e, f) ((TOK5(a, b, c, d, e) << 8) | (f))
+#define TOK3(a, b, c)             (((__u64)(a) << 16) | ((__u64)(b) << 8) | (c))
+#define TOK4(a, b, c, d)          ((TOK3(a, b, c) << 8) | (d))
+#define TOK5(a, b, c, d, e)       ((TOK4(a, b, c, d) << 8) | (e))
+#define TOK6(a, b, c, d, e, f)    ((TOK5(a, b, c, d, e) << 8) | (f))
 #define TOK7(a, b, c, d, e, f, g) ((TOK6(a, b, c, d, e, f) << 8) | (g))
 
 static __always_inline __u8 method_of(__u64 tok)
 {
 	switch (tok) {
-	case TOK3('G', 'E', 'T'): return MM_M_GET;
-	case TOK4('H', 'E', 'A', 'D'): return MM_M_HEAD;
-	case TOK4('P', 'O', 'S', 'T'): return MM_M_POST;
-	case TOK3('P', 'U', 'T'): return MM_M_PUT;
-	case TOK6('D', 'E', 'L', 'E', 'T', 'E'): return MM_M_DELETE;
-	case TOK7('C', 'O', 'N', 'N', 'E', 'C', 'T'): return MM_M_CONNECT;
-	case TOK7('O', 'P', 'T', 'I', 'O', 'N', 'S'): return MM_M_OPTIONS;
-	case TOK5('T', 'R', 'A', 'C', 'E'): return MM_M_TRACE;
-	case TOK5('P', 'A', 'T', 'C', 'H'): return MM_M_PATCH;
+	case TOK3('G', 'E', 'T'):
+		return MM_M_GET;
+	case TOK4('H', 'E', 'A', 'D'):
+		return MM_M_HEAD;
+	case TOK4('P', 'O', 'S', 'T'):
+		return MM_M_POST;
+	case TOK3('P', 'U', 'T'):
+		return MM_M_PUT;
+	case TOK6('D', 'E', 'L', 'E', 'T', 'E'):
+		return MM_M_DELETE;
+	case TOK7('C', 'O', 'N', 'N', 'E', 'C', 'T'):
+		return MM_M_CONNECT;
+	case TOK7('O', 'P', 'T', 'I', 'O', 'N', 'S'):
+		return MM_M_OPTIONS;
+	case TOK5('T', 'R', 'A', 'C', 'E'):
+		return MM_M_TRACE;
+	case TOK5('P', 'A', 'T', 'C', 'H'):
+		return MM_M_PATCH;
 	}
 	return MM_M_OTHER;
 }
@@ -308,8 +317,8 @@ static __always_inline long parse_byte(__u32 i, void *ctx)
 
 			if (ch == '/') {
 				if (a->nbounds < MM_PATH_PREFIXES)
-					*IDX(a->bounds, a->nbounds, MM_PATH_PREFIXES) =
-						a->path_hash;
+					*IDX(a->bounds, a->nbounds,
+					     MM_PATH_PREFIXES) = a->path_hash;
 				if (a->nbounds < 255)
 					a->nbounds++;
 			}
@@ -499,9 +508,9 @@ static __always_inline bool to_eol(const struct mm_parser *p)
 	       (p->state == PS_VALUE && p->hdr == HDR_OTHER);
 }
 
-#define ONES 0x0101010101010101ULL
+#define ONES  0x0101010101010101ULL
 #define HIGHS 0x8080808080808080ULL
-#define LFS 0x0a0a0a0a0a0a0a0aULL
+#define LFS   0x0a0a0a0a0a0a0a0aULL
 
 /*
  * The 8 bytes at P, at any alignment. clang 14's BPF target knows no
@@ -529,7 +538,9 @@ static __always_inline __u64 load_u64(const char *p)
 static __always_inline void store_u64(char *p, __u64 w)
 {
 #ifdef __bpf__
-	asm volatile("*(u64 *)(%[p] + 0) = %[w]" : : [p] "r"(p), [w] "r"(w)
+	asm volatile("*(u64 *)(%[p] + 0) = %[w]"
+		     :
+		     : [p] "r"(p), [w] "r"(w)
 		     : "memory");
 #else
 	__builtin_memcpy(p, &w, 8);
@@ -653,20 +664,20 @@ static __always_inline __u64 lower_word(__u64 w)
 #define W_HOST     0x3a74736f68ULL       /* "host:" */
 #define M_HOST     0xffffffffffULL
 
-#define W_LENGTH   0x203a6874676e656cULL /* "length: " */
-#define W_HTTP11   0x312e312f50545448ULL /* "HTTP/1.1" */
-#define W_HTTP10   0x302e312f50545448ULL /* "HTTP/1.0" */
-#define W_GET      0x20544547ULL         /* "GET " */
-#define W_PUT      0x20545550ULL         /* "PUT " */
-#define W_UPGRADE  0x3a65646172677075ULL /* "upgrade:" */
-#define W_POST     0x2054534f50ULL       /* "POST " */
-#define W_HEAD     0x2044414548ULL       /* "HEAD " */
-#define M_4        0xffffffffULL
-#define M_5        0xffffffffffULL
-#define M_6        0xffffffffffffULL
-#define W_ENCODIN  0x6e69646f636e652dULL /* "-encodin" */
-#define W_G_CHUNK  0x6b6e756863203a67ULL /* "g: chunk" */
-#define W_ED_CRLF  0x0a0d6465ULL         /* "ed\r\n" */
+#define W_LENGTH  0x203a6874676e656cULL /* "length: " */
+#define W_HTTP11  0x312e312f50545448ULL /* "HTTP/1.1" */
+#define W_HTTP10  0x302e312f50545448ULL /* "HTTP/1.0" */
+#define W_GET     0x20544547ULL         /* "GET " */
+#define W_PUT     0x20545550ULL         /* "PUT " */
+#define W_UPGRADE 0x3a65646172677075ULL /* "upgrade:" */
+#define W_POST    0x2054534f50ULL       /* "POST " */
+#define W_HEAD    0x2044414548ULL       /* "HEAD " */
+#define M_4       0xffffffffULL
+#define M_5       0xffffffffffULL
+#define M_6       0xffffffffffffULL
+#define W_ENCODIN 0x6e69646f636e652dULL /* "-encodin" */
+#define W_G_CHUNK 0x6b6e756863203a67ULL /* "g: chunk" */
+#define W_ED_CRLF 0x0a0d6465ULL         /* "ed\r\n" */
 
 /*
  * "Transfer-Encoding: chunked" (any case), the whole line, in a response
@@ -693,10 +704,10 @@ static __always_inline __u32 te_chunked_line(struct mm_lctx *x, __u32 i)
 
 /* A hex digit's value + 1, 0 for any other byte (chunk_size_line()). */
 static const __u8 mm_hex1[256] = {
-	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5,
-	['5'] = 6, ['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10,
-	['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
-	['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+	['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,
+	['6'] = 7,  ['7'] = 8,  ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12,
+	['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12,
+	['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
 };
 
 /*
@@ -877,7 +888,8 @@ static __always_inline __u32 target_word(struct mm_lctx *x, __u32 i)
 			break;
 		if (ch == '/') {
 			if (a->nbounds < MM_PATH_PREFIXES)
-				*IDX(a->bounds, a->nbounds, MM_PATH_PREFIXES) = h;
+				*IDX(a->bounds, a->nbounds, MM_PATH_PREFIXES) =
+					h;
 			if (a->nbounds < 255)
 				a->nbounds++;
 		}
@@ -945,7 +957,7 @@ static __always_inline __u32 value_end(struct mm_parser *p, __u64 w, __u32 k)
 	return n;
 }
 
-#define BYTES(b) ((__u64)(b) * ONES)
+#define BYTES(b) ((__u64)(b)*ONES)
 
 /*
  * Bit 7 of each byte set where that byte of v is below N (1..0x80): exact

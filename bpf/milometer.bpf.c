@@ -211,7 +211,8 @@ int BPF_PROG(mm_sys_exit, struct pt_regs *regs, long ret)
 		if (!c)
 			return 0;
 		conn_init(c, tgid, MM_ROLE_UNKNOWN, skaddr, 0);
-		c->lazy = !tcp_first_io((struct tcp_sock *)skaddr, ret, is_read);
+		c->lazy =
+			!tcp_first_io((struct tcp_sock *)skaddr, ret, is_read);
 	}
 	if (c->finished)
 		return 0;
@@ -263,7 +264,8 @@ static __always_inline struct mm_conn *state_conn(struct sock *sk, bool create)
 
 	if (mm_capture_mode == MM_CAPTURE_SOCK_TP)
 		return bpf_sk_storage_get(&mm_sk_conns, sk, 0,
-					  create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
+					  create ? BPF_SK_STORAGE_GET_F_CREATE
+						 : 0);
 	c = bpf_map_lookup_elem(&mm_conns, &key);
 	if (!c && create)
 		c = fb_conn_create(key);

@@ -33,13 +33,14 @@
 #include <linux/types.h>
 #endif
 
-#define MM_HOST_MAX        128 /* Host header bytes kept for wildcard lookup */
-#define MM_HEAD_MAX        512 /* request head bytes sent for user-space finish */
-#define MM_PATH_PREFIXES   16  /* '/' boundaries hashed per path */
-#define MM_ROUTE_CANDS     8   /* candidates per (vhost, path) key */
-#define MM_PIPELINE_DEPTH  32  /* requests in flight per connection */
-#define MM_COMM_LEN        16
-#define MM_TARGET_WORDS    65536 /* u64 words of the tgid bitmap: PID_MAX_LIMIT (4M) bits */
+#define MM_HOST_MAX       128 /* Host header bytes kept for wildcard lookup */
+#define MM_HEAD_MAX       512 /* request head bytes sent for user-space finish */
+#define MM_PATH_PREFIXES  16  /* '/' boundaries hashed per path */
+#define MM_ROUTE_CANDS    8   /* candidates per (vhost, path) key */
+#define MM_PIPELINE_DEPTH 32  /* requests in flight per connection */
+#define MM_COMM_LEN       16
+#define MM_TARGET_WORDS                                                        \
+	65536 /* u64 words of the tgid bitmap: PID_MAX_LIMIT (4M) bits */
 
 #define MM_ROUTE_UNMATCHED 0xffffffffu /* no route: attributed to "unmatched" */
 #define MM_ROUTE_DEFER     0xfffffffeu /* BPF could not decide: see head[] */
@@ -78,8 +79,8 @@ enum mm_vhost_kind {
 
 struct mm_vhost_key {
 	__u32 gen;
-	__u8 kind;  /* enum mm_vhost_kind */
-	__u8 gw;    /* gateway slot of the serving process (mm_target.gw) */
+	__u8 kind; /* enum mm_vhost_kind */
+	__u8 gw;   /* gateway slot of the serving process (mm_target.gw) */
 	/*
 	 * Gateway listener port whose routes the vhost holds, as mm_listeners
 	 * maps the accepting socket's port; 0: every listener of the slot
@@ -118,8 +119,8 @@ _Static_assert(sizeof(struct mm_route_key) == 24, "mm_route_key");
 struct mm_route_cand {
 	__u32 route_id; /* index into the generation's route list */
 	__u16 rule_idx;
-	__u8 method;    /* enum mm_method or MM_M_ANY */
-	__u8 flags;     /* MM_CAND_* */
+	__u8 method; /* enum mm_method or MM_M_ANY */
+	__u8 flags;  /* MM_CAND_* */
 };
 
 struct mm_route_cands {
@@ -137,12 +138,15 @@ struct mm_config {
 };
 
 #define MM_CFG_HTTP2 0x1 /* gate HTTP2: send h2 connections' bytes up */
-#define MM_CFG_GW_SLOTS 0x2 /* the table has gateway slots past 0: a new
+#define MM_CFG_GW_SLOTS                                                        \
+	0x2 /* the table has gateway slots past 0: a new
 			     * connection looks its process's slot up */
-#define MM_CFG_DEFERS   0x4 /* the table can leave a request to user space
+#define MM_CFG_DEFERS                                                          \
+	0x4 /* the table can leave a request to user space
 			     * (header, query or regex matches, deep
 			     * prefixes): keep heads that span windows */
-#define MM_CFG_LISTENERS 0x8 /* mm_listeners has entries: a new accepted
+#define MM_CFG_LISTENERS                                                       \
+	0x8 /* mm_listeners has entries: a new accepted
 			      * connection looks its listener port up */
 
 /*
@@ -168,7 +172,7 @@ struct mm_target {
 	__u32 source; /* MM_TGT_* */
 	__u32 gw;
 };
-#define MM_GW_SLOTS 256 /* gateway slots per node (u8 in events) */
+#define MM_GW_SLOTS   256 /* gateway slots per node (u8 in events) */
 #define MM_TGT_PID    1
 #define MM_TGT_COMM   2
 #define MM_TGT_CGROUP 3
@@ -178,7 +182,8 @@ struct mm_target {
 #define MM_EV_HEAD_TRUNC  0x02 /* request head longer than MM_HEAD_MAX */
 #define MM_EV_CLOSE_DELIM 0x04 /* response body ended by close */
 #define MM_EV_NO_RESPONSE 0x08 /* aborted before any response byte */
-#define MM_EV_UNTRACKED   0x10 /* pipelined past MM_PIPELINE_DEPTH: no byte counts; route and start kept for MM_PIPELINE_DEPTH more, else unknown */
+#define MM_EV_UNTRACKED                                                        \
+	0x10 /* pipelined past MM_PIPELINE_DEPTH: no byte counts; route and start kept for MM_PIPELINE_DEPTH more, else unknown */
 
 enum mm_event_type {
 	/*
@@ -208,9 +213,9 @@ enum mm_event_type {
 };
 
 struct mm_fork_event {
-	__u8 type;      /* MM_EVT_FORK */
+	__u8 type; /* MM_EVT_FORK */
 	__u8 _pad[3];
-	__u32 tgid;     /* the new process */
+	__u32 tgid; /* the new process */
 };
 _Static_assert(sizeof(struct mm_fork_event) == 8, "mm_fork_event");
 
@@ -218,7 +223,8 @@ _Static_assert(sizeof(struct mm_fork_event) == 8, "mm_fork_event");
 
 #define MM_DATA_FROM_START 0x1 /* the connection was seen from its first byte */
 #define MM_DATA_LOST       0x2 /* MM_EVT_H2_CLOSE: bytes were lost, not a close */
-#define MM_DATA_UPGRADE    0x4 /* data[] is the HTTP/1.1 request answered with 101 (h2c) */
+#define MM_DATA_UPGRADE                                                        \
+	0x4 /* data[] is the HTTP/1.1 request answered with 101 (h2c) */
 
 enum mm_data_dir {
 	MM_DIR_FROM_CLIENT = 0,
@@ -226,12 +232,12 @@ enum mm_data_dir {
 };
 
 struct mm_data_event {
-	__u8 type;      /* MM_EVT_H2_DATA, MM_EVT_H2_CLOSE */
-	__u8 dir;       /* enum mm_data_dir */
-	__u8 leg;       /* enum mm_leg */
-	__u8 flags;     /* MM_DATA_* */
-	__u16 len;      /* bytes in data[] */
-	__u8 gw;        /* gateway slot (struct mm_target) */
+	__u8 type;  /* MM_EVT_H2_DATA, MM_EVT_H2_CLOSE */
+	__u8 dir;   /* enum mm_data_dir */
+	__u8 leg;   /* enum mm_leg */
+	__u8 flags; /* MM_DATA_* */
+	__u16 len;  /* bytes in data[] */
+	__u8 gw;    /* gateway slot (struct mm_target) */
 	__u8 _pad;
 	__u32 tgid;
 	__u32 route_gen; /* the route table when the bytes were captured */
@@ -242,61 +248,61 @@ struct mm_data_event {
 _Static_assert(sizeof(struct mm_data_event) == 32, "mm_data_event");
 
 struct mm_http_event {
-	__u8 type;         /* enum mm_event_type */
-	__u8 leg;          /* enum mm_leg */
-	__u8 method;       /* enum mm_method */
-	__u8 flags;        /* MM_EV_* */
-	__u16 status;      /* final status; 0 when aborted before one;
+	__u8 type;      /* enum mm_event_type */
+	__u8 leg;       /* enum mm_leg */
+	__u8 method;    /* enum mm_method */
+	__u8 flags;     /* MM_EV_* */
+	__u16 status;   /* final status; 0 when aborted before one;
 			    * MM_EVT_HEAD: the listener port (mm_vhost_key)
 			    * the head's route is decided in */
-	__u16 head_len;    /* MM_EVT_HEAD: bytes valid in head[] */
+	__u16 head_len; /* MM_EVT_HEAD: bytes valid in head[] */
 	__u32 tgid;
 	__u32 route_gen;
-	__u32 route_id;    /* or MM_ROUTE_* */
-	__u8 rule_idx;     /* Gateway API allows 16 rules per HTTPRoute */
-	__u8 gw;           /* gateway slot: the route table of route_id */
-	__u16 grpc;        /* grpc-status + 1 (HTTP/2 streams, from user space); 0: none */
-	__u32 req_seq;     /* request number on this connection */
-	__u32 parent_seq;  /* upstream leg: the downstream request it serves */
-	__u64 conn_id;     /* unique per connection for the agent's lifetime */
+	__u32 route_id; /* or MM_ROUTE_* */
+	__u8 rule_idx;  /* Gateway API allows 16 rules per HTTPRoute */
+	__u8 gw;        /* gateway slot: the route table of route_id */
+	__u16 grpc; /* grpc-status + 1 (HTTP/2 streams, from user space); 0: none */
+	__u32 req_seq;    /* request number on this connection */
+	__u32 parent_seq; /* upstream leg: the downstream request it serves */
+	__u64 conn_id;    /* unique per connection for the agent's lifetime */
 	__u64 parent_conn_id; /* upstream leg: its downstream connection, 0 if unknown */
-	__u64 start_ns;    /* first request byte: downstream received / upstream sent */
-	__u64 end_ns;      /* last response byte: downstream sent / upstream received */
-	__u64 req_bytes;   /* request head + body */
-	__u64 resp_bytes;  /* response head(s) + body */
-	char head[];       /* MM_EVT_HEAD only */
+	__u64 start_ns; /* first request byte: downstream received / upstream sent */
+	__u64 end_ns; /* last response byte: downstream sent / upstream received */
+	__u64 req_bytes;  /* request head + body */
+	__u64 resp_bytes; /* response head(s) + body */
+	char head[];      /* MM_EVT_HEAD only */
 };
 _Static_assert(sizeof(struct mm_http_event) == 80, "mm_http_event");
 
 /* Per-CPU counters (mm_stats, an array indexed by these). */
 enum mm_stat {
-	MM_STAT_EVENTS,          /* events written to the ring buffer */
-	MM_STAT_RINGBUF_FULL,    /* events lost: ring buffer full */
-	MM_STAT_CONN_MAP_FULL,   /* connections not tracked: map full */
-	MM_STAT_HEAD_TRUNC,      /* request heads longer than MM_HEAD_MAX */
-	MM_STAT_UNPARSED,        /* connections that stopped looking like HTTP */
-	MM_STAT_PIPELINE_FULL,   /* pipelined requests past MM_PIPELINE_DEPTH */
-	MM_STAT_ABORTED,         /* exchanges ended by close before response end */
-	MM_STAT_SCAN_LIMIT,      /* bytes of a syscall past what one hook scans */
-	MM_STAT_IOV_LIMIT,       /* iovecs past what one hook walks */
-	MM_STAT_DEFERRED,        /* attributions left to user space */
-	MM_STAT_FORKS,           /* processes added by fork of a target */
-	MM_STAT_NOT_HTTP,        /* sockets found mid-stream that are not HTTP */
-	MM_STAT_PIPELINE_LOST,   /* requests past MM_PIPELINE_DEPTH + 255: not reported */
-	MM_STAT_NO_BUFFER,       /* I/O whose bytes could not be read (io_uring, splice, bad iovec/msghdr) */
-	MM_STAT_LINK_FAIL,       /* thread link not stored (task storage full) */
-	MM_STAT_CONNS_OPENED,    /* connections given state (open = opened - closed) */
-	MM_STAT_CONNS_CLOSED,    /* tracked connections closed */
-	MM_STAT_RESYNCED,        /* streams first seen mid-message, picked up at the next turn */
-	MM_STAT_TLS_IO,          /* SSL_read/SSL_write plaintext I/Os parsed (TLSCapture) */
-	MM_STAT_TLS_NO_SOCKET,   /* SSL_* I/Os whose socket no syscall named (memory BIO): not parsed */
-	MM_STAT_H2_CONNS,        /* connections found to speak HTTP/2 (gate HTTP2) */
-	MM_STAT_H2_LOST,         /* HTTP/2 feeds stopped: bytes could not be read or sent up */
-	MM_STAT_TLS_NO_CONN,     /* SSL_* I/Os returned after their socket was gone (or not tracked): dropped */
-	MM_STAT_TLS_STREAMS,     /* streams of TLS records (HTTPS listener or backend): not parsed, TLSCapture's */
+	MM_STAT_EVENTS,        /* events written to the ring buffer */
+	MM_STAT_RINGBUF_FULL,  /* events lost: ring buffer full */
+	MM_STAT_CONN_MAP_FULL, /* connections not tracked: map full */
+	MM_STAT_HEAD_TRUNC,    /* request heads longer than MM_HEAD_MAX */
+	MM_STAT_UNPARSED,      /* connections that stopped looking like HTTP */
+	MM_STAT_PIPELINE_FULL, /* pipelined requests past MM_PIPELINE_DEPTH */
+	MM_STAT_ABORTED,    /* exchanges ended by close before response end */
+	MM_STAT_SCAN_LIMIT, /* bytes of a syscall past what one hook scans */
+	MM_STAT_IOV_LIMIT,  /* iovecs past what one hook walks */
+	MM_STAT_DEFERRED,   /* attributions left to user space */
+	MM_STAT_FORKS,      /* processes added by fork of a target */
+	MM_STAT_NOT_HTTP,   /* sockets found mid-stream that are not HTTP */
+	MM_STAT_PIPELINE_LOST, /* requests past MM_PIPELINE_DEPTH + 255: not reported */
+	MM_STAT_NO_BUFFER, /* I/O whose bytes could not be read (io_uring, splice, bad iovec/msghdr) */
+	MM_STAT_LINK_FAIL, /* thread link not stored (task storage full) */
+	MM_STAT_CONNS_OPENED, /* connections given state (open = opened - closed) */
+	MM_STAT_CONNS_CLOSED, /* tracked connections closed */
+	MM_STAT_RESYNCED, /* streams first seen mid-message, picked up at the next turn */
+	MM_STAT_TLS_IO, /* SSL_read/SSL_write plaintext I/Os parsed (TLSCapture) */
+	MM_STAT_TLS_NO_SOCKET, /* SSL_* I/Os whose socket no syscall named (memory BIO): not parsed */
+	MM_STAT_H2_CONNS, /* connections found to speak HTTP/2 (gate HTTP2) */
+	MM_STAT_H2_LOST, /* HTTP/2 feeds stopped: bytes could not be read or sent up */
+	MM_STAT_TLS_NO_CONN, /* SSL_* I/Os returned after their socket was gone (or not tracked): dropped */
+	MM_STAT_TLS_STREAMS, /* streams of TLS records (HTTPS listener or backend): not parsed, TLSCapture's */
 	MM_STAT_ROUTE_STATE_LOST, /* request heads spanning reads with no mm_route_accs entry to be had: finished in user space */
-	MM_STAT_TARGETS_FULL,    /* processes traced on the default route table: mm_targets full at fork/exec */
-	MM_STAT_TLS_CALL_LOST,   /* TLS calls not followed: no storage for the call, or a Go call returned with bytes and no entry */
+	MM_STAT_TARGETS_FULL, /* processes traced on the default route table: mm_targets full at fork/exec */
+	MM_STAT_TLS_CALL_LOST, /* TLS calls not followed: no storage for the call, or a Go call returned with bytes and no entry */
 	MM_STAT__COUNT,
 };
 

@@ -32,7 +32,8 @@ static __always_inline struct mm_pending *pipe_newest(struct mm_conn *c)
 {
 	__u32 n = c->count < MM_SLOTS_INLINE ? c->count : MM_SLOTS_INLINE;
 
-	return c->count ? IDX(c->slots, c->head + n - 1, MM_SLOTS_INLINE) : NULL;
+	return c->count ? IDX(c->slots, c->head + n - 1, MM_SLOTS_INLINE)
+			: NULL;
 }
 
 /* The connection is done with its pipeline: give its mm_conn_ext back. */
@@ -112,7 +113,8 @@ static __always_inline void pipe_pop(struct mm_conn *c)
 		struct mm_conn_ext *e = pipe_ext(c, false);
 
 		/* the newest into the slot just freed, behind it the middle's oldest */
-		s = IDX(c->slots, c->head + MM_FRONT_INLINE - 1, MM_SLOTS_INLINE);
+		s = IDX(c->slots, c->head + MM_FRONT_INLINE - 1,
+			MM_SLOTS_INLINE);
 		*IDX(c->slots, c->head + MM_FRONT_INLINE, MM_SLOTS_INLINE) = *s;
 		if (e) {
 			*s = *IDX(e->slots, c->xhead, MM_PIPELINE_DEPTH);
@@ -143,7 +145,8 @@ static __always_inline void pipe_drop_newest(struct mm_conn *c)
 
 		c->xcount--;
 		if (e)
-			*s = *IDX(e->slots, c->xhead + c->xcount, MM_PIPELINE_DEPTH);
+			*s = *IDX(e->slots, c->xhead + c->xcount,
+				  MM_PIPELINE_DEPTH);
 	}
 	c->count--;
 }
@@ -154,7 +157,7 @@ static __always_inline void pipe_drop_newest(struct mm_conn *c)
  * counted, route unknown).
  */
 static __always_inline struct mm_overflow *pipe_ovf(struct mm_conn *c,
-						     __u32 seq)
+						    __u32 seq)
 {
 	struct mm_conn_ext *e = pipe_ext(c, false);
 

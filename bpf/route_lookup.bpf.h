@@ -46,7 +46,8 @@ static long suffix_byte(__u32 i, void *ctx)
 
 	if (pos >= x->s->ra.host_len)
 		return 1;
-	s->sfx_hash = fnv1a64_step(s->sfx_hash, *IDX(x->s->ra.host, pos, MM_HOST_MAX));
+	s->sfx_hash = fnv1a64_step(s->sfx_hash,
+				   *IDX(x->s->ra.host, pos, MM_HOST_MAX));
 	return 0;
 }
 
@@ -63,7 +64,9 @@ static long wildcard_try(__u32 i, void *ctx)
 	struct mm_lctx *x = ctx;
 	struct mm_scratch *s = x->s;
 	struct mm_vhost_key key = {
-		.gen = s->rl_gen, .kind = MM_VH_WILDCARD, .gw = x->c->gw,
+		.gen = s->rl_gen,
+		.kind = MM_VH_WILDCARD,
+		.gw = x->c->gw,
 		.port = s->rl_lport,
 	};
 	struct mm_vhost_val *vh;
@@ -95,7 +98,9 @@ static __always_inline bool vhost_lookup(struct mm_lctx *x, bool *defer)
 	struct mm_scratch *s = x->s;
 	struct mm_route_acc *a = &s->ra;
 	struct mm_vhost_key key = {
-		.gen = s->rl_gen, .gw = c->gw, .port = s->rl_lport,
+		.gen = s->rl_gen,
+		.gw = c->gw,
+		.port = s->rl_lport,
 	};
 	struct mm_vhost_val *vh;
 	__u64 h = a->host_hash;
@@ -141,7 +146,9 @@ static long prefix_try(__u32 i, void *ctx)
 	struct mm_lctx *x = ctx;
 	struct mm_scratch *s = x->s;
 	struct mm_route_key key = {
-		.gen = s->rl_gen, .vhost_id = s->rl_vhost, .kind = MM_PATH_PREFIX,
+		.gen = s->rl_gen,
+		.vhost_id = s->rl_vhost,
+		.kind = MM_PATH_PREFIX,
 	};
 	struct mm_route_cands *rc;
 	__u32 nb = x->s->ra.nbounds;
@@ -150,8 +157,8 @@ static long prefix_try(__u32 i, void *ctx)
 		nb = MM_PATH_PREFIXES;
 	if (i > nb)
 		return 1;
-	key.hash = i ? *IDX(x->s->ra.bounds, nb - i, MM_PATH_PREFIXES) :
-		       x->s->ra.path_hash;
+	key.hash = i ? *IDX(x->s->ra.bounds, nb - i, MM_PATH_PREFIXES)
+		     : x->s->ra.path_hash;
 	rc = bpf_map_lookup_elem(&mm_routes, &key);
 	if (!rc)
 		return 0;
@@ -249,8 +256,8 @@ static __always_inline __u32 route_lookup(struct mm_lctx *x, __u8 method,
 	/* absolute-form targets, hosts past MM_HOST_MAX: user space decides */
 	if (!a->target_ok || a->host_state == 3)
 		return MM_ROUTE_DEFER;
-	h = (a->host_hash ^ (a->path_hash * 31)) + method + ((__u64)c->gw << 8) +
-	    ((__u64)lport << 16);
+	h = (a->host_hash ^ (a->path_hash * 31)) + method +
+	    ((__u64)c->gw << 8) + ((__u64)lport << 16);
 	i = (h ^ (h >> 29)) & (MM_ROUTE_CACHE_SLOTS - 1);
 	m = bpf_map_lookup_elem(&mm_route_cache, &i);
 	if (m && m->valid && m->gen == s->rl_gen && m->method == method &&

@@ -64,11 +64,11 @@ const volatile __u32 mm_capture_mode = MM_CAPTURE_SOCK_TP;
 volatile __u32 mm_go_targets;
 
 enum mm_tls_fn {
-	MM_TLS_READ = 1,      /* SSL_read: int ret = bytes */
-	MM_TLS_WRITE,         /* SSL_write */
-	MM_TLS_READ_EX,       /* SSL_read_ex: ret 1, *readbytes = bytes */
-	MM_TLS_WRITE_EX,      /* SSL_write_ex: ret 1, *written = bytes */
-	MM_TLS_HANDSHAKE,     /* SSL_do_handshake: binds ssl -> socket only */
+	MM_TLS_READ = 1,  /* SSL_read: int ret = bytes */
+	MM_TLS_WRITE,     /* SSL_write */
+	MM_TLS_READ_EX,   /* SSL_read_ex: ret 1, *readbytes = bytes */
+	MM_TLS_WRITE_EX,  /* SSL_write_ex: ret 1, *written = bytes */
+	MM_TLS_HANDSHAKE, /* SSL_do_handshake: binds ssl -> socket only */
 };
 
 /* The SSL_* call a thread is inside (one at a time; the newest wins). */
@@ -105,12 +105,13 @@ struct {
 
 static __always_inline struct mm_tls_call *tls_call(bool create)
 {
-	return bpf_task_storage_get(&mm_tls_calls, bpf_get_current_task_btf(),
-				    0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	return bpf_task_storage_get(
+		&mm_tls_calls, bpf_get_current_task_btf(), 0,
+		create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
 /* the registers the syscall saved, for a hook given none */
-#define SYSCALL_REGS(tp_regs) \
+#define SYSCALL_REGS(tp_regs)                                                  \
 	((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()))
 #else
 /* before task storage (5.11): by thread id; a call ends with fn = 0 */
@@ -255,8 +256,9 @@ static __always_inline __u64 tls_conn_create(__u64 sk, __u32 tgid, __u8 role,
 	 * function's scalar argument refuses ("R2 is not a scalar").
 	 */
 	if (role != MM_ROLE_UP)
-		bpf_probe_read_kernel(&sport, sizeof(sport),
-				      &((struct sock *)sk)->__sk_common.skc_num);
+		bpf_probe_read_kernel(
+			&sport, sizeof(sport),
+			&((struct sock *)sk)->__sk_common.skc_num);
 	scope = mm_conn_scope(tgid, 0, sport);
 	n->gw = scope & 0xff;
 	n->lport = (scope >> 8) & 0xffff;
@@ -311,7 +313,8 @@ static __always_inline int call_done(struct mm_tls_call *call, __u32 tgid,
 		return 0;
 	if (fn == MM_TLS_READ_EX || fn == MM_TLS_WRITE_EX) {
 		if (ret == 1 && call->outlen)
-			bpf_probe_read_user(&n, sizeof(n), (void *)call->outlen);
+			bpf_probe_read_user(&n, sizeof(n),
+					    (void *)call->outlen);
 	} else if (ret > 0) {
 		n = ret;
 	}
@@ -378,7 +381,7 @@ int BPF_KRETPROBE(mm_ssl_ret, int ret)
 struct mm_go_key {
 	__u64 g;
 	__u32 tgid;
-	__u32 fn;       /* enum mm_tls_fn */
+	__u32 fn; /* enum mm_tls_fn */
 };
 
 /*
@@ -395,11 +398,14 @@ struct {
 static __always_inline int go_enter(struct pt_regs *ctx, __u32 fn)
 {
 	struct mm_go_key k = {
-		.g = MM_GO_G(ctx), .tgid = bpf_get_current_pid_tgid() >> 32,
+		.g = MM_GO_G(ctx),
+		.tgid = bpf_get_current_pid_tgid() >> 32,
 		.fn = fn,
 	};
 	struct mm_tls_call call = {
-		.fn = fn, .ssl = MM_GO_ARG1(ctx), .buf = MM_GO_ARG2(ctx),
+		.fn = fn,
+		.ssl = MM_GO_ARG1(ctx),
+		.buf = MM_GO_ARG2(ctx),
 	};
 
 	if (!is_target(k.tgid))
@@ -434,7 +440,8 @@ int BPF_KPROBE(mm_go_handshake_enter)
 static __always_inline int go_ret(struct pt_regs *ctx, __u32 fn)
 {
 	struct mm_go_key k = {
-		.g = MM_GO_G(ctx), .tgid = bpf_get_current_pid_tgid() >> 32,
+		.g = MM_GO_G(ctx),
+		.tgid = bpf_get_current_pid_tgid() >> 32,
 		.fn = fn,
 	};
 	struct mm_tls_call *call;
@@ -524,15 +531,16 @@ static __always_inline void bind_call(struct mm_tls_call *call, __u64 sk,
 {
 	call->sk = sk;
 	call->conn_id = tls_conn_create(sk, bpf_get_current_pid_tgid() >> 32,
-			ct ? ct->role : MM_ROLE_UNKNOWN,
-			call->fn != MM_TLS_HANDSHAKE);
+					ct ? ct->role : MM_ROLE_UNKNOWN,
+					call->fn != MM_TLS_HANDSHAKE);
 }
 
 static __always_inline void note_sk(struct sock *sk)
 {
 	struct mm_tls_call *call = unbound_call();
 
-	if (!call && mm_go_targets && is_target(bpf_get_current_pid_tgid() >> 32))
+	if (!call && mm_go_targets &&
+	    is_target(bpf_get_current_pid_tgid() >> 32))
 		call = unbound_go_call(SYSCALL_REGS(NULL));
 	if (!call ||
 	    !is_tcp(sk->__sk_common.skc_family, sk->sk_type, sk->sk_protocol))

@@ -9,8 +9,11 @@
 struct mmetric_desc metric_doc__desc(const struct metric_doc *d)
 {
 	return (struct mmetric_desc){
-		.name = d->name, .description = d->help, .unit = d->unit,
-		.instrument = d->instrument, .temporality = MT_CUMULATIVE,
+		.name = d->name,
+		.description = d->help,
+		.unit = d->unit,
+		.instrument = d->instrument,
+		.temporality = MT_CUMULATIVE,
 		.is_int = d->is_int,
 	};
 }
@@ -18,9 +21,12 @@ struct mmetric_desc metric_doc__desc(const struct metric_doc *d)
 static const char *type_name(enum minstrument ins)
 {
 	switch (ins) {
-	case MI_COUNTER: return "counter";
-	case MI_HISTOGRAM: return "histogram";
-	default: return "gauge";
+	case MI_COUNTER:
+		return "counter";
+	case MI_HISTOGRAM:
+		return "histogram";
+	default:
+		return "gauge";
 	}
 }
 
@@ -68,7 +74,8 @@ int metric_doc__write_section(FILE *out, const char *title, const char *intro,
 	if (intro)
 		fprintf(out, "%s\n\n", intro);
 	fputs("| Name | Type | Unit | Labels | Meaning |\n"
-	      "|---|---|---|---|---|\n", out);
+	      "|---|---|---|---|---|\n",
+	      out);
 	for (size_t i = 0; i < n; i++) {
 		const struct metric_doc *d = &docs[i];
 		struct mmetric_desc desc = metric_doc__desc(d);

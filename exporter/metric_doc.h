@@ -17,15 +17,15 @@
 #include "policy/model/metric_store.h"
 
 struct metric_doc {
-	const char *name;   /* OTel name, e.g. milometer.series.active */
-	const char *help;   /* the description the store exposes as HELP */
+	const char *name; /* OTel name, e.g. milometer.series.active */
+	const char *help; /* the description the store exposes as HELP */
 	const char *unit;
 	enum minstrument instrument;
 	bool is_int;
 	/* label keys (OTel spelling), comma-separated; NULL: none */
 	const char *labels;
-	const char *when;   /* when the agent exposes it; NULL: always */
-	const char *note;   /* more for the reference than HELP says; NULL: none */
+	const char *when; /* when the agent exposes it; NULL: always */
+	const char *note; /* more for the reference than HELP says; NULL: none */
 };
 
 /* The store's descriptor for a doc (cumulative, as every producer here). */

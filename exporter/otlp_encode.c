@@ -242,10 +242,11 @@ static int build_resource(struct otlp_encoder *e,
 	size_t ndef = 0, n, i, k = 0;
 
 	if (!has_key(o->resource, o->nresource, "service.name"))
-		defaults[ndef++] = (struct mlabel){"service.name", "milometer"};
+		defaults[ndef++] =
+			(struct mlabel){ "service.name", "milometer" };
 	if (!has_key(o->resource, o->nresource, "service.version"))
 		defaults[ndef++] =
-			(struct mlabel){"service.version", e->scope_version};
+			(struct mlabel){ "service.version", e->scope_version };
 	n = ndef + o->nresource;
 	e->res_attrs = calloc(n, sizeof(*e->res_attrs));
 	e->res_kv = calloc(n, sizeof(*e->res_kv));
@@ -253,8 +254,8 @@ static int build_resource(struct otlp_encoder *e,
 	if (!e->res_attrs || !e->res_kv || !e->res_any)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		const struct mlabel *l =
-			i < ndef ? &defaults[i] : &o->resource[i - ndef];
+		const struct mlabel *l = i < ndef ? &defaults[i]
+						  : &o->resource[i - ndef];
 		otlp_pb_kv *kv = &e->res_kv[k];
 		otlp_pb_any *any = &e->res_any[k];
 

@@ -34,7 +34,7 @@ struct otlp_encode_opts {
 	 */
 	const struct mlabel *resource;
 	size_t nresource;
-	const char *scope_name; /* NULL: "milometer" */
+	const char *scope_name;    /* NULL: "milometer" */
 	const char *scope_version; /* NULL: the build version */
 };
 

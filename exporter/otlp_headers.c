@@ -13,7 +13,7 @@
 /* The headers the sender sets itself; replacing them breaks the protocol. */
 static const char *const reserved[] = {
 	"content-type", "content-length",    "content-encoding",
-	"host",		"transfer-encoding", "expect",
+	"host",         "transfer-encoding", "expect",
 };
 
 static bool is_tchar(int c)

@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 struct otlp_headers {
-	char **lines; /* "Name: value", ready for CURLOPT_HTTPHEADER */
+	char **lines;    /* "Name: value", ready for CURLOPT_HTTPHEADER */
 	size_t *namelen; /* length of Name in lines[i] */
 	size_t n;
 };

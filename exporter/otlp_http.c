@@ -372,7 +372,7 @@ void otlp_http__post(struct otlp_http *h, const void *body, size_t len,
 	char excerpt[256];
 	CURLcode rc;
 
-	*r = (struct otlp_http_result){.retry_after_ms = -1};
+	*r = (struct otlp_http_result){ .retry_after_ms = -1 };
 	h->retry_after[0] = 0;
 	h->resp_len = 0;
 	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);

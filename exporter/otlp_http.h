@@ -14,18 +14,18 @@
 #include "exporter/otlp_sender.h"
 
 enum otlp_http_outcome {
-	OTLP_HTTP_SENT, /* 2xx */
-	OTLP_HTTP_RETRY, /* 429/502/503/504 or a transport failure */
+	OTLP_HTTP_SENT,    /* 2xx */
+	OTLP_HTTP_RETRY,   /* 429/502/503/504 or a transport failure */
 	OTLP_HTTP_GIVE_UP, /* any other answer: the batch cannot succeed */
 	OTLP_HTTP_ABORTED, /* *abort_at_ns passed while in flight */
 };
 
 struct otlp_http_result {
 	enum otlp_http_outcome outcome;
-	long status; /* HTTP status; 0: no answer */
-	long connects; /* connections this request opened */
+	long status;            /* HTTP status; 0: no answer */
+	long connects;          /* connections this request opened */
 	int64_t retry_after_ms; /* server's Retry-After; -1: none */
-	int64_t rejected; /* partial_success: points; -1: message only */
+	int64_t rejected;       /* partial_success: points; -1: message only */
 };
 
 struct otlp_http;

@@ -77,23 +77,23 @@ static int add_number_points(struct otlp_arena *a, const struct mmetric_desc *d,
  * unrelated struct types with the same field names. T is the message's
  * OTLP_PBC() prefix. Evaluates to -ENOMEM or 0.
  */
-#define HIST_COMMON(a, dp, p, T)                                             \
-	({                                                                   \
-		(dp)->n_attributes = (p)->nlabels;                           \
-		(dp)->attributes =                                           \
-			attrs_from_labels((a), (p)->labels, (p)->nlabels);   \
-		(dp)->start_time_unix_nano = (p)->start_ns;                  \
-		(dp)->time_unix_nano = (p)->time_ns;                         \
-		(dp)->count = (p)->count;                                    \
-		(dp)->opt_sum_case = OTLP_PBC(T##__OPT_SUM_SUM);             \
-		(dp)->sum = (p)->sum;                                        \
-		if ((p)->count) {                                            \
-			(dp)->opt_min_case = OTLP_PBC(T##__OPT_MIN_MIN);     \
-			(dp)->min = (p)->min;                                \
-			(dp)->opt_max_case = OTLP_PBC(T##__OPT_MAX_MAX);     \
-			(dp)->max = (p)->max;                                \
-		}                                                            \
-		(p)->nlabels && !(dp)->attributes ? -ENOMEM : 0;             \
+#define HIST_COMMON(a, dp, p, T)                                               \
+	({                                                                     \
+		(dp)->n_attributes = (p)->nlabels;                             \
+		(dp)->attributes =                                             \
+			attrs_from_labels((a), (p)->labels, (p)->nlabels);     \
+		(dp)->start_time_unix_nano = (p)->start_ns;                    \
+		(dp)->time_unix_nano = (p)->time_ns;                           \
+		(dp)->count = (p)->count;                                      \
+		(dp)->opt_sum_case = OTLP_PBC(T##__OPT_SUM_SUM);               \
+		(dp)->sum = (p)->sum;                                          \
+		if ((p)->count) {                                              \
+			(dp)->opt_min_case = OTLP_PBC(T##__OPT_MIN_MIN);       \
+			(dp)->min = (p)->min;                                  \
+			(dp)->opt_max_case = OTLP_PBC(T##__OPT_MAX_MAX);       \
+			(dp)->max = (p)->max;                                  \
+		}                                                              \
+		(p)->nlabels && !(dp)->attributes ? -ENOMEM : 0;               \
 	})
 
 static int add_explicit_points(struct otlp_arena *a,
@@ -182,11 +182,11 @@ static int add_exp_points(struct otlp_arena *a, const struct mmetric_desc *d,
 			dp[i].scale = h->scale;
 			dp[i].zero_count = h->zero_count;
 			dp[i].positive = exp_buckets(a, h->pos_offset,
-						     h->pos_counts, h->pos_width,
-						     h->pos_n);
+						     h->pos_counts,
+						     h->pos_width, h->pos_n);
 			dp[i].negative = exp_buckets(a, h->neg_offset,
-						     h->neg_counts, h->neg_width,
-						     h->neg_n);
+						     h->neg_counts,
+						     h->neg_width, h->neg_n);
 			if (!dp[i].positive || !dp[i].negative)
 				return -ENOMEM;
 		}

@@ -7,7 +7,7 @@
 
 void otlp_queue__init(struct otlp_queue *q, size_t max_bytes)
 {
-	*q = (struct otlp_queue){.max_bytes = max_bytes};
+	*q = (struct otlp_queue){ .max_bytes = max_bytes };
 }
 
 static void batch_free(struct otlp_batch *b)

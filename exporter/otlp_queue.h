@@ -23,7 +23,7 @@ struct otlp_batch {
 	void *buf;
 	size_t len;
 	uint32_t attempts; /* sends tried so far; the sender's to update */
-	char *header; /* "Name: value" sent with this batch only, or NULL */
+	char *header;    /* "Name: value" sent with this batch only, or NULL */
 	bool compressed; /* buf already holds the gzip body */
 	bool inflight;
 	bool dropped; /* dropped while in flight: done() frees it */

@@ -32,7 +32,7 @@ struct otlp_sender {
 	pthread_cond_t cond; /* queue changed, or stop requested */
 	struct otlp_queue q;
 	struct otlp_sender_stats st; /* all but the queue_* and dropped_* */
-	uint64_t next_attempt_ns; /* CLOCK_MONOTONIC; head waits until */
+	uint64_t next_attempt_ns;    /* CLOCK_MONOTONIC; head waits until */
 	bool stopping;
 	uint64_t flush_deadline_ns;
 	uint64_t abort_at_ns; /* atomic; 0: none */
@@ -155,7 +155,8 @@ static void *sender_main(void *arg)
 		/* Logging happens unlocked: a log hook may read the stats. */
 		if (maybe_compress(s, b) < 0)
 			r = (struct otlp_http_result){
-				.outcome = OTLP_HTTP_GIVE_UP};
+				.outcome = OTLP_HTTP_GIVE_UP
+			};
 		else
 			otlp_http__post(s->http, b->buf, b->len, b->header,
 					&s->abort_at_ns, &r);
@@ -220,7 +221,7 @@ struct otlp_sender *otlp_sender__start(const struct otlp_sender_opts *o,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	s->log = (struct otlp_logger){o->log, o->log_ctx};
+	s->log = (struct otlp_logger){ o->log, o->log_ctx };
 	s->seed = (unsigned int)mono_ns() ^ (unsigned int)(uintptr_t)s;
 	otlp_queue__init(&s->q, full.queue_max_bytes);
 	pthread_mutex_init(&s->lock, NULL);

@@ -37,36 +37,36 @@ struct otlp_sender_opts {
 	 */
 	const char *headers;
 	bool no_env_headers;
-	const char *ca_file; /* CA bundle for https (CURLOPT_CAINFO) */
+	const char *ca_file;     /* CA bundle for https (CURLOPT_CAINFO) */
 	const char *client_cert; /* optional mTLS, PEM */
 	const char *client_key;
-	bool gzip; /* Content-Encoding: gzip */
-	size_t queue_max_bytes; /* 0: 16 MiB */
+	bool gzip;                   /* Content-Encoding: gzip */
+	size_t queue_max_bytes;      /* 0: 16 MiB */
 	uint32_t connect_timeout_ms; /* 0: 5 s */
-	uint32_t timeout_ms; /* whole request; 0: 10 s */
+	uint32_t timeout_ms;         /* whole request; 0: 10 s */
 	uint32_t backoff_initial_ms; /* 0: 1 s */
-	uint32_t backoff_max_ms; /* 0: 30 s */
+	uint32_t backoff_max_ms;     /* 0: 30 s */
 	/* cap on a server's Retry-After; 0: 5 min */
 	uint32_t retry_after_max_ms;
-	bool debug; /* curl's trace to the log, headers redacted */
+	bool debug;      /* curl's trace to the log, headers redacted */
 	otlp_log_fn log; /* NULL: stderr */
 	void *log_ctx;
 };
 
 struct otlp_sender_stats {
-	uint64_t attempts; /* HTTP requests tried */
-	uint64_t successes; /* batches delivered (2xx) */
-	uint64_t failures; /* batches given up on (not retryable) */
-	uint64_t retries; /* attempts that failed and were retried */
+	uint64_t attempts;          /* HTTP requests tried */
+	uint64_t successes;         /* batches delivered (2xx) */
+	uint64_t failures;          /* batches given up on (not retryable) */
+	uint64_t retries;           /* attempts that failed and were retried */
 	uint64_t partial_successes; /* 2xx with rejected points */
-	uint64_t rejected_points; /* sum of rejected_data_points */
-	uint64_t dropped_batches; /* queue full, too big, or left at stop */
+	uint64_t rejected_points;   /* sum of rejected_data_points */
+	uint64_t dropped_batches;   /* queue full, too big, or left at stop */
 	uint64_t dropped_bytes;
 	uint64_t queue_batches; /* now waiting, including in flight */
 	uint64_t queue_bytes;
-	uint64_t sent_bytes; /* request bodies delivered, as on the wire */
+	uint64_t sent_bytes;  /* request bodies delivered, as on the wire */
 	uint64_t connections; /* opened; stays low while reused */
-	long last_status; /* last HTTP status; 0: transport error */
+	long last_status;     /* last HTTP status; 0: transport error */
 };
 
 struct otlp_sender;

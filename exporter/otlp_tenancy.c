@@ -8,7 +8,7 @@
 #include "exporter/otlp_encode.h"
 #include "exporter/otlp_tenancy.h"
 
-#define TENANT_MAX 256
+#define TENANT_MAX   256
 #define MAX_RESOURCE 32
 
 struct tenant {
@@ -67,7 +67,7 @@ static int split_metric(void *ctx, const struct mmetric_desc *desc,
 			const struct mpoint_view *pts, size_t n)
 {
 	struct otlp_tenancy *t = ctx;
-	char (*names)[TENANT_MAX];
+	char(*names)[TENANT_MAX];
 	bool *done;
 	int err = 0;
 
@@ -92,7 +92,8 @@ static int split_metric(void *ctx, const struct mmetric_desc *desc,
 		    t->o.tenant(t->o.ctx, pts[i].subject, names[i], TENANT_MAX))
 			continue;
 		if (t->o.default_tenant) {
-			snprintf(names[i], TENANT_MAX, "%s", t->o.default_tenant);
+			snprintf(names[i], TENANT_MAX, "%s",
+				 t->o.default_tenant);
 			continue;
 		}
 		done[i] = true;
@@ -154,9 +155,9 @@ int otlp_tenancy__export(struct otlp_tenancy *t, struct mstore *s,
 				 t->tv[i].name);
 			ec.header = hdr;
 		}
-		n = err ? 0 : otlp_encoder__finish_split(t->tv[i].enc,
-							  max_points, emit_one,
-							  &ec);
+		n = err ? 0
+			: otlp_encoder__finish_split(t->tv[i].enc, max_points,
+						     emit_one, &ec);
 		if (n < 0 && !err)
 			err = n;
 		total += n > 0 ? n : 0;
@@ -174,11 +175,12 @@ struct otlp_tenancy *otlp_tenancy__new(const struct otlp_tenancy_opts *o)
 	if (!t)
 		return NULL;
 	t->o = *o;
-	t->o.nresource = o->nresource < MAX_RESOURCE ? o->nresource : MAX_RESOURCE;
+	t->o.nresource = o->nresource < MAX_RESOURCE ? o->nresource
+						     : MAX_RESOURCE;
 	for (size_t i = 0; i < t->o.nresource; i++) {
 		t->res[i].key = strdup(o->resource[i].key);
-		t->res[i].value = strdup(o->resource[i].value ?
-					 o->resource[i].value : "");
+		t->res[i].value = strdup(
+			o->resource[i].value ? o->resource[i].value : "");
 		if (!t->res[i].key || !t->res[i].value) {
 			t->o.nresource = i + 1;
 			otlp_tenancy__free(t);

@@ -13,14 +13,18 @@ struct unit_word {
 
 /* The Collector's translator tables (pkg/translator/prometheus). */
 static const struct unit_word units[] = {
-	{ "d", "days" },	 { "h", "hours" },	 { "min", "minutes" },
-	{ "s", "seconds" },	 { "ms", "milliseconds" }, { "us", "microseconds" },
-	{ "ns", "nanoseconds" }, { "By", "bytes" },	 { "KiBy", "kibibytes" },
-	{ "MiBy", "mebibytes" }, { "GiBy", "gibibytes" }, { "TiBy", "tibibytes" },
-	{ "KBy", "kilobytes" },	 { "MBy", "megabytes" }, { "GBy", "gigabytes" },
-	{ "TBy", "terabytes" },	 { "m", "meters" },	 { "V", "volts" },
-	{ "A", "amperes" },	 { "J", "joules" },	 { "W", "watts" },
-	{ "g", "grams" },	 { "Cel", "celsius" },	 { "Hz", "hertz" },
+	{ "d", "days" },          { "h", "hours" },
+	{ "min", "minutes" },     { "s", "seconds" },
+	{ "ms", "milliseconds" }, { "us", "microseconds" },
+	{ "ns", "nanoseconds" },  { "By", "bytes" },
+	{ "KiBy", "kibibytes" },  { "MiBy", "mebibytes" },
+	{ "GiBy", "gibibytes" },  { "TiBy", "tibibytes" },
+	{ "KBy", "kilobytes" },   { "MBy", "megabytes" },
+	{ "GBy", "gigabytes" },   { "TBy", "terabytes" },
+	{ "m", "meters" },        { "V", "volts" },
+	{ "A", "amperes" },       { "J", "joules" },
+	{ "W", "watts" },         { "g", "grams" },
+	{ "Cel", "celsius" },     { "Hz", "hertz" },
 	{ "%", "percent" },
 };
 
@@ -147,9 +151,9 @@ int prom_names__unit(const char *unit, enum minstrument inst, char *buf,
  * are never rescaled.
  */
 static const char *const scaled_units[] = {
-	"days",	     "hours",	  "minutes",   "milliseconds", "microseconds",
-	"nanoseconds", "kibibytes", "mebibytes", "gibibytes",	"tibibytes",
-	"kilobytes", "megabytes", "gigabytes", "terabytes",
+	"days",        "hours",     "minutes",   "milliseconds", "microseconds",
+	"nanoseconds", "kibibytes", "mebibytes", "gibibytes",    "tibibytes",
+	"kilobytes",   "megabytes", "gigabytes", "terabytes",
 };
 
 static bool has_part(const char *name, const char *word);
@@ -200,7 +204,8 @@ int prom_names__metric(const struct mmetric_desc *d, char *buf, size_t len)
 	if (counter && o.len >= 6 && !strcmp(buf + o.len - 6, "_total"))
 		buf[o.len -= 6] = 0;
 	ul = prom_names__unit(d->unit, d->instrument, unit, sizeof(unit));
-	if (ul > 0 && !has_part(buf, unit) && !prom_names__unit_is_scaled(unit)) {
+	if (ul > 0 && !has_part(buf, unit) &&
+	    !prom_names__unit_is_scaled(unit)) {
 		put(&o, '_');
 		put_sanitized(&o, unit, (size_t)ul, false);
 	}

@@ -24,8 +24,8 @@ struct prom_server {
 };
 
 /* Split "host:port", "[v6]:port" or ":port"; host "" means any. */
-static int parse_listen(const char *addr, char *host, size_t hlen,
-			char *port, size_t plen, char *err, size_t errlen)
+static int parse_listen(const char *addr, char *host, size_t hlen, char *port,
+			size_t plen, char *err, size_t errlen)
 {
 	const char *colon, *h = addr;
 	size_t n;
@@ -33,7 +33,8 @@ static int parse_listen(const char *addr, char *host, size_t hlen,
 	long p;
 
 	if (!addr || !addr[0]) {
-		snprintf(err, errlen, "empty listen address: use HOST:PORT, "
+		snprintf(err, errlen,
+			 "empty listen address: use HOST:PORT, "
 			 "e.g. 127.0.0.1:9464, [::1]:9464 or :9464");
 		return -EINVAL;
 	}
@@ -41,8 +42,10 @@ static int parse_listen(const char *addr, char *host, size_t hlen,
 		const char *rb = strchr(addr, ']');
 
 		if (!rb || rb[1] != ':') {
-			snprintf(err, errlen, "listen address \"%s\": an IPv6 "
-				 "address is written [ADDR]:PORT", addr);
+			snprintf(err, errlen,
+				 "listen address \"%s\": an IPv6 "
+				 "address is written [ADDR]:PORT",
+				 addr);
 			return -EINVAL;
 		}
 		h = addr + 1;
@@ -51,9 +54,11 @@ static int parse_listen(const char *addr, char *host, size_t hlen,
 	} else {
 		colon = strrchr(addr, ':');
 		if (!colon || memchr(addr, ':', (size_t)(colon - addr))) {
-			snprintf(err, errlen, "listen address \"%s\": use "
+			snprintf(err, errlen,
+				 "listen address \"%s\": use "
 				 "HOST:PORT (IPv6 as [ADDR]:PORT, all "
-				 "interfaces as :PORT)", addr);
+				 "interfaces as :PORT)",
+				 addr);
 			return -EINVAL;
 		}
 		n = (size_t)(colon - addr);
@@ -61,8 +66,10 @@ static int parse_listen(const char *addr, char *host, size_t hlen,
 	errno = 0;
 	p = strtol(colon + 1, &end, 10);
 	if (!colon[1] || *end || errno || p < 0 || p > 65535) {
-		snprintf(err, errlen, "listen address \"%s\": the port must "
-			 "be a number from 0 to 65535", addr);
+		snprintf(err, errlen,
+			 "listen address \"%s\": the port must "
+			 "be a number from 0 to 65535",
+			 addr);
 		return -EINVAL;
 	}
 	if (n >= hlen) {
@@ -91,15 +98,22 @@ static int bind_one(const struct sockaddr *sa, socklen_t salen, bool dual,
 		e = errno;
 		close(fd);
 		if (e == EADDRINUSE)
-			snprintf(err, errlen, "listen address %s is already in "
-				 "use: stop the other process or choose another "
-				 "port", addr);
+			snprintf(
+				err, errlen,
+				"listen address %s is already in "
+				"use: stop the other process or choose another "
+				"port",
+				addr);
 		else if (e == EADDRNOTAVAIL)
-			snprintf(err, errlen, "listen address %s is not an "
-				 "address of this host", addr);
+			snprintf(err, errlen,
+				 "listen address %s is not an "
+				 "address of this host",
+				 addr);
 		else if (e == EACCES)
-			snprintf(err, errlen, "listen address %s: ports below "
-				 "1024 need CAP_NET_BIND_SERVICE", addr);
+			snprintf(err, errlen,
+				 "listen address %s: ports below "
+				 "1024 need CAP_NET_BIND_SERVICE",
+				 addr);
 		else
 			snprintf(err, errlen, "listen address %s: %s", addr,
 				 strerror(e));
@@ -138,8 +152,10 @@ static int open_listener(const char *addr, char *err, size_t errlen)
 	}
 	rc = getaddrinfo(host, port, &hints, &res);
 	if (rc) {
-		snprintf(err, errlen, "listen address %s: cannot resolve "
-			 "\"%s\": %s", addr, host, gai_strerror(rc));
+		snprintf(err, errlen,
+			 "listen address %s: cannot resolve "
+			 "\"%s\": %s",
+			 addr, host, gai_strerror(rc));
 		return -EINVAL;
 	}
 	fd = bind_one(res->ai_addr, res->ai_addrlen, false, addr, err, errlen);
@@ -150,8 +166,8 @@ static int open_listener(const char *addr, char *err, size_t errlen)
 /* Does the client take gzip (Accept-Encoding lists it without q=0)? */
 static bool wants_gzip(struct MHD_Connection *c)
 {
-	const char *ae = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-					MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	const char *ae = MHD_lookup_connection_value(
+		c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
 	const char *p = ae ? strcasestr(ae, "gzip") : NULL;
 	const char *q;
 
@@ -208,9 +224,9 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
-	r = MHD_create_response_from_buffer(len, body, owned ?
-					    MHD_RESPMEM_MUST_FREE :
-					    MHD_RESPMEM_PERSISTENT);
+	r = MHD_create_response_from_buffer(len, body,
+					    owned ? MHD_RESPMEM_MUST_FREE
+						  : MHD_RESPMEM_PERSISTENT);
 	if (!r) {
 		if (owned)
 			free(body);
@@ -224,8 +240,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
 	return ret;
 }
 
-static enum MHD_Result reply_text(struct MHD_Connection *c,
-				  unsigned int status, const char *msg)
+static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned int status,
+				  const char *msg)
 {
 	return reply(c, status, "text/plain; charset=utf-8", (char *)msg,
 		     strlen(msg), false);
@@ -288,8 +304,8 @@ static enum MHD_Result serve_metrics(struct prom_server *srv,
 				     struct MHD_Connection *c,
 				     const struct prom_page *page)
 {
-	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-							  MHD_HTTP_HEADER_ACCEPT);
+	const char *accept = MHD_lookup_connection_value(
+		c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
 	enum prom_format fmt = prom_text__negotiate(accept);
 	const struct prom_auth *auth = srv->opts.auth;
 	struct timespec ts;
@@ -302,9 +318,9 @@ static enum MHD_Result serve_metrics(struct prom_server *srv,
 	if (auth) {
 		char msg[512] = "";
 		int st = auth->begin(auth->ctx, srv->opts.store,
-				     MHD_lookup_connection_value(c,
-					MHD_HEADER_KIND,
-					MHD_HTTP_HEADER_AUTHORIZATION),
+				     MHD_lookup_connection_value(
+					     c, MHD_HEADER_KIND,
+					     MHD_HTTP_HEADER_AUTHORIZATION),
 				     &access, msg, sizeof(msg));
 
 		if (st != MHD_HTTP_OK) {
@@ -336,8 +352,8 @@ static enum MHD_Result serve_metrics(struct prom_server *srv,
 				  "out of memory\n");
 	}
 	/* the agent's own identity is not a tenant's to read */
-	err = access ? 0 :
-		       prom_text__write_target_info(f, srv->opts.resource,
+	err = access ? 0
+		     : prom_text__write_target_info(f, srv->opts.resource,
 						    srv->opts.nresource, fmt);
 	if (!err) {
 		struct mlabel consts[8];
@@ -345,15 +361,14 @@ static enum MHD_Result serve_metrics(struct prom_server *srv,
 		size_t nconsts = 0;
 
 		if (srv->opts.const_labels_fn)
-			nconsts = srv->opts.const_labels_fn(srv->opts.ctx, consts,
-							    8, cbuf,
-							    sizeof(cbuf));
-		err = prom_text__write_filtered(f, srv->opts.store, fmt,
-						(uint64_t)ts.tv_sec * 1000000000ull +
-						(uint64_t)ts.tv_nsec,
-						consts, nconsts,
-						access ? auth->keep : NULL,
-						access, &kept);
+			nconsts = srv->opts.const_labels_fn(
+				srv->opts.ctx, consts, 8, cbuf, sizeof(cbuf));
+		err = prom_text__write_filtered(
+			f, srv->opts.store, fmt,
+			(uint64_t)ts.tv_sec * 1000000000ull +
+				(uint64_t)ts.tv_nsec,
+			consts, nconsts, access ? auth->keep : NULL, access,
+			&kept);
 	}
 	if (access)
 		auth->end(access);
@@ -379,16 +394,16 @@ static enum MHD_Result serve_metrics(struct prom_server *srv,
 
 		if (z) {
 			free(buf);
-			r = MHD_create_response_from_buffer(zlen, z,
-						MHD_RESPMEM_MUST_FREE);
+			r = MHD_create_response_from_buffer(
+				zlen, z, MHD_RESPMEM_MUST_FREE);
 			if (!r) {
 				free(z);
 				return MHD_NO;
 			}
 			MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
 						prom_text__content_type(fmt));
-			MHD_add_response_header(r,
-				MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+			MHD_add_response_header(
+				r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
 			MHD_add_response_header(r, MHD_HTTP_HEADER_VARY,
 						"Accept-Encoding");
 			ret = MHD_queue_response(c, MHD_HTTP_OK, r);
@@ -405,8 +420,8 @@ static enum MHD_Result serve_ready(struct prom_server *srv,
 {
 	char why[256] = "", *body;
 
-	if (!srv->opts.ready_fn || !srv->opts.ready_fn(srv->opts.ctx, why,
-						       sizeof(why)))
+	if (!srv->opts.ready_fn ||
+	    !srv->opts.ready_fn(srv->opts.ctx, why, sizeof(why)))
 		return reply_text(c, MHD_HTTP_OK, "ok\n");
 	why[sizeof(why) - 1] = 0;
 	if (asprintf(&body, "%s\n", why[0] ? why : "not ready") < 0)
@@ -461,9 +476,10 @@ struct prom_server *prom_server__start(const struct prom_server_opts *opts,
 	if (srv->fd < 0)
 		goto fail;
 	if (!getsockname(srv->fd, (struct sockaddr *)&ss, &sl))
-		srv->port = ntohs(ss.ss_family == AF_INET6 ?
-				  ((struct sockaddr_in6 *)&ss)->sin6_port :
-				  ((struct sockaddr_in *)&ss)->sin_port);
+		srv->port =
+			ntohs(ss.ss_family == AF_INET6
+				      ? ((struct sockaddr_in6 *)&ss)->sin6_port
+				      : ((struct sockaddr_in *)&ss)->sin_port);
 	srv->daemon = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL,
 		handle, srv, MHD_OPTION_LISTEN_SOCKET, srv->fd,
@@ -480,8 +496,10 @@ struct prom_server *prom_server__start(const struct prom_server_opts *opts,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)PROM_MAX_REQUEST,
 		MHD_OPTION_END);
 	if (!srv->daemon) {
-		snprintf(err, errlen, "listen address %s: libmicrohttpd "
-			 "failed to start", opts->listen_addr);
+		snprintf(err, errlen,
+			 "listen address %s: libmicrohttpd "
+			 "failed to start",
+			 opts->listen_addr);
 		close(srv->fd);
 		goto fail;
 	}

@@ -79,7 +79,7 @@ struct prom_auth {
 };
 
 struct prom_page {
-	const char *path;         /* exact, e.g. "/ui" */
+	const char *path; /* exact, e.g. "/ui" */
 	const char *content_type;
 	/* a static body ... */
 	const void *body;

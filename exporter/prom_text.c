@@ -54,9 +54,9 @@ enum prom_format prom_text__negotiate(const char *accept)
 
 const char *prom_text__content_type(enum prom_format fmt)
 {
-	return fmt == PROM_FMT_OPENMETRICS ?
-		       "application/openmetrics-text; version=1.0.0; charset=utf-8" :
-		       "text/plain; version=0.0.4; charset=utf-8";
+	return fmt == PROM_FMT_OPENMETRICS
+		       ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+		       : "text/plain; version=0.0.4; charset=utf-8";
 }
 
 void prom_text__format_double(char *buf, size_t len, double v,
@@ -135,8 +135,8 @@ static int write_labels(struct writer *w, const struct mpoint_view *p,
 	bool any = false;
 
 	if (p->nlabels + w->nconsts > w->locap) {
-		struct label_out *lo = realloc(w->lo, (p->nlabels + w->nconsts) *
-							      sizeof(*lo));
+		struct label_out *lo =
+			realloc(w->lo, (p->nlabels + w->nconsts) * sizeof(*lo));
 
 		if (!lo)
 			return -ENOMEM;
@@ -205,8 +205,8 @@ static void write_value(struct writer *w, double v)
 }
 
 static int write_sample(struct writer *w, const char *name, const char *suffix,
-			const struct mpoint_view *p, const char *le,
-			double v, const int64_t *iv)
+			const struct mpoint_view *p, const char *le, double v,
+			const int64_t *iv)
 {
 	int err;
 
@@ -349,8 +349,8 @@ static void write_meta(struct writer *w, const struct mmetric_desc *d,
 		fputc('\n', w->out);
 	}
 	fprintf(w->out, "# TYPE %s %s\n", family, type_word(d));
-	if (om && prom_names__unit(d->unit, d->instrument, unit,
-				   sizeof(unit)) > 0) {
+	if (om &&
+	    prom_names__unit(d->unit, d->instrument, unit, sizeof(unit)) > 0) {
 		char suffix[130];
 
 		snprintf(suffix, sizeof(suffix), "_%s", unit);
@@ -418,8 +418,8 @@ static int write_family(void *ctx, const struct mmetric_desc *d,
 					   d->is_int ? &p->ivalue : NULL);
 			continue;
 		}
-		err = p->exp_h ? write_exponential(w, name, p) :
-				 write_explicit(w, name, p);
+		err = p->exp_h ? write_exponential(w, name, p)
+			       : write_explicit(w, name, p);
 		if (!err && sum)
 			err = write_sample(w, name, "_sum", p, NULL, p->sum,
 					   NULL);
@@ -442,10 +442,12 @@ int prom_text__write_target_info(FILE *out, const struct mlabel *attrs,
 		return 0;
 	/* an OpenMetrics info family is named without its _info sample */
 	if (fmt == PROM_FMT_OPENMETRICS)
-		fputs("# HELP target Target metadata\n# TYPE target info\n", out);
+		fputs("# HELP target Target metadata\n# TYPE target info\n",
+		      out);
 	else
 		fputs("# HELP target_info Target metadata\n"
-		      "# TYPE target_info gauge\n", out);
+		      "# TYPE target_info gauge\n",
+		      out);
 	fputs("target_info", out);
 	err = write_labels(&w, &p, NULL, NULL);
 	fputs(" 1\n", out);
@@ -461,22 +463,26 @@ int prom_text__write(FILE *out, struct mstore *s, enum prom_format fmt,
 	return prom_text__write_labelled(out, s, fmt, now_ns, NULL, 0);
 }
 
-int prom_text__write_labelled(FILE *out, struct mstore *s,
-			      enum prom_format fmt, uint64_t now_ns,
-			      const struct mlabel *consts, size_t nconsts)
+int prom_text__write_labelled(FILE *out, struct mstore *s, enum prom_format fmt,
+			      uint64_t now_ns, const struct mlabel *consts,
+			      size_t nconsts)
 {
 	return prom_text__write_filtered(out, s, fmt, now_ns, consts, nconsts,
 					 NULL, NULL, NULL);
 }
 
-int prom_text__write_filtered(FILE *out, struct mstore *s,
-			      enum prom_format fmt, uint64_t now_ns,
-			      const struct mlabel *consts, size_t nconsts,
-			      prom_keep_fn keep, void *keep_ctx, size_t *kept)
+int prom_text__write_filtered(FILE *out, struct mstore *s, enum prom_format fmt,
+			      uint64_t now_ns, const struct mlabel *consts,
+			      size_t nconsts, prom_keep_fn keep, void *keep_ctx,
+			      size_t *kept)
 {
 	struct writer w = {
-		.out = out, .fmt = fmt, .consts = consts, .nconsts = nconsts,
-		.keep = keep, .keep_ctx = keep_ctx,
+		.out = out,
+		.fmt = fmt,
+		.consts = consts,
+		.nconsts = nconsts,
+		.keep = keep,
+		.keep_ctx = keep_ctx,
 	};
 	size_t i;
 	int err;

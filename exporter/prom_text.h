@@ -48,9 +48,9 @@ int prom_text__write(FILE *out, struct mstore *s, enum prom_format fmt,
  * carry the key itself (the cluster identity: a per-series label is what
  * multi-cluster PromQL selects on, target_info needs a join).
  */
-int prom_text__write_labelled(FILE *out, struct mstore *s,
-			      enum prom_format fmt, uint64_t now_ns,
-			      const struct mlabel *consts, size_t nconsts);
+int prom_text__write_labelled(FILE *out, struct mstore *s, enum prom_format fmt,
+			      uint64_t now_ns, const struct mlabel *consts,
+			      size_t nconsts);
 
 /*
  * As prom_text__write_labelled, writing only the points keep() accepts by
@@ -59,10 +59,10 @@ int prom_text__write_labelled(FILE *out, struct mstore *s,
  * how many points were written.
  */
 typedef bool (*prom_keep_fn)(void *ctx, const char *subject);
-int prom_text__write_filtered(FILE *out, struct mstore *s,
-			      enum prom_format fmt, uint64_t now_ns,
-			      const struct mlabel *consts, size_t nconsts,
-			      prom_keep_fn keep, void *keep_ctx, size_t *kept);
+int prom_text__write_filtered(FILE *out, struct mstore *s, enum prom_format fmt,
+			      uint64_t now_ns, const struct mlabel *consts,
+			      size_t nconsts, prom_keep_fn keep, void *keep_ctx,
+			      size_t *kept);
 
 /*
  * The OTel resource as the target_info family (spec: "Resource Attributes"):

@@ -116,10 +116,12 @@ static int visit(void *ctx, const struct mmetric_desc *d,
 		const struct mpoint_view *p = &pts[i];
 		const char *cls = label(p, "http.response.status_code_class");
 		const char *ab = label(p, "milometer.aborted");
-		struct rt_row *r = rt_snap__row(s, label(p, "k8s.namespace.name"),
-			label(p, "k8s.httproute.name"),
-			rt_snap__rule_of_cluster(label(p, "envoy.cluster_name")),
-			sources[k].leg);
+		struct rt_row *r =
+			rt_snap__row(s, label(p, "k8s.namespace.name"),
+				     label(p, "k8s.httproute.name"),
+				     rt_snap__rule_of_cluster(
+					     label(p, "envoy.cluster_name")),
+				     sources[k].leg);
 
 		if (!r)
 			return -ENOMEM;
@@ -138,8 +140,10 @@ static int visit(void *ctx, const struct mmetric_desc *d,
 
 			for (size_t b = 0; b <= h->nbounds; b++) {
 				cum += h->counts[b];
-				if (rt_row__add_bucket(r, b < h->nbounds ?
-						       h->bounds[b] : INFINITY,
+				if (rt_row__add_bucket(r,
+						       b < h->nbounds
+							       ? h->bounds[b]
+							       : INFINITY,
 						       cum))
 					return -E2BIG;
 			}
@@ -237,7 +241,8 @@ int rt_snap__parse_json(struct rt_snap *s, const char *json, char *err,
 	rt_snap__reset(s);
 	if (!root || !json_object_object_get_ex(root, "rows", &rows) ||
 	    !json_object_is_type(rows, json_type_array)) {
-		snprintf(err, errlen, "%s:%d: the answer is not a top snapshot "
+		snprintf(err, errlen,
+			 "%s:%d: the answer is not a top snapshot "
 			 "(an agent older than this client?): %.80s",
 			 __FILE__, __LINE__, json);
 		goto out;
@@ -246,10 +251,11 @@ int rt_snap__parse_json(struct rt_snap *s, const char *json, char *err,
 	for (size_t i = 0; i < json_object_array_length(rows); i++) {
 		struct json_object *o = json_object_array_get_idx(rows, i), *bk;
 		double rule = num(o, "rule");
-		struct rt_row *r = rt_snap__row(s, str(o, "namespace"),
-			str(o, "route"), isnan(rule) ? -1 : (int)rule,
-			strcmp(str(o, "leg"), "upstream") ? RT_DOWNSTREAM :
-							    RT_UPSTREAM);
+		struct rt_row *r = rt_snap__row(
+			s, str(o, "namespace"), str(o, "route"),
+			isnan(rule) ? -1 : (int)rule,
+			strcmp(str(o, "leg"), "upstream") ? RT_DOWNSTREAM
+							  : RT_UPSTREAM);
 
 		if (!r) {
 			ret = -ENOMEM;
@@ -263,16 +269,21 @@ int rt_snap__parse_json(struct rt_snap *s, const char *json, char *err,
 		    !json_object_is_type(bk, json_type_array))
 			continue;
 		for (size_t b = 0; b < json_object_array_length(bk); b++) {
-			struct json_object *pair = json_object_array_get_idx(bk, b);
-			struct json_object *le = json_object_array_get_idx(pair, 0);
-			struct json_object *c = json_object_array_get_idx(pair, 1);
+			struct json_object *pair =
+				json_object_array_get_idx(bk, b);
+			struct json_object *le =
+				json_object_array_get_idx(pair, 0);
+			struct json_object *c =
+				json_object_array_get_idx(pair, 1);
 
 			if (!le || !c)
 				continue;
-			rt_row__add_bucket(r,
-				json_object_is_type(le, json_type_string) ?
-					strtod(json_object_get_string(le), NULL) :
-					json_object_get_double(le),
+			rt_row__add_bucket(
+				r,
+				json_object_is_type(le, json_type_string)
+					? strtod(json_object_get_string(le),
+						 NULL)
+					: json_object_get_double(le),
 				json_object_get_double(c));
 		}
 	}
@@ -285,9 +296,9 @@ out:
 int rt_sort__parse(const char *s, enum rt_sort *out)
 {
 	static const char *const names[] = {
-		[RT_SORT_ROUTE] = "route", [RT_SORT_RPS] = "rps",
-		[RT_SORT_SUCCESS] = "success", [RT_SORT_P50] = "p50",
-		[RT_SORT_P95] = "p95", [RT_SORT_P99] = "p99",
+		[RT_SORT_ROUTE] = "route",       [RT_SORT_RPS] = "rps",
+		[RT_SORT_SUCCESS] = "success",   [RT_SORT_P50] = "p50",
+		[RT_SORT_P95] = "p95",           [RT_SORT_P99] = "p99",
 		[RT_SORT_REQUESTS] = "requests",
 	};
 
@@ -342,9 +353,11 @@ void rt_view__compute(const struct rt_snap *cur, const struct rt_snap *prev,
 		if (!isnan(r->rate))
 			st->rps = r->rate;
 		else if (prev && cur->t > prev->t)
-			st->rps = (r->requests - (p && p->requests <= r->requests ?
-						  p->requests : 0)) /
-				  (cur->t - prev->t);
+			st->rps =
+				(r->requests - (p && p->requests <= r->requests
+							? p->requests
+							: 0)) /
+				(cur->t - prev->t);
 		else
 			st->rps = NAN;
 		st->success = n > 0 ? ok / n : NAN;
@@ -391,13 +404,26 @@ static int cmp_stat(const void *pa, const void *pb)
 	int c = 0;
 
 	switch (sort_key) {
-	case RT_SORT_ROUTE: break;
-	case RT_SORT_RPS: c = cmp_num(a->rps, b->rps, false); break;
-	case RT_SORT_SUCCESS: c = cmp_num(a->success, b->success, true); break;
-	case RT_SORT_P50: c = cmp_num(a->p50, b->p50, false); break;
-	case RT_SORT_P95: c = cmp_num(a->p95, b->p95, false); break;
-	case RT_SORT_P99: c = cmp_num(a->p99, b->p99, false); break;
-	case RT_SORT_REQUESTS: c = cmp_num(a->requests, b->requests, false); break;
+	case RT_SORT_ROUTE:
+		break;
+	case RT_SORT_RPS:
+		c = cmp_num(a->rps, b->rps, false);
+		break;
+	case RT_SORT_SUCCESS:
+		c = cmp_num(a->success, b->success, true);
+		break;
+	case RT_SORT_P50:
+		c = cmp_num(a->p50, b->p50, false);
+		break;
+	case RT_SORT_P95:
+		c = cmp_num(a->p95, b->p95, false);
+		break;
+	case RT_SORT_P99:
+		c = cmp_num(a->p99, b->p99, false);
+		break;
+	case RT_SORT_REQUESTS:
+		c = cmp_num(a->requests, b->requests, false);
+		break;
 	}
 	return c ? c : cmp_route(a, b);
 }
@@ -429,8 +455,8 @@ void rt_view__write_table(FILE *out, const struct rt_stat *st, size_t n)
 		const struct rt_row *r = st[i].row;
 		char name[400], rule[16];
 
-		snprintf(name, sizeof(name), "%s%s%s", r->ns, r->ns[0] ? "/" : "",
-			 r->route);
+		snprintf(name, sizeof(name), "%s%s%s", r->ns,
+			 r->ns[0] ? "/" : "", r->route);
 		snprintf(rule, sizeof(rule), r->rule < 0 ? "-" : "%d", r->rule);
 		fprintf(out, "%-40.40s %4s %-4s", name, rule,
 			r->leg == RT_UPSTREAM ? "up" : "down");
@@ -473,8 +499,8 @@ void rt_view__write_json(FILE *out, const struct rt_stat *st, size_t n)
 static struct rt_snap *nth(const struct rt_history *h, size_t k)
 {
 	/* k = 0: the oldest kept */
-	return (struct rt_snap *)&h->ring[(h->head + RT_HISTORY - h->count + k) %
-					  RT_HISTORY];
+	return (struct rt_snap *)&h
+		->ring[(h->head + RT_HISTORY - h->count + k) % RT_HISTORY];
 }
 
 void rt_history__add(struct rt_history *h, struct rt_snap *snap)
@@ -540,7 +566,8 @@ void rt_history__write_json(const struct rt_history *h, FILE *out,
 		for (int f = 0; f < 2; f++) {
 			fputs(f ? "],\"p95_ms\":[" : ",\"rps\":[", out);
 			for (size_t k = 1; k < h->count; k++) {
-				const struct rt_snap *a = nth(h, k - 1), *b = nth(h, k);
+				const struct rt_snap *a = nth(h, k - 1),
+						     *b = nth(h, k);
 				struct rt_snap one = { .t = b->t, .n = 1 };
 				const struct rt_row *rb = find(b, r);
 				struct rt_stat s1;
@@ -605,8 +632,10 @@ static struct json_object *prom_query(CURL *c, const char *base,
 	fclose(f);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
 	if (rc != CURLE_OK || code != 200) {
-		snprintf(err, errlen, "--prometheus-url %s: %s (HTTP %ld): %.200s",
-			 base, rc != CURLE_OK ? curl_easy_strerror(rc) : "query failed",
+		snprintf(err, errlen,
+			 "--prometheus-url %s: %s (HTTP %ld): %.200s", base,
+			 rc != CURLE_OK ? curl_easy_strerror(rc)
+					: "query failed",
 			 code, body ? body : "");
 		goto out;
 	}
@@ -615,8 +644,10 @@ static struct json_object *prom_query(CURL *c, const char *base,
 	    strcmp(json_object_get_string(st), "success") ||
 	    !json_object_object_get_ex(root, "data", &data) ||
 	    !json_object_object_get_ex(data, "result", &res)) {
-		snprintf(err, errlen, "--prometheus-url %s: not a Prometheus query API answer: %.200s",
-			 base, body ? body : "");
+		snprintf(
+			err, errlen,
+			"--prometheus-url %s: not a Prometheus query API answer: %.200s",
+			base, body ? body : "");
 		res = NULL;
 		goto out;
 	}
@@ -632,8 +663,9 @@ static const char *mlabel_of(struct json_object *metric, const char *key)
 {
 	struct json_object *v;
 
-	return json_object_object_get_ex(metric, key, &v) ?
-		       json_object_get_string(v) : "";
+	return json_object_object_get_ex(metric, key, &v)
+		       ? json_object_get_string(v)
+		       : "";
 }
 
 enum { PQ_REQUESTS, PQ_OK, PQ_RATE, PQ_BUCKETS };
@@ -651,20 +683,29 @@ static void prom_merge(struct rt_snap *snap, struct json_object *res,
 		if (!json_object_object_get_ex(s, "metric", &m) ||
 		    !json_object_object_get_ex(s, "value", &val))
 			continue;
-		v = strtod(json_object_get_string(json_object_array_get_idx(val, 1)),
+		v = strtod(json_object_get_string(
+				   json_object_array_get_idx(val, 1)),
 			   NULL);
 		r = rt_snap__row(snap, mlabel_of(m, "k8s_namespace_name"),
 				 mlabel_of(m, "k8s_httproute_name"),
-				 rt_snap__rule_of_cluster(mlabel_of(m, "envoy_cluster_name")),
+				 rt_snap__rule_of_cluster(
+					 mlabel_of(m, "envoy_cluster_name")),
 				 leg);
 		if (!r)
 			continue;
 		switch (what) {
-		case PQ_REQUESTS: r->requests += v; break;
-		case PQ_OK: r->ok += v; break;
-		case PQ_RATE: r->rate = (isnan(r->rate) ? 0 : r->rate) + v; break;
+		case PQ_REQUESTS:
+			r->requests += v;
+			break;
+		case PQ_OK:
+			r->ok += v;
+			break;
+		case PQ_RATE:
+			r->rate = (isnan(r->rate) ? 0 : r->rate) + v;
+			break;
 		case PQ_BUCKETS:
-			rt_row__add_bucket(r, strtod(mlabel_of(m, "le"), NULL), v);
+			rt_row__add_bucket(r, strtod(mlabel_of(m, "le"), NULL),
+					   v);
 			break;
 		}
 	}
@@ -673,10 +714,16 @@ static void prom_merge(struct rt_snap *snap, struct json_object *res,
 int rt_snap__from_prometheus(struct rt_snap *snap, const char *url,
 			     const char *rate_range, char *err, size_t errlen)
 {
-	static const char by[] = "k8s_namespace_name,k8s_httproute_name,envoy_cluster_name";
-	static const struct { const char *total, *time; enum rt_leg leg; } legs[] = {
-		{ "envoy_http_downstream_rq_total", "envoy_http_downstream_rq_time_bucket", RT_DOWNSTREAM },
-		{ "envoy_cluster_upstream_rq_total", "envoy_cluster_upstream_rq_time_bucket", RT_UPSTREAM },
+	static const char by[] =
+		"k8s_namespace_name,k8s_httproute_name,envoy_cluster_name";
+	static const struct {
+		const char *total, *time;
+		enum rt_leg leg;
+	} legs[] = {
+		{ "envoy_http_downstream_rq_total",
+		  "envoy_http_downstream_rq_time_bucket", RT_DOWNSTREAM },
+		{ "envoy_cluster_upstream_rq_total",
+		  "envoy_cluster_upstream_rq_time_bucket", RT_UPSTREAM },
 	};
 	CURL *c = curl_easy_init();
 	int ret = 0;
@@ -690,17 +737,19 @@ int rt_snap__from_prometheus(struct rt_snap *snap, const char *url,
 	for (size_t l = 0; l < 2 && !ret; l++) {
 		char q[4][512];
 
-		snprintf(q[PQ_REQUESTS], sizeof(q[0]), "sum by (%s) (%s)", by, legs[l].total);
-		snprintf(q[PQ_OK], sizeof(q[0]),
-			 "sum by (%s) (%s{http_response_status_code_class!=\"5xx\",milometer_aborted!=\"true\"})",
-			 by, legs[l].total);
-		snprintf(q[PQ_RATE], sizeof(q[0]), "sum by (%s) (rate(%s[%s]))", by,
-			 legs[l].total, rate_range);
+		snprintf(q[PQ_REQUESTS], sizeof(q[0]), "sum by (%s) (%s)", by,
+			 legs[l].total);
+		snprintf(
+			q[PQ_OK], sizeof(q[0]),
+			"sum by (%s) (%s{http_response_status_code_class!=\"5xx\",milometer_aborted!=\"true\"})",
+			by, legs[l].total);
+		snprintf(q[PQ_RATE], sizeof(q[0]), "sum by (%s) (rate(%s[%s]))",
+			 by, legs[l].total, rate_range);
 		snprintf(q[PQ_BUCKETS], sizeof(q[0]), "sum by (%s,le) (%s)", by,
 			 legs[l].time);
 		for (int k = 0; k < 4; k++) {
-			struct json_object *res = prom_query(c, url,
-							     q[k], err, errlen);
+			struct json_object *res =
+				prom_query(c, url, q[k], err, errlen);
 
 			if (!res) {
 				ret = -EIO;
@@ -713,4 +762,3 @@ int rt_snap__from_prometheus(struct rt_snap *snap, const char *url,
 	curl_easy_cleanup(c);
 	return ret;
 }
-

@@ -31,12 +31,12 @@ enum rt_leg { RT_DOWNSTREAM, RT_UPSTREAM };
 
 struct rt_row {
 	char ns[128];
-	char route[256];  /* unmatched, unknown: the agent's markers */
-	int rule;         /* -1: none (unmatched, unknown) */
+	char route[256]; /* unmatched, unknown: the agent's markers */
+	int rule;        /* -1: none (unmatched, unknown) */
 	enum rt_leg leg;
-	double requests;  /* cumulative */
-	double ok;        /* cumulative, not 5xx and not aborted */
-	double rate;      /* requests/s as the source computed it; NaN: from deltas */
+	double requests; /* cumulative */
+	double ok;       /* cumulative, not 5xx and not aborted */
+	double rate; /* requests/s as the source computed it; NaN: from deltas */
 	size_t nb;
 	struct hist_bucket b[RT_MAX_BUCKETS]; /* cumulative, last le=+Inf */
 };
@@ -81,8 +81,15 @@ struct rt_stat {
 	double p50, p95, p99;   /* ms, NaN: no requests in the window */
 };
 
-enum rt_sort { RT_SORT_ROUTE, RT_SORT_RPS, RT_SORT_SUCCESS, RT_SORT_P50,
-	       RT_SORT_P95, RT_SORT_P99, RT_SORT_REQUESTS };
+enum rt_sort {
+	RT_SORT_ROUTE,
+	RT_SORT_RPS,
+	RT_SORT_SUCCESS,
+	RT_SORT_P50,
+	RT_SORT_P95,
+	RT_SORT_P99,
+	RT_SORT_REQUESTS
+};
 
 /* "route", "rps", "success", "p50", "p95", "p99", "requests"; -EINVAL else. */
 int rt_sort__parse(const char *s, enum rt_sort *out);

@@ -54,12 +54,16 @@ struct ui *ui__new(ui_fetch_fn fetch, void *ctx)
 	ui->fetch = fetch;
 	ui->ctx = ctx;
 	ui->pages[0] = (struct prom_page){
-		.path = "/ui", .content_type = "text/html; charset=utf-8",
-		.body = ui_index_html, .len = sizeof(ui_index_html),
+		.path = "/ui",
+		.content_type = "text/html; charset=utf-8",
+		.body = ui_index_html,
+		.len = sizeof(ui_index_html),
 	};
 	ui->pages[1] = (struct prom_page){
-		.path = "/ui/top.json", .content_type = "application/json",
-		.write = write_top, .ctx = ui,
+		.path = "/ui/top.json",
+		.content_type = "application/json",
+		.write = write_top,
+		.ctx = ui,
 	};
 	return ui;
 }

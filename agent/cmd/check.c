@@ -58,7 +58,8 @@ static void say_schemas(FILE *f, const struct manifest_source *src,
 	char what[512];
 
 	if (crds)
-		fprintf(f, "schemas: %zu CustomResourceDefinition(s) installed in the cluster %s\n",
+		fprintf(f,
+			"schemas: %zu CustomResourceDefinition(s) installed in the cluster %s\n",
 			manifest_source__count(crds), server);
 	while ((m = manifest_source__next(src, "MetricPolicy", m))) {
 		struct metric_policy *p = NULL;
@@ -67,10 +68,10 @@ static void say_schemas(FILE *f, const struct manifest_source *src,
 		if (crd_policy__parse(m, &p, &e))
 			continue; /* its condition says why */
 		policy_lint__schema(p, src, crds, what, sizeof(what));
-		fprintf(f, "schema: %s:%u: MetricPolicy %s: subject %s%s%s: %s\n",
-			m->file, m->line, m->name ? m->name : "",
-			p->subj_group, *p->subj_group ? "/" : "", p->subj_kind,
-			what);
+		fprintf(f,
+			"schema: %s:%u: MetricPolicy %s: subject %s%s%s: %s\n",
+			m->file, m->line, m->name ? m->name : "", p->subj_group,
+			*p->subj_group ? "/" : "", p->subj_kind, what);
 		crd_policy__put(p);
 	}
 }
@@ -150,16 +151,19 @@ int check__run_api(int argc, char **argv, FILE *out, FILE *errf,
 		goto cleanup;
 	}
 	if (!npaths && !from_cluster) {
-		fprintf(errf, "milometer check: --manifests PATH is required (or --from-cluster)\n");
+		fprintf(errf,
+			"milometer check: --manifests PATH is required (or --from-cluster)\n");
 		usage(errf);
 		goto cleanup;
 	}
 	if (npaths && from_cluster) {
-		fprintf(errf, "milometer check: --from-cluster checks the cluster's objects, --manifests the files': run check once for each\n");
+		fprintf(errf,
+			"milometer check: --from-cluster checks the cluster's objects, --manifests the files': run check once for each\n");
 		goto cleanup;
 	}
 	if (cluster && !api) {
-		fprintf(errf, "milometer check: this build has no Kubernetes client; put the CustomResourceDefinitions in the manifests instead of --kubeconfig\n");
+		fprintf(errf,
+			"milometer check: this build has no Kubernetes client; put the CustomResourceDefinitions in the manifests instead of --kubeconfig\n");
 		goto cleanup;
 	}
 	if (cluster && api->open(kubeconfig, from_cluster, &crds,

@@ -28,8 +28,8 @@ struct manifest_source;
 struct check_api {
 	int (*open)(const char *kubeconfig, bool objects,
 		    struct manifest_source **crds,
-		    struct manifest_source **objs, void **handle,
-		    char *server, size_t serverlen, char *err, size_t errlen);
+		    struct manifest_source **objs, void **handle, char *server,
+		    size_t serverlen, char *err, size_t errlen);
 	void (*close)(void *handle);
 };
 

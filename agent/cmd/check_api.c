@@ -26,8 +26,8 @@
 #define MM_VERSION "dev"
 #endif
 
-#define CRD_PATH "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-#define SYNC_MS 20000
+#define CRD_PATH       "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+#define SYNC_MS        20000
 #define LIST_TIMEOUT_S 30
 
 struct crd_list {
@@ -106,7 +106,9 @@ static int add_items(struct crd_list *l, const char *body, char *cont,
 	cont[0] = '\0';
 	if (!root || !json_object_object_get_ex(root, "items", &items) ||
 	    !json_object_is_type(items, json_type_array)) {
-		snprintf(err, errlen, "the API server's answer to GET %s is not a list", CRD_PATH);
+		snprintf(err, errlen,
+			 "the API server's answer to GET %s is not a list",
+			 CRD_PATH);
 		json_object_put(root);
 		return -EPROTO;
 	}
@@ -120,11 +122,15 @@ static int add_items(struct crd_list *l, const char *body, char *cont,
 
 		/* a typed list's items carry no kind/apiVersion */
 		if (!json_object_object_get_ex(o, "kind", NULL))
-			json_object_object_add(o, "kind",
-					       json_object_new_string("CustomResourceDefinition"));
+			json_object_object_add(
+				o, "kind",
+				json_object_new_string(
+					"CustomResourceDefinition"));
 		if (!json_object_object_get_ex(o, "apiVersion", NULL))
-			json_object_object_add(o, "apiVersion",
-					       json_object_new_string("apiextensions.k8s.io/v1"));
+			json_object_object_add(
+				o, "apiVersion",
+				json_object_new_string(
+					"apiextensions.k8s.io/v1"));
 		grown = realloc(l->roots, (l->n + 1) * sizeof(*grown));
 		if (!grown) {
 			ret = -ENOMEM;
@@ -146,8 +152,8 @@ static int add_items(struct crd_list *l, const char *body, char *cont,
 static int list_crds(struct k8s_config *cfg, struct crd_list *l, char *err,
 		     size_t errlen)
 {
-	struct k8s_http *h = k8s_http__new(cfg, "milometer-check/" MM_VERSION,
-					   NULL, NULL);
+	struct k8s_http *h =
+		k8s_http__new(cfg, "milometer-check/" MM_VERSION, NULL, NULL);
 	char path[2048], cont[1024] = "";
 	int ret = 0;
 
@@ -157,7 +163,8 @@ static int list_crds(struct k8s_config *cfg, struct crd_list *l, char *err,
 	}
 	do {
 		struct k8s_req req = {
-			.method = "GET", .path = path,
+			.method = "GET",
+			.path = path,
 			.timeout_s = LIST_TIMEOUT_S,
 		};
 		struct k8s_resp resp = { 0 };
@@ -168,25 +175,29 @@ static int list_crds(struct k8s_config *cfg, struct crd_list *l, char *err,
 		curl_free(esc);
 		ret = k8s_http__do(h, &req, &resp);
 		if (ret < 0) {
-			snprintf(err, errlen,
-				 "cannot reach the Kubernetes API server %s (the server of %s): %s; start it or fix that server address, or drop --kubeconfig/--cluster to check against the manifests alone",
-				 cfg->server, cfg->origin,
-				 resp.error[0] ? resp.error : strerror(-ret));
+			snprintf(
+				err, errlen,
+				"cannot reach the Kubernetes API server %s (the server of %s): %s; start it or fix that server address, or drop --kubeconfig/--cluster to check against the manifests alone",
+				cfg->server, cfg->origin,
+				resp.error[0] ? resp.error : strerror(-ret));
 		} else if (resp.status == 401) {
-			snprintf(err, errlen,
-				 "the Kubernetes API server %s refused the credentials of %s (401 Unauthorized): renew the token or client certificate there",
-				 cfg->server, cfg->origin);
+			snprintf(
+				err, errlen,
+				"the Kubernetes API server %s refused the credentials of %s (401 Unauthorized): renew the token or client certificate there",
+				cfg->server, cfg->origin);
 			ret = -EACCES;
 		} else if (resp.status == 403) {
-			snprintf(err, errlen,
-				 "the Kubernetes API server %s forbids listing customresourcedefinitions.apiextensions.k8s.io (403 Forbidden): grant list on them to the user of %s, or put the CustomResourceDefinitions in the manifests and drop --kubeconfig/--cluster",
-				 cfg->server, cfg->origin);
+			snprintf(
+				err, errlen,
+				"the Kubernetes API server %s forbids listing customresourcedefinitions.apiextensions.k8s.io (403 Forbidden): grant list on them to the user of %s, or put the CustomResourceDefinitions in the manifests and drop --kubeconfig/--cluster",
+				cfg->server, cfg->origin);
 			ret = -EACCES;
 		} else if (resp.status != 200) {
-			snprintf(err, errlen,
-				 "the Kubernetes API server %s answered GET %s with HTTP %ld: is it a Kubernetes API server (the server of %s)?",
-				 cfg->server, CRD_PATH, resp.status,
-				 cfg->origin);
+			snprintf(
+				err, errlen,
+				"the Kubernetes API server %s answered GET %s with HTTP %ld: is it a Kubernetes API server (the server of %s)?",
+				cfg->server, CRD_PATH, resp.status,
+				cfg->origin);
 			ret = -EPROTO;
 		} else {
 			ret = add_items(l, resp.body ? resp.body : "", cont,
@@ -222,7 +233,8 @@ static int api_open(const char *kubeconfig, bool objects,
 		goto fail;
 	}
 	snprintf(server, serverlen, "%s", cfg->server);
-	if (asprintf(&l->label, "installed in the cluster %s", cfg->server) < 0) {
+	if (asprintf(&l->label, "installed in the cluster %s", cfg->server) <
+	    0) {
 		l->label = NULL;
 		ret = -ENOMEM;
 		goto fail;
@@ -246,15 +258,18 @@ static int api_open(const char *kubeconfig, bool objects,
 		goto fail;
 	}
 	if (objects) {
-		struct k8s_api_opts o = { .kubeconfig = kubeconfig,
-					  .user_agent = "milometer-check/" MM_VERSION };
+		struct k8s_api_opts o = {
+			.kubeconfig = kubeconfig,
+			.user_agent = "milometer-check/" MM_VERSION
+		};
 
 		ret = k8s_api__start(&o, &hd->api, err, errlen);
 		if (ret)
 			goto fail;
 		if (!k8s_api__wait_synced(hd->api, SYNC_MS)) {
 			k8s_api__synced(hd->api, why, sizeof(why));
-			snprintf(err, errlen, "not every resource listed within %d s: %s",
+			snprintf(err, errlen,
+				 "not every resource listed within %d s: %s",
 				 SYNC_MS / 1000, why);
 			ret = -ETIMEDOUT;
 			goto fail;

@@ -74,37 +74,64 @@ int controller__main(int argc, char **argv)
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (opt) {
-		case 'k': o.kubeconfig = optarg; break;
-		case 'n': o.ns = optarg; break;
-		case 'i': o.identity = optarg; break;
-		case 'l': o.lease_name = optarg; break;
-		case 'p': o.listen = optarg; break;
-		case 'a': o.auth = optarg; break;
-		case 't': zo->ttl_s = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'm': zo->max_entries = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'k':
+			o.kubeconfig = optarg;
+			break;
+		case 'n':
+			o.ns = optarg;
+			break;
+		case 'i':
+			o.identity = optarg;
+			break;
+		case 'l':
+			o.lease_name = optarg;
+			break;
+		case 'p':
+			o.listen = optarg;
+			break;
+		case 'a':
+			o.auth = optarg;
+			break;
+		case 't':
+			zo->ttl_s = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'm':
+			zo->max_entries = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
 		case 'x':
 			if (zo->nextra >= K8S_AUTHZ_MAX_EXTRA ||
 			    !k8s_authz__valid_extra(optarg, err, sizeof(err))) {
-				fprintf(stderr, "milometer: controller: --metrics-auth-extra: %s\n",
-					zo->nextra >= K8S_AUTHZ_MAX_EXTRA ?
-					"at most 16" : err);
+				fprintf(stderr,
+					"milometer: controller: --metrics-auth-extra: %s\n",
+					zo->nextra >= K8S_AUTHZ_MAX_EXTRA
+						? "at most 16"
+						: err);
 				return 2;
 			}
 			zo->extra[zo->nextra++] = optarg;
 			break;
-		case 'u': o.prom_url = optarg; break;
+		case 'u':
+			o.prom_url = optarg;
+			break;
 		case 'T':
-			if (ctrl_translate__add(&o.tr, optarg, err, sizeof(err))) {
-				fprintf(stderr, "milometer: controller: %s\n", err);
+			if (ctrl_translate__add(&o.tr, optarg, err,
+						sizeof(err))) {
+				fprintf(stderr, "milometer: controller: %s\n",
+					err);
 				return 2;
 			}
 			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (strcmp(o.auth, "none") && strcmp(o.auth, "kubernetes")) {
-		fprintf(stderr, "milometer: controller: --metrics-auth %s: use none or kubernetes\n",
+		fprintf(stderr,
+			"milometer: controller: --metrics-auth %s: use none or kubernetes\n",
 			o.auth);
 		return 2;
 	}

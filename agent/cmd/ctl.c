@@ -48,10 +48,18 @@ int ctl__main(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (c) {
-		case 's': path = optarg; break;
-		case 'j': json = 1; break;
-		case 'h': ctl_usage(stdout); return 0;
-		default: ctl_usage(stderr); return 2;
+		case 's':
+			path = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			ctl_usage(stdout);
+			return 0;
+		default:
+			ctl_usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc - 1) {
@@ -66,10 +74,12 @@ int ctl__main(int argc, char **argv)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		if (errno == EACCES || errno == EPERM)
-			fprintf(stderr, "milometer ctl: permission denied on %s: the debug socket is root-only (mode 0600; it shows every tenant's series): run ctl as root, e.g. sudo milometer ctl\n",
+			fprintf(stderr,
+				"milometer ctl: permission denied on %s: the debug socket is root-only (mode 0600; it shows every tenant's series): run ctl as root, e.g. sudo milometer ctl\n",
 				path);
 		else
-			fprintf(stderr, "milometer ctl: cannot connect to %s: %s (is `milometer run` running? see --socket)\n",
+			fprintf(stderr,
+				"milometer ctl: cannot connect to %s: %s (is `milometer run` running? see --socket)\n",
 				path, strerror(errno));
 		if (fd >= 0)
 			close(fd);

@@ -72,14 +72,18 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 			fputs(usage, out);
 			return 0;
 		default:
-			fprintf(errs, "milometer explain: unknown or incomplete "
-				"option \"%s\"\n%s", argv[optind - 1], usage);
+			fprintf(errs,
+				"milometer explain: unknown or incomplete "
+				"option \"%s\"\n%s",
+				argv[optind - 1], usage);
 			return 2;
 		}
 	}
 	if (!o.manifests || optind != argc - 1) {
-		fprintf(errs, "milometer explain: need --manifests PATH and "
-			"exactly one URL\n%s", usage);
+		fprintf(errs,
+			"milometer explain: need --manifests PATH and "
+			"exactly one URL\n%s",
+			usage);
 		return 2;
 	}
 	return explain__request(&o, &req, argv[optind], out, errs);

@@ -10,8 +10,7 @@
 int metrics_ref__main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{}
+		{ "help", no_argument, NULL, 'h' }, {}
 	};
 	int c, err;
 
@@ -19,12 +18,14 @@ int metrics_ref__main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		fputs("usage: milometer metrics-reference\n"
 		      "\nPrint the Markdown reference of every metric milometer "
-		      "exposes (docs/metrics.md).\n", c == 'h' ? stdout : stderr);
+		      "exposes (docs/metrics.md).\n",
+		      c == 'h' ? stdout : stderr);
 		return c == 'h' ? 0 : 2;
 	}
 	err = metrics_ref__write(stdout);
 	if (err || fflush(stdout)) {
-		fprintf(stderr, "milometer metrics-reference: %s:%d: writing the reference failed: %s\n",
+		fprintf(stderr,
+			"milometer metrics-reference: %s:%d: writing the reference failed: %s\n",
 			__FILE__, __LINE__, strerror(err ? -err : 5));
 		return 1;
 	}

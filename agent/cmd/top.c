@@ -55,8 +55,11 @@ int top__main(int argc, char **argv)
 		{}
 	};
 	struct top_opts o = {
-		.socket = "/run/milometer/milometer.sock", .sort = RT_SORT_RPS,
-		.interval_s = 1, .window_s = NAN, .rate_range = "1m",
+		.socket = "/run/milometer/milometer.sock",
+		.sort = RT_SORT_RPS,
+		.interval_s = 1,
+		.window_s = NAN,
+		.rate_range = "1m",
 	};
 	char *end;
 	int c;
@@ -64,20 +67,31 @@ int top__main(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
 		switch (c) {
-		case 'S': o.socket = optarg; break;
-		case 'P': o.prometheus_url = optarg; break;
-		case 'R': o.rate_range = optarg; break;
-		case '1': o.once = true; break;
+		case 'S':
+			o.socket = optarg;
+			break;
+		case 'P':
+			o.prometheus_url = optarg;
+			break;
+		case 'R':
+			o.rate_range = optarg;
+			break;
+		case '1':
+			o.once = true;
+			break;
 		case 's':
 			if (rt_sort__parse(optarg, &o.sort)) {
-				fprintf(stderr, "milometer top: --sort %s: use rps, success, p50, p95, p99, requests or route\n",
+				fprintf(stderr,
+					"milometer top: --sort %s: use rps, success, p50, p95, p99, requests or route\n",
 					optarg);
 				return 2;
 			}
 			break;
 		case 'o':
 			if (strcmp(optarg, "json") && strcmp(optarg, "table")) {
-				fprintf(stderr, "milometer top: -o %s: use table or json\n", optarg);
+				fprintf(stderr,
+					"milometer top: -o %s: use table or json\n",
+					optarg);
 				return 2;
 			}
 			o.json = !strcmp(optarg, "json");
@@ -85,18 +99,26 @@ int top__main(int argc, char **argv)
 		case 'i':
 		case 'w':
 			errno = 0;
-			(c == 'i' ? &o.interval_s : &o.window_s)[0] = strtod(optarg, &end);
+			(c == 'i' ? &o.interval_s : &o.window_s)[0] =
+				strtod(optarg, &end);
 			if (errno || *end || end == optarg ||
-			    (c == 'i' ? o.interval_s <= 0 || o.interval_s > 3600 :
-					o.window_s < 0 || o.window_s > 600)) {
-				fprintf(stderr, "milometer top: --%s %s: a number of seconds, %s\n",
-					c == 'i' ? "interval" : "window", optarg,
-					c == 'i' ? "above 0, at most 3600" : "0 to 600");
+			    (c == 'i' ? o.interval_s <= 0 || o.interval_s > 3600
+				      : o.window_s < 0 || o.window_s > 600)) {
+				fprintf(stderr,
+					"milometer top: --%s %s: a number of seconds, %s\n",
+					c == 'i' ? "interval" : "window",
+					optarg,
+					c == 'i' ? "above 0, at most 3600"
+						 : "0 to 600");
 				return 2;
 			}
 			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc) {

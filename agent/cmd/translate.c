@@ -30,7 +30,8 @@ static struct manifest_source *api_open(const char *kubeconfig, void **out,
 		return NULL;
 	}
 	if (!k8s_api__wait_synced(h->api, SYNC_MS))
-		fprintf(stderr, "milometer translate: not every resource listed within %d s; translating what arrived\n",
+		fprintf(stderr,
+			"milometer translate: not every resource listed within %d s; translating what arrived\n",
 			SYNC_MS / 1000);
 	h->src = k8s_api__manifest_source(h->api);
 	if (!h->src) {

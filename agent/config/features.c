@@ -53,10 +53,14 @@ struct features {
 const char *features__stage_name(enum feature_stage s)
 {
 	switch (s) {
-	case FEATURE_ALPHA: return "ALPHA";
-	case FEATURE_BETA: return "BETA";
-	case FEATURE_GA: return "GA";
-	case FEATURE_DEPRECATED: return "DEPRECATED";
+	case FEATURE_ALPHA:
+		return "ALPHA";
+	case FEATURE_BETA:
+		return "BETA";
+	case FEATURE_GA:
+		return "GA";
+	case FEATURE_DEPRECATED:
+		return "DEPRECATED";
 	}
 	return "?";
 }
@@ -88,12 +92,13 @@ static int known_err(const struct feature_spec *specs, size_t n, char *err,
 	va_end(ap);
 	off = strlen(err);
 	for (size_t i = 0; i < n && off < errlen; i++) {
-		snprintf(err + off, errlen - off, "%s%s", i ? ", " : " (known gates: ",
-			 specs[i].name);
+		snprintf(err + off, errlen - off, "%s%s",
+			 i ? ", " : " (known gates: ", specs[i].name);
 		off = strlen(err);
 	}
 	if (off < errlen)
-		snprintf(err + off, errlen - off, "%s", n ? ")" : " (no gates known)");
+		snprintf(err + off, errlen - off, "%s",
+			 n ? ")" : " (no gates known)");
 	return -EINVAL;
 }
 
@@ -128,26 +133,29 @@ int features__parse(const struct feature_spec *specs, size_t n, const char *s,
 			continue; /* "A=true,,B=false" and a trailing comma */
 		eq = memchr(kb, '=', ve - kb);
 		if (!eq)
-			return known_err(specs, n, err, errlen,
-					 "--feature-gates: \"%.*s\": missing =true or =false",
-					 (int)(ve - kb), kb);
+			return known_err(
+				specs, n, err, errlen,
+				"--feature-gates: \"%.*s\": missing =true or =false",
+				(int)(ve - kb), kb);
 		ke = eq;
 		vb = eq + 1;
 		trim(&kb, &ke);
 		trim(&vb, &ve);
 		idx = spec_lookup(specs, n, kb, ke - kb);
 		if (idx < 0)
-			return known_err(specs, n, err, errlen,
-					 "--feature-gates: unrecognized feature gate \"%.*s\"",
-					 (int)(ke - kb), kb);
+			return known_err(
+				specs, n, err, errlen,
+				"--feature-gates: unrecognized feature gate \"%.*s\"",
+				(int)(ke - kb), kb);
 		if (ve - vb == 4 && !strncasecmp(vb, "true", 4))
 			v = true;
 		else if (ve - vb == 5 && !strncasecmp(vb, "false", 5))
 			v = false;
 		else
-			return known_err(specs, 0, err, errlen,
-					 "--feature-gates: %s=\"%.*s\": the value must be true or false",
-					 specs[idx].name, (int)(ve - vb), vb);
+			return known_err(
+				specs, 0, err, errlen,
+				"--feature-gates: %s=\"%.*s\": the value must be true or false",
+				specs[idx].name, (int)(ve - vb), vb);
 		out.set |= 1u << idx;
 		out.val = v ? out.val | 1u << idx : out.val & ~(1u << idx);
 	}
@@ -165,8 +173,10 @@ int features__parse_node(const struct feature_spec *specs, size_t n,
 	if (node->kind == DOC_NULL)
 		return 0; /* "featureGates:" with nothing under it */
 	if (node->kind != DOC_MAP) {
-		snprintf(err, errlen, "%s:%u: featureGates: expected a map of gate name to true/false",
-			 file, node->line);
+		snprintf(
+			err, errlen,
+			"%s:%u: featureGates: expected a map of gate name to true/false",
+			file, node->line);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < node->map.n; i++) {
@@ -175,12 +185,15 @@ int features__parse_node(const struct feature_spec *specs, size_t n,
 		int idx = spec_lookup(specs, n, k, strlen(k));
 
 		if (idx < 0)
-			return known_err(specs, n, err, errlen,
-					 "%s:%u: featureGates: unrecognized feature gate \"%s\"",
-					 file, v->line, k);
+			return known_err(
+				specs, n, err, errlen,
+				"%s:%u: featureGates: unrecognized feature gate \"%s\"",
+				file, v->line, k);
 		if (v->kind != DOC_BOOL) {
-			snprintf(err, errlen, "%s:%u: featureGates.%s: expected true or false",
-				 file, v->line, k);
+			snprintf(
+				err, errlen,
+				"%s:%u: featureGates.%s: expected true or false",
+				file, v->line, k);
 			return -EINVAL;
 		}
 		out.set |= 1u << idx;
@@ -309,14 +322,17 @@ int features__apply(struct features *f, const struct feature_overrides *cfg,
 			}
 		}
 		if (asked && sp->lock_to_default && want != sp->def) {
-			warnf(f, "feature gate %s is %s and locked to %s: setting it to %s is ignored",
+			warnf(f,
+			      "feature gate %s is %s and locked to %s: setting it to %s is ignored",
 			      sp->name, features__stage_name(sp->stage),
-			      sp->def ? "true" : "false", want ? "true" : "false");
+			      sp->def ? "true" : "false",
+			      want ? "true" : "false");
 			want = sp->def;
 		} else if (asked && (sp->stage == FEATURE_GA ||
 				     sp->stage == FEATURE_DEPRECATED)) {
 			/* Kubernetes' words for the same case */
-			warnf(f, "setting %s feature gate %s=%s; it will be removed in a future release",
+			warnf(f,
+			      "setting %s feature gate %s=%s; it will be removed in a future release",
 			      sp->stage == FEATURE_GA ? "GA" : "deprecated",
 			      sp->name, want ? "true" : "false");
 		}
@@ -326,7 +342,8 @@ int features__apply(struct features *f, const struct feature_overrides *cfg,
 			int err = notify(f, (int)i, want);
 
 			if (err) {
-				warnf(f, "feature gate %s stays %s: turning it %s failed: %s",
+				warnf(f,
+				      "feature gate %s stays %s: turning it %s failed: %s",
 				      sp->name, was ? "on" : "off",
 				      want ? "on" : "off", strerror(-err));
 				if (!first_err)
@@ -369,7 +386,8 @@ void features__summary(const struct features *f, char *buf, size_t len)
 	buf[0] = 0;
 	for (size_t i = 0; i < f->n && off < len; i++) {
 		snprintf(buf + off, len - off, "%s%s=%s(%s)", i ? "," : "",
-			 f->specs[i].name, features__enabled(f, i) ? "true" : "false",
+			 f->specs[i].name,
+			 features__enabled(f, i) ? "true" : "false",
 			 features__stage_name(f->specs[i].stage));
 		off = strlen(buf);
 	}
@@ -383,12 +401,15 @@ void features__dump(const struct features *f, FILE *out, bool json)
 			const struct feature_spec *sp = &f->specs[i];
 
 			/* names and descriptions are ours: no escaping needed */
-			fprintf(out, "%s{\"name\":\"%s\",\"stage\":\"%s\",\"default\":%s,"
-				     "\"enabled\":%s,\"lockToDefault\":%s,\"description\":\"%s\"}",
-				i ? "," : "", sp->name, features__stage_name(sp->stage),
+			fprintf(out,
+				"%s{\"name\":\"%s\",\"stage\":\"%s\",\"default\":%s,"
+				"\"enabled\":%s,\"lockToDefault\":%s,\"description\":\"%s\"}",
+				i ? "," : "", sp->name,
+				features__stage_name(sp->stage),
 				sp->def ? "true" : "false",
 				features__enabled(f, i) ? "true" : "false",
-				sp->lock_to_default ? "true" : "false", sp->desc ? sp->desc : "");
+				sp->lock_to_default ? "true" : "false",
+				sp->desc ? sp->desc : "");
 		}
 		fputs("]\n", out);
 		return;
@@ -399,7 +420,8 @@ void features__dump(const struct features *f, FILE *out, bool json)
 		const struct feature_spec *sp = &f->specs[i];
 
 		fprintf(out, "%-14s %-10s %-8s %-8s %s%s\n", sp->name,
-			features__stage_name(sp->stage), sp->def ? "true" : "false",
+			features__stage_name(sp->stage),
+			sp->def ? "true" : "false",
 			features__enabled(f, i) ? "true" : "false",
 			sp->lock_to_default ? "(locked) " : "",
 			sp->desc ? sp->desc : "");

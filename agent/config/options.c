@@ -45,72 +45,72 @@ void options__free(struct agent_opts *o)
 void options__usage(FILE *out)
 {
 	fprintf(out,
-"usage: milometer run [options]\n"
-"\n"
-"Trace the gateway proxy's HTTP traffic with eBPF, attribute each request to\n"
-"its HTTPRoute rule, and export per-route metrics. Needs root (CAP_BPF,\n"
-"CAP_PERFMON, CAP_SYS_ADMIN to mount bpffs/tracefs).\n"
-"\n"
-"  --config FILE              YAML config; flags override it\n"
-"  --manifests DIR            Gateway/HTTPRoute/MetricDefinition/MetricPolicy\n"
-"                             YAML; changes are picked up while running\n"
-"  --gateway NS/NAME          the Gateway this proxy implements (default: all)\n"
-"  --proxy-exe NAME           trace processes with this executable name or\n"
-"                             path (repeatable); workers forked later too\n"
-"  --proxy-pid PID            trace this process and its children (repeatable)\n"
-"  --proxy-cgroup PATH        trace processes of this cgroup v2 (repeatable)\n"
-"  --listener-port L=S        the proxy accepts the connections of Gateway\n"
-"                             listener port L on socket port S (repeatable;\n"
-"                             default: the Gateway's Service targetPort in a\n"
-"                             cluster, else S = L)\n"
-"  --prometheus-listen ADDR   Prometheus /metrics, /healthz, /readyz\n"
-"                             (default 127.0.0.1:9464; \"\" disables)\n"
-"  --socket PATH              debug socket for `milometer ctl`\n"
-"                             (default /run/milometer/milometer.sock)\n"
-"  --otlp-endpoint URL        push OTLP/HTTP protobuf to URL/v1/metrics\n"
-"  --otlp-headers K=V,...     extra headers (or $MILOMETER_OTLP_HEADERS)\n"
-"  --otlp-ca-file FILE        CA bundle for https endpoints\n"
-"  --otlp-gzip                gzip request bodies\n"
-"  --otlp-tenant-from SRC     one request per tenant: namespace (attribute\n"
-"                             milo.project) or namespace-label:KEY (the\n"
-"                             Namespace's label KEY; attribute KEY)\n"
-"  --otlp-tenant-header NAME  the tenant's header (default X-Scope-OrgID;\n"
-"                             \"\" sends none)\n"
-"  --otlp-tenant-default T    tenant of points bound to no object (default:\n"
-"                             drop them, counted in milometer_export_no_tenant)\n"
-"  --export-interval SECONDS  OTLP export period (default 60)\n"
-"  --ringbuf-bytes N          ring buffer size, power of 2 (default 4194304)\n"
-"  --max-connections N        sockets tracked at once (default 16384)\n"
-"  --max-series N             series per metric before overflow (default 10000)\n"
-"  --series-idle SECONDS      drop series idle this long (default 300, 0 never)\n"
-"  --no-source-metrics        export only policy targets, not envoy.* sources\n"
-"  --resource-fields MODE     ResourceFields (control-plane) series: auto\n"
-"                             (default: with --manifests; from the API the\n"
-"                             controller makes them once), on, off\n"
-"  --node-name NAME           k8s.node.name, and the node whose Pods are watched\n"
-"                             (default $NODE_NAME, then the hostname)\n"
-"  --kubeconfig FILE          take Gateways, HTTPRoutes, MetricDefinitions and\n"
-"                             MetricPolicies from this cluster's API (default\n"
-"                             without --manifests: $KUBECONFIG, else in-cluster)\n"
-"  --capture MODE             how socket I/O is seen: auto (default: sock when\n"
-"                             the kernel has it), sock (socket tracepoints,\n"
-"                             Linux 6.3+), sys-exit (any kernel 5.10+, costs\n"
-"                             every process on the node a little)\n"
-"  --metrics-auth MODE        who may read /metrics: none (default) or\n"
-"                             kubernetes (bearer token checked by TokenReview;\n"
-"                             get on /metrics reads all, others the series of\n"
-"                             objects they may get: docs/tenancy.md)\n"
-"  --metrics-auth-ttl SECONDS cache authorization decisions (default 30)\n"
-"  --metrics-auth-max-entries N  decisions cached at most (default 10000)\n"
-"  --metrics-auth-extra K=V   add to every SubjectAccessReview's extra\n"
-"                             (repeatable; {namespace} is the object's)\n"
-"  --pin-dir DIR              where maps and programs are pinned while running\n"
-"                             (default /sys/fs/bpf/milometer; one per agent:\n"
-"                             a second agent on the same one is refused)\n"
-"  --feature-gates K=V,...    turn gates on/off, e.g. TLSCapture=true,HTTP2=false\n"
-"                             (repeatable; see `milometer ctl features`)\n"
-"  -v, --verbose              libbpf and debug logs\n"
-"  -h, --help                 this help\n");
+		"usage: milometer run [options]\n"
+		"\n"
+		"Trace the gateway proxy's HTTP traffic with eBPF, attribute each request to\n"
+		"its HTTPRoute rule, and export per-route metrics. Needs root (CAP_BPF,\n"
+		"CAP_PERFMON, CAP_SYS_ADMIN to mount bpffs/tracefs).\n"
+		"\n"
+		"  --config FILE              YAML config; flags override it\n"
+		"  --manifests DIR            Gateway/HTTPRoute/MetricDefinition/MetricPolicy\n"
+		"                             YAML; changes are picked up while running\n"
+		"  --gateway NS/NAME          the Gateway this proxy implements (default: all)\n"
+		"  --proxy-exe NAME           trace processes with this executable name or\n"
+		"                             path (repeatable); workers forked later too\n"
+		"  --proxy-pid PID            trace this process and its children (repeatable)\n"
+		"  --proxy-cgroup PATH        trace processes of this cgroup v2 (repeatable)\n"
+		"  --listener-port L=S        the proxy accepts the connections of Gateway\n"
+		"                             listener port L on socket port S (repeatable;\n"
+		"                             default: the Gateway's Service targetPort in a\n"
+		"                             cluster, else S = L)\n"
+		"  --prometheus-listen ADDR   Prometheus /metrics, /healthz, /readyz\n"
+		"                             (default 127.0.0.1:9464; \"\" disables)\n"
+		"  --socket PATH              debug socket for `milometer ctl`\n"
+		"                             (default /run/milometer/milometer.sock)\n"
+		"  --otlp-endpoint URL        push OTLP/HTTP protobuf to URL/v1/metrics\n"
+		"  --otlp-headers K=V,...     extra headers (or $MILOMETER_OTLP_HEADERS)\n"
+		"  --otlp-ca-file FILE        CA bundle for https endpoints\n"
+		"  --otlp-gzip                gzip request bodies\n"
+		"  --otlp-tenant-from SRC     one request per tenant: namespace (attribute\n"
+		"                             milo.project) or namespace-label:KEY (the\n"
+		"                             Namespace's label KEY; attribute KEY)\n"
+		"  --otlp-tenant-header NAME  the tenant's header (default X-Scope-OrgID;\n"
+		"                             \"\" sends none)\n"
+		"  --otlp-tenant-default T    tenant of points bound to no object (default:\n"
+		"                             drop them, counted in milometer_export_no_tenant)\n"
+		"  --export-interval SECONDS  OTLP export period (default 60)\n"
+		"  --ringbuf-bytes N          ring buffer size, power of 2 (default 4194304)\n"
+		"  --max-connections N        sockets tracked at once (default 16384)\n"
+		"  --max-series N             series per metric before overflow (default 10000)\n"
+		"  --series-idle SECONDS      drop series idle this long (default 300, 0 never)\n"
+		"  --no-source-metrics        export only policy targets, not envoy.* sources\n"
+		"  --resource-fields MODE     ResourceFields (control-plane) series: auto\n"
+		"                             (default: with --manifests; from the API the\n"
+		"                             controller makes them once), on, off\n"
+		"  --node-name NAME           k8s.node.name, and the node whose Pods are watched\n"
+		"                             (default $NODE_NAME, then the hostname)\n"
+		"  --kubeconfig FILE          take Gateways, HTTPRoutes, MetricDefinitions and\n"
+		"                             MetricPolicies from this cluster's API (default\n"
+		"                             without --manifests: $KUBECONFIG, else in-cluster)\n"
+		"  --capture MODE             how socket I/O is seen: auto (default: sock when\n"
+		"                             the kernel has it), sock (socket tracepoints,\n"
+		"                             Linux 6.3+), sys-exit (any kernel 5.10+, costs\n"
+		"                             every process on the node a little)\n"
+		"  --metrics-auth MODE        who may read /metrics: none (default) or\n"
+		"                             kubernetes (bearer token checked by TokenReview;\n"
+		"                             get on /metrics reads all, others the series of\n"
+		"                             objects they may get: docs/tenancy.md)\n"
+		"  --metrics-auth-ttl SECONDS cache authorization decisions (default 30)\n"
+		"  --metrics-auth-max-entries N  decisions cached at most (default 10000)\n"
+		"  --metrics-auth-extra K=V   add to every SubjectAccessReview's extra\n"
+		"                             (repeatable; {namespace} is the object's)\n"
+		"  --pin-dir DIR              where maps and programs are pinned while running\n"
+		"                             (default /sys/fs/bpf/milometer; one per agent:\n"
+		"                             a second agent on the same one is refused)\n"
+		"  --feature-gates K=V,...    turn gates on/off, e.g. TLSCapture=true,HTTP2=false\n"
+		"                             (repeatable; see `milometer ctl features`)\n"
+		"  -v, --verbose              libbpf and debug logs\n"
+		"  -h, --help                 this help\n");
 }
 
 static char *own(struct agent_opts *o, const char *s)
@@ -170,8 +170,9 @@ static int cfg_str(struct agent_opts *o, const struct doc_node *n,
 	if (strlen(n->str.s) != n->str.len)
 		return cfg_err(n, key, "contains a NUL byte");
 	if (o->nowned >= sizeof(o->owned) / sizeof(o->owned[0]))
-		return cfg_err(n, key,
-			       "too many strings in the config files (at most 128 in all)");
+		return cfg_err(
+			n, key,
+			"too many strings in the config files (at most 128 in all)");
 	*out = own(o, n->str.s);
 	if (!*out)
 		return cfg_err(n, key, "out of memory");
@@ -203,8 +204,9 @@ static int cfg_list(struct agent_opts *o, const struct doc_node *n,
 		    const char *key, const char **arr, size_t *cnt)
 {
 	if (n->kind == DOC_STRING)
-		return *cnt < OPT_MAX_LIST ? cfg_str(o, n, key, &arr[(*cnt)++]) :
-					     cfg_err(n, key, "too many entries");
+		return *cnt < OPT_MAX_LIST
+			       ? cfg_str(o, n, key, &arr[(*cnt)++])
+			       : cfg_err(n, key, "too many entries");
 	if (n->kind != DOC_LIST)
 		return cfg_err(n, key, "expected a list of strings");
 	for (size_t i = 0; i < n->list.n; i++) {
@@ -224,7 +226,8 @@ static int cfg_proxy(struct agent_opts *o, const struct doc_node *n)
 	int err = 0;
 
 	if (n->kind != DOC_MAP)
-		return cfg_err(n, "proxy", "expected a map with exe, pid, cgroup");
+		return cfg_err(n, "proxy",
+			       "expected a map with exe, pid, cgroup");
 	for (size_t i = 0; i < n->map.n && !err; i++) {
 		const char *k = n->map.keys[i];
 		const struct doc_node *v = n->map.vals[i];
@@ -243,14 +246,17 @@ static int cfg_proxy(struct agent_opts *o, const struct doc_node *n)
 				if (v->kind == DOC_LIST)
 					one = v->list.items[j];
 				if (one->kind != DOC_INT || one->i <= 0 ||
-				    one->i > INT_MAX || o->nproxy_pid >= OPT_MAX_LIST)
+				    one->i > INT_MAX ||
+				    o->nproxy_pid >= OPT_MAX_LIST)
 					err = cfg_err(one, "proxy.pid",
 						      "expected process ids");
 				else
 					o->proxy_pid[o->nproxy_pid++] = one->i;
 			}
 		} else {
-			err = cfg_err(v, k, "unknown key under proxy (exe, pid, cgroup)");
+			err = cfg_err(
+				v, k,
+				"unknown key under proxy (exe, pid, cgroup)");
 		}
 	}
 	return err;
@@ -275,14 +281,16 @@ static int cfg_otlp(struct agent_opts *o, const struct doc_node *n)
 		else if (!strcmp(k, "gzip"))
 			err = cfg_bool(v, "otlp.gzip", &o->otlp_gzip);
 		else if (!strcmp(k, "queueBytes"))
-			err = cfg_u32(v, "otlp.queueBytes", &o->otlp_queue_bytes);
+			err = cfg_u32(v, "otlp.queueBytes",
+				      &o->otlp_queue_bytes);
 		else if (!strcmp(k, "timeoutMs"))
 			err = cfg_u32(v, "otlp.timeoutMs", &o->otlp_timeout_ms);
 		else if (!strcmp(k, "exportInterval"))
 			err = cfg_u32(v, "otlp.exportInterval",
 				      &o->export_interval_s);
 		else if (!strcmp(k, "tenantFrom"))
-			err = cfg_str(o, v, "otlp.tenantFrom", &o->otlp_tenant_from);
+			err = cfg_str(o, v, "otlp.tenantFrom",
+				      &o->otlp_tenant_from);
 		else if (!strcmp(k, "tenantHeader"))
 			err = cfg_str(o, v, "otlp.tenantHeader",
 				      &o->otlp_tenant_header);
@@ -290,7 +298,9 @@ static int cfg_otlp(struct agent_opts *o, const struct doc_node *n)
 			err = cfg_str(o, v, "otlp.tenantDefault",
 				      &o->otlp_tenant_default);
 		else
-			err = cfg_err(v, k, "unknown key under otlp (endpoint, headers, caFile, gzip, queueBytes, timeoutMs, exportInterval, tenantFrom, tenantHeader, tenantDefault)");
+			err = cfg_err(
+				v, k,
+				"unknown key under otlp (endpoint, headers, caFile, gzip, queueBytes, timeoutMs, exportInterval, tenantFrom, tenantHeader, tenantDefault)");
 	}
 	return err;
 }
@@ -298,11 +308,13 @@ static int cfg_otlp(struct agent_opts *o, const struct doc_node *n)
 static int add_auth_extra(struct agent_opts *o, const char *kv)
 {
 	if (o->nmetrics_auth_extra >= 16) {
-		fprintf(stderr, "milometer: at most 16 metrics-auth extra fields\n");
+		fprintf(stderr,
+			"milometer: at most 16 metrics-auth extra fields\n");
 		return -EINVAL;
 	}
 	if (!kv || !strchr(kv, '=') || kv[0] == '=') {
-		fprintf(stderr, "milometer: metrics-auth extra \"%s\": write KEY=VALUE, e.g. iam.miloapis.com/parent-type=Project\n",
+		fprintf(stderr,
+			"milometer: metrics-auth extra \"%s\": write KEY=VALUE, e.g. iam.miloapis.com/parent-type=Project\n",
 			kv ? kv : "");
 		return -EINVAL;
 	}
@@ -320,7 +332,8 @@ static int cfg_metrics_auth(struct agent_opts *o, const struct doc_node *n)
 		const struct doc_node *v = n->map.vals[i];
 
 		if (!strcmp(k, "mode"))
-			err = cfg_str(o, v, "metricsAuth.mode", &o->metrics_auth);
+			err = cfg_str(o, v, "metricsAuth.mode",
+				      &o->metrics_auth);
 		else if (!strcmp(k, "cacheTTL"))
 			err = cfg_u32(v, "metricsAuth.cacheTTL",
 				      &o->metrics_auth_ttl_s);
@@ -338,7 +351,9 @@ static int cfg_metrics_auth(struct agent_opts *o, const struct doc_node *n)
 					err = add_auth_extra(o, kv);
 			}
 		} else
-			err = cfg_err(v, k, "unknown key under metricsAuth (mode, cacheTTL, maxEntries, extra)");
+			err = cfg_err(
+				v, k,
+				"unknown key under metricsAuth (mode, cacheTTL, maxEntries, extra)");
 	}
 	return err;
 }
@@ -369,7 +384,8 @@ int options__listener_port(struct agent_opts *o, const char *arg,
 	else
 		s = 0;
 	if (errno || *end || !l || !s || l > 65535 || s > 65535) {
-		fprintf(stderr, "milometer: %s \"%s\": write it as "
+		fprintf(stderr,
+			"milometer: %s \"%s\": write it as "
 			"LISTENER_PORT=SOCKET_PORT, e.g. 80=10080 (ports 1-65535)\n",
 			where, arg);
 		return -EINVAL;
@@ -396,11 +412,12 @@ static int cfg_listener_ports(struct agent_opts *o, const struct doc_node *n)
 	int err = 0;
 
 	for (size_t j = 0; j < cnt && !err; j++) {
-		const struct doc_node *one = n->kind == DOC_LIST ?
-					     n->list.items[j] : n;
+		const struct doc_node *one =
+			n->kind == DOC_LIST ? n->list.items[j] : n;
 
 		if (one->kind != DOC_STRING)
-			return cfg_err(one, "listenerPorts", "expected "
+			return cfg_err(one, "listenerPorts",
+				       "expected "
 				       "\"LISTENER_PORT=SOCKET_PORT\" strings");
 		err = options__listener_port(o, one->str.s,
 					     "config listenerPorts");
@@ -474,7 +491,9 @@ static int load_config(struct agent_opts *o, const char *path)
 		else if (!strcmp(k, "metricsAuth"))
 			ret = cfg_metrics_auth(o, v);
 		else
-			ret = cfg_err(v, k, "unknown key (see milometer run --help; keys are manifests, gateway, proxy, listenerPorts, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, resourceFields, nodeName, pinDir, capture, kubeconfig, featureGates, metricsAuth)");
+			ret = cfg_err(
+				v, k,
+				"unknown key (see milometer run --help; keys are manifests, gateway, proxy, listenerPorts, prometheusListen, socket, otlp, exportInterval, ringbufBytes, maxConnections, maxSeries, seriesIdleSeconds, exportSourceMetrics, resourceFields, nodeName, pinDir, capture, kubeconfig, featureGates, metricsAuth)");
 	}
 cleanup:
 	doc__free_file(f);
@@ -493,7 +512,8 @@ static void k8s_defaults(struct agent_opts *o)
 			o->node_name = o->node_buf;
 	}
 	o->use_api = !o->manifests &&
-		     (o->kubeconfig || (getenv("KUBECONFIG") && getenv("KUBECONFIG")[0]) ||
+		     (o->kubeconfig ||
+		      (getenv("KUBECONFIG") && getenv("KUBECONFIG")[0]) ||
 		      getenv("KUBERNETES_SERVICE_HOST"));
 }
 
@@ -502,56 +522,68 @@ static int validate(const struct agent_opts *o)
 	uint32_t rb = o->ringbuf_bytes;
 
 	if (o->kubeconfig && o->manifests) {
-		fprintf(stderr, "milometer: --kubeconfig and --manifests both name the source of routes: pick one\n");
+		fprintf(stderr,
+			"milometer: --kubeconfig and --manifests both name the source of routes: pick one\n");
 		return -EINVAL;
 	}
 	/* with the API, proxy pods are found by their Gateway label */
-	if (!o->nproxy_exe && !o->nproxy_pid && !o->nproxy_cgroup && !o->use_api) {
-		fprintf(stderr, "milometer: say which processes are the proxy: "
-				"--proxy-exe NAME, --proxy-pid PID or --proxy-cgroup PATH "
-				"(in a cluster, proxy pods are found from the API)\n");
+	if (!o->nproxy_exe && !o->nproxy_pid && !o->nproxy_cgroup &&
+	    !o->use_api) {
+		fprintf(stderr,
+			"milometer: say which processes are the proxy: "
+			"--proxy-exe NAME, --proxy-pid PID or --proxy-cgroup PATH "
+			"(in a cluster, proxy pods are found from the API)\n");
 		return -EINVAL;
 	}
 	if (rb < 4096 || (rb & (rb - 1))) {
-		fprintf(stderr, "milometer: --ringbuf-bytes %u: must be a power of two >= 4096\n",
+		fprintf(stderr,
+			"milometer: --ringbuf-bytes %u: must be a power of two >= 4096\n",
 			rb);
 		return -EINVAL;
 	}
 	if (strcmp(o->capture, "auto") && strcmp(o->capture, "sock") &&
 	    strcmp(o->capture, "sys-exit")) {
-		fprintf(stderr, "milometer: --capture %s: use auto, sock or sys-exit\n",
+		fprintf(stderr,
+			"milometer: --capture %s: use auto, sock or sys-exit\n",
 			o->capture);
 		return -EINVAL;
 	}
-	if (strcmp(o->resource_fields, "auto") && strcmp(o->resource_fields, "on") &&
+	if (strcmp(o->resource_fields, "auto") &&
+	    strcmp(o->resource_fields, "on") &&
 	    strcmp(o->resource_fields, "off")) {
-		fprintf(stderr, "milometer: --resource-fields %s: use auto, on or off\n",
+		fprintf(stderr,
+			"milometer: --resource-fields %s: use auto, on or off\n",
 			o->resource_fields);
 		return -EINVAL;
 	}
 	if (o->max_connections < 64) {
-		fprintf(stderr, "milometer: --max-connections must be at least 64\n");
+		fprintf(stderr,
+			"milometer: --max-connections must be at least 64\n");
 		return -EINVAL;
 	}
 	if (o->otlp_endpoint && !o->export_interval_s) {
-		fprintf(stderr, "milometer: --export-interval must be at least 1 second\n");
+		fprintf(stderr,
+			"milometer: --export-interval must be at least 1 second\n");
 		return -EINVAL;
 	}
 	if (o->metrics_auth && strcmp(o->metrics_auth, "none") &&
 	    strcmp(o->metrics_auth, "kubernetes")) {
-		fprintf(stderr, "milometer: --metrics-auth %s: use none or kubernetes\n",
+		fprintf(stderr,
+			"milometer: --metrics-auth %s: use none or kubernetes\n",
 			o->metrics_auth);
 		return -EINVAL;
 	}
 	if (o->otlp_tenant_from && strcmp(o->otlp_tenant_from, "namespace") &&
 	    (strncmp(o->otlp_tenant_from, "namespace-label:", 16) ||
 	     !o->otlp_tenant_from[16])) {
-		fprintf(stderr, "milometer: --otlp-tenant-from %s: use namespace or namespace-label:KEY\n",
+		fprintf(stderr,
+			"milometer: --otlp-tenant-from %s: use namespace or namespace-label:KEY\n",
 			o->otlp_tenant_from);
 		return -EINVAL;
 	}
 	if (o->gateway && !strchr(o->gateway, '/')) {
-		fprintf(stderr, "milometer: --gateway %s: expected NAMESPACE/NAME\n",
+		fprintf(stderr,
+			"milometer: --gateway %s: expected NAMESPACE/NAME\n",
 			o->gateway);
 		return -EINVAL;
 	}
@@ -561,12 +593,38 @@ static int validate(const struct agent_opts *o)
 int options__parse(struct agent_opts *o, int argc, char **argv)
 {
 	enum {
-		O_MANIFESTS = 256, O_GATEWAY, O_EXE, O_PID, O_CGROUP, O_PROM,
-		O_SOCKET, O_OTLP, O_OTLP_HDR, O_OTLP_CA, O_OTLP_GZIP,
-		O_INTERVAL, O_RINGBUF, O_MAXCONN, O_MAXSERIES, O_IDLE,
-		O_NOSRC, O_NODE, O_CONFIG, O_PINDIR, O_CAPTURE, O_KUBECONFIG, O_FGATES,
-		O_RFIELDS, O_MAUTH, O_MAUTH_TTL, O_MAUTH_MAX, O_MAUTH_EXTRA,
-		O_TENANT_FROM, O_TENANT_HDR, O_TENANT_DEFAULT, O_LPORT,
+		O_MANIFESTS = 256,
+		O_GATEWAY,
+		O_EXE,
+		O_PID,
+		O_CGROUP,
+		O_PROM,
+		O_SOCKET,
+		O_OTLP,
+		O_OTLP_HDR,
+		O_OTLP_CA,
+		O_OTLP_GZIP,
+		O_INTERVAL,
+		O_RINGBUF,
+		O_MAXCONN,
+		O_MAXSERIES,
+		O_IDLE,
+		O_NOSRC,
+		O_NODE,
+		O_CONFIG,
+		O_PINDIR,
+		O_CAPTURE,
+		O_KUBECONFIG,
+		O_FGATES,
+		O_RFIELDS,
+		O_MAUTH,
+		O_MAUTH_TTL,
+		O_MAUTH_MAX,
+		O_MAUTH_EXTRA,
+		O_TENANT_FROM,
+		O_TENANT_HDR,
+		O_TENANT_DEFAULT,
+		O_LPORT,
 	};
 	static const struct option lopts[] = {
 		{ "config", required_argument, NULL, O_CONFIG },
@@ -584,7 +642,8 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		{ "otlp-gzip", no_argument, NULL, O_OTLP_GZIP },
 		{ "otlp-tenant-from", required_argument, NULL, O_TENANT_FROM },
 		{ "otlp-tenant-header", required_argument, NULL, O_TENANT_HDR },
-		{ "otlp-tenant-default", required_argument, NULL, O_TENANT_DEFAULT },
+		{ "otlp-tenant-default", required_argument, NULL,
+		  O_TENANT_DEFAULT },
 		{ "export-interval", required_argument, NULL, O_INTERVAL },
 		{ "ringbuf-bytes", required_argument, NULL, O_RINGBUF },
 		{ "max-connections", required_argument, NULL, O_MAXCONN },
@@ -599,8 +658,10 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		{ "feature-gates", required_argument, NULL, O_FGATES },
 		{ "metrics-auth", required_argument, NULL, O_MAUTH },
 		{ "metrics-auth-ttl", required_argument, NULL, O_MAUTH_TTL },
-		{ "metrics-auth-max-entries", required_argument, NULL, O_MAUTH_MAX },
-		{ "metrics-auth-extra", required_argument, NULL, O_MAUTH_EXTRA },
+		{ "metrics-auth-max-entries", required_argument, NULL,
+		  O_MAUTH_MAX },
+		{ "metrics-auth-extra", required_argument, NULL,
+		  O_MAUTH_EXTRA },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -629,8 +690,12 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 		switch (c) {
 		case O_CONFIG:
 			break;
-		case O_MANIFESTS: o->manifests = optarg; break;
-		case O_GATEWAY: o->gateway = optarg; break;
+		case O_MANIFESTS:
+			o->manifests = optarg;
+			break;
+		case O_GATEWAY:
+			o->gateway = optarg;
+			break;
 		case O_EXE:
 			if (o->nproxy_exe >= OPT_MAX_LIST)
 				goto too_many;
@@ -641,7 +706,9 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 				goto too_many;
 			err = parse_u32("--proxy-pid", optarg, &u);
 			if (!err && (u == 0 || u > INT_MAX)) {
-				fprintf(stderr, "milometer: --proxy-pid %s: not a process id\n", optarg);
+				fprintf(stderr,
+					"milometer: --proxy-pid %s: not a process id\n",
+					optarg);
 				err = -EINVAL;
 			}
 			o->proxy_pid[o->nproxy_pid++] = u;
@@ -655,39 +722,73 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 			err = options__listener_port(o, optarg,
 						     "--listener-port");
 			break;
-		case O_PROM: o->prometheus_listen = optarg; break;
-		case O_SOCKET: o->socket_path = optarg; break;
-		case O_OTLP: o->otlp_endpoint = optarg; break;
-		case O_OTLP_HDR: o->otlp_headers = optarg; break;
-		case O_OTLP_CA: o->otlp_ca_file = optarg; break;
-		case O_OTLP_GZIP: o->otlp_gzip = true; break;
-		case O_TENANT_FROM: o->otlp_tenant_from = optarg; break;
-		case O_TENANT_HDR: o->otlp_tenant_header = optarg; break;
-		case O_TENANT_DEFAULT: o->otlp_tenant_default = optarg; break;
+		case O_PROM:
+			o->prometheus_listen = optarg;
+			break;
+		case O_SOCKET:
+			o->socket_path = optarg;
+			break;
+		case O_OTLP:
+			o->otlp_endpoint = optarg;
+			break;
+		case O_OTLP_HDR:
+			o->otlp_headers = optarg;
+			break;
+		case O_OTLP_CA:
+			o->otlp_ca_file = optarg;
+			break;
+		case O_OTLP_GZIP:
+			o->otlp_gzip = true;
+			break;
+		case O_TENANT_FROM:
+			o->otlp_tenant_from = optarg;
+			break;
+		case O_TENANT_HDR:
+			o->otlp_tenant_header = optarg;
+			break;
+		case O_TENANT_DEFAULT:
+			o->otlp_tenant_default = optarg;
+			break;
 		case O_INTERVAL:
 			err = parse_u32("--export-interval", optarg,
 					&o->export_interval_s);
 			break;
 		case O_RINGBUF:
-			err = parse_u32("--ringbuf-bytes", optarg, &o->ringbuf_bytes);
+			err = parse_u32("--ringbuf-bytes", optarg,
+					&o->ringbuf_bytes);
 			break;
 		case O_MAXCONN:
 			err = parse_u32("--max-connections", optarg,
 					&o->max_connections);
 			break;
-		case O_CAPTURE: o->capture = optarg; break;
+		case O_CAPTURE:
+			o->capture = optarg;
+			break;
 		case O_MAXSERIES:
 			err = parse_u32("--max-series", optarg, &o->max_series);
 			break;
 		case O_IDLE:
-			err = parse_u32("--series-idle", optarg, &o->series_idle_s);
+			err = parse_u32("--series-idle", optarg,
+					&o->series_idle_s);
 			break;
-		case O_NOSRC: o->export_source_metrics = false; break;
-		case O_RFIELDS: o->resource_fields = optarg; break;
-		case O_NODE: o->node_name = optarg; break;
-		case O_PINDIR: o->pin_dir = optarg; break;
-		case O_KUBECONFIG: o->kubeconfig = optarg; break;
-		case O_MAUTH: o->metrics_auth = optarg; break;
+		case O_NOSRC:
+			o->export_source_metrics = false;
+			break;
+		case O_RFIELDS:
+			o->resource_fields = optarg;
+			break;
+		case O_NODE:
+			o->node_name = optarg;
+			break;
+		case O_PINDIR:
+			o->pin_dir = optarg;
+			break;
+		case O_KUBECONFIG:
+			o->kubeconfig = optarg;
+			break;
+		case O_MAUTH:
+			o->metrics_auth = optarg;
+			break;
 		case O_MAUTH_TTL:
 			err = parse_u32("--metrics-auth-ttl", optarg,
 					&o->metrics_auth_ttl_s);
@@ -696,7 +797,9 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 			err = parse_u32("--metrics-auth-max-entries", optarg,
 					&o->metrics_auth_max);
 			break;
-		case O_MAUTH_EXTRA: err = add_auth_extra(o, optarg); break;
+		case O_MAUTH_EXTRA:
+			err = add_auth_extra(o, optarg);
+			break;
 		case O_FGATES: {
 			char ferr[512];
 
@@ -707,7 +810,9 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 				fprintf(stderr, "milometer: %s\n", ferr);
 			break;
 		}
-		case 'v': o->verbose = true; break;
+		case 'v':
+			o->verbose = true;
+			break;
 		case 'h':
 			options__usage(stdout);
 			return 1;
@@ -719,7 +824,8 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 	if (err)
 		return err;
 	if (optind < argc) {
-		fprintf(stderr, "milometer run: unexpected argument \"%s\" (see --help)\n",
+		fprintf(stderr,
+			"milometer run: unexpected argument \"%s\" (see --help)\n",
 			argv[optind]);
 		return -EINVAL;
 	}

@@ -14,8 +14,8 @@
 
 struct agent_opts {
 	const char *config_file;
-	const char *manifests;          /* directory of YAML manifests */
-	const char *gateway;            /* "NS/NAME" or NULL: every Gateway */
+	const char *manifests; /* directory of YAML manifests */
+	const char *gateway;   /* "NS/NAME" or NULL: every Gateway */
 	const char *proxy_exe[OPT_MAX_LIST];
 	size_t nproxy_exe;
 	int proxy_pid[OPT_MAX_LIST];
@@ -29,11 +29,11 @@ struct agent_opts {
 	 */
 	uint16_t listener_port[OPT_MAX_LIST][2];
 	size_t nlistener_port;
-	const char *prometheus_listen;  /* "" disables */
+	const char *prometheus_listen; /* "" disables */
 	const char *socket_path;
 	const char *pin_dir;
-	const char *otlp_endpoint;      /* NULL: no OTLP */
-	const char *otlp_headers;       /* "k=v,k2=v2"; also $MILOMETER_OTLP_HEADERS */
+	const char *otlp_endpoint; /* NULL: no OTLP */
+	const char *otlp_headers; /* "k=v,k2=v2"; also $MILOMETER_OTLP_HEADERS */
 	const char *otlp_ca_file;
 	bool otlp_gzip;
 	/* one request per tenant: "namespace" or "namespace-label:KEY" */
@@ -43,27 +43,27 @@ struct agent_opts {
 	uint32_t otlp_queue_bytes;
 	uint32_t otlp_timeout_ms;
 	uint32_t export_interval_s;
-	uint32_t ringbuf_bytes;         /* power of two, >= 4096 */
-	uint32_t max_connections;       /* mm_conns entries */
-	uint32_t max_series;            /* per metric */
-	uint32_t series_idle_s;         /* 0: never expire */
-	bool export_source_metrics;     /* envoy.* names as well as targets */
+	uint32_t ringbuf_bytes;     /* power of two, >= 4096 */
+	uint32_t max_connections;   /* mm_conns entries */
+	uint32_t max_series;        /* per metric */
+	uint32_t series_idle_s;     /* 0: never expire */
+	bool export_source_metrics; /* envoy.* names as well as targets */
 	/*
 	 * ResourceFields (control-plane) series: "auto" produces them from
 	 * --manifests only; from the API `milometer controller` produces them
 	 * once for the cluster, not every node. "on", "off" force it.
 	 */
 	const char *resource_fields;
-	const char *node_name;          /* k8s.node.name; $NODE_NAME, hostname */
+	const char *node_name; /* k8s.node.name; $NODE_NAME, hostname */
 	/* --- Kubernetes API (agent/k8s) --- */
-	const char *kubeconfig;         /* --kubeconfig; NULL: $KUBECONFIG/in-cluster */
-	bool use_api;                   /* routes and policies from the API */
+	const char *kubeconfig; /* --kubeconfig; NULL: $KUBECONFIG/in-cluster */
+	bool use_api;           /* routes and policies from the API */
 	char node_buf[256];
-	const char *capture;            /* "auto", "sock" or "sys-exit" */
+	const char *capture; /* "auto", "sock" or "sys-exit" */
 	/* /metrics access (agent/k8s/authz.h): "none" or "kubernetes" */
 	const char *metrics_auth;
-	uint32_t metrics_auth_ttl_s;    /* 0: 30 */
-	uint32_t metrics_auth_max;      /* decisions cached; 0: 10000 */
+	uint32_t metrics_auth_ttl_s; /* 0: 30 */
+	uint32_t metrics_auth_max;   /* decisions cached; 0: 10000 */
 	const char *metrics_auth_extra[16];
 	size_t nmetrics_auth_extra;
 	bool verbose;

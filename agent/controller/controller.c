@@ -32,7 +32,7 @@
 #define LOG_MODULE "controller"
 #include "policy/util/log.h"
 
-#define FIELD_MANAGER "milometer"
+#define FIELD_MANAGER  "milometer"
 #define CRD_GROUP_PATH "/apis/telemetry.miloapis.com/v1alpha1"
 /*
  * ResourceFields series: set by the leader every COLLECT_S seconds, gone
@@ -40,7 +40,7 @@
  * has them by then), as they go when their object does.
  */
 #define COLLECT_S 5
-#define IDLE_S 20
+#define IDLE_S    20
 
 static volatile sig_atomic_t stopping;
 
@@ -54,19 +54,19 @@ struct ctrl {
 	struct k8s_http *http;
 	struct manifest_source *src;
 	struct contract *contract;
-	struct mstore *store;          /* ResourceFields series (leader) */
+	struct mstore *store; /* ResourceFields series (leader) */
 	struct policy_engine *engine;
 	struct prom_server *prom;
-	struct k8s_metrics *k8sm;      /* milometer_k8s_*: the watches' health */
-	int contract_id;               /* milometer_contract_objects */
-	atomic_bool loaded;            /* the contract was read once */
-	struct k8s_authz *authz;       /* --metrics-auth kubernetes */
-	struct ui *ui;                 /* /ui beside /metrics */
-	const char *ui_prom_url;       /* where /ui reads from, NULL: the store */
-	pthread_mutex_t ci_lock;       /* cluster id: the scrape thread reads it */
+	struct k8s_metrics *k8sm; /* milometer_k8s_*: the watches' health */
+	int contract_id;          /* milometer_contract_objects */
+	atomic_bool loaded;       /* the contract was read once */
+	struct k8s_authz *authz;  /* --metrics-auth kubernetes */
+	struct ui *ui;            /* /ui beside /metrics */
+	const char *ui_prom_url;  /* where /ui reads from, NULL: the store */
+	pthread_mutex_t ci_lock;  /* cluster id: the scrape thread reads it */
 	struct cluster_identity ci;
 	uint64_t writes, write_errors;
-	struct ctrl_translate tr;      /* --translate */
+	struct ctrl_translate tr; /* --translate */
 };
 
 static uint64_t real_ns(void)
@@ -86,7 +86,8 @@ static int ctrl_ready(void *ctx, char *why, size_t len)
 	if (!k8s_api__synced(c->api, why, len))
 		return 1;
 	if (!atomic_load(&c->loaded)) {
-		snprintf(why, len, "reading MetricDefinitions and MetricPolicies");
+		snprintf(why, len,
+			 "reading MetricDefinitions and MetricPolicies");
 		return 1;
 	}
 	return 0;
@@ -129,8 +130,8 @@ static int ui_fetch(void *ctx, struct rt_snap *snap, char *err, size_t errlen)
 	struct ctrl *c = ctx;
 
 	if (c->ui_prom_url)
-		return rt_snap__from_prometheus(snap, c->ui_prom_url, "1m",
-						err, errlen);
+		return rt_snap__from_prometheus(snap, c->ui_prom_url, "1m", err,
+						errlen);
 	return rt_snap__from_store(snap, c->store, real_ns());
 }
 
@@ -159,7 +160,8 @@ static void rfc3339(uint64_t real_ns, char *buf, size_t len)
 static const struct doc_node *find_cond(const struct doc_node *list,
 					const char *type)
 {
-	for (size_t i = 0; list && list->kind == DOC_LIST && i < list->list.n; i++) {
+	for (size_t i = 0; list && list->kind == DOC_LIST && i < list->list.n;
+	     i++) {
 		const char *t = doc__str(list->list.items[i], "type");
 
 		if (t && !strcmp(t, type))
@@ -189,21 +191,24 @@ static void sync_one(struct ctrl *c, const struct mobject *o,
 	int64_t g = gen && gen->kind == DOC_INT ? gen->i : 0;
 	struct json_object *body, *meta, *st, *list;
 	struct k8s_resp resp = {};
-	struct k8s_req req = { .method = "PATCH", .timeout_s = 10,
+	struct k8s_req req = { .method = "PATCH",
+			       .timeout_s = 10,
 			       .content_type = "application/apply-patch+yaml" };
 	struct cond_set cs;
 	size_t want = 0, have = 0, same = 0;
 	char path[1024], now[32];
 	int ret;
 
-	if (!o->name || contract__conditions(c->contract, o->kind, o->name, &cs))
+	if (!o->name ||
+	    contract__conditions(c->contract, o->kind, o->name, &cs))
 		return;
 	rfc3339((uint64_t)time(NULL) * 1000000000ULL, now, sizeof(now));
 	body = json_object_new_object();
 	meta = json_object_new_object();
 	st = json_object_new_object();
 	list = json_object_new_array();
-	json_object_object_add(body, "apiVersion", json_object_new_string(o->api_version));
+	json_object_object_add(body, "apiVersion",
+			       json_object_new_string(o->api_version));
 	json_object_object_add(body, "kind", json_object_new_string(o->kind));
 	json_object_object_add(meta, "name", json_object_new_string(o->name));
 	json_object_object_add(body, "metadata", meta);
@@ -212,7 +217,8 @@ static void sync_one(struct ctrl *c, const struct mobject *o,
 	for (size_t i = 0; i < cs.n; i++) {
 		const struct condition *k = &cs.c[i];
 		const struct doc_node *old = find_cond(cur, k->type);
-		const struct doc_node *og = old ? doc__get(old, "observedGeneration") : NULL;
+		const struct doc_node *og =
+			old ? doc__get(old, "observedGeneration") : NULL;
 		const char *status = conditions__status_str(k->status);
 		const char *ltt = now;
 		struct json_object *j;
@@ -229,19 +235,27 @@ static void sync_one(struct ctrl *c, const struct mobject *o,
 				same++;
 		}
 		j = json_object_new_object();
-		json_object_object_add(j, "type", json_object_new_string(k->type));
-		json_object_object_add(j, "status", json_object_new_string(status));
-		json_object_object_add(j, "observedGeneration", json_object_new_int64(g));
-		json_object_object_add(j, "lastTransitionTime", json_object_new_string(ltt));
-		json_object_object_add(j, "reason", json_object_new_string(k->reason));
-		json_object_object_add(j, "message", json_object_new_string(k->message));
+		json_object_object_add(j, "type",
+				       json_object_new_string(k->type));
+		json_object_object_add(j, "status",
+				       json_object_new_string(status));
+		json_object_object_add(j, "observedGeneration",
+				       json_object_new_int64(g));
+		json_object_object_add(j, "lastTransitionTime",
+				       json_object_new_string(ltt));
+		json_object_object_add(j, "reason",
+				       json_object_new_string(k->reason));
+		json_object_object_add(j, "message",
+				       json_object_new_string(k->message));
 		json_object_array_add(list, j);
 	}
 	for (size_t i = 0; cur && cur->kind == DOC_LIST && i < cur->list.n; i++)
 		have += owned_type(c, doc__str(cur->list.items[i], "type"));
 	if (want == same && have == want)
 		goto out; /* never rewrite what did not change */
-	snprintf(path, sizeof(path), CRD_GROUP_PATH "/%s/%s/status?fieldManager=" FIELD_MANAGER "&force=true",
+	snprintf(path, sizeof(path),
+		 CRD_GROUP_PATH "/%s/%s/status?fieldManager=" FIELD_MANAGER
+				"&force=true",
 		 plural, o->name);
 	req.path = path;
 	req.body = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
@@ -249,13 +263,13 @@ static void sync_one(struct ctrl *c, const struct mobject *o,
 	ret = k8s_http__do(c->http, &req, &resp);
 	if (!ret && resp.status == 200) {
 		c->writes++;
-		pr_info("%s %s status written (generation %lld)\n",
-			o->kind, o->name, (long long)g);
+		pr_info("%s %s status written (generation %lld)\n", o->kind,
+			o->name, (long long)g);
 	} else {
 		c->write_errors++;
-		pr_err("writing %s %s status failed: %s%ld %s\n",
-			o->kind, o->name, ret ? resp.error : "HTTP ", ret ? 0L : resp.status,
-			resp.body ? resp.body : "");
+		pr_err("writing %s %s status failed: %s%ld %s\n", o->kind,
+		       o->name, ret ? resp.error : "HTTP ",
+		       ret ? 0L : resp.status, resp.body ? resp.body : "");
 	}
 out:
 	k8s_http__resp_free(&resp);
@@ -276,9 +290,11 @@ static void sync_all(struct ctrl *c)
 void controller__defaults(struct controller_opts *o)
 {
 	*o = (struct controller_opts){
-		.ns = getenv("POD_NAMESPACE"), .identity = getenv("POD_NAME"),
+		.ns = getenv("POD_NAMESPACE"),
+		.identity = getenv("POD_NAME"),
 		.lease_name = "milometer-controller",
-		.listen = "127.0.0.1:9465", .auth = "none",
+		.listen = "127.0.0.1:9465",
+		.auth = "none",
 		.authz = { .user_agent = "milometer-controller-authz" },
 	};
 }
@@ -292,7 +308,8 @@ int controller__run(struct controller_opts *o)
 	struct k8s_authz_opts zo = o->authz;
 	struct k8s_lease *lease = NULL;
 	struct ctrl c = { .ci_lock = PTHREAD_MUTEX_INITIALIZER,
-			  .ui_prom_url = o->prom_url, .tr = o->tr };
+			  .ui_prom_url = o->prom_url,
+			  .tr = o->tr };
 	char idbuf[300], host[256] = "", ua[400], err[1024];
 	bool leader = false;
 	uint64_t ticks = 0;
@@ -314,11 +331,13 @@ int controller__run(struct controller_opts *o)
 		pr_err("%s\n", err);
 		return 1;
 	}
-	c.http = k8s_http__new(k8s_api__config(c.api), ua, NULL, k8s_api__http_stats(c.api));
+	c.http = k8s_http__new(k8s_api__config(c.api), ua, NULL,
+			       k8s_api__http_stats(c.api));
 	c.contract = contract__new();
 	c.store = mstore__new(&so);
-	c.engine = c.store && c.contract ?
-			   policy_engine__new(c.store, c.contract) : NULL;
+	c.engine = c.store && c.contract
+			   ? policy_engine__new(c.store, c.contract)
+			   : NULL;
 	c.k8sm = c.store ? k8s_metrics__new(c.store) : NULL;
 	c.contract_id = -1;
 	if (c.k8sm) {
@@ -333,18 +352,19 @@ int controller__run(struct controller_opts *o)
 		zo.cfg = k8s_api__config(c.api);
 		c.authz = k8s_authz__new(&zo, err, sizeof(err));
 		if (!c.authz) {
-			pr_err("--metrics-auth: %s\n",
-				err);
+			pr_err("--metrics-auth: %s\n", err);
 			goto cleanup;
 		}
 	}
 	/* up before the caches sync: probes see 503 and why, not a refusal */
 	if (listen[0]) {
 		struct prom_server_opts po = {
-			.listen_addr = listen, .store = c.store,
+			.listen_addr = listen,
+			.store = c.store,
 			.ready_fn = ctrl_ready,
 			.before_collect = ctrl_before_collect,
-			.const_labels_fn = cluster_labels, .ctx = &c,
+			.const_labels_fn = cluster_labels,
+			.ctx = &c,
 			.auth = c.authz ? k8s_authz__prom_auth(c.authz) : NULL,
 		};
 
@@ -353,8 +373,7 @@ int controller__run(struct controller_opts *o)
 
 		c.prom = prom_server__start(&po, err, sizeof(err));
 		if (!c.prom) {
-			pr_err("--prometheus-listen %s: %s\n",
-				listen, err);
+			pr_err("--prometheus-listen %s: %s\n", listen, err);
 			goto cleanup;
 		}
 	}
@@ -365,8 +384,10 @@ int controller__run(struct controller_opts *o)
 	reload(&c);
 	atomic_store(&c.loaded, true);
 	{
-		struct k8s_lease_opts lo = { .http = c.http, .ns = ns,
-					     .name = o->lease_name, .identity = id };
+		struct k8s_lease_opts lo = { .http = c.http,
+					     .ns = ns,
+					     .name = o->lease_name,
+					     .identity = id };
 
 		lease = k8s_lease__new(&lo);
 	}
@@ -390,7 +411,8 @@ int controller__run(struct controller_opts *o)
 			sync_all(&c);
 		/* one producer: a follower's series age out (IDLE_S) */
 		if (leader && (r > 0 || !was || ticks % COLLECT_S == 0))
-			policy_engine__collect_resource_fields(c.engine, real_ns());
+			policy_engine__collect_resource_fields(c.engine,
+							       real_ns());
 		ticks++;
 		sleep(1);
 	}

@@ -22,13 +22,13 @@
 #include "agent/k8s/authz.h"
 
 struct controller_opts {
-	const char *kubeconfig;  /* NULL: $KUBECONFIG, then in-cluster */
-	const char *ns;          /* the Lease's; NULL or "": milometer */
-	const char *identity;    /* this replica; NULL or "": host_pid */
+	const char *kubeconfig; /* NULL: $KUBECONFIG, then in-cluster */
+	const char *ns;         /* the Lease's; NULL or "": milometer */
+	const char *identity;   /* this replica; NULL or "": host_pid */
 	const char *lease_name;
-	const char *listen;      /* /metrics and /ui; "": none */
-	const char *prom_url;    /* where /ui reads the agents' series */
-	const char *auth;        /* --metrics-auth: none or kubernetes */
+	const char *listen;   /* /metrics and /ui; "": none */
+	const char *prom_url; /* where /ui reads the agents' series */
+	const char *auth;     /* --metrics-auth: none or kubernetes */
 	struct k8s_authz_opts authz;
 	struct ctrl_translate tr; /* --translate targets (the controller's now) */
 };

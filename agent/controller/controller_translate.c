@@ -17,10 +17,10 @@
 #include "policy/util/log.h"
 
 #define HASH_ANNOTATION "telemetry.miloapis.com/translation-hash"
-#define FIELD_MANAGER "milometer"
+#define FIELD_MANAGER   "milometer"
 
-int ctrl_translate__add(struct ctrl_translate *ct, const char *arg,
-			char *err, size_t errlen)
+int ctrl_translate__add(struct ctrl_translate *ct, const char *arg, char *err,
+			size_t errlen)
 {
 	struct ctrl_target *t;
 	const char *eq = strchr(arg, '='), *slash;
@@ -35,9 +35,10 @@ int ctrl_translate__add(struct ctrl_translate *ct, const char *arg,
 	if (!eq || !slash || eq - arg >= (long)sizeof(t->target) ||
 	    slash - eq - 1 <= 0 || slash - eq - 1 >= (long)sizeof(t->ns) ||
 	    !slash[1] || strlen(slash + 1) >= sizeof(t->name)) {
-		snprintf(err, errlen,
-			 "--translate %s: write TARGET=NAMESPACE/NAME, e.g. prometheusrule=monitoring/milometer",
-			 arg);
+		snprintf(
+			err, errlen,
+			"--translate %s: write TARGET=NAMESPACE/NAME, e.g. prometheusrule=monitoring/milometer",
+			arg);
 		return -EINVAL;
 	}
 	memset(t, 0, sizeof(*t));
@@ -45,9 +46,10 @@ int ctrl_translate__add(struct ctrl_translate *ct, const char *arg,
 	snprintf(t->ns, sizeof(t->ns), "%.*s", (int)(slash - eq - 1), eq + 1);
 	snprintf(t->name, sizeof(t->name), "%s", slash + 1);
 	if (!translate__known_target(t->target)) {
-		snprintf(err, errlen,
-			 "--translate %s: target %s: use prometheus-rules, prometheusrule, otelcol or kube-state-metrics",
-			 arg, t->target);
+		snprintf(
+			err, errlen,
+			"--translate %s: target %s: use prometheus-rules, prometheusrule, otelcol or kube-state-metrics",
+			arg, t->target);
 		return -EINVAL;
 	}
 	ct->n++;
@@ -60,7 +62,7 @@ struct verdicts {
 		char *policy;
 		bool ok;
 		char msg[COND_MSG_MAX];
-	} *v;
+	} * v;
 	size_t n;
 	const struct ctrl_target *cur;
 };
@@ -110,7 +112,7 @@ void ctrl_translate__render(struct ctrl_translate *ct, struct contract *c,
 		if (translate__target(c, e, t->target, t->name, t->ns, &buf,
 				      &len, on_report, &vs)) {
 			pr_err("translating to %s failed (out of memory)\n",
-				t->target);
+			       t->target);
 			continue;
 		}
 		h = fnv1a64(FNV1A64_OFFSET, buf, len);
@@ -145,8 +147,7 @@ static void object_path(const struct ctrl_target *t, char *buf, size_t len,
 }
 
 /* The hash the object in the cluster carries, 0 when none or absent. */
-static uint64_t cluster_hash(struct k8s_http *http,
-			     const struct ctrl_target *t)
+static uint64_t cluster_hash(struct k8s_http *http, const struct ctrl_target *t)
 {
 	struct k8s_req req = { .method = "GET", .timeout_s = 10 };
 	struct k8s_resp resp = { 0 };
@@ -206,20 +207,25 @@ static char *apply_body(const struct ctrl_target *t)
 			return NULL;
 		return out;
 	}
-	json_object_object_add(body, "apiVersion", json_object_new_string("v1"));
-	json_object_object_add(body, "kind", json_object_new_string("ConfigMap"));
+	json_object_object_add(body, "apiVersion",
+			       json_object_new_string("v1"));
+	json_object_object_add(body, "kind",
+			       json_object_new_string("ConfigMap"));
 	json_object_object_add(meta, "name", json_object_new_string(t->name));
-	json_object_object_add(meta, "namespace", json_object_new_string(t->ns));
+	json_object_object_add(meta, "namespace",
+			       json_object_new_string(t->ns));
 	json_object_object_add(lab, "app.kubernetes.io/managed-by",
 			       json_object_new_string("milometer"));
 	json_object_object_add(meta, "labels", lab);
-	json_object_object_add(ann, HASH_ANNOTATION, json_object_new_string(hash));
+	json_object_object_add(ann, HASH_ANNOTATION,
+			       json_object_new_string(hash));
 	json_object_object_add(meta, "annotations", ann);
 	json_object_object_add(body, "metadata", meta);
 	json_object_object_add(data, data_key(t->target),
 			       json_object_new_string(t->content));
 	json_object_object_add(body, "data", data);
-	out = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+	out = strdup(
+		json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
 	json_object_put(body);
 	return out;
 }
@@ -228,8 +234,10 @@ void ctrl_translate__apply(struct ctrl_translate *ct, struct k8s_http *http)
 {
 	for (size_t i = 0; i < ct->n; i++) {
 		struct ctrl_target *t = &ct->t[i];
-		struct k8s_req req = { .method = "PATCH", .timeout_s = 10,
-				       .content_type = "application/apply-patch+yaml" };
+		struct k8s_req req = { .method = "PATCH",
+				       .timeout_s = 10,
+				       .content_type =
+					       "application/apply-patch+yaml" };
 		struct k8s_resp resp = { 0 };
 		char path[1024];
 		char *body;
@@ -252,14 +260,15 @@ void ctrl_translate__apply(struct ctrl_translate *ct, struct k8s_http *http)
 		if (!ret && (resp.status == 200 || resp.status == 201)) {
 			t->applied = true;
 			ct->writes++;
-			pr_info("%s %s/%s written (%s)\n",
-				t->target, t->ns, t->name, path);
+			pr_info("%s %s/%s written (%s)\n", t->target, t->ns,
+				t->name, path);
 		} else {
 			ct->write_errors++;
 			pr_err("writing %s %s/%s failed: %s%ld %.300s\n",
-				t->target, t->ns, t->name,
-				ret ? resp.error : "HTTP ", ret ? 0L : resp.status,
-				resp.body ? resp.body : "");
+			       t->target, t->ns, t->name,
+			       ret ? resp.error : "HTTP ",
+			       ret ? 0L : resp.status,
+			       resp.body ? resp.body : "");
 		}
 		k8s_http__resp_free(&resp);
 		free(body);

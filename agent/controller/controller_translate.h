@@ -32,7 +32,7 @@ struct ctrl_target {
 	char name[254];
 	char *content; /* last rendered */
 	uint64_t hash;
-	bool applied;  /* the cluster has this content */
+	bool applied; /* the cluster has this content */
 };
 
 struct ctrl_translate {
@@ -42,8 +42,8 @@ struct ctrl_translate {
 };
 
 /* Parse one TARGET=NAMESPACE/NAME; -EINVAL with the reason in err. */
-int ctrl_translate__add(struct ctrl_translate *ct, const char *arg,
-			char *err, size_t errlen);
+int ctrl_translate__add(struct ctrl_translate *ct, const char *arg, char *err,
+			size_t errlen);
 /* Render every target; set each policy's Translated condition. */
 void ctrl_translate__render(struct ctrl_translate *ct, struct contract *c,
 			    struct policy_engine *e);

@@ -19,17 +19,17 @@
 
 struct h2_stream {
 	uint32_t id;
-	bool req_done;     /* END_STREAM from the client */
-	bool final_seen;   /* non-1xx response HEADERS */
+	bool req_done;   /* END_STREAM from the client */
+	bool final_seen; /* non-1xx response HEADERS */
 	uint16_t status;
 	uint32_t unknown;
 	int32_t grpc;
 	int64_t clen;
 	uint64_t start_ns, req_bytes, resp_bytes;
 	char *method, *path, *authority, *host, *scheme;
-	char *hdrs;        /* other request fields, "name: value\r\n"... */
+	char *hdrs; /* other request fields, "name: value\r\n"... */
 	size_t hdrs_len;
-	bool hdrs_trunc;   /* past H2_HDRS_MAX */
+	bool hdrs_trunc; /* past H2_HDRS_MAX */
 };
 
 struct h2_conn {
@@ -43,11 +43,11 @@ struct h2_conn {
 		uint32_t stream;
 		bool active, end_stream, lost;
 		uint64_t first_ns;
-		uint64_t bytes;  /* frame bytes of the block, for a new stream */
+		uint64_t bytes; /* frame bytes of the block, for a new stream */
 	} blk[2];
 	struct h2_stream **st;
 	size_t nst, capst;
-	uint32_t max_client_id;  /* highest client stream id opened */
+	uint32_t max_client_id; /* highest client stream id opened */
 	struct h2_conn_stats stats;
 	/* the block being decoded, for the field callback */
 	struct h2_stream *cur;
@@ -59,7 +59,8 @@ struct h2_conn {
 
 static uint32_t be32(const uint8_t *p)
 {
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
 }
 
 static void stream_free(struct h2_stream *s)
@@ -119,10 +120,11 @@ static struct h2_stream *open_stream(struct h2_conn *c, uint32_t id,
 static uint8_t method_id(const char *m)
 {
 	static const char *const names[MM_M__COUNT] = {
-		[MM_M_GET] = "GET", [MM_M_HEAD] = "HEAD", [MM_M_POST] = "POST",
-		[MM_M_PUT] = "PUT", [MM_M_DELETE] = "DELETE",
-		[MM_M_CONNECT] = "CONNECT", [MM_M_OPTIONS] = "OPTIONS",
-		[MM_M_TRACE] = "TRACE", [MM_M_PATCH] = "PATCH",
+		[MM_M_GET] = "GET",         [MM_M_HEAD] = "HEAD",
+		[MM_M_POST] = "POST",       [MM_M_PUT] = "PUT",
+		[MM_M_DELETE] = "DELETE",   [MM_M_CONNECT] = "CONNECT",
+		[MM_M_OPTIONS] = "OPTIONS", [MM_M_TRACE] = "TRACE",
+		[MM_M_PATCH] = "PATCH",
 	};
 
 	for (int i = 1; i < MM_M__COUNT; i++)
@@ -150,7 +152,9 @@ static void finish(struct h2_conn *c, struct h2_stream *s, uint64_t end_ns,
 		.resp_bytes = s->resp_bytes,
 		.method_str = s->method ? s->method : "",
 		.path = s->path ? s->path : "",
-		.authority = s->authority ? s->authority : s->host ? s->host : "",
+		.authority = s->authority ? s->authority
+			     : s->host    ? s->host
+					  : "",
 		.scheme = s->scheme ? s->scheme : "",
 		.headers = s->hdrs ? s->hdrs : "",
 		.headers_trunc = s->hdrs_trunc || (s->unknown & H2_UNK_OTHER),
@@ -268,8 +272,8 @@ static void on_field(void *ctx, const char *name, size_t nlen, const char *v,
 			set_str(&s->host, v, vlen);
 		} else if (is(name, nlen, ":scheme")) {
 			set_str(&s->scheme, v, vlen);
-		} else if (nlen && name[0] != ':' &&
-			   !memchr(v, '\r', vlen) && !memchr(v, '\n', vlen)) {
+		} else if (nlen && name[0] != ':' && !memchr(v, '\r', vlen) &&
+			   !memchr(v, '\n', vlen)) {
 			add_header(s, name, nlen, v, vlen);
 		}
 		return;
@@ -480,7 +484,8 @@ static void settings(struct h2_conn *c, enum h2_dir d, const struct h2_frame *f)
 		 * blocks themselves, which hpack.c follows (see there).
 		 */
 		if (id == 0x1)
-			c->stats.header_table_size[d] = be32(f->payload + i + 2);
+			c->stats.header_table_size[d] =
+				be32(f->payload + i + 2);
 	}
 }
 
@@ -509,7 +514,8 @@ static void on_frame(void *ctx, const struct h2_frame *f)
 	struct h2_stream *s;
 
 	c->stats.frames[d]++;
-	if (b->active && (f->type != H2_CONTINUATION || f->stream_id != b->stream)) {
+	if (b->active &&
+	    (f->type != H2_CONTINUATION || f->stream_id != b->stream)) {
 		/* RFC 9113 §6.10: nothing may interleave a header block */
 		b->lost = true;
 		header_block(c, d, f->last_ns);
@@ -556,7 +562,8 @@ static void on_frame(void *ctx, const struct h2_frame *f)
 	case H2_RST_STREAM:
 		if (s)
 			finish(c, s, f->last_ns, MM_EV_ABORTED,
-			       f->payload && f->len >= 4 ? be32(f->payload) : 0);
+			       f->payload && f->len >= 4 ? be32(f->payload)
+							 : 0);
 		break;
 	case H2_SETTINGS:
 		settings(c, d, f);

@@ -29,21 +29,21 @@ enum h2_dir {
 #define H2_UNK_GRPC      0x10
 #define H2_UNK_OTHER     0x20 /* some other field: content-length, scheme */
 
-#define H2_GRPC_NONE    (-1) /* no grpc-status: not gRPC or no trailers */
+#define H2_GRPC_NONE (-1) /* no grpc-status: not gRPC or no trailers */
 
 struct h2_exchange {
 	uint32_t stream_id;
-	uint8_t method;          /* enum mm_method (MM_M_OTHER when unknown) */
-	uint8_t flags;           /* MM_EV_* as for HTTP/1 */
-	uint16_t status;         /* final :status; 0 when none or unknown */
-	uint32_t unknown;        /* H2_UNK_* */
-	uint32_t rst_code;       /* RST_STREAM / GOAWAY error code when aborted */
-	int32_t grpc_status;     /* H2_GRPC_NONE or 0..16 */
-	int64_t content_length;  /* response content-length, -1 absent */
-	uint64_t start_ns;       /* first byte of the request HEADERS */
-	uint64_t end_ns;         /* last byte of the response, or abort time */
-	uint64_t req_bytes;      /* frame bytes of this stream, client -> server */
-	uint64_t resp_bytes;     /* frame bytes of this stream, server -> client */
+	uint8_t method;      /* enum mm_method (MM_M_OTHER when unknown) */
+	uint8_t flags;       /* MM_EV_* as for HTTP/1 */
+	uint16_t status;     /* final :status; 0 when none or unknown */
+	uint32_t unknown;    /* H2_UNK_* */
+	uint32_t rst_code;   /* RST_STREAM / GOAWAY error code when aborted */
+	int32_t grpc_status; /* H2_GRPC_NONE or 0..16 */
+	int64_t content_length; /* response content-length, -1 absent */
+	uint64_t start_ns;      /* first byte of the request HEADERS */
+	uint64_t end_ns;        /* last byte of the response, or abort time */
+	uint64_t req_bytes;  /* frame bytes of this stream, client -> server */
+	uint64_t resp_bytes; /* frame bytes of this stream, server -> client */
 	/* NUL-terminated, valid during the callback; "" when absent or unknown */
 	const char *method_str;
 	const char *path;
@@ -92,12 +92,12 @@ struct h2_conn_stats {
 	uint64_t untracked_streams;  /* streams opened before the attach */
 	uint64_t streams_over_limit; /* past H2_MAX_STREAMS open at once */
 	uint64_t push_promises;
-	uint64_t unknown_fields;     /* HPACK fields from before the attach */
+	uint64_t unknown_fields; /* HPACK fields from before the attach */
 	uint64_t hpack_errors;
-	uint64_t lost_blocks;        /* header blocks lost or too large */
+	uint64_t lost_blocks; /* header blocks lost or too large */
 	/* SETTINGS_HEADER_TABLE_SIZE each side sent */
 	uint32_t header_table_size[2];
-	uint32_t settings[2];        /* SETTINGS frames (acks excluded) */
+	uint32_t settings[2]; /* SETTINGS frames (acks excluded) */
 };
 
 #define H2_MAX_STREAMS 4096

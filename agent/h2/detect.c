@@ -46,8 +46,8 @@ static void copy(char *dst, size_t cap, const char *s, size_t n)
 }
 
 /* Walk header lines: name, value (trimmed) for each. */
-typedef void (*hdr_fn)(void *ctx, const char *name, size_t nl,
-		       const char *val, size_t vl);
+typedef void (*hdr_fn)(void *ctx, const char *name, size_t nl, const char *val,
+		       size_t vl);
 
 static void each_header(const char *line, const char *end, hdr_fn fn, void *ctx)
 {
@@ -77,7 +77,8 @@ struct up_scan {
 	struct h2_upgrade_head *up;
 };
 
-static void up_hdr(void *ctx, const char *n, size_t nl, const char *v, size_t vl)
+static void up_hdr(void *ctx, const char *n, size_t nl, const char *v,
+		   size_t vl)
 {
 	struct up_scan *u = ctx;
 
@@ -94,10 +95,12 @@ static void up_hdr(void *ctx, const char *n, size_t nl, const char *v, size_t vl
 		long long x = 0;
 
 		for (size_t i = 0; i < vl && x >= 0; i++)
-			x = v[i] >= '0' && v[i] <= '9' && x < (1LL << 50) ?
-				    x * 10 + (v[i] - '0') : -1;
+			x = v[i] >= '0' && v[i] <= '9' && x < (1LL << 50)
+				    ? x * 10 + (v[i] - '0')
+				    : -1;
 		u->up->body_len = vl ? x : -1;
-	} else if (nl == 17 && !strncasecmp(n, "transfer-encoding", 17) && u->up)
+	} else if (nl == 17 && !strncasecmp(n, "transfer-encoding", 17) &&
+		   u->up)
 		u->up->body_len = -1;
 }
 
@@ -117,7 +120,8 @@ enum h2_detect h2_detect__client(const uint8_t *buf, size_t len,
 	eol = memchr(b, '\r', end - b + 2);
 	sp1 = memchr(b, ' ', eol - b);
 	sp2 = sp1 ? memchr(sp1 + 1, ' ', eol - sp1 - 1) : NULL;
-	if (!sp1 || !sp2 || eol - sp2 - 1 != 8 || memcmp(sp2 + 1, "HTTP/1.1", 8))
+	if (!sp1 || !sp2 || eol - sp2 - 1 != 8 ||
+	    memcmp(sp2 + 1, "HTTP/1.1", 8))
 		return H2_DETECT_NO;
 	if (up) {
 		memset(up, 0, sizeof(*up));
@@ -127,7 +131,8 @@ enum h2_detect h2_detect__client(const uint8_t *buf, size_t len,
 	}
 	each_header(eol + 2, end + 2, up_hdr, &u);
 	/* RFC 7540 §3.2.1: exactly one HTTP2-Settings, named in Connection */
-	if (u.upgrade_h2c && u.conn_upgrade && u.conn_settings && u.settings == 1)
+	if (u.upgrade_h2c && u.conn_upgrade && u.conn_settings &&
+	    u.settings == 1)
 		return H2_DETECT_UPGRADE;
 	return H2_DETECT_NO;
 }
@@ -136,7 +141,8 @@ struct sw_scan {
 	bool h2c, conn_upgrade;
 };
 
-static void sw_hdr(void *ctx, const char *n, size_t nl, const char *v, size_t vl)
+static void sw_hdr(void *ctx, const char *n, size_t nl, const char *v,
+		   size_t vl)
 {
 	struct sw_scan *s = ctx;
 

@@ -15,17 +15,17 @@
 #include <stdint.h>
 
 enum h2_detect {
-	H2_DETECT_NO = 0,        /* not HTTP/2 and not an upgrade request */
-	H2_DETECT_MORE,          /* a prefix of the preface: need more bytes */
-	H2_DETECT_PREFACE,       /* prior knowledge / ALPN h2 */
-	H2_DETECT_UPGRADE,       /* HTTP/1.1 request with Upgrade: h2c */
+	H2_DETECT_NO = 0,  /* not HTTP/2 and not an upgrade request */
+	H2_DETECT_MORE,    /* a prefix of the preface: need more bytes */
+	H2_DETECT_PREFACE, /* prior knowledge / ALPN h2 */
+	H2_DETECT_UPGRADE, /* HTTP/1.1 request with Upgrade: h2c */
 };
 
 struct h2_upgrade_head {
 	char method[16];
 	char path[1024];
 	char authority[256];
-	size_t head_len;         /* bytes of the request head (through CRLFCRLF) */
+	size_t head_len; /* bytes of the request head (through CRLFCRLF) */
 	/*
 	 * Content-Length of the request: RFC 7540 §3.2 has the client send the
 	 * whole body in HTTP/1.1 before the switch, so HTTP/2 (the client's

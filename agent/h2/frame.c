@@ -42,7 +42,8 @@ static bool kept(uint8_t type)
 
 static uint32_t frame_len(const struct h2_framer *fr)
 {
-	return (uint32_t)fr->hdr[0] << 16 | (uint32_t)fr->hdr[1] << 8 | fr->hdr[2];
+	return (uint32_t)fr->hdr[0] << 16 | (uint32_t)fr->hdr[1] << 8 |
+	       fr->hdr[2];
 }
 
 static void emit(struct h2_framer *fr, uint64_t ts, h2_frame_fn fn, void *ctx)
@@ -50,11 +51,15 @@ static void emit(struct h2_framer *fr, uint64_t ts, h2_frame_fn fn, void *ctx)
 	struct h2_frame f = {
 		.type = fr->hdr[3],
 		.flags = fr->hdr[4],
-		.stream_id = ((uint32_t)fr->hdr[5] << 24 | (uint32_t)fr->hdr[6] << 16 |
-			      (uint32_t)fr->hdr[7] << 8 | fr->hdr[8]) & 0x7fffffff,
+		.stream_id = ((uint32_t)fr->hdr[5] << 24 |
+			      (uint32_t)fr->hdr[6] << 16 |
+			      (uint32_t)fr->hdr[7] << 8 | fr->hdr[8]) &
+			     0x7fffffff,
 		.len = frame_len(fr),
 		/* an empty kept frame (SETTINGS ack) has a payload, of 0 bytes */
-		.payload = !fr->keep ? NULL : fr->buf ? fr->buf : (const uint8_t *)"",
+		.payload = !fr->keep ? NULL
+			   : fr->buf ? fr->buf
+				     : (const uint8_t *)"",
 		.first_ns = fr->first_ns,
 		.last_ns = ts,
 	};
@@ -78,8 +83,9 @@ int h2_framer__feed(struct h2_framer *fr, const uint8_t *p, size_t len,
 	while (p < end) {
 		if (fr->preface_left) {
 			size_t off = H2_PREFACE_LEN - fr->preface_left;
-			size_t n = end - p < fr->preface_left ? (size_t)(end - p) :
-								  fr->preface_left;
+			size_t n = end - p < fr->preface_left
+					   ? (size_t)(end - p)
+					   : fr->preface_left;
 
 			if (memcmp(p, &H2_PREFACE[off], n)) {
 				fr->dead = true;
@@ -101,9 +107,12 @@ int h2_framer__feed(struct h2_framer *fr, const uint8_t *p, size_t len,
 			p += n;
 			if (fr->hdr_have < 9)
 				break;
-			fr->keep = kept(fr->hdr[3]) && frame_len(fr) <= H2_KEEP_MAX;
+			fr->keep = kept(fr->hdr[3]) &&
+				   frame_len(fr) <= H2_KEEP_MAX;
 			if (fr->keep && frame_len(fr) > fr->cap) {
-				uint32_t cap = frame_len(fr) < 4096 ? 4096 : frame_len(fr);
+				uint32_t cap = frame_len(fr) < 4096
+						       ? 4096
+						       : frame_len(fr);
 				uint8_t *nb = realloc(fr->buf, cap);
 
 				if (nb) {
@@ -116,7 +125,8 @@ int h2_framer__feed(struct h2_framer *fr, const uint8_t *p, size_t len,
 		}
 		{
 			uint32_t want = frame_len(fr) - fr->have;
-			size_t n = want < (size_t)(end - p) ? want : (size_t)(end - p);
+			size_t n = want < (size_t)(end - p) ? want
+							    : (size_t)(end - p);
 
 			if (fr->keep && n)
 				memcpy(fr->buf + fr->have, p, n);

@@ -36,32 +36,32 @@ enum h2_frame_type {
 #define H2_PREFACE     "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define H2_PREFACE_LEN 24
 /* A kept payload larger than this is dropped (frame still counted). */
-#define H2_KEEP_MAX    (1u << 20)
+#define H2_KEEP_MAX (1u << 20)
 
 struct h2_frame {
 	uint8_t type;
 	uint8_t flags;
 	uint32_t stream_id;
-	uint32_t len;            /* payload length */
-	const uint8_t *payload;  /* kept types only; NULL when too large */
-	uint64_t first_ns;       /* chunk holding the frame's first byte */
-	uint64_t last_ns;        /* chunk holding its last byte */
+	uint32_t len;           /* payload length */
+	const uint8_t *payload; /* kept types only; NULL when too large */
+	uint64_t first_ns;      /* chunk holding the frame's first byte */
+	uint64_t last_ns;       /* chunk holding its last byte */
 };
 
 typedef void (*h2_frame_fn)(void *ctx, const struct h2_frame *f);
 
 struct h2_framer {
-	uint32_t preface_left;   /* client direction from the start: 24 */
-	bool dead;               /* not HTTP/2 (bad preface): ignore the rest */
+	uint32_t preface_left; /* client direction from the start: 24 */
+	bool dead;             /* not HTTP/2 (bad preface): ignore the rest */
 	uint8_t hdr[9];
 	uint32_t hdr_have;
-	uint32_t have;           /* payload bytes seen of the current frame */
+	uint32_t have; /* payload bytes seen of the current frame */
 	uint64_t first_ns;
 	uint8_t *buf;
 	uint32_t cap;
 	bool keep;
 	uint64_t frames;
-	uint64_t dropped;        /* kept-type payloads over H2_KEEP_MAX */
+	uint64_t dropped; /* kept-type payloads over H2_KEEP_MAX */
 };
 
 void h2_framer__init(struct h2_framer *fr, bool expect_preface);

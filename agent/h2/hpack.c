@@ -59,9 +59,11 @@ static int start(struct h2_hpack *h, bool from_start)
 		return -EINVAL;
 	if (from_start)
 		return 0;
-	_Static_assert(H2_HPACK_MIDWAY_TABLE == 65536, "midway_update encodes 65536");
+	_Static_assert(H2_HPACK_MIDWAY_TABLE == 65536,
+		       "midway_update encodes 65536");
 	if (nghttp2_hd_inflate_hd2(h->inf, &nv, &fl, midway_update,
-				   sizeof(midway_update), 1) != sizeof(midway_update) ||
+				   sizeof(midway_update),
+				   1) != sizeof(midway_update) ||
 	    !(fl & NGHTTP2_HD_INFLATE_FINAL))
 		return -EINVAL;
 	nghttp2_hd_inflate_end_headers(h->inf);
@@ -150,7 +152,8 @@ static int feed(struct h2_hpack *h, const uint8_t *in, size_t len, int final,
 	for (;;) {
 		nghttp2_nv nv;
 		int fl = 0;
-		ssize_t n = nghttp2_hd_inflate_hd2(h->inf, &nv, &fl, in, len, final);
+		ssize_t n = nghttp2_hd_inflate_hd2(h->inf, &nv, &fl, in, len,
+						   final);
 
 		if (n < 0)
 			return -EPROTO;
@@ -206,12 +209,14 @@ int h2_hpack__decode(struct h2_hpack *h, const uint8_t *block, size_t len,
 		if (b & 0x80) { /* §6.1 indexed field */
 			if (read_int(&p, end, 7, &idx) || idx == 0) {
 				err = -EPROTO;
-			} else if (idx > STATIC_ENTRIES && !resolvable(h, idx)) {
+			} else if (idx > STATIC_ENTRIES &&
+				   !resolvable(h, idx)) {
 				unknown_field(h, fn, ctx);
 			} else {
 				err = feed(h, rep, p - rep, 0, fn, ctx);
 			}
-		} else if ((b & 0xc0) == 0x40) { /* §6.2.1 incremental indexing */
+		} else if ((b & 0xc0) ==
+			   0x40) { /* §6.2.1 incremental indexing */
 			const uint8_t *val;
 			bool known;
 
@@ -239,14 +244,17 @@ int h2_hpack__decode(struct h2_hpack *h, const uint8_t *block, size_t len,
 			} else {
 				err = feed(h, rep, p - rep, 0, fn, ctx);
 			}
-		} else if ((b & 0xe0) == 0x20) { /* §6.3 dynamic table size update */
-			if (read_int(&p, end, 5, &idx) || idx > H2_HPACK_MAX_TABLE)
+		} else if ((b & 0xe0) ==
+			   0x20) { /* §6.3 dynamic table size update */
+			if (read_int(&p, end, 5, &idx) ||
+			    idx > H2_HPACK_MAX_TABLE)
 				err = -EPROTO;
 			else
 				err = feed(h, rep, p - rep, 0, fn, ctx);
 		} else { /* §6.2.2/§6.2.3 without indexing, never indexed */
 			if (read_int(&p, end, 4, &idx) ||
-			    (idx == 0 && skip_str(&p, end)) || skip_str(&p, end))
+			    (idx == 0 && skip_str(&p, end)) ||
+			    skip_str(&p, end))
 				err = -EPROTO;
 			else if (idx > STATIC_ENTRIES && !resolvable(h, idx))
 				unknown_field(h, fn, ctx);

@@ -25,12 +25,12 @@
 struct h2_hpack;
 
 struct h2_hpack_stats {
-	uint64_t blocks;       /* header blocks decoded */
-	uint64_t headers;      /* header fields emitted, unknown included */
-	uint64_t inserts;      /* dynamic-table insertions seen */
-	uint64_t unknown;      /* fields that referenced a pre-attach entry */
-	uint64_t errors;       /* malformed blocks (each forces a reattach) */
-	uint64_t reattaches;   /* restarts of the insertion count */
+	uint64_t blocks;     /* header blocks decoded */
+	uint64_t headers;    /* header fields emitted, unknown included */
+	uint64_t inserts;    /* dynamic-table insertions seen */
+	uint64_t unknown;    /* fields that referenced a pre-attach entry */
+	uint64_t errors;     /* malformed blocks (each forces a reattach) */
+	uint64_t reattaches; /* restarts of the insertion count */
 };
 
 /*

@@ -42,13 +42,17 @@ struct k8s_api {
 
 static const struct {
 	const char *group, *version, *plural, *kind, *field;
-	bool routes; /* needed for the route table */
+	bool routes;       /* needed for the route table */
 	const char *label; /* label selector */
 } watched[] = {
-	{ "gateway.networking.k8s.io", "v1", "gateways", "Gateway", NULL, true },
-	{ "gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", NULL, true },
-	{ "telemetry.miloapis.com", "v1alpha1", "metricdefinitions", "MetricDefinition", NULL, false },
-	{ "telemetry.miloapis.com", "v1alpha1", "metricpolicies", "MetricPolicy", NULL, false },
+	{ "gateway.networking.k8s.io", "v1", "gateways", "Gateway", NULL,
+	  true },
+	{ "gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", NULL,
+	  true },
+	{ "telemetry.miloapis.com", "v1alpha1", "metricdefinitions",
+	  "MetricDefinition", NULL, false },
+	{ "telemetry.miloapis.com", "v1alpha1", "metricpolicies",
+	  "MetricPolicy", NULL, false },
 	/* RBAC resourceNames on list/watch need the name as a field selector */
 	{ "about.k8s.io", "v1alpha1", "clusterproperties", "ClusterProperty",
 	  "metadata.name=cluster.clusterset.k8s.io", false },
@@ -79,8 +83,12 @@ static void add_res(struct k8s_api *a, const char *g, const char *v,
 		    const char *label, bool snap)
 {
 	a->res[a->n] = (struct k8s_resource){
-		.group = g, .version = v, .plural = p, .kind = k,
-		.field_selector = field, .label_selector = label,
+		.group = g,
+		.version = v,
+		.plural = p,
+		.kind = k,
+		.field_selector = field,
+		.label_selector = label,
 	};
 	a->in_snapshot[a->n] = snap;
 	a->n++;
@@ -112,7 +120,8 @@ int k8s_api__start(const struct k8s_api_opts *o, struct k8s_api **out,
 				watched[i].plural, watched[i].kind,
 				watched[i].field, watched[i].label, true);
 	if (o->node_name && !o->only_routes) {
-		if (asprintf(&a->pod_selector, "spec.nodeName=%s", o->node_name) < 0) {
+		if (asprintf(&a->pod_selector, "spec.nodeName=%s",
+			     o->node_name) < 0) {
 			ret = -ENOMEM;
 			goto fail;
 		}
@@ -130,15 +139,16 @@ int k8s_api__start(const struct k8s_api_opts *o, struct k8s_api **out,
 
 		a->stores[i] = k8s_store__new(NULL, NULL);
 		ro.store = a->stores[i];
-		if (!a->stores[i] || !(a->refl[i] = k8s_reflector__start(&ro))) {
+		if (!a->stores[i] ||
+		    !(a->refl[i] = k8s_reflector__start(&ro))) {
 			snprintf(err, errlen, "k8s: cannot start the %s watch",
 				 a->res[i].plural);
 			ret = -ENOMEM;
 			goto fail;
 		}
 	}
-	pr_info("watching %zu resources on %s (%s)\n",
-		a->n, a->cfg->server, a->cfg->origin);
+	pr_info("watching %zu resources on %s (%s)\n", a->n, a->cfg->server,
+		a->cfg->origin);
 	*out = a;
 	return 0;
 fail:
@@ -173,7 +183,8 @@ static size_t count_synced(struct k8s_api *a, size_t *listed, size_t *first)
 	*listed = 0;
 	*first = a->n;
 	for (size_t i = 0; i < a->n; i++) {
-		struct k8s_reflector_stats *st = k8s_reflector__stats(a->refl[i]);
+		struct k8s_reflector_stats *st =
+			k8s_reflector__stats(a->refl[i]);
 		int s = st->state;
 		bool d = st->synced || s == K8S_W_ABSENT ||
 			 s == K8S_W_FORBIDDEN || s == K8S_W_UNAUTHORIZED;
@@ -206,10 +217,13 @@ bool k8s_api__synced(struct k8s_api *a, char *why, size_t len)
 
 	if (done == a->n)
 		return true;
-	snprintf(why, len, "waiting for the Kubernetes API server %s: %zu of %zu watched resources listed (%s%s%s: %s)",
-		 a->cfg->server, done, a->n, a->res[first].plural,
-		 a->res[first].group[0] ? "." : "", a->res[first].group,
-		 k8s_watch_state__name(k8s_reflector__stats(a->refl[first])->state));
+	snprintf(
+		why, len,
+		"waiting for the Kubernetes API server %s: %zu of %zu watched resources listed (%s%s%s: %s)",
+		a->cfg->server, done, a->n, a->res[first].plural,
+		a->res[first].group[0] ? "." : "", a->res[first].group,
+		k8s_watch_state__name(
+			k8s_reflector__stats(a->refl[first])->state));
 	return false;
 }
 
@@ -251,7 +265,8 @@ void k8s_api__dump(struct k8s_api *a, FILE *out, int json)
 	uint64_t now = mono_ns();
 
 	if (json)
-		fprintf(out, "{\"server\":\"%s\",\"requests\":%llu,\"bytes\":%llu,\"watches\":[",
+		fprintf(out,
+			"{\"server\":\"%s\",\"requests\":%llu,\"bytes\":%llu,\"watches\":[",
 			a->cfg->server, (unsigned long long)a->http.requests,
 			(unsigned long long)a->http.bytes_in);
 	else
@@ -259,15 +274,21 @@ void k8s_api__dump(struct k8s_api *a, FILE *out, int json)
 			a->cfg->server, (unsigned long long)a->http.requests,
 			(unsigned long long)a->http.bytes_in);
 	for (size_t i = 0; i < a->n; i++) {
-		struct k8s_reflector_stats *st = k8s_reflector__stats(a->refl[i]);
+		struct k8s_reflector_stats *st =
+			k8s_reflector__stats(a->refl[i]);
 		const struct k8s_resource *r = &a->res[i];
-		uint64_t age = st->last_sync_ns ? (now - st->last_sync_ns) / 1000000000ULL : 0;
+		uint64_t age = st->last_sync_ns ? (now - st->last_sync_ns) /
+							  1000000000ULL
+						: 0;
 
 		if (json) {
-			fprintf(out, "%s{\"resource\":\"%s%s%s\",\"selector\":\"%s\",\"state\":\"%s\",\"objects\":%llu,\"lists\":%llu,\"relists\":%llu,\"watches\":%llu,\"events\":%llu,\"bookmarks\":%llu,\"last_sync_age_s\":%llu,\"errors\":{",
+			fprintf(out,
+				"%s{\"resource\":\"%s%s%s\",\"selector\":\"%s\",\"state\":\"%s\",\"objects\":%llu,\"lists\":%llu,\"relists\":%llu,\"watches\":%llu,\"events\":%llu,\"bookmarks\":%llu,\"last_sync_age_s\":%llu,\"errors\":{",
 				i ? "," : "", r->plural, r->group[0] ? "." : "",
-				r->group, r->field_selector ? r->field_selector :
-				r->label_selector ? r->label_selector : "",
+				r->group,
+				r->field_selector   ? r->field_selector
+				: r->label_selector ? r->label_selector
+						    : "",
 				k8s_watch_state__name(st->state),
 				(unsigned long long)st->objects,
 				(unsigned long long)st->lists,
@@ -282,8 +303,10 @@ void k8s_api__dump(struct k8s_api *a, FILE *out, int json)
 					(unsigned long long)st->errors[e]);
 			fprintf(out, "}}");
 		} else {
-			fprintf(out, "  %-40s %-12s %6llu objects %4llu relists %5llu events, synced %llus ago\n",
-				r->field_selector ? r->field_selector : r->plural,
+			fprintf(out,
+				"  %-40s %-12s %6llu objects %4llu relists %5llu events, synced %llus ago\n",
+				r->field_selector ? r->field_selector
+						  : r->plural,
 				k8s_watch_state__name(st->state),
 				(unsigned long long)st->objects,
 				(unsigned long long)st->relists,
@@ -353,7 +376,8 @@ static int collect_one(struct json_object *obj, void *ctx)
 	if (m && json_object_object_get_ex(m, "name", &v))
 		name = json_object_get_string(v);
 	/* messages read "k8s HTTPRoute apps/web:0: ..." */
-	if (asprintf(&label, "k8s %s %s%s%s", kind, ns, ns[0] ? "/" : "", name) < 0)
+	if (asprintf(&label, "k8s %s %s%s%s", kind, ns, ns[0] ? "/" : "",
+		     name) < 0)
 		return c->err = -ENOMEM;
 	o->labels[o->n] = label;
 	o->roots[o->n] = k8s_json_doc__convert(obj, label);

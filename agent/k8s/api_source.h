@@ -23,11 +23,11 @@ struct k8s_http_stats;
 struct k8s_config;
 
 struct k8s_api_opts {
-	const char *kubeconfig;  /* NULL: $KUBECONFIG, in-cluster, ~/.kube */
-	const char *node_name;   /* Pods of this node; NULL: no pod watch */
-	const char *user_agent;  /* NULL: "milometer/<version>" */
-	uint32_t min_watch_s;    /* 0: 300 ($MILOMETER_K8S_WATCH_TIMEOUT for tests) */
-	bool only_routes;        /* watch Gateways and HTTPRoutes only */
+	const char *kubeconfig; /* NULL: $KUBECONFIG, in-cluster, ~/.kube */
+	const char *node_name;  /* Pods of this node; NULL: no pod watch */
+	const char *user_agent; /* NULL: "milometer/<version>" */
+	uint32_t min_watch_s; /* 0: 300 ($MILOMETER_K8S_WATCH_TIMEOUT for tests) */
+	bool only_routes;     /* watch Gateways and HTTPRoutes only */
 };
 
 int k8s_api__start(const struct k8s_api_opts *o, struct k8s_api **out,

@@ -16,9 +16,9 @@
 #include "policy/model/metric_store.h"
 #include "exporter/prom_server.h"
 
-#define TOKEN_REVIEW_PATH "/apis/authentication.k8s.io/v1/tokenreviews"
+#define TOKEN_REVIEW_PATH  "/apis/authentication.k8s.io/v1/tokenreviews"
 #define ACCESS_REVIEW_PATH "/apis/authorization.k8s.io/v1/subjectaccessreviews"
-#define FULL_ACCESS_PATH "/metrics"
+#define FULL_ACCESS_PATH   "/metrics"
 /* a bearer token longer than this is no Kubernetes token */
 #define MAX_TOKEN 8192
 
@@ -27,8 +27,8 @@ struct centry {
 	struct centry *older, *newer; /* insertion order, for the bound */
 	uint64_t hash;
 	uint64_t expires_ns;
-	bool allowed;                 /* access reviews */
-	struct json_object *user;     /* token reviews: NULL = unauthenticated */
+	bool allowed;             /* access reviews */
+	struct json_object *user; /* token reviews: NULL = unauthenticated */
 	char key[];
 };
 
@@ -135,12 +135,15 @@ static int post_review(struct k8s_authz *a, const char *path,
 		       struct json_object *body, struct json_object **status,
 		       char *msg, size_t len)
 {
-	const char *s = json_object_to_json_string_ext(body,
-						       JSON_C_TO_STRING_PLAIN);
+	const char *s =
+		json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
 	struct k8s_req req = {
-		.method = "POST", .path = path,
-		.content_type = "application/json", .body = s,
-		.body_len = strlen(s), .timeout_s = a->o.timeout_s,
+		.method = "POST",
+		.path = path,
+		.content_type = "application/json",
+		.body = s,
+		.body_len = strlen(s),
+		.timeout_s = a->o.timeout_s,
 		.max_body = 1 << 20,
 	};
 	struct k8s_resp resp = {};
@@ -148,23 +151,28 @@ static int post_review(struct k8s_authz *a, const char *path,
 	int ret = -EIO;
 
 	if (k8s_http__do(a->http, &req, &resp)) {
-		snprintf(msg, len, "cannot reach the Kubernetes API to review "
-			 "this request (%s): try again later", resp.error);
+		snprintf(msg, len,
+			 "cannot reach the Kubernetes API to review "
+			 "this request (%s): try again later",
+			 resp.error);
 		goto out;
 	}
 	if (resp.status != 200 && resp.status != 201) {
-		snprintf(msg, len, "the Kubernetes API answered %ld to a %s: "
+		snprintf(msg, len,
+			 "the Kubernetes API answered %ld to a %s: "
 			 "grant this agent's service account create on "
 			 "tokenreviews and subjectaccessreviews "
-			 "(deploy/kubernetes)", resp.status,
-			 strstr(path, "token") ? "TokenReview" :
-						 "SubjectAccessReview");
+			 "(deploy/kubernetes)",
+			 resp.status,
+			 strstr(path, "token") ? "TokenReview"
+					       : "SubjectAccessReview");
 		goto out;
 	}
 	doc = json_tokener_parse(resp.body);
 	if (!doc || !json_object_object_get_ex(doc, "status", &st) ||
 	    !json_object_is_type(st, json_type_object)) {
-		snprintf(msg, len, "the Kubernetes API sent a review without "
+		snprintf(msg, len,
+			 "the Kubernetes API sent a review without "
 			 "a status");
 		goto out;
 	}
@@ -197,9 +205,11 @@ static int token_review(struct k8s_authz *a, const char *token, uint64_t now,
 	}
 	body = json_object_new_object();
 	spec = json_object_new_object();
-	json_object_object_add(body, "apiVersion",
-			       json_object_new_string("authentication.k8s.io/v1"));
-	json_object_object_add(body, "kind", json_object_new_string("TokenReview"));
+	json_object_object_add(
+		body, "apiVersion",
+		json_object_new_string("authentication.k8s.io/v1"));
+	json_object_object_add(body, "kind",
+			       json_object_new_string("TokenReview"));
 	json_object_object_add(spec, "token", json_object_new_string(token));
 	json_object_object_add(body, "spec", spec);
 	a->st.token_reviews++;
@@ -225,8 +235,7 @@ static int token_review(struct k8s_authz *a, const char *token, uint64_t now,
 	return 0;
 }
 
-static void add_extra(struct json_object *extra, const char *kv,
-		      const char *ns)
+static void add_extra(struct json_object *extra, const char *kv, const char *ns)
 {
 	const char *eq = strchr(kv, '=');
 	const char *tpl = strstr(eq + 1, "{namespace}");
@@ -261,8 +270,9 @@ static int access_review(struct k8s_authz *a, struct json_object *user,
 	struct centry *e;
 	int ret;
 
-	json_object_object_add(body, "apiVersion",
-			       json_object_new_string("authorization.k8s.io/v1"));
+	json_object_object_add(
+		body, "apiVersion",
+		json_object_new_string("authorization.k8s.io/v1"));
 	json_object_object_add(body, "kind",
 			       json_object_new_string("SubjectAccessReview"));
 	json_object_object_add(spec, attr_key, attrs);
@@ -308,8 +318,7 @@ out:
 	return ret;
 }
 
-static struct json_object *resource_attrs(const struct msubject *s,
-					  bool named)
+static struct json_object *resource_attrs(const struct msubject *s, bool named)
 {
 	struct json_object *o = json_object_new_object();
 
@@ -321,7 +330,8 @@ static struct json_object *resource_attrs(const struct msubject *s,
 	json_object_object_add(o, "resource",
 			       json_object_new_string(s->resource));
 	if (named)
-		json_object_object_add(o, "name", json_object_new_string(s->name));
+		json_object_object_add(o, "name",
+				       json_object_new_string(s->name));
 	return o;
 }
 
@@ -354,9 +364,11 @@ static int decide_subjects(struct k8s_authz *a, struct json_object *user,
 		 * the next scrape go on from there.
 		 */
 		if (mono_ns() > deadline) {
-			snprintf(msg, len, "authorizing %ld objects takes longer "
+			snprintf(msg, len,
+				 "authorizing %ld objects takes longer "
 				 "than %u ms; the decisions made so far are "
-				 "cached: scrape again", nsubs, a->o.budget_ms);
+				 "cached: scrape again",
+				 nsubs, a->o.budget_ms);
 			return -EAGAIN;
 		}
 		if (!msubject__parse(subs[i], &s, buf, sizeof(buf)))
@@ -400,7 +412,8 @@ static int begin(void *ctx, struct mstore *store, const char *authorization,
 
 	*access = NULL;
 	if (!authorization || strncasecmp(authorization, "Bearer ", 7)) {
-		snprintf(msg, len, "unauthorized: send Authorization: Bearer "
+		snprintf(msg, len,
+			 "unauthorized: send Authorization: Bearer "
 			 "TOKEN, e.g. a service-account token from kubectl "
 			 "create token");
 		return 401;
@@ -408,7 +421,8 @@ static int begin(void *ctx, struct mstore *store, const char *authorization,
 	for (t = authorization + 7; *t == ' '; t++)
 		;
 	if (!*t || strlen(t) >= sizeof(token)) {
-		snprintf(msg, len, "unauthorized: empty or oversized bearer token");
+		snprintf(msg, len,
+			 "unauthorized: empty or oversized bearer token");
 		return 401;
 	}
 	snprintf(token, sizeof(token), "%s", t);
@@ -421,7 +435,8 @@ static int begin(void *ctx, struct mstore *store, const char *authorization,
 		goto out;
 	}
 	if (!user) {
-		snprintf(msg, len, "unauthorized: the Kubernetes API does not "
+		snprintf(msg, len,
+			 "unauthorized: the Kubernetes API does not "
 			 "authenticate this token");
 		status = 401;
 		goto out;
@@ -447,8 +462,8 @@ static int begin(void *ctx, struct mstore *store, const char *authorization,
 	nsubs = mstore__subjects(store, &subs);
 	pthread_mutex_lock(&a->lock);
 	x = calloc(1, sizeof(*x));
-	if (nsubs < 0 || !x || !(x->subj = calloc((size_t)nsubs + 1,
-						  sizeof(*x->subj)))) {
+	if (nsubs < 0 || !x ||
+	    !(x->subj = calloc((size_t)nsubs + 1, sizeof(*x->subj)))) {
 		status = 500;
 		snprintf(msg, len, "out of memory");
 		goto out;
@@ -458,9 +473,10 @@ static int begin(void *ctx, struct mstore *store, const char *authorization,
 		goto out;
 	}
 	if (!x->n) {
-		snprintf(msg, len, "forbidden: you may get none of the objects "
-			 "these metrics are about, nor the non-resource URL "
-			 FULL_ACCESS_PATH);
+		snprintf(
+			msg, len,
+			"forbidden: you may get none of the objects "
+			"these metrics are about, nor the non-resource URL " FULL_ACCESS_PATH);
 		status = 403;
 		goto out;
 	}
@@ -487,8 +503,8 @@ static bool keep(void *access, const char *subject)
 	struct access *x = access;
 
 	/* bound to nothing single: a reader of everything only */
-	return subject && bsearch(subject, x->subj, x->n, sizeof(*x->subj),
-				  cmp_subj);
+	return subject &&
+	       bsearch(subject, x->subj, x->n, sizeof(*x->subj), cmp_subj);
 }
 
 static void end(void *access)
@@ -501,7 +517,8 @@ bool k8s_authz__valid_extra(const char *kv, char *err, size_t errlen)
 	const char *eq = kv ? strchr(kv, '=') : NULL;
 
 	if (!eq || eq == kv || eq - kv >= 256 || strlen(eq + 1) >= 400) {
-		snprintf(err, errlen, "extra field \"%s\": write KEY=VALUE, "
+		snprintf(err, errlen,
+			 "extra field \"%s\": write KEY=VALUE, "
 			 "e.g. iam.miloapis.com/parent-type=Project",
 			 kv ? kv : "");
 		return false;
@@ -534,15 +551,17 @@ struct k8s_authz *k8s_authz__new(const struct k8s_authz_opts *opts, char *err,
 	for (a->nb = 64; a->nb < a->o.max_entries; a->nb *= 2)
 		;
 	a->tab = calloc(a->nb, sizeof(*a->tab));
-	a->http = k8s_http__new(opts->cfg, opts->user_agent ?
-				opts->user_agent : "milometer-authz", NULL,
-				NULL);
+	a->http = k8s_http__new(opts->cfg,
+				opts->user_agent ? opts->user_agent
+						 : "milometer-authz",
+				NULL, NULL);
 	if (!a->tab || !a->http) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	a->hooks = (struct prom_auth){ .begin = begin, .keep = keep,
-				       .end = end, .ctx = a };
+	a->hooks = (struct prom_auth){
+		.begin = begin, .keep = keep, .end = end, .ctx = a
+	};
 	return a;
 fail:
 	k8s_authz__free(a);

@@ -34,11 +34,11 @@ struct mstore;
 #define K8S_AUTHZ_MAX_EXTRA 16
 
 struct k8s_authz_opts {
-	struct k8s_config *cfg;   /* where reviews go (borrowed) */
+	struct k8s_config *cfg; /* where reviews go (borrowed) */
 	const char *user_agent;
-	uint32_t ttl_s;           /* 0: 30 */
-	uint32_t max_entries;     /* decisions cached; 0: 10000 */
-	uint32_t timeout_s;       /* per review; 0: 5 */
+	uint32_t ttl_s;       /* 0: 30 */
+	uint32_t max_entries; /* decisions cached; 0: 10000 */
+	uint32_t timeout_s;   /* per review; 0: 5 */
 	/*
 	 * Time one scrape may spend on reviews (0: 5000 ms); past it the
 	 * scrape is a 503 and the next one goes on with the decisions cached.
@@ -55,11 +55,11 @@ struct k8s_authz_opts {
 };
 
 struct k8s_authz_stats {
-	uint64_t token_reviews;   /* sent */
-	uint64_t access_reviews;  /* SubjectAccessReviews sent */
+	uint64_t token_reviews;  /* sent */
+	uint64_t access_reviews; /* SubjectAccessReviews sent */
 	uint64_t cache_hits;
-	uint64_t errors;          /* reviews the API did not answer */
-	uint64_t evictions;       /* entries pushed out by the bound */
+	uint64_t errors;    /* reviews the API did not answer */
+	uint64_t evictions; /* entries pushed out by the bound */
 	uint64_t entries;
 };
 

@@ -112,9 +112,9 @@ static int in_cluster(struct k8s_config **out, char *err, size_t errlen)
 	if (!c)
 		return -ENOMEM;
 	/* an IPv6 service host needs brackets in the URL */
-	if (asprintf(&c->server, strchr(host, ':') ? "https://[%s]:%s" :
-						     "https://%s:%s", host,
-		     port) < 0 ||
+	if (asprintf(&c->server,
+		     strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s",
+		     host, port) < 0 ||
 	    asprintf(&c->token_file, "%s/token", dir) < 0 ||
 	    asprintf(&c->ca_file, "%s/ca.crt", dir) < 0 ||
 	    !(c->origin = strdup("in-cluster"))) {
@@ -122,9 +122,10 @@ static int in_cluster(struct k8s_config **out, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	if (access(c->token_file, R_OK)) {
-		snprintf(err, errlen,
-			 "in-cluster: cannot read the service-account token %s: %s (is automountServiceAccountToken off?)",
-			 c->token_file, strerror(errno));
+		snprintf(
+			err, errlen,
+			"in-cluster: cannot read the service-account token %s: %s (is automountServiceAccountToken off?)",
+			c->token_file, strerror(errno));
 		k8s_config__free(c);
 		return -ENOENT;
 	}
@@ -171,7 +172,8 @@ static int kc_data(const struct doc_node *n, const char *key, char **out,
 		return 0;
 	*out = b64_decode(v, len);
 	if (!*out) {
-		snprintf(err, errlen, "kubeconfig: %s is not valid base64", key);
+		snprintf(err, errlen, "kubeconfig: %s is not valid base64",
+			 key);
 		return -EINVAL;
 	}
 	return 0;
@@ -196,8 +198,11 @@ static int kubeconfig(const char *path, struct k8s_config **out, char *err,
 	cur = doc__str(root, "current-context");
 	ctx = named(root, "contexts", cur);
 	if (!cur || !ctx) {
-		snprintf(err, errlen, "kubeconfig %s: current-context %s%s%s not found under contexts",
-			 path, cur ? "\"" : "", cur ? cur : "(unset)", cur ? "\"" : "");
+		snprintf(
+			err, errlen,
+			"kubeconfig %s: current-context %s%s%s not found under contexts",
+			path, cur ? "\"" : "", cur ? cur : "(unset)",
+			cur ? "\"" : "");
 		ret = -EINVAL;
 		goto cleanup;
 	}
@@ -205,8 +210,10 @@ static int kubeconfig(const char *path, struct k8s_config **out, char *err,
 	us = named(root, "users", doc__str(ctx, "context.user"));
 	x = doc__get(cl, "cluster");
 	if (!x || !(v = doc__str(x, "server"))) {
-		snprintf(err, errlen, "kubeconfig %s: context \"%s\" names no cluster with a server",
-			 path, cur);
+		snprintf(
+			err, errlen,
+			"kubeconfig %s: context \"%s\" names no cluster with a server",
+			path, cur);
 		ret = -EINVAL;
 		goto cleanup;
 	}
@@ -225,16 +232,18 @@ static int kubeconfig(const char *path, struct k8s_config **out, char *err,
 	if (ret)
 		goto cleanup;
 	{
-		const struct doc_node *ins = doc__get(x, "insecure-skip-tls-verify");
+		const struct doc_node *ins =
+			doc__get(x, "insecure-skip-tls-verify");
 
 		c->insecure = ins && ins->kind == DOC_BOOL && ins->b;
 	}
 	x = doc__get(us, "user");
 	if (x) {
 		if (doc__get(x, "exec") || doc__get(x, "auth-provider")) {
-			snprintf(err, errlen,
-				 "kubeconfig %s: user \"%s\" uses an exec/auth-provider plugin, which milometer does not run; use a token, token file or client certificate",
-				 path, doc__str(us, "name"));
+			snprintf(
+				err, errlen,
+				"kubeconfig %s: user \"%s\" uses an exec/auth-provider plugin, which milometer does not run; use a token, token file or client certificate",
+				path, doc__str(us, "name"));
 			ret = -ENOTSUP;
 			goto cleanup;
 		}
@@ -278,26 +287,27 @@ int k8s_config__load(const char *path, struct k8s_config **out, char *err,
 		snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(env, ":"), env);
 		return kubeconfig(buf, out, err, errlen);
 	}
-	if (getenv("KUBERNETES_SERVICE_HOST") && getenv("KUBERNETES_SERVICE_PORT"))
+	if (getenv("KUBERNETES_SERVICE_HOST") &&
+	    getenv("KUBERNETES_SERVICE_PORT"))
 		return in_cluster(out, err, errlen);
 	if (home) {
 		snprintf(buf, sizeof(buf), "%s/.kube/config", home);
 		if (!access(buf, R_OK))
 			return kubeconfig(buf, out, err, errlen);
 	}
-	snprintf(err, errlen,
-		 "no Kubernetes API configured: not in a cluster (KUBERNETES_SERVICE_HOST unset), no --kubeconfig, $KUBECONFIG or ~/.kube/config; use --manifests DIR to run without a cluster");
+	snprintf(
+		err, errlen,
+		"no Kubernetes API configured: not in a cluster (KUBERNETES_SERVICE_HOST unset), no --kubeconfig, $KUBECONFIG or ~/.kube/config; use --manifests DIR to run without a cluster");
 	return -ENOENT;
 }
 
-void k8s_config__token(struct k8s_config *c, bool force, char *buf,
-		       size_t len)
+void k8s_config__token(struct k8s_config *c, bool force, char *buf, size_t len)
 {
 	uint64_t now = mono_ns();
 
 	pthread_mutex_lock(&c->lock);
-	if (c->token_file &&
-	    (force || !c->token_read_ns || now - c->token_read_ns >= K8S_TOKEN_REREAD_NS)) {
+	if (c->token_file && (force || !c->token_read_ns ||
+			      now - c->token_read_ns >= K8S_TOKEN_REREAD_NS)) {
 		char *t = read_small_file(c->token_file, NULL);
 
 		/* a failed read keeps the last token: kubelet swaps atomically */

@@ -19,20 +19,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define K8S_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#define K8S_SA_DIR          "/var/run/secrets/kubernetes.io/serviceaccount"
 #define K8S_TOKEN_REREAD_NS (60ULL * 1000000000ULL)
 
 struct k8s_config {
-	char *server;       /* https://host:port, no trailing slash */
+	char *server; /* https://host:port, no trailing slash */
 	char *ca_file;
-	char *ca_pem;       /* certificate-authority-data, decoded */
+	char *ca_pem; /* certificate-authority-data, decoded */
 	size_t ca_pem_len;
 	char *cert_file, *key_file;
 	char *cert_pem, *key_pem; /* client-certificate-data / key-data */
 	size_t cert_pem_len, key_pem_len;
-	bool insecure;      /* insecure-skip-tls-verify */
+	bool insecure; /* insecure-skip-tls-verify */
 	char *token_file;
-	char *origin;       /* "in-cluster" or the kubeconfig path */
+	char *origin; /* "in-cluster" or the kubeconfig path */
 	/* the bearer token: fixed, or read from token_file */
 	pthread_mutex_t lock;
 	char *token;
@@ -44,14 +44,13 @@ struct k8s_config {
  * kubeconfig NULL: $KUBECONFIG, in-cluster, ~/.kube/config in that order.
  * -errno with what to fix in err.
  */
-int k8s_config__load(const char *kubeconfig, struct k8s_config **out,
-		     char *err, size_t errlen);
+int k8s_config__load(const char *kubeconfig, struct k8s_config **out, char *err,
+		     size_t errlen);
 void k8s_config__free(struct k8s_config *c);
 /*
  * The current bearer token into buf ("" when none). Re-reads token_file
  * when force is set (after a 401) or the last read is a minute old.
  */
-void k8s_config__token(struct k8s_config *c, bool force, char *buf,
-		       size_t len);
+void k8s_config__token(struct k8s_config *c, bool force, char *buf, size_t len);
 
 #endif /* MM_AGENT_K8S_CONFIG_H */

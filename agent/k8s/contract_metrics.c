@@ -15,7 +15,9 @@ static void count(void *ctx, const char *kind, const char *type,
 {
 	struct set_ctx *x = ctx;
 	struct mlabel l[] = {
-		{ "kind", kind }, { "type", type }, { "status", status },
+		{ "kind", kind },
+		{ "type", type },
+		{ "status", status },
 		{ "reason", reason ? reason : "" },
 	};
 	struct mseries *se = mstore__series(x->s, x->id, l, 4);

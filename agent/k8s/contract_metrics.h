@@ -16,13 +16,15 @@
 struct contract;
 struct mstore;
 
-#define CONTRACT_METRICS_OBJECTS_DOC                                         \
-	{ "milometer.contract.objects",                                      \
-	  "MetricDefinitions and MetricPolicies by condition.", "{object}",  \
-	  MI_GAUGE, true, "kind,type,status,reason",                         \
-	  "when MetricDefinitions or MetricPolicies are loaded (agent and controller)", \
-	  "Objects rejected alone (the others stay in effect) are the "      \
-	  "`type=\"Accepted\",status=\"False\"` series, by `reason`." }
+#define CONTRACT_METRICS_OBJECTS_DOC                                                                  \
+	{                                                                                             \
+		"milometer.contract.objects",                                                         \
+			"MetricDefinitions and MetricPolicies by condition.",                         \
+			"{object}", MI_GAUGE, true, "kind,type,status,reason",                        \
+			"when MetricDefinitions or MetricPolicies are loaded (agent and controller)", \
+			"Objects rejected alone (the others stay in effect) are the "                 \
+			"`type=\"Accepted\",status=\"False\"` series, by `reason`."                   \
+	}
 
 /* Set the series of metric id; the caller holds the store lock. */
 void contract_metrics__set(struct contract *c, struct mstore *s, int id,

@@ -74,7 +74,8 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *p)
 	if (x->h->stats)
 		x->h->stats->bytes_in += n;
 	/* an error status carries a Status object: always collect it */
-	if (x->req->on_data && x->resp->status >= 200 && x->resp->status < 300) {
+	if (x->req->on_data && x->resp->status >= 200 &&
+	    x->resp->status < 300) {
 		if (x->req->on_data(ptr, n, x->req->ctx)) {
 			x->resp->aborted = true;
 			return 0;
@@ -123,8 +124,8 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *p)
 	return n;
 }
 
-static int on_progress(void *p, curl_off_t dlt, curl_off_t dln,
-		       curl_off_t ult, curl_off_t uln)
+static int on_progress(void *p, curl_off_t dlt, curl_off_t dln, curl_off_t ult,
+		       curl_off_t uln)
 {
 	struct xfer *x = p;
 
@@ -187,12 +188,14 @@ static int once(struct k8s_http *h, const struct k8s_req *req,
 	if (req->idle_timeout_s) {
 		/* a dead peer behind a NAT never sends RST: bytes must keep coming */
 		curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-		curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)req->idle_timeout_s);
+		curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
+				 (long)req->idle_timeout_s);
 	}
 	if (c->ca_file)
 		curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
 	if (c->ca_pem) {
-		struct curl_blob b = { c->ca_pem, c->ca_pem_len, CURL_BLOB_COPY };
+		struct curl_blob b = { c->ca_pem, c->ca_pem_len,
+				       CURL_BLOB_COPY };
 
 		curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
 	}
@@ -205,13 +208,15 @@ static int once(struct k8s_http *h, const struct k8s_req *req,
 	if (c->key_file)
 		curl_easy_setopt(e, CURLOPT_SSLKEY, c->key_file);
 	if (c->cert_pem) {
-		struct curl_blob b = { c->cert_pem, c->cert_pem_len, CURL_BLOB_COPY };
+		struct curl_blob b = { c->cert_pem, c->cert_pem_len,
+				       CURL_BLOB_COPY };
 
 		curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &b);
 		curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
 	}
 	if (c->key_pem) {
-		struct curl_blob b = { c->key_pem, c->key_pem_len, CURL_BLOB_COPY };
+		struct curl_blob b = { c->key_pem, c->key_pem_len,
+				       CURL_BLOB_COPY };
 
 		curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &b);
 		curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
@@ -223,7 +228,8 @@ static int once(struct k8s_http *h, const struct k8s_req *req,
 	}
 	if (req->body) {
 		snprintf(ctype, sizeof(ctype), "Content-Type: %s",
-			 req->content_type ? req->content_type : "application/json");
+			 req->content_type ? req->content_type
+					   : "application/json");
 		hdrs = curl_slist_append(hdrs, ctype);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)req->body_len);
@@ -248,7 +254,8 @@ static int once(struct k8s_http *h, const struct k8s_req *req,
 			 "response larger than %zu bytes", x.cap);
 		return -EFBIG;
 	}
-	snprintf(resp->error, sizeof(resp->error), "%s", curl_easy_strerror(rc));
+	snprintf(resp->error, sizeof(resp->error), "%s",
+		 curl_easy_strerror(rc));
 	return map_error(rc);
 }
 

@@ -29,18 +29,18 @@ struct k8s_req {
 	/* called with the status when a response's headers have all arrived */
 	void (*on_open)(long status, void *ctx);
 	void *ctx;
-	uint32_t idle_timeout_s;  /* abort when nothing arrives this long */
-	uint32_t timeout_s;       /* whole transfer; 0: none (watch) */
-	size_t max_body;          /* collected body cap (0: 64 MiB) */
+	uint32_t idle_timeout_s; /* abort when nothing arrives this long */
+	uint32_t timeout_s;      /* whole transfer; 0: none (watch) */
+	size_t max_body;         /* collected body cap (0: 64 MiB) */
 };
 
 struct k8s_resp {
 	long status;          /* HTTP status, 0 when none arrived */
 	uint32_t retry_after; /* seconds, 0 when absent */
-	char *body;           /* collected body (on_data NULL), NUL-terminated */
+	char *body; /* collected body (on_data NULL), NUL-terminated */
 	size_t body_len;
-	bool aborted;         /* on_data or the stop flag ended it */
-	char error[256];      /* transport error text */
+	bool aborted;    /* on_data or the stop flag ended it */
+	char error[256]; /* transport error text */
 };
 
 /* Totals for the cost figures and self-metrics. */

@@ -68,12 +68,13 @@ static struct doc_node *conv(struct json_object *o, const char *label,
 		n->map.vals = calloc(cnt ? cnt : 1, sizeof(*n->map.vals));
 		if (!n->map.keys || !n->map.vals)
 			goto fail;
-		json_object_object_foreach(o, k, v) {
+		json_object_object_foreach(o, k, v)
+		{
 			size_t i = n->map.n;
 
 			n->map.keys[i] = strdup(k);
-			n->map.vals[i] = v ? conv(v, label, depth + 1) :
-					     conv(NULL, label, depth + 1);
+			n->map.vals[i] = v ? conv(v, label, depth + 1)
+					   : conv(NULL, label, depth + 1);
 			if (!n->map.keys[i] || !n->map.vals[i]) {
 				free(n->map.keys[i]);
 				doc__free(n->map.vals[i]);
@@ -90,8 +91,7 @@ fail:
 	return NULL;
 }
 
-struct doc_node *k8s_json_doc__convert(struct json_object *o,
-				       const char *label)
+struct doc_node *k8s_json_doc__convert(struct json_object *o, const char *label)
 {
 	return conv(o, label, 0);
 }

@@ -36,7 +36,8 @@ struct k8s_jstream *k8s_jstream__new(size_t max_object_bytes)
 	}
 	/* RFC 8259 only (no comments, no single quotes), valid UTF-8; the
 	 * next object may follow in the same buffer */
-	json_tokener_set_flags(js->tok, JSON_TOKENER_STRICT |
+	json_tokener_set_flags(js->tok,
+			       JSON_TOKENER_STRICT |
 				       JSON_TOKENER_ALLOW_TRAILING_CHARS |
 				       JSON_TOKENER_VALIDATE_UTF8);
 	js->max = max_object_bytes;
@@ -76,8 +77,10 @@ static int is_space(char c)
 /* Bytes of a UTF-8 character whose lead byte is C (1 if C is no lead). */
 static size_t utf8_len(unsigned char c)
 {
-	return c >= 0xf0 && c <= 0xf7 ? 4 : c >= 0xe0 ? (c <= 0xef ? 3 : 1) :
-	       c >= 0xc0 ? 2 : 1;
+	return c >= 0xf0 && c <= 0xf7 ? 4
+	       : c >= 0xe0            ? (c <= 0xef ? 3 : 1)
+	       : c >= 0xc0            ? 2
+				      : 1;
 }
 
 /* Bytes at the end of buf that begin a character it does not finish. */

@@ -10,8 +10,20 @@
 #include "exporter/metric_doc.h"
 #include "policy/model/metric_store.h"
 
-enum { K_STATE, K_RELISTS, K_ERRORS, K_SYNC_AGE, K_OBJECTS, K_EVENTS,
-       K_REQUESTS, K_BYTES, K_REREADS, K_UP, K_RESTARTS, K__N };
+enum {
+	K_STATE,
+	K_RELISTS,
+	K_ERRORS,
+	K_SYNC_AGE,
+	K_OBJECTS,
+	K_EVENTS,
+	K_REQUESTS,
+	K_BYTES,
+	K_REREADS,
+	K_UP,
+	K_RESTARTS,
+	K__N
+};
 
 struct k8s_metrics {
 	struct mstore *store;
@@ -41,7 +53,8 @@ static const struct metric_doc defs[K__N] = {
 
 int k8s_metrics__write_reference(FILE *out)
 {
-	return metric_doc__write_section(out, "Kubernetes API client",
+	return metric_doc__write_section(
+		out, "Kubernetes API client",
 		"Per watched resource (`resource`: plural.group), what the agent's "
 		"API client did and what it cost the API server.",
 		defs, K__N);
@@ -103,13 +116,17 @@ void k8s_metrics__refresh(struct k8s_metrics *m, struct k8s_api *api,
 		 * the two Service watches by their label */
 		snprintf(name, sizeof(name), "%s%s%s%s%s%s%s", res->plural,
 			 res->group[0] ? "." : "", res->group,
-			 res->field_selector && res->field_selector[0] == 'm' ? ":" : "",
-			 res->field_selector && res->field_selector[0] == 'm' ?
-				 res->field_selector + 14 : "",
+			 res->field_selector && res->field_selector[0] == 'm'
+				 ? ":"
+				 : "",
+			 res->field_selector && res->field_selector[0] == 'm'
+				 ? res->field_selector + 14
+				 : "",
 			 res->label_selector ? ":" : "",
 			 res->label_selector ? res->label_selector : "");
 		for (int s = K8S_W_LISTING; s < K8S_W__N; s++) {
-			l[1] = (struct mlabel){ "state", k8s_watch_state__name(s) };
+			l[1] = (struct mlabel){ "state",
+						k8s_watch_state__name(s) };
 			set(m, K_STATE, st->state == s, now_ns, l, 2);
 		}
 		set(m, K_RELISTS, st->relists, now_ns, l, 1);

@@ -16,9 +16,9 @@ struct k8s_lease {
 	struct k8s_lease_opts o;
 	char path[512];
 	bool leader;
-	uint64_t last_renew_ns;  /* CLOCK_MONOTONIC of our last successful renew */
-	char observed[512];      /* holder|renewTime|transitions last seen */
-	uint64_t observed_ns;    /* when it last changed, by our clock */
+	uint64_t last_renew_ns; /* CLOCK_MONOTONIC of our last successful renew */
+	char observed[512];     /* holder|renewTime|transitions last seen */
+	uint64_t observed_ns;   /* when it last changed, by our clock */
 	uint64_t transitions;
 };
 
@@ -74,8 +74,9 @@ static const char *spec_str(struct json_object *spec, const char *k)
 	struct json_object *v;
 
 	return json_object_object_get_ex(spec, k, &v) &&
-			       json_object_is_type(v, json_type_string) ?
-		       json_object_get_string(v) : "";
+			       json_object_is_type(v, json_type_string)
+		       ? json_object_get_string(v)
+		       : "";
 }
 
 /* Write the lease: POST when obj is NULL, else PUT obj with our holder. */
@@ -85,7 +86,8 @@ static bool write_lease(struct k8s_lease *l, struct json_object *obj,
 	struct json_object *spec, *meta;
 	char now[64], path[700];
 	struct k8s_resp resp = {};
-	struct k8s_req req = { .path = path, .timeout_s = 10,
+	struct k8s_req req = { .path = path,
+			       .timeout_s = 10,
 			       .content_type = "application/json" };
 	bool created = !obj, ok;
 	int ret;
@@ -94,15 +96,22 @@ static bool write_lease(struct k8s_lease *l, struct json_object *obj,
 	if (created) {
 		obj = json_object_new_object();
 		meta = json_object_new_object();
-		json_object_object_add(obj, "apiVersion", json_object_new_string("coordination.k8s.io/v1"));
-		json_object_object_add(obj, "kind", json_object_new_string("Lease"));
-		json_object_object_add(meta, "name", json_object_new_string(l->o.name));
-		json_object_object_add(meta, "namespace", json_object_new_string(l->o.ns));
+		json_object_object_add(
+			obj, "apiVersion",
+			json_object_new_string("coordination.k8s.io/v1"));
+		json_object_object_add(obj, "kind",
+				       json_object_new_string("Lease"));
+		json_object_object_add(meta, "name",
+				       json_object_new_string(l->o.name));
+		json_object_object_add(meta, "namespace",
+				       json_object_new_string(l->o.ns));
 		json_object_object_add(obj, "metadata", meta);
 		spec = json_object_new_object();
 		json_object_object_add(obj, "spec", spec);
-		json_object_object_add(spec, "leaseTransitions", json_object_new_int64(0));
-		json_object_object_add(spec, "acquireTime", json_object_new_string(now));
+		json_object_object_add(spec, "leaseTransitions",
+				       json_object_new_int64(0));
+		json_object_object_add(spec, "acquireTime",
+				       json_object_new_string(now));
 	} else {
 		json_object_get(obj);
 		if (!json_object_object_get_ex(obj, "spec", &spec)) {
@@ -111,15 +120,21 @@ static bool write_lease(struct k8s_lease *l, struct json_object *obj,
 		}
 		if (takeover) {
 			struct json_object *t;
-			int64_t n = json_object_object_get_ex(spec, "leaseTransitions", &t) ?
-					    json_object_get_int64(t) : 0;
+			int64_t n = json_object_object_get_ex(
+					    spec, "leaseTransitions", &t)
+					    ? json_object_get_int64(t)
+					    : 0;
 
-			json_object_object_add(spec, "leaseTransitions", json_object_new_int64(n + 1));
-			json_object_object_add(spec, "acquireTime", json_object_new_string(now));
+			json_object_object_add(spec, "leaseTransitions",
+					       json_object_new_int64(n + 1));
+			json_object_object_add(spec, "acquireTime",
+					       json_object_new_string(now));
 		}
 	}
-	json_object_object_add(spec, "holderIdentity", json_object_new_string(l->o.identity));
-	json_object_object_add(spec, "leaseDurationSeconds", json_object_new_int64(l->o.duration_s));
+	json_object_object_add(spec, "holderIdentity",
+			       json_object_new_string(l->o.identity));
+	json_object_object_add(spec, "leaseDurationSeconds",
+			       json_object_new_int64(l->o.duration_s));
 	json_object_object_add(spec, "renewTime", json_object_new_string(now));
 	if (created)
 		snprintf(path, sizeof(path), "%s", l->path);
@@ -159,8 +174,9 @@ static bool attempt(struct k8s_lease *l)
 		goto out;
 	json_object_object_get_ex(obj, "spec", &spec);
 	holder = spec_str(spec, "holderIdentity");
-	dur = json_object_object_get_ex(spec, "leaseDurationSeconds", &d) ?
-		      json_object_get_int64(d) : l->o.duration_s;
+	dur = json_object_object_get_ex(spec, "leaseDurationSeconds", &d)
+		      ? json_object_get_int64(d)
+		      : l->o.duration_s;
 	snprintf(seen, sizeof(seen), "%s|%s|%s", holder,
 		 spec_str(spec, "renewTime"), spec_str(spec, "acquireTime"));
 	if (strcmp(seen, l->observed)) {
@@ -183,17 +199,21 @@ bool k8s_lease__try(struct k8s_lease *l)
 
 	if (attempt(l)) {
 		if (!l->leader)
-			log__msg(LOG_INFO, "controller", "%s is the leader (lease %s/%s)\n",
-				l->o.identity, l->o.ns, l->o.name);
+			log__msg(LOG_INFO, "controller",
+				 "%s is the leader (lease %s/%s)\n",
+				 l->o.identity, l->o.ns, l->o.name);
 		l->leader = true;
 		l->last_renew_ns = now;
-	} else if (l->leader &&
-		   now - l->last_renew_ns > l->o.renew_deadline_s * 1000000000ULL) {
-		log__msg(LOG_WARNING, "controller", "%s could not renew the lease for %us: no longer the leader\n",
+	} else if (l->leader && now - l->last_renew_ns >
+					l->o.renew_deadline_s * 1000000000ULL) {
+		log__msg(
+			LOG_WARNING, "controller",
+			"%s could not renew the lease for %us: no longer the leader\n",
 			l->o.identity, l->o.renew_deadline_s);
 		l->leader = false;
 	} else if (l->leader && l->observed[0] &&
-		   (strncmp(l->observed, l->o.identity, strlen(l->o.identity)) ||
+		   (strncmp(l->observed, l->o.identity,
+			    strlen(l->o.identity)) ||
 		    l->observed[strlen(l->o.identity)] != '|')) {
 		/* somebody else holds it now */
 		l->leader = false;
@@ -215,13 +235,18 @@ void k8s_lease__release(struct k8s_lease *l)
 	    (obj = json_tokener_parse(resp.body)) &&
 	    json_object_object_get_ex(obj, "spec", &spec) &&
 	    !strcmp(spec_str(spec, "holderIdentity"), l->o.identity)) {
-		struct k8s_req put = { .method = "PUT", .path = path, .timeout_s = 5,
+		struct k8s_req put = { .method = "PUT",
+				       .path = path,
+				       .timeout_s = 5,
 				       .content_type = "application/json" };
 
 		/* client-go ReleaseOnCancel: empty holder, 1 s duration */
-		json_object_object_add(spec, "holderIdentity", json_object_new_string(""));
-		json_object_object_add(spec, "leaseDurationSeconds", json_object_new_int64(1));
-		put.body = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN);
+		json_object_object_add(spec, "holderIdentity",
+				       json_object_new_string(""));
+		json_object_object_add(spec, "leaseDurationSeconds",
+				       json_object_new_int64(1));
+		put.body = json_object_to_json_string_ext(
+			obj, JSON_C_TO_STRING_PLAIN);
 		put.body_len = strlen(put.body);
 		k8s_http__do(l->o.http, &put, &resp);
 	}

@@ -17,14 +17,14 @@
 #define LOG_MODULE "k8s"
 #include "policy/util/log.h"
 
-#define RESET_AFTER_S 120 /* client-go: 2 min */
-#define SHORT_WATCH_NS (1000000000ULL)          /* VeryShortWatchError */
+#define RESET_AFTER_S  120             /* client-go: 2 min */
+#define SHORT_WATCH_NS (1000000000ULL) /* VeryShortWatchError */
 
 enum watch_end {
-	W_CLEAN,     /* the server ended it: re-watch from the last RV */
-	W_GONE,      /* 410: relist */
-	W_RETRY,     /* back off, re-watch without a relist */
-	W_RELIST,    /* back off, relist */
+	W_CLEAN,  /* the server ended it: re-watch from the last RV */
+	W_GONE,   /* 410: relist */
+	W_RETRY,  /* back off, re-watch without a relist */
+	W_RELIST, /* back off, relist */
 	W_STOP,
 };
 
@@ -38,18 +38,18 @@ struct k8s_reflector {
 	atomic_bool stop;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	char rv[64];           /* last resourceVersion seen */
-	bool rv_unavailable;   /* the last list at rv said 410: use "" */
-	bool backed_off;       /* since the last watch opened */
-	bool gone_again;       /* the last watch ended with 410 too */
+	char rv[64];         /* last resourceVersion seen */
+	bool rv_unavailable; /* the last list at rv said 410: use "" */
+	bool backed_off;     /* since the last watch opened */
+	bool gone_again;     /* the last watch ended with 410 too */
 	/* backoff (client-go wait.Backoff with a reset) */
 	uint64_t backoff_ms;
 	uint64_t last_backoff_ns;
 	/* state of the watch being read */
 	uint64_t wevents;
-	int werr_code;         /* code of an in-stream ERROR Status */
-	int wdecode;           /* -EBADMSG / -E2BIG from the framer */
-	int logged_state;      /* the state last logged (quiet retries) */
+	int werr_code;    /* code of an in-stream ERROR Status */
+	int wdecode;      /* -EBADMSG / -E2BIG from the framer */
+	int logged_state; /* the state last logged (quiet retries) */
 	unsigned int seed;
 };
 
@@ -64,8 +64,8 @@ static uint64_t mono_ns(void)
 const char *k8s_watch_state__name(enum k8s_watch_state s)
 {
 	static const char *const n[K8S_W__N] = {
-		"starting", "listing", "watching", "backoff", "absent",
-		"forbidden", "unauthorized",
+		"starting", "listing",   "watching",     "backoff",
+		"absent",   "forbidden", "unauthorized",
 	};
 
 	return s < K8S_W__N ? n[s] : "?";
@@ -74,8 +74,8 @@ const char *k8s_watch_state__name(enum k8s_watch_state s)
 const char *k8s_err__name(enum k8s_err e)
 {
 	static const char *const n[K8S_E__N] = {
-		"401", "403", "404", "410", "429", "5xx", "4xx", "transport",
-		"decode",
+		"401", "403", "404",       "410",    "429",
+		"5xx", "4xx", "transport", "decode",
 	};
 
 	return e < K8S_E__N ? n[e] : "?";
@@ -83,7 +83,8 @@ const char *k8s_err__name(enum k8s_err e)
 
 static const char *res_name(const struct k8s_resource *r, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s%s", r->plural, r->group[0] ? "." : "", r->group);
+	snprintf(buf, len, "%s%s%s", r->plural, r->group[0] ? "." : "",
+		 r->group);
 	return buf;
 }
 
@@ -97,12 +98,24 @@ static void count_status(struct k8s_reflector *r, long code)
 	enum k8s_err e;
 
 	switch (code) {
-	case 401: e = K8S_E_401; break;
-	case 403: e = K8S_E_403; break;
-	case 404: e = K8S_E_404; break;
-	case 410: e = K8S_E_410; break;
-	case 429: e = K8S_E_429; break;
-	default: e = code >= 500 ? K8S_E_5XX : K8S_E_4XX; break;
+	case 401:
+		e = K8S_E_401;
+		break;
+	case 403:
+		e = K8S_E_403;
+		break;
+	case 404:
+		e = K8S_E_404;
+		break;
+	case 410:
+		e = K8S_E_410;
+		break;
+	case 429:
+		e = K8S_E_429;
+		break;
+	default:
+		e = code >= 500 ? K8S_E_5XX : K8S_E_4XX;
+		break;
 	}
 	r->st.errors[e]++;
 }
@@ -140,7 +153,8 @@ static bool back_off(struct k8s_reflector *r, uint32_t retry_after_s)
 	    now - r->last_backoff_ns > r->o.backoff_reset_s * 1000000000ULL)
 		r->backoff_ms = init;
 	d = r->backoff_ms;
-	wait = d + (uint64_t)((double)d * (rand_r(&r->seed) / (RAND_MAX + 1.0)));
+	wait = d +
+	       (uint64_t)((double)d * (rand_r(&r->seed) / (RAND_MAX + 1.0)));
 	if (wait > max)
 		wait = max;
 	if (retry_after_s && retry_after_s * 1000ULL > wait)
@@ -161,8 +175,9 @@ static const char *str_at(struct json_object *o, const char *a, const char *b)
 	if (!json_object_object_get_ex(o, a, &x))
 		return NULL;
 	if (!b)
-		return json_object_is_type(x, json_type_string) ?
-			       json_object_get_string(x) : NULL;
+		return json_object_is_type(x, json_type_string)
+			       ? json_object_get_string(x)
+			       : NULL;
 	if (!json_object_object_get_ex(x, b, &y) ||
 	    !json_object_is_type(y, json_type_string))
 		return NULL;
@@ -181,16 +196,20 @@ static void normalise(struct k8s_reflector *r, struct json_object *o)
 	char av[256];
 
 	if (!str_at(o, "kind", NULL))
-		json_object_object_add(o, "kind", json_object_new_string(res->kind));
+		json_object_object_add(o, "kind",
+				       json_object_new_string(res->kind));
 	if (!str_at(o, "apiVersion", NULL)) {
 		snprintf(av, sizeof(av), "%s%s%s", res->group,
 			 res->group[0] ? "/" : "", res->version);
-		json_object_object_add(o, "apiVersion", json_object_new_string(av));
+		json_object_object_add(o, "apiVersion",
+				       json_object_new_string(av));
 	}
 	if (json_object_object_get_ex(o, "metadata", &m)) {
 		json_object_object_del(m, "managedFields");
 		if (json_object_object_get_ex(m, "annotations", &ann))
-			json_object_object_del(ann, "kubectl.kubernetes.io/last-applied-configuration");
+			json_object_object_del(
+				ann,
+				"kubectl.kubernetes.io/last-applied-configuration");
 	}
 }
 
@@ -210,8 +229,8 @@ static void add_q(char *buf, size_t len, const char *k, const char *v)
 	size_t n = strlen(buf);
 	char *e = curl_easy_escape(NULL, v, 0);
 
-	snprintf(buf + n, len - n, "%s%s=%s",
-		 buf[n - 1] == '?' ? "" : "&", k, e ? e : "");
+	snprintf(buf + n, len - n, "%s%s=%s", buf[n - 1] == '?' ? "" : "&", k,
+		 e ? e : "");
 	curl_free(e);
 }
 
@@ -237,19 +256,17 @@ static void log_state(struct k8s_reflector *r, enum k8s_watch_state s,
 	res_name(res, rn, sizeof(rn));
 	switch (s) {
 	case K8S_W_FORBIDDEN:
-		pr_warn(
-			"RBAC forbids %s on %s: grant verb \"%s\" on resource \"%s\" in API group \"%s\" to the agent's service account (ClusterRole); retrying quietly\n",
+		pr_warn("RBAC forbids %s on %s: grant verb \"%s\" on resource \"%s\" in API group \"%s\" to the agent's service account (ClusterRole); retrying quietly\n",
 			verb, rn, verb, res->plural, res->group);
 		break;
 	case K8S_W_ABSENT:
-		pr_warn(
-			"%s/%s %s is not served (CRD not installed?); watching for it quietly\n",
-			res->group[0] ? res->group : "core", res->version, res->plural);
+		pr_warn("%s/%s %s is not served (CRD not installed?); watching for it quietly\n",
+			res->group[0] ? res->group : "core", res->version,
+			res->plural);
 		break;
 	case K8S_W_UNAUTHORIZED:
-		pr_err(
-			"%s: 401 Unauthorized even with a freshly read token: check the token or client certificate in the kubeconfig/service account\n",
-			rn);
+		pr_err("%s: 401 Unauthorized even with a freshly read token: check the token or client certificate in the kubeconfig/service account\n",
+		       rn);
 		break;
 	case K8S_W_WATCHING:
 		if (detail)
@@ -308,7 +325,8 @@ static enum list_result do_list(struct k8s_reflector *r, uint32_t *retry_after)
 	set_state(r, K8S_W_LISTING);
 	*retry_after = 0;
 	do {
-		struct k8s_req req = { .method = "GET", .path = path,
+		struct k8s_req req = { .method = "GET",
+				       .path = path,
 				       .timeout_s = 60 };
 		struct json_object *items, *meta, *c;
 
@@ -345,10 +363,12 @@ static enum list_result do_list(struct k8s_reflector *r, uint32_t *retry_after)
 			break;
 		}
 		page = json_tokener_parse(resp.body);
-		if (!page || !json_object_object_get_ex(page, "items", &items) ||
+		if (!page ||
+		    !json_object_object_get_ex(page, "items", &items) ||
 		    !json_object_is_type(items, json_type_array)) {
 			/* "items": null is an empty list in Go's encoding */
-			if (page && json_object_object_get_ex(page, "items", &items) &&
+			if (page &&
+			    json_object_object_get_ex(page, "items", &items) &&
 			    !items) {
 				items = NULL;
 			} else {
@@ -357,8 +377,10 @@ static enum list_result do_list(struct k8s_reflector *r, uint32_t *retry_after)
 				break;
 			}
 		}
-		for (size_t i = 0; items && i < json_object_array_length(items); i++) {
-			struct json_object *o = json_object_array_get_idx(items, i);
+		for (size_t i = 0; items && i < json_object_array_length(items);
+		     i++) {
+			struct json_object *o =
+				json_object_array_get_idx(items, i);
 
 			normalise(r, o);
 			json_object_array_add(all, json_object_get(o));
@@ -389,7 +411,8 @@ static enum list_result do_list(struct k8s_reflector *r, uint32_t *retry_after)
 		r->st.synced = true;
 		r->st.last_sync_ns = mono_ns();
 		r->st.objects = k8s_store__count(r->o.store);
-		if (r->logged_state == K8S_W_ABSENT || r->logged_state == K8S_W_FORBIDDEN ||
+		if (r->logged_state == K8S_W_ABSENT ||
+		    r->logged_state == K8S_W_FORBIDDEN ||
 		    r->logged_state == K8S_W_UNAUTHORIZED) {
 			char rn[256];
 
@@ -431,8 +454,9 @@ static int on_event(struct json_object *ev, void *ctx)
 	if (!strcmp(type, "ERROR")) {
 		struct json_object *code;
 
-		r->werr_code = json_object_object_get_ex(obj, "code", &code) ?
-				       json_object_get_int(code) : 500;
+		r->werr_code = json_object_object_get_ex(obj, "code", &code)
+				       ? json_object_get_int(code)
+				       : 500;
 		ret = 1;
 		goto out;
 	}
@@ -491,9 +515,12 @@ static enum watch_end do_watch(struct k8s_reflector *r, uint32_t *retry_after)
 	char path[4096], to[16];
 	uint32_t min = r->o.min_watch_s;
 	uint32_t t = min + rand_r(&r->seed) % (min + 1); /* [min, 2*min] */
-	struct k8s_req req = { .method = "GET", .path = path,
-			       .on_data = on_watch_data, .on_open = on_watch_open,
-			       .ctx = r, .idle_timeout_s = r->o.idle_timeout_s };
+	struct k8s_req req = { .method = "GET",
+			       .path = path,
+			       .on_data = on_watch_data,
+			       .on_open = on_watch_open,
+			       .ctx = r,
+			       .idle_timeout_s = r->o.idle_timeout_s };
 	struct k8s_resp resp = {};
 	uint64_t t0 = mono_ns();
 	enum watch_end we;
@@ -526,8 +553,8 @@ static enum watch_end do_watch(struct k8s_reflector *r, uint32_t *retry_after)
 		r->st.errors[K8S_E_DECODE]++;
 		pr_warn("%s watch: %s; relisting\n",
 			res_name(r->o.res, rn, sizeof(rn)),
-			r->wdecode == -E2BIG ? "an object over the size cap" :
-					       "an event that is not JSON");
+			r->wdecode == -E2BIG ? "an object over the size cap"
+					     : "an event that is not JSON");
 		we = W_RELIST;
 	} else if (ret < 0) {
 		/* refused, reset, idle: the RV is still good (client-go
@@ -625,12 +652,14 @@ struct k8s_reflector *k8s_reflector__start(const struct k8s_reflector_opts *o)
 		r->o.backoff_reset_s = RESET_AFTER_S;
 	/* tests shorten the healthy stretch that resets the backoff */
 	if (getenv("MILOMETER_K8S_BACKOFF_RESET_S"))
-		r->o.backoff_reset_s = strtoul(getenv("MILOMETER_K8S_BACKOFF_RESET_S"), NULL, 10);
+		r->o.backoff_reset_s = strtoul(
+			getenv("MILOMETER_K8S_BACKOFF_RESET_S"), NULL, 10);
 	r->seed = (unsigned int)(mono_ns() ^ (uintptr_t)r);
 	r->logged_state = -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
-	snprintf(ua, sizeof(ua), "%s", o->user_agent ? o->user_agent : "milometer");
+	snprintf(ua, sizeof(ua), "%s",
+		 o->user_agent ? o->user_agent : "milometer");
 	r->http = k8s_http__new(o->cfg, ua, &r->stop, o->http_stats);
 	r->js = k8s_jstream__new(r->o.max_object_bytes);
 	if (!r->http || !r->js || pthread_create(&r->thread, NULL, run, r)) {
@@ -670,7 +699,8 @@ struct k8s_reflector_stats *k8s_reflector__stats(struct k8s_reflector *r)
 	return &r->st;
 }
 
-const struct k8s_resource *k8s_reflector__resource(const struct k8s_reflector *r)
+const struct k8s_resource *
+k8s_reflector__resource(const struct k8s_reflector *r)
 {
 	return r->o.res;
 }

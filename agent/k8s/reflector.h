@@ -35,7 +35,7 @@ struct k8s_store;
 struct k8s_http_stats;
 
 struct k8s_resource {
-	const char *group;          /* "" for the core group */
+	const char *group; /* "" for the core group */
 	const char *version;
 	const char *plural;
 	const char *kind;
@@ -55,7 +55,12 @@ enum k8s_watch_state {
 };
 
 enum k8s_err {
-	K8S_E_401, K8S_E_403, K8S_E_404, K8S_E_410, K8S_E_429, K8S_E_5XX,
+	K8S_E_401,
+	K8S_E_403,
+	K8S_E_404,
+	K8S_E_410,
+	K8S_E_429,
+	K8S_E_5XX,
 	K8S_E_4XX,       /* other client errors */
 	K8S_E_TRANSPORT, /* refused, reset, TLS, timeout */
 	K8S_E_DECODE,    /* not JSON, or an object over the cap */
@@ -63,19 +68,19 @@ enum k8s_err {
 };
 
 struct k8s_reflector_stats {
-	_Atomic int state;              /* enum k8s_watch_state */
-	_Atomic bool synced;            /* a list completed at least once */
-	_Atomic uint64_t lists;         /* list calls that completed */
-	_Atomic uint64_t relists;       /* lists after the first */
-	_Atomic uint64_t watches;       /* watch requests */
-	_Atomic uint64_t events;        /* ADDED/MODIFIED/DELETED applied */
+	_Atomic int state;        /* enum k8s_watch_state */
+	_Atomic bool synced;      /* a list completed at least once */
+	_Atomic uint64_t lists;   /* list calls that completed */
+	_Atomic uint64_t relists; /* lists after the first */
+	_Atomic uint64_t watches; /* watch requests */
+	_Atomic uint64_t events;  /* ADDED/MODIFIED/DELETED applied */
 	_Atomic uint64_t bookmarks;
 	_Atomic uint64_t errors[K8S_E__N];
 	/* CLOCK_MONOTONIC: list done, event or bookmark */
 	_Atomic uint64_t last_sync_ns;
 	_Atomic uint64_t objects;
-	_Atomic uint64_t backoff_ms;    /* the last wait */
-	_Atomic bool watch_up;          /* a watch stream is open (the server said 200) */
+	_Atomic uint64_t backoff_ms; /* the last wait */
+	_Atomic bool watch_up; /* a watch stream is open (the server said 200) */
 	/* watches opened again after a failure and backoff */
 	_Atomic uint64_t watch_restarts;
 };
@@ -86,13 +91,13 @@ struct k8s_reflector_opts {
 	struct k8s_store *store;
 	const char *user_agent;
 	struct k8s_http_stats *http_stats;
-	uint32_t page_size;        /* list limit; 0: 500 */
-	uint32_t min_watch_s;      /* timeoutSeconds in [min, 2*min]; 0: 300 */
-	size_t max_object_bytes;   /* 0: 4 MiB */
+	uint32_t page_size;      /* list limit; 0: 500 */
+	uint32_t min_watch_s;    /* timeoutSeconds in [min, 2*min]; 0: 300 */
+	size_t max_object_bytes; /* 0: 4 MiB */
 	uint32_t backoff_initial_ms; /* 0: 800 */
 	uint32_t backoff_max_ms;     /* 0: 30000 */
-	uint32_t backoff_reset_s;    /* no backoff this long resets it; 0: 120 */
-	uint32_t idle_timeout_s;   /* no byte on a watch this long: 0: 150 */
+	uint32_t backoff_reset_s; /* no backoff this long resets it; 0: 120 */
+	uint32_t idle_timeout_s;  /* no byte on a watch this long: 0: 150 */
 };
 
 struct k8s_reflector;
@@ -103,7 +108,8 @@ void k8s_reflector__stop(struct k8s_reflector *r);
 /* Stop, join and free. */
 void k8s_reflector__free(struct k8s_reflector *r);
 struct k8s_reflector_stats *k8s_reflector__stats(struct k8s_reflector *r);
-const struct k8s_resource *k8s_reflector__resource(const struct k8s_reflector *r);
+const struct k8s_resource *
+k8s_reflector__resource(const struct k8s_reflector *r);
 const char *k8s_watch_state__name(enum k8s_watch_state s);
 const char *k8s_err__name(enum k8s_err e);
 

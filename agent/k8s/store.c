@@ -88,8 +88,9 @@ static void upsert_locked(struct k8s_store *s, struct json_object *obj)
 	if (!key[0])
 		return;
 	json_object_object_get_ex(s->objs, key, &old);
-	if (old && same_str(meta_str(old, "resourceVersion"),
-			    meta_str(obj, "resourceVersion")) &&
+	if (old &&
+	    same_str(meta_str(old, "resourceVersion"),
+		     meta_str(obj, "resourceVersion")) &&
 	    same_str(meta_str(old, "uid"), meta_str(obj, "uid")))
 		return; /* nothing new: a relist or a replayed event */
 	json_object_get(obj);
@@ -153,12 +154,15 @@ void k8s_store__replace(struct k8s_store *s, struct json_object *items)
 	if (keep) {
 		struct json_object *gone = json_object_new_array();
 
-		json_object_object_foreach(s->objs, k, v) {
+		json_object_object_foreach(s->objs, k, v)
+		{
 			if (!json_object_object_get_ex(keep, k, NULL) && gone)
 				json_object_array_add(gone, json_object_get(v));
 		}
-		for (size_t i = 0; gone && i < json_object_array_length(gone); i++) {
-			struct json_object *v = json_object_array_get_idx(gone, i);
+		for (size_t i = 0; gone && i < json_object_array_length(gone);
+		     i++) {
+			struct json_object *v =
+				json_object_array_get_idx(gone, i);
 
 			k8s_store__key(v, key, sizeof(key));
 			json_object_object_del(s->objs, key);
@@ -191,7 +195,8 @@ int k8s_store__foreach(struct k8s_store *s,
 	int ret = 0;
 
 	pthread_mutex_lock(&s->lock);
-	json_object_object_foreach(s->objs, k, v) {
+	json_object_object_foreach(s->objs, k, v)
+	{
 		(void)k;
 		ret = fn(v, ctx);
 		if (ret)

@@ -40,7 +40,8 @@ uint64_t k8s_store__generation(struct k8s_store *s);
  * reflector waits). Stops at the first non-zero return.
  */
 int k8s_store__foreach(struct k8s_store *s,
-		       int (*fn)(struct json_object *obj, void *ctx), void *ctx);
+		       int (*fn)(struct json_object *obj, void *ctx),
+		       void *ctx);
 /* "ns/name" or "name" of obj into buf. */
 void k8s_store__key(struct json_object *obj, char *buf, size_t len);
 

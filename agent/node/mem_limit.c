@@ -43,13 +43,13 @@
  */
 #define LOAD_PEAK_BYTES (100ULL << 20)
 #define MIN_LIMIT_BYTES (LOAD_PEAK_BYTES + LOAD_PEAK_BYTES / 2)
-#define SERIES_BYTES 2048ULL
-#define METRICS_HINT 8ULL
+#define SERIES_BYTES    2048ULL
+#define METRICS_HINT    8ULL
 /* floors: below these the agent is not useful; validate() needs >= 64 */
-#define MIN_CONNS 64U
+#define MIN_CONNS   64U
 #define MIN_RINGBUF (64U << 10)
-#define MIN_SERIES 16U
-#define MIN_QUEUE (64U << 10)
+#define MIN_SERIES  16U
+#define MIN_QUEUE   (64U << 10)
 /* v1 reports "no limit" as PAGE_COUNTER_MAX pages, a value near 2^63 */
 #define V1_UNLIMITED (1ULL << 60)
 
@@ -63,7 +63,8 @@ int mem_limit__parse_proc_cgroup(const char *text, char *v2, size_t v2len,
 		const char *nl = strchr(line, '\n');
 		size_t len = nl ? (size_t)(nl - line) : strlen(line);
 		const char *c1 = memchr(line, ':', len);
-		const char *c2 = c1 ? memchr(c1 + 1, ':', len - (c1 + 1 - line)) : NULL;
+		const char *c2 = c1 ? memchr(c1 + 1, ':', len - (c1 + 1 - line))
+				    : NULL;
 
 		if (c2) {
 			const char *ctl = c1 + 1;
@@ -79,11 +80,13 @@ int mem_limit__parse_proc_cgroup(const char *text, char *v2, size_t v2len,
 				const char *p = ctl;
 
 				while (p < c2) {
-					const char *e = memchr(p, ',', (size_t)(c2 - p));
+					const char *e = memchr(
+						p, ',', (size_t)(c2 - p));
 
 					if (!e)
 						e = c2;
-					if (e - p == 6 && !memcmp(p, "memory", 6)) {
+					if (e - p == 6 &&
+					    !memcmp(p, "memory", 6)) {
 						dst = v1, dlen = v1len;
 						break;
 					}
@@ -187,8 +190,8 @@ int mem_limit__read(const char *v2_root, const char *v2_path,
 /* The kmalloc size class an object of n bytes comes from (SLUB). */
 static uint64_t kmalloc_class(uint64_t n)
 {
-	static const uint32_t cls[] = { 8, 16, 32, 64, 96, 128, 192, 256, 512,
-					1024, 2048, 4096, 8192 };
+	static const uint32_t cls[] = { 8,   16,  32,   64,   96,   128, 192,
+					256, 512, 1024, 2048, 4096, 8192 };
 
 	for (size_t i = 0; i < sizeof(cls) / sizeof(cls[0]); i++)
 		if (n <= cls[i])
@@ -207,11 +210,11 @@ static uint64_t kmalloc_class(uint64_t n)
  * 512 + 192 for a 424-byte mm_conn, the 722 B per tracked connection make
  * bench measures in the memory cgroup (docs/performance.md).
  */
-#define HTAB_ELEM_HDR 48
-#define MEM_ALLOC_HDR 8
+#define HTAB_ELEM_HDR          48
+#define MEM_ALLOC_HDR          8
 #define HTAB_BUCKETS_PER_ENTRY 32
-#define SK_STORAGE_HDR 72
-#define SK_STORAGE_OWNER 176
+#define SK_STORAGE_HDR         72
+#define SK_STORAGE_OWNER       176
 
 uint32_t mem_limit__conn_bytes(uint32_t key_size, uint32_t value_size)
 {
@@ -244,22 +247,22 @@ static uint32_t pow2_floor(uint64_t v)
 uint64_t mem_limit__derive_caps(uint64_t limit_bytes, struct mem_caps *caps)
 {
 	uint64_t usable, budget;
-	uint64_t conn_bytes = caps->conn_bytes ? caps->conn_bytes :
-				mem_limit__conn_bytes(8, 0);
+	uint64_t conn_bytes = caps->conn_bytes ? caps->conn_bytes
+					       : mem_limit__conn_bytes(8, 0);
 
 	if (!limit_bytes)
 		return 0;
 	usable = limit_bytes - limit_bytes / 4;
 	budget = usable > BASE_BYTES ? usable - BASE_BYTES : 0;
-	caps->ringbuf_bytes = lower(caps->ringbuf_bytes,
-				    pow2_floor(budget / 8), MIN_RINGBUF);
+	caps->ringbuf_bytes =
+		lower(caps->ringbuf_bytes, pow2_floor(budget / 8), MIN_RINGBUF);
 	caps->max_connections = lower(caps->max_connections,
 				      budget * 3 / 8 / conn_bytes, MIN_CONNS);
 	caps->max_series = lower(caps->max_series,
 				 budget * 3 / 8 / (SERIES_BYTES * METRICS_HINT),
 				 MIN_SERIES);
-	caps->otlp_queue_bytes = lower(caps->otlp_queue_bytes, budget / 8,
-				       MIN_QUEUE);
+	caps->otlp_queue_bytes =
+		lower(caps->otlp_queue_bytes, budget / 8, MIN_QUEUE);
 	return budget;
 }
 
@@ -299,30 +302,32 @@ int mem_limit__apply(struct agent_opts *o, uint32_t conn_bytes,
 						  sizeof(v1))) {
 		/* memory.max exists only where a cgroup2 hierarchy is mounted */
 		for (size_t i = 0; i < 2 && !ml.bytes; i++)
-			mem_limit__read(v2_roots[i], v2, "/sys/fs/cgroup/memory",
-					v1, &ml);
+			mem_limit__read(v2_roots[i], v2,
+					"/sys/fs/cgroup/memory", v1, &ml);
 	}
 	free(text);
 	if (out)
 		*out = ml;
 	budget = mem_limit__derive_caps(ml.bytes, &caps);
 	if (ml.bytes && ml.bytes < MIN_LIMIT_BYTES)
-		pr_warn(
-			"memory limit %" PRIu64 " MiB (%s) is below what loading the BPF programs "
+		pr_warn("memory limit %" PRIu64
+			" MiB (%s) is below what loading the BPF programs "
 			"takes (about %llu MiB charged to this cgroup by the verifier): the agent may be "
 			"OOM-killed while starting; give the pod a memory limit of at least %lluMi\n",
-			ml.bytes >> 20, ml.dir, LOAD_PEAK_BYTES >> 20, MIN_LIMIT_BYTES >> 20);
+			ml.bytes >> 20, ml.dir, LOAD_PEAK_BYTES >> 20,
+			MIN_LIMIT_BYTES >> 20);
 	if (caps.max_connections != o->max_connections ||
 	    caps.ringbuf_bytes != o->ringbuf_bytes ||
 	    caps.max_series != o->max_series ||
 	    caps.otlp_queue_bytes != o->otlp_queue_bytes) {
-		pr_info(
-			"memory limit %" PRIu64 " MiB (%s): caps lowered to fit %" PRIu64
+		pr_info("memory limit %" PRIu64
+			" MiB (%s): caps lowered to fit %" PRIu64
 			" MiB: maxConnections %u -> %u, ringbufBytes %u -> %u, maxSeries %u -> %u, "
 			"otlp.queueBytes %u -> %u (raise the pod's memory limit to keep the configured caps)\n",
-			ml.bytes >> 20, ml.dir, budget >> 20, o->max_connections,
-			caps.max_connections, o->ringbuf_bytes, caps.ringbuf_bytes,
-			o->max_series, caps.max_series, o->otlp_queue_bytes,
+			ml.bytes >> 20, ml.dir, budget >> 20,
+			o->max_connections, caps.max_connections,
+			o->ringbuf_bytes, caps.ringbuf_bytes, o->max_series,
+			caps.max_series, o->otlp_queue_bytes,
 			caps.otlp_queue_bytes);
 		o->max_connections = caps.max_connections;
 		o->ringbuf_bytes = caps.ringbuf_bytes;

@@ -27,7 +27,7 @@ enum mem_limit_source {
 struct mem_limit {
 	uint64_t bytes; /* 0 when unlimited */
 	enum mem_limit_source source;
-	char dir[512];  /* the cgroup whose limit is the smallest */
+	char dir[512]; /* the cgroup whose limit is the smallest */
 };
 
 /*
@@ -52,11 +52,11 @@ int mem_limit__read(const char *v2_root, const char *v2_path,
 		    struct mem_limit *out);
 
 struct mem_caps {
-	uint32_t max_connections;  /* mm_conns entries */
-	uint32_t ringbuf_bytes;    /* power of two */
-	uint32_t max_series;       /* per metric */
+	uint32_t max_connections; /* mm_conns entries */
+	uint32_t ringbuf_bytes;   /* power of two */
+	uint32_t max_series;      /* per metric */
 	uint32_t otlp_queue_bytes;
-	uint32_t conn_bytes;       /* input: mem_limit__conn_bytes() */
+	uint32_t conn_bytes; /* input: mem_limit__conn_bytes() */
 };
 
 /*

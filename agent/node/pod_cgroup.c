@@ -17,7 +17,7 @@
 
 /* Walk limits: a node's cgroup tree is a few hundred directories deep. */
 #define WALK_MAX_DEPTH 10
-#define WALK_MAX_DIRS 20000
+#define WALK_MAX_DIRS  20000
 
 /* metadata.uid is an RFC 4122 UUID: 36 chars, hex and dashes. */
 #define UID_LEN 36
@@ -37,7 +37,8 @@ int pod_cgroup__parse_qos(const char *qos_class, enum pod_qos *out)
 	return 0;
 }
 
-int pod_cgroup__parse_container_id(const char *cid, struct pod_container_id *out)
+int pod_cgroup__parse_container_id(const char *cid,
+				   struct pod_container_id *out)
 {
 	static const struct {
 		const char *scheme;
@@ -122,14 +123,16 @@ int pod_cgroup__id(const char *dir, uint64_t *cgid)
 int pod_cgroup__host_root(const char *prefix, char *out, size_t len)
 {
 	static const char *const roots[] = {
-		"/host/sys/fs/cgroup", "/host/sys/fs/cgroup/unified",
-		"/sys/fs/cgroup", "/sys/fs/cgroup/unified",
+		"/host/sys/fs/cgroup",
+		"/host/sys/fs/cgroup/unified",
+		"/sys/fs/cgroup",
+		"/sys/fs/cgroup/unified",
 	};
 	char probe[PATH_MAX];
 
 	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-		int n = snprintf(probe, sizeof(probe), "%s%s/cgroup.controllers",
-				 prefix, roots[i]);
+		int n = snprintf(probe, sizeof(probe),
+				 "%s%s/cgroup.controllers", prefix, roots[i]);
 
 		if (n < 0 || (size_t)n >= sizeof(probe) || access(probe, F_OK))
 			continue;
@@ -147,7 +150,8 @@ static bool is_dir(const char *path)
 }
 
 /* The container's leaf names, most likely first for its runtime. */
-static size_t leaves(const struct pod_container_id *c, char out[][POD_CONTAINER_ID_MAX + 32])
+static size_t leaves(const struct pod_container_id *c,
+		     char out[][POD_CONTAINER_ID_MAX + 32])
 {
 	const size_t sz = POD_CONTAINER_ID_MAX + 32;
 	size_t n = 0;
@@ -175,7 +179,8 @@ static size_t leaves(const struct pod_container_id *c, char out[][POD_CONTAINER_
 static size_t pod_dirs(const char *uid, enum pod_qos qos, char out[][160])
 {
 	static const char *const qos_name[] = {
-		[POD_QOS_GUARANTEED] = "", [POD_QOS_BURSTABLE] = "burstable",
+		[POD_QOS_GUARANTEED] = "",
+		[POD_QOS_BURSTABLE] = "burstable",
 		[POD_QOS_BESTEFFORT] = "besteffort",
 	};
 	char uid_[UID_LEN + 1];
@@ -184,13 +189,16 @@ static size_t pod_dirs(const char *uid, enum pod_qos qos, char out[][160])
 	for (size_t i = 0; i <= UID_LEN; i++)
 		uid_[i] = uid[i] == '-' ? '_' : uid[i];
 	if (qos == POD_QOS_GUARANTEED) {
-		snprintf(out[n++], 160, "kubepods.slice/kubepods-pod%s.slice", uid_);
+		snprintf(out[n++], 160, "kubepods.slice/kubepods-pod%s.slice",
+			 uid_);
 		snprintf(out[n++], 160, "kubepods/pod%s", uid);
 	} else {
-		snprintf(out[n++], 160,
-			 "kubepods.slice/kubepods-%s.slice/kubepods-%s-pod%s.slice",
-			 qos_name[qos], qos_name[qos], uid_);
-		snprintf(out[n++], 160, "kubepods/%s/pod%s", qos_name[qos], uid);
+		snprintf(
+			out[n++], 160,
+			"kubepods.slice/kubepods-%s.slice/kubepods-%s-pod%s.slice",
+			qos_name[qos], qos_name[qos], uid_);
+		snprintf(out[n++], 160, "kubepods/%s/pod%s", qos_name[qos],
+			 uid);
 	}
 	return n;
 }
@@ -210,7 +218,8 @@ struct walk {
  * named after the pod uid. CRI-O's conmon cgroup (crio-conmon-<id>) also
  * carries the id and is not the container's.
  */
-static void walk(struct walk *w, char *path, size_t plen, int depth, bool in_pod)
+static void walk(struct walk *w, char *path, size_t plen, int depth,
+		 bool in_pod)
 {
 	DIR *d;
 	struct dirent *e;
@@ -284,8 +293,11 @@ int pod_cgroup__find(const char *root, const char *pod_uid, enum pod_qos qos,
 		return -ENOMEM;
 	for (size_t i = 0; i <= UID_LEN; i++)
 		uid_[i] = pod_uid[i] == '-' ? '_' : pod_uid[i];
-	w = (struct walk){ .id = c->id, .uid = pod_uid, .uid_ = uid_,
-			   .dir = dir, .len = len };
+	w = (struct walk){ .id = c->id,
+			   .uid = pod_uid,
+			   .uid_ = uid_,
+			   .dir = dir,
+			   .len = len };
 	ret = snprintf(path, PATH_MAX, "%s", root);
 	if (ret < 0 || ret >= PATH_MAX) {
 		ret = -ENAMETOOLONG;

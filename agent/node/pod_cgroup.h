@@ -59,7 +59,8 @@ int pod_cgroup__parse_qos(const char *qos_class, enum pod_qos *out);
  * malformed id (a container not started yet has none), -ENOTSUP for another
  * runtime.
  */
-int pod_cgroup__parse_container_id(const char *cid, struct pod_container_id *out);
+int pod_cgroup__parse_container_id(const char *cid,
+				   struct pod_container_id *out);
 
 /*
  * The cgroup directory of one container of a pod under the cgroup v2 mount

@@ -19,35 +19,39 @@
 enum { SRC_DS_TOTAL, SRC_DS_TIME, SRC_US_TOTAL, SRC_US_TIME, SRC__N };
 
 /* policy/source/source_catalogue.h: what policies may select */
-#define SRC_LABELS                                                           \
-	SRC_ATTR_ROUTE "," SRC_ATTR_NAMESPACE "," SRC_ATTR_GATEWAY ","        \
-	SRC_ATTR_CLUSTER "," SRC_ATTR_METHOD "," SRC_ATTR_STATUS ","          \
-	SRC_ATTR_STATUS_CLASS "," SRC_ATTR_ABORTED "," SRC_ATTR_GRPC_STATUS
+#define SRC_LABELS                                                             \
+	SRC_ATTR_ROUTE "," SRC_ATTR_NAMESPACE "," SRC_ATTR_GATEWAY             \
+		       "," SRC_ATTR_CLUSTER "," SRC_ATTR_METHOD                \
+		       "," SRC_ATTR_STATUS "," SRC_ATTR_STATUS_CLASS           \
+		       "," SRC_ATTR_ABORTED "," SRC_ATTR_GRPC_STATUS
 #define SRC_WHEN "unless --no-source-metrics"
-#define SRC_NOTE                                                             \
+#define SRC_NOTE                                                                \
 	"`k8s_httproute_name` is `unmatched` for requests no rule matched and " \
 	"`unknown` for requests whose route could not be told; "                \
 	"`envoy_cluster_name` (httproute/NS/NAME/rule/N) names the rule."
 
 static const struct metric_doc src_docs[SRC__N] = {
 	[SRC_DS_TOTAL] = { SRC_METRIC_DS_TOTAL,
-		"Downstream (client to proxy) requests, by HTTPRoute rule.",
-		"1", MI_COUNTER, true, SRC_LABELS, SRC_WHEN, SRC_NOTE },
+			   "Downstream (client to proxy) requests, by HTTPRoute rule.",
+			   "1", MI_COUNTER, true, SRC_LABELS, SRC_WHEN,
+			   SRC_NOTE },
 	[SRC_DS_TIME] = { SRC_METRIC_DS_TIME,
-		"Downstream request time: first request byte received to last response byte sent.",
-		"ms", MI_HISTOGRAM, false, SRC_LABELS, SRC_WHEN,
-		"Buckets: Envoy's default bounds (0.5 ms to 1 h)." },
+			  "Downstream request time: first request byte received to last response byte sent.",
+			  "ms", MI_HISTOGRAM, false, SRC_LABELS, SRC_WHEN,
+			  "Buckets: Envoy's default bounds (0.5 ms to 1 h)." },
 	[SRC_US_TOTAL] = { SRC_METRIC_US_TOTAL,
-		"Upstream (proxy to backend) requests, by HTTPRoute rule.",
-		"1", MI_COUNTER, true, SRC_LABELS, SRC_WHEN, NULL },
+			   "Upstream (proxy to backend) requests, by HTTPRoute rule.",
+			   "1", MI_COUNTER, true, SRC_LABELS, SRC_WHEN, NULL },
 	[SRC_US_TIME] = { SRC_METRIC_US_TIME,
-		"Upstream request time: first upstream request byte sent to last response byte received.",
-		"ms", MI_HISTOGRAM, false, SRC_LABELS, SRC_WHEN, NULL },
+			  "Upstream request time: first upstream request byte sent to last response byte received.",
+			  "ms", MI_HISTOGRAM, false, SRC_LABELS, SRC_WHEN,
+			  NULL },
 };
 
 int aggregate__write_reference(FILE *out)
 {
-	return metric_doc__write_section(out, "Source metrics (per HTTPRoute rule)",
+	return metric_doc__write_section(
+		out, "Source metrics (per HTTPRoute rule)",
 		"What the data path measured, named as Envoy names them so that "
 		"dashboards written for Envoy read them; MetricPolicies derive the "
 		"target metrics from these.",
@@ -55,12 +59,12 @@ int aggregate__write_reference(FILE *out)
 }
 
 static const char *const method_names[MM_M__COUNT] = {
-	"_OTHER", "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT",
-	"OPTIONS", "TRACE", "PATCH",
+	"_OTHER", "GET",     "HEAD",    "POST",  "PUT",
+	"DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
 };
 
 struct key_entry {
-	uint64_t key;      /* 0: empty slot */
+	uint64_t key; /* 0: empty slot */
 	uint64_t last_ns;
 	struct mseries *total, *time;
 	struct pe_binding *b_total, *b_time;
@@ -91,9 +95,8 @@ static uint64_t now_realtime(void)
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-struct aggregate *aggregate__new(struct mstore *store,
-				 aggregate_table_fn table, void *table_ctx,
-				 bool export_sources)
+struct aggregate *aggregate__new(struct mstore *store, aggregate_table_fn table,
+				 void *table_ctx, bool export_sources)
 {
 	struct aggregate *a = calloc(1, sizeof(*a));
 
@@ -116,7 +119,8 @@ struct aggregate *aggregate__new(struct mstore *store,
 			d.bounds = source_catalogue__envoy_bounds;
 			d.nbounds = source_catalogue__envoy_nbounds;
 		}
-		a->metric[i] = export_sources ? mstore__add_metric(store, &d) : -1;
+		a->metric[i] = export_sources ? mstore__add_metric(store, &d)
+					      : -1;
 		if (export_sources && a->metric[i] < 0)
 			goto fail;
 	}
@@ -175,8 +179,8 @@ static inline uint64_t mix(uint64_t k)
  * past ROUTE_KEY_SPECIAL share the three special routes' keys (unmatched,
  * defer, unknown): 131 000 routes per table.
  */
-#define ROUTE_KEY_BITS 17
-#define ROUTE_KEY_MASK ((1u << ROUTE_KEY_BITS) - 1)
+#define ROUTE_KEY_BITS    17
+#define ROUTE_KEY_MASK    ((1u << ROUTE_KEY_BITS) - 1)
 #define ROUTE_KEY_SPECIAL (ROUTE_KEY_MASK - 2)
 
 static uint64_t pack_key(uint32_t gen, uint32_t route, uint32_t rule,
@@ -256,7 +260,8 @@ static void build_labels(const struct route_table *t, uint32_t gw,
 			add_label(lb, SRC_ATTR_CLUSTER, lb->cluster);
 	} else {
 		add_label(lb, SRC_ATTR_ROUTE,
-			  route == MM_ROUTE_UNMATCHED ? "unmatched" : "unknown");
+			  route == MM_ROUTE_UNMATCHED ? "unmatched"
+						      : "unknown");
 		/* several Gateways on the node: say whose request it was */
 		if (t && gw < t->nslots && t->slots[gw].gw_name)
 			add_label(lb, SRC_ATTR_GATEWAY, t->slots[gw].gw_name);
@@ -289,16 +294,18 @@ static void bind_entry(struct aggregate *a, struct key_entry *e, int leg,
 	pe_binding__free(e->b_total);
 	pe_binding__free(e->b_time);
 	e->b_total = e->b_time = NULL;
-	policy_engine__bind(a->pe, src_docs[total].name, lb->c, lb->n, &e->b_total);
-	policy_engine__bind(a->pe, src_docs[time].name, lb->c, lb->n, &e->b_time);
+	policy_engine__bind(a->pe, src_docs[total].name, lb->c, lb->n,
+			    &e->b_total);
+	policy_engine__bind(a->pe, src_docs[time].name, lb->c, lb->n,
+			    &e->b_time);
 	e->pe_gen = policy_engine__generation(a->pe);
 }
 
 static struct key_entry *lookup(struct aggregate *a, uint64_t key,
 				const struct route_table *t, uint32_t gw,
-				uint32_t route,
-				uint32_t rule, uint32_t method, uint32_t status,
-				uint32_t grpc, int leg, bool aborted)
+				uint32_t route, uint32_t rule, uint32_t method,
+				uint32_t status, uint32_t grpc, int leg,
+				bool aborted)
 {
 	size_t i = mix(key) & (a->cap - 1);
 	struct key_entry *e;
@@ -319,12 +326,12 @@ static struct key_entry *lookup(struct aggregate *a, uint64_t key,
 	a->st.keys = a->used;
 	build_labels(t, gw, route, rule, method, status, grpc, aborted, &lb);
 	if (a->export_sources) {
-		e->total = mstore__series(a->store,
-					  a->metric[leg ? SRC_US_TOTAL : SRC_DS_TOTAL],
-					  lb.l, lb.n);
-		e->time = mstore__series(a->store,
-					 a->metric[leg ? SRC_US_TIME : SRC_DS_TIME],
-					 lb.l, lb.n);
+		e->total = mstore__series(
+			a->store, a->metric[leg ? SRC_US_TOTAL : SRC_DS_TOTAL],
+			lb.l, lb.n);
+		e->time = mstore__series(
+			a->store, a->metric[leg ? SRC_US_TIME : SRC_DS_TIME],
+			lb.l, lb.n);
 		/* no subject (unmatched, unknown): full readers only */
 		if (e->total && lb.subject[0])
 			mstore__bind(a->store, e->total, lb.subject);
@@ -345,8 +352,11 @@ static void on_head(struct aggregate *a, const struct mm_http_event *e,
 	const struct route_table *t = a->table(a->table_ctx, e->route_gen);
 	struct route_result res;
 	struct deferred d = {
-		.conn_id = e->conn_id, .seq = e->req_seq, .gen = e->route_gen,
-		.route_id = MM_ROUTE_UNKNOWN, .at_ns = now_realtime(),
+		.conn_id = e->conn_id,
+		.seq = e->req_seq,
+		.gen = e->route_gen,
+		.route_id = MM_ROUTE_UNKNOWN,
+		.at_ns = now_realtime(),
 	};
 	size_t len = e->head_len;
 
@@ -355,8 +365,8 @@ static void on_head(struct aggregate *a, const struct mm_http_event *e,
 		len = size - sizeof(*e);
 	if (!t) {
 		a->st.retired_gen++;
-	} else if (route_match__lookup_head(t, e->gw, e->status, e->head,
-					    len, e->flags & MM_EV_HEAD_TRUNC,
+	} else if (route_match__lookup_head(t, e->gw, e->status, e->head, len,
+					    e->flags & MM_EV_HEAD_TRUNC,
 					    &res) < 0 ||
 		   res.route_id == MM_ROUTE_UNKNOWN) {
 		/* a cut head that lost what decides stays "unknown" */
@@ -423,14 +433,14 @@ static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
 	}
 	if (route >= ROUTE_KEY_SPECIAL && route < MM_ROUTE_UNKNOWN)
 		route = MM_ROUTE_UNKNOWN; /* past what a key holds */
-	ke = lookup(a,
-		    pack_key(route >= MM_ROUTE_UNKNOWN ? e->gw : gen,
-			     route >= MM_ROUTE_UNKNOWN ?
-				     ROUTE_KEY_MASK - (~route) : route,
-			     rule, e->method, e->status, e->grpc, e->leg,
-			     aborted),
-		    t, e->gw, route, rule, e->method, e->status, e->grpc,
-		    e->leg, aborted);
+	ke = lookup(
+		a,
+		pack_key(route >= MM_ROUTE_UNKNOWN ? e->gw : gen,
+			 route >= MM_ROUTE_UNKNOWN ? ROUTE_KEY_MASK - (~route)
+						   : route,
+			 rule, e->method, e->status, e->grpc, e->leg, aborted),
+		t, e->gw, route, rule, e->method, e->status, e->grpc, e->leg,
+		aborted);
 	if (!ke)
 		return;
 	ke->last_ns = now;
@@ -464,8 +474,8 @@ void aggregate__exchange_head(struct aggregate *a,
 		x.route_id = MM_ROUTE_UNKNOWN;
 		if (!t)
 			a->st.retired_gen++;
-		else if (route_match__lookup_head(t, x.gw, 0, head, len,
-						  trunc, &res) >= 0) {
+		else if (route_match__lookup_head(t, x.gw, 0, head, len, trunc,
+						  &res) >= 0) {
 			x.route_id = res.route_id;
 			x.rule_idx = res.rule_idx;
 		}
@@ -474,7 +484,8 @@ void aggregate__exchange_head(struct aggregate *a,
 		 * its own head means its authority was rewritten (gRPC's is the
 		 * backend's unless the proxy forwards Host), not "unmatched".
 		 */
-		if (x.leg == MM_LEG_UPSTREAM && x.route_id == MM_ROUTE_UNMATCHED)
+		if (x.leg == MM_LEG_UPSTREAM &&
+		    x.route_id == MM_ROUTE_UNMATCHED)
 			x.route_id = MM_ROUTE_UNKNOWN;
 	}
 	on_exchange(a, &x);
@@ -498,8 +509,8 @@ void aggregate__maintain(struct aggregate *a, uint64_t now_ns, uint64_t idle_ns)
 {
 	bool removed = false;
 
-	a->st.deferred_expired += deferred__expire(a->def, now_ns,
-						   DEFERRED_MAX_AGE_NS);
+	a->st.deferred_expired +=
+		deferred__expire(a->def, now_ns, DEFERRED_MAX_AGE_NS);
 
 	if (!idle_ns)
 		return;
@@ -530,8 +541,8 @@ void aggregate__maintain(struct aggregate *a, uint64_t now_ns, uint64_t idle_ns)
 
 				if (!old[i].key)
 					continue;
-				for (j = mix(old[i].key) & (a->cap - 1); n[j].key;
-				     j = (j + 1) & (a->cap - 1))
+				for (j = mix(old[i].key) & (a->cap - 1);
+				     n[j].key; j = (j + 1) & (a->cap - 1))
 					;
 				n[j] = old[i];
 			}

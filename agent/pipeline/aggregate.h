@@ -25,13 +25,13 @@ struct aggregate_stats {
 	uint64_t events;
 	uint64_t exchanges;
 	uint64_t heads;
-	uint64_t deferred_resolved;  /* finished in user space */
-	uint64_t deferred_unknown;   /* head lost or unparseable */
-	uint64_t deferred_expired;   /* resolved heads whose exchange never came */
-	uint64_t retired_gen;        /* event of a generation no longer held */
+	uint64_t deferred_resolved; /* finished in user space */
+	uint64_t deferred_unknown;  /* head lost or unparseable */
+	uint64_t deferred_expired; /* resolved heads whose exchange never came */
+	uint64_t retired_gen;      /* event of a generation no longer held */
 	uint64_t aborted;
-	uint64_t unknown_upstream;   /* upstream leg with no downstream link */
-	uint64_t keys;               /* distinct series keys cached */
+	uint64_t unknown_upstream; /* upstream leg with no downstream link */
+	uint64_t keys;             /* distinct series keys cached */
 };
 
 /*
@@ -40,11 +40,10 @@ struct aggregate_stats {
  * what keeps aggregate.c free of libbpf, so it is unit-tested).
  */
 typedef const struct route_table *(*aggregate_table_fn)(void *ctx,
-							 uint32_t gen);
+							uint32_t gen);
 
-struct aggregate *aggregate__new(struct mstore *store,
-				 aggregate_table_fn table, void *table_ctx,
-				 bool export_sources);
+struct aggregate *aggregate__new(struct mstore *store, aggregate_table_fn table,
+				 void *table_ctx, bool export_sources);
 void aggregate__free(struct aggregate *a);
 /* The policy engine whose bindings target series come from (may be NULL). */
 void aggregate__set_engine(struct aggregate *a, struct policy_engine *pe);

@@ -8,18 +8,19 @@
 #include "agent/h2/detect.h"
 #include "agent/pipeline/h2_feed.h"
 
-#define BUCKETS 4096 /* a power of 2 */
+#define BUCKETS  4096 /* a power of 2 */
 #define HEAD_MAX (MM_HEAD_MAX * 4)
 
 struct fconn {
 	uint64_t conn_id;
 	uint32_t tgid;
-	uint32_t gen;      /* route table of the newest bytes */
-	uint8_t gw;        /* gateway slot of the process */
-	uint64_t last_ns;  /* capture time of its newest bytes */
+	uint32_t gen;     /* route table of the newest bytes */
+	uint8_t gw;       /* gateway slot of the process */
+	uint64_t last_ns; /* capture time of its newest bytes */
 	uint8_t leg;
-	bool dropping;     /* ended by a loss: open streams are not exchanges */
-	struct h2_conn *dec; /* NULL: refused (not HTTP/2), kept until its close */
+	bool dropping; /* ended by a loss: open streams are not exchanges */
+	struct h2_conn
+		*dec; /* NULL: refused (not HTTP/2), kept until its close */
 	struct h2_feed *f;
 	struct fconn *next;
 };
@@ -43,7 +44,8 @@ static size_t bucket(uint64_t id)
 static bool unsafe(const char *v, bool spaces)
 {
 	for (; *v; v++)
-		if (*v == '\r' || *v == '\n' || (spaces && (*v == ' ' || *v == '\t')))
+		if (*v == '\r' || *v == '\n' ||
+		    (spaces && (*v == ' ' || *v == '\t')))
 			return true;
 	return false;
 }
@@ -62,8 +64,9 @@ static void on_exchange(void *ctx, const struct h2_exchange *ex)
 		.route_gen = fc->gen,
 		.gw = fc->gw,
 		.route_id = MM_ROUTE_DEFER,
-		.grpc = ex->grpc_status >= 0 && ex->grpc_status <= 16 ?
-				ex->grpc_status + 1 : 0,
+		.grpc = ex->grpc_status >= 0 && ex->grpc_status <= 16
+				? ex->grpc_status + 1
+				: 0,
 		.req_seq = ex->stream_id,
 		.conn_id = fc->conn_id,
 		.start_ns = ex->start_ns,
@@ -95,8 +98,8 @@ static void on_exchange(void *ctx, const struct h2_exchange *ex)
 		n = 0;
 	if ((size_t)n >= sizeof(head))
 		n = sizeof(head) - 1;
-	f->fn(f->ctx, &e, head, n, ex->headers_trunc ||
-	      (size_t)n == sizeof(head) - 1);
+	f->fn(f->ctx, &e, head, n,
+	      ex->headers_trunc || (size_t)n == sizeof(head) - 1);
 }
 
 static struct fconn **find(struct h2_feed *f, uint64_t id)
@@ -205,8 +208,9 @@ int h2_feed__event(struct h2_feed *f, const void *data, size_t size)
 	fc->last_ns = e->ts_ns;
 	if (e->flags & MM_DATA_UPGRADE || !fc->dec)
 		return 0; /* stream 1's head, or a refused connection's bytes */
-	if (h2_conn__feed(fc->dec, e->dir == MM_DIR_FROM_SERVER ?
-			  H2_FROM_SERVER : H2_FROM_CLIENT,
+	if (h2_conn__feed(fc->dec,
+			  e->dir == MM_DIR_FROM_SERVER ? H2_FROM_SERVER
+						       : H2_FROM_CLIENT,
 			  e->data, e->len, e->ts_ns) == -EPROTO) {
 		/* not HTTP/2 after all: its later bytes are ignored until close */
 		f->st.not_h2++;

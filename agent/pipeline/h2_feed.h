@@ -27,8 +27,8 @@ typedef void (*h2_feed_exchange_fn)(void *ctx, const struct mm_http_event *e,
 				    bool trunc);
 
 struct h2_feed_stats {
-	uint64_t conns;        /* connections followed so far */
-	uint64_t open;         /* followed now */
+	uint64_t conns; /* connections followed so far */
+	uint64_t open;  /* followed now */
 	uint64_t exchanges;
 	uint64_t unknown;      /* exchanges whose route fields were unknown */
 	uint64_t lost_conns;   /* feeds stopped by BPF (bytes lost) */

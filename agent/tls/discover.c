@@ -23,10 +23,14 @@ const char *const tls_discover__func_names[TLS_F__COUNT] = {
 const char *tls_discover__lib_name(enum tls_lib l)
 {
 	switch (l) {
-	case TLS_LIB_OPENSSL3: return "openssl-3";
-	case TLS_LIB_OPENSSL11: return "openssl-1.1";
-	case TLS_LIB_BORINGSSL: return "boringssl";
-	case TLS_LIB_STATIC: return "static";
+	case TLS_LIB_OPENSSL3:
+		return "openssl-3";
+	case TLS_LIB_OPENSSL11:
+		return "openssl-1.1";
+	case TLS_LIB_BORINGSSL:
+		return "boringssl";
+	case TLS_LIB_STATIC:
+		return "static";
 	}
 	return "?";
 }
@@ -70,14 +74,14 @@ static bool seen(const struct tls_target *t, size_t n, dev_t dev, ino_t ino)
  * inode is taken.
  */
 static int mapped_file(const char *proc_root, int pid, unsigned long start,
-		       unsigned long end, unsigned long ino,
-		       const char *mapped, char *out, size_t outlen,
-		       struct stat *st)
+		       unsigned long end, unsigned long ino, const char *mapped,
+		       char *out, size_t outlen, struct stat *st)
 {
 	const char *tail;
 
 	if (snprintf(out, outlen, "%s/%d/map_files/%lx-%lx", proc_root, pid,
-		     start, end) < (int)outlen && !stat(out, st))
+		     start, end) < (int)outlen &&
+	    !stat(out, st))
 		return 0;
 	for (tail = mapped; tail; tail = strchr(tail + 1, '/')) {
 		if (snprintf(out, outlen, "%s/%d/root%s", proc_root, pid,
@@ -92,8 +96,8 @@ static int mapped_file(const char *proc_root, int pid, unsigned long start,
 	return -ENOENT;
 }
 
-static int inspect(const char *path, const struct stat *st,
-		   const char *mapped, int lib, struct tls_target *t)
+static int inspect(const char *path, const struct stat *st, const char *mapped,
+		   int lib, struct tls_target *t)
 {
 	char err[256];
 	int found;
@@ -129,8 +133,10 @@ int tls_discover__pid(const char *proc_root, int pid, struct tls_target *out,
 	if (!f) {
 		int ret = -errno;
 
-		snprintf(err, errlen, "cannot read %s: %s (is process %d running, and are we root?)",
-			 path, strerror(errno), pid);
+		snprintf(
+			err, errlen,
+			"cannot read %s: %s (is process %d running, and are we root?)",
+			path, strerror(errno), pid);
 		return ret;
 	}
 	while (getline(&line, &cap, f) > 0 && n < max) {
@@ -141,8 +147,9 @@ int tls_discover__pid(const char *proc_root, int pid, struct tls_target *out,
 		struct stat st;
 		char *file;
 
-		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %n", &start, &end, perms,
-			   &off, &maj, &min, &ino, &pos) < 7 || !pos || !ino)
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %n", &start, &end,
+			   perms, &off, &maj, &min, &ino, &pos) < 7 ||
+		    !pos || !ino)
 			continue;
 		file = line + pos;
 		file[strcspn(file, "\n")] = 0;

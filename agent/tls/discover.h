@@ -25,18 +25,18 @@ enum tls_lib {
 	TLS_LIB_OPENSSL3,
 	TLS_LIB_OPENSSL11,
 	TLS_LIB_BORINGSSL,
-	TLS_LIB_STATIC,    /* SSL_* defined in the executable itself */
+	TLS_LIB_STATIC, /* SSL_* defined in the executable itself */
 };
 
 enum tls_func {
-	TLS_F_SSL_READ,      /* required */
-	TLS_F_SSL_WRITE,     /* required */
-	TLS_F_SSL_READ_EX,   /* OpenSSL >= 1.1.1 */
+	TLS_F_SSL_READ,    /* required */
+	TLS_F_SSL_WRITE,   /* required */
+	TLS_F_SSL_READ_EX, /* OpenSSL >= 1.1.1 */
 	TLS_F_SSL_WRITE_EX,
 	TLS_F_SSL_DO_HANDSHAKE,
 	TLS_F_SSL_SET_FD,
 	TLS_F_SSL_SHUTDOWN,
-	TLS_F_SSL_FREE,      /* forget the SSL* -> fd binding */
+	TLS_F_SSL_FREE, /* forget the SSL* -> fd binding */
 	TLS_F__COUNT,
 };
 
@@ -44,8 +44,8 @@ extern const char *const tls_discover__func_names[TLS_F__COUNT];
 
 struct tls_target {
 	enum tls_lib lib;
-	char path[PATH_MAX];      /* open()-able by the agent: /proc/PID/map_files/... */
-	char mapped[PATH_MAX];    /* the path as the process sees it */
+	char path[PATH_MAX]; /* open()-able by the agent: /proc/PID/map_files/... */
+	char mapped[PATH_MAX]; /* the path as the process sees it */
 	dev_t dev;
 	ino_t ino;
 	char build_id[41];

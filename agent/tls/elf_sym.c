@@ -73,7 +73,8 @@ static void read_build_id(Elf *e, char build_id[41])
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
 			continue;
 		d = elf_getdata(scn, NULL);
-		while (d && (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+		while (d &&
+		       (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
 			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
 			    memcmp((char *)d->d_buf + noff, "GNU", 4))
 				continue;

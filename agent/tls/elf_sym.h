@@ -13,10 +13,10 @@
 #include <stdint.h>
 
 struct elf_func {
-	uint64_t vaddr;   /* st_value */
-	uint64_t size;    /* st_size */
-	uint64_t offset;  /* file offset, what uprobes take */
-	int dynamic;      /* found in .dynsym (else .symtab) */
+	uint64_t vaddr;  /* st_value */
+	uint64_t size;   /* st_size */
+	uint64_t offset; /* file offset, what uprobes take */
+	int dynamic;     /* found in .dynsym (else .symtab) */
 };
 
 /*

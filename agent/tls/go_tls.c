@@ -112,7 +112,8 @@ static int fill(int fd, Elf *e, uint16_t machine, const struct go_tls *g,
 	f->vaddr = g->text_start + entry;
 	f->size = next - entry;
 	if (!to_offset(e, f->vaddr, &f->offset) || f->size > (1u << 20)) {
-		snprintf(err, errlen, "function at 0x%llx is outside the file's segments",
+		snprintf(err, errlen,
+			 "function at 0x%llx is outside the file's segments",
 			 (unsigned long long)f->vaddr);
 		return -ENOEXEC;
 	}
@@ -127,7 +128,8 @@ static int fill(int fd, Elf *e, uint16_t machine, const struct go_tls *g,
 			      GO_MAX_RETS);
 	free(code);
 	if (n < 0) {
-		snprintf(err, errlen, "cannot list the RET instructions at 0x%llx",
+		snprintf(err, errlen,
+			 "cannot list the RET instructions at 0x%llx",
 			 (unsigned long long)f->vaddr);
 		return n;
 	}
@@ -177,8 +179,10 @@ int go_tls__lookup(const char *path, struct go_tls *g, char *err, size_t errlen)
 	/* a Go binary: the return probes sit on its RETs (go_tls__find_rets) */
 	if (!gelf_getehdr(e, &eh) ||
 	    (eh.e_machine != EM_X86_64 && eh.e_machine != EM_AARCH64)) {
-		snprintf(err, errlen, "%s: Go crypto/tls capture supports x86-64 and arm64 binaries (ELF machine %u)",
-			 path, eh.e_machine);
+		snprintf(
+			err, errlen,
+			"%s: Go crypto/tls capture supports x86-64 and arm64 binaries (ELF machine %u)",
+			path, eh.e_machine);
 		ret = -ENOTSUP;
 		goto cleanup;
 	}
@@ -187,10 +191,13 @@ int go_tls__lookup(const char *path, struct go_tls *g, char *err, size_t errlen)
 	g->pclntab_magic = rd(t, 4);
 	ps = t[7];
 	/* Go 1.18/1.19: 0xfffffff0, Go 1.20+: 0xfffffff1 (same layout) */
-	if ((g->pclntab_magic != 0xfffffff0 && g->pclntab_magic != 0xfffffff1) ||
+	if ((g->pclntab_magic != 0xfffffff0 &&
+	     g->pclntab_magic != 0xfffffff1) ||
 	    ps != 8) {
-		snprintf(err, errlen, "%s: Go pclntab magic 0x%x: only Go >= 1.18 on 64-bit is supported (register ABI, pclntab layout)",
-			 path, g->pclntab_magic);
+		snprintf(
+			err, errlen,
+			"%s: Go pclntab magic 0x%x: only Go >= 1.18 on 64-bit is supported (register ABI, pclntab layout)",
+			path, g->pclntab_magic);
 		ret = -ENOTSUP;
 		goto cleanup;
 	}
@@ -217,8 +224,9 @@ int go_tls__lookup(const char *path, struct go_tls *g, char *err, size_t errlen)
 			continue;
 		name = (const char *)t + fnoff + nameoff;
 		for (int i = 0; i < GO_TLS__COUNT; i++) {
-			if (g->f[i].offset || strncmp(name, go_tls__func_names[i],
-						      len - fnoff - nameoff))
+			if (g->f[i].offset ||
+			    strncmp(name, go_tls__func_names[i],
+				    len - fnoff - nameoff))
 				continue;
 			ret = fill(fd, e, eh.e_machine, g, entry, rd(ft + 8, 4),
 				   &g->f[i], err, errlen);

@@ -31,7 +31,7 @@ extern const char *const go_tls__func_names[GO_TLS__COUNT];
 
 struct go_func {
 	uint64_t vaddr;
-	uint64_t offset;                 /* entry: file offset */
+	uint64_t offset; /* entry: file offset */
 	uint64_t size;
 	uint32_t nret;
 	uint64_t ret_offset[GO_MAX_RETS]; /* file offsets of each RET */
@@ -41,7 +41,7 @@ struct go_tls {
 	uint32_t pclntab_magic;
 	uint64_t nfunc;
 	uint64_t text_start;
-	struct go_func f[GO_TLS__COUNT];  /* offset 0: not linked in */
+	struct go_func f[GO_TLS__COUNT]; /* offset 0: not linked in */
 };
 
 /*

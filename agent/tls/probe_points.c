@@ -17,18 +17,33 @@
 static x86_reg full_reg(x86_reg r)
 {
 	switch (r) {
-	case X86_REG_RAX: case X86_REG_EAX: case X86_REG_AX: case X86_REG_AL:
+	case X86_REG_RAX:
+	case X86_REG_EAX:
+	case X86_REG_AX:
+	case X86_REG_AL:
 	case X86_REG_AH:
 		return X86_REG_RAX;
-	case X86_REG_RCX: case X86_REG_ECX: case X86_REG_CX: case X86_REG_CL:
+	case X86_REG_RCX:
+	case X86_REG_ECX:
+	case X86_REG_CX:
+	case X86_REG_CL:
 	case X86_REG_CH:
 		return X86_REG_RCX;
-	case X86_REG_RDX: case X86_REG_EDX: case X86_REG_DX: case X86_REG_DL:
+	case X86_REG_RDX:
+	case X86_REG_EDX:
+	case X86_REG_DX:
+	case X86_REG_DL:
 	case X86_REG_DH:
 		return X86_REG_RDX;
-	case X86_REG_RSI: case X86_REG_ESI: case X86_REG_SI: case X86_REG_SIL:
+	case X86_REG_RSI:
+	case X86_REG_ESI:
+	case X86_REG_SI:
+	case X86_REG_SIL:
 		return X86_REG_RSI;
-	case X86_REG_RDI: case X86_REG_EDI: case X86_REG_DI: case X86_REG_DIL:
+	case X86_REG_RDI:
+	case X86_REG_EDI:
+	case X86_REG_DI:
+	case X86_REG_DIL:
 		return X86_REG_RDI;
 	default:
 		return 0;
@@ -120,9 +135,9 @@ static bool noreturn_call_at(csh h, const cs_insn *in, size_t n, uint64_t addr)
 }
 
 static const x86_reg sysv_args[] = { X86_REG_RDI, X86_REG_RSI, X86_REG_RDX,
-				      X86_REG_RCX };
+				     X86_REG_RCX };
 static const x86_reg go_args[] = { X86_REG_RAX, X86_REG_RBX, X86_REG_RCX,
-				    X86_REG_RDI };
+				   X86_REG_RDI };
 
 /* The first emulated branch of the straight-line prefix, args untouched. */
 static uint64_t find_entry(csh h, const cs_insn *in, size_t n,
@@ -243,7 +258,8 @@ int probe_points__find(const uint8_t *code, size_t len, unsigned nargs,
 				}
 				break;
 			}
-			if (is_flow(h, &in[j]) || writes(h, &in[j], X86_REG_RAX) ||
+			if (is_flow(h, &in[j]) ||
+			    writes(h, &in[j], X86_REG_RAX) ||
 			    is_target(targets, ntargets, in[j].address))
 				break;
 		}
@@ -324,9 +340,8 @@ int probe_points__file(const char *path, uint64_t off, uint64_t size,
 	return err;
 }
 
-uint64_t probe_points__entry_file(const char *path, uint64_t off,
-				  uint64_t size, unsigned nargs,
-				  enum pp_abi abi)
+uint64_t probe_points__entry_file(const char *path, uint64_t off, uint64_t size,
+				  unsigned nargs, enum pp_abi abi)
 {
 	uint64_t entry = 0;
 	uint8_t *code;

@@ -38,8 +38,8 @@ struct probe_points {
 
 /* Argument registers, in order. */
 enum pp_abi {
-	PP_ABI_SYSV,  /* C: rdi, rsi, rdx, rcx */
-	PP_ABI_GO,    /* Go's register ABI (1.17+): rax, rbx, rcx, rdi */
+	PP_ABI_SYSV, /* C: rdi, rsi, rdx, rcx */
+	PP_ABI_GO,   /* Go's register ABI (1.17+): rax, rbx, rcx, rdi */
 };
 
 /*
@@ -66,8 +66,7 @@ int probe_points__file(const char *path, uint64_t off, uint64_t size,
 		       unsigned nargs, struct probe_points *pp);
 
 /* The same for the function at file offset off: a file offset. */
-uint64_t probe_points__entry_file(const char *path, uint64_t off,
-				  uint64_t size, unsigned nargs,
-				  enum pp_abi abi);
+uint64_t probe_points__entry_file(const char *path, uint64_t off, uint64_t size,
+				  unsigned nargs, enum pp_abi abi);
 
 #endif /* MM_AGENT_TLS_PROBE_POINTS_H */

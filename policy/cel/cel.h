@@ -81,7 +81,7 @@ struct cel_value {
 		struct {
 			const char *s; /* not always NUL-terminated: use len */
 			size_t len;
-		} str; /* STRING, BYTES, TYPE */
+		} str;                       /* STRING, BYTES, TYPE */
 		const struct doc_node *node; /* LIST, MAP from the bound data */
 		const void *opaque; /* LIST, MAP built by the expression */
 	};
@@ -102,10 +102,10 @@ struct cel_error {
 };
 
 /* Which variables an expression may reference (bit mask). */
-#define CEL_VAR_VALUE (1u << 0)
+#define CEL_VAR_VALUE      (1u << 0)
 #define CEL_VAR_ATTRIBUTES (1u << 1)
-#define CEL_VAR_RESOURCE (1u << 2)
-#define CEL_VAR_ITEM (1u << 3)
+#define CEL_VAR_RESOURCE   (1u << 2)
+#define CEL_VAR_ITEM       (1u << 3)
 
 struct cel_program;
 
@@ -149,7 +149,7 @@ struct cel_path_seg {
 	int col;
 };
 struct cel_path {
-	unsigned var; /* CEL_VAR_* */
+	unsigned var;                          /* CEL_VAR_* */
 	struct cel_path_seg seg[CEL_PATH_MAX]; /* the first CEL_PATH_MAX */
 	size_t n;
 	bool has; /* inside has(): the last field may be absent */
@@ -174,8 +174,8 @@ struct cel_step {
  * inside string()), store that variable's CEL_VAR_* bit and the steps and
  * return their count; -1 otherwise. The steps point into the program.
  */
-int cel__path(const struct cel_program *p, unsigned *var,
-	      struct cel_step *segs, size_t max);
+int cel__path(const struct cel_program *p, unsigned *var, struct cel_step *segs,
+	      size_t max);
 /* Value expressions another system can compute from object fields. */
 enum cel_shape {
 	CEL_SHAPE_OTHER,
@@ -185,8 +185,7 @@ enum cel_shape {
 };
 /* The shape, and for fields the path as cel__path() gives it. */
 enum cel_shape cel__value_shape(const struct cel_program *p, unsigned *var,
-				struct cel_step *segs, size_t max,
-				int *nsegs);
+				struct cel_step *segs, size_t max, int *nsegs);
 /* If the expression is a single literal, store it and return true. */
 bool cel__constant(const struct cel_program *p, struct cel_value *out);
 

@@ -28,8 +28,8 @@ static const struct {
 
 /* Identifiers that denote types, so that type(x) == int works. */
 static const char *const type_idents[] = {
-	"int", "uint", "double", "bool", "string", "bytes", "list", "map",
-	"null_type", "type",
+	"int",   "uint", "double", "bool",      "string",
+	"bytes", "list", "map",    "null_type", "type",
 };
 
 static int check_fail(struct cel_error *err, int col, const char *fmt, ...)
@@ -48,7 +48,8 @@ static int check_fail(struct cel_error *err, int col, const char *fmt, ...)
 
 static bool name_is(const struct cel_value *s, const char *name)
 {
-	return strlen(name) == s->str.len && !memcmp(name, s->str.s, s->str.len);
+	return strlen(name) == s->str.len &&
+	       !memcmp(name, s->str.s, s->str.len);
 }
 
 static void var_list(unsigned allowed, char *buf, size_t len)
@@ -79,9 +80,10 @@ check_var(struct cel_program *p, struct cel_node *n, struct cel_error *err)
 			continue;
 		if (!(p->allowed & vars[i].bit)) {
 			var_list(p->allowed, list, sizeof(list));
-			return check_fail(err, n->col,
-					  "'%s' is not available in this expression (available: %s)",
-					  vars[i].name, list);
+			return check_fail(
+				err, n->col,
+				"'%s' is not available in this expression (available: %s)",
+				vars[i].name, list);
 		}
 		n->op = vars[i].var;
 		n->stype = vars[i].stype;
@@ -101,17 +103,18 @@ check_var(struct cel_program *p, struct cel_node *n, struct cel_error *err)
 		if (!(p->allowed & vars[i].bit))
 			continue;
 		d = spelling__distance(s->str.s, s->str.len, vars[i].name,
-				  strlen(vars[i].name));
+				       strlen(vars[i].name));
 		if (d < best_d) {
 			best_d = d;
 			best = vars[i].name;
 		}
 	}
 	if (best)
-		return check_fail(err, n->col,
-				  "undeclared reference to '%.*s' (did you mean '%s'?)",
-				  (int)(s->str.len > 64 ? 64 : s->str.len),
-				  s->str.s, best);
+		return check_fail(
+			err, n->col,
+			"undeclared reference to '%.*s' (did you mean '%s'?)",
+			(int)(s->str.len > 64 ? 64 : s->str.len), s->str.s,
+			best);
 	var_list(p->allowed, list, sizeof(list));
 	return check_fail(err, n->col,
 			  "undeclared reference to '%.*s' (available: %s)",
@@ -253,9 +256,10 @@ check_call(struct cel_program *p, struct cel_node *n, struct cel_error *err)
 		uint8_t t = n->args[i]->stype;
 
 		if (t != CEL_DYN && !(f->mask[i] & TM(t)))
-			return check_fail(err, n->args[i]->col,
-					  "no matching overload for '%s' with argument %u of type %s",
-					  f->name, i + 1, cel_impl__type_name(t));
+			return check_fail(
+				err, n->args[i]->col,
+				"no matching overload for '%s' with argument %u of type %s",
+				f->name, i + 1, cel_impl__type_name(t));
 	}
 	n->fn = f;
 	n->stype = f->ret;
@@ -263,7 +267,7 @@ check_call(struct cel_program *p, struct cel_node *n, struct cel_error *err)
 }
 
 int cel_impl__check(struct cel_program *p, struct cel_node *n,
-	      struct cel_error *err)
+		    struct cel_error *err)
 {
 	uint32_t i;
 	int r;
@@ -296,9 +300,10 @@ int cel_impl__check(struct cel_program *p, struct cel_node *n,
 		    (n->kind == N_INDEX && n->a->stype == CEL_LIST))
 			return 0;
 		if (n->kind == N_INDEX)
-			return check_fail(err, n->col,
-					  "no matching overload for '_[_]' applied to '(%s, ...)'",
-					  cel_impl__type_name(n->a->stype));
+			return check_fail(
+				err, n->col,
+				"no matching overload for '_[_]' applied to '(%s, ...)'",
+				cel_impl__type_name(n->a->stype));
 		return check_fail(err, n->col,
 				  "type '%s' does not support field selection",
 				  cel_impl__type_name(n->a->stype));
@@ -314,23 +319,25 @@ int cel_impl__check(struct cel_program *p, struct cel_node *n,
 
 			if (t != CEL_DYN && t != CEL_INT && t != CEL_UINT &&
 			    t != CEL_BOOL && t != CEL_STRING)
-				return check_fail(err, n->args[i]->col,
-						  "unsupported map key type %s (use int, uint, bool or string)",
-						  cel_impl__type_name(t));
+				return check_fail(
+					err, n->args[i]->col,
+					"unsupported map key type %s (use int, uint, bool or string)",
+					cel_impl__type_name(t));
 		}
 		return 0;
 	case N_COND:
 		if (n->a->stype != CEL_DYN && n->a->stype != CEL_BOOL)
-			return check_fail(err, n->col,
-					  "the condition of '?:' must be bool, not %s",
-					  cel_impl__type_name(n->a->stype));
+			return check_fail(
+				err, n->col,
+				"the condition of '?:' must be bool, not %s",
+				cel_impl__type_name(n->a->stype));
 		n->stype = n->b->stype == n->c->stype ? n->b->stype : CEL_DYN;
 		return 0;
 	case N_AND:
 	case N_OR:
 		n->stype = CEL_BOOL;
-		if ((r = need_bool(n, n->kind == N_AND ? "_&&_" : "_||_",
-				   n->a, err)))
+		if ((r = need_bool(n, n->kind == N_AND ? "_&&_" : "_||_", n->a,
+				   err)))
 			return r;
 		return need_bool(n, n->kind == N_AND ? "_&&_" : "_||_", n->b,
 				 err);

@@ -43,8 +43,8 @@ static int prepare_node(struct cel_program *p, struct cel_node *n,
 		if (n->args[1]->kind == N_LIT &&
 		    n->args[1]->lit.type == CEL_STRING &&
 		    cel_impl__regex_prepare(re, n->args[1]->lit.str.s,
-				      n->args[1]->lit.str.len, msg,
-				      sizeof(msg))) {
+					    n->args[1]->lit.str.len, msg,
+					    sizeof(msg))) {
 			err->col = n->args[1]->col;
 			snprintf(err->msg, sizeof(err->msg),
 				 "invalid regular expression: %s", msg);
@@ -101,7 +101,8 @@ struct cel_program *cel__compile(const char *expr, unsigned allowed_vars,
 	len = expr ? strnlen(expr, CEL_MAX_EXPR_LEN + 1) : 0;
 	if (len > CEL_MAX_EXPR_LEN) {
 		snprintf(err->msg, sizeof(err->msg),
-			 "expression is longer than %d bytes", CEL_MAX_EXPR_LEN);
+			 "expression is longer than %d bytes",
+			 CEL_MAX_EXPR_LEN);
 		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
@@ -137,8 +138,8 @@ struct cel_program *cel__compile(const char *expr, unsigned allowed_vars,
 	size_scratch(p);
 	r = -ENOMEM;
 	p->arena = malloc(p->arena_len);
-	p->vpool = p->vpool_len ? calloc(p->vpool_len, sizeof(*p->vpool)) :
-				  NULL;
+	p->vpool = p->vpool_len ? calloc(p->vpool_len, sizeof(*p->vpool))
+				: NULL;
 	if (!p->arena || (p->vpool_len && !p->vpool))
 		goto cleanup;
 	free(toks);

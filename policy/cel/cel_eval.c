@@ -33,23 +33,27 @@ const char *cel_impl__op_name(int op)
 	static const char *const names[] = {
 		[OP_ADD] = "_+_", [OP_SUB] = "_-_", [OP_MUL] = "_*_",
 		[OP_DIV] = "_/_", [OP_MOD] = "_%_", [OP_EQ] = "_==_",
-		[OP_NE] = "_!=_", [OP_LT] = "_<_", [OP_LE] = "_<=_",
-		[OP_GT] = "_>_", [OP_GE] = "_>=_", [OP_IN] = "@in",
+		[OP_NE] = "_!=_", [OP_LT] = "_<_",  [OP_LE] = "_<=_",
+		[OP_GT] = "_>_",  [OP_GE] = "_>=_", [OP_IN] = "@in",
 	};
 
 	return names[op];
 }
 
 int cel_impl__no_overload(struct cel_program *p, int col, const char *op,
-		    const struct cel_value *a, const struct cel_value *b)
+			  const struct cel_value *a, const struct cel_value *b)
 {
 	if (b)
-		cel_impl__fail(p, col,
-			 "no matching overload for '%s' applied to '(%s, %s)'",
-			 op, cel_impl__type_name(a->type), cel_impl__type_name(b->type));
+		cel_impl__fail(
+			p, col,
+			"no matching overload for '%s' applied to '(%s, %s)'",
+			op, cel_impl__type_name(a->type),
+			cel_impl__type_name(b->type));
 	else
-		cel_impl__fail(p, col, "no matching overload for '%s' applied to '(%s)'",
-			 op, cel_impl__type_name(a->type));
+		cel_impl__fail(
+			p, col,
+			"no matching overload for '%s' applied to '(%s)'", op,
+			cel_impl__type_name(a->type));
 	return CEL_E_OVERLOAD;
 }
 
@@ -83,9 +87,10 @@ static struct cel_value *vpool_alloc(struct cel_program *p, size_t n)
 
 static int too_large(struct cel_program *p, int col)
 {
-	return cel_impl__fail(p, col,
-			"expression result too large (scratch space of %zu bytes exhausted)",
-			p->arena_len);
+	return cel_impl__fail(
+		p, col,
+		"expression result too large (scratch space of %zu bytes exhausted)",
+		p->arena_len);
 }
 
 static int arith_int(struct cel_program *p, int op, int col, int64_t a,
@@ -107,8 +112,9 @@ static int arith_int(struct cel_program *p, int op, int col, int64_t a,
 	case OP_DIV:
 	case OP_MOD:
 		if (!b)
-			return cel_impl__fail(p, col, op == OP_DIV ? "division by zero" :
-						       "modulus by zero");
+			return cel_impl__fail(p, col,
+					      op == OP_DIV ? "division by zero"
+							   : "modulus by zero");
 		ovf = a == INT64_MIN && b == -1;
 		if (!ovf)
 			r = op == OP_DIV ? a / b : a % b;
@@ -116,7 +122,7 @@ static int arith_int(struct cel_program *p, int op, int col, int64_t a,
 	}
 	if (ovf)
 		return cel_impl__fail(p, col, "integer overflow in '%s'",
-				cel_impl__op_name(op));
+				      cel_impl__op_name(op));
 	out->type = CEL_INT;
 	out->i = r;
 	return 0;
@@ -141,14 +147,16 @@ static int arith_uint(struct cel_program *p, int op, int col, uint64_t a,
 	case OP_DIV:
 	case OP_MOD:
 		if (!b)
-			return cel_impl__fail(p, col, op == OP_DIV ? "division by zero" :
-						       "modulus by zero");
+			return cel_impl__fail(p, col,
+					      op == OP_DIV ? "division by zero"
+							   : "modulus by zero");
 		r = op == OP_DIV ? a / b : a % b;
 		break;
 	}
 	if (ovf)
-		return cel_impl__fail(p, col, "unsigned integer overflow in '%s'",
-				cel_impl__op_name(op));
+		return cel_impl__fail(p, col,
+				      "unsigned integer overflow in '%s'",
+				      cel_impl__op_name(op));
 	out->type = CEL_UINT;
 	out->u = r;
 	return 0;
@@ -159,24 +167,30 @@ static int arith_time(struct cel_program *p, int op, int col,
 		      const struct cel_value *l, const struct cel_value *r,
 		      struct cel_value *out)
 {
-	int t = l->type == CEL_TIMESTAMP || r->type == CEL_TIMESTAMP ?
-			CEL_TIMESTAMP : CEL_DURATION;
+	int t = l->type == CEL_TIMESTAMP || r->type == CEL_TIMESTAMP
+			? CEL_TIMESTAMP
+			: CEL_DURATION;
 	bool ovf;
 
-	if (op == OP_SUB && l->type == CEL_TIMESTAMP && r->type == CEL_TIMESTAMP)
+	if (op == OP_SUB && l->type == CEL_TIMESTAMP &&
+	    r->type == CEL_TIMESTAMP)
 		t = CEL_DURATION;
 	else if (op == OP_SUB && r->type == CEL_TIMESTAMP)
-		return cel_impl__no_overload(p, col, cel_impl__op_name(op), l, r);
-	if (op == OP_ADD && l->type == CEL_TIMESTAMP && r->type == CEL_TIMESTAMP)
-		return cel_impl__no_overload(p, col, cel_impl__op_name(op), l, r);
+		return cel_impl__no_overload(p, col, cel_impl__op_name(op), l,
+					     r);
+	if (op == OP_ADD && l->type == CEL_TIMESTAMP &&
+	    r->type == CEL_TIMESTAMP)
+		return cel_impl__no_overload(p, col, cel_impl__op_name(op), l,
+					     r);
 	if (op == OP_ADD)
 		ovf = __builtin_add_overflow(l->i, r->i, &out->i);
 	else
 		ovf = __builtin_sub_overflow(l->i, r->i, &out->i);
 	if (ovf)
 		return cel_impl__fail(p, col, "%s out of range in '%s'",
-				t == CEL_TIMESTAMP ? "timestamp" : "duration",
-				cel_impl__op_name(op));
+				      t == CEL_TIMESTAMP ? "timestamp"
+							 : "duration",
+				      cel_impl__op_name(op));
 	out->type = t;
 	return 0;
 }
@@ -234,7 +248,8 @@ static int arith(struct cel_program *p, int op, int col,
 	if (lt && rt && (op == OP_ADD || op == OP_SUB))
 		return arith_time(p, op, col, l, r, out);
 	if (l->type != r->type)
-		return cel_impl__no_overload(p, col, cel_impl__op_name(op), l, r);
+		return cel_impl__no_overload(p, col, cel_impl__op_name(op), l,
+					     r);
 	switch (l->type) {
 	case CEL_INT:
 		return arith_int(p, op, col, l->i, r->i, out);
@@ -243,10 +258,18 @@ static int arith(struct cel_program *p, int op, int col,
 	case CEL_DOUBLE:
 		out->type = CEL_DOUBLE;
 		switch (op) {
-		case OP_ADD: out->d = l->d + r->d; return 0;
-		case OP_SUB: out->d = l->d - r->d; return 0;
-		case OP_MUL: out->d = l->d * r->d; return 0;
-		case OP_DIV: out->d = l->d / r->d; return 0;
+		case OP_ADD:
+			out->d = l->d + r->d;
+			return 0;
+		case OP_SUB:
+			out->d = l->d - r->d;
+			return 0;
+		case OP_MUL:
+			out->d = l->d * r->d;
+			return 0;
+		case OP_DIV:
+			out->d = l->d / r->d;
+			return 0;
 		}
 		break;
 	case CEL_STRING:
@@ -284,8 +307,8 @@ static int contains(struct cel_program *p, int col, const struct cel_value *x,
 }
 
 int cel_impl__binop(struct cel_program *p, int op, int col,
-	      const struct cel_value *l, const struct cel_value *r,
-	      struct cel_value *out)
+		    const struct cel_value *l, const struct cel_value *r,
+		    struct cel_value *out)
 {
 	int cmp, ret;
 
@@ -301,12 +324,14 @@ int cel_impl__binop(struct cel_program *p, int op, int col,
 	case OP_GE:
 		ret = cel_impl__compare(l, r, &cmp);
 		if (ret)
-			return cel_impl__no_overload(p, col, cel_impl__op_name(op), l, r);
+			return cel_impl__no_overload(
+				p, col, cel_impl__op_name(op), l, r);
 		out->type = CEL_BOOL;
 		/* cmp == 2: a NaN was involved, every ordering is false */
-		out->b = cmp != 2 &&
-			 (op == OP_LT ? cmp < 0 : op == OP_LE ? cmp <= 0 :
-			  op == OP_GT ? cmp > 0 : cmp >= 0);
+		out->b = cmp != 2 && (op == OP_LT   ? cmp < 0
+				      : op == OP_LE ? cmp <= 0
+				      : op == OP_GT ? cmp > 0
+						    : cmp >= 0);
 		return 0;
 	case OP_IN:
 		return contains(p, col, l, r, out);
@@ -316,11 +341,12 @@ int cel_impl__binop(struct cel_program *p, int op, int col,
 }
 
 int cel_impl__neg(struct cel_program *p, int col, const struct cel_value *v,
-	    struct cel_value *out)
+		  struct cel_value *out)
 {
 	if (v->type == CEL_INT) {
 		if (v->i == INT64_MIN)
-			return cel_impl__fail(p, col, "integer overflow in '-_'");
+			return cel_impl__fail(p, col,
+					      "integer overflow in '-_'");
 		out->type = CEL_INT;
 		out->i = -v->i;
 		return 0;
@@ -340,10 +366,12 @@ static int no_such_key(struct cel_program *p, int col,
 
 	if (key->type == CEL_STRING)
 		return cel_impl__fail(p, col, "no such key: %.*s",
-				(int)(key->str.len > 100 ? 100 : key->str.len),
-				key->str.s);
+				      (int)(key->str.len > 100 ? 100
+							       : key->str.len),
+				      key->str.s);
 	if (cel_impl__fmt_value(key, buf, sizeof(buf)) < 0)
-		snprintf(buf, sizeof(buf), "(%s)", cel_impl__type_name(key->type));
+		snprintf(buf, sizeof(buf), "(%s)",
+			 cel_impl__type_name(key->type));
 	return cel_impl__fail(p, col, "no such key: %s", buf);
 }
 
@@ -351,18 +379,18 @@ static int select_field(struct cel_program *p, const struct cel_node *n,
 			const struct cel_value *m, struct cel_value *out)
 {
 	if (m->type != CEL_MAP)
-		return cel_impl__fail(p, n->col,
-				"type '%s' does not support field selection (selecting '%.*s')",
-				cel_impl__type_name(m->type), (int)n->lit.str.len,
-				n->lit.str.s);
+		return cel_impl__fail(
+			p, n->col,
+			"type '%s' does not support field selection (selecting '%.*s')",
+			cel_impl__type_name(m->type), (int)n->lit.str.len,
+			n->lit.str.s);
 	if (cel_impl__map_find(m, &n->lit, out) > 0)
 		return 0;
 	return no_such_key(p, n->col, &n->lit);
 }
 
-static int index_list(struct cel_program *p, int col,
-		      const struct cel_value *l, const struct cel_value *k,
-		      struct cel_value *out)
+static int index_list(struct cel_program *p, int col, const struct cel_value *l,
+		      const struct cel_value *k, struct cel_value *out)
 {
 	size_t n = cel_impl__agg_size(l);
 	int64_t i;
@@ -377,8 +405,9 @@ static int index_list(struct cel_program *p, int col,
 	else
 		return cel_impl__no_overload(p, col, "_[_]", l, k);
 	if (i < 0 || (uint64_t)i >= n)
-		return cel_impl__fail(p, col, "index out of range: %lld (list size %zu)",
-				(long long)i, n);
+		return cel_impl__fail(
+			p, col, "index out of range: %lld (list size %zu)",
+			(long long)i, n);
 	cel_impl__agg_at(l, i, NULL, out);
 	return 0;
 }
@@ -420,7 +449,8 @@ static int eval_var(struct cel_program *p, const struct cel_node *n,
 		d = n->op == VAR_RESOURCE ? act->resource : act->item;
 		if (!d)
 			return cel_impl__fail(p, n->col, "'%s' is not bound",
-					n->op == VAR_RESOURCE ? "resource" : "item");
+					      n->op == VAR_RESOURCE ? "resource"
+								    : "item");
 		cel_impl__from_doc(d, out);
 		return 0;
 	}
@@ -454,12 +484,12 @@ static int eval_aggregate(struct cel_program *p, const struct cel_node *n,
 		if (k->type != CEL_INT && k->type != CEL_UINT &&
 		    k->type != CEL_BOOL && k->type != CEL_STRING)
 			return cel_impl__fail(p, n->args[2 * i]->col,
-					"unsupported map key type %s",
-					cel_impl__type_name(k->type));
+					      "unsupported map key type %s",
+					      cel_impl__type_name(k->type));
 		for (j = 0; j < i; j++)
 			if (cel_impl__equal(&m->k[j], k))
 				return cel_impl__fail(p, n->args[2 * i]->col,
-						"repeated map key");
+						      "repeated map key");
 	}
 	out->type = CEL_MAP;
 	out->agg = CEL_AGG_MAP;
@@ -472,8 +502,9 @@ static int eval_aggregate(struct cel_program *p, const struct cel_node *n,
  * Not inlined: the saved error would otherwise enlarge every recursive
  * cel_impl__ev() frame.
  */
-static __attribute__((noinline)) int eval_logic(struct cel_program *p, const struct cel_node *n,
-		      struct cel_value *out)
+static __attribute__((noinline)) int eval_logic(struct cel_program *p,
+						const struct cel_node *n,
+						struct cel_value *out)
 {
 	bool decider = n->kind == N_OR; /* the value that short-circuits */
 	const char *op = n->kind == N_OR ? "_||_" : "_&&_";
@@ -510,7 +541,7 @@ decided:
 }
 
 int cel_impl__ev(struct cel_program *p, const struct cel_node *n,
-	   struct cel_value *out)
+		 struct cel_value *out)
 {
 	struct cel_value a, b, args[3];
 	uint32_t i;
@@ -531,8 +562,8 @@ int cel_impl__ev(struct cel_program *p, const struct cel_node *n,
 			return r;
 		if (a.type != CEL_MAP)
 			return cel_impl__fail(p, n->col,
-					"has() needs a map, got %s",
-					cel_impl__type_name(a.type));
+					      "has() needs a map, got %s",
+					      cel_impl__type_name(a.type));
 		out->type = CEL_BOOL;
 		out->b = cel_impl__map_find(&a, &n->lit, &b) > 0;
 		return 0;
@@ -550,7 +581,8 @@ int cel_impl__ev(struct cel_program *p, const struct cel_node *n,
 		if ((r = cel_impl__ev(p, n->a, &a)))
 			return r;
 		if (a.type != CEL_BOOL)
-			return cel_impl__no_overload(p, n->col, "_?_:_", &a, NULL);
+			return cel_impl__no_overload(p, n->col, "_?_:_", &a,
+						     NULL);
 		return cel_impl__ev(p, a.b ? n->b : n->c, out);
 	case N_AND:
 	case N_OR:
@@ -568,7 +600,8 @@ int cel_impl__ev(struct cel_program *p, const struct cel_node *n,
 			return r;
 		return cel_impl__neg(p, n->col, &a, out);
 	case N_BINOP:
-		if ((r = cel_impl__ev(p, n->a, &a)) || (r = cel_impl__ev(p, n->b, &b)))
+		if ((r = cel_impl__ev(p, n->a, &a)) ||
+		    (r = cel_impl__ev(p, n->b, &b)))
 			return r;
 		return cel_impl__binop(p, n->op, n->col, &a, &b, out);
 	}

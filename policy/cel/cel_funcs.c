@@ -14,9 +14,9 @@
 
 #include "policy/cel/cel_impl.h"
 
-#define NO_OVERLOAD(p, n, args)                                              \
-	cel_impl__no_overload(p, (n)->col, (n)->fn->name, &(args)[0],            \
-			(n)->nargs > 1 ? &(args)[1] : NULL)
+#define NO_OVERLOAD(p, n, args)                                                \
+	cel_impl__no_overload(p, (n)->col, (n)->fn->name, &(args)[0],          \
+			      (n)->nargs > 1 ? &(args)[1] : NULL)
 
 static void set_int(struct cel_value *out, int64_t i)
 {
@@ -68,12 +68,13 @@ static int bad_conv(struct cel_program *p, const struct cel_node *n,
 		    const struct cel_value *v, const char *why)
 {
 	if (v->type == CEL_STRING)
-		return cel_impl__fail(p, n->col, "%s(): cannot convert '%.*s'%s",
-				n->fn->name,
-				(int)(v->str.len > 64 ? 64 : v->str.len),
-				v->str.s, why);
-	return cel_impl__fail(p, n->col, "%s(): %s value out of range", n->fn->name,
-			cel_impl__type_name(v->type));
+		return cel_impl__fail(p, n->col,
+				      "%s(): cannot convert '%.*s'%s",
+				      n->fn->name,
+				      (int)(v->str.len > 64 ? 64 : v->str.len),
+				      v->str.s, why);
+	return cel_impl__fail(p, n->col, "%s(): %s value out of range",
+			      n->fn->name, cel_impl__type_name(v->type));
 }
 
 /* double -> int64 only inside [-2^63, 2^63); NaN is out of range too. */
@@ -108,13 +109,13 @@ static int fn_int(struct cel_program *p, const struct cel_node *n,
 			return bad_conv(p, n, &a[0], "");
 		v = strtoll(buf, &end, 10);
 		if (*end || errno)
-			return bad_conv(p, n, &a[0], " (want a decimal integer)");
+			return bad_conv(p, n, &a[0],
+					" (want a decimal integer)");
 		set_int(out, v);
 		return 0;
 	case CEL_TIMESTAMP:
 		/* seconds since the epoch, rounded down like Go's Unix() */
-		set_int(out, a[0].i / 1000000000 -
-				     (a[0].i % 1000000000 < 0));
+		set_int(out, a[0].i / 1000000000 - (a[0].i % 1000000000 < 0));
 		return 0;
 	default:
 		return NO_OVERLOAD(p, n, a);
@@ -144,12 +145,13 @@ static int fn_uint(struct cel_program *p, const struct cel_node *n,
 		return 0;
 	case CEL_STRING:
 		errno = 0;
-		if (!cstr(&a[0], buf, sizeof(buf)) || !buf[0] || buf[0] == '-' ||
-		    buf[0] == '+')
+		if (!cstr(&a[0], buf, sizeof(buf)) || !buf[0] ||
+		    buf[0] == '-' || buf[0] == '+')
 			return bad_conv(p, n, &a[0], "");
 		v = strtoull(buf, &end, 10);
 		if (*end || errno)
-			return bad_conv(p, n, &a[0], " (want a decimal integer)");
+			return bad_conv(p, n, &a[0],
+					" (want a decimal integer)");
 		out->u = v;
 		return 0;
 	default:
@@ -174,8 +176,7 @@ static int fn_double(struct cel_program *p, const struct cel_node *n,
 		out->d = (double)a[0].u;
 		return 0;
 	case CEL_STRING:
-		if (!cstr(&a[0], buf, sizeof(buf)) || !buf[0] ||
-		    buf[0] == ' ')
+		if (!cstr(&a[0], buf, sizeof(buf)) || !buf[0] || buf[0] == ' ')
 			return bad_conv(p, n, &a[0], "");
 		out->d = strtod(buf, &end);
 		if (*end)
@@ -235,9 +236,11 @@ static int fn_string(struct cel_program *p, const struct cel_node *n,
 		*out = a[0];
 		return 0;
 	case CEL_BYTES:
-		if (!valid_utf8((const unsigned char *)a[0].str.s, a[0].str.len))
-			return cel_impl__fail(p, n->col,
-					"string(): bytes are not valid UTF-8");
+		if (!valid_utf8((const unsigned char *)a[0].str.s,
+				a[0].str.len))
+			return cel_impl__fail(
+				p, n->col,
+				"string(): bytes are not valid UTF-8");
 		*out = a[0];
 		out->type = CEL_STRING;
 		return 0;
@@ -252,7 +255,8 @@ static int fn_string(struct cel_program *p, const struct cel_node *n,
 			return NO_OVERLOAD(p, n, a);
 		s = cel_impl__arena_alloc(p, len + 1);
 		if (!s)
-			return cel_impl__fail(p, n->col, "expression result too large");
+			return cel_impl__fail(p, n->col,
+					      "expression result too large");
 		memcpy(s, tmp, len + 1);
 		out->type = CEL_STRING;
 		out->str.s = s;
@@ -329,18 +333,22 @@ static int fn_timestamp(struct cel_program *p, const struct cel_node *n,
 		return 0;
 	case CEL_INT:
 		if (__builtin_mul_overflow(a[0].i, 1000000000LL, &out->i))
-			return cel_impl__fail(p, n->col, "timestamp(): out of range");
+			return cel_impl__fail(p, n->col,
+					      "timestamp(): out of range");
 		return 0;
 	case CEL_STRING:
-		r = cel_impl__parse_timestamp(a[0].str.s, a[0].str.len, &out->i);
+		r = cel_impl__parse_timestamp(a[0].str.s, a[0].str.len,
+					      &out->i);
 		if (r == -ERANGE)
-			return cel_impl__fail(p, n->col,
-					"timestamp(): '%.*s' is outside the supported range 1677-09-21 to 2262-04-11",
-					(int)(a[0].str.len > 64 ? 64 : a[0].str.len),
-					a[0].str.s);
+			return cel_impl__fail(
+				p, n->col,
+				"timestamp(): '%.*s' is outside the supported range 1677-09-21 to 2262-04-11",
+				(int)(a[0].str.len > 64 ? 64 : a[0].str.len),
+				a[0].str.s);
 		if (r)
-			return bad_conv(p, n, &a[0],
-					" (want RFC 3339, e.g. 2024-01-02T15:04:05Z)");
+			return bad_conv(
+				p, n, &a[0],
+				" (want RFC 3339, e.g. 2024-01-02T15:04:05Z)");
 		return 0;
 	default:
 		return NO_OVERLOAD(p, n, a);
@@ -361,7 +369,9 @@ static int fn_duration(struct cel_program *p, const struct cel_node *n,
 		return NO_OVERLOAD(p, n, a);
 	r = cel_impl__parse_duration(a[0].str.s, a[0].str.len, &out->i);
 	if (r == -ERANGE)
-		return cel_impl__fail(p, n->col, "duration(): out of range (about +-292 years)");
+		return cel_impl__fail(
+			p, n->col,
+			"duration(): out of range (about +-292 years)");
 	if (r)
 		return bad_conv(p, n, &a[0], " (want e.g. 1h2m3.5s or 300ms)");
 	return 0;
@@ -409,7 +419,7 @@ void cel_impl__regex_free(struct cel_regex *r)
  * which allocates. policy/regex/regex.h bounds the compilation.
  */
 int cel_impl__regex_prepare(struct cel_regex *re, const char *pat, size_t len,
-		      char *msg, size_t msglen)
+			    char *msg, size_t msglen)
 {
 	int r;
 
@@ -442,11 +452,13 @@ static int fn_matches(struct cel_program *p, const struct cel_node *n,
 
 	if (a[0].type != CEL_STRING || a[1].type != CEL_STRING)
 		return NO_OVERLOAD(p, n, a);
-	if (cel_impl__regex_prepare(re, a[1].str.s, a[1].str.len, msg, sizeof(msg)))
-		return cel_impl__fail(p, n->col,
-				"matches(): invalid regular expression: %s; the pattern: '%.*s%s'", msg,
-				(int)(a[1].str.len > 64 ? 64 : a[1].str.len),
-				a[1].str.s, a[1].str.len > 64 ? "..." : "");
+	if (cel_impl__regex_prepare(re, a[1].str.s, a[1].str.len, msg,
+				    sizeof(msg)))
+		return cel_impl__fail(
+			p, n->col,
+			"matches(): invalid regular expression: %s; the pattern: '%.*s%s'",
+			msg, (int)(a[1].str.len > 64 ? 64 : a[1].str.len),
+			a[1].str.s, a[1].str.len > 64 ? "..." : "");
 	/* RE2 takes a counted string: NUL bytes in the subject are data */
 	set_bool(out, regex__partial(re->re, a[0].str.s, a[0].str.len));
 	return 0;
@@ -469,10 +481,10 @@ static const struct {
 	const char *name;
 	enum tm_field f;
 } tm_fields[] = {
-	{ "getFullYear", F_YEAR }, { "getMonth", F_MONTH },
-	{ "getDate", F_DATE }, { "getDayOfMonth", F_MDAY },
-	{ "getDayOfWeek", F_WDAY }, { "getDayOfYear", F_YDAY },
-	{ "getHours", F_HOURS }, { "getMinutes", F_MINUTES },
+	{ "getFullYear", F_YEAR },   { "getMonth", F_MONTH },
+	{ "getDate", F_DATE },       { "getDayOfMonth", F_MDAY },
+	{ "getDayOfWeek", F_WDAY },  { "getDayOfYear", F_YDAY },
+	{ "getHours", F_HOURS },     { "getMinutes", F_MINUTES },
 	{ "getSeconds", F_SECONDS }, { "getMilliseconds", F_MS },
 };
 
@@ -489,8 +501,10 @@ static int fn_time_get(struct cel_program *p, const struct cel_node *n,
 	if (a[0].type == CEL_DURATION && n->nargs == 1) {
 		/* durations: whole hours/minutes/seconds/ms, as cel-go */
 		static const int64_t div[] = {
-			[F_HOURS] = 3600000000000LL, [F_MINUTES] = 60000000000LL,
-			[F_SECONDS] = 1000000000LL, [F_MS] = 1000000LL,
+			[F_HOURS] = 3600000000000LL,
+			[F_MINUTES] = 60000000000LL,
+			[F_SECONDS] = 1000000000LL,
+			[F_MS] = 1000000LL,
 		};
 
 		if (f < F_HOURS)
@@ -502,51 +516,98 @@ static int fn_time_get(struct cel_program *p, const struct cel_node *n,
 	    (n->nargs == 2 && a[1].type != CEL_STRING))
 		return NO_OVERLOAD(p, n, a);
 	if (cel_impl__timestamp_split(a[0].i, n->nargs == 2 ? a[1].str.s : NULL,
-				n->nargs == 2 ? a[1].str.len : 0, &tm))
-		return cel_impl__fail(p, n->col,
-				"%s(): time zone '%.*s' is not supported; use UTC or a fixed offset like +01:00",
-				n->fn->name,
-				(int)(a[1].str.len > 64 ? 64 : a[1].str.len),
-				a[1].str.s);
+				      n->nargs == 2 ? a[1].str.len : 0, &tm))
+		return cel_impl__fail(
+			p, n->col,
+			"%s(): time zone '%.*s' is not supported; use UTC or a fixed offset like +01:00",
+			n->fn->name,
+			(int)(a[1].str.len > 64 ? 64 : a[1].str.len),
+			a[1].str.s);
 	switch (f) {
-	case F_YEAR: set_int(out, tm.year); break;
-	case F_MONTH: set_int(out, tm.month); break;
-	case F_DATE: set_int(out, tm.mday + 1); break;
-	case F_MDAY: set_int(out, tm.mday); break;
-	case F_WDAY: set_int(out, tm.wday); break;
-	case F_YDAY: set_int(out, tm.yday); break;
-	case F_HOURS: set_int(out, tm.hour); break;
-	case F_MINUTES: set_int(out, tm.min); break;
-	case F_SECONDS: set_int(out, tm.sec); break;
-	case F_MS: set_int(out, tm.ms); break;
+	case F_YEAR:
+		set_int(out, tm.year);
+		break;
+	case F_MONTH:
+		set_int(out, tm.month);
+		break;
+	case F_DATE:
+		set_int(out, tm.mday + 1);
+		break;
+	case F_MDAY:
+		set_int(out, tm.mday);
+		break;
+	case F_WDAY:
+		set_int(out, tm.wday);
+		break;
+	case F_YDAY:
+		set_int(out, tm.yday);
+		break;
+	case F_HOURS:
+		set_int(out, tm.hour);
+		break;
+	case F_MINUTES:
+		set_int(out, tm.min);
+		break;
+	case F_SECONDS:
+		set_int(out, tm.sec);
+		break;
+	case F_MS:
+		set_int(out, tm.ms);
+		break;
 	}
 	return 0;
 }
 
-#define S TM(CEL_STRING)
-#define TS TM(CEL_TIMESTAMP)
+#define S   TM(CEL_STRING)
+#define TS  TM(CEL_TIMESTAMP)
 #define DUR TM(CEL_DURATION)
 #define NUM (TM(CEL_INT) | TM(CEL_UINT) | TM(CEL_DOUBLE))
-#define TIMEGET(nm, extra)                                                   \
-	{ nm, true, false, 1, 2, CEL_INT, { TS | (extra), S }, fn_time_get }
+#define TIMEGET(nm, extra)                                                     \
+	{                                                                      \
+		nm, true, false, 1, 2, CEL_INT, { TS | (extra), S },           \
+			fn_time_get                                            \
+	}
 
 static const struct cel_func funcs[] = {
-	{ "size", true, true, 1, 1, CEL_INT,
-	  { S | TM(CEL_BYTES) | TM(CEL_LIST) | TM(CEL_MAP) }, fn_size },
+	{ "size",
+	  true,
+	  true,
+	  1,
+	  1,
+	  CEL_INT,
+	  { S | TM(CEL_BYTES) | TM(CEL_LIST) | TM(CEL_MAP) },
+	  fn_size },
 	{ "int", false, true, 1, 1, CEL_INT, { NUM | S | TS }, fn_int },
 	{ "uint", false, true, 1, 1, CEL_UINT, { NUM | S }, fn_uint },
 	{ "double", false, true, 1, 1, CEL_DOUBLE, { NUM | S }, fn_double },
-	{ "string", false, true, 1, 1, CEL_STRING,
-	  { NUM | S | TM(CEL_BYTES) | TM(CEL_BOOL) | TS | DUR }, fn_string },
-	{ "bytes", false, true, 1, 1, CEL_BYTES, { S | TM(CEL_BYTES) },
+	{ "string",
+	  false,
+	  true,
+	  1,
+	  1,
+	  CEL_STRING,
+	  { NUM | S | TM(CEL_BYTES) | TM(CEL_BOOL) | TS | DUR },
+	  fn_string },
+	{ "bytes",
+	  false,
+	  true,
+	  1,
+	  1,
+	  CEL_BYTES,
+	  { S | TM(CEL_BYTES) },
 	  fn_bytes },
 	{ "bool", false, true, 1, 1, CEL_BOOL, { S | TM(CEL_BOOL) }, fn_bool },
 	{ "dyn", false, true, 1, 1, CEL_DYN, { TM_ANY }, fn_dyn },
 	{ "type", false, true, 1, 1, CEL_TYPE, { TM_ANY }, fn_type },
-	{ "timestamp", false, true, 1, 1, CEL_TIMESTAMP,
-	  { S | TS | TM(CEL_INT) }, fn_timestamp },
-	{ "duration", false, true, 1, 1, CEL_DURATION, { S | DUR },
-	  fn_duration },
+	{ "timestamp",
+	  false,
+	  true,
+	  1,
+	  1,
+	  CEL_TIMESTAMP,
+	  { S | TS | TM(CEL_INT) },
+	  fn_timestamp },
+	{ "duration", false, true, 1, 1, CEL_DURATION, { S | DUR }, fn_duration },
 	{ "startsWith", true, false, 2, 2, CEL_BOOL, { S, S }, fn_strpred },
 	{ "endsWith", true, false, 2, 2, CEL_BOOL, { S, S }, fn_strpred },
 	{ "contains", true, false, 2, 2, CEL_BOOL, { S, S }, fn_strpred },

@@ -22,8 +22,8 @@
 #define CEL_MAX_NEST 64
 /* AST height, which also bounds evaluator recursion (a+b+c+... chains). */
 #define CEL_MAX_HEIGHT 200
-#define CEL_ARENA_MIN 4096
-#define CEL_ARENA_MAX (1 << 20)
+#define CEL_ARENA_MIN  4096
+#define CEL_ARENA_MAX  (1 << 20)
 
 /* Static type "unknown until run time" (resource, item, their members). */
 #define CEL_DYN 0xff
@@ -124,13 +124,13 @@ typedef int (*cel_fn)(struct cel_program *p, const struct cel_node *n,
 		      const struct cel_value *args, struct cel_value *out);
 
 /* Argument type masks: bit (1 << enum cel_type). */
-#define TM(t) (1u << (t))
+#define TM(t)  (1u << (t))
 #define TM_ANY 0xffffffffu
 
 struct cel_func {
 	const char *name;
-	bool member; /* receiver style: x.f(...) */
-	bool global; /* plain style: f(x, ...) */
+	bool member;                /* receiver style: x.f(...) */
+	bool global;                /* plain style: f(x, ...) */
 	uint8_t min_args, max_args; /* including the receiver */
 	uint8_t ret;                /* static result type or CEL_DYN */
 	uint32_t mask[3];           /* accepted types per argument */
@@ -169,7 +169,8 @@ struct cel_node {
 	int height;
 	struct cel_value lit; /* N_LIT value; N_SELECT/N_HAS field name */
 	struct cel_node *a, *b, *c;
-	struct cel_node **args; /* N_CALL (receiver first), N_LIST, N_MAP k,v,k,v */
+	struct cel_node *
+		*args; /* N_CALL (receiver first), N_LIST, N_MAP k,v,k,v */
 	uint32_t nargs;
 	const struct cel_func *fn;
 	void *slot; /* N_LIST: cel_list, N_MAP: cel_map, matches: cel_regex */
@@ -198,29 +199,29 @@ struct cel_program {
 };
 
 /* cel_lex.c */
-int cel_impl__lex(const char *src, size_t len, char *lits, struct cel_token **out,
-	    size_t *ntok, struct cel_error *err);
+int cel_impl__lex(const char *src, size_t len, char *lits,
+		  struct cel_token **out, size_t *ntok, struct cel_error *err);
 
 /* cel_parse.c: builds p->root from the tokens. */
 int cel_impl__parse(struct cel_program *p, const struct cel_token *toks,
-	      size_t ntok, struct cel_error *err);
+		    size_t ntok, struct cel_error *err);
 
 /* cel_check.c: resolves names and functions, infers static types. */
 int cel_impl__check(struct cel_program *p, struct cel_node *n,
-	      struct cel_error *err);
+		    struct cel_error *err);
 
 /* cel_eval.c */
 int cel_impl__fail(struct cel_program *p, int col, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int cel_impl__no_overload(struct cel_program *p, int col, const char *op,
-		    const struct cel_value *a, const struct cel_value *b);
+			  const struct cel_value *a, const struct cel_value *b);
 int cel_impl__ev(struct cel_program *p, const struct cel_node *n,
-	   struct cel_value *out);
+		 struct cel_value *out);
 int cel_impl__binop(struct cel_program *p, int op, int col,
-	      const struct cel_value *l, const struct cel_value *r,
-	      struct cel_value *out);
+		    const struct cel_value *l, const struct cel_value *r,
+		    struct cel_value *out);
 int cel_impl__neg(struct cel_program *p, int col, const struct cel_value *v,
-	    struct cel_value *out);
+		  struct cel_value *out);
 char *cel_impl__arena_alloc(struct cel_program *p, size_t len);
 const char *cel_impl__op_name(int op);
 
@@ -229,16 +230,16 @@ const char *cel_impl__type_name(int t);
 void cel_impl__from_doc(const struct doc_node *d, struct cel_value *v);
 size_t cel_impl__agg_size(const struct cel_value *v);
 /* i-th element of a list, or i-th key (and value) of a map. */
-void cel_impl__agg_at(const struct cel_value *v, size_t i, struct cel_value *key,
-		struct cel_value *val);
+void cel_impl__agg_at(const struct cel_value *v, size_t i,
+		      struct cel_value *key, struct cel_value *val);
 /* 1 found, 0 absent. */
 int cel_impl__map_find(const struct cel_value *m, const struct cel_value *key,
-		 struct cel_value *val);
+		       struct cel_value *val);
 /* 1 equal, 0 unequal (heterogeneous numeric equality). */
 int cel_impl__equal(const struct cel_value *a, const struct cel_value *b);
 /* <0, 0, >0, or CEL_E_OVERLOAD when the pair has no ordering. */
 int cel_impl__compare(const struct cel_value *a, const struct cel_value *b,
-		int *cmp);
+		      int *cmp);
 int cel_impl__fmt_double(double d, char *buf, size_t len);
 int cel_impl__fmt_value(const struct cel_value *v, char *buf, size_t len);
 
@@ -253,13 +254,13 @@ struct cel_tm {
 	int month, mday, wday, yday, hour, min, sec, ms;
 };
 int cel_impl__timestamp_split(int64_t ns, const char *tz, size_t tzlen,
-			struct cel_tm *tm);
+			      struct cel_tm *tm);
 
 /* cel_funcs.c */
 const struct cel_func *cel_impl__func_lookup(const char *name, size_t len);
 void cel_impl__regex_free(struct cel_regex *r);
 /* Compiles pat into re unless re already holds it; msg says why not. */
 int cel_impl__regex_prepare(struct cel_regex *re, const char *pat, size_t len,
-		      char *msg, size_t msglen);
+			    char *msg, size_t msglen);
 
 #endif /* MM_POLICY_CEL_IMPL_H */

@@ -95,27 +95,50 @@ static int lex_escape(struct lexer *lx, bool bytes)
 		return lex_fail(lx, start, "unterminated escape sequence");
 	c = lx->src[lx->pos++];
 	switch (c) {
-	case 'a': cp = '\a'; break;
-	case 'b': cp = '\b'; break;
-	case 'f': cp = '\f'; break;
-	case 'n': cp = '\n'; break;
-	case 'r': cp = '\r'; break;
-	case 't': cp = '\t'; break;
-	case 'v': cp = '\v'; break;
-	case '\\': case '?': case '"': case '\'': case '`':
+	case 'a':
+		cp = '\a';
+		break;
+	case 'b':
+		cp = '\b';
+		break;
+	case 'f':
+		cp = '\f';
+		break;
+	case 'n':
+		cp = '\n';
+		break;
+	case 'r':
+		cp = '\r';
+		break;
+	case 't':
+		cp = '\t';
+		break;
+	case 'v':
+		cp = '\v';
+		break;
+	case '\\':
+	case '?':
+	case '"':
+	case '\'':
+	case '`':
 		cp = c;
 		break;
-	case 'x': case 'X': case 'u': case 'U':
+	case 'x':
+	case 'X':
+	case 'u':
+	case 'U':
 		n = c == 'u' ? 4 : c == 'U' ? 8 : 2;
 		if ((c == 'u' || c == 'U') && bytes)
-			return lex_fail(lx, start,
-					"\\%c escapes are not allowed in bytes literals; use \\x",
-					c);
+			return lex_fail(
+				lx, start,
+				"\\%c escapes are not allowed in bytes literals; use \\x",
+				c);
 		for (i = 0; i < n; i++) {
 			if (lx->pos >= lx->len ||
 			    (v = hexval(lx->src[lx->pos])) < 0)
 				return lex_fail(lx, start,
-						"\\%c needs %d hex digits", c, n);
+						"\\%c needs %d hex digits", c,
+						n);
 			cp = cp * 16 + v;
 			lx->pos++;
 		}
@@ -124,17 +147,22 @@ static int lex_escape(struct lexer *lx, bool bytes)
 			return 0;
 		}
 		if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return lex_fail(lx, start,
-					"escape is not a valid Unicode code point");
+			return lex_fail(
+				lx, start,
+				"escape is not a valid Unicode code point");
 		put_utf8(lx, cp);
 		return 0;
-	case '0': case '1': case '2': case '3':
+	case '0':
+	case '1':
+	case '2':
+	case '3':
 		cp = c - '0';
 		for (i = 0; i < 2; i++) {
 			if (lx->pos >= lx->len || lx->src[lx->pos] < '0' ||
 			    lx->src[lx->pos] > '7')
-				return lex_fail(lx, start,
-						"octal escape needs 3 digits 000-377");
+				return lex_fail(
+					lx, start,
+					"octal escape needs 3 digits 000-377");
 			cp = cp * 8 + (lx->src[lx->pos++] - '0');
 		}
 		if (bytes) {
@@ -166,22 +194,25 @@ static int lex_string(struct lexer *lx, struct cel_token *t, bool raw,
 		char c;
 
 		if (lx->pos >= lx->len)
-			return lex_fail(lx, start, "unterminated string literal");
+			return lex_fail(lx, start,
+					"unterminated string literal");
 		c = lx->src[lx->pos];
 		if (c == q) {
 			if (!triple) {
 				lx->pos++;
 				break;
 			}
-			if (lx->pos + 2 < lx->len && lx->src[lx->pos + 1] == q &&
+			if (lx->pos + 2 < lx->len &&
+			    lx->src[lx->pos + 1] == q &&
 			    lx->src[lx->pos + 2] == q) {
 				lx->pos += 3;
 				break;
 			}
 		}
 		if (!triple && (c == '\n' || c == '\r'))
-			return lex_fail(lx, start,
-					"newline in string literal; use \\n or a triple-quoted string");
+			return lex_fail(
+				lx, start,
+				"newline in string literal; use \\n or a triple-quoted string");
 		lx->pos++;
 		if (c == '\\' && !raw) {
 			r = lex_escape(lx, bytes);
@@ -215,13 +246,16 @@ static int lex_number(struct lexer *lx, struct cel_token *t)
 	bool dbl = false;
 	uint64_t v = 0;
 
-	if (s[p] == '0' && p + 1 < lx->len && (s[p + 1] == 'x' || s[p + 1] == 'X')) {
+	if (s[p] == '0' && p + 1 < lx->len &&
+	    (s[p + 1] == 'x' || s[p + 1] == 'X')) {
 		p += 2;
 		if (p >= lx->len || hexval(s[p]) < 0)
-			return lex_fail(lx, start, "hex literal needs digits after 0x");
+			return lex_fail(lx, start,
+					"hex literal needs digits after 0x");
 		for (; p < lx->len && hexval(s[p]) >= 0; p++) {
 			if (v >> 60)
-				return lex_fail(lx, start, "integer literal out of range");
+				return lex_fail(lx, start,
+						"integer literal out of range");
 			v = v * 16 + hexval(s[p]);
 		}
 		goto suffix;
@@ -259,7 +293,8 @@ static int lex_number(struct lexer *lx, struct cel_token *t)
 	}
 	for (size_t i = start; i < p; i++) {
 		if (v > (UINT64_MAX - (s[i] - '0')) / 10)
-			return lex_fail(lx, start, "integer literal out of range");
+			return lex_fail(lx, start,
+					"integer literal out of range");
 		v = v * 10 + (s[i] - '0');
 	}
 suffix:
@@ -285,7 +320,8 @@ static int lex_ident(struct lexer *lx, struct cel_token *t, size_t start)
 		p++;
 	n = p - start;
 	/* string prefixes: r, b and both, in any case and order */
-	if (n <= 2 && p < lx->len && (lx->src[p] == '"' || lx->src[p] == '\'')) {
+	if (n <= 2 && p < lx->len &&
+	    (lx->src[p] == '"' || lx->src[p] == '\'')) {
 		bool raw = false, bytes = false, ok = true;
 
 		for (i = 0; i < n; i++) {
@@ -325,21 +361,51 @@ static int lex_punct(struct lexer *lx, struct cel_token *t, size_t start)
 
 	lx->pos = start + 1;
 	switch (c) {
-	case '(': t->kind = T_LPAREN; return 0;
-	case ')': t->kind = T_RPAREN; return 0;
-	case '[': t->kind = T_LBRACKET; return 0;
-	case ']': t->kind = T_RBRACKET; return 0;
-	case '{': t->kind = T_LBRACE; return 0;
-	case '}': t->kind = T_RBRACE; return 0;
-	case '.': t->kind = T_DOT; return 0;
-	case ',': t->kind = T_COMMA; return 0;
-	case ':': t->kind = T_COLON; return 0;
-	case '?': t->kind = T_QUESTION; return 0;
-	case '+': t->kind = T_PLUS; return 0;
-	case '-': t->kind = T_MINUS; return 0;
-	case '*': t->kind = T_STAR; return 0;
-	case '/': t->kind = T_SLASH; return 0;
-	case '%': t->kind = T_PERCENT; return 0;
+	case '(':
+		t->kind = T_LPAREN;
+		return 0;
+	case ')':
+		t->kind = T_RPAREN;
+		return 0;
+	case '[':
+		t->kind = T_LBRACKET;
+		return 0;
+	case ']':
+		t->kind = T_RBRACKET;
+		return 0;
+	case '{':
+		t->kind = T_LBRACE;
+		return 0;
+	case '}':
+		t->kind = T_RBRACE;
+		return 0;
+	case '.':
+		t->kind = T_DOT;
+		return 0;
+	case ',':
+		t->kind = T_COMMA;
+		return 0;
+	case ':':
+		t->kind = T_COLON;
+		return 0;
+	case '?':
+		t->kind = T_QUESTION;
+		return 0;
+	case '+':
+		t->kind = T_PLUS;
+		return 0;
+	case '-':
+		t->kind = T_MINUS;
+		return 0;
+	case '*':
+		t->kind = T_STAR;
+		return 0;
+	case '/':
+		t->kind = T_SLASH;
+		return 0;
+	case '%':
+		t->kind = T_PERCENT;
+		return 0;
 	}
 	lx->pos = start + 2;
 	if (c == '=' && d == '=')
@@ -363,18 +429,21 @@ static int lex_punct(struct lexer *lx, struct cel_token *t, size_t start)
 		else if (c == '>')
 			t->kind = T_GT;
 		else if (c == '=')
-			return lex_fail(lx, start, "unexpected '='; use '==' to compare");
+			return lex_fail(lx, start,
+					"unexpected '='; use '==' to compare");
 		else if ((unsigned char)c >= 0x20 && (unsigned char)c < 0x7f)
-			return lex_fail(lx, start, "unexpected character '%c'", c);
+			return lex_fail(lx, start, "unexpected character '%c'",
+					c);
 		else
-			return lex_fail(lx, start, "unexpected character 0x%02x",
+			return lex_fail(lx, start,
+					"unexpected character 0x%02x",
 					(unsigned char)c);
 	}
 	return 0;
 }
 
-int cel_impl__lex(const char *src, size_t len, char *lits, struct cel_token **out,
-	    size_t *ntok, struct cel_error *err)
+int cel_impl__lex(const char *src, size_t len, char *lits,
+		  struct cel_token **out, size_t *ntok, struct cel_error *err)
 {
 	struct lexer lx = { .src = src, .len = len, .lits = lits, .err = err };
 	struct cel_token *toks = NULL, *t;
@@ -405,7 +474,8 @@ int cel_impl__lex(const char *src, size_t len, char *lits, struct cel_token **ou
 			nt = realloc(toks, cap * sizeof(*toks));
 			if (!nt) {
 				r = -ENOMEM;
-				snprintf(err->msg, sizeof(err->msg), "out of memory");
+				snprintf(err->msg, sizeof(err->msg),
+					 "out of memory");
 				goto cleanup;
 			}
 			toks = nt;
@@ -421,8 +491,8 @@ int cel_impl__lex(const char *src, size_t len, char *lits, struct cel_token **ou
 		c = src[start];
 		if (c == '"' || c == '\'')
 			r = lex_string(&lx, t, false, false, start);
-		else if (is_digit(c) ||
-			 (c == '.' && start + 1 < len && is_digit(src[start + 1])))
+		else if (is_digit(c) || (c == '.' && start + 1 < len &&
+					 is_digit(src[start + 1])))
 			r = lex_number(&lx, t);
 		else if (is_ident(c, true))
 			r = lex_ident(&lx, t, start);

@@ -30,9 +30,9 @@ static struct cel_node *parse_expr(struct parser *ps);
  * have metadata.namespace.
  */
 static const char *const reserved[] = {
-	"as", "break", "const", "continue", "else", "for", "function", "if",
-	"import", "let", "loop", "package", "namespace", "return", "var",
-	"void", "while",
+	"as",        "break",  "const",  "continue", "else",  "for",
+	"function",  "if",     "import", "let",      "loop",  "package",
+	"namespace", "return", "var",    "void",     "while",
 };
 
 /* Comprehension macros, which need per-iteration scopes we do not have. */
@@ -46,7 +46,8 @@ static const char *find_word(const char *const *words, size_t n,
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (strlen(words[i]) == t->len && !memcmp(words[i], t->s, t->len))
+		if (strlen(words[i]) == t->len &&
+		    !memcmp(words[i], t->s, t->len))
 			return words[i];
 	return NULL;
 }
@@ -54,19 +55,40 @@ static const char *find_word(const char *const *words, size_t n,
 static const char *tok_name(const struct cel_token *t, char *buf, size_t len)
 {
 	static const char *const names[] = {
-		[T_EOF] = "end of expression", [T_INT] = "number",
-		[T_UINT] = "number", [T_DOUBLE] = "number",
-		[T_STRING] = "string", [T_BYTES] = "bytes",
-		[T_TRUE] = "'true'", [T_FALSE] = "'false'", [T_NULL] = "'null'",
-		[T_IN] = "'in'", [T_LPAREN] = "'('", [T_RPAREN] = "')'",
-		[T_LBRACKET] = "'['", [T_RBRACKET] = "']'",
-		[T_LBRACE] = "'{'", [T_RBRACE] = "'}'", [T_DOT] = "'.'",
-		[T_COMMA] = "','", [T_COLON] = "':'", [T_QUESTION] = "'?'",
-		[T_PLUS] = "'+'", [T_MINUS] = "'-'", [T_STAR] = "'*'",
-		[T_SLASH] = "'/'", [T_PERCENT] = "'%'", [T_NOT] = "'!'",
-		[T_EQ] = "'=='", [T_NE] = "'!='", [T_LT] = "'<'",
-		[T_LE] = "'<='", [T_GT] = "'>'", [T_GE] = "'>='",
-		[T_AND] = "'&&'", [T_OR] = "'||'",
+		[T_EOF] = "end of expression",
+		[T_INT] = "number",
+		[T_UINT] = "number",
+		[T_DOUBLE] = "number",
+		[T_STRING] = "string",
+		[T_BYTES] = "bytes",
+		[T_TRUE] = "'true'",
+		[T_FALSE] = "'false'",
+		[T_NULL] = "'null'",
+		[T_IN] = "'in'",
+		[T_LPAREN] = "'('",
+		[T_RPAREN] = "')'",
+		[T_LBRACKET] = "'['",
+		[T_RBRACKET] = "']'",
+		[T_LBRACE] = "'{'",
+		[T_RBRACE] = "'}'",
+		[T_DOT] = "'.'",
+		[T_COMMA] = "','",
+		[T_COLON] = "':'",
+		[T_QUESTION] = "'?'",
+		[T_PLUS] = "'+'",
+		[T_MINUS] = "'-'",
+		[T_STAR] = "'*'",
+		[T_SLASH] = "'/'",
+		[T_PERCENT] = "'%'",
+		[T_NOT] = "'!'",
+		[T_EQ] = "'=='",
+		[T_NE] = "'!='",
+		[T_LT] = "'<'",
+		[T_LE] = "'<='",
+		[T_GT] = "'>'",
+		[T_GE] = "'>='",
+		[T_AND] = "'&&'",
+		[T_OR] = "'||'",
 	};
 
 	if (t->kind == T_IDENT) {
@@ -175,9 +197,10 @@ static struct cel_node *finish(struct parser *ps, struct cel_node *n)
 		bump(&h, n->args[i]);
 	n->height = h;
 	if (h > CEL_MAX_HEIGHT)
-		return fail(ps, n->col,
-			    "expression nests too deeply (more than %d levels); split it or use fewer chained operators",
-			    CEL_MAX_HEIGHT);
+		return fail(
+			ps, n->col,
+			"expression nests too deeply (more than %d levels); split it or use fewer chained operators",
+			CEL_MAX_HEIGHT);
 	return n;
 }
 
@@ -246,9 +269,10 @@ static int parse_list(struct parser *ps, enum cel_tok close, bool pairs,
 		}
 		if (accept(ps, close))
 			return 0;
-		if (!expect(ps, T_COMMA, close == T_RPAREN ? "',' or ')'" :
-				  close == T_RBRACKET ? "',' or ']'" :
-							"',' or '}'"))
+		if (!expect(ps, T_COMMA,
+			    close == T_RPAREN     ? "',' or ')'"
+			    : close == T_RBRACKET ? "',' or ']'"
+						  : "',' or '}'"))
 			return -EINVAL;
 		if (trailing && accept(ps, close))
 			return 0;
@@ -264,9 +288,10 @@ static struct cel_node *call(struct parser *ps, const struct cel_token *name,
 
 	m = find_word(macros, sizeof(macros) / sizeof(macros[0]), name);
 	if (m)
-		return fail(ps, name->col,
-			    "the '%s' macro is not supported by milometer's CEL subset",
-			    m);
+		return fail(
+			ps, name->col,
+			"the '%s' macro is not supported by milometer's CEL subset",
+			m);
 	n = new_node(ps, N_CALL, name->col);
 	if (!n)
 		return NULL;
@@ -284,8 +309,9 @@ static struct cel_node *call(struct parser *ps, const struct cel_token *name,
 	if (!recv && name->len == 3 && !memcmp(name->s, "has", 3)) {
 		/* has(a.f) is a macro: it tests presence instead of reading */
 		if (cnt != 1 || head->kind != N_SELECT)
-			return fail(ps, name->col,
-				    "has() needs one field selection, e.g. has(resource.metadata.labels)");
+			return fail(
+				ps, name->col,
+				"has() needs one field selection, e.g. has(resource.metadata.labels)");
 		n->kind = N_HAS;
 		n->a = head->a;
 		n->lit = head->lit;
@@ -344,22 +370,31 @@ static struct cel_node *parse_primary(struct parser *ps)
 	uint32_t cnt;
 
 	switch (t->kind) {
-	case T_INT: case T_UINT: case T_DOUBLE: case T_STRING: case T_BYTES:
-	case T_TRUE: case T_FALSE: case T_NULL:
+	case T_INT:
+	case T_UINT:
+	case T_DOUBLE:
+	case T_STRING:
+	case T_BYTES:
+	case T_TRUE:
+	case T_FALSE:
+	case T_NULL:
 		next(ps);
 		return literal(ps, t, false);
 	case T_DOT:
 		/* ".name" asks for the root scope; we only have one */
 		next(ps);
 		if (peek(ps)->kind != T_IDENT)
-			return fail(ps, peek(ps)->col, "expected a name after '.'");
+			return fail(ps, peek(ps)->col,
+				    "expected a name after '.'");
 		/* fallthrough */
 	case T_IDENT:
 		t = next(ps);
-		if (find_word(reserved, sizeof(reserved) / sizeof(reserved[0]), t))
-			return fail(ps, t->col,
-				    "'%.*s' is a reserved word and cannot be used as a name",
-				    (int)t->len, t->s);
+		if (find_word(reserved, sizeof(reserved) / sizeof(reserved[0]),
+			      t))
+			return fail(
+				ps, t->col,
+				"'%.*s' is a reserved word and cannot be used as a name",
+				(int)t->len, t->s);
 		if (accept(ps, T_LPAREN))
 			return call(ps, t, NULL);
 		n = new_node(ps, N_VAR, t->col);
@@ -378,11 +413,13 @@ static struct cel_node *parse_primary(struct parser *ps)
 	case T_LBRACKET:
 	case T_LBRACE:
 		next(ps);
-		n = new_node(ps, t->kind == T_LBRACKET ? N_LIST : N_MAP, t->col);
+		n = new_node(ps, t->kind == T_LBRACKET ? N_LIST : N_MAP,
+			     t->col);
 		if (!n)
 			return NULL;
 		n->stype = t->kind == T_LBRACKET ? CEL_LIST : CEL_MAP;
-		if (parse_list(ps, t->kind == T_LBRACKET ? T_RBRACKET : T_RBRACE,
+		if (parse_list(ps,
+			       t->kind == T_LBRACKET ? T_RBRACKET : T_RBRACE,
 			       t->kind == T_LBRACE, true, &head, &cnt) ||
 		    set_args(ps, n, head, cnt))
 			return NULL;
@@ -452,7 +489,8 @@ static struct cel_node *parse_unary(struct parser *ps)
 	 */
 	if (last > first && ps->t[last - 1].kind == T_MINUS &&
 	    (t->kind == T_INT || t->kind == T_DOUBLE) &&
-	    ps->t[last + 1].kind != T_DOT && ps->t[last + 1].kind != T_LBRACKET) {
+	    ps->t[last + 1].kind != T_DOT &&
+	    ps->t[last + 1].kind != T_LBRACKET) {
 		next(ps);
 		e = literal(ps, t, true);
 		last--;
@@ -482,8 +520,9 @@ static struct cel_node *parse_mul(struct parser *ps)
 			break;
 		next(ps);
 		l = binary(ps, N_BINOP,
-			   t->kind == T_STAR ? OP_MUL :
-			   t->kind == T_SLASH ? OP_DIV : OP_MOD,
+			   t->kind == T_STAR    ? OP_MUL
+			   : t->kind == T_SLASH ? OP_DIV
+						: OP_MOD,
 			   t->col, l, parse_unary(ps));
 	}
 	return l;
@@ -508,14 +547,22 @@ static struct cel_node *parse_add(struct parser *ps)
 static int relop(enum cel_tok k)
 {
 	switch (k) {
-	case T_EQ: return OP_EQ;
-	case T_NE: return OP_NE;
-	case T_LT: return OP_LT;
-	case T_LE: return OP_LE;
-	case T_GT: return OP_GT;
-	case T_GE: return OP_GE;
-	case T_IN: return OP_IN;
-	default: return -1;
+	case T_EQ:
+		return OP_EQ;
+	case T_NE:
+		return OP_NE;
+	case T_LT:
+		return OP_LT;
+	case T_LE:
+		return OP_LE;
+	case T_GT:
+		return OP_GT;
+	case T_GE:
+		return OP_GE;
+	case T_IN:
+		return OP_IN;
+	default:
+		return -1;
 	}
 }
 
@@ -585,7 +632,7 @@ static struct cel_node *parse_expr(struct parser *ps)
 }
 
 int cel_impl__parse(struct cel_program *p, const struct cel_token *toks,
-	      size_t ntok, struct cel_error *err)
+		    size_t ntok, struct cel_error *err)
 {
 	struct parser ps = { .p = p, .t = toks, .ntok = ntok, .err = err };
 

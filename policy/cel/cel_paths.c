@@ -31,7 +31,8 @@ static bool chain(const struct cel_node *n, struct cel_path *p)
 		at = at->a;
 		k++;
 	}
-	if (at->kind != N_VAR || at->op >= sizeof(var_bits) / sizeof(var_bits[0]))
+	if (at->kind != N_VAR ||
+	    at->op >= sizeof(var_bits) / sizeof(var_bits[0]))
 		return false;
 	p->var = var_bits[at->op];
 	p->n = k < CEL_PATH_MAX ? k : CEL_PATH_MAX;
@@ -49,7 +50,8 @@ static bool chain(const struct cel_node *n, struct cel_path *p)
 		if (at->kind != N_INDEX) {
 			s->s = at->lit.str.s;
 			s->len = at->lit.str.len;
-		} else if (at->b->kind == N_LIT && at->b->lit.type == CEL_STRING) {
+		} else if (at->b->kind == N_LIT &&
+			   at->b->lit.type == CEL_STRING) {
 			s->s = at->b->lit.str.s;
 			s->len = at->b->lit.str.len;
 			s->indexed = true;

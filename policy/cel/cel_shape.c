@@ -38,24 +38,24 @@ unsigned cel__vars(const struct cel_program *p)
 	return out;
 }
 
-static int path(const struct cel_node *n, unsigned *var,
-		struct cel_step *segs, size_t max)
+static int path(const struct cel_node *n, unsigned *var, struct cel_step *segs,
+		size_t max)
 {
 	int k;
 
 	switch (n->kind) {
 	case N_VAR:
-		*var = n->op == VAR_ATTRIBUTES ? CEL_VAR_ATTRIBUTES :
-		       n->op == VAR_RESOURCE	? CEL_VAR_RESOURCE :
-		       n->op == VAR_ITEM	? CEL_VAR_ITEM :
-						  CEL_VAR_VALUE;
+		*var = n->op == VAR_ATTRIBUTES ? CEL_VAR_ATTRIBUTES
+		       : n->op == VAR_RESOURCE ? CEL_VAR_RESOURCE
+		       : n->op == VAR_ITEM     ? CEL_VAR_ITEM
+					       : CEL_VAR_VALUE;
 		return 0;
 	case N_SELECT:
 		k = path(n->a, var, segs, max);
 		if (k < 0 || (size_t)k >= max)
 			return -1;
 		segs[k] = (struct cel_step){ n->lit.str.s, n->lit.str.len,
-						 false };
+					     false };
 		return k + 1;
 	case N_INDEX:
 		if (n->b->kind != N_LIT)
@@ -65,12 +65,10 @@ static int path(const struct cel_node *n, unsigned *var,
 			return -1;
 		if (n->b->lit.type == CEL_STRING)
 			segs[k] = (struct cel_step){ n->b->lit.str.s,
-							 n->b->lit.str.len,
-							 false };
+						     n->b->lit.str.len, false };
 		else if (n->b->lit.type == CEL_INT && n->b->lit.i >= 0)
-			segs[k] = (struct cel_step){ NULL,
-							 (size_t)n->b->lit.i,
-							 true };
+			segs[k] = (struct cel_step){ NULL, (size_t)n->b->lit.i,
+						     true };
 		else
 			return -1;
 		return k + 1;
@@ -85,8 +83,8 @@ static int path(const struct cel_node *n, unsigned *var,
 	}
 }
 
-int cel__path(const struct cel_program *p, unsigned *var,
-	      struct cel_step *segs, size_t max)
+int cel__path(const struct cel_program *p, unsigned *var, struct cel_step *segs,
+	      size_t max)
 {
 	unsigned v = 0;
 	int k;
@@ -125,8 +123,7 @@ static bool call_named(const struct cel_node *n, const char *name)
 }
 
 enum cel_shape cel__value_shape(const struct cel_program *p, unsigned *var,
-				struct cel_step *segs, size_t max,
-				int *nsegs)
+				struct cel_step *segs, size_t max, int *nsegs)
 {
 	const struct cel_node *n = p && p->root ? p->root : NULL;
 
@@ -137,7 +134,8 @@ enum cel_shape cel__value_shape(const struct cel_program *p, unsigned *var,
 	if (n->kind == N_COND && is_num(n->b, 1) && is_num(n->c, 0) &&
 	    n->a->kind == N_BINOP && n->a->op == OP_EQ &&
 	    n->a->b->kind == N_LIT && n->a->b->lit.type == CEL_STRING &&
-	    n->a->b->lit.str.len == 4 && !memcmp(n->a->b->lit.str.s, "True", 4)) {
+	    n->a->b->lit.str.len == 4 &&
+	    !memcmp(n->a->b->lit.str.s, "True", 4)) {
 		*nsegs = path(n->a->a, var, segs, max);
 		return *nsegs >= 0 ? CEL_SHAPE_TRUE_FLAG : CEL_SHAPE_OTHER;
 	}
@@ -148,6 +146,6 @@ enum cel_shape cel__value_shape(const struct cel_program *p, unsigned *var,
 	else if (call_named(n, "double"))
 		n = n->args[0]; /* int(x) of a double truncates: not here */
 	*nsegs = path(n, var, segs, max);
-	return *nsegs >= 0 && *var != CEL_VAR_VALUE ? CEL_SHAPE_NUMBER :
-						      CEL_SHAPE_OTHER;
+	return *nsegs >= 0 && *var != CEL_VAR_VALUE ? CEL_SHAPE_NUMBER
+						    : CEL_SHAPE_OTHER;
 }

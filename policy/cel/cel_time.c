@@ -74,9 +74,14 @@ static int64_t unit_ns(const char *u, size_t n)
 		const char *name;
 		int64_t ns;
 	} units[] = {
-		{ "ns", 1 }, { "us", 1000 }, { "\xc2\xb5s", 1000 },
-		{ "\xce\xbcs", 1000 }, { "ms", 1000000 }, { "s", NS_PER_S },
-		{ "m", 60 * NS_PER_S }, { "h", 3600 * NS_PER_S },
+		{ "ns", 1 },
+		{ "us", 1000 },
+		{ "\xc2\xb5s", 1000 },
+		{ "\xce\xbcs", 1000 },
+		{ "ms", 1000000 },
+		{ "s", NS_PER_S },
+		{ "m", 60 * NS_PER_S },
+		{ "h", 3600 * NS_PER_S },
 	};
 	size_t i;
 
@@ -121,8 +126,8 @@ int cel_impl__parse_duration(const char *s, size_t len, int64_t *ns)
 		}
 		if (!any)
 			return -EINVAL;
-		for (q = p; q < len && s[q] != '.' && (s[q] < '0' || s[q] > '9');
-		     q++)
+		for (q = p;
+		     q < len && s[q] != '.' && (s[q] < '0' || s[q] > '9'); q++)
 			;
 		unit = unit_ns(s + p, q - p);
 		if (!unit)
@@ -179,7 +184,7 @@ int cel_impl__fmt_duration(int64_t ns, char *buf, size_t len)
 }
 
 int cel_impl__timestamp_split(int64_t ns, const char *tz, size_t tzlen,
-			struct cel_tm *tm)
+			      struct cel_tm *tm)
 {
 	int64_t secs = floor_div(ns, NS_PER_S), days, sod;
 	int oh, om, off = 0;

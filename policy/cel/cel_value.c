@@ -24,10 +24,15 @@
 const char *cel_impl__type_name(int t)
 {
 	static const char *const names[] = {
-		[CEL_NULL] = "null_type", [CEL_BOOL] = "bool",
-		[CEL_INT] = "int", [CEL_UINT] = "uint",
-		[CEL_DOUBLE] = "double", [CEL_STRING] = "string",
-		[CEL_BYTES] = "bytes", [CEL_LIST] = "list", [CEL_MAP] = "map",
+		[CEL_NULL] = "null_type",
+		[CEL_BOOL] = "bool",
+		[CEL_INT] = "int",
+		[CEL_UINT] = "uint",
+		[CEL_DOUBLE] = "double",
+		[CEL_STRING] = "string",
+		[CEL_BYTES] = "bytes",
+		[CEL_LIST] = "list",
+		[CEL_MAP] = "map",
 		[CEL_TIMESTAMP] = "google.protobuf.Timestamp",
 		[CEL_DURATION] = "google.protobuf.Duration",
 		[CEL_TYPE] = "type",
@@ -92,8 +97,8 @@ static void set_cstr(struct cel_value *v, const char *s)
 	v->str.len = s ? strlen(s) : 0;
 }
 
-void cel_impl__agg_at(const struct cel_value *v, size_t i, struct cel_value *key,
-		struct cel_value *val)
+void cel_impl__agg_at(const struct cel_value *v, size_t i,
+		      struct cel_value *key, struct cel_value *val)
 {
 	const struct cel_attrs *at;
 
@@ -138,7 +143,7 @@ static bool cstr_eq(const char *c, const struct cel_value *k)
 }
 
 int cel_impl__map_find(const struct cel_value *m, const struct cel_value *key,
-		 struct cel_value *val)
+		       struct cel_value *val)
 {
 	const struct cel_attrs *at;
 	const struct cel_map *bm;
@@ -224,7 +229,9 @@ static int num_cmp(const struct cel_value *a, const struct cel_value *b)
 	if (a->type == CEL_UINT && b->type == CEL_UINT)
 		return (a->u > b->u) - (a->u < b->u);
 	if (a->type == CEL_INT && b->type == CEL_UINT)
-		return a->i < 0 ? -1 : ((uint64_t)a->i > b->u) - ((uint64_t)a->i < b->u);
+		return a->i < 0 ? -1
+				: ((uint64_t)a->i > b->u) -
+					  ((uint64_t)a->i < b->u);
 	if (a->type == CEL_UINT && b->type == CEL_INT)
 		return -num_cmp(b, a);
 	if (b->type == CEL_DOUBLE)
@@ -291,7 +298,8 @@ int cel_impl__equal(const struct cel_value *a, const struct cel_value *b)
 	}
 }
 
-int cel_impl__compare(const struct cel_value *a, const struct cel_value *b, int *cmp)
+int cel_impl__compare(const struct cel_value *a, const struct cel_value *b,
+		      int *cmp)
 {
 	if (is_num(a->type) && is_num(b->type)) {
 		*cmp = num_cmp(a, b);

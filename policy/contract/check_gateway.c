@@ -116,7 +116,8 @@ static bool list_has(const struct doc_node *list, const char *group,
 	for (size_t i = 0; list && list->kind == DOC_LIST && i < list->list.n;
 	     i++) {
 		const struct doc_node *it = list->list.items[i];
-		const char *g = doc__str(it, "group"), *k = doc__str(it, "kind");
+		const char *g = doc__str(it, "group"),
+			   *k = doc__str(it, "kind");
 		const char *v = doc__str(it, key);
 
 		if (strcmp(g ? g : "", group) || !k || strcmp(k, kind))
@@ -161,25 +162,28 @@ static void resolved_refs(struct ctx *x, const struct seen *s,
 			rn = rl->list.items[k];
 		for (size_t j = 0; j < gr->nbackends; j++) {
 			const struct gw_backend *b = &gr->backends[j];
-			uint32_t line = rn ? item_line(rn, "backendRefs", j,
-						       gr->line) : gr->line;
+			uint32_t line =
+				rn ? item_line(rn, "backendRefs", j, gr->line)
+				   : gr->line;
 
 			if (*b->group || strcmp(b->kind, "Service")) {
-				conditions__set(cs, COND_RESOLVED_REFS, COND_FALSE,
-						"InvalidKind",
-						"%s:%u: rule %zu backendRef %s: kind %s%s%s is not supported; use a core Service (group \"\", kind Service)",
-						r->file, line, k, b->name, b->group,
-						*b->group ? "/" : "", b->kind);
+				conditions__set(
+					cs, COND_RESOLVED_REFS, COND_FALSE,
+					"InvalidKind",
+					"%s:%u: rule %zu backendRef %s: kind %s%s%s is not supported; use a core Service (group \"\", kind Service)",
+					r->file, line, k, b->name, b->group,
+					*b->group ? "/" : "", b->kind);
 				return;
 			}
 			if (strcmp(b->ns, r->ns)) {
 				if (x->have_grants &&
 				    !grant_permits(x, r->ns, b->ns, b->name)) {
-					conditions__set(cs, COND_RESOLVED_REFS,
-							COND_FALSE, "RefNotPermitted",
-							"%s:%u: rule %zu backendRef %s/%s is in another namespace and no ReferenceGrant in %s lets HTTPRoutes of %s refer to it; add one",
-							r->file, line, k, b->ns, b->name,
-							b->ns, r->ns);
+					conditions__set(
+						cs, COND_RESOLVED_REFS,
+						COND_FALSE, "RefNotPermitted",
+						"%s:%u: rule %zu backendRef %s/%s is in another namespace and no ReferenceGrant in %s lets HTTPRoutes of %s refer to it; add one",
+						r->file, line, k, b->ns,
+						b->name, b->ns, r->ns);
 					return;
 				}
 				if (!x->have_grants)
@@ -192,17 +196,20 @@ static void resolved_refs(struct ctx *x, const struct seen *s,
 				continue;
 			}
 			if (!service_exists(x, b->ns, b->name)) {
-				conditions__set(cs, COND_RESOLVED_REFS, COND_FALSE,
-						"BackendNotFound",
-						"%s:%u: rule %zu backendRef Service %s/%s is not in the manifests",
-						r->file, line, k, b->ns, b->name);
+				conditions__set(
+					cs, COND_RESOLVED_REFS, COND_FALSE,
+					"BackendNotFound",
+					"%s:%u: rule %zu backendRef Service %s/%s is not in the manifests",
+					r->file, line, k, b->ns, b->name);
 				return;
 			}
 		}
 	}
-	conditions__set(cs, COND_RESOLVED_REFS, COND_TRUE, "ResolvedRefs",
-			unchecked ? "backendRefs are Services; the manifests hold no Service to look them up in" :
-				    "Every backendRef is resolved.");
+	conditions__set(
+		cs, COND_RESOLVED_REFS, COND_TRUE, "ResolvedRefs",
+		unchecked
+			? "backendRefs are Services; the manifests hold no Service to look them up in"
+			: "Every backendRef is resolved.");
 }
 
 static void join(char *buf, size_t len, const char *s)
@@ -229,17 +236,17 @@ static void no_matching_listener(const struct gw_gateway *g,
 	if (pr->section)
 		near = spelling__closest(pr->section, names, g->nlisteners);
 	if (pr->section && pr->port)
-		snprintf(what, sizeof(what), "named %s on port %u",
-			 pr->section, pr->port);
+		snprintf(what, sizeof(what), "named %s on port %u", pr->section,
+			 pr->port);
 	else if (pr->section)
 		snprintf(what, sizeof(what), "named %s", pr->section);
 	else
 		snprintf(what, sizeof(what), "on port %u", pr->port);
-	conditions__set(cs, COND_ACCEPTED, COND_FALSE, "NoMatchingParent",
-			"%s: Gateway %s/%s has no listener %s%s%s%s (listeners: %s)",
-			where, g->ns, g->name, what,
-			near ? "; did you mean `" : "", near ? near : "",
-			near ? "`?" : "", have);
+	conditions__set(
+		cs, COND_ACCEPTED, COND_FALSE, "NoMatchingParent",
+		"%s: Gateway %s/%s has no listener %s%s%s%s (listeners: %s)",
+		where, g->ns, g->name, what, near ? "; did you mean `" : "",
+		near ? near : "", near ? "`?" : "", have);
 }
 
 /* The Gateway API's Accepted condition of route r towards parentRef pr. */
@@ -248,7 +255,8 @@ static void accepted(struct ctx *x, const struct seen *s,
 		     struct cond_set *cs)
 {
 	const struct gw_route *r = s->route;
-	const struct gw_gateway *g = gateway_api__gateway(x->m, pr->ns, pr->name);
+	const struct gw_gateway *g =
+		gateway_api__gateway(x->m, pr->ns, pr->name);
 	struct rc_parent_attach a;
 	char why[192], attached[256] = "";
 
@@ -258,11 +266,12 @@ static void accepted(struct ctx *x, const struct seen *s,
 		if (o->err && is_gw(o->o, "Gateway") && o->o->name &&
 		    !strcmp(o->o->name, pr->name) &&
 		    !strcmp(ns_of(o->o), pr->ns)) {
-			conditions__set(cs, COND_ACCEPTED, COND_FALSE,
-					"NoMatchingParent",
-					"%s: Gateway %s/%s (%s:%u) is invalid; see its conditions",
-					where, pr->ns, pr->name, o->o->file,
-					o->o->line);
+			conditions__set(
+				cs, COND_ACCEPTED, COND_FALSE,
+				"NoMatchingParent",
+				"%s: Gateway %s/%s (%s:%u) is invalid; see its conditions",
+				where, pr->ns, pr->name, o->o->file,
+				o->o->line);
 			return;
 		}
 	}
@@ -278,11 +287,11 @@ static void accepted(struct ctx *x, const struct seen *s,
 				names[n] = buf[n], n++;
 		snprintf(why, sizeof(why), "%s/%s", pr->ns, pr->name);
 		near = spelling__closest(why, names, n);
-		conditions__set(cs, COND_ACCEPTED, COND_FALSE, "NoMatchingParent",
-				"%s: Gateway %s/%s is not in the manifests%s%s%s",
-				where, pr->ns, pr->name,
-				near ? " (did you mean `" : "",
-				near ? near : "", near ? "`?)" : "");
+		conditions__set(
+			cs, COND_ACCEPTED, COND_FALSE, "NoMatchingParent",
+			"%s: Gateway %s/%s is not in the manifests%s%s%s",
+			where, pr->ns, pr->name, near ? " (did you mean `" : "",
+			near ? near : "", near ? "`?)" : "");
 		for (size_t i = 0; i < n; i++)
 			free(buf[i]);
 		return;
@@ -298,16 +307,18 @@ static void accepted(struct ctx *x, const struct seen *s,
 				"NotAllowedByListeners", "%s: %s", where,
 				a.rejected);
 	else if (!a.nattached && a.owner)
-		conditions__set(cs, COND_ACCEPTED, COND_FALSE,
-				"NoMatchingListenerHostname",
-				"%s: the route's hostnames on listener %s are listener %s's (%s, more specific, same port %u): requests for them are that listener's",
-				where, a.nohost->name, a.owner->name,
-				a.owner->hostname, a.nohost->port);
+		conditions__set(
+			cs, COND_ACCEPTED, COND_FALSE,
+			"NoMatchingListenerHostname",
+			"%s: the route's hostnames on listener %s are listener %s's (%s, more specific, same port %u): requests for them are that listener's",
+			where, a.nohost->name, a.owner->name, a.owner->hostname,
+			a.nohost->port);
 	else if (!a.nattached)
-		conditions__set(cs, COND_ACCEPTED, COND_FALSE,
-				"NoMatchingListenerHostname",
-				"%s: no hostname of the route intersects listener %s's hostname %s",
-				where, a.nohost->name, a.nohost->hostname);
+		conditions__set(
+			cs, COND_ACCEPTED, COND_FALSE,
+			"NoMatchingListenerHostname",
+			"%s: no hostname of the route intersects listener %s's hostname %s",
+			where, a.nohost->name, a.nohost->hostname);
 	else
 		conditions__set(cs, COND_ACCEPTED, COND_TRUE, "Accepted",
 				"Attached to listener(s) %s.", attached);
@@ -324,8 +335,9 @@ static void partially_invalid(const struct gw_route *r, struct cond_set *cs)
 	for (size_t k = 0; k < r->nrules && off < sizeof(msg); k++)
 		if (r->rules[k].dropped)
 			off += snprintf(msg + off, sizeof(msg) - off,
-					"%sDropped Rule %zu: %s", off ? "; " : "",
-					k, r->rules[k].dropped);
+					"%sDropped Rule %zu: %s",
+					off ? "; " : "", k,
+					r->rules[k].dropped);
 	conditions__set(cs, COND_PARTIALLY_INVALID, COND_TRUE,
 			"UnsupportedValue", "%s", msg);
 }
@@ -354,13 +366,14 @@ static int add_route(struct ctx *x, struct contract *c, const struct seen *s,
 	for (size_t i = 0; i < r->nparents; i++) {
 		const struct gw_parent_ref *pr = &r->parents[i];
 		struct contract_parent *p = &pp[np];
-		uint32_t line = item_line(s->o->root, "spec.parentRefs", i,
-					  r->line);
+		uint32_t line =
+			item_line(s->o->root, "spec.parentRefs", i, r->line);
 		char where[300];
 		int off;
 
 		snprintf(where, sizeof(where), "%s:%u", r->file, line);
-		if (strcmp(pr->group, GW_GROUP) || strcmp(pr->kind, "Gateway")) {
+		if (strcmp(pr->group, GW_GROUP) ||
+		    strcmp(pr->kind, "Gateway")) {
 			warn(x, r->file, line,
 			     "parentRef %s/%s %s/%s is not a Gateway: milometer counts requests of routes attached to Gateways only",
 			     pr->group, pr->kind, pr->ns, pr->name);
@@ -382,8 +395,8 @@ static int add_route(struct ctx *x, struct contract *c, const struct seen *s,
 			snprintf(p->ref + off, sizeof(p->ref) - off, " port %u",
 				 pr->port);
 		accepted(x, s, pr, where, &p->conds);
-		p->conds.c[p->conds.n++] = *conditions__get(&refs,
-							    COND_RESOLVED_REFS);
+		p->conds.c[p->conds.n++] =
+			*conditions__get(&refs, COND_RESOLVED_REFS);
 		partially_invalid(r, &p->conds);
 		np++;
 	}
@@ -421,9 +434,11 @@ static void gateway_conds(struct ctx *x, const struct seen *s,
 		snprintf(one, sizeof(one), "%s:%u %s", li->name, li->port,
 			 li->protocol);
 		join(have, sizeof(have), one);
-		if (strcmp(li->protocol, "HTTP") && strcmp(li->protocol, "HTTPS"))
+		if (strcmp(li->protocol, "HTTP") &&
+		    strcmp(li->protocol, "HTTPS"))
 			warn(x, g->file,
-			     item_line(s->o->root, "spec.listeners", l, g->line),
+			     item_line(s->o->root, "spec.listeners", l,
+				       g->line),
 			     "listener %s is %s: milometer measures HTTP and HTTPS listeners only",
 			     li->name, li->protocol);
 	}
@@ -459,11 +474,12 @@ static int read_objects(struct ctx *x, struct contract *c)
 		    !is_core(o, "Namespace")) {
 			if (read_elsewhere(o))
 				continue;
-			snprintf(note, sizeof(note),
-				 "%s:%u: %s %s%s%s (%s): skipped: milometer reads Gateway, HTTPRoute, Namespace, MetricDefinition, MetricPolicy and ClusterProperty objects",
-				 o->file, o->line, o->kind, o->ns ? o->ns : "",
-				 o->ns ? "/" : "", o->name ? o->name : "",
-				 o->api_version);
+			snprintf(
+				note, sizeof(note),
+				"%s:%u: %s %s%s%s (%s): skipped: milometer reads Gateway, HTTPRoute, Namespace, MetricDefinition, MetricPolicy and ClusterProperty objects",
+				o->file, o->line, o->kind, o->ns ? o->ns : "",
+				o->ns ? "/" : "", o->name ? o->name : "",
+				o->api_version);
 			if (contract__add_skipped(c, note))
 				return -ENOMEM;
 			continue;
@@ -517,9 +533,10 @@ int check_gateway__validate(const struct manifest_source *src,
 						COND_FALSE, "Invalid", "%s",
 						s->why);
 			else
-				conditions__set(&co.conds, COND_ACCEPTED,
-						COND_TRUE, "Accepted",
-						"Its labels select routes for allowedRoutes selectors.");
+				conditions__set(
+					&co.conds, COND_ACCEPTED, COND_TRUE,
+					"Accepted",
+					"Its labels select routes for allowedRoutes selectors.");
 			co.warnings = (const char *const *)x.warn;
 			co.nwarnings = x.nwarn;
 			err = contract__add_object(c, &co);

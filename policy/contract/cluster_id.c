@@ -62,16 +62,18 @@ int cluster_id__check_property(const struct mobject *o, struct crd_err *e)
 
 	if (!v || v->kind != DOC_STRING)
 		return crd__fail(e, "InvalidField", v ? v : o->root,
-				 "spec.value",
-				 "must be a string (%s)", v ? doc__kind_name(v->kind) : "missing");
+				 "spec.value", "must be a string (%s)",
+				 v ? doc__kind_name(v->kind) : "missing");
 	if (is_id && !cluster_id__valid_id(v->str.s))
-		return crd__fail(e, "InvalidClusterID", v, "spec.value",
-				 "cluster id \"%.80s\" is not an RFC 1123 DNS label (at most 63 of [a-z0-9-], starting and ending alphanumeric); not attached to exported data",
-				 v->str.s);
+		return crd__fail(
+			e, "InvalidClusterID", v, "spec.value",
+			"cluster id \"%.80s\" is not an RFC 1123 DNS label (at most 63 of [a-z0-9-], starting and ending alphanumeric); not attached to exported data",
+			v->str.s);
 	if (!is_id && !cluster_id__valid_clusterset(v->str.s))
-		return crd__fail(e, "InvalidClusterSet", v, "spec.value",
-				 "ClusterSet \"%.80s\" is not an RFC 1123 subdomain; not attached to exported data",
-				 v->str.s);
+		return crd__fail(
+			e, "InvalidClusterSet", v, "spec.value",
+			"ClusterSet \"%.80s\" is not an RFC 1123 subdomain; not attached to exported data",
+			v->str.s);
 	return 0;
 }
 

@@ -25,13 +25,13 @@
 #include "policy/model/metric_store.h"
 #include "policy/contract/crd_fields.h"
 
-#define CLUSTER_PROPERTY_KIND "ClusterProperty"
+#define CLUSTER_PROPERTY_KIND  "ClusterProperty"
 #define CLUSTER_PROPERTY_GROUP "about.k8s.io"
-#define CLUSTER_ID_PROPERTY "cluster.clusterset.k8s.io"
-#define CLUSTERSET_PROPERTY "clusterset.k8s.io"
+#define CLUSTER_ID_PROPERTY    "cluster.clusterset.k8s.io"
+#define CLUSTERSET_PROPERTY    "clusterset.k8s.io"
 
-#define CLUSTER_ID_ATTR "k8s.cluster.id"
-#define CLUSTERSET_ATTR "k8s.clusterset.name"
+#define CLUSTER_ID_ATTR       "k8s.cluster.id"
+#define CLUSTERSET_ATTR       "k8s.clusterset.name"
 #define CLUSTER_ID_PROM_LABEL "cluster_id"
 #define CLUSTERSET_PROM_LABEL "clusterset"
 

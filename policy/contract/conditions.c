@@ -75,7 +75,8 @@ const char *conditions__status_str(enum cond_status s)
 void conditions__carry_over(struct cond_set *now, const struct cond_set *old)
 {
 	for (size_t i = 0; i < now->n; i++) {
-		const struct condition *o = conditions__get(old, now->c[i].type);
+		const struct condition *o =
+			conditions__get(old, now->c[i].type);
 
 		if (o && o->status == now->c[i].status)
 			now->c[i].last_transition_ns = o->last_transition_ns;

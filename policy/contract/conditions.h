@@ -19,15 +19,15 @@ enum cond_status {
 };
 
 /* Condition types. */
-#define COND_ACCEPTED "Accepted"
+#define COND_ACCEPTED      "Accepted"
 #define COND_RESOLVED_REFS "ResolvedRefs"
-#define COND_PROGRAMMED "Programmed"
+#define COND_PROGRAMMED    "Programmed"
 /* Gateway API: an HTTPRoute some of whose rules were dropped (True only) */
 #define COND_PARTIALLY_INVALID "PartiallyInvalid"
 /* set by milometer controller --translate: each target's verdict */
 #define COND_TRANSLATED "Translated"
 
-#define COND_MAX 5
+#define COND_MAX     5
 #define COND_MSG_MAX 512
 
 struct condition {
@@ -49,7 +49,8 @@ struct cond_set {
  */
 void conditions__set(struct cond_set *cs, const char *type,
 		     enum cond_status status, const char *reason,
-		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+		     const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 const struct condition *conditions__get(const struct cond_set *cs,
 					const char *type);
 /* True when the condition exists and is True. */

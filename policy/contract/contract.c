@@ -23,11 +23,11 @@ struct cobj {
 	char *kind, *name, *ns, *file;
 	uint32_t line;
 	struct cond_set conds;
-	struct metric_def *def;    /* the version in effect, may be older */
+	struct metric_def *def; /* the version in effect, may be older */
 	struct metric_policy *pol;
-	bool active;               /* in effect: engine uses it */
-	bool kept_previous;        /* rejected edit, previous version active */
-	char **warnings;           /* may be wrong; never a rejection */
+	bool active;        /* in effect: engine uses it */
+	bool kept_previous; /* rejected edit, previous version active */
+	char **warnings;    /* may be wrong; never a rejection */
 	size_t nwarnings;
 	struct contract_parent *parents; /* HTTPRoutes checked by `check` */
 	size_t nparents;
@@ -117,8 +117,8 @@ void contract__free(struct contract *c)
 
 	if (!c)
 		return;
-	t = (struct table){ c->objs, c->n, c->errors, c->nerrors, c->skipped,
-			    c->nskipped };
+	t = (struct table){ c->objs,    c->n,       c->errors,
+			    c->nerrors, c->skipped, c->nskipped };
 	table_free(&t);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -214,8 +214,10 @@ static int load_definition(struct contract *c, struct cobj *o,
 		crd_definition__put(d);
 		d = NULL;
 		snprintf(e.reason, sizeof(e.reason), "ImmutableFieldChanged");
-		snprintf(e.msg, sizeof(e.msg), "%s:%u: %s; definitions are stable: create a new MetricDefinition instead",
-			 m->file, m->line, why);
+		snprintf(
+			e.msg, sizeof(e.msg),
+			"%s:%u: %s; definitions are stable: create a new MetricDefinition instead",
+			m->file, m->line, why);
 		err = -EINVAL;
 	}
 	if (!err) {
@@ -228,9 +230,10 @@ static int load_definition(struct contract *c, struct cobj *o,
 		size_t len = strlen(cd->message);
 
 		/* rejected edit: keep serving what consumers already rely on */
-		snprintf(cd->message + len, sizeof(cd->message) - len,
-			 " (the previously accepted version from %s:%u stays in effect)",
-			 prev->file, prev->line);
+		snprintf(
+			cd->message + len, sizeof(cd->message) - len,
+			" (the previously accepted version from %s:%u stays in effect)",
+			prev->file, prev->line);
 		o->def = crd_definition__get(prev);
 		o->kept_previous = true;
 	}
@@ -289,17 +292,19 @@ static void resolve_metric_names(struct contract *c, struct table *t)
 			if (p == win) {
 				p->active = true;
 				if (!p->kept_previous)
-					conditions__set(&p->conds, COND_ACCEPTED,
-							COND_TRUE,
-							"TelemetryRegistered",
-							"Metric will be exposed when a matching MetricPolicy emits series.");
+					conditions__set(
+						&p->conds, COND_ACCEPTED,
+						COND_TRUE,
+						"TelemetryRegistered",
+						"Metric will be exposed when a matching MetricPolicy emits series.");
 				continue;
 			}
-			conditions__set(&p->conds, COND_ACCEPTED, COND_FALSE,
-					"DuplicateMetric",
-					"%s:%u: metric %s is already defined by MetricDefinition %s (%s:%u); rename the metric or delete one of them",
-					p->file, p->line, p->def->name,
-					win->name, win->file, win->line);
+			conditions__set(
+				&p->conds, COND_ACCEPTED, COND_FALSE,
+				"DuplicateMetric",
+				"%s:%u: metric %s is already defined by MetricDefinition %s (%s:%u); rename the metric or delete one of them",
+				p->file, p->line, p->def->name, win->name,
+				win->file, win->line);
 			/* mark handled so the outer loop skips it */
 			crd_definition__put(p->def);
 			p->def = NULL;
@@ -328,26 +333,28 @@ static bool label_schema(struct cobj *o, const struct metric_def *d)
 	const struct metric_policy *p = o->pol;
 
 	for (size_t i = 0; i < p->nlabels + p->nstatic; i++) {
-		const char *k = i < p->nlabels ? p->labels[i].key :
-			p->static_keys[i - p->nlabels];
+		const char *k = i < p->nlabels ? p->labels[i].key
+					       : p->static_keys[i - p->nlabels];
 
 		if (!crd_definition__label(d, k)) {
-			conditions__set(&o->conds, COND_ACCEPTED, COND_FALSE,
-					"LabelSchemaMismatch",
-					"%s:%u: label \"%s\" is not in the label schema of MetricDefinition %s (%s:%u); add it there or remove it here",
-					o->file, o->line, k, d->obj_name,
-					d->file, d->line);
+			conditions__set(
+				&o->conds, COND_ACCEPTED, COND_FALSE,
+				"LabelSchemaMismatch",
+				"%s:%u: label \"%s\" is not in the label schema of MetricDefinition %s (%s:%u); add it there or remove it here",
+				o->file, o->line, k, d->obj_name, d->file,
+				d->line);
 			return false;
 		}
 	}
 	for (size_t i = 0; i < d->nlabels; i++) {
 		if (d->labels[i].required &&
 		    !crd_policy__produces(p, d->labels[i].key)) {
-			conditions__set(&o->conds, COND_ACCEPTED, COND_FALSE,
-					"LabelSchemaMismatch",
-					"%s:%u: required label \"%s\" of MetricDefinition %s is not produced; add it to the policy's labels",
-					o->file, o->line, d->labels[i].key,
-					d->obj_name);
+			conditions__set(
+				&o->conds, COND_ACCEPTED, COND_FALSE,
+				"LabelSchemaMismatch",
+				"%s:%u: required label \"%s\" of MetricDefinition %s is not produced; add it to the policy's labels",
+				o->file, o->line, d->labels[i].key,
+				d->obj_name);
 			return false;
 		}
 	}
@@ -363,30 +370,33 @@ static void check_policy_refs(struct cobj *o, struct table *t)
 	conditions__set(&o->conds, COND_ACCEPTED, COND_TRUE, "Accepted",
 			"Policy is valid.");
 	if (!dobj) {
-		conditions__set(&o->conds, COND_RESOLVED_REFS, COND_FALSE,
-				"TargetNotFound",
-				"%s:%u: no accepted MetricDefinition has spec.metric.name %s",
-				o->file, o->line, p->target);
+		conditions__set(
+			&o->conds, COND_RESOLVED_REFS, COND_FALSE,
+			"TargetNotFound",
+			"%s:%u: no accepted MetricDefinition has spec.metric.name %s",
+			o->file, o->line, p->target);
 		return;
 	}
 	d = dobj->def;
 	if (strcmp(d->res_group, p->subj_group) ||
 	    !refs_match(d->res_kind, p->subj_kind)) {
-		conditions__set(&o->conds, COND_RESOLVED_REFS, COND_FALSE,
-				"SubjectMismatch",
-				"%s:%u: subject %s/%s does not match the resource %s/%s of MetricDefinition %s",
-				o->file, o->line, p->subj_group, p->subj_kind,
-				d->res_group, d->res_kind, d->obj_name);
+		conditions__set(
+			&o->conds, COND_RESOLVED_REFS, COND_FALSE,
+			"SubjectMismatch",
+			"%s:%u: subject %s/%s does not match the resource %s/%s of MetricDefinition %s",
+			o->file, o->line, p->subj_group, p->subj_kind,
+			d->res_group, d->res_kind, d->obj_name);
 		return;
 	}
 	conditions__set(&o->conds, COND_RESOLVED_REFS, COND_TRUE,
-			"ResolvedRefs", "Target MetricDefinition %s is accepted.",
-			d->obj_name);
+			"ResolvedRefs",
+			"Target MetricDefinition %s is accepted.", d->obj_name);
 	if (p->type == MP_RESOURCE_FIELDS && d->instrument == MI_HISTOGRAM) {
-		conditions__set(&o->conds, COND_ACCEPTED, COND_FALSE,
-				"IncompatibleInstrument",
-				"%s:%u: a ResourceFields policy yields one value per series and cannot feed Histogram %s; use a DataPlane source or a Gauge",
-				o->file, o->line, d->name);
+		conditions__set(
+			&o->conds, COND_ACCEPTED, COND_FALSE,
+			"IncompatibleInstrument",
+			"%s:%u: a ResourceFields policy yields one value per series and cannot feed Histogram %s; use a DataPlane source or a Gauge",
+			o->file, o->line, d->name);
 		return;
 	}
 	if (!label_schema(o, d))
@@ -430,12 +440,13 @@ static void resolve_policy_conflicts(struct contract *c, struct table *t)
 				   src))
 				continue;
 			p->active = false;
-			conditions__set(&p->conds, COND_ACCEPTED, COND_FALSE,
-					"Conflicted",
-					"%s:%u: MetricPolicy %s (%s:%u) already feeds %s from %s; a second policy would write the same series again",
-					p->file, p->line, win->name, win->file,
-					win->line, o->pol->target,
-					*src ? src : "resource fields");
+			conditions__set(
+				&p->conds, COND_ACCEPTED, COND_FALSE,
+				"Conflicted",
+				"%s:%u: MetricPolicy %s (%s:%u) already feeds %s from %s; a second policy would write the same series again",
+				p->file, p->line, win->name, win->file,
+				win->line, o->pol->target,
+				*src ? src : "resource fields");
 		}
 	}
 }
@@ -464,21 +475,22 @@ static int load_table(struct contract *c, const struct manifest_source *src,
 			return -ENOMEM;
 		if (dup) {
 			dup = &t->objs[dupi]; /* table_add() may move it */
-			conditions__set(&o->conds, COND_ACCEPTED, COND_FALSE,
-					"DuplicateObject",
-					"%s:%u: %s %s is also defined at %s:%u; the first one is used",
-					o->file, o->line, o->kind, o->name,
-					dup->file, dup->line);
+			conditions__set(
+				&o->conds, COND_ACCEPTED, COND_FALSE,
+				"DuplicateObject",
+				"%s:%u: %s %s is also defined at %s:%u; the first one is used",
+				o->file, o->line, o->kind, o->name, dup->file,
+				dup->line);
 			continue;
 		}
 		if (!ours) {
 			if (cluster_id__check_property(m, &e))
 				reject(o, &e);
 			else
-				conditions__set(&o->conds, COND_ACCEPTED,
-						COND_TRUE, "Accepted",
-						"%s = %s", o->name,
-						doc__str(m->root, "spec.value"));
+				conditions__set(
+					&o->conds, COND_ACCEPTED, COND_TRUE,
+					"Accepted", "%s = %s", o->name,
+					doc__str(m->root, "spec.value"));
 			continue;
 		}
 		if (!strcmp(m->kind, KIND_DEF)) {
@@ -491,19 +503,19 @@ static int load_table(struct contract *c, const struct manifest_source *src,
 				return err;
 			if (err) {
 				reject(o, &e);
-			} else if (policy_lint__check(o->pol, src, c->schemas, &e,
-						     cobj_warn, o)) {
+			} else if (policy_lint__check(o->pol, src, c->schemas,
+						      &e, cobj_warn, o)) {
 				/* names what nothing provides: never in effect */
 				reject(o, &e);
 				crd_policy__put(o->pol);
 				o->pol = NULL;
 			}
 		} else {
-			conditions__set(&o->conds, COND_ACCEPTED, COND_FALSE,
-					"UnknownKind",
-					"%s:%u: %s has no kind %s; use MetricDefinition or MetricPolicy",
-					o->file, o->line, m->api_version,
-					m->kind);
+			conditions__set(
+				&o->conds, COND_ACCEPTED, COND_FALSE,
+				"UnknownKind",
+				"%s:%u: %s has no kind %s; use MetricDefinition or MetricPolicy",
+				o->file, o->line, m->api_version, m->kind);
 		}
 	}
 	resolve_metric_names(c, t);
@@ -519,13 +531,15 @@ static int load_table(struct contract *c, const struct manifest_source *src,
 
 		if (!strcmp(o->kind, KIND_POL)) {
 			if (o->active)
-				conditions__set(&o->conds, COND_PROGRAMMED,
-						COND_UNKNOWN, "Pending",
-						"Waiting for the policy engine.");
+				conditions__set(
+					&o->conds, COND_PROGRAMMED,
+					COND_UNKNOWN, "Pending",
+					"Waiting for the policy engine.");
 			else
-				conditions__set(&o->conds, COND_PROGRAMMED,
-						COND_FALSE, "NotAccepted",
-						"The policy is not in effect; see Accepted and ResolvedRefs.");
+				conditions__set(
+					&o->conds, COND_PROGRAMMED, COND_FALSE,
+					"NotAccepted",
+					"The policy is not in effect; see Accepted and ResolvedRefs.");
 		}
 		old = find(c->objs, c->n, o->kind, o->name, o->ns);
 		if (old)
@@ -557,8 +571,8 @@ int contract__load(struct contract *c, const struct manifest_source *src)
 	}
 	cluster_id__read(src, &ci);
 	pthread_mutex_lock(&c->lock);
-	old = (struct table){ c->objs, c->n, c->errors, c->nerrors, c->skipped,
-			      c->nskipped };
+	old = (struct table){ c->objs,    c->n,       c->errors,
+			      c->nerrors, c->skipped, c->nskipped };
 	c->objs = t.objs;
 	c->n = t.n;
 	c->errors = t.errors;
@@ -615,8 +629,8 @@ int contract__active_defs(struct contract *c, struct metric_def ***out,
 	return collect(c, true, (void ***)out, n);
 }
 
-int contract__active_policies(struct contract *c,
-			      struct metric_policy ***out, size_t *n)
+int contract__active_policies(struct contract *c, struct metric_policy ***out,
+			      size_t *n)
 {
 	return collect(c, false, (void ***)out, n);
 }
@@ -641,8 +655,8 @@ void contract__cluster(struct contract *c, struct cluster_identity *out)
 	pthread_mutex_unlock(&c->lock);
 }
 
-void contract__set_programmed(struct contract *c, const char *policy,
-			      bool ok, const char *reason, const char *fmt, ...)
+void contract__set_programmed(struct contract *c, const char *policy, bool ok,
+			      const char *reason, const char *fmt, ...)
 {
 	char msg[COND_MSG_MAX];
 	struct cobj *o;
@@ -684,8 +698,8 @@ void contract__set_policy_condition(struct contract *c, const char *policy,
 	pthread_mutex_unlock(&c->lock);
 }
 
-int contract__conditions(struct contract *c, const char *kind,
-			 const char *name, struct cond_set *out)
+int contract__conditions(struct contract *c, const char *kind, const char *name,
+			 struct cond_set *out)
 {
 	int err = -ENOENT;
 
@@ -730,8 +744,11 @@ static int cobj_cmp(const struct cobj *a, const char *file, uint32_t line)
 
 int contract__add_object(struct contract *c, const struct contract_object *m)
 {
-	struct mobject mo = { .kind = m->kind, .name = m->name, .ns = m->ns,
-			      .file = m->file, .line = m->line };
+	struct mobject mo = { .kind = m->kind,
+			      .name = m->name,
+			      .ns = m->ns,
+			      .file = m->file,
+			      .line = m->line };
 	struct table t;
 	struct cobj o;
 	size_t at;
@@ -758,8 +775,7 @@ int contract__add_object(struct contract *c, const struct contract_object *m)
 	for (at = c->n; at && cobj_cmp(&c->objs[at - 1], o.file, o.line) > 0;
 	     at--)
 		;
-	memmove(&c->objs[at + 1], &c->objs[at],
-		(c->n - at) * sizeof(*c->objs));
+	memmove(&c->objs[at + 1], &c->objs[at], (c->n - at) * sizeof(*c->objs));
 	c->objs[at] = o;
 	c->n++;
 	err = 0;
@@ -863,8 +879,9 @@ static void render_json(struct contract *c, FILE *f)
 		if (o->nparents) {
 			fputs(",\"parents\":[", f);
 			for (size_t j = 0; j < o->nparents; j++) {
-				fputs(j ? ",{\"parentRef\":" :
-					  "{\"parentRef\":", f);
+				fputs(j ? ",{\"parentRef\":"
+					: "{\"parentRef\":",
+				      f);
 				json_out__str(f, o->parents[j].ref);
 				json_conds(f, &o->parents[j].conds);
 				fputc('}', f);
@@ -930,11 +947,12 @@ static void render_text(struct contract *c, FILE *f)
 		fprintf(f, "cluster: %s=%s %s=%s\n", CLUSTER_ID_ATTR,
 			c->cluster.id[0] ? c->cluster.id : "(none)",
 			CLUSTERSET_ATTR,
-			c->cluster.clusterset[0] ? c->cluster.clusterset :
-						   "(none)");
+			c->cluster.clusterset[0] ? c->cluster.clusterset
+						 : "(none)");
 	if (c->cluster.problem[0])
 		fprintf(f, "cluster: %s\n", c->cluster.problem);
-	fprintf(f, "%zu object(s), %zu rejected, %zu manifest error(s), %zu warning(s), %zu skipped\n",
+	fprintf(f,
+		"%zu object(s), %zu rejected, %zu manifest error(s), %zu warning(s), %zu skipped\n",
 		c->n, rejected, c->nerrors, warnings, c->nskipped);
 }
 

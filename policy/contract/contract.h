@@ -80,15 +80,15 @@ uint64_t contract__generation(struct contract *c);
  */
 int contract__active_defs(struct contract *c, struct metric_def ***out,
 			  size_t *n);
-int contract__active_policies(struct contract *c,
-			      struct metric_policy ***out, size_t *n);
+int contract__active_policies(struct contract *c, struct metric_policy ***out,
+			      size_t *n);
 /* The definition in effect for a metric name, with a reference, or NULL. */
 struct metric_def *contract__find_def(struct contract *c, const char *metric);
 void contract__cluster(struct contract *c, struct cluster_identity *out);
 
 /* The engine's run-time verdict on a policy (by object name). */
-void contract__set_programmed(struct contract *c, const char *policy,
-			      bool ok, const char *reason, const char *fmt, ...)
+void contract__set_programmed(struct contract *c, const char *policy, bool ok,
+			      const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 
 /* Any other condition of an active policy (Translated: the controller). */
@@ -98,8 +98,8 @@ void contract__set_policy_condition(struct contract *c, const char *policy,
 	__attribute__((format(printf, 6, 7)));
 
 /* Look at one object's conditions (copied out); -ENOENT when unknown. */
-int contract__conditions(struct contract *c, const char *kind,
-			 const char *name, struct cond_set *out);
+int contract__conditions(struct contract *c, const char *kind, const char *name,
+			 struct cond_set *out);
 
 /*
  * Objects rejected (Accepted or ResolvedRefs False, for an HTTPRoute also
@@ -141,9 +141,9 @@ int contract__add_skipped(struct contract *c, const char *what);
 int contract__render(struct contract *c, FILE *out, unsigned flags);
 
 /* For self-metrics: one call per (kind, type, status, reason) present. */
-typedef void (*contract_count_fn)(void *ctx, const char *kind,
-				  const char *type, const char *status,
-				  const char *reason, uint64_t n);
+typedef void (*contract_count_fn)(void *ctx, const char *kind, const char *type,
+				  const char *status, const char *reason,
+				  uint64_t n);
 void contract__condition_counts(struct contract *c, contract_count_fn fn,
 				void *ctx);
 

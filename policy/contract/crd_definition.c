@@ -16,24 +16,36 @@ static const struct {
 	const char *word;
 	const char *ucum;
 } units[] = {
-	{ "1", "1" },		 { "seconds", "s" },	  { "milliseconds", "ms" },
-	{ "microseconds", "us" }, { "nanoseconds", "ns" }, { "minutes", "min" },
-	{ "hours", "h" },	 { "bytes", "By" },	  { "kilobytes", "kBy" },
-	{ "megabytes", "MBy" },	 { "gigabytes", "GBy" },  { "kibibytes", "KiBy" },
-	{ "mebibytes", "MiBy" },	 { "gibibytes", "GiBy" }, { "bits", "bit" },
+	{ "1", "1" },
+	{ "seconds", "s" },
+	{ "milliseconds", "ms" },
+	{ "microseconds", "us" },
+	{ "nanoseconds", "ns" },
+	{ "minutes", "min" },
+	{ "hours", "h" },
+	{ "bytes", "By" },
+	{ "kilobytes", "kBy" },
+	{ "megabytes", "MBy" },
+	{ "gigabytes", "GBy" },
+	{ "kibibytes", "KiBy" },
+	{ "mebibytes", "MiBy" },
+	{ "gibibytes", "GiBy" },
+	{ "bits", "bit" },
 	{ "percent", "%" },
 };
 
-static const char *const time_units[] = { "s", "ms", "us", "ns", "min", "h",
-					   "second", "seconds", "minute",
-					   "hour", NULL };
+static const char *const time_units[] = { "s",      "ms",   "us",     "ns",
+					  "min",    "h",    "second", "seconds",
+					  "minute", "hour", NULL };
 
 /* Suffixes that mean a label carries a unit. */
 static const char *const unit_suffixes[] = {
-	"seconds", "second", "secs", "sec", "ms", "millis", "milliseconds",
-	"us", "micros", "microseconds", "ns", "nanos", "nanoseconds", "minutes",
-	"hours", "bytes", "byte", "kb", "mb", "gb", "kib", "mib", "gib",
-	"kilobytes", "megabytes", "gigabytes", "bits", "percent", NULL
+	"seconds",   "second",       "secs",        "sec",       "ms",
+	"millis",    "milliseconds", "us",          "micros",    "microseconds",
+	"ns",        "nanos",        "nanoseconds", "minutes",   "hours",
+	"bytes",     "byte",         "kb",          "mb",        "gb",
+	"kib",       "mib",          "gib",         "kilobytes", "megabytes",
+	"gigabytes", "bits",         "percent",     NULL
 };
 
 static bool unit_word(const char *u, size_t len)
@@ -48,8 +60,8 @@ static bool unit_word(const char *u, size_t len)
 	if (buf[0] == '{' && buf[len - 1] == '}' && len > 2) {
 		for (size_t i = 1; i < len - 1; i++)
 			if (!(islower((unsigned char)buf[i]) ||
-			      isdigit((unsigned char)buf[i]) ||
-			      buf[i] == '_' || buf[i] == '.' || buf[i] == '-'))
+			      isdigit((unsigned char)buf[i]) || buf[i] == '_' ||
+			      buf[i] == '.' || buf[i] == '-'))
 				return false;
 		return true;
 	}
@@ -239,16 +251,18 @@ static int parse_instrument(const struct doc_node *ins, struct metric_def *d,
 		if (!strcasecmp(type, types[i].name))
 			break;
 	if (i == sizeof(types) / sizeof(types[0]))
-		return crd__fail(e, "UnknownInstrument", doc__get(ins, "type"),
-				 "spec.metric.instrument.type",
-				 "\"%s\" is not an instrument; use Counter, UpDownCounter, Gauge or Histogram",
-				 type);
+		return crd__fail(
+			e, "UnknownInstrument", doc__get(ins, "type"),
+			"spec.metric.instrument.type",
+			"\"%s\" is not an instrument; use Counter, UpDownCounter, Gauge or Histogram",
+			type);
 	d->instrument = types[i].i;
 	if (!crd_definition__valid_unit(unit))
-		return crd__fail(e, "InvalidUnit", doc__get(ins, "unit"),
-				 "spec.metric.instrument.unit",
-				 "\"%s\" is not a supported unit; spell it out (seconds, bytes, 1 for dimensionless) or use UCUM (s, ms, By, {request}); see crd_definition.h",
-				 unit);
+		return crd__fail(
+			e, "InvalidUnit", doc__get(ins, "unit"),
+			"spec.metric.instrument.unit",
+			"\"%s\" is not a supported unit; spell it out (seconds, bytes, 1 for dimensionless) or use UCUM (s, ms, By, {request}); see crd_definition.h",
+			unit);
 	d->unit = strdup(unit);
 	err = crd__opt_str(ins, "aggregationTemporality", path, &temp, e);
 	if (err)
@@ -261,10 +275,11 @@ static int parse_instrument(const struct doc_node *ins, struct metric_def *d,
 		else if (!strcasecmp(temp, "delta"))
 			d->temporality = MT_DELTA;
 		else
-			return crd__fail(e, "InvalidField",
-					 doc__get(ins, "aggregationTemporality"),
-					 "spec.metric.instrument.aggregationTemporality",
-					 "\"%s\" is not cumulative or delta", temp);
+			return crd__fail(
+				e, "InvalidField",
+				doc__get(ins, "aggregationTemporality"),
+				"spec.metric.instrument.aggregationTemporality",
+				"\"%s\" is not cumulative or delta", temp);
 	}
 	return d->unit ? 0 : -ENOMEM;
 }
@@ -301,19 +316,20 @@ static int parse_labels(const struct doc_node *ls, struct metric_def *d,
 			return -EINVAL;
 		err = crd__opt_str(l, "description", path, &desc, e);
 		if (!err)
-			err = crd__opt_bool(l, "required", path, false, &req, e);
+			err = crd__opt_bool(l, "required", path, false, &req,
+					    e);
 		if (err)
 			return err;
 		if (!valid_label_key(key))
-			return crd__fail(e, "InvalidLabel", doc__get(l, "key"),
-					 path,
-					 "label key \"%s\" must be lowercase [a-z][a-z0-9_]* segments joined by dots, at most 128 characters",
-					 key);
+			return crd__fail(
+				e, "InvalidLabel", doc__get(l, "key"), path,
+				"label key \"%s\" must be lowercase [a-z][a-z0-9_]* segments joined by dots, at most 128 characters",
+				key);
 		if (crd_definition__label_has_unit(key))
-			return crd__fail(e, "InvalidLabel", doc__get(l, "key"),
-					 path,
-					 "label key \"%s\" encodes a unit; units belong to spec.metric.instrument.unit, rename the label",
-					 key);
+			return crd__fail(
+				e, "InvalidLabel", doc__get(l, "key"), path,
+				"label key \"%s\" encodes a unit; units belong to spec.metric.instrument.unit, rename the label",
+				key);
 		if (crd_definition__label(d, key))
 			return crd__fail(e, "InvalidLabel", doc__get(l, "key"),
 					 path, "label key \"%s\" appears twice",
@@ -354,7 +370,8 @@ int crd_definition__parse(const struct mobject *o, struct metric_def **out,
 	d->obj_name = strdup(o->name);
 	d->file = strdup(o->file);
 	d->line = o->line;
-	d->created = crd__strdup(doc__str(o->root, "metadata.creationTimestamp"));
+	d->created =
+		crd__strdup(doc__str(o->root, "metadata.creationTimestamp"));
 
 	spec = doc__get(o->root, "spec");
 	err = crd__check_map(spec, "spec", spec_f, e);
@@ -391,15 +408,17 @@ int crd_definition__parse(const struct mobject *o, struct metric_def **out,
 	}
 	err = crd__opt_str(metric, "description", "spec.metric", &desc, e);
 	if (!err)
-		err = crd__opt_str(metric, "stability", "spec.metric", &stab, e);
+		err = crd__opt_str(metric, "stability", "spec.metric", &stab,
+				   e);
 	if (err)
 		goto cleanup;
 	if (stab && strcmp(stab, "Alpha") && strcmp(stab, "Beta") &&
 	    strcmp(stab, "Stable") && strcmp(stab, "Deprecated")) {
-		err = crd__fail(e, "InvalidField", doc__get(metric, "stability"),
-				"spec.metric.stability",
-				"\"%s\" is not Alpha, Beta, Stable or Deprecated",
-				stab);
+		err = crd__fail(
+			e, "InvalidField", doc__get(metric, "stability"),
+			"spec.metric.stability",
+			"\"%s\" is not Alpha, Beta, Stable or Deprecated",
+			stab);
 		goto cleanup;
 	}
 	why = name_problem(name, d->res_group, d->res_kind);
@@ -410,11 +429,12 @@ int crd_definition__parse(const struct mobject *o, struct metric_def **out,
 		for (i = 0; d->res_kind[i] && i < sizeof(sing) - 1; i++)
 			sing[i] = tolower((unsigned char)d->res_kind[i]);
 		sing[i] = 0;
-		err = crd__fail(e, "InvalidName", doc__get(metric, "name"),
-				"spec.metric.name",
-				"\"%s\" %s (expected <group>.<singular>.<metric>, e.g. %s%s%s.request.count)",
-				name, why, d->res_group, d->res_group[0] ? "." : "",
-				sing);
+		err = crd__fail(
+			e, "InvalidName", doc__get(metric, "name"),
+			"spec.metric.name",
+			"\"%s\" %s (expected <group>.<singular>.<metric>, e.g. %s%s%s.request.count)",
+			name, why, d->res_group, d->res_group[0] ? "." : "",
+			sing);
 		goto cleanup;
 	}
 	d->name = strdup(name);
@@ -441,7 +461,7 @@ cleanup:
 }
 
 const struct mdef_label *crd_definition__label(const struct metric_def *d,
-						const char *key)
+					       const char *key)
 {
 	for (size_t i = 0; i < d->nlabels; i++)
 		if (!strcmp(d->labels[i].key, key))
@@ -454,23 +474,29 @@ bool crd_definition__breaks(const struct metric_def *prev,
 			    size_t len)
 {
 	if (strcmp(prev->name, next->name)) {
-		snprintf(msg, len, "spec.metric.name changed from \"%s\" to \"%s\"",
+		snprintf(msg, len,
+			 "spec.metric.name changed from \"%s\" to \"%s\"",
 			 prev->name, next->name);
 		return true;
 	}
 	if (strcmp(prev->unit, next->unit)) {
-		snprintf(msg, len, "spec.metric.instrument.unit changed from \"%s\" to \"%s\"",
-			 prev->unit, next->unit);
+		snprintf(
+			msg, len,
+			"spec.metric.instrument.unit changed from \"%s\" to \"%s\"",
+			prev->unit, next->unit);
 		return true;
 	}
 	if (prev->instrument != next->instrument) {
-		snprintf(msg, len, "spec.metric.instrument.type changed from %s to %s",
+		snprintf(msg, len,
+			 "spec.metric.instrument.type changed from %s to %s",
 			 crd_definition__instrument_name(prev->instrument),
 			 crd_definition__instrument_name(next->instrument));
 		return true;
 	}
 	if (prev->temporality != next->temporality) {
-		snprintf(msg, len, "spec.metric.instrument.aggregationTemporality changed");
+		snprintf(
+			msg, len,
+			"spec.metric.instrument.aggregationTemporality changed");
 		return true;
 	}
 	for (size_t i = 0; i < prev->nlabels; i++) {

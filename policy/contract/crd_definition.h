@@ -70,7 +70,7 @@ struct metric_def *crd_definition__get(struct metric_def *d);
 void crd_definition__put(struct metric_def *d);
 
 const struct mdef_label *crd_definition__label(const struct metric_def *d,
-						const char *key);
+					       const char *key);
 /*
  * Stability: a new version of an accepted definition may not change the
  * metric name, unit, instrument or temporality, nor drop a label (adding

@@ -52,9 +52,10 @@ int crd__check_map(const struct doc_node *n, const char *path,
 		while (*a && strcmp(*a, n->map.keys[i]))
 			a++;
 		if (!*a)
-			return crd__fail(e, "UnknownField", n->map.vals[i], path,
-					 "unknown field \"%s\" (strict decoding rejects it; check the spelling against deploy/kubernetes/crds/)",
-					 n->map.keys[i]);
+			return crd__fail(
+				e, "UnknownField", n->map.vals[i], path,
+				"unknown field \"%s\" (strict decoding rejects it; check the spelling against deploy/kubernetes/crds/)",
+				n->map.keys[i]);
 	}
 	return 0;
 }
@@ -72,8 +73,9 @@ const char *crd__req_str(const struct doc_node *map, const char *key,
 	if (v->kind != DOC_STRING || !v->str.len) {
 		crd__fail(e, "InvalidField", v, path,
 			  "field \"%s\" must be a non-empty string, found %s",
-			  key, v->kind == DOC_STRING ? "\"\"" :
-			  doc__kind_name(v->kind));
+			  key,
+			  v->kind == DOC_STRING ? "\"\""
+						: doc__kind_name(v->kind));
 		return NULL;
 	}
 	if (strlen(v->str.s) != v->str.len) {
@@ -84,8 +86,8 @@ const char *crd__req_str(const struct doc_node *map, const char *key,
 	return v->str.s;
 }
 
-int crd__opt_str(const struct doc_node *map, const char *key,
-		 const char *path, const char **out, struct crd_err *e)
+int crd__opt_str(const struct doc_node *map, const char *key, const char *path,
+		 const char **out, struct crd_err *e)
 {
 	const struct doc_node *v;
 	int r = doc_field__get(map, key, DOC_STRING, &v);
@@ -105,8 +107,8 @@ int crd__opt_str(const struct doc_node *map, const char *key,
 	return 0;
 }
 
-int crd__opt_bool(const struct doc_node *map, const char *key,
-		  const char *path, bool def, bool *out, struct crd_err *e)
+int crd__opt_bool(const struct doc_node *map, const char *key, const char *path,
+		  bool def, bool *out, struct crd_err *e)
 {
 	const struct doc_node *v;
 	int r = doc_field__get(map, key, DOC_BOOL, &v);
@@ -141,15 +143,24 @@ static bool dns_subdomain(const char *s)
 
 int crd__check_object(const struct mobject *o, struct crd_err *e)
 {
-	static const char *const top[] = { "apiVersion", "kind", "metadata",
-					   "spec", "status", NULL };
-	static const char *const meta[] = {
-		"name", "namespace", "labels", "annotations", "uid",
-		"creationTimestamp", "resourceVersion", "generation",
-		"deletionTimestamp", "deletionGracePeriodSeconds",
-		"finalizers", "ownerReferences", "managedFields",
-		"generateName", "selfLink", NULL
-	};
+	static const char *const top[] = { "apiVersion", "kind",   "metadata",
+					   "spec",       "status", NULL };
+	static const char *const meta[] = { "name",
+					    "namespace",
+					    "labels",
+					    "annotations",
+					    "uid",
+					    "creationTimestamp",
+					    "resourceVersion",
+					    "generation",
+					    "deletionTimestamp",
+					    "deletionGracePeriodSeconds",
+					    "finalizers",
+					    "ownerReferences",
+					    "managedFields",
+					    "generateName",
+					    "selfLink",
+					    NULL };
 	const struct doc_node *md;
 	int err;
 
@@ -172,10 +183,11 @@ int crd__check_object(const struct mobject *o, struct crd_err *e)
 	if (!crd__req_str(md, "name", "metadata", e))
 		return -EINVAL;
 	if (!dns_subdomain(o->name))
-		return crd__fail(e, "InvalidField", doc__get(md, "name"),
-				 "metadata.name",
-				 "\"%s\" is not a valid object name (lowercase RFC 1123 subdomain: [a-z0-9.-], at most 253 characters)",
-				 o->name);
+		return crd__fail(
+			e, "InvalidField", doc__get(md, "name"),
+			"metadata.name",
+			"\"%s\" is not a valid object name (lowercase RFC 1123 subdomain: [a-z0-9.-], at most 253 characters)",
+			o->name);
 	if (!doc__get(o->root, "spec"))
 		return crd__fail(e, "InvalidField", o->root, "spec",
 				 "required field is missing");

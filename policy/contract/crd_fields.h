@@ -16,7 +16,7 @@
 struct doc_node;
 struct mobject;
 
-#define CRD_GROUP "telemetry.miloapis.com"
+#define CRD_GROUP       "telemetry.miloapis.com"
 #define CRD_API_VERSION "telemetry.miloapis.com/v1alpha1"
 
 /* Why an object was rejected: becomes Accepted=False reason/message. */
@@ -43,11 +43,11 @@ int crd__check_map(const struct doc_node *n, const char *path,
 const char *crd__req_str(const struct doc_node *map, const char *key,
 			 const char *path, struct crd_err *e);
 /* Optional string: 0 with *out NULL when absent, -EINVAL on wrong type. */
-int crd__opt_str(const struct doc_node *map, const char *key,
-		 const char *path, const char **out, struct crd_err *e);
+int crd__opt_str(const struct doc_node *map, const char *key, const char *path,
+		 const char **out, struct crd_err *e);
 /* Optional bool (default def). */
-int crd__opt_bool(const struct doc_node *map, const char *key,
-		  const char *path, bool def, bool *out, struct crd_err *e);
+int crd__opt_bool(const struct doc_node *map, const char *key, const char *path,
+		  bool def, bool *out, struct crd_err *e);
 
 /*
  * apiVersion/kind/metadata checks common to our kinds: apiVersion must be

@@ -79,9 +79,10 @@ static int compile(const struct doc_node *n, const char *path, unsigned vars,
 	struct cel_error cerr = { 0 };
 
 	if (!n || n->kind != DOC_STRING || !n->str.len)
-		return crd__fail(e, "InvalidField", n, path,
-				 "must be a non-empty CEL expression string, found %s",
-				 n ? doc__kind_name(n->kind) : "nothing");
+		return crd__fail(
+			e, "InvalidField", n, path,
+			"must be a non-empty CEL expression string, found %s",
+			n ? doc__kind_name(n->kind) : "nothing");
 	x->src = strdup(n->str.s);
 	x->line = n->line;
 	if (!x->src)
@@ -126,9 +127,10 @@ static int parse_labels(const struct doc_node *m, const char *path,
 	if (!m || m->kind == DOC_NULL)
 		return 0;
 	if (m->kind != DOC_MAP)
-		return crd__fail(e, "InvalidField", m, path,
-				 "expected a map of label key to CEL expression, found %s",
-				 doc__kind_name(m->kind));
+		return crd__fail(
+			e, "InvalidField", m, path,
+			"expected a map of label key to CEL expression, found %s",
+			doc__kind_name(m->kind));
 	p->labels = calloc(m->map.n + 1, sizeof(*p->labels));
 	if (!p->labels)
 		return -ENOMEM;
@@ -150,8 +152,9 @@ static int parse_labels(const struct doc_node *m, const char *path,
 static int parse_subject(const struct doc_node *s, struct metric_policy *p,
 			 struct crd_err *e)
 {
-	static const char *const f[] = { "group", "apiGroup", "version", "kind",
-					 "resource", "scope", NULL };
+	static const char *const f[] = { "group", "apiGroup", "version",
+					 "kind",  "resource", "scope",
+					 NULL };
 	const char *group, *apigroup, *version, *kind, *res, *scope;
 	int err;
 
@@ -221,16 +224,17 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 	if (temp && !strcasecmp(temp, "delta"))
 		p->src_temporality = MT_DELTA;
 	else if (temp && strcasecmp(temp, "cumulative"))
-		return crd__fail(e, "InvalidField", doc__get(otel, "temporality"),
-				 "spec.source.dataPlane.selector.otel.temporality",
-				 "\"%s\" is not cumulative or delta", temp);
+		return crd__fail(
+			e, "InvalidField", doc__get(otel, "temporality"),
+			"spec.source.dataPlane.selector.otel.temporality",
+			"\"%s\" is not cumulative or delta", temp);
 
 	as = doc__get(otel, "attributeSelectors");
 	if (as && as->kind != DOC_LIST)
-		return crd__fail(e, "InvalidField", as,
-				 "spec.source.dataPlane.selector.otel.attributeSelectors",
-				 "expected a list, found %s",
-				 doc__kind_name(as->kind));
+		return crd__fail(
+			e, "InvalidField", as,
+			"spec.source.dataPlane.selector.otel.attributeSelectors",
+			"expected a list, found %s", doc__kind_name(as->kind));
 	if (as) {
 		p->sels = calloc(as->list.n + 1, sizeof(*p->sels));
 		if (!p->sels)
@@ -266,17 +270,18 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 
 	/* without selectors a sample cannot be attributed to one object */
 	if (!p->nsels)
-		return crd__fail(e, "InvalidField", as ? as : otel,
-				 "spec.source.dataPlane.selector.otel.attributeSelectors",
-				 "at least one selector is required to attribute samples to a %s",
-				 p->subj_kind);
+		return crd__fail(
+			e, "InvalidField", as ? as : otel,
+			"spec.source.dataPlane.selector.otel.attributeSelectors",
+			"at least one selector is required to attribute samples to a %s",
+			p->subj_kind);
 
 	af = doc__get(otel, "attributeFilters");
 	if (af && af->kind != DOC_LIST)
-		return crd__fail(e, "InvalidField", af,
-				 "spec.source.dataPlane.selector.otel.attributeFilters",
-				 "expected a list, found %s",
-				 doc__kind_name(af->kind));
+		return crd__fail(
+			e, "InvalidField", af,
+			"spec.source.dataPlane.selector.otel.attributeFilters",
+			"expected a list, found %s", doc__kind_name(af->kind));
 	if (af) {
 		size_t nre = 0;
 
@@ -300,12 +305,14 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 				return -EINVAL;
 			err = crd__opt_str(it, "regex", ip, &re, e);
 			if (!err)
-				err = crd__opt_str(it, "prefix", ip, &prefix, e);
+				err = crd__opt_str(it, "prefix", ip, &prefix,
+						   e);
 			if (err)
 				return err;
 			if (!re == !prefix)
-				return crd__fail(e, "InvalidField", it, ip,
-						 "set exactly one of regex or prefix");
+				return crd__fail(
+					e, "InvalidField", it, ip,
+					"set exactly one of regex or prefix");
 			f->key = strdup(key);
 			f->key_line = doc__get(it, "key")->line;
 			f->prefix = crd__strdup(prefix);
@@ -319,19 +326,20 @@ static int parse_selector(const struct doc_node *sel, struct metric_policy *p,
 			if (!f->re_src)
 				return -ENOMEM;
 			if (++nre > MP_MAX_FILTER_REGEXES)
-				return crd__fail(e, "InvalidField", it, ip,
-						 "more than %d regex filters in one policy (each one holds memory)",
-						 MP_MAX_FILTER_REGEXES);
+				return crd__fail(
+					e, "InvalidField", it, ip,
+					"more than %d regex filters in one policy (each one holds memory)",
+					MP_MAX_FILTER_REGEXES);
 			rc = regex__compile(re, strlen(re), &f->re, why,
 					    sizeof(why));
 			if (rc == -ENOMEM)
 				return rc;
 			if (rc)
-				return crd__fail(e, "InvalidField",
-						 doc__get(it, "regex"), ip,
-						 "invalid regex: %s; the pattern: \"%.200s%s\"",
-						 why, re,
-						 strlen(re) > 200 ? "..." : "");
+				return crd__fail(
+					e, "InvalidField",
+					doc__get(it, "regex"), ip,
+					"invalid regex: %s; the pattern: \"%.200s%s\"",
+					why, re, strlen(re) > 200 ? "..." : "");
 		}
 	}
 	return p->src_metric ? 0 : -ENOMEM;
@@ -394,9 +402,10 @@ static int parse_static(const struct doc_node *m, struct metric_policy *p,
 	if (!m || m->kind == DOC_NULL)
 		return 0;
 	if (m->kind != DOC_MAP)
-		return crd__fail(e, "InvalidField", m, path,
-				 "expected a map of label key to string, found %s",
-				 doc__kind_name(m->kind));
+		return crd__fail(
+			e, "InvalidField", m, path,
+			"expected a map of label key to string, found %s",
+			doc__kind_name(m->kind));
 	p->static_keys = calloc(m->map.n + 1, sizeof(char *));
 	p->static_vals = calloc(m->map.n + 1, sizeof(char *));
 	if (!p->static_keys || !p->static_vals)
@@ -405,9 +414,10 @@ static int parse_static(const struct doc_node *m, struct metric_policy *p,
 		const struct doc_node *v = m->map.vals[i];
 
 		if (v->kind != DOC_STRING)
-			return crd__fail(e, "InvalidField", v, path,
-					 "value of \"%s\" must be a string (quote it), found %s",
-					 m->map.keys[i], doc__kind_name(v->kind));
+			return crd__fail(
+				e, "InvalidField", v, path,
+				"value of \"%s\" must be a string (quote it), found %s",
+				m->map.keys[i], doc__kind_name(v->kind));
 		p->static_keys[i] = strdup(m->map.keys[i]);
 		p->static_vals[i] = strdup(v->str.s);
 		p->nstatic++;
@@ -440,14 +450,15 @@ static int parse_resource_fields(const struct doc_node *rf,
 		return -EINVAL;
 	if (!strcmp(sp, "resource"))
 		sp = "";
-	else if (!strncmp(sp, "resource.", 9) && sp[9] && sp[strlen(sp) - 1] != '.' &&
-		 !strstr(sp, ".."))
+	else if (!strncmp(sp, "resource.", 9) && sp[9] &&
+		 sp[strlen(sp) - 1] != '.' && !strstr(sp, ".."))
 		sp += 9;
 	else
-		return crd__fail(e, "InvalidField", doc__get(sf, "path"),
-				 "spec.source.resourceFields.seriesFrom.path",
-				 "\"%s\" must be \"resource\" or \"resource.<field>.<field>...\"",
-				 sp);
+		return crd__fail(
+			e, "InvalidField", doc__get(sf, "path"),
+			"spec.source.resourceFields.seriesFrom.path",
+			"\"%s\" must be \"resource\" or \"resource.<field>.<field>...\"",
+			sp);
 	p->series_path = strdup(sp);
 	if (!p->series_path)
 		return -ENOMEM;
@@ -457,7 +468,8 @@ static int parse_resource_fields(const struct doc_node *rf,
 				 "required field \"value\" is missing");
 	err = compile_cel_block(doc__get(sf, "value"),
 				"spec.source.resourceFields.seriesFrom.value",
-				CEL_VAR_RESOURCE | CEL_VAR_ITEM, &p->rf_value, e);
+				CEL_VAR_RESOURCE | CEL_VAR_ITEM, &p->rf_value,
+				e);
 	if (err)
 		return err;
 	err = parse_labels(doc__get(sf, "labels"),
@@ -497,18 +509,21 @@ static int parse_source(const struct doc_node *src, struct metric_policy *p,
 	else
 		return crd__fail(e, "InvalidField", doc__get(src, "type"),
 				 "spec.source.type",
-				 "\"%s\" is not ResourceFields or DataPlane", type);
+				 "\"%s\" is not ResourceFields or DataPlane",
+				 type);
 	/* one source type at a time */
 	if (p->type == MP_RESOURCE_FIELDS) {
 		if (doc__get(src, "dataPlane"))
-			return crd__fail(e, "InvalidField",
-					 doc__get(src, "dataPlane"), "spec.source",
-					 "type is ResourceFields: remove dataPlane");
+			return crd__fail(
+				e, "InvalidField", doc__get(src, "dataPlane"),
+				"spec.source",
+				"type is ResourceFields: remove dataPlane");
 		if (!doc__get(src, "resourceFields"))
-			return crd__fail(e, "InvalidField", src, "spec.source",
-					 "type is ResourceFields: resourceFields is required");
-		return parse_resource_fields(doc__get(src, "resourceFields"),
-					     p, e);
+			return crd__fail(
+				e, "InvalidField", src, "spec.source",
+				"type is ResourceFields: resourceFields is required");
+		return parse_resource_fields(doc__get(src, "resourceFields"), p,
+					     e);
 	}
 	if (doc__get(src, "resourceFields"))
 		return crd__fail(e, "InvalidField",
@@ -542,7 +557,8 @@ int crd_policy__parse(const struct mobject *o, struct metric_policy **out,
 	p->obj_name = strdup(o->name);
 	p->file = strdup(o->file);
 	p->line = o->line;
-	p->created = crd__strdup(doc__str(o->root, "metadata.creationTimestamp"));
+	p->created =
+		crd__strdup(doc__str(o->root, "metadata.creationTimestamp"));
 	if (!p->obj_name || !p->file) {
 		err = -ENOMEM;
 		goto cleanup;

@@ -41,7 +41,7 @@ enum mp_source_type {
 };
 
 struct mp_expr {
-	char *src;                /* NULL when the field is absent */
+	char *src; /* NULL when the field is absent */
 	struct cel_program *prog;
 	uint32_t line;
 };
@@ -52,7 +52,7 @@ struct mp_label {
 };
 
 struct mp_selector {
-	char *key;       /* sample attribute */
+	char *key; /* sample attribute */
 	uint32_t key_line;
 	struct mp_expr e; /* valueFrom over resource */
 };
@@ -60,9 +60,9 @@ struct mp_selector {
 struct mp_filter {
 	char *key;
 	uint32_t key_line;
-	char *prefix;    /* one of prefix / regex */
-	struct regex *re; /* RE2, matches anywhere in the value */
-	char *re_src;     /* the pattern as written (translators) */
+	char *prefix;            /* one of prefix / regex */
+	struct regex *re;        /* RE2, matches anywhere in the value */
+	char *re_src;            /* the pattern as written (translators) */
 #define MP_MAX_FILTER_REGEXES 64 /* per policy: see policy/regex/regex.h */
 };
 
@@ -90,7 +90,7 @@ struct metric_policy {
 	struct mp_expr value; /* prog NULL: pass-through */
 
 	/* ResourceFields */
-	char *series_path;  /* below resource, "" for resource itself */
+	char *series_path; /* below resource, "" for resource itself */
 	uint32_t series_path_line;
 	struct mp_expr rf_value;
 	struct mp_expr drop_if;

@@ -152,7 +152,8 @@ int pe_impl__eval_labels(struct pe_policy *pp, const struct cel_activation *act,
 
 		ret = cel__eval(p->labels[i].e.prog, act, &v, &err);
 		if (!ret)
-			ret = policy_engine__label_string(&v, vals[k], LABEL_VALUE_MAX);
+			ret = policy_engine__label_string(&v, vals[k],
+							  LABEL_VALUE_MAX);
 		if (ret) {
 			COUNT(pp->cnt, label_errors);
 			if (dl && dl->required)
@@ -385,17 +386,16 @@ static int build_index(struct pe_policy *pp)
 	return 0;
 }
 
-static int register_metric(struct policy_engine *e,
-			   const struct metric_def *d, const double *bounds,
-			   size_t nbounds)
+static int register_metric(struct policy_engine *e, const struct metric_def *d,
+			   const double *bounds, size_t nbounds)
 {
 	struct mmetric_desc desc = {
 		.name = d->name,
 		.description = d->description,
 		.unit = d->unit,
 		.instrument = d->instrument,
-		.temporality = d->instrument == MI_GAUGE ? MT_CUMULATIVE :
-							  d->temporality,
+		.temporality = d->instrument == MI_GAUGE ? MT_CUMULATIVE
+							 : d->temporality,
 		.hist = MH_EXPLICIT,
 		.bounds = bounds,
 		.nbounds = nbounds,
@@ -450,16 +450,16 @@ const char *pe_impl__kind_label(const struct metric_policy *p)
  * 0: the definition's default bounds (other transforms, other sources).
  */
 #define PE_MAX_BOUNDS 64
-static size_t target_bounds(const struct pe_policy *pp, double *out,
-			    size_t max)
+static size_t target_bounds(const struct pe_policy *pp, double *out, size_t max)
 {
 	int n;
 
 	if (pp->pol->type != MP_DATA_PLANE ||
 	    pp->def->instrument != MI_HISTOGRAM || !pp->affine)
 		return 0;
-	n = source_catalogue__rescale(source_catalogue__find(pp->pol->src_metric),
-				    pp->a, pp->b, out, max);
+	n = source_catalogue__rescale(
+		source_catalogue__find(pp->pol->src_metric), pp->a, pp->b, out,
+		max);
 	return n > 0 ? (size_t)n : 0;
 }
 
@@ -483,8 +483,9 @@ static void kind_resource(const char *kind, char *buf, size_t len)
 		return;
 	}
 	for (i = 0; i <= n; i++)
-		buf[i] = (char)(kind[i] >= 'A' && kind[i] <= 'Z' ?
-				kind[i] - 'A' + 'a' : kind[i]);
+		buf[i] = (char)(kind[i] >= 'A' && kind[i] <= 'Z'
+					? kind[i] - 'A' + 'a'
+					: kind[i]);
 	if (lower && buf[n - 1] == 's')
 		return;
 	if (buf[n - 1] == 's')
@@ -495,8 +496,8 @@ static void kind_resource(const char *kind, char *buf, size_t len)
 		strcpy(buf + n, "s");
 }
 
-bool pe_impl__subject(const struct metric_policy *p,
-		      const struct doc_node *obj, char *buf, size_t len)
+bool pe_impl__subject(const struct metric_policy *p, const struct doc_node *obj,
+		      char *buf, size_t len)
 {
 	const char *kind = doc__str(obj, "kind");
 	const char *av = doc__str(obj, "apiVersion");
@@ -559,9 +560,9 @@ static struct pe_policy *build_policy(struct policy_engine *e,
 		goto fail;
 	}
 	for (size_t i = 0; i < w->n; i++)
-		if (crd_policy__subject_matches(pol, doc__str(w->objs[i],
-							      "apiVersion"),
-						doc__str(w->objs[i], "kind")))
+		if (crd_policy__subject_matches(
+			    pol, doc__str(w->objs[i], "apiVersion"),
+			    doc__str(w->objs[i], "kind")))
 			pp->subjects[pp->nsubjects++] = w->objs[i];
 	if (pol->type == MP_DATA_PLANE) {
 		err = build_index(pp);
@@ -581,10 +582,10 @@ static void initial_programmed(struct policy_engine *e, struct pe_policy *pp,
 	const struct metric_policy *p = pp->pol;
 
 	if (!pp->nsubjects) {
-		contract__set_programmed(e->contract, p->obj_name, false,
-					 "NoSubjects",
-					 "no %s objects match spec.subject (%s)",
-					 pe_impl__kind_label(p), p->subj_group);
+		contract__set_programmed(
+			e->contract, p->obj_name, false, "NoSubjects",
+			"no %s objects match spec.subject (%s)",
+			pe_impl__kind_label(p), p->subj_group);
 		return;
 	}
 	if (p->type != MP_DATA_PLANE)
@@ -595,9 +596,9 @@ static void initial_programmed(struct policy_engine *e, struct pe_policy *pp,
 			return;
 		}
 	}
-	contract__set_programmed(e->contract, p->obj_name, false, "NoSource",
-				 "no data-plane series %s matched a subject yet",
-				 p->src_metric);
+	contract__set_programmed(
+		e->contract, p->obj_name, false, "NoSource",
+		"no data-plane series %s matched a subject yet", p->src_metric);
 }
 
 int policy_engine__sync(struct policy_engine *e,
@@ -714,7 +715,8 @@ int policy_engine__each_subject(struct policy_engine *e, const char *policy,
 			size_t vl;
 
 			if (cel__eval(p->sels[k].e.prog, &act, &cv, &cerr) ||
-			    policy_engine__label_string(&cv, vals[k], sizeof(vals[k])))
+			    policy_engine__label_string(&cv, vals[k],
+							sizeof(vals[k])))
 				break;
 			vl = strlen(vals[k]);
 			if (off + vl + 2 > sizeof(key))
@@ -726,7 +728,8 @@ int policy_engine__each_subject(struct policy_engine *e, const char *policy,
 		}
 		key[off] = 0;
 		/* the index says which object a key selects: the same answer */
-		if (k < p->nsels || pe_impl__index_find(pp, key) != act.resource)
+		if (k < p->nsels ||
+		    pe_impl__index_find(pp, key) != act.resource)
 			continue;
 		err = fn(ctx, v, p->nsels, act.resource);
 		n++;
@@ -741,14 +744,21 @@ void policy_engine__stats(struct policy_engine *e, pe_stats_fn fn, void *ctx)
 	for (struct pe_counters *c = e->counters; c; c = c->next) {
 		struct pe_stats st = {
 			.policy = c->name,
-			.bindings = __atomic_load_n(&c->bindings, __ATOMIC_RELAXED),
-			.unmatched = __atomic_load_n(&c->unmatched, __ATOMIC_RELAXED),
-			.records = __atomic_load_n(&c->records, __ATOMIC_RELAXED),
-			.eval_errors = __atomic_load_n(&c->eval_errors, __ATOMIC_RELAXED),
-			.label_errors = __atomic_load_n(&c->label_errors, __ATOMIC_RELAXED),
-			.dropped = __atomic_load_n(&c->dropped, __ATOMIC_RELAXED),
+			.bindings =
+				__atomic_load_n(&c->bindings, __ATOMIC_RELAXED),
+			.unmatched = __atomic_load_n(&c->unmatched,
+						     __ATOMIC_RELAXED),
+			.records =
+				__atomic_load_n(&c->records, __ATOMIC_RELAXED),
+			.eval_errors = __atomic_load_n(&c->eval_errors,
+						       __ATOMIC_RELAXED),
+			.label_errors = __atomic_load_n(&c->label_errors,
+							__ATOMIC_RELAXED),
+			.dropped =
+				__atomic_load_n(&c->dropped, __ATOMIC_RELAXED),
 			.series = __atomic_load_n(&c->series, __ATOMIC_RELAXED),
-			.ambiguous = __atomic_load_n(&c->ambiguous, __ATOMIC_RELAXED),
+			.ambiguous = __atomic_load_n(&c->ambiguous,
+						     __ATOMIC_RELAXED),
 		};
 
 		fn(ctx, &st);

@@ -102,8 +102,8 @@ int policy_engine__bind(struct policy_engine *e, const char *source_metric,
 	for (size_t i = 0; i < e->npols; i++) {
 		struct pe_policy *pp = e->pols[i];
 		const struct metric_policy *p = pp->pol;
-		struct cel_activation act = {.attrs = b->attrs,
-					     .nattrs = b->nattrs};
+		struct cel_activation act = { .attrs = b->attrs,
+					      .nattrs = b->nattrs };
 		struct pe_target *t;
 		struct mseries *ser;
 		char key[1024], subj[1024];
@@ -124,8 +124,8 @@ int policy_engine__bind(struct policy_engine *e, const char *source_metric,
 		if (pe_impl__eval_labels(pp, &act, labels, vals, &nl))
 			continue; /* a required label is missing: no binding */
 		ser = mstore__series(e->store, pp->metric_id, labels, nl);
-		if (!ser || !pe_impl__subject(p, act.resource, subj,
-					      sizeof(subj)) ||
+		if (!ser ||
+		    !pe_impl__subject(p, act.resource, subj, sizeof(subj)) ||
 		    mstore__bind(e->store, ser, subj)) {
 			/*
 			 * out of memory, more than the store's label limit,
@@ -178,10 +178,10 @@ static int transform(struct pe_binding *b, struct pe_target *t, double v,
 		*out = pp->a * v + pp->b;
 		return 0;
 	}
-	act = (struct cel_activation){.value = v,
-				      .attrs = b->attrs,
-				      .nattrs = b->nattrs,
-				      .resource = t->resource};
+	act = (struct cel_activation){ .value = v,
+				       .attrs = b->attrs,
+				       .nattrs = b->nattrs,
+				       .resource = t->resource };
 	if (pe_impl__eval_double(pp->pol->value.prog, &act, out)) {
 		COUNT(pp->cnt, eval_errors);
 		return -EINVAL;
@@ -225,7 +225,7 @@ void pe_binding__record(struct pe_binding *b, double value, uint64_t now_ns)
 		else
 			mseries__observe(t->ser, out, now_ns);
 		continue;
-	drop:
+drop:
 		COUNT(pp->cnt, dropped);
 	}
 }

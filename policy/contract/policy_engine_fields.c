@@ -18,7 +18,7 @@ static int rf_item(struct policy_engine *e, struct pe_policy *pp,
 		   uint64_t now_ns)
 {
 	const struct metric_policy *p = pp->pol;
-	struct cel_activation act = {.resource = obj, .item = item};
+	struct cel_activation act = { .resource = obj, .item = item };
 	struct mseries *ser;
 	struct cel_value v;
 	struct cel_error err;

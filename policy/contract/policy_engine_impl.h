@@ -82,7 +82,7 @@ struct pe_target {
 	struct mseries *ser;
 	const struct doc_node *resource;
 	double total; /* source running total (cumulative sums) */
-	double last; /* f(total) already added */
+	double last;  /* f(total) already added */
 };
 
 struct pe_binding {
@@ -116,8 +116,8 @@ int pe_impl__eval_double(struct cel_program *prog,
  * The subject (mstore__bind) a series made from obj is bound to: obj's
  * group, resource, namespace and name. False when it does not fit.
  */
-bool pe_impl__subject(const struct metric_policy *p,
-		      const struct doc_node *obj, char *buf, size_t len);
+bool pe_impl__subject(const struct metric_policy *p, const struct doc_node *obj,
+		      char *buf, size_t len);
 /* The resource kind a policy's subjects are, for messages. */
 const char *pe_impl__kind_label(const struct metric_policy *p);
 

@@ -82,13 +82,12 @@ static const struct {
 	  "apiVersion kind metadata:ObjectMeta spec{finalizers[]} "
 	  "status{phase conditions[]{type status lastTransitionTime reason "
 	  "message}}" },
-	{ "MetricDefinition",
-	  "apiVersion kind metadata:ObjectMeta "
-	  "spec{resource{group kind resource version} "
-	  "metric{name description stability "
-	  "instrument{type unit aggregationTemporality}} "
-	  "labels[]{key description required}} "
-	  "status{conditions[]:Condition}" },
+	{ "MetricDefinition", "apiVersion kind metadata:ObjectMeta "
+			      "spec{resource{group kind resource version} "
+			      "metric{name description stability "
+			      "instrument{type unit aggregationTemporality}} "
+			      "labels[]{key description required}} "
+			      "status{conditions[]:Condition}" },
 	{ "MetricPolicy",
 	  "apiVersion kind metadata:ObjectMeta "
 	  "spec{subject{group version kind apiGroup resource scope} "
@@ -241,8 +240,7 @@ static const char *next_field(const char *s, const char **name, size_t *len,
 	return suffix_end(s);
 }
 
-static const char *find_field(const char *fields, const char *want,
-			      size_t wlen)
+static const char *find_field(const char *fields, const char *want, size_t wlen)
 {
 	const char *name, *suffix, *s = fields;
 	size_t len;
@@ -304,13 +302,13 @@ struct lint {
 	struct crd_err *e;
 	policy_lint_warn_fn warn;
 	void *ctx;
-	const char *kind;     /* subject kind with a known schema, or NULL */
+	const char *kind; /* subject kind with a known schema, or NULL */
 	const char *api;
 	struct snode subject;
-	struct snode item;    /* seriesFrom's element */
+	struct snode item; /* seriesFrom's element */
 	bool item_known;
 	bool schema_warned;
-	bool cluster;         /* the cluster's CRDs were looked at too */
+	bool cluster; /* the cluster's CRDs were looked at too */
 	const struct source_metric *src; /* NULL: unknown source */
 	/* the expression being looked at */
 	const char *field;
@@ -390,7 +388,8 @@ static const char *hint_for(const char *kind, const struct cel_path_seg *seg,
 				i ? "." : "", (int)seg[i].len, seg[i].s);
 	}
 	for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++)
-		if (!strcmp(hints[i].kind, kind) && !strcmp(hints[i].path, path))
+		if (!strcmp(hints[i].kind, kind) &&
+		    !strcmp(hints[i].path, path))
 			return hints[i].why;
 	return NULL;
 }
@@ -454,8 +453,8 @@ static bool walk(struct lint *l, struct snode at, const char *var,
 			f = doc__get(at.oapi, word);
 			if (f || (at.root && (!strcmp(word, "apiVersion") ||
 					      !strcmp(word, "kind")))) {
-				at = f ? resolve_oapi(f) :
-					 (struct snode){ .kind = SK_SCALAR };
+				at = f ? resolve_oapi(f)
+				       : (struct snode){ .kind = SK_SCALAR };
 				continue;
 			}
 			oapi_names(at.oapi, &nm);
@@ -464,7 +463,8 @@ static bool walk(struct lint *l, struct snode at, const char *var,
 			if (near)
 				lfail(l, "InvalidCEL", l->line,
 				      "%s: `%s`: %s (its CRD's schema) has no field %s in `%s` (did you mean `%s.%s`?)",
-				      what, fix, l->kind, word, here, here, near);
+				      what, fix, l->kind, word, here, here,
+				      near);
 			else
 				lfail(l, "InvalidCEL", l->line,
 				      "%s: `%s`: %s (its CRD's schema) has no field %s in `%s` (fields: %s)",
@@ -506,7 +506,8 @@ static bool walk(struct lint *l, struct snode at, const char *var,
 			const char *why = hint_for(l->kind, seg, i + 1);
 
 			if (why)
-				lwarn(l, l->line, "%s: `%s` is not in the %s schema (%s): %s",
+				lwarn(l, l->line,
+				      "%s: `%s` is not in the %s schema (%s): %s",
 				      what, fix, l->kind, l->api, why);
 			else
 				lwarn(l, l->line,
@@ -560,9 +561,9 @@ static void on_path(void *ctx, const struct cel_path *cp)
 				      l->field, l->p->subj_group,
 				      *l->p->subj_group ? "/" : "",
 				      l->p->subj_kind,
-				      l->cluster ?
-				      "no CustomResourceDefinition of it in the manifests and none installed in the cluster: the policy gives no series until one is" :
-				      "add its CustomResourceDefinition to the manifests, or check against the cluster with --kubeconfig, to check them");
+				      l->cluster
+					      ? "no CustomResourceDefinition of it in the manifests and none installed in the cluster: the policy gives no series until one is"
+					      : "add its CustomResourceDefinition to the manifests, or check against the cluster with --kubeconfig, to check them");
 			l->schema_warned = true;
 			return;
 		}
@@ -603,8 +604,9 @@ static void series_path(struct lint *l)
 	if (!walk(l, l->subject, "resource", seg, n, l->field, &end))
 		return;
 	/* item is each element of a list, else the value itself */
-	l->item = end.kind != SK_LIST ? end :
-		  end.oapi ? resolve_oapi(end.oapi) : resolve(end.at);
+	l->item = end.kind != SK_LIST ? end
+		  : end.oapi          ? resolve_oapi(end.oapi)
+				      : resolve(end.at);
 	l->item_known = true;
 }
 
@@ -623,8 +625,7 @@ static void source_metric(struct lint *l)
 		      m, near);
 		/* hold the rest of the policy against what was meant */
 		l->src = source_catalogue__find(near);
-	}
-	else
+	} else
 		lwarn(l, l->p->src_metric_line,
 		      "spec.source.dataPlane.selector.otel.metricName: milometer produces no source metric %s (it produces %s, %s, %s, %s); the policy stays NoSource unless another data plane feeds it",
 		      m, source_catalogue__metrics[0].name,
@@ -645,7 +646,8 @@ static const struct doc_node *crd_schema_in(const struct manifest_source *src,
 {
 	const struct mobject *o = NULL;
 
-	while (src && (o = manifest_source__next(src, "CustomResourceDefinition", o))) {
+	while (src && (o = manifest_source__next(
+			       src, "CustomResourceDefinition", o))) {
 		const char *g = doc__str(o->root, "spec.group");
 		const char *k = doc__str(o->root, "spec.names.kind");
 		const char *pl = doc__str(o->root, "spec.names.plural");
@@ -653,8 +655,8 @@ static const struct doc_node *crd_schema_in(const struct manifest_source *src,
 		const struct doc_node *pick = NULL;
 
 		if (!o->api_version ||
-		    strncmp(o->api_version, "apiextensions.k8s.io/", 21) || !g ||
-		    strcmp(g, p->subj_group) || !k ||
+		    strncmp(o->api_version, "apiextensions.k8s.io/", 21) ||
+		    !g || strcmp(g, p->subj_group) || !k ||
 		    !(crd__kind_matches(k, p->subj_kind) ||
 		      (pl && !strcasecmp(pl, p->subj_kind))) ||
 		    !vs || vs->kind != DOC_LIST)
@@ -671,7 +673,8 @@ static const struct doc_node *crd_schema_in(const struct manifest_source *src,
 			if (p->subj_version) {
 				if (name && !strcmp(name, p->subj_version))
 					pick = v;
-			} else if (!pick || (st && st->kind == DOC_BOOL && st->b)) {
+			} else if (!pick ||
+				   (st && st->kind == DOC_BOOL && st->b)) {
 				pick = v;
 			}
 		}
@@ -686,11 +689,10 @@ static const struct doc_node *crd_schema_in(const struct manifest_source *src,
 }
 
 /* The manifests' CRD wins over the installed one: it is what gets applied. */
-static const struct doc_node *crd_schema(const struct manifest_source *src,
-					 const struct manifest_source *crds,
-					 const struct metric_policy *p,
-					 const char **kind, const char **version,
-					 const struct mobject **from)
+static const struct doc_node *
+crd_schema(const struct manifest_source *src,
+	   const struct manifest_source *crds, const struct metric_policy *p,
+	   const char **kind, const char **version, const struct mobject **from)
 {
 	const struct doc_node *sc = crd_schema_in(src, p, kind, version, from);
 
@@ -724,13 +726,17 @@ void policy_lint__schema(const struct metric_policy *p,
 		/* objects from the API have no line */
 		if (from->line)
 			snprintf(at, sizeof(at), ":%u", from->line);
-		snprintf(buf, len, "the openAPIV3Schema of CustomResourceDefinition %s version %s (%s%s)",
-			 from->name ? from->name : "?",
-			 version ? version : "?", from->file, at);
+		snprintf(
+			buf, len,
+			"the openAPIV3Schema of CustomResourceDefinition %s version %s (%s%s)",
+			from->name ? from->name : "?", version ? version : "?",
+			from->file, at);
 	} else {
-		snprintf(buf, len, "none: no CustomResourceDefinition of %s%s%s in the manifests%s",
-			 p->subj_group, *p->subj_group ? "/" : "",
-			 p->subj_kind, crds ? " or the cluster" : "");
+		snprintf(
+			buf, len,
+			"none: no CustomResourceDefinition of %s%s%s in the manifests%s",
+			p->subj_group, *p->subj_group ? "/" : "", p->subj_kind,
+			crds ? " or the cluster" : "");
 	}
 }
 
@@ -739,7 +745,10 @@ int policy_lint__check(const struct metric_policy *p,
 		       const struct manifest_source *crds, struct crd_err *e,
 		       policy_lint_warn_fn warn, void *ctx)
 {
-	struct lint l = { .p = p, .e = e, .warn = warn, .ctx = ctx,
+	struct lint l = { .p = p,
+			  .e = e,
+			  .warn = warn,
+			  .ctx = ctx,
 			  .cluster = crds != NULL };
 	char field[192], api[160];
 	size_t i;
@@ -754,8 +763,8 @@ int policy_lint__check(const struct metric_policy *p,
 	if (!l.kind) {
 		const char *kind = NULL, *version = NULL;
 		const struct mobject *from = NULL;
-		const struct doc_node *sc = crd_schema(src, crds, p, &kind,
-						       &version, &from);
+		const struct doc_node *sc =
+			crd_schema(src, crds, p, &kind, &version, &from);
 
 		if (sc) {
 			snprintf(api, sizeof(api), "%s/%s", p->subj_group,
@@ -769,9 +778,10 @@ int policy_lint__check(const struct metric_policy *p,
 	if (p->type == MP_DATA_PLANE) {
 		source_metric(&l);
 		for (size_t i = 0; i < p->nsels; i++) {
-			snprintf(field, sizeof(field),
-				 "spec.source.dataPlane.selector.otel.attributeSelectors[%zu]",
-				 i);
+			snprintf(
+				field, sizeof(field),
+				"spec.source.dataPlane.selector.otel.attributeSelectors[%zu]",
+				i);
 			check_attr(&l, p->sels[i].key, strlen(p->sels[i].key),
 				   p->sels[i].key_line, field);
 			strncat(field, ".valueFrom",
@@ -779,14 +789,16 @@ int policy_lint__check(const struct metric_policy *p,
 			expr(&l, &p->sels[i].e, field);
 		}
 		for (size_t i = 0; i < p->nfilters; i++) {
-			snprintf(field, sizeof(field),
-				 "spec.source.dataPlane.selector.otel.attributeFilters[%zu]",
-				 i);
+			snprintf(
+				field, sizeof(field),
+				"spec.source.dataPlane.selector.otel.attributeFilters[%zu]",
+				i);
 			check_attr(&l, p->filters[i].key,
 				   strlen(p->filters[i].key),
 				   p->filters[i].key_line, field);
 		}
-		expr(&l, &p->value, "spec.source.dataPlane.transform.value.cel");
+		expr(&l, &p->value,
+		     "spec.source.dataPlane.transform.value.cel");
 	} else {
 		series_path(&l);
 		expr(&l, &p->rf_value,
@@ -794,11 +806,12 @@ int policy_lint__check(const struct metric_policy *p,
 		expr(&l, &p->drop_if, "spec.source.resourceFields.dropIf.cel");
 	}
 	for (size_t i = 0; i < p->nlabels; i++) {
-		snprintf(field, sizeof(field), "%s.%s",
-			 p->type == MP_DATA_PLANE ?
-				 "spec.source.dataPlane.transform.labels" :
-				 "spec.source.resourceFields.seriesFrom.labels",
-			 p->labels[i].key);
+		snprintf(
+			field, sizeof(field), "%s.%s",
+			p->type == MP_DATA_PLANE
+				? "spec.source.dataPlane.transform.labels"
+				: "spec.source.resourceFields.seriesFrom.labels",
+			p->labels[i].key);
 		expr(&l, &p->labels[i].e, field);
 	}
 	return l.err;

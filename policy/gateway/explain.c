@@ -27,15 +27,19 @@ int explain__add_header(struct http_req *req, const char *arg, FILE *errs)
 	struct http_header *h;
 
 	if (!colon || colon == arg) {
-		fprintf(errs, "milometer explain: header \"%s\": write it as "
-			"'Name: value'\n", arg);
+		fprintf(errs,
+			"milometer explain: header \"%s\": write it as "
+			"'Name: value'\n",
+			arg);
 		return -EINVAL;
 	}
 	for (const char *c = arg; c < colon; c++)
 		if (!is_tchar(*c)) {
-			fprintf(errs, "milometer explain: header name in "
+			fprintf(errs,
+				"milometer explain: header name in "
 				"\"%s\" has a character not allowed in "
-				"HTTP header names\n", arg);
+				"HTTP header names\n",
+				arg);
 			return -EINVAL;
 		}
 	if (req->nheaders == HTTP_REQ_MAX_HEADERS) {
@@ -50,8 +54,8 @@ int explain__add_header(struct http_req *req, const char *arg, FILE *errs)
 	h->name_len = (size_t)(colon - arg);
 	h->value = v;
 	h->value_len = strlen(v);
-	while (h->value_len && (v[h->value_len - 1] == ' ' ||
-				v[h->value_len - 1] == '\t'))
+	while (h->value_len &&
+	       (v[h->value_len - 1] == ' ' || v[h->value_len - 1] == '\t'))
 		h->value_len--;
 	if (h->name_len == 4 && !strncasecmp(arg, "host", 4)) {
 		req->host = h->value;
@@ -89,8 +93,10 @@ static int parse_url(const char *url, struct http_req *req, uint32_t *port,
 
 		end = a + strcspn(a, "/?#");
 		if (end == a) {
-			fprintf(errs, "milometer explain: URL \"%s\" has no "
-				"host\n", url);
+			fprintf(errs,
+				"milometer explain: URL \"%s\" has no "
+				"host\n",
+				url);
 			return -EINVAL;
 		}
 		if (p[4] != ':')
@@ -105,15 +111,19 @@ static int parse_url(const char *url, struct http_req *req, uint32_t *port,
 		}
 		p = end;
 	} else if (p[0] != '/') {
-		fprintf(errs, "milometer explain: URL \"%s\": use "
-			"http://host/path or /path with -H 'Host: ...'\n", url);
+		fprintf(errs,
+			"milometer explain: URL \"%s\": use "
+			"http://host/path or /path with -H 'Host: ...'\n",
+			url);
 		return -EINVAL;
 	}
 	for (const char *c = p; *c; c++)
 		if ((unsigned char)*c <= ' ' || *c == 0x7f) {
-			fprintf(errs, "milometer explain: URL \"%s\" contains "
+			fprintf(errs,
+				"milometer explain: URL \"%s\" contains "
 				"a space or control character; percent-encode "
-				"it\n", url);
+				"it\n",
+				url);
 			return -EINVAL;
 		}
 	/* A fragment never reaches the server. */
@@ -134,8 +144,7 @@ static int parse_url(const char *url, struct http_req *req, uint32_t *port,
 }
 
 /* -v: the vhost's whole precedence list, what matched, what won. */
-static void print_list(const struct route_table *t,
-		       const struct http_req *req,
+static void print_list(const struct route_table *t, const struct http_req *req,
 		       const struct route_result *res, FILE *out)
 {
 	const struct rc_vhost *vh;
@@ -154,22 +163,25 @@ static void print_list(const struct route_table *t,
 			   e->match_idx == res->match_idx;
 
 		fprintf(out, "  %3zu %s %-11s %.*s%s", i + 1,
-			won ? "=>" : route_match__entry_matches(e, req) ?
-			"ok" : "  ",
-			m->path_type == GW_PATH_EXACT ? "Exact" :
-			m->path_type == GW_PATH_REGEX ? "RegularExpr" :
-			"PathPrefix",
-			(int)(m->path_type == GW_PATH_PREFIX ? e->prefix_len :
-			      strlen(m->path)), m->path,
-			m->path_type == GW_PATH_PREFIX && !e->prefix_len ?
-			"/" : "");
+			won                                  ? "=>"
+			: route_match__entry_matches(e, req) ? "ok"
+							     : "  ",
+			m->path_type == GW_PATH_EXACT   ? "Exact"
+			: m->path_type == GW_PATH_REGEX ? "RegularExpr"
+							: "PathPrefix",
+			(int)(m->path_type == GW_PATH_PREFIX ? e->prefix_len
+							     : strlen(m->path)),
+			m->path,
+			m->path_type == GW_PATH_PREFIX && !e->prefix_len ? "/"
+									 : "");
 		if (m->method != MM_M_ANY)
 			fprintf(out, " method=%s",
 				http_method__name(m->method));
 		for (size_t h = 0; h < m->nheaders; h++)
 			fprintf(out, " header:%s%s%s", m->headers[h].name,
-				m->headers[h].type == GW_VALUE_REGEX ? "~" :
-				"=", m->headers[h].value);
+				m->headers[h].type == GW_VALUE_REGEX ? "~"
+								     : "=",
+				m->headers[h].value);
 		for (size_t q = 0; q < m->nquery; q++)
 			fprintf(out, " query:%s%s%s", m->query[q].name,
 				m->query[q].type == GW_VALUE_REGEX ? "~" : "=",
@@ -224,32 +236,37 @@ static int choose_listener(const struct gw_model *m,
 	if (!route_compile__port_keyed(t, 0, *port))
 		*port = 0;
 	if (!l) {
-		snprintf(why, len, "listener: none of %s on port %u takes "
-			 "host \"%s\"; %s", gateway ? gateway : "the Gateways",
-			 url_port, host, *port ? "no route applies" :
-			 "looked up in the routes of every listener merged, "
-			 "as the agent does for a socket on no listener's "
-			 "port");
+		snprintf(
+			why, len,
+			"listener: none of %s on port %u takes "
+			"host \"%s\"; %s",
+			gateway ? gateway : "the Gateways", url_port, host,
+			*port ? "no route applies"
+			      : "looked up in the routes of every listener merged, "
+				"as the agent does for a socket on no listener's "
+				"port");
 		return 0;
 	}
-	n = snprintf(why, len, "listener %s of %s/%s (port %u%s%s): ",
-		     l->name, g->ns, g->name, l->port,
-		     l->hostname ? ", hostname " : "",
+	n = snprintf(why, len, "listener %s of %s/%s (port %u%s%s): ", l->name,
+		     g->ns, g->name, l->port, l->hostname ? ", hostname " : "",
 		     l->hostname ? l->hostname : "");
 	if (n < 0 || (size_t)n >= len)
 		return 0;
 	if (name)
-		snprintf(why + n, len - n, "--listener%s", *port ? "" :
-			 "; its Gateway has one port: every listener's "
-			 "routes together");
+		snprintf(why + n, len - n, "--listener%s",
+			 *port ? ""
+			       : "; its Gateway has one port: every listener's "
+				 "routes together");
 	else
 		snprintf(why + n, len - n, "%s port %u%s%s",
 			 by_scheme ? "the URL scheme's" : "the URL's", url_port,
-			 ngws > 1 || route_compile__listener_for(
-				 g, url_port, "") != l ?
-			 ", most specific hostname taking the host" : "",
-			 *port ? "" : "; its Gateway has one port: every "
-			 "listener's routes together");
+			 ngws > 1 || route_compile__listener_for(g, url_port,
+								 "") != l
+				 ? ", most specific hostname taking the host"
+				 : "",
+			 *port ? ""
+			       : "; its Gateway has one port: every "
+				 "listener's routes together");
 	return 0;
 }
 
@@ -270,8 +287,8 @@ static void print_answer(const struct route_table *t,
 					 cluster, sizeof(cluster)))
 		fprintf(out, "cluster %s, gateway %s/%s, %s\n", cluster,
 			r->gw_ns, r->gw_name,
-			res->deferred ? "attributed by user space" :
-					"attributed in the kernel");
+			res->deferred ? "attributed by user space"
+				      : "attributed in the kernel");
 }
 
 int explain__request(const struct explain_opts *o, struct http_req *req,
@@ -290,8 +307,10 @@ int explain__request(const struct explain_opts *o, struct http_req *req,
 
 	for (const char *p = method; *p; p++)
 		if (!is_tchar(*p)) {
-			fprintf(errs, "milometer explain: method \"%s\" is not "
-				"an HTTP token\n", method);
+			fprintf(errs,
+				"milometer explain: method \"%s\" is not "
+				"an HTTP token\n",
+				method);
 			goto cleanup;
 		}
 	if (!*method) {
@@ -321,8 +340,8 @@ int explain__request(const struct explain_opts *o, struct http_req *req,
 		url_port = authority_port(req->host, req->host_len);
 		by_scheme = false;
 	}
-	if (choose_listener(m, t, gateway, o->listener, url_port, by_scheme, req,
-			    &port, lwhy, sizeof(lwhy))) {
+	if (choose_listener(m, t, gateway, o->listener, url_port, by_scheme,
+			    req, &port, lwhy, sizeof(lwhy))) {
 		fprintf(errs, "milometer explain: %s\n", lwhy);
 		goto cleanup;
 	}

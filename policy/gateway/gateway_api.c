@@ -183,7 +183,7 @@ static int add_gateway(struct gw_ctx *c, const struct doc_node *root)
 int gateway_api__add_doc(struct gw_model *m, const struct doc_node *root,
 			 char *err, size_t errlen)
 {
-	struct gw_ctx c = {.m = m, .err = err, .errlen = errlen};
+	struct gw_ctx c = { .m = m, .err = err, .errlen = errlen };
 	const char *api, *kind;
 
 	if (!root || root->kind == DOC_NULL)
@@ -249,8 +249,8 @@ int gateway_api__add_doc(struct gw_model *m, const struct doc_node *root,
 
 static int reject(struct gw_model *m, const char *why)
 {
-	char **grown = realloc(m->rejected,
-			       (m->nrejected + 1) * sizeof(*grown));
+	char **grown =
+		realloc(m->rejected, (m->nrejected + 1) * sizeof(*grown));
 
 	if (!grown)
 		return -ENOMEM;
@@ -297,7 +297,8 @@ size_t gateway_api__log_dropped(const struct gw_model *m, FILE *f,
 		n += r->ndropped;
 		for (size_t k = 0; f && r->ndropped && k < r->nrules; k++)
 			if (r->rules[k].dropped)
-				fprintf(f, "%sHTTPRoute %s/%s: Dropped Rule %zu: %s\n",
+				fprintf(f,
+					"%sHTTPRoute %s/%s: Dropped Rule %zu: %s\n",
 					prefix, r->ns, r->name, k,
 					r->rules[k].dropped);
 	}

@@ -106,7 +106,7 @@ struct gw_service {
 	const char *gw_ns, *gw_name; /* the Gateway its labels name */
 	struct {
 		uint32_t port, target;
-	} *ports;
+	} * ports;
 	size_t nports;
 };
 
@@ -151,7 +151,7 @@ struct gw_match {
 	enum gw_path_type path_type;
 	const char *path;
 	struct regex *path_re; /* RE2, whole-path match, for GW_PATH_REGEX */
-	uint8_t method;   /* enum mm_method, or MM_M_ANY */
+	uint8_t method;        /* enum mm_method, or MM_M_ANY */
 	struct gw_kv_match *headers;
 	size_t nheaders;
 	struct gw_kv_match *query;
@@ -211,10 +211,10 @@ struct gw_model {
 	size_t nnamespaces;
 	struct gw_service **services; /* those naming a Gateway */
 	size_t nservices;
-	struct gw_arena *arena;   /* every string and array above */
-	struct regex **regexes;   /* compiled patterns, freed with the model */
+	struct gw_arena *arena; /* every string and array above */
+	struct regex **regexes; /* compiled patterns, freed with the model */
 	size_t nregexes;
-	size_t skipped;           /* documents of kinds we do not handle */
+	size_t skipped; /* documents of kinds we do not handle */
 	/*
 	 * "file:line: why" for each file or object gateway_api__load_dir()
 	 * left out (unreadable, bad YAML, invalid, duplicate, over a limit):
@@ -257,8 +257,7 @@ size_t gateway_api__log_dropped(const struct gw_model *m, FILE *f,
 
 /* Lookup by namespace/name, NULL when absent. */
 const struct gw_gateway *gateway_api__gateway(const struct gw_model *m,
-					      const char *ns,
-					      const char *name);
+					      const char *ns, const char *name);
 /* The Namespace object named name, NULL when the model has none. */
 const struct gw_namespace *gateway_api__namespace(const struct gw_model *m,
 						  const char *name);
@@ -271,6 +270,5 @@ uint32_t gateway_api__target_port(const struct gw_model *m,
 /* Does selector s select namespace ns? */
 bool gateway_api__selects(const struct gw_selector *s,
 			  const struct gw_namespace *ns);
-
 
 #endif /* MM_POLICY_GATEWAY_API_H */

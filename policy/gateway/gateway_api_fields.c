@@ -105,8 +105,9 @@ static int typed(struct gw_ctx *c, const struct doc_node *parent,
 	int r = doc_field__get(parent, key, kind, out);
 
 	if (r < 0)
-		return gateway_api_fields__bad(c, *out, "%s.%s must be %s, not %s",
-					       what, key, doc_field__want(kind),
+		return gateway_api_fields__bad(c, *out,
+					       "%s.%s must be %s, not %s", what,
+					       key, doc_field__want(kind),
 					       doc__kind_name((*out)->kind));
 	return r;
 }
@@ -222,8 +223,8 @@ static bool valid_hostname(const char *h)
 			label = 0;
 			continue;
 		}
-		if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) ||
-		      *p == '-'))
+		if (!(islower((unsigned char)*p) ||
+		      isdigit((unsigned char)*p) || *p == '-'))
 			return false;
 		if (*p == '-' && !label)
 			return false;
@@ -294,7 +295,8 @@ int gateway_api_fields__compile_re(struct gw_ctx *c, const struct doc_node *n,
 		return gateway_api_fields__oom(c);
 	if (rc)
 		return gateway_api_fields__bad(
-			c, n, "invalid regular expression: %s; the pattern: \"%.200s%s\"",
+			c, n,
+			"invalid regular expression: %s; the pattern: \"%.200s%s\"",
 			msg, pattern, strlen(pattern) > 200 ? "..." : "");
 	grown = realloc(c->m->regexes, (c->m->nregexes + 1) * sizeof(*grown));
 	if (!grown) {

@@ -90,7 +90,8 @@ static int kv_matches(struct gw_ctx *c, const struct doc_node *list,
 				return err;
 		} else {
 			static const char *const types[] = {
-				"Exact", "RegularExpression" };
+				"Exact", "RegularExpression"
+			};
 			const char *near = spelling__closest(type, types, 2);
 
 			return gateway_api_fields__bad(
@@ -157,8 +158,8 @@ static int path_match(struct gw_ctx *c, const struct doc_node *mn,
 			"path.type \"%s\" is not a Gateway API path match "
 			"type%s%s%s; use Exact, PathPrefix or "
 			"RegularExpression",
-			type, near ? " (did you mean `" : "",
-			near ? near : "", near ? "`?)" : "");
+			type, near ? " (did you mean `" : "", near ? near : "",
+			near ? "`?)" : "");
 	}
 	if (value[0] != '/')
 		return gateway_api_fields__bad(

@@ -34,15 +34,15 @@ static int labels_of(struct gw_ctx *c, const struct doc_node *map,
 		return gateway_api_fields__bad(c, map, "%s must be a mapping",
 					       what);
 	if (map->map.n > NS_MAX_LABELS)
-		return gateway_api_fields__bad(c, map,
-					       "%s: more than %d labels", what,
-					       NS_MAX_LABELS);
+		return gateway_api_fields__bad(
+			c, map, "%s: more than %d labels", what, NS_MAX_LABELS);
 	for (size_t i = 0; i < map->map.n; i++) {
 		const struct doc_node *v = map->map.vals[i];
 
 		if (v->kind != DOC_STRING)
 			return gateway_api_fields__bad(
-				c, v, "%s.%s: label values are strings (quote it)",
+				c, v,
+				"%s.%s: label values are strings (quote it)",
 				what, map->map.keys[i]);
 		l[i].key = gateway_api_fields__strdup(c->m, map->map.keys[i]);
 		l[i].value = gateway_api_fields__strdup(c->m, v->str.s);
@@ -70,10 +70,11 @@ int gateway_ns__add(struct gw_ctx *c, const struct doc_node *root)
 	ns = gateway_api_fields__alloc(c->m, sizeof(*ns));
 	if (!ns)
 		return gateway_api_fields__oom(c);
-	err = gateway_api_fields__opt_map(c, root, "metadata", "Namespace", &md);
+	err = gateway_api_fields__opt_map(c, root, "metadata", "Namespace",
+					  &md);
 	if (!err && !md)
-		err = gateway_api_fields__bad(c, root,
-					      "Namespace: metadata is required");
+		err = gateway_api_fields__bad(
+			c, root, "Namespace: metadata is required");
 	if (!err)
 		err = gateway_api_fields__req_str(c, md, "name", "metadata",
 						  &ns->name);
@@ -91,8 +92,8 @@ int gateway_ns__add(struct gw_ctx *c, const struct doc_node *root)
 		ns->labels[ns->nlabels++].value = ns->name;
 	}
 	if (gateway_api__namespace(c->m, ns->name)) {
-		gateway_api_fields__bad(c, root, "Namespace %s is defined twice",
-					ns->name);
+		gateway_api_fields__bad(
+			c, root, "Namespace %s is defined twice", ns->name);
 		return -EEXIST;
 	}
 	grown = realloc(c->m->namespaces,
@@ -143,7 +144,8 @@ static int expr_of(struct gw_ctx *c, const struct doc_node *e,
 		x->op = GW_SEL_DOES_NOT_EXIST;
 	else
 		return gateway_api_fields__bad(
-			c, e, "operator \"%s\": use In, NotIn, Exists or DoesNotExist",
+			c, e,
+			"operator \"%s\": use In, NotIn, Exists or DoesNotExist",
 			op);
 	x->nvalues = vals ? vals->list.n : 0;
 	/* metav1 validation: In/NotIn need values, Exists/DoesNotExist none */
@@ -160,7 +162,8 @@ static int expr_of(struct gw_ctx *c, const struct doc_node *e,
 
 		if (v->kind != DOC_STRING)
 			return gateway_api_fields__bad(
-				c, v, "matchExpressions.values are strings (quote it)");
+				c, v,
+				"matchExpressions.values are strings (quote it)");
 		x->values[i] = gateway_api_fields__strdup(c->m, v->str.s);
 		if (!x->values[i])
 			return gateway_api_fields__oom(c);
@@ -178,10 +181,11 @@ int gateway_ns__selector(struct gw_ctx *c, const struct doc_node *nss,
 	*out = NULL;
 	if (!n || n->kind == DOC_NULL)
 		return gateway_api_fields__bad(
-			c, nss, "namespaces.from Selector needs namespaces.selector");
+			c, nss,
+			"namespaces.from Selector needs namespaces.selector");
 	if (n->kind != DOC_MAP)
-		return gateway_api_fields__bad(c, n,
-					       "namespaces.selector must be a mapping");
+		return gateway_api_fields__bad(
+			c, n, "namespaces.selector must be a mapping");
 	s = gateway_api_fields__alloc(c->m, sizeof(*s));
 	if (!s)
 		return gateway_api_fields__oom(c);
@@ -191,8 +195,8 @@ int gateway_ns__selector(struct gw_ctx *c, const struct doc_node *nss,
 		err = gateway_api_fields__opt_list(c, n, "matchExpressions",
 						   "selector", &me);
 	if (!err)
-		err = gateway_api_fields__max_items(c, me, NS_MAX_LABELS,
-						    "selector.matchExpressions");
+		err = gateway_api_fields__max_items(
+			c, me, NS_MAX_LABELS, "selector.matchExpressions");
 	if (err)
 		return err;
 	if (me && me->list.n) {
@@ -204,7 +208,8 @@ int gateway_ns__selector(struct gw_ctx *c, const struct doc_node *nss,
 			err = gateway_api_fields__item_map(
 				c, me->list.items[i], "matchExpressions", i);
 			if (!err)
-				err = expr_of(c, me->list.items[i], &s->exprs[i]);
+				err = expr_of(c, me->list.items[i],
+					      &s->exprs[i]);
 			if (err)
 				return err;
 		}
@@ -218,7 +223,8 @@ bool gateway_api__selects(const struct gw_selector *s,
 			  const struct gw_namespace *ns)
 {
 	for (size_t i = 0; i < s->nlabels; i++) {
-		const char *v = label(ns->labels, ns->nlabels, s->labels[i].key);
+		const char *v =
+			label(ns->labels, ns->nlabels, s->labels[i].key);
 
 		if (!v || strcmp(v, s->labels[i].value))
 			return false;

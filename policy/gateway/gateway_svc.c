@@ -53,7 +53,8 @@ int gateway_svc__add(struct gw_ctx *c, const struct doc_node *root)
 	s = gateway_api_fields__alloc(c->m, sizeof(*s));
 	if (!s)
 		return gateway_api_fields__oom(c);
-	err = gateway_api_fields__metadata(c, root, "Service", &s->ns, &s->name);
+	err = gateway_api_fields__metadata(c, root, "Service", &s->ns,
+					   &s->name);
 	if (!err)
 		err = gateway_api_fields__opt_map(c, root, "spec", "Service",
 						  &spec);
@@ -67,8 +68,8 @@ int gateway_svc__add(struct gw_ctx *c, const struct doc_node *root)
 		return err;
 	s->gw_name = gateway_api_fields__strdup(c->m, gw);
 	s->gw_ns = gateway_api_fields__strdup(c->m, gw_ns ? gw_ns : s->ns);
-	s->ports = gateway_api_fields__array(c->m, ports ? ports->list.n + 1 : 1,
-					     sizeof(*s->ports));
+	s->ports = gateway_api_fields__array(
+		c->m, ports ? ports->list.n + 1 : 1, sizeof(*s->ports));
 	if (!s->gw_name || !s->gw_ns || !s->ports)
 		return gateway_api_fields__oom(c);
 	for (size_t i = 0; ports && i < ports->list.n; i++) {
@@ -95,9 +96,9 @@ int gateway_svc__add(struct gw_ctx *c, const struct doc_node *root)
 		/* a named container port: the pod's spec would say; unknown */
 		if (tp->kind == DOC_STRING)
 			continue;
-		err = gateway_api_fields__opt_port(
-			c, p, "targetPort", "Service.spec.ports[]",
-			&s->ports[s->nports].target);
+		err = gateway_api_fields__opt_port(c, p, "targetPort",
+						   "Service.spec.ports[]",
+						   &s->ports[s->nports].target);
 		if (err)
 			return err;
 		s->ports[s->nports++].port = port;

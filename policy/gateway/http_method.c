@@ -10,11 +10,11 @@
 #include "policy/gateway/http_method.h"
 
 static const char *const method_names[MM_M__COUNT] = {
-	[MM_M_OTHER] = "OTHER",	    [MM_M_GET] = "GET",
-	[MM_M_HEAD] = "HEAD",	    [MM_M_POST] = "POST",
-	[MM_M_PUT] = "PUT",	    [MM_M_DELETE] = "DELETE",
+	[MM_M_OTHER] = "OTHER",     [MM_M_GET] = "GET",
+	[MM_M_HEAD] = "HEAD",       [MM_M_POST] = "POST",
+	[MM_M_PUT] = "PUT",         [MM_M_DELETE] = "DELETE",
 	[MM_M_CONNECT] = "CONNECT", [MM_M_OPTIONS] = "OPTIONS",
-	[MM_M_TRACE] = "TRACE",	    [MM_M_PATCH] = "PATCH",
+	[MM_M_TRACE] = "TRACE",     [MM_M_PATCH] = "PATCH",
 };
 
 uint8_t http_method__parse(const char *s, size_t len)

@@ -21,10 +21,12 @@ _Static_assert(FNV1A64_OFFSET == MM_FNV_OFFSET && FNV1A64_PRIME == MM_FNV_PRIME,
 bool route_compile__defers(const struct route_table *t)
 {
 	for (size_t i = 0; i < t->nvhost_keys; i++)
-		if (t->vhost_vals[i].flags & (MM_VHOST_HAS_REGEX | MM_VHOST_DEEP))
+		if (t->vhost_vals[i].flags &
+		    (MM_VHOST_HAS_REGEX | MM_VHOST_DEEP))
 			return true;
 	for (size_t i = 0; i < t->nroute_keys; i++)
-		for (uint32_t j = 0; j < t->route_cands[i].n && j < MM_ROUTE_CANDS; j++)
+		for (uint32_t j = 0;
+		     j < t->route_cands[i].n && j < MM_ROUTE_CANDS; j++)
 			if (t->route_cands[i].c[j].flags & MM_CAND_NEEDS_USER)
 				return true;
 	return false;
@@ -35,9 +37,8 @@ uint64_t route_compile__hash(const void *buf, size_t len)
 	return fnv1a64(FNV1A64_OFFSET, buf, len);
 }
 
-int route_compile__cluster_name(const struct route_table *t,
-				uint32_t route_id, unsigned int rule,
-				char *buf, size_t len)
+int route_compile__cluster_name(const struct route_table *t, uint32_t route_id,
+				unsigned int rule, char *buf, size_t len)
 {
 	int n;
 
@@ -85,11 +86,9 @@ bool route_compile__intersect(const char *l, const char *r, char *out,
 	if (!lw && !rw)
 		return !strcasecmp(l, r) && put(out, outlen, l);
 	if (lw && !rw)
-		return route_compile__host_matches(l, r) &&
-		       put(out, outlen, r);
+		return route_compile__host_matches(l, r) && put(out, outlen, r);
 	if (!lw && rw)
-		return route_compile__host_matches(r, l) &&
-		       put(out, outlen, l);
+		return route_compile__host_matches(r, l) && put(out, outlen, l);
 	/* Both wildcards: the more specific one, if one contains the other. */
 	if (!strcasecmp(l, r))
 		return put(out, outlen, l);
@@ -119,13 +118,14 @@ static bool host_covers(const char *pat, const char *h)
 	if (!h[0])
 		return false;
 	if (h[0] == '*')
-		return pat[0] == '*' && (!strcasecmp(pat, h) ||
-					 ends_with_label(h + 2, pat + 2));
+		return pat[0] == '*' &&
+		       (!strcasecmp(pat, h) || ends_with_label(h + 2, pat + 2));
 	return route_compile__host_matches(pat, h);
 }
 
-const struct gw_listener *route_compile__listener_for(
-	const struct gw_gateway *g, uint32_t port, const char *h)
+const struct gw_listener *
+route_compile__listener_for(const struct gw_gateway *g, uint32_t port,
+			    const char *h)
 {
 	const struct gw_listener *best = NULL;
 
@@ -134,11 +134,12 @@ const struct gw_listener *route_compile__listener_for(
 
 		if (l->port != port || !is_http(l))
 			continue;
-		if (l->hostname && (!h || !h[0] ||
-				    !route_compile__host_matches(l->hostname, h)))
+		if (l->hostname &&
+		    (!h || !h[0] ||
+		     !route_compile__host_matches(l->hostname, h)))
 			continue;
 		if (!best || host_specificity(l->hostname) >
-			     host_specificity(best->hostname))
+				     host_specificity(best->hostname))
 			best = l;
 	}
 	return best;
@@ -156,8 +157,7 @@ static const struct gw_listener *owner_sibling(const struct gw_gateway *g,
 	for (size_t i = 0; i < g->nlisteners; i++) {
 		const struct gw_listener *s = &g->listeners[i];
 
-		if (s == l || s->port != l->port || !is_http(s) ||
-		    !s->hostname)
+		if (s == l || s->port != l->port || !is_http(s) || !s->hostname)
 			continue;
 		if (host_specificity(s->hostname) >
 			    host_specificity(l->hostname) &&
@@ -205,16 +205,16 @@ static int cmp_route_name(const void *a, const void *b)
 }
 
 /* NULL when the listener takes the route, else why not (into buf). */
-static const char *listener_rejects(const struct gw_model *m,
-				    const struct gw_gateway *g,
-				    const struct gw_listener *l,
-				    const struct gw_route *r,
-				    const struct gw_parent_ref *p, char *buf,
-				    size_t len)
+static const char *
+listener_rejects(const struct gw_model *m, const struct gw_gateway *g,
+		 const struct gw_listener *l, const struct gw_route *r,
+		 const struct gw_parent_ref *p, char *buf, size_t len)
 {
 	if (p->port && p->port != l->port) {
-		snprintf(buf, len, "parentRef port %u is not listener %s's "
-			 "port %u", p->port, l->name, l->port);
+		snprintf(buf, len,
+			 "parentRef port %u is not listener %s's "
+			 "port %u",
+			 p->port, l->name, l->port);
 		return buf;
 	}
 	if (strcmp(l->protocol, "HTTP") && strcmp(l->protocol, "HTTPS")) {
@@ -223,32 +223,41 @@ static const char *listener_rejects(const struct gw_model *m,
 		return buf;
 	}
 	if (!l->allows_httproute) {
-		snprintf(buf, len, "listener %s: allowedRoutes.kinds has no "
-			 "HTTPRoute", l->name);
+		snprintf(buf, len,
+			 "listener %s: allowedRoutes.kinds has no "
+			 "HTTPRoute",
+			 l->name);
 		return buf;
 	}
 	switch (l->from) {
 	case GW_FROM_SAME:
 		if (!strcmp(r->ns, g->ns))
 			return NULL;
-		snprintf(buf, len, "listener %s takes routes from namespace "
-			 "%s only (allowedRoutes from Same)", l->name, g->ns);
+		snprintf(buf, len,
+			 "listener %s takes routes from namespace "
+			 "%s only (allowedRoutes from Same)",
+			 l->name, g->ns);
 		return buf;
 	case GW_FROM_ALL:
 		return NULL;
 	case GW_FROM_SELECTOR: {
-		const struct gw_namespace *ns = gateway_api__namespace(m, r->ns);
+		const struct gw_namespace *ns =
+			gateway_api__namespace(m, r->ns);
 
 		if (!ns) {
-			snprintf(buf, len, "listener %s selects namespaces by "
+			snprintf(buf, len,
+				 "listener %s selects namespaces by "
 				 "label and Namespace %s is not known (its "
-				 "labels decide)", l->name, r->ns);
+				 "labels decide)",
+				 l->name, r->ns);
 			return buf;
 		}
 		if (l->selector && gateway_api__selects(l->selector, ns))
 			return NULL;
-		snprintf(buf, len, "listener %s: namespace %s does not match "
-			 "allowedRoutes.namespaces.selector", l->name, r->ns);
+		snprintf(buf, len,
+			 "listener %s: namespace %s does not match "
+			 "allowedRoutes.namespaces.selector",
+			 l->name, r->ns);
 		return buf;
 	}
 	}
@@ -307,8 +316,9 @@ static int add_listener_vhosts(struct build *b)
 			if (!is_http(l) || !l->hostname)
 				continue;
 			b->route_first = b->natt;
-			err = add_attach1(b, NO_ROUTE, b->nports > 1 ?
-					  (uint16_t)l->port : 0, l->hostname);
+			err = add_attach1(b, NO_ROUTE,
+					  b->nports > 1 ? (uint16_t)l->port : 0,
+					  l->hostname);
 			if (err)
 				return err;
 		}
@@ -324,7 +334,8 @@ static int collect_ports(struct build *b)
 
 			if (!is_http(l))
 				continue;
-			for (k = 0; k < b->nports && b->ports[k] != l->port; k++)
+			for (k = 0; k < b->nports && b->ports[k] != l->port;
+			     k++)
 				;
 			if (k < b->nports)
 				continue;
@@ -369,13 +380,14 @@ int route_compile__attach_parent(const struct gw_model *m,
 			continue;
 		}
 		a->allowed = true;
-		for (size_t h = 0; h < (r->nhostnames ? r->nhostnames : 1); h++) {
+		for (size_t h = 0; h < (r->nhostnames ? r->nhostnames : 1);
+		     h++) {
 			const struct gw_listener *o;
 
-			if (!route_compile__intersect(li->hostname,
-						      r->nhostnames ?
-						      r->hostnames[h] : NULL,
-						      host, sizeof(host)))
+			if (!route_compile__intersect(
+				    li->hostname,
+				    r->nhostnames ? r->hostnames[h] : NULL,
+				    host, sizeof(host)))
 				continue;
 			o = owner_sibling(g, li, host);
 			if (o) {
@@ -398,18 +410,23 @@ int route_compile__attach_parent(const struct gw_model *m,
 		if (a->why[0])
 			continue;
 		if (owner)
-			snprintf(a->why, sizeof(a->why), "listener %s's "
+			snprintf(a->why, sizeof(a->why),
+				 "listener %s's "
 				 "hostnames are listener %s's (%s, more "
-				 "specific, same port %u)", li->name,
-				 owner->name, owner->hostname, li->port);
+				 "specific, same port %u)",
+				 li->name, owner->name, owner->hostname,
+				 li->port);
 		else
-			snprintf(a->why, sizeof(a->why), "no hostname "
+			snprintf(a->why, sizeof(a->why),
+				 "no hostname "
 				 "intersects listener %s's hostname %s",
 				 li->name, li->hostname);
 	}
 	if (!a->named && p->section)
-		snprintf(a->why, sizeof(a->why), "Gateway %s/%s has no "
-			 "listener named %s", g->ns, g->name, p->section);
+		snprintf(a->why, sizeof(a->why),
+			 "Gateway %s/%s has no "
+			 "listener named %s",
+			 g->ns, g->name, p->section);
 	return 0;
 }
 
@@ -418,8 +435,7 @@ struct attach_ctx {
 	uint32_t route_id;
 };
 
-static int attach_one(void *ctx, const struct gw_listener *l,
-		      const char *host)
+static int attach_one(void *ctx, const struct gw_listener *l, const char *host)
 {
 	struct attach_ctx *x = ctx;
 
@@ -449,7 +465,8 @@ static int attach_route(struct build *b, const struct gw_route *r,
 		for (size_t g = 0; g < b->ngws; g++) {
 			const struct gw_gateway *gw = b->gws[g];
 
-			if (strcmp(pr->ns, gw->ns) || strcmp(pr->name, gw->name))
+			if (strcmp(pr->ns, gw->ns) ||
+			    strcmp(pr->name, gw->name))
 				continue;
 			err = route_compile__attach_parent(b->m, gw, r, pr,
 							   attach_one, &x, &a);
@@ -574,7 +591,8 @@ static int fill_vhost(struct build *b, struct rc_vhost *vh, size_t from,
 				e->match_idx = (uint16_t)j;
 				e->m = &r->rules[k].matches[j];
 				if (e->m->path_type == GW_PATH_PREFIX)
-					e->prefix_len = norm_prefix_len(e->m->path);
+					e->prefix_len =
+						norm_prefix_len(e->m->path);
 				if (e->m->path_type == GW_PATH_REGEX)
 					vh->flags |= MM_VHOST_HAS_REGEX;
 			}
@@ -615,10 +633,12 @@ static int build_vhosts(struct build *b)
 			return -ENOMEM;
 		vh->host = h;
 		vh->port = b->att[i].port;
-		vh->kind = !h[0] ? MM_VH_CATCHALL :
-			   h[0] == '*' ? MM_VH_WILDCARD : MM_VH_EXACT;
+		vh->kind = !h[0]         ? MM_VH_CATCHALL
+			   : h[0] == '*' ? MM_VH_WILDCARD
+					 : MM_VH_EXACT;
 		for (j = i + 1; j < b->natt && b->att[j].port == vh->port &&
-				!strcmp(b->att[j].host, h); j++)
+				!strcmp(b->att[j].host, h);
+		     j++)
 			;
 		err = fill_vhost(b, vh, i, j);
 		if (err)
@@ -644,27 +664,28 @@ static int build_vhost_keys(struct build *b)
 	struct {
 		struct mm_vhost_key k;
 		struct mm_vhost_val v;
-	} *kv;
+	} * kv;
 
 	kv = calloc(t->nvhosts ? t->nvhosts : 1, sizeof(*kv));
-	t->vhost_keys = calloc(t->nvhosts ? t->nvhosts : 1,
-			       sizeof(*t->vhost_keys));
-	t->vhost_vals = calloc(t->nvhosts ? t->nvhosts : 1,
-			       sizeof(*t->vhost_vals));
+	t->vhost_keys =
+		calloc(t->nvhosts ? t->nvhosts : 1, sizeof(*t->vhost_keys));
+	t->vhost_vals =
+		calloc(t->nvhosts ? t->nvhosts : 1, sizeof(*t->vhost_vals));
 	if (!kv || !t->vhost_keys || !t->vhost_vals) {
 		free(kv);
 		return -ENOMEM;
 	}
 	for (size_t v = 0; v < t->nvhosts; v++) {
 		const struct rc_vhost *vh = &t->vhosts[v];
-		const char *h = vh->kind == MM_VH_WILDCARD ? vh->host + 2 :
-							     vh->host;
+		const char *h = vh->kind == MM_VH_WILDCARD ? vh->host + 2
+							   : vh->host;
 
 		kv[v].k.gen = t->gen;
 		kv[v].k.kind = (__u8)vh->kind;
 		kv[v].k.port = vh->port;
-		kv[v].k.hash = vh->kind == MM_VH_CATCHALL ?
-			0 : route_compile__hash(h, strlen(h));
+		kv[v].k.hash = vh->kind == MM_VH_CATCHALL
+				       ? 0
+				       : route_compile__hash(h, strlen(h));
 		kv[v].v.vhost_id = (uint32_t)v;
 		kv[v].v.flags = vh->flags;
 	}
@@ -789,16 +810,18 @@ static int build_route_keys(struct build *b)
 
 		for (size_t i = 0; i < vh->nentries; i++) {
 			const struct rc_entry *e = &vh->entries[i];
-			struct key_group k = { .vhost_id = (uint32_t)v, .e = e };
+			struct key_group k = { .vhost_id = (uint32_t)v,
+					       .e = e };
 			size_t slashes = 0;
 
 			if (e->m->path_type == GW_PATH_REGEX)
 				continue;
-			k.kind = e->m->path_type == GW_PATH_EXACT ?
-				 MM_PATH_EXACT : MM_PATH_PREFIX;
+			k.kind = e->m->path_type == GW_PATH_EXACT
+					 ? MM_PATH_EXACT
+					 : MM_PATH_PREFIX;
 			k.path = e->m->path;
-			k.len = k.kind == MM_PATH_EXACT ? strlen(k.path) :
-							  e->prefix_len;
+			k.len = k.kind == MM_PATH_EXACT ? strlen(k.path)
+							: e->prefix_len;
 			k.hash = route_compile__hash(k.path, k.len);
 			if (k.kind == MM_PATH_PREFIX) {
 				for (size_t c = 0; c < k.len; c++)
@@ -818,16 +841,16 @@ static int build_route_keys(struct build *b)
 		goto cleanup;
 	}
 	for (size_t i = 0, j; i < n; i = j) {
-		for (j = i + 1; j < n && !cmp_key(&g[i], &g[j]) &&
-				same_path(&g[i], &g[j]); j++)
+		for (j = i + 1;
+		     j < n && !cmp_key(&g[i], &g[j]) && same_path(&g[i], &g[j]);
+		     j++)
 			;
 		if (j < n && !cmp_key(&g[i], &g[j])) {
 			snprintf(b->err, b->errlen,
 				 "paths \"%.*s\" and \"%.*s\" have the same "
 				 "FNV-1a hash in vhost \"%s\": rename one",
-				 (int)g[i].len, g[i].path,
-				 (int)g[j].len, g[j].path,
-				 t->vhosts[g[i].vhost_id].host);
+				 (int)g[i].len, g[i].path, (int)g[j].len,
+				 g[j].path, t->vhosts[g[i].vhost_id].host);
 			ret = -EEXIST;
 			goto cleanup;
 		}
@@ -853,8 +876,7 @@ static int select_gateways(struct build *b, const char *gateway)
 	char ns[256];
 	const char *slash;
 
-	b->gws = calloc(b->m->ngateways ? b->m->ngateways : 1,
-			sizeof(*b->gws));
+	b->gws = calloc(b->m->ngateways ? b->m->ngateways : 1, sizeof(*b->gws));
 	if (!b->gws)
 		return -ENOMEM;
 	if (!gateway) {
@@ -874,7 +896,8 @@ static int select_gateways(struct build *b, const char *gateway)
 	if (!b->gws[0]) {
 		snprintf(b->err, b->errlen,
 			 "gateway %s is not in the manifests (%zu Gateway%s "
-			 "found)", gateway, b->m->ngateways,
+			 "found)",
+			 gateway, b->m->ngateways,
 			 b->m->ngateways == 1 ? "" : "s");
 		return -ENOENT;
 	}
@@ -888,12 +911,12 @@ static int build_routes(struct build *b)
 	uint32_t *order;
 	int err;
 
-	b->routes = calloc(b->m->nroutes ? b->m->nroutes : 1,
-			   sizeof(*b->routes));
-	t->routes = calloc(b->m->nroutes ? b->m->nroutes : 1,
-			   sizeof(*t->routes));
-	t->detached = calloc(b->m->nroutes ? b->m->nroutes : 1,
-			     sizeof(*t->detached));
+	b->routes =
+		calloc(b->m->nroutes ? b->m->nroutes : 1, sizeof(*b->routes));
+	t->routes =
+		calloc(b->m->nroutes ? b->m->nroutes : 1, sizeof(*t->routes));
+	t->detached =
+		calloc(b->m->nroutes ? b->m->nroutes : 1, sizeof(*t->detached));
 	if (!b->routes || !t->routes || !t->detached)
 		return -ENOMEM;
 	if (b->m->nroutes)
@@ -956,8 +979,8 @@ static uint16_t service_port(const struct build *b, uint16_t port)
 }
 
 static int build_one(const struct gw_model *m, const char *gateway,
-		     uint32_t gen, struct route_table **out,
-		     struct rc_slot *sl, char *err, size_t errlen)
+		     uint32_t gen, struct route_table **out, struct rc_slot *sl,
+		     char *err, size_t errlen)
 {
 	struct build b = { .m = m, .err = err, .errlen = errlen };
 	int ret;
@@ -1016,25 +1039,32 @@ static int append_slot(struct route_table *t, struct route_table *sub,
 	uint32_t r0 = (uint32_t)t->nroutes, v0 = (uint32_t)t->nvhosts;
 	void *p;
 
-	if (!(p = grow_by(t->routes, t->nroutes, sub->nroutes, sizeof(*t->routes))))
+	if (!(p = grow_by(t->routes, t->nroutes, sub->nroutes,
+			  sizeof(*t->routes))))
 		return -ENOMEM;
 	t->routes = p;
-	if (!(p = grow_by(t->vhosts, t->nvhosts, sub->nvhosts, sizeof(*t->vhosts))))
+	if (!(p = grow_by(t->vhosts, t->nvhosts, sub->nvhosts,
+			  sizeof(*t->vhosts))))
 		return -ENOMEM;
 	t->vhosts = p;
-	if (!(p = grow_by(t->detached, t->ndetached, sub->ndetached, sizeof(*t->detached))))
+	if (!(p = grow_by(t->detached, t->ndetached, sub->ndetached,
+			  sizeof(*t->detached))))
 		return -ENOMEM;
 	t->detached = p;
-	if (!(p = grow_by(t->vhost_keys, t->nvhost_keys, sub->nvhost_keys, sizeof(*t->vhost_keys))))
+	if (!(p = grow_by(t->vhost_keys, t->nvhost_keys, sub->nvhost_keys,
+			  sizeof(*t->vhost_keys))))
 		return -ENOMEM;
 	t->vhost_keys = p;
-	if (!(p = grow_by(t->vhost_vals, t->nvhost_keys, sub->nvhost_keys, sizeof(*t->vhost_vals))))
+	if (!(p = grow_by(t->vhost_vals, t->nvhost_keys, sub->nvhost_keys,
+			  sizeof(*t->vhost_vals))))
 		return -ENOMEM;
 	t->vhost_vals = p;
-	if (!(p = grow_by(t->route_keys, t->nroute_keys, sub->nroute_keys, sizeof(*t->route_keys))))
+	if (!(p = grow_by(t->route_keys, t->nroute_keys, sub->nroute_keys,
+			  sizeof(*t->route_keys))))
 		return -ENOMEM;
 	t->route_keys = p;
-	if (!(p = grow_by(t->route_cands, t->nroute_keys, sub->nroute_keys, sizeof(*t->route_cands))))
+	if (!(p = grow_by(t->route_cands, t->nroute_keys, sub->nroute_keys,
+			  sizeof(*t->route_cands))))
 		return -ENOMEM;
 	t->route_cands = p;
 	for (size_t i = 0; i < sub->nroutes; i++) {

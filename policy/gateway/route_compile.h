@@ -81,9 +81,9 @@ struct rc_entry {
 struct rc_vhost {
 	const char *host; /* "a.example.com", "*.example.com", "" = catch-all */
 	enum mm_vhost_kind kind;
-	uint32_t flags;   /* MM_VHOST_* */
-	uint16_t gw;      /* gateway slot */
-	uint16_t port;    /* listener port, 0: every listener (mm_vhost_key) */
+	uint32_t flags; /* MM_VHOST_* */
+	uint16_t gw;    /* gateway slot */
+	uint16_t port;  /* listener port, 0: every listener (mm_vhost_key) */
 	struct rc_entry *entries; /* precedence order */
 	size_t nentries;
 };
@@ -208,17 +208,16 @@ int route_compile__attach_parent(const struct gw_model *m,
 uint64_t route_compile__hash(const void *buf, size_t len);
 
 /* Envoy Gateway's cluster name: "httproute/NS/NAME/rule/N". */
-int route_compile__cluster_name(const struct route_table *t,
-				uint32_t route_id, unsigned int rule,
-				char *buf, size_t len);
+int route_compile__cluster_name(const struct route_table *t, uint32_t route_id,
+				unsigned int rule, char *buf, size_t len);
 
 /*
  * Hostname of a listener and of a route, intersected per the Gateway API:
  * writes the resulting vhost hostname ("" for catch-all) to out and returns
  * true, or false when they do not intersect. lhost/rhost NULL = none.
  */
-bool route_compile__intersect(const char *lhost, const char *rhost,
-			      char *out, size_t outlen);
+bool route_compile__intersect(const char *lhost, const char *rhost, char *out,
+			      size_t outlen);
 
 /* Does hostname pattern `pat` ("*.x" or exact) match host `h`? */
 bool route_compile__host_matches(const char *pat, const char *h);
@@ -229,8 +228,9 @@ bool route_compile__host_matches(const char *pat, const char *h);
  * on that port whose hostname matches h, the most specific (exact, then
  * the longest wildcard, then none). NULL when none does.
  */
-const struct gw_listener *route_compile__listener_for(
-	const struct gw_gateway *g, uint32_t port, const char *h);
+const struct gw_listener *
+route_compile__listener_for(const struct gw_gateway *g, uint32_t port,
+			    const char *h);
 
 /* Does the table hold vhosts of listener port `port` in slot gw? */
 bool route_compile__port_keyed(const struct route_table *t, uint32_t gw,

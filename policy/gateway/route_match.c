@@ -15,8 +15,8 @@
 #include "policy/gateway/http_method.h"
 #include "policy/gateway/route_match.h"
 
-__attribute__((format(printf, 2, 3)))
-static void say(struct route_result *res, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void say(struct route_result *res,
+						      const char *fmt, ...)
 {
 	size_t used = strlen(res->why);
 	va_list ap;
@@ -111,7 +111,8 @@ static bool query_match(const struct gw_match *m, const struct http_req *r)
 			const char *eq = memchr(p, '=', (size_t)(pe - p));
 			const char *ne = eq ? eq : pe;
 
-			if ((size_t)(ne - p) == nl && !memcmp(p, kv->name, nl)) {
+			if ((size_t)(ne - p) == nl &&
+			    !memcmp(p, kv->name, nl)) {
 				const char *v = eq ? eq + 1 : pe;
 
 				if (!value_matches(kv, v, (size_t)(pe - v)))
@@ -162,10 +163,11 @@ static const struct mm_vhost_val *find_vhost(const struct route_table *t,
 		const struct mm_vhost_key *k = &t->vhost_keys[mid];
 		int c;
 
-		c = k->gw != gw     ? (k->gw < gw ? -1 : 1) :
-		    k->port != port ? (k->port < port ? -1 : 1) :
-		    k->kind != kind ? (k->kind < kind ? -1 : 1) :
-		    k->hash != hash ? (k->hash < hash ? -1 : 1) : 0;
+		c = k->gw != gw       ? (k->gw < gw ? -1 : 1)
+		    : k->port != port ? (k->port < port ? -1 : 1)
+		    : k->kind != kind ? (k->kind < kind ? -1 : 1)
+		    : k->hash != hash ? (k->hash < hash ? -1 : 1)
+				      : 0;
 		if (!c)
 			return &t->vhost_vals[mid];
 		if (c < 0)
@@ -187,9 +189,10 @@ static const struct mm_route_cands *find_cands(const struct route_table *t,
 		const struct mm_route_key *k = &t->route_keys[mid];
 		int c;
 
-		c = k->vhost_id != vhost ? (k->vhost_id < vhost ? -1 : 1) :
-		    k->kind != kind      ? (k->kind < kind ? -1 : 1) :
-		    k->hash != hash      ? (k->hash < hash ? -1 : 1) : 0;
+		c = k->vhost_id != vhost ? (k->vhost_id < vhost ? -1 : 1)
+		    : k->kind != kind    ? (k->kind < kind ? -1 : 1)
+		    : k->hash != hash    ? (k->hash < hash ? -1 : 1)
+					 : 0;
 		if (!c)
 			return &t->route_cands[mid];
 		if (c < 0)
@@ -226,12 +229,16 @@ static int32_t bpf_vhost(const struct route_table *t, uint32_t gw,
 	}
 	v = find_vhost(t, gw, port, MM_VH_CATCHALL, 0);
 	if (v) {
-		say(res, "vhost * (catch-all; no exact or wildcard vhost for "
-		    "\"%s\")", host);
+		say(res,
+		    "vhost * (catch-all; no exact or wildcard vhost for "
+		    "\"%s\")",
+		    host);
 		goto found;
 	}
-	say(res, "no vhost for host \"%s\" (no exact, wildcard or catch-all "
-	    "hostname)", host);
+	say(res,
+	    "no vhost for host \"%s\" (no exact, wildcard or catch-all "
+	    "hostname)",
+	    host);
 	return -1;
 found:
 	*flags = v->flags;
@@ -247,10 +254,10 @@ static enum walk bpf_walk(const struct mm_route_cands *c, uint8_t method,
 		if (c->c[i].method != MM_M_ANY && c->c[i].method != method)
 			continue;
 		if (c->c[i].flags & MM_CAND_NEEDS_USER) {
-			*why = c->c[i].route_id == MM_ROUTE_DEFER ?
-			       "candidate list longer than MM_ROUTE_CANDS" :
-			       "first fitting candidate has header/query "
-			       "matches";
+			*why = c->c[i].route_id == MM_ROUTE_DEFER
+				       ? "candidate list longer than MM_ROUTE_CANDS"
+				       : "first fitting candidate has header/query "
+					 "matches";
 			return W_DEFER;
 		}
 		*route = c->c[i].route_id;
@@ -269,9 +276,8 @@ static size_t host_bytes(const struct http_req *r)
 }
 
 /* The BPF program's steps on the map entries. */
-static void bpf_replay(const struct route_table *t, int32_t vh,
-		       uint32_t flags, const struct http_req *r,
-		       struct route_result *res)
+static void bpf_replay(const struct route_table *t, int32_t vh, uint32_t flags,
+		       const struct http_req *r, struct route_result *res)
 {
 	uint64_t hashes[MM_PATH_PREFIXES + 1];
 	size_t nh = 0;
@@ -323,8 +329,8 @@ static void bpf_replay(const struct route_table *t, int32_t vh,
 	for (size_t i = nh; i-- > 0;) {
 		w = bpf_walk(find_cands(t, (uint32_t)vh, MM_PATH_PREFIX,
 					hashes[i]),
-			     r->method, &res->bpf_route_id,
-			     &res->bpf_rule_idx, &why);
+			     r->method, &res->bpf_route_id, &res->bpf_rule_idx,
+			     &why);
 		if (w == W_DECIDE) {
 			why = "PathPrefix list";
 			goto done;
@@ -386,36 +392,43 @@ static void why_beats(const struct route_table *t, const struct rc_entry *w,
 		    rl->name, l->rule_idx);
 	else if (a->path_type == GW_PATH_REGEX &&
 		 strlen(a->path) != strlen(b->path))
-		say(res, "%s beats shorter %s (%s/%s rule %u)", dw, dl,
-		    rl->ns, rl->name, l->rule_idx);
+		say(res, "%s beats shorter %s (%s/%s rule %u)", dw, dl, rl->ns,
+		    rl->name, l->rule_idx);
 	else if (a->path_type == GW_PATH_PREFIX &&
 		 w->prefix_len != l->prefix_len)
 		say(res, "longest prefix: %s beats %s (%s/%s rule %u)", dw, dl,
 		    rl->ns, rl->name, l->rule_idx);
 	else if ((a->method == MM_M_ANY) != (b->method == MM_M_ANY))
-		say(res, "%s: method match %s beats no method match "
-		    "(%s/%s rule %u)", dw, http_method__name(a->method),
-		    rl->ns, rl->name, l->rule_idx);
-	else if (a->nheaders != b->nheaders)
-		say(res, "%s: more header matches (%zu vs %zu) (%s/%s rule %u)", dw,
-		    a->nheaders, b->nheaders, rl->ns, rl->name, l->rule_idx);
-	else if (a->nquery != b->nquery)
-		say(res, "%s: more query param matches (%zu vs %zu) (%s/%s "
-		    "rule %u)", dw, a->nquery, b->nquery, rl->ns, rl->name,
+		say(res,
+		    "%s: method match %s beats no method match "
+		    "(%s/%s rule %u)",
+		    dw, http_method__name(a->method), rl->ns, rl->name,
 		    l->rule_idx);
+	else if (a->nheaders != b->nheaders)
+		say(res, "%s: more header matches (%zu vs %zu) (%s/%s rule %u)",
+		    dw, a->nheaders, b->nheaders, rl->ns, rl->name,
+		    l->rule_idx);
+	else if (a->nquery != b->nquery)
+		say(res,
+		    "%s: more query param matches (%zu vs %zu) (%s/%s "
+		    "rule %u)",
+		    dw, a->nquery, b->nquery, rl->ns, rl->name, l->rule_idx);
 	else if (w->route_id != l->route_id && rw->src->created &&
 		 (!rl->src->created ||
 		  rw->src->created_s != rl->src->created_s))
-		say(res, "%s: tie; oldest route wins: %s/%s created %s, "
-		    "%s/%s created %s", dw, rw->ns, rw->name, rw->src->created,
-		    rl->ns, rl->name,
+		say(res,
+		    "%s: tie; oldest route wins: %s/%s created %s, "
+		    "%s/%s created %s",
+		    dw, rw->ns, rw->name, rw->src->created, rl->ns, rl->name,
 		    rl->src->created ? rl->src->created : "(no timestamp)");
 	else if (w->route_id != l->route_id)
 		say(res, "%s: tie; same age, \"%s/%s\" sorts before \"%s/%s\"",
 		    dw, rw->ns, rw->name, rl->ns, rl->name);
 	else if (w->rule_idx != l->rule_idx)
-		say(res, "%s: tie within the route; first matching rule wins "
-		    "(rule %u before rule %u)", dw, w->rule_idx, l->rule_idx);
+		say(res,
+		    "%s: tie within the route; first matching rule wins "
+		    "(rule %u before rule %u)",
+		    dw, w->rule_idx, l->rule_idx);
 	else
 		say(res, "%s: match %u of rule %u (first matching match)", dw,
 		    w->match_idx, w->rule_idx);
@@ -423,9 +436,8 @@ static void why_beats(const struct route_table *t, const struct rc_entry *w,
 
 /* ---- Lookup ---------------------------------------------------------- */
 
-int route_match__lookup(const struct route_table *t, uint32_t gw,
-			uint32_t port, const struct http_req *r,
-			struct route_result *res)
+int route_match__lookup(const struct route_table *t, uint32_t gw, uint32_t port,
+			const struct http_req *r, struct route_result *res)
 {
 	char host[MM_HOST_MAX * 2];
 	const struct rc_vhost *vh;
@@ -474,14 +486,15 @@ int route_match__lookup(const struct route_table *t, uint32_t gw,
 			say(res, "%s: the only matching rule in the vhost", d);
 		}
 		if (skipped)
-			say(res, "%zu higher-precedence match%s for this path "
-			    "did not fit (method, headers or query)", skipped,
-			    skipped == 1 ? "" : "es");
+			say(res,
+			    "%zu higher-precedence match%s for this path "
+			    "did not fit (method, headers or query)",
+			    skipped, skipped == 1 ? "" : "es");
 	}
 	if (!res->deferred && (res->bpf_route_id != res->route_id ||
 			       (win && res->bpf_rule_idx != res->rule_idx))) {
 		say(res, "BUG: kernel table answer differs from the Gateway "
-		    "API order");
+			 "API order");
 		return -EPROTO;
 	}
 	return 0;
@@ -522,28 +535,30 @@ int route_match__lookup_head(const struct route_table *t, uint32_t gw,
 	struct http_req req;
 	int ret = route_match__parse_head(head, len, &req);
 
-	if (ret == -ENODATA || (!ret && !req.host && (truncated ||
-						      req.truncated))) {
+	if (ret == -ENODATA ||
+	    (!ret && !req.host && (truncated || req.truncated))) {
 		memset(res, 0, sizeof(*res));
 		res->route_id = MM_ROUTE_UNKNOWN;
 		res->bpf_route_id = MM_ROUTE_DEFER;
 		res->vhost_id = -1;
 		res->deferred = true;
-		snprintf(res->why, sizeof(res->why), "request head cut before "
-			 "%s", ret ? "the end of the request line" : "Host");
+		snprintf(res->why, sizeof(res->why),
+			 "request head cut before "
+			 "%s",
+			 ret ? "the end of the request line" : "Host");
 		return 0;
 	}
 	if (ret)
 		return ret;
 	ret = route_match__lookup(t, gw, port, &req, res);
-	if (ret || !(truncated || req.truncated) || !cut_header_decides(t, &req,
-									res))
+	if (ret || !(truncated || req.truncated) ||
+	    !cut_header_decides(t, &req, res))
 		return ret;
 	/* A header past the cut might have picked a better rule. */
 	res->route_id = MM_ROUTE_UNKNOWN;
 	res->rule_idx = 0;
 	say(res, "request head cut: a higher-precedence match needs a header "
-	    "that may be in the lost part");
+		 "that may be in the lost part");
 	return 0;
 }
 
@@ -622,16 +637,14 @@ int route_match__parse_head(const char *buf, size_t len, struct http_req *req)
 		return -ENODATA;
 	}
 	sp1 = memchr(line, ' ', ll);
-	sp2 = sp1 ? memchr(sp1 + 1, ' ', ll - (size_t)(sp1 + 1 - line)) :
-		    NULL;
+	sp2 = sp1 ? memchr(sp1 + 1, ' ', ll - (size_t)(sp1 + 1 - line)) : NULL;
 	if (!sp1 || !sp2 || sp1 == line || sp2 == sp1 + 1)
 		return -EINVAL;
 	for (const char *c = line; c < sp1; c++)
 		if (!is_tchar(*c))
 			return -EINVAL;
 	if ((size_t)(line + ll - sp2 - 1) != 8 ||
-	    memcmp(sp2 + 1, "HTTP/1.", 7) ||
-	    !isdigit((unsigned char)sp2[8]))
+	    memcmp(sp2 + 1, "HTTP/1.", 7) || !isdigit((unsigned char)sp2[8]))
 		return -EINVAL;
 	req->method = http_method__parse(line, (size_t)(sp1 - line));
 	host_from_target = parse_target(sp1 + 1, (size_t)(sp2 - sp1 - 1), req);
@@ -654,8 +667,8 @@ int route_match__parse_head(const char *buf, size_t len, struct http_req *req)
 			v++;
 		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
 			ve--;
-		if (!host_from_target && !req->host &&
-		    colon - line == 4 && !strncasecmp(line, "host", 4)) {
+		if (!host_from_target && !req->host && colon - line == 4 &&
+		    !strncasecmp(line, "host", 4)) {
 			req->host = v;
 			req->host_len = (size_t)(ve - v);
 		}

@@ -36,7 +36,7 @@ struct http_header {
 
 /* Borrowed pointers, not NUL-terminated: use the lengths. */
 struct http_req {
-	uint8_t method; /* enum mm_method */
+	uint8_t method;   /* enum mm_method */
 	const char *host; /* Host header (or absolute-form authority) */
 	size_t host_len;
 	const char *path; /* request target up to '?' */
@@ -45,7 +45,7 @@ struct http_req {
 	size_t query_len;
 	struct http_header headers[HTTP_REQ_MAX_HEADERS];
 	size_t nheaders;
-	bool truncated; /* head ended before the blank line */
+	bool truncated;     /* head ended before the blank line */
 	bool absolute_form; /* target was http://host/...: BPF defers */
 };
 
@@ -53,12 +53,12 @@ struct route_result {
 	uint32_t route_id; /* MM_ROUTE_UNMATCHED when no rule matches */
 	uint16_t rule_idx;
 	uint16_t match_idx;
-	int32_t vhost_id;  /* -1: no virtual host for this Host */
+	int32_t vhost_id; /* -1: no virtual host for this Host */
 	/* What the BPF program records in the event for this request. */
 	uint32_t bpf_route_id; /* a route id, MM_ROUTE_DEFER or _UNMATCHED */
 	uint16_t bpf_rule_idx;
-	bool deferred;     /* bpf_route_id == MM_ROUTE_DEFER */
-	char why[1024];    /* one line per step, '\n'-separated */
+	bool deferred;  /* bpf_route_id == MM_ROUTE_DEFER */
+	char why[1024]; /* one line per step, '\n'-separated */
 };
 
 /*
@@ -66,9 +66,8 @@ struct route_result {
  * port: the listener port whose vhosts apply, as BPF keys them (0: every
  * listener of the slot; see struct mm_vhost_key).
  */
-int route_match__lookup(const struct route_table *t, uint32_t gw,
-			uint32_t port, const struct http_req *req,
-			struct route_result *res);
+int route_match__lookup(const struct route_table *t, uint32_t gw, uint32_t port,
+			const struct http_req *req, struct route_result *res);
 
 /*
  * For a deferred BPF event: parse head[0, len) and look it up. When the
@@ -88,8 +87,7 @@ int route_match__lookup_head(const struct route_table *t, uint32_t gw,
  * buffer ends); -EINVAL when buf does not start with an HTTP/1.x request
  * line, -ENODATA when it is cut before the end of the request line.
  */
-int route_match__parse_head(const char *buf, size_t len,
-			    struct http_req *req);
+int route_match__parse_head(const char *buf, size_t len, struct http_req *req);
 
 /*
  * Host normalised as BPF hashes it: lower-cased, ":port" and a trailing

@@ -110,10 +110,18 @@ static uint64_t bget(const struct hist_exp_buckets *b, uint32_t i)
 static void bset(struct hist_exp_buckets *b, uint32_t i, uint64_t v)
 {
 	switch (b->width) {
-	case 1: ((uint8_t *)b->counts)[i] = (uint8_t)v; break;
-	case 2: ((uint16_t *)b->counts)[i] = (uint16_t)v; break;
-	case 4: ((uint32_t *)b->counts)[i] = (uint32_t)v; break;
-	default: ((uint64_t *)b->counts)[i] = v; break;
+	case 1:
+		((uint8_t *)b->counts)[i] = (uint8_t)v;
+		break;
+	case 2:
+		((uint16_t *)b->counts)[i] = (uint16_t)v;
+		break;
+	case 4:
+		((uint32_t *)b->counts)[i] = (uint32_t)v;
+		break;
+	default:
+		((uint64_t *)b->counts)[i] = v;
+		break;
 	}
 }
 
@@ -134,9 +142,15 @@ static long widen_for(struct hist_exp_buckets *b, uint64_t v)
 		uint64_t c = bget(b, i);
 
 		switch (w) {
-		case 2: ((uint16_t *)p)[i] = (uint16_t)c; break;
-		case 4: ((uint32_t *)p)[i] = (uint32_t)c; break;
-		default: ((uint64_t *)p)[i] = c; break;
+		case 2:
+			((uint16_t *)p)[i] = (uint16_t)c;
+			break;
+		case 4:
+			((uint32_t *)p)[i] = (uint32_t)c;
+			break;
+		default:
+			((uint64_t *)p)[i] = c;
+			break;
 		}
 	}
 	free(b->counts);
@@ -171,7 +185,8 @@ static long buckets_downscale(struct hist_exp_buckets *b, int32_t change)
 	for (i = 0; i < b->n; i++) {
 		uint64_t c = bget(b, i), sum;
 
-		j = (uint32_t)(floor_shift((int64_t)b->offset + i, change) - lo);
+		j = (uint32_t)(floor_shift((int64_t)b->offset + i, change) -
+			       lo);
 		bset(b, i, 0);
 		sum = bget(b, j) + c;
 		if (sum > width_max(b->width)) {
@@ -221,7 +236,8 @@ static int32_t needed_change(const struct hist_exp_buckets *b, int64_t idx,
 	hi = (int64_t)b->offset + b->n - 1;
 	if (idx > hi)
 		hi = idx;
-	while (hi - lo + 1 > max_buckets && scale - change > HIST_EXP_MIN_SCALE) {
+	while (hi - lo + 1 > max_buckets &&
+	       scale - change > HIST_EXP_MIN_SCALE) {
 		lo = floor_shift(lo, 1);
 		hi = floor_shift(hi, 1);
 		change++;
@@ -273,7 +289,8 @@ static long buckets_make_room(struct hist_exp_buckets *b, int32_t idx,
 		char *c = b->counts;
 
 		shift = (uint32_t)(b->offset - lo);
-		memmove(c + (size_t)shift * b->width, c, (size_t)b->n * b->width);
+		memmove(c + (size_t)shift * b->width, c,
+			(size_t)b->n * b->width);
 		memset(c, 0, (size_t)shift * b->width);
 		b->n += shift;
 		b->offset = (int32_t)lo;

@@ -19,16 +19,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HIST_EXP_MAX_SCALE 20
-#define HIST_EXP_MIN_SCALE (-10)
+#define HIST_EXP_MAX_SCALE           20
+#define HIST_EXP_MIN_SCALE           (-10)
 #define HIST_EXP_DEFAULT_MAX_BUCKETS 160
 
 struct hist_exp_buckets {
-	int32_t offset;   /* bucket index of counts[0] */
-	uint32_t n;       /* counts in use */
-	uint32_t cap;     /* counts allocated */
-	uint8_t width;    /* bytes per count: 1, 2, 4 or 8; 0 before any */
-	void *counts;     /* read with hist_exp__count_at() */
+	int32_t offset; /* bucket index of counts[0] */
+	uint32_t n;     /* counts in use */
+	uint32_t cap;   /* counts allocated */
+	uint8_t width;  /* bytes per count: 1, 2, 4 or 8; 0 before any */
+	void *counts;   /* read with hist_exp__count_at() */
 };
 
 /* Count i of an array of width-byte counts. */
@@ -36,10 +36,14 @@ static inline uint64_t hist_exp__count_at(const void *counts, uint8_t width,
 					  size_t i)
 {
 	switch (width) {
-	case 1: return ((const uint8_t *)counts)[i];
-	case 2: return ((const uint16_t *)counts)[i];
-	case 4: return ((const uint32_t *)counts)[i];
-	default: return ((const uint64_t *)counts)[i];
+	case 1:
+		return ((const uint8_t *)counts)[i];
+	case 2:
+		return ((const uint16_t *)counts)[i];
+	case 4:
+		return ((const uint32_t *)counts)[i];
+	default:
+		return ((const uint64_t *)counts)[i];
 	}
 }
 

@@ -9,12 +9,13 @@
 const double hist_explicit__sdk_bounds[] = {
 	0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000,
 };
-const size_t hist_explicit__sdk_nbounds =
-	sizeof(hist_explicit__sdk_bounds) / sizeof(hist_explicit__sdk_bounds[0]);
+const size_t hist_explicit__sdk_nbounds = sizeof(hist_explicit__sdk_bounds) /
+					  sizeof(hist_explicit__sdk_bounds[0]);
 
 /* semantic-conventions http-metrics.md, http.server.request.duration advice */
 const double hist_explicit__seconds_bounds[] = {
-	0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10,
+	0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25,
+	0.5,   0.75, 1,     2.5,  5,     7.5, 10,
 };
 const size_t hist_explicit__seconds_nbounds =
 	sizeof(hist_explicit__seconds_bounds) /

@@ -121,7 +121,8 @@ static void metric_free(struct mstore *s, struct mmetric *m)
 		}
 	}
 	if (m->buckets)
-		s->bytes -= strtab__heap_cost(m->nbuckets * sizeof(*m->buckets));
+		s->bytes -=
+			strtab__heap_cost(m->nbuckets * sizeof(*m->buckets));
 	free(m->buckets);
 	free((char *)m->desc.name);
 	free((char *)m->desc.description);
@@ -212,10 +213,12 @@ static bool desc_same(const struct mmetric *m, const struct mmetric_desc *d)
 	if (o->hist != d->hist)
 		return false;
 	if (d->hist == MH_EXPONENTIAL)
-		return m->max_buckets == (d->exp_max_buckets ?
-			d->exp_max_buckets : HIST_EXP_DEFAULT_MAX_BUCKETS) &&
-		       m->max_scale == (d->exp_max_scale ? d->exp_max_scale :
-					HIST_EXP_MAX_SCALE);
+		return m->max_buckets ==
+			       (d->exp_max_buckets
+					? d->exp_max_buckets
+					: HIST_EXP_DEFAULT_MAX_BUCKETS) &&
+		       m->max_scale == (d->exp_max_scale ? d->exp_max_scale
+							 : HIST_EXP_MAX_SCALE);
 	{
 		const double *b;
 		size_t n;
@@ -237,8 +240,10 @@ static int desc_check(const struct mmetric_desc *d)
 		return 0;
 	if (d->hist == MH_EXPONENTIAL)
 		return d->exp_max_scale > HIST_EXP_MAX_SCALE ||
-		       d->exp_max_scale < HIST_EXP_MIN_SCALE ||
-		       d->exp_max_buckets == 1 ? -EINVAL : 0;
+				       d->exp_max_scale < HIST_EXP_MIN_SCALE ||
+				       d->exp_max_buckets == 1
+			       ? -EINVAL
+			       : 0;
 	if (d->hist != MH_EXPLICIT || (d->nbounds && !d->bounds))
 		return -EINVAL;
 	for (i = 0; d->bounds && i < d->nbounds; i++)
@@ -268,10 +273,11 @@ static int metric_init(struct mstore *s, struct mmetric *m,
 	switch (d->instrument) {
 	case MI_HISTOGRAM:
 		if (d->hist == MH_EXPONENTIAL) {
-			m->max_buckets = d->exp_max_buckets ?
-				d->exp_max_buckets : HIST_EXP_DEFAULT_MAX_BUCKETS;
-			m->max_scale = d->exp_max_scale ? d->exp_max_scale :
-				HIST_EXP_MAX_SCALE;
+			m->max_buckets = d->exp_max_buckets
+						 ? d->exp_max_buckets
+						 : HIST_EXP_DEFAULT_MAX_BUCKETS;
+			m->max_scale = d->exp_max_scale ? d->exp_max_scale
+							: HIST_EXP_MAX_SCALE;
 			m->acc_size = align8(sizeof(struct hist_exp));
 			break;
 		}
@@ -432,13 +438,14 @@ static struct mseries *series_create(struct mstore *s, struct mmetric *m,
 	ser->m = m;
 	ser->flags = flags;
 	for (i = 0; i < 2 * n; i++) {
-		id = strtab__get(&s->strs, i & 1 ? l[i / 2].value : l[i / 2].key,
-				&s->bytes);
+		id = strtab__get(&s->strs,
+				 i & 1 ? l[i / 2].value : l[i / 2].key,
+				 &s->bytes);
 		if (id < 0) {
 			ser->nlabels = i / 2;
 			if (i & 1)
 				strtab__put(&s->strs, ser->labels[i - 1],
-					   &s->bytes);
+					    &s->bytes);
 			goto fail;
 		}
 		ser->labels[i] = (uint32_t)id;
@@ -453,7 +460,8 @@ static struct mseries *series_create(struct mstore *s, struct mmetric *m,
 	return ser;
 fail:
 	/* mstore_impl__ser_free() sizes by nlabels; charge what was added back */
-	s->bytes += strtab__heap_cost(ser_size(m, ser->nlabels)) - strtab__heap_cost(size);
+	s->bytes += strtab__heap_cost(ser_size(m, ser->nlabels)) -
+		    strtab__heap_cost(size);
 	mstore_impl__ser_free(s, ser);
 	return NULL;
 }
@@ -510,7 +518,8 @@ struct mseries *mstore__series(struct mstore *s, int metric_id,
 		}
 	}
 	for (i = 0; i < 2 * n && all_known; i++) {
-		const char *str = i & 1 ? sorted[i / 2].value : sorted[i / 2].key;
+		const char *str = i & 1 ? sorted[i / 2].value
+					: sorted[i / 2].key;
 		long id = strtab__find(&s->strs, str);
 
 		if (id < 0)
@@ -656,8 +665,9 @@ void mseries__set(struct mseries *ser, double v, uint64_t now_ns)
 		 * A total that went down means the source restarted: what
 		 * it reports now all happened since the restart.
 		 */
-		acc_add(m, delta, m->desc.instrument == MI_COUNTER && v < old ?
-			v : v - old);
+		acc_add(m, delta,
+			m->desc.instrument == MI_COUNTER && v < old ? v
+								    : v - old);
 	}
 	if (m->desc.instrument == MI_COUNTER && v < old &&
 	    (ser->flags & SER_HAS_DATA))
@@ -684,7 +694,6 @@ void mseries__observe(struct mseries *ser, double v, uint64_t now_ns)
 		observe(ser, ser_acc(ser, true), v);
 	touch(ser, now_ns);
 }
-
 
 int mstore__bind(struct mstore *s, struct mseries *ser, const char *subject)
 {

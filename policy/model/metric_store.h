@@ -24,8 +24,8 @@
 #include <stdint.h>
 
 enum minstrument {
-	MI_COUNTER,   /* monotonic sum */
-	MI_UPDOWN,    /* non-monotonic sum */
+	MI_COUNTER, /* monotonic sum */
+	MI_UPDOWN,  /* non-monotonic sum */
 	MI_GAUGE,
 	MI_HISTOGRAM,
 };
@@ -41,15 +41,15 @@ enum mhist_kind {
 };
 
 struct mmetric_desc {
-	const char *name;        /* OTel name, e.g. envoy.http.downstream_rq_time */
+	const char *name; /* OTel name, e.g. envoy.http.downstream_rq_time */
 	const char *description;
 	/* UCUM-ish as written by the definition: "s", "seconds", "ms", "1", "By" */
 	const char *unit;
 	enum minstrument instrument;
 	enum mtemporality temporality; /* what exporters report */
-	bool is_int;             /* sums/gauges carry int64 points */
-	enum mhist_kind hist;    /* histograms only */
-	const double *bounds;    /* MH_EXPLICIT: NULL = OTel default bounds */
+	bool is_int;                   /* sums/gauges carry int64 points */
+	enum mhist_kind hist;          /* histograms only */
+	const double *bounds; /* MH_EXPLICIT: NULL = OTel default bounds */
 	size_t nbounds;
 	uint32_t exp_max_buckets; /* MH_EXPONENTIAL: 0 = 160 */
 	int32_t exp_max_scale;    /* MH_EXPONENTIAL: 0 = 20 */
@@ -141,9 +141,12 @@ long mstore__subjects(struct mstore *s, char ***out);
  * a source restart (new start time). mseries__observe() on a sum adds, on a
  * gauge sets; mseries__add() on a histogram observes.
  */
-void mseries__add(struct mseries *ser, double v, uint64_t now_ns);     /* sums: += v */
-void mseries__set(struct mseries *ser, double v, uint64_t now_ns);     /* gauges; cumulative sums given as totals */
-void mseries__observe(struct mseries *ser, double v, uint64_t now_ns); /* histograms */
+void mseries__add(struct mseries *ser, double v,
+		  uint64_t now_ns); /* sums: += v */
+void mseries__set(struct mseries *ser, double v,
+		  uint64_t now_ns); /* gauges; cumulative sums given as totals */
+void mseries__observe(struct mseries *ser, double v,
+		      uint64_t now_ns); /* histograms */
 
 /* A point as exporters see it during collection. */
 struct mhist_explicit_view {
@@ -156,7 +159,7 @@ struct mhist_exp_view {
 	int32_t scale;
 	uint64_t zero_count;
 	int32_t pos_offset;
-	const void *pos_counts;  /* hist_exp__count_at(pos_counts, pos_width, i) */
+	const void *pos_counts; /* hist_exp__count_at(pos_counts, pos_width, i) */
 	uint8_t pos_width;
 	size_t pos_n;
 	int32_t neg_offset;
@@ -170,8 +173,8 @@ struct mpoint_view {
 	size_t nlabels;
 	uint64_t start_ns;
 	uint64_t time_ns;
-	double value;    /* sums, gauges */
-	int64_t ivalue;  /* when desc->is_int */
+	double value;   /* sums, gauges */
+	int64_t ivalue; /* when desc->is_int */
 	/* histograms */
 	uint64_t count;
 	double sum;
@@ -200,7 +203,8 @@ struct mpoint_view {
  * Returns 0, the callback's negative value, or -ENOMEM.)
  */
 typedef int (*mstore_visit_fn)(void *ctx, const struct mmetric_desc *desc,
-			       const struct mpoint_view *points, size_t npoints);
+			       const struct mpoint_view *points,
+			       size_t npoints);
 int mstore__collect(struct mstore *s, enum mtemporality view, uint64_t now_ns,
 		    mstore_visit_fn fn, void *ctx);
 
@@ -208,7 +212,7 @@ struct mstore_stats {
 	uint64_t series_active;
 	uint64_t series_overflowed; /* lookups routed to overflow series */
 	uint64_t series_expired;
-	uint64_t bytes;             /* heap held by series, approximate */
+	uint64_t bytes; /* heap held by series, approximate */
 };
 void mstore__stats(struct mstore *s, struct mstore_stats *st);
 

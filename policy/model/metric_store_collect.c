@@ -98,10 +98,10 @@ static void fill_point(struct mstore *s, struct mmetric *m, struct mseries *ser,
 	}
 	p->labels = lv;
 	p->nlabels = ser->nlabels;
-	p->subject = ser->subject ? strtab__str(&s->strs, ser->subject - 1) :
-				    NULL;
-	p->start_ns =
-		delta && m->last_delta_ns ? m->last_delta_ns : ser->start_ns;
+	p->subject = ser->subject ? strtab__str(&s->strs, ser->subject - 1)
+				  : NULL;
+	p->start_ns = delta && m->last_delta_ns ? m->last_delta_ns
+						: ser->start_ns;
 	p->time_ns = now_ns;
 	if (m->desc.instrument != MI_HISTOGRAM) {
 		union sum_acc *a = acc;

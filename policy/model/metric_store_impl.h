@@ -15,13 +15,13 @@
 #include "policy/model/strtab.h"
 
 #define DEFAULT_MAX_SERIES 10000
-#define OVERFLOW_KEY	   "otel.metric.overflow"
-#define OVERFLOW_VALUE	   "true"
-#define MAX_LABELS	   128
+#define OVERFLOW_KEY       "otel.metric.overflow"
+#define OVERFLOW_VALUE     "true"
+#define MAX_LABELS         128
 
 enum {
 	SER_HAS_DATA = 1 << 0, /* recorded at least once */
-	SER_DIRTY = 1 << 1, /* recorded since the last delta collection */
+	SER_DIRTY = 1 << 1,    /* recorded since the last delta collection */
 	SER_OVERFLOW = 1 << 2,
 	SER_ORPHAN = 1 << 3, /* its metric was removed while held */
 	/* bound to two different subjects: shown to full readers only */
@@ -32,15 +32,15 @@ struct mseries {
 	struct mseries *next;
 	struct mmetric *m;
 	uint64_t start_ns; /* cumulative start */
-	uint64_t last_ns; /* last update, for idle expiry */
+	uint64_t last_ns;  /* last update, for idle expiry */
 	uint32_t hash;
 	uint32_t holds;
 	uint16_t nlabels;
 	uint8_t flags;
 	uint8_t pad;
-	uint32_t subject; /* strtab id + 1 of its subject, 0: none */
+	uint32_t subject;  /* strtab id + 1 of its subject, 0: none */
 	uint32_t labels[]; /* key id, value id; pairs sorted by key */
-	/*
+			   /*
 	 * Then, 8-byte aligned: the cumulative accumulator, [the delta
 	 * accumulator].
 	 */

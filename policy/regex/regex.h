@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define REGEX_MAX_PATTERN 4096
-#define REGEX_MAX_MEM (256 << 10)
+#define REGEX_MAX_MEM     (256 << 10)
 #define REGEX_MAX_PROGRAM 5000
 
 struct regex;
@@ -39,8 +39,8 @@ struct regex;
  * -EINVAL with a reason in err (what is wrong, or which limit was
  * passed), -E2BIG past a limit, -ENOMEM.
  */
-int regex__compile(const char *pat, size_t len, struct regex **out,
-		   char *err, size_t errlen);
+int regex__compile(const char *pat, size_t len, struct regex **out, char *err,
+		   size_t errlen);
 /* Does the whole of s[0..len) match (RE2::FullMatch, Envoy's semantics)? */
 bool regex__full(const struct regex *re, const char *s, size_t len);
 /* Does some substring of s[0..len) match (RE2::PartialMatch, CEL's)? */

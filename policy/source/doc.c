@@ -115,8 +115,8 @@ static bool is_int(const char *s, int64_t *out)
 		if (!*q)
 			return false;
 		for (const char *c = q; *c; c++)
-			if (base == 16 ? !isxdigit((unsigned char)*c) :
-					 (*c < '0' || *c > '7'))
+			if (base == 16 ? !isxdigit((unsigned char)*c)
+				       : (*c < '0' || *c > '7'))
 				return false;
 	} else {
 		for (const char *c = q; *c; c++)
@@ -219,8 +219,8 @@ static struct doc_node *scalar(struct parser *p, const yaml_event_t *ev)
 	return n;
 }
 
-static struct doc_node *clone_counted(struct parser *p, const struct doc_node *n,
-				      int depth);
+static struct doc_node *clone_counted(struct parser *p,
+				      const struct doc_node *n, int depth);
 
 /*
  * Room for element n of an array the parser appends to: the capacity is the
@@ -263,7 +263,8 @@ static struct anchor *find_anchor(const struct parser *p, const char *name,
 {
 	if (!p->anchor_cap)
 		return NULL;
-	for (size_t j = h & (p->anchor_cap - 1);; j = (j + 1) & (p->anchor_cap - 1)) {
+	for (size_t j = h & (p->anchor_cap - 1);;
+	     j = (j + 1) & (p->anchor_cap - 1)) {
 		struct anchor *a = &p->anchors[j];
 
 		if (!a->name)
@@ -400,8 +401,8 @@ static int parse_node(struct parser *p, yaml_event_t *ev, int depth,
 static int parse_children(struct parser *p, struct doc_node *n, int depth)
 {
 	yaml_event_t ev;
-	yaml_event_type_t end = n->kind == DOC_LIST ? YAML_SEQUENCE_END_EVENT :
-						      YAML_MAPPING_END_EVENT;
+	yaml_event_type_t end = n->kind == DOC_LIST ? YAML_SEQUENCE_END_EVENT
+						    : YAML_MAPPING_END_EVENT;
 	int err;
 
 	for (;;) {
@@ -416,12 +417,13 @@ static int parse_children(struct parser *p, struct doc_node *n, int depth)
 			return 0;
 		}
 		key_anchored = n->kind == DOC_MAP && event_anchored(&ev);
-		err = parse_node(p, &ev, depth + 1, n->kind == DOC_LIST ? &val : &key);
+		err = parse_node(p, &ev, depth + 1,
+				 n->kind == DOC_LIST ? &val : &key);
 		if (err)
 			return err;
 		if (n->kind == DOC_LIST) {
-			void *items = grow(n->list.items, n->list.n,
-					   sizeof(val));
+			void *items =
+				grow(n->list.items, n->list.n, sizeof(val));
 			if (!items) {
 				doc__free(val);
 				return -ENOMEM;
@@ -452,7 +454,8 @@ static int parse_children(struct parser *p, struct doc_node *n, int depth)
 			if (key->kind == DOC_STRING)
 				ks = key->str.s;
 			else if (key->kind == DOC_INT)
-				snprintf(buf, sizeof(buf), "%lld", (long long)key->i);
+				snprintf(buf, sizeof(buf), "%lld",
+					 (long long)key->i);
 			else if (key->kind == DOC_BOOL)
 				ks = key->b ? "true" : "false";
 			else if (key->kind == DOC_DOUBLE)
@@ -497,7 +500,8 @@ static int parse_node(struct parser *p, yaml_event_t *ev, int depth,
 
 	*out = NULL;
 	if (depth > DOC_MAX_DEPTH) {
-		err = fail(p, ev->start_mark.line + 1, ev->start_mark.column + 1,
+		err = fail(p, ev->start_mark.line + 1,
+			   ev->start_mark.column + 1,
 			   "document nested too deeply (limit 64 levels)");
 		goto cleanup;
 	}
@@ -510,8 +514,8 @@ static int parse_node(struct parser *p, yaml_event_t *ev, int depth,
 	case YAML_SEQUENCE_START_EVENT:
 	case YAML_MAPPING_START_EVENT: {
 		bool seq = ev->type == YAML_SEQUENCE_START_EVENT;
-		const yaml_char_t *anchor = seq ? ev->data.sequence_start.anchor :
-						  ev->data.mapping_start.anchor;
+		const yaml_char_t *anchor = seq ? ev->data.sequence_start.anchor
+						: ev->data.mapping_start.anchor;
 
 		n = node_new(p, seq ? DOC_LIST : DOC_MAP, &ev->start_mark);
 		if (!n)
@@ -537,16 +541,16 @@ static int parse_node(struct parser *p, yaml_event_t *ev, int depth,
 		break;
 	}
 	default:
-		err = fail(p, ev->start_mark.line + 1, ev->start_mark.column + 1,
-			   "unexpected YAML event");
+		err = fail(p, ev->start_mark.line + 1,
+			   ev->start_mark.column + 1, "unexpected YAML event");
 		goto cleanup;
 	}
 	if (!n && !err) {
-		err = p->nodes > DOC_MAX_NODES ?
-			      fail(p, ev->start_mark.line + 1,
-				   ev->start_mark.column + 1,
-				   "document too large (more than 1048576 nodes)") :
-			      -ENOMEM;
+		err = p->nodes > DOC_MAX_NODES
+			      ? fail(p, ev->start_mark.line + 1,
+				     ev->start_mark.column + 1,
+				     "document too large (more than 1048576 nodes)")
+			      : -ENOMEM;
 	}
 cleanup:
 	yaml_event_delete(ev);
@@ -675,12 +679,14 @@ int doc__parse_file(const char *path, struct doc_file **out, char *err,
 	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		snprintf(err, errlen, "%s: cannot open: %s", path,
+			 strerror(errno));
 		return ret;
 	}
 	if (fstat(fd, &st)) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+		snprintf(err, errlen, "%s: cannot read: %s", path,
+			 strerror(errno));
 		goto cleanup;
 	}
 	if (!S_ISREG(st.st_mode)) {
@@ -812,8 +818,8 @@ const char *doc__str(const struct doc_node *n, const char *path)
 	return n && n->kind == DOC_STRING ? n->str.s : NULL;
 }
 
-static struct doc_node *clone_counted(struct parser *p, const struct doc_node *n,
-				      int depth)
+static struct doc_node *clone_counted(struct parser *p,
+				      const struct doc_node *n, int depth)
 {
 	struct doc_node *c;
 
@@ -835,19 +841,21 @@ static struct doc_node *clone_counted(struct parser *p, const struct doc_node *n
 		memcpy(c->str.s, n->str.s, n->str.len + 1);
 		break;
 	case DOC_LIST:
-		c->list.items = calloc(n->list.n ? n->list.n : 1, sizeof(*c->list.items));
+		c->list.items = calloc(n->list.n ? n->list.n : 1,
+				       sizeof(*c->list.items));
 		if (!c->list.items)
 			goto fail;
 		for (c->list.n = 0; c->list.n < n->list.n; c->list.n++) {
-			c->list.items[c->list.n] =
-				clone_counted(p, n->list.items[c->list.n], depth + 1);
+			c->list.items[c->list.n] = clone_counted(
+				p, n->list.items[c->list.n], depth + 1);
 			if (!c->list.items[c->list.n])
 				goto fail;
 		}
 		break;
 	case DOC_MAP:
 		c->map.keys = calloc(n->map.n ? n->map.n : 1, sizeof(char *));
-		c->map.vals = calloc(n->map.n ? n->map.n : 1, sizeof(*c->map.vals));
+		c->map.vals =
+			calloc(n->map.n ? n->map.n : 1, sizeof(*c->map.vals));
 		if (!c->map.keys || !c->map.vals) {
 			free(c->map.keys);
 			free(c->map.vals);
@@ -858,7 +866,8 @@ static struct doc_node *clone_counted(struct parser *p, const struct doc_node *n
 			size_t i = c->map.n;
 
 			c->map.keys[i] = strdup(n->map.keys[i]);
-			c->map.vals[i] = clone_counted(p, n->map.vals[i], depth + 1);
+			c->map.vals[i] =
+				clone_counted(p, n->map.vals[i], depth + 1);
 			if (!c->map.keys[i] || !c->map.vals[i]) {
 				free(c->map.keys[i]);
 				doc__free(c->map.vals[i]);
@@ -932,8 +941,8 @@ int doc__map_set(struct doc_node *map, const char *key, struct doc_node *val)
 const char *doc__kind_name(enum doc_kind k)
 {
 	static const char *const names[] = {
-		[DOC_NULL] = "null",	 [DOC_BOOL] = "bool",
-		[DOC_INT] = "integer",	 [DOC_DOUBLE] = "number",
+		[DOC_NULL] = "null",     [DOC_BOOL] = "bool",
+		[DOC_INT] = "integer",   [DOC_DOUBLE] = "number",
 		[DOC_STRING] = "string", [DOC_LIST] = "list",
 		[DOC_MAP] = "map",
 	};

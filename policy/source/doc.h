@@ -28,8 +28,8 @@ enum doc_kind {
 
 struct doc_node {
 	enum doc_kind kind;
-	uint32_t line; /* 1-based line in file, 0 when synthesised */
-	uint32_t col;  /* 1-based column */
+	uint32_t line;    /* 1-based line in file, 0 when synthesised */
+	uint32_t col;     /* 1-based column */
 	const char *file; /* borrowed: lives as long as the doc_file */
 	union {
 		bool b;

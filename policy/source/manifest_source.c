@@ -188,26 +188,28 @@ static int push_object(struct msrc_snapshot *snap, const struct doc_node *n,
 	if (n->kind == DOC_NULL)
 		return 0; /* empty document, e.g. a trailing "---" */
 	if (n->kind != DOC_MAP || !kind || !*kind)
-		return push_error(snap,
-				  "%s:%u:%u: not a Kubernetes object: expected a mapping with string fields apiVersion and kind",
-				  file, n->line, n->col);
+		return push_error(
+			snap,
+			"%s:%u:%u: not a Kubernetes object: expected a mapping with string fields apiVersion and kind",
+			file, n->line, n->col);
 	/* `kubectl get -o yaml` wraps objects in a List: unwrap one level. */
 	if (!strcmp(kind, "List")) {
 		const struct doc_node *items = doc__get(n, "items");
 
 		if (!items || items->kind != DOC_LIST)
-			return push_error(snap,
-					  "%s:%u:%u: kind List needs an items list",
-					  file, n->line, n->col);
+			return push_error(
+				snap, "%s:%u:%u: kind List needs an items list",
+				file, n->line, n->col);
 		for (size_t i = 0; i < items->list.n; i++) {
 			const struct doc_node *it = items->list.items[i];
 			int err;
 
 			if (doc__str(it, "kind") &&
 			    !strcmp(doc__str(it, "kind"), "List"))
-				err = push_error(snap,
-						 "%s:%u:%u: a List inside a List is not supported",
-						 file, it->line, it->col);
+				err = push_error(
+					snap,
+					"%s:%u:%u: a List inside a List is not supported",
+					file, it->line, it->col);
 			else
 				err = push_object(snap, it, file);
 			if (err)
@@ -219,10 +221,10 @@ static int push_object(struct msrc_snapshot *snap, const struct doc_node *n,
 		return push_error(snap, "%s:%u:%u: %s has no apiVersion", file,
 				  n->line, n->col, kind);
 	if (doc__count(n, DOC_MAX_OBJECT_NODES) > DOC_MAX_OBJECT_NODES)
-		return push_error(snap,
-				  "%s:%u:%u: %s holds more than %d YAML nodes; split it into smaller objects",
-				  file, n->line, n->col, kind,
-				  DOC_MAX_OBJECT_NODES);
+		return push_error(
+			snap,
+			"%s:%u:%u: %s holds more than %d YAML nodes; split it into smaller objects",
+			file, n->line, n->col, kind, DOC_MAX_OBJECT_NODES);
 	o = realloc(snap->objs, (snap->nobjs + 1) * sizeof(*o));
 	if (!o)
 		return -ENOMEM;
@@ -331,15 +333,19 @@ static int scan_dir(const char *dir, int depth, struct file_list *fl,
 			err = -ENOMEM;
 		} else if (!stat(p, &st) && S_ISDIR(st.st_mode)) {
 			if (depth >= MSRC_MAX_DEPTH)
-				err = note(snap, "%s: skipped: deeper than %d directories",
-					   p, MSRC_MAX_DEPTH);
+				err = note(
+					snap,
+					"%s: skipped: deeper than %d directories",
+					p, MSRC_MAX_DEPTH);
 			else
 				err = scan_dir(p, depth + 1, fl, snap);
 			free(p);
 		} else if (yaml_name(name)) {
 			err = list_add(fl, p);
 		} else {
-			err = note(snap, "%s: skipped: not a *.yaml or *.yml file", p);
+			err = note(snap,
+				   "%s: skipped: not a *.yaml or *.yml file",
+				   p);
 			free(p);
 		}
 		free(ents[j]);
@@ -521,7 +527,8 @@ struct manifest_source *manifest_source__open_paths(const char *const *paths,
 	ret = manifest_source__reload(s);
 	if (ret < 0) {
 		snprintf(err, errlen, "cannot read manifests: %s",
-			 manifest_source__error(s, manifest_source__nerrors(s) - 1));
+			 manifest_source__error(s, manifest_source__nerrors(s) -
+							   1));
 		manifest_source__free(s);
 		return NULL;
 	}

@@ -23,9 +23,9 @@ struct mobject {
 	const struct doc_node *root;
 	const char *api_version; /* NULL when missing */
 	const char *kind;
-	const char *name;        /* metadata.name, NULL when missing */
-	const char *ns;          /* metadata.namespace, NULL when missing */
-	const char *file;        /* where it was read; "k8s" for the API */
+	const char *name; /* metadata.name, NULL when missing */
+	const char *ns;   /* metadata.namespace, NULL when missing */
+	const char *file; /* where it was read; "k8s" for the API */
 	uint32_t line;
 };
 
@@ -37,7 +37,7 @@ struct msrc_snapshot {
 	size_t nerrors;
 	char **skipped; /* "path: skipped: why" (not YAML...), not errors */
 	size_t nskipped;
-	void *owner;   /* backend data the objects borrow from */
+	void *owner; /* backend data the objects borrow from */
 	void (*release)(void *owner);
 };
 

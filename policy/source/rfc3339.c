@@ -31,7 +31,9 @@ static bool digits(const char *s, size_t n, int *out)
 
 static int mdays(int y, int m)
 {
-	static const int d[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	static const int d[] = {
+		31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31
+	};
 	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 
 	return m == 2 && leap ? 29 : d[m - 1];

@@ -9,18 +9,21 @@
 
 /* Every HTTP exchange carries these (agent/pipeline/aggregate.c, build_labels()). */
 static const char *const http_attrs[] = {
-	SRC_ATTR_ROUTE, SRC_ATTR_NAMESPACE, SRC_ATTR_GATEWAY,
-	SRC_ATTR_CLUSTER, SRC_ATTR_METHOD, SRC_ATTR_STATUS,
-	SRC_ATTR_STATUS_CLASS, SRC_ATTR_ABORTED, SRC_ATTR_GRPC_STATUS, NULL,
+	SRC_ATTR_ROUTE,        SRC_ATTR_NAMESPACE,
+	SRC_ATTR_GATEWAY,      SRC_ATTR_CLUSTER,
+	SRC_ATTR_METHOD,       SRC_ATTR_STATUS,
+	SRC_ATTR_STATUS_CLASS, SRC_ATTR_ABORTED,
+	SRC_ATTR_GRPC_STATUS,  NULL,
 };
 
 /* Envoy's default histogram buckets (source/common/stats/histogram_impl.h) */
 const double source_catalogue__envoy_bounds[] = {
-	0.5, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000,
-	30000, 60000, 300000, 600000, 1800000, 3600000,
+	0.5,  1,    5,     10,    25,    50,     100,    250,     500,     1000,
+	2500, 5000, 10000, 30000, 60000, 300000, 600000, 1800000, 3600000,
 };
-#define NENVOY (sizeof(source_catalogue__envoy_bounds) / \
-		sizeof(source_catalogue__envoy_bounds[0]))
+#define NENVOY                                                                 \
+	(sizeof(source_catalogue__envoy_bounds) /                              \
+	 sizeof(source_catalogue__envoy_bounds[0]))
 const size_t source_catalogue__envoy_nbounds = NENVOY;
 
 const struct source_metric source_catalogue__metrics[] = {
@@ -39,8 +42,8 @@ const struct source_metric source_catalogue__metrics[] = {
 	{ NULL, NULL, NULL, NULL, MI_COUNTER, NULL, 0 },
 };
 
-int source_catalogue__rescale(const struct source_metric *s, double a,
-			      double b, double *out, size_t max)
+int source_catalogue__rescale(const struct source_metric *s, double a, double b,
+			      double *out, size_t max)
 {
 	if (!s || !s->nbounds || s->nbounds > max || !(a > 0) || !isfinite(b))
 		return -EINVAL;
@@ -52,8 +55,10 @@ int source_catalogue__rescale(const struct source_metric *s, double a,
 	return (int)s->nbounds;
 }
 
-#define NMETRICS (sizeof(source_catalogue__metrics) / \
-		  sizeof(source_catalogue__metrics[0]) - 1)
+#define NMETRICS                                                               \
+	(sizeof(source_catalogue__metrics) /                                   \
+		 sizeof(source_catalogue__metrics[0]) -                        \
+	 1)
 
 const struct source_metric *source_catalogue__find(const char *name)
 {
@@ -63,8 +68,7 @@ const struct source_metric *source_catalogue__find(const char *name)
 	return NULL;
 }
 
-bool source_catalogue__carries(const struct source_metric *m,
-			       const char *key)
+bool source_catalogue__carries(const struct source_metric *m, const char *key)
 {
 	for (size_t i = 0; i < NMETRICS; i++) {
 		const struct source_metric *x = &source_catalogue__metrics[i];

@@ -15,19 +15,19 @@
 #include "policy/model/metric_store.h"
 
 #define SRC_METRIC_DS_TOTAL "envoy.http.downstream_rq_total"
-#define SRC_METRIC_DS_TIME "envoy.http.downstream_rq_time"
+#define SRC_METRIC_DS_TIME  "envoy.http.downstream_rq_time"
 #define SRC_METRIC_US_TOTAL "envoy.cluster.upstream_rq_total"
-#define SRC_METRIC_US_TIME "envoy.cluster.upstream_rq_time"
+#define SRC_METRIC_US_TIME  "envoy.cluster.upstream_rq_time"
 
-#define SRC_ATTR_ROUTE "k8s.httproute.name"
-#define SRC_ATTR_NAMESPACE "k8s.namespace.name"
-#define SRC_ATTR_GATEWAY "k8s.gateway.name"
-#define SRC_ATTR_CLUSTER "envoy.cluster_name"
-#define SRC_ATTR_METHOD "http.request.method"
-#define SRC_ATTR_STATUS "http.response.status_code"
+#define SRC_ATTR_ROUTE        "k8s.httproute.name"
+#define SRC_ATTR_NAMESPACE    "k8s.namespace.name"
+#define SRC_ATTR_GATEWAY      "k8s.gateway.name"
+#define SRC_ATTR_CLUSTER      "envoy.cluster_name"
+#define SRC_ATTR_METHOD       "http.request.method"
+#define SRC_ATTR_STATUS       "http.response.status_code"
 #define SRC_ATTR_STATUS_CLASS "http.response.status_code_class"
-#define SRC_ATTR_ABORTED "milometer.aborted"
-#define SRC_ATTR_GRPC_STATUS "rpc.grpc.status_code"
+#define SRC_ATTR_ABORTED      "milometer.aborted"
+#define SRC_ATTR_GRPC_STATUS  "rpc.grpc.status_code"
 
 struct source_metric {
 	const char *name;
@@ -51,8 +51,8 @@ extern const size_t source_catalogue__envoy_nbounds;
  * max bounds; returns how many, or -EINVAL when the transform cannot keep
  * the bounds strictly ascending and finite (a <= 0, overflow).
  */
-int source_catalogue__rescale(const struct source_metric *s, double a,
-			      double b, double *out, size_t max);
+int source_catalogue__rescale(const struct source_metric *s, double a, double b,
+			      double *out, size_t max);
 
 /* Every source metric, NULL-name terminated. */
 extern const struct source_metric source_catalogue__metrics[];
@@ -60,8 +60,7 @@ extern const struct source_metric source_catalogue__metrics[];
 /* The metric named so, or NULL. */
 const struct source_metric *source_catalogue__find(const char *name);
 /* Does metric m (NULL: any source metric) carry attribute key? */
-bool source_catalogue__carries(const struct source_metric *m,
-			       const char *key);
+bool source_catalogue__carries(const struct source_metric *m, const char *key);
 /*
  * The known name closest to a misspelt one: a metric name, or an
  * attribute key of m (NULL: of any metric). NULL when none is close.

@@ -68,8 +68,9 @@ static int series_path(const char *dotted, char *buf, size_t len,
 	for (char *p = buf; *p && n < max;) {
 		char *dot = strchr(p, '.');
 
-		s[n++] = (struct cel_step){ p, dot ? (size_t)(dot - p) :
-							 strlen(p), false };
+		s[n++] = (struct cel_step){ p,
+					    dot ? (size_t)(dot - p) : strlen(p),
+					    false };
 		if (!dot)
 			break;
 		p = dot + 1;
@@ -102,9 +103,10 @@ static const char *analyse(struct ksm_metric *m, char *why, size_t len)
 	if (pol->type != MP_RESOURCE_FIELDS)
 		return "a DataPlane policy reads data-plane samples, not API objects: use --target prometheus-rules or otelcol";
 	if (pol->drop_if.prog) {
-		snprintf(why, len,
-			 "dropIf: `%s`: CustomResourceState has no per-object filter",
-			 pol->drop_if.src);
+		snprintf(
+			why, len,
+			"dropIf: `%s`: CustomResourceState has no per-object filter",
+			pol->drop_if.src);
 		return why;
 	}
 	if (!p->nsubjects)
@@ -112,16 +114,18 @@ static const char *analyse(struct ksm_metric *m, char *why, size_t len)
 	m->shape = cel__value_shape(pol->rf_value.prog, &var, m->val, MAX_SEGS,
 				    &m->nval);
 	if (m->shape == CEL_SHAPE_OTHER) {
-		snprintf(why, len,
-			 "value: `%s`: CustomResourceState reads a field (or field == 'True' ? 1 : 0, int(timestamp(field)), 1); it does not evaluate CEL",
-			 pol->rf_value.src);
+		snprintf(
+			why, len,
+			"value: `%s`: CustomResourceState reads a field (or field == 'True' ? 1 : 0, int(timestamp(field)), 1); it does not evaluate CEL",
+			pol->rf_value.src);
 		return why;
 	}
 	m->val_item = var == CEL_VAR_ITEM;
 	if (m->shape != CEL_SHAPE_ONE && !m->val_item && pol->series_path[0]) {
-		snprintf(why, len,
-			 "value: `%s` reads resource while seriesFrom.path is below it: write it over item",
-			 pol->rf_value.src);
+		snprintf(
+			why, len,
+			"value: `%s` reads resource while seriesFrom.path is below it: write it over item",
+			pol->rf_value.src);
 		return why;
 	}
 	for (size_t i = 0; i < p->nlabels; i++) {
@@ -132,16 +136,18 @@ static const char *analyse(struct ksm_metric *m, char *why, size_t len)
 		if (l->kind == TL_CONST)
 			continue;
 		if (cel__path(l->prog, &v, s, MAX_SEGS) < 0) {
-			snprintf(why, len,
-				 "label %s: `%s`: CustomResourceState copies a field; it does not evaluate CEL",
-				 l->key, pol->labels[i].e.src);
+			snprintf(
+				why, len,
+				"label %s: `%s`: CustomResourceState copies a field; it does not evaluate CEL",
+				l->key, pol->labels[i].e.src);
 			return why;
 		}
 		if (v == CEL_VAR_ITEM && !pol->series_path[0] &&
 		    m->shape != CEL_SHAPE_ONE) {
-			snprintf(why, len,
-				 "label %s: item is the object itself here: write it over resource",
-				 l->key);
+			snprintf(
+				why, len,
+				"label %s: item is the object itself here: write it over resource",
+				l->key);
 			return why;
 		}
 	}
@@ -195,7 +201,8 @@ static void put_metric(FILE *f, const struct ksm_metric *m)
 		for (size_t i = 0; i < p->nlabels; i++) {
 			char key[256];
 
-			if (p->labels[i].kind != TL_CONST || !p->labels[i].value)
+			if (p->labels[i].kind != TL_CONST ||
+			    !p->labels[i].value)
 				continue;
 			tr_prom__label(p->labels[i].key, key, sizeof(key));
 			fprintf(f, "        %s: ", key);
@@ -205,12 +212,15 @@ static void put_metric(FILE *f, const struct ksm_metric *m)
 	}
 	if (m->shape == CEL_SHAPE_ONE) {
 		/* Info: every label from where the series is (item) */
-		fputs("      each:\n        type: Info\n        info:\n          path: ", f);
+		fputs("      each:\n        type: Info\n        info:\n          path: ",
+		      f);
 		put_path(f, sp, nsp);
 		fputc('\n', f);
 		/* over the object itself item and resource are one */
-		put_labels(f, p, pol->series_path[0] ? CEL_VAR_ITEM :
-						       CEL_VAR_ITEM | CEL_VAR_RESOURCE,
+		put_labels(f, p,
+			   pol->series_path[0]
+				   ? CEL_VAR_ITEM
+				   : CEL_VAR_ITEM | CEL_VAR_RESOURCE,
 			   "          ", "labelsFromPath");
 		if (pol->series_path[0])
 			put_labels(f, p, CEL_VAR_RESOURCE, "      ",
@@ -218,7 +228,8 @@ static void put_metric(FILE *f, const struct ksm_metric *m)
 		return;
 	}
 	put_labels(f, p, CEL_VAR_RESOURCE, "      ", "labelsFromPath");
-	fputs("      each:\n        type: Gauge\n        gauge:\n          path: ", f);
+	fputs("      each:\n        type: Gauge\n        gauge:\n          path: ",
+	      f);
 	if (!pol->series_path[0]) {
 		/* the object: the gauge sits on the value's field itself */
 		put_path(f, m->val, m->nval);
@@ -250,9 +261,12 @@ int tr_ksm__config(FILE *out, struct tr_plan *plans, size_t n,
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct ksm_metric *m = &ms[k];
-		struct mmetric_desc d = { .name = plans[i].def ? plans[i].def->name : "",
-					  .unit = plans[i].def ? plans[i].def->unit : NULL,
-					  .instrument = plans[i].def ? plans[i].def->instrument : MI_GAUGE };
+		struct mmetric_desc d = {
+			.name = plans[i].def ? plans[i].def->name : "",
+			.unit = plans[i].def ? plans[i].def->unit : NULL,
+			.instrument = plans[i].def ? plans[i].def->instrument
+						   : MI_GAUGE
+		};
 		char why[TR_REASON_MAX];
 		const char *r = plans[i].reason[0] ? plans[i].reason : NULL;
 		const char *api;
@@ -265,13 +279,15 @@ int tr_ksm__config(FILE *out, struct tr_plan *plans, size_t n,
 			continue;
 		}
 		if (r) {
-			report__add(rep, plans[i].pol->obj_name, false, "%s", r);
+			report__add(rep, plans[i].pol->obj_name, false, "%s",
+				    r);
 			continue;
 		}
 		prom_names__metric(&d, m->name, sizeof(m->name));
 		api = doc__str(plans[i].subjects[0].obj, "apiVersion");
 		m->kind = doc__str(plans[i].subjects[0].obj, "kind");
-		m->version = api && strchr(api, '/') ? strchr(api, '/') + 1 : api;
+		m->version = api && strchr(api, '/') ? strchr(api, '/') + 1
+						     : api;
 		m->group = plans[i].pol->subj_group;
 		report__add(rep, plans[i].pol->obj_name, true,
 			    "CustomResourceState metric %s on %s", m->name,
@@ -283,7 +299,8 @@ int tr_ksm__config(FILE *out, struct tr_plan *plans, size_t n,
 	      "# series; the scrape job drops them:\n"
 	      "#   metric_relabel_configs:\n"
 	      "#   - {action: labeldrop, regex: customresource_(group|version|kind)}\n"
-	      "kind: CustomResourceStateMetrics\nspec:\n", out);
+	      "kind: CustomResourceStateMetrics\nspec:\n",
+	      out);
 	fputs(k ? "  resources:\n" : "  resources: []\n", out);
 	for (size_t i = 0; i < k; i++) {
 		if (done[i])

@@ -134,36 +134,41 @@ static const char *refuse(const struct tr_plan *p, const struct tr_plan *all,
 	if (p->reason[0])
 		return p->reason;
 	if (p->src->instrument != p->def->instrument) {
-		snprintf(buf, len,
-			 "a %s target fed by the %s %s: the Collector has no OTTL function that turns one into the other exactly",
-			 crd_definition__instrument_name(p->def->instrument),
-			 p->src->instrument == MI_HISTOGRAM ? "histogram" : "counter",
-			 p->pol->src_metric);
+		snprintf(
+			buf, len,
+			"a %s target fed by the %s %s: the Collector has no OTTL function that turns one into the other exactly",
+			crd_definition__instrument_name(p->def->instrument),
+			p->src->instrument == MI_HISTOGRAM ? "histogram"
+							   : "counter",
+			p->pol->src_metric);
 		return buf;
 	}
 	if (p->b != 0 && p->def->instrument == MI_HISTOGRAM) {
-		snprintf(buf, len,
-			 "value: `%s` adds %g: scale_metric only multiplies; no OTTL function shifts a histogram's bounds",
-			 p->pol->value.src, p->b);
+		snprintf(
+			buf, len,
+			"value: `%s` adds %g: scale_metric only multiplies; no OTTL function shifts a histogram's bounds",
+			p->pol->value.src, p->b);
 		return buf;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (&all[i] != p && all[i].pol->type == MP_DATA_PLANE &&
 		    !strcmp(all[i].pol->target, p->pol->target)) {
-			snprintf(buf, len,
-				 "policy %s feeds %s too: two copies of source metrics do not merge into one metric in the Collector",
-				 all[i].pol->obj_name, p->pol->target);
+			snprintf(
+				buf, len,
+				"policy %s feeds %s too: two copies of source metrics do not merge into one metric in the Collector",
+				all[i].pol->obj_name, p->pol->target);
 			return buf;
 		}
 	for (size_t i = 0; i < p->nlabels; i++)
-			if (source_catalogue__carries(p->src, p->labels[i].key) &&
-			    !(p->labels[i].kind == TL_ATTR &&
-			      !strcmp(p->labels[i].attr, p->labels[i].key))) {
-				snprintf(buf, len,
-					 "label %s: also a source attribute; rename the target label",
-					 p->labels[i].key);
-				return buf;
-			}
+		if (source_catalogue__carries(p->src, p->labels[i].key) &&
+		    !(p->labels[i].kind == TL_ATTR &&
+		      !strcmp(p->labels[i].attr, p->labels[i].key))) {
+			snprintf(
+				buf, len,
+				"label %s: also a source attribute; rename the target label",
+				p->labels[i].key);
+			return buf;
+		}
 	return NULL;
 }
 
@@ -171,7 +176,8 @@ static void put_select(FILE *f, const struct tr_plan *p)
 {
 	const struct metric_policy *pol = p->pol;
 
-	fputs("    - context: metric\n      statements:\n      - 'copy_metric(name=", f);
+	fputs("    - context: metric\n      statements:\n      - 'copy_metric(name=",
+	      f);
 	put_ottl_str(f, pol->target);
 	fputs(", description=", f);
 	put_ottl_str(f, p->def->description ? p->def->description : "");
@@ -238,18 +244,21 @@ static void put_finish(FILE *f, const struct tr_plan *p)
 {
 	const char *t = p->pol->target;
 
-	fputs("    - context: datapoint\n      statements:\n      - 'delete_key(datapoint.attributes, ", f);
+	fputs("    - context: datapoint\n      statements:\n      - 'delete_key(datapoint.attributes, ",
+	      f);
 	put_ottl_str(f, MARK);
 	fputs(") where metric.name == ", f);
 	put_ottl_str(f, t);
 	fputs("'\n", f);
 	if (p->def->instrument != MI_HISTOGRAM) {
 		/* the agent's targets carry double points */
-		fputs("      - 'set(datapoint.value_double, Double(datapoint.value_int)) where metric.name == ", f);
+		fputs("      - 'set(datapoint.value_double, Double(datapoint.value_int)) where metric.name == ",
+		      f);
 		put_ottl_str(f, t);
 		fputs(" and datapoint.value_int != nil'\n", f);
 	}
-	fputs("    - context: metric\n      statements:\n      - 'aggregate_on_attributes(\"sum\") where metric.name == ", f);
+	fputs("    - context: metric\n      statements:\n      - 'aggregate_on_attributes(\"sum\") where metric.name == ",
+	      f);
 	put_ottl_str(f, t);
 	fputs("'\n", f);
 	if (p->a != 1) {
@@ -271,26 +280,31 @@ int tr_otel__config(FILE *out, struct tr_plan *plans, size_t n,
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		char why[TR_REASON_MAX];
-		const char *r = o->profile->envoy_le ?
-			"the otelcol target reads sources as the agent pushes them over OTLP; for a scraped Envoy use --target prometheus-rules --source-profile envoy" :
-			refuse(&plans[i], plans, n, why, sizeof(why));
+		const char *r =
+			o->profile->envoy_le
+				? "the otelcol target reads sources as the agent pushes them over OTLP; for a scraped Envoy use --target prometheus-rules --source-profile envoy"
+				: refuse(&plans[i], plans, n, why, sizeof(why));
 
 		if (plans[i].pol->type != MP_DATA_PLANE) {
-			report__na(rep, plans[i].pol->obj_name,
-				   "a ResourceFields policy reads API objects, not data-plane samples: use --target kube-state-metrics");
+			report__na(
+				rep, plans[i].pol->obj_name,
+				"a ResourceFields policy reads API objects, not data-plane samples: use --target kube-state-metrics");
 		} else if (r) {
-			report__add(rep, plans[i].pol->obj_name, false, "%s", r);
+			report__add(rep, plans[i].pol->obj_name, false, "%s",
+				    r);
 		} else if (!plans[i].nsubjects) {
-			report__add(rep, plans[i].pol->obj_name, true,
-				    "no subject objects yet: no statements until one exists");
+			report__add(
+				rep, plans[i].pol->obj_name, true,
+				"no subject objects yet: no statements until one exists");
 		} else {
 			ok[i] = true;
 			k++;
 			ndelta += plans[i].def->instrument != MI_GAUGE &&
 				  plans[i].def->temporality == MT_DELTA;
-			report__add(rep, plans[i].pol->obj_name, true,
-				    "transform statements for %s (%zu subjects)",
-				    plans[i].pol->target, plans[i].nsubjects);
+			report__add(
+				rep, plans[i].pol->obj_name, true,
+				"transform statements for %s (%zu subjects)",
+				plans[i].pol->target, plans[i].nsubjects);
 		}
 	}
 	fprintf(out,
@@ -302,13 +316,15 @@ int tr_otel__config(FILE *out, struct tr_plan *plans, size_t n,
 		"exporters:\n  otlphttp:\n    endpoint: \"%s\"\n"
 		"processors:\n",
 		o->otel_receiver, o->otel_exporter);
-	fputs("  transform/milometer-select:\n    error_mode: propagate\n    metric_statements:\n", out);
+	fputs("  transform/milometer-select:\n    error_mode: propagate\n    metric_statements:\n",
+	      out);
 	if (!k)
 		fputs("    - context: metric\n      statements: []\n", out);
 	for (size_t i = 0; i < n; i++)
 		if (ok[i])
 			put_select(out, &plans[i]);
-	fputs("  filter/milometer:\n    error_mode: propagate\n    metrics:\n      datapoint:\n", out);
+	fputs("  filter/milometer:\n    error_mode: propagate\n    metrics:\n      datapoint:\n",
+	      out);
 	if (!k)
 		fputs("      - 'false'\n", out);
 	for (size_t i = 0; i < n; i++)
@@ -319,14 +335,16 @@ int tr_otel__config(FILE *out, struct tr_plan *plans, size_t n,
 			put_attr(out, MARK);
 			fputs(" == nil'\n", out);
 		}
-	fputs("  transform/milometer-finish:\n    error_mode: propagate\n    metric_statements:\n", out);
+	fputs("  transform/milometer-finish:\n    error_mode: propagate\n    metric_statements:\n",
+	      out);
 	if (!k)
 		fputs("    - context: metric\n      statements: []\n", out);
 	for (size_t i = 0; i < n; i++)
 		if (ok[i])
 			put_finish(out, &plans[i]);
 	if (ndelta) {
-		fputs("  cumulativetodelta/milometer:\n    include:\n      match_type: strict\n      metrics:\n", out);
+		fputs("  cumulativetodelta/milometer:\n    include:\n      match_type: strict\n      metrics:\n",
+		      out);
 		for (size_t i = 0; i < n; i++)
 			if (ok[i] && plans[i].def->instrument != MI_GAUGE &&
 			    plans[i].def->temporality == MT_DELTA) {

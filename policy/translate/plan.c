@@ -71,8 +71,10 @@ static int classify_labels(struct tr_plan *p)
 			if (eval_label(ml->e.prog, NULL, &l->value) == -ENOMEM)
 				return -ENOMEM;
 			if (!l->value && l->required)
-				plan_fail(p, "label %s: `%s` gives no value and the definition requires it",
-					  ml->key, ml->e.src);
+				plan_fail(
+					p,
+					"label %s: `%s` gives no value and the definition requires it",
+					ml->key, ml->e.src);
 		} else if (vars == CEL_VAR_RESOURCE) {
 			l->kind = TL_RESOURCE;
 		} else if (!(vars & (CEL_VAR_ATTRIBUTES | CEL_VAR_VALUE))) {
@@ -85,8 +87,10 @@ static int classify_labels(struct tr_plan *p)
 			if (!l->attr)
 				return -ENOMEM;
 		} else if (vars & CEL_VAR_ATTRIBUTES) {
-			plan_fail(p, "label %s: `%s` computes over attributes; only a plain attributes['key'] copy (or CEL over resource alone) has an equivalent outside the agent",
-				  ml->key, ml->e.src);
+			plan_fail(
+				p,
+				"label %s: `%s` computes over attributes; only a plain attributes['key'] copy (or CEL over resource alone) has an equivalent outside the agent",
+				ml->key, ml->e.src);
 		}
 	}
 	for (size_t i = 0; i < pol->nstatic; i++) {
@@ -158,26 +162,38 @@ static int plan_dataplane(struct tr_plan *p, struct policy_engine *e)
 	p->b = 0;
 	p->src = source_catalogue__find(pol->src_metric);
 	if (!p->src)
-		plan_fail(p, "source %s: not a metric the data plane produces (known: envoy.http.downstream_rq_total, envoy.http.downstream_rq_time, envoy.cluster.upstream_rq_total, envoy.cluster.upstream_rq_time)",
-			  pol->src_metric);
+		plan_fail(
+			p,
+			"source %s: not a metric the data plane produces (known: envoy.http.downstream_rq_total, envoy.http.downstream_rq_time, envoy.cluster.upstream_rq_total, envoy.cluster.upstream_rq_time)",
+			pol->src_metric);
 	if (pol->value.prog && !cel__affine(pol->value.prog, &p->a, &p->b))
-		plan_fail(p, "value: `%s` is not affine in value (a * value + b over value alone); only the agent evaluates it per sample",
-			  pol->value.src);
+		plan_fail(
+			p,
+			"value: `%s` is not affine in value (a * value + b over value alone); only the agent evaluates it per sample",
+			pol->value.src);
 	if (p->src && !p->reason[0]) {
 		enum minstrument sin = p->src->instrument;
 
 		if (tin == MI_GAUGE)
-			plan_fail(p, "a Gauge target holds the last sample's transformed value; a scraped cumulative source has no such value");
+			plan_fail(
+				p,
+				"a Gauge target holds the last sample's transformed value; a scraped cumulative source has no such value");
 		else if (tin == MI_HISTOGRAM && sin != MI_HISTOGRAM)
-			plan_fail(p, "a Histogram target fed by the counter %s observes one value per request; a scraped counter has no per-request values",
-				  pol->src_metric);
+			plan_fail(
+				p,
+				"a Histogram target fed by the counter %s observes one value per request; a scraped counter has no per-request values",
+				pol->src_metric);
 		else if (tin == MI_HISTOGRAM && !(p->a > 0))
-			plan_fail(p, "value: `%s` has a scale of %g; a histogram's buckets map to the target's only through an increasing transform (scale > 0)",
-				  pol->value.src, p->a);
+			plan_fail(
+				p,
+				"value: `%s` has a scale of %g; a histogram's buckets map to the target's only through an increasing transform (scale > 0)",
+				pol->value.src, p->a);
 		else if (sin == MI_COUNTER && p->b != 0 &&
 			 pol->src_temporality == MT_DELTA)
-			plan_fail(p, "value: `%s` adds %g per request (selector temporality delta); the scraped total does not count requests separately",
-				  pol->value.src, p->b);
+			plan_fail(
+				p,
+				"value: `%s` adds %g per request (selector temporality delta); the scraped total does not count requests separately",
+				pol->value.src, p->b);
 	}
 	err = classify_labels(p);
 	if (err)
@@ -196,8 +212,8 @@ static int by_name(const void *a, const void *b)
 }
 
 int plan__build(struct contract *c, struct policy_engine *e,
-		const char *const *names, size_t nnames,
-		struct tr_plan **out, size_t *n, char *err, size_t errlen)
+		const char *const *names, size_t nnames, struct tr_plan **out,
+		size_t *n, char *err, size_t errlen)
 {
 	struct metric_policy **pols = NULL;
 	struct tr_plan *plans = NULL;
@@ -215,9 +231,10 @@ int plan__build(struct contract *c, struct policy_engine *e,
 		for (size_t j = 0; j < np && !found; j++)
 			found = !strcmp(pols[j]->obj_name, names[i]);
 		if (!found) {
-			snprintf(err, errlen,
-				 "--policy %s: no accepted MetricPolicy of that name (milometer check shows why)",
-				 names[i]);
+			snprintf(
+				err, errlen,
+				"--policy %s: no accepted MetricPolicy of that name (milometer check shows why)",
+				names[i]);
 			ret = -ENOENT;
 			goto cleanup;
 		}

@@ -32,8 +32,8 @@ struct tr_label {
 	char *key;
 	enum tr_label_kind kind;
 	bool required;
-	char *attr;  /* TL_ATTR: the attribute key */
-	char *value; /* TL_CONST: the value; NULL: left out */
+	char *attr;               /* TL_ATTR: the attribute key */
+	char *value;              /* TL_CONST: the value; NULL: left out */
 	struct cel_program *prog; /* the expression (owned by the policy) */
 };
 
@@ -64,8 +64,8 @@ struct tr_plan {
  * err). The engine must have been synced with the same contract.
  */
 int plan__build(struct contract *c, struct policy_engine *e,
-		const char *const *names, size_t nnames,
-		struct tr_plan **out, size_t *n, char *err, size_t errlen);
+		const char *const *names, size_t nnames, struct tr_plan **out,
+		size_t *n, char *err, size_t errlen);
 void plan__free(struct tr_plan *p, size_t n);
 
 #endif /* MM_POLICY_TRANSLATE_PLAN_H */

@@ -77,8 +77,8 @@ int profile__family(const struct source_metric *s, char *out, size_t len)
 	return snprintf(out, len, "%s", full) >= (int)len ? -ENOSPC : n;
 }
 
-void profile__le(const struct tr_profile *p, double bound,
-		 enum prom_format fmt, char *buf, size_t len)
+void profile__le(const struct tr_profile *p, double bound, enum prom_format fmt,
+		 char *buf, size_t len)
 {
 	/* Envoy: fmt::format("{0:.32g}", bucket) in its stats handler */
 	if (p->envoy_le)

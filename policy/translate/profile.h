@@ -55,7 +55,7 @@ const char *profile__refuse(const struct tr_profile *p,
 /* The Prometheus family name of a source (no _bucket/_sum/_count). */
 int profile__family(const struct source_metric *s, char *out, size_t len);
 /* A histogram bound as the source prints `le` in that format. */
-void profile__le(const struct tr_profile *p, double bound,
-		 enum prom_format fmt, char *buf, size_t len);
+void profile__le(const struct tr_profile *p, double bound, enum prom_format fmt,
+		 char *buf, size_t len);
 
 #endif /* MM_POLICY_TRANSLATE_PROFILE_H */

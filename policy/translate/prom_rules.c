@@ -99,11 +99,10 @@ const char *tr_prom__header(FILE *out, const struct tr_opts *o)
 		o->object_name);
 	if (o->object_namespace)
 		fprintf(out, "  namespace: %s\n", o->object_namespace);
-	fprintf(out,
-		"  labels:\n"
-		"    app.kubernetes.io/managed-by: milometer\n"
-		"spec:\n"
-		"  groups:\n");
+	fprintf(out, "  labels:\n"
+		     "    app.kubernetes.io/managed-by: milometer\n"
+		     "spec:\n"
+		     "  groups:\n");
 	return "  ";
 }
 
@@ -304,14 +303,15 @@ static void put_le_map(FILE *f, const struct tr_plan *p,
 			 * A source form both formats share maps to the
 			 * format the scrape is told to use (--le-format).
 			 */
-			enum prom_format tf =
-				strcmp(sle[0], sle[1]) ? (enum prom_format)fmt :
-							 o->le_format;
+			enum prom_format tf = strcmp(sle[0], sle[1])
+						      ? (enum prom_format)fmt
+						      : o->le_format;
 
 			prom_text__format_double(tle, sizeof(tle), t, tf);
 			if (fmt == 1 && !strcmp(sle[0], sle[1])) {
 				/* keep the parenthesis count: identity */
-				fputs(", \"le\", \"$1\", \"le\", \"(t:.*)\")", f);
+				fputs(", \"le\", \"$1\", \"le\", \"(t:.*)\")",
+				      f);
 				continue;
 			}
 			fprintf(f, ", \"le\", \"t:%s\", \"le\", \"", tle);
@@ -473,10 +473,11 @@ static const char *refuse(const struct tr_plan *p, const struct tr_opts *o,
 		return r;
 	for (size_t i = 0; i < p->pol->nsels; i++)
 		if (!profile__attr(o->profile, p->pol->sels[i].key)) {
-			snprintf(buf, len,
-				 "attributeSelectors: %s is not an attribute of %s in the %s profile",
-				 p->pol->sels[i].key, p->pol->src_metric,
-				 o->profile->name);
+			snprintf(
+				buf, len,
+				"attributeSelectors: %s is not an attribute of %s in the %s profile",
+				p->pol->sels[i].key, p->pol->src_metric,
+				o->profile->name);
 			return buf;
 		}
 	for (size_t i = 0; i < p->pol->nfilters; i++) {
@@ -484,10 +485,11 @@ static const char *refuse(const struct tr_plan *p, const struct tr_opts *o,
 			profile__attr(o->profile, p->pol->filters[i].key);
 
 		if (!a || a->from) {
-			snprintf(buf, len,
-				 "attributeFilters: %s is not a label of %s in the %s profile",
-				 p->pol->filters[i].key, p->pol->src_metric,
-				 o->profile->name);
+			snprintf(
+				buf, len,
+				"attributeFilters: %s is not a label of %s in the %s profile",
+				p->pol->filters[i].key, p->pol->src_metric,
+				o->profile->name);
 			return buf;
 		}
 	}
@@ -500,18 +502,20 @@ static const char *refuse(const struct tr_plan *p, const struct tr_opts *o,
 			if (!strcmp(key, o->profile->attrs[k].label) &&
 			    !(l->kind == TL_ATTR &&
 			      !strcmp(l->attr, o->profile->attrs[k].attr))) {
-				snprintf(buf, len,
-					 "label %s: its Prometheus name %s is also a source label; rename the target label",
-					 l->key, key);
+				snprintf(
+					buf, len,
+					"label %s: its Prometheus name %s is also a source label; rename the target label",
+					l->key, key);
 				return buf;
 			}
 		if (l->kind == TL_ATTR && !profile__attr(o->profile, l->attr)) {
 			if (!l->required)
 				continue; /* absent there: left out, as the engine does */
-			snprintf(buf, len,
-				 "label %s: attribute %s is not on %s in the %s profile and the definition requires the label",
-				 l->key, l->attr, p->pol->src_metric,
-				 o->profile->name);
+			snprintf(
+				buf, len,
+				"label %s: attribute %s is not on %s in the %s profile and the definition requires the label",
+				l->key, l->attr, p->pol->src_metric,
+				o->profile->name);
 			return buf;
 		}
 	}
@@ -540,11 +544,13 @@ int tr_prom__rules(FILE *out, struct tr_plan *plans, size_t n,
 			report__na(rep, plans[i].pol->obj_name, r);
 			done[i] = true;
 		} else if (r) {
-			report__add(rep, plans[i].pol->obj_name, false, "%s", r);
+			report__add(rep, plans[i].pol->obj_name, false, "%s",
+				    r);
 			done[i] = true;
 		} else if (!plans[i].nsubjects) {
-			report__add(rep, plans[i].pol->obj_name, true,
-				    "no subject objects yet: no rule until one exists");
+			report__add(
+				rep, plans[i].pol->obj_name, true,
+				"no subject objects yet: no rule until one exists");
 			done[i] = true;
 		}
 	}
@@ -556,14 +562,15 @@ int tr_prom__rules(FILE *out, struct tr_plan *plans, size_t n,
 		if (done[i])
 			continue;
 		for (size_t j = i; j < n; j++)
-			if (!done[j] && !strcmp(plans[j].def->name,
-						plans[i].def->name)) {
+			if (!done[j] &&
+			    !strcmp(plans[j].def->name, plans[i].def->name)) {
 				group[k++] = &plans[j];
 				done[j] = true;
 			}
 		d = (struct mmetric_desc){ .name = plans[i].def->name,
 					   .unit = plans[i].def->unit,
-					   .instrument = plans[i].def->instrument };
+					   .instrument =
+						   plans[i].def->instrument };
 		if (prom_names__metric(&d, fam, sizeof(fam)) < 0) {
 			err = -ENOSPC;
 			break;

@@ -69,7 +69,8 @@ static void usage(FILE *f)
 void report__add(struct tr_report *r, const char *policy, bool ok,
 		 const char *fmt, ...)
 {
-	struct tr_report_row *rows = realloc(r->rows, (r->n + 1) * sizeof(*rows));
+	struct tr_report_row *rows =
+		realloc(r->rows, (r->n + 1) * sizeof(*rows));
 	va_list ap;
 	char msg[1024];
 
@@ -117,10 +118,11 @@ static void report_print(const struct tr_report *r, const char *target,
 			fputs(",\"target\":", f);
 			json_out__str(f, target);
 			fprintf(f, ",\"translated\":%s,\"reason\":",
-				r->rows[i].ok && !r->rows[i].na ? "true" : "false");
-			json_out__str(f, r->rows[i].na ? "NotApplicable" :
-					 r->rows[i].ok ? "Translated" :
-							 "NotTranslatable");
+				r->rows[i].ok && !r->rows[i].na ? "true"
+								: "false");
+			json_out__str(f, r->rows[i].na   ? "NotApplicable"
+					 : r->rows[i].ok ? "Translated"
+							 : "NotTranslatable");
 			fputs(",\"message\":", f);
 			json_out__str(f, r->rows[i].msg);
 			fputs("}", f);
@@ -130,8 +132,9 @@ static void report_print(const struct tr_report *r, const char *target,
 	}
 	for (size_t i = 0; i < r->n; i++)
 		fprintf(f, "%s: %s: %s%s\n", r->rows[i].policy, target,
-			r->rows[i].na ? "NotApplicable: " :
-			r->rows[i].ok ? "Translated: " : "NotTranslatable: ",
+			r->rows[i].na   ? "NotApplicable: "
+			: r->rows[i].ok ? "Translated: "
+					: "NotTranslatable: ",
 			r->rows[i].msg);
 }
 
@@ -197,9 +200,9 @@ int translate__target(struct contract *c, struct policy_engine *e,
 	if (!translate__known_target(target))
 		return -EINVAL;
 	o.prometheusrule = !strcmp(target, "prometheusrule");
-	o.target = !strcmp(target, "otelcol")		   ? TR_OTELCOL :
-		   !strcmp(target, "kube-state-metrics") ? TR_KSM :
-							   TR_PROM_RULES;
+	o.target = !strcmp(target, "otelcol")              ? TR_OTELCOL
+		   : !strcmp(target, "kube-state-metrics") ? TR_KSM
+							   : TR_PROM_RULES;
 	*buf = NULL;
 	*len = 0;
 	f = open_memstream(buf, len);
@@ -234,7 +237,8 @@ static int write_atomic(const char *path, const char *buf, size_t len,
 		return -errno;
 	}
 	if (rename(tmp, path)) {
-		fprintf(errf, "milometer translate: cannot rename %s to %s: %s\n",
+		fprintf(errf,
+			"milometer translate: cannot rename %s to %s: %s\n",
 			tmp, path, strerror(errno));
 		return -errno;
 	}
@@ -310,7 +314,8 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf,
 			if (!strcmp(optarg, "prometheusrule")) {
 				o.prometheusrule = true;
 			} else if (strcmp(optarg, "rules")) {
-				fprintf(errf, "milometer translate: --format %s: use rules or prometheusrule\n",
+				fprintf(errf,
+					"milometer translate: --format %s: use rules or prometheusrule\n",
 					optarg);
 				goto cleanup;
 			}
@@ -318,7 +323,8 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf,
 		case 's':
 			o.profile = profile__find(optarg);
 			if (!o.profile) {
-				fprintf(errf, "milometer translate: --source-profile %s: use milometer or envoy\n",
+				fprintf(errf,
+					"milometer translate: --source-profile %s: use milometer or envoy\n",
 					optarg);
 				goto cleanup;
 			}
@@ -327,7 +333,8 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf,
 			if (!strcmp(optarg, "text")) {
 				o.le_format = PROM_FMT_TEXT;
 			} else if (strcmp(optarg, "openmetrics")) {
-				fprintf(errf, "milometer translate: --le-format %s: use openmetrics or text\n",
+				fprintf(errf,
+					"milometer translate: --le-format %s: use openmetrics or text\n",
 					optarg);
 				goto cleanup;
 			}
@@ -361,24 +368,28 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf,
 			ret = 0;
 			goto cleanup;
 		default:
-			fprintf(errf, "milometer translate: unknown option %s\n",
+			fprintf(errf,
+				"milometer translate: unknown option %s\n",
 				argv[optind - 1]);
 			usage(errf);
 			goto cleanup;
 		}
 	}
 	if (optind < argc) {
-		fprintf(errf, "milometer translate: unexpected argument \"%s\"\n",
+		fprintf(errf,
+			"milometer translate: unexpected argument \"%s\"\n",
 			argv[optind]);
 		goto cleanup;
 	}
 	if (!npaths == !kubeconfig || !target) {
-		fprintf(errf, "milometer translate: --manifests PATH or --kubeconfig FILE, and --target TARGET, are required\n");
+		fprintf(errf,
+			"milometer translate: --manifests PATH or --kubeconfig FILE, and --target TARGET, are required\n");
 		usage(errf);
 		goto cleanup;
 	}
 	if (kubeconfig && !api) {
-		fprintf(errf, "milometer translate: --kubeconfig is not available in this build\n");
+		fprintf(errf,
+			"milometer translate: --kubeconfig is not available in this build\n");
 		goto cleanup;
 	}
 	if (!strcmp(target, "prometheus-rules")) {
@@ -392,21 +403,24 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf,
 	} else if (!strcmp(target, "prometheus-alerts")) {
 		o.target = TR_PROM_ALERTS;
 	} else {
-		fprintf(errf, "milometer translate: --target %s: use prometheus-rules, prometheus-relabel, otelcol, kube-state-metrics or prometheus-alerts\n",
+		fprintf(errf,
+			"milometer translate: --target %s: use prometheus-rules, prometheus-relabel, otelcol, kube-state-metrics or prometheus-alerts\n",
 			target);
 		goto cleanup;
 	}
 	if (o.prometheusrule && o.target != TR_PROM_RULES &&
 	    o.target != TR_PROM_ALERTS) {
-		fprintf(errf, "milometer translate: --format prometheusrule wraps prometheus-rules or prometheus-alerts only\n");
+		fprintf(errf,
+			"milometer translate: --format prometheusrule wraps prometheus-rules or prometheus-alerts only\n");
 		goto cleanup;
 	}
 	if (o.alerts_config && o.target != TR_PROM_ALERTS) {
-		fprintf(errf, "milometer translate: --alerts-config is read by --target prometheus-alerts only\n");
+		fprintf(errf,
+			"milometer translate: --alerts-config is read by --target prometheus-alerts only\n");
 		goto cleanup;
 	}
-	src = kubeconfig ? api->open(kubeconfig, &api_handle, err, sizeof(err)) :
-			   manifest_source__open_paths(paths, npaths, err,
+	src = kubeconfig ? api->open(kubeconfig, &api_handle, err, sizeof(err))
+			 : manifest_source__open_paths(paths, npaths, err,
 						       sizeof(err));
 	if (!src) {
 		fprintf(errf, "milometer translate: %s\n", err);
@@ -420,7 +434,8 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf,
 		goto cleanup;
 	}
 	if (contract__rejected(c))
-		fprintf(errf, "milometer translate: %zu object(s) rejected; `milometer check` says why (they are not translated)\n",
+		fprintf(errf,
+			"milometer translate: %zu object(s) rejected; `milometer check` says why (they are not translated)\n",
 			contract__rejected(c));
 	mem = open_memstream(&buf, &len);
 	if (!mem)

@@ -10,11 +10,16 @@ static const char *json_escape(unsigned char c, char buf[8], void *ctx)
 {
 	(void)ctx;
 	switch (c) {
-	case '"': return "\\\"";
-	case '\\': return "\\\\";
-	case '\n': return "\\n";
-	case '\r': return "\\r";
-	case '\t': return "\\t";
+	case '"':
+		return "\\\"";
+	case '\\':
+		return "\\\\";
+	case '\n':
+		return "\\n";
+	case '\r':
+		return "\\r";
+	case '\t':
+		return "\\t";
 	}
 	if (c >= 0x20 && c != 0x7f)
 		return NULL;

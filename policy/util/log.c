@@ -32,8 +32,8 @@ void log__vmsg(int level, const char *module, const char *fmt, va_list ap)
 
 	if (!log__enabled(level))
 		return;
-	n = snprintf(line, sizeof(line), "milometer: %s%s", module ? module : "",
-		     module ? ": " : "");
+	n = snprintf(line, sizeof(line), "milometer: %s%s",
+		     module ? module : "", module ? ": " : "");
 	if (n >= 0 && (size_t)n < sizeof(line) &&
 	    vsnprintf(line + n, sizeof(line) - n, fmt, ap) >=
 		    (int)(sizeof(line) - n))
@@ -41,7 +41,8 @@ void log__vmsg(int level, const char *module, const char *fmt, va_list ap)
 	if (sink)
 		sink(sink_ctx, level, line);
 	else
-		fputs(line, stderr); /* one write per line: threads don't interleave */
+		fputs(line,
+		      stderr); /* one write per line: threads don't interleave */
 	errno = saved;
 }
 

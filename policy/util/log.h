@@ -46,13 +46,13 @@ bool log__ratelimit(struct log_ratelimit *rl, uint64_t *count);
 #define pr_info(...)  log__msg(LOG_INFO, LOG_MODULE, __VA_ARGS__)
 #define pr_debug(...) log__msg(LOG_DEBUG, LOG_MODULE, __VA_ARGS__)
 /* pr_warn() at the 1st, 2nd, 4th ... occurrence, "(N times)" appended. */
-#define pr_warn_ratelimited(rl, fmt, ...)                                \
-	do {                                                             \
-		uint64_t ___n;                                           \
-		if (log__ratelimit(rl, &___n))                           \
-			log__msg(LOG_WARNING, LOG_MODULE,                \
-				 fmt " (%llu times)\n", ##__VA_ARGS__,   \
-				 (unsigned long long)___n);              \
+#define pr_warn_ratelimited(rl, fmt, ...)                                      \
+	do {                                                                   \
+		uint64_t ___n;                                                 \
+		if (log__ratelimit(rl, &___n))                                 \
+			log__msg(LOG_WARNING, LOG_MODULE,                      \
+				 fmt " (%llu times)\n", ##__VA_ARGS__,         \
+				 (unsigned long long)___n);                    \
 	} while (0)
 
 #endif /* MM_POLICY_UTIL_LOG_H */

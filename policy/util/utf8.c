@@ -2,8 +2,7 @@
 /* Writing text as valid UTF-8: see utf8.h. */
 #include "policy/util/utf8.h"
 
-void utf8__write_escaped(FILE *f, const char *s, utf8_escape_fn esc,
-			 void *ctx)
+void utf8__write_escaped(FILE *f, const char *s, utf8_escape_fn esc, void *ctx)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	char buf[8];

@@ -46,7 +46,6 @@ typedef const char *(*utf8_escape_fn)(unsigned char c, char buf[8], void *ctx);
  * Write s as valid UTF-8: invalid bytes become U+FFFD, ASCII bytes go
  * through esc (the one loop behind the Prometheus and JSON writers).
  */
-void utf8__write_escaped(FILE *f, const char *s, utf8_escape_fn esc,
-			 void *ctx);
+void utf8__write_escaped(FILE *f, const char *s, utf8_escape_fn esc, void *ctx);
 
 #endif /* MM_EXPORTER_UTF8_H */

@@ -40,8 +40,8 @@
 #include "policy/gateway/route_compile.h"
 
 #define NEV_DISTINCT (1u << 18) /* pre-generated events, cycled */
-#define BATCH 1024              /* events per store-lock hold */
-#define PASSES 5
+#define BATCH        1024       /* events per store-lock hold */
+#define PASSES       5
 
 struct opts {
 	unsigned long long events;
@@ -93,15 +93,14 @@ static int write_manifests(const char *dir, int routes)
 	f = fopen(path, "w");
 	if (!f)
 		return -errno;
-	fprintf(f,
-		"apiVersion: gateway.networking.k8s.io/v1\n"
-		"kind: Gateway\n"
-		"metadata: {name: gw, namespace: infra}\n"
-		"spec:\n"
-		"  gatewayClassName: milometer\n"
-		"  listeners:\n"
-		"  - {name: http, port: 80, protocol: HTTP, "
-		"allowedRoutes: {namespaces: {from: All}}}\n");
+	fprintf(f, "apiVersion: gateway.networking.k8s.io/v1\n"
+		   "kind: Gateway\n"
+		   "metadata: {name: gw, namespace: infra}\n"
+		   "spec:\n"
+		   "  gatewayClassName: milometer\n"
+		   "  listeners:\n"
+		   "  - {name: http, port: 80, protocol: HTTP, "
+		   "allowedRoutes: {namespaces: {from: All}}}\n");
 	for (int i = 0; i < routes; i++) {
 		fprintf(f,
 			"---\n"
@@ -113,7 +112,8 @@ static int write_manifests(const char *dir, int routes)
 			"  parentRefs: [{name: gw, namespace: infra}]\n",
 			i, i % 10, i % 60);
 		if (i % 10 == 9)
-			fprintf(f, "  hostnames: [\"*.svc-%d.example.org\"]\n", i);
+			fprintf(f, "  hostnames: [\"*.svc-%d.example.org\"]\n",
+				i);
 		else
 			fprintf(f, "  hostnames: [svc-%d.example.com]\n", i);
 		fprintf(f,
@@ -151,11 +151,10 @@ static void gen_events(struct mm_http_event *ev, size_t n,
 		       const struct route_table *t)
 {
 	static const double mw[] = { .70, .18, .05, .03, .02, .02 };
-	static const uint8_t mm[] = { MM_M_GET, MM_M_POST, MM_M_PUT,
+	static const uint8_t mm[] = { MM_M_GET,    MM_M_POST,  MM_M_PUT,
 				      MM_M_DELETE, MM_M_PATCH, MM_M_HEAD };
 	static const double sw[] = { .80, .04, .03, .04, .05, .01, .02, .01 };
-	static const uint16_t sc[] = { 200, 201, 204, 304, 404, 429, 500,
-				       503 };
+	static const uint16_t sc[] = { 200, 201, 204, 304, 404, 429, 500, 503 };
 	double *cdf = calloc(t->nroutes, sizeof(*cdf)), tot = 0;
 	uint64_t s = 0x9e3779b97f4a7c15ULL, now = 1700000000000000000ULL;
 
@@ -185,8 +184,8 @@ static void gen_events(struct mm_http_event *ev, size_t n,
 		} else {
 			d->route_id = lo;
 			d->rule_idx = rnd(&s) % t->routes[lo].nrules;
-			d->method = d->rule_idx == 2 ? MM_M_POST :
-				    mm[pick(&s, mw, 6)];
+			d->method = d->rule_idx == 2 ? MM_M_POST
+						     : mm[pick(&s, mw, 6)];
 			d->status = sc[pick(&s, sw, 8)];
 		}
 		if (rnd01(&s) < 0.002)
@@ -196,7 +195,7 @@ static void gen_events(struct mm_http_event *ev, size_t n,
 		d->req_seq = i / 2;
 		/* log-normal around 20 ms */
 		ms = exp(log(20.0) + 1.0 * sqrt(-2 * log(rnd01(&s) + 1e-12)) *
-				cos(2 * M_PI * rnd01(&s)));
+					     cos(2 * M_PI * rnd01(&s)));
 		d->start_ns = now + i * 1000;
 		d->end_ns = d->start_ns + (uint64_t)(ms * 1e6);
 		d->req_bytes = 300 + rnd(&s) % 500;
@@ -395,22 +394,37 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'e': o.events = strtoull(optarg, NULL, 0); break;
-		case 'r': o.routes = atoi(optarg); break;
-		case 'c': o.cpu = atoi(optarg); break;
-		case 'p': o.contract = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'e':
+			o.events = strtoull(optarg, NULL, 0);
+			break;
+		case 'r':
+			o.routes = atoi(optarg);
+			break;
+		case 'c':
+			o.cpu = atoi(optarg);
+			break;
+		case 'p':
+			o.contract = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (o.events < (unsigned long long)PASSES * NEV_DISTINCT ||
 	    o.routes < 1) {
-		fprintf(stderr, "bench_aggregate: --events must be >= %u and "
-			"--routes >= 1\n", PASSES * NEV_DISTINCT);
+		fprintf(stderr,
+			"bench_aggregate: --events must be >= %u and "
+			"--routes >= 1\n",
+			PASSES * NEV_DISTINCT);
 		return 2;
 	}
 	if (o.contract && access(o.contract, R_OK)) {
-		fprintf(stderr, "bench_aggregate: no contract at %s; "
+		fprintf(stderr,
+			"bench_aggregate: no contract at %s; "
 			"measuring without the policy engine only\n",
 			o.contract);
 		o.contract = NULL;
@@ -434,8 +448,10 @@ int main(int argc, char **argv)
 	}
 	skel = open_maps();
 	if (!skel) {
-		fprintf(stderr, "bench_aggregate: cannot create the BPF maps "
-			"(%s): run as root\n", strerror(errno));
+		fprintf(stderr,
+			"bench_aggregate: cannot create the BPF maps "
+			"(%s): run as root\n",
+			strerror(errno));
 		goto cleanup;
 	}
 	rs = route_sync__new(skel, dir, NULL);
@@ -451,8 +467,8 @@ int main(int argc, char **argv)
 	gen_events(ev, NEV_DISTINCT, t);
 	printf("route table: %zu HTTPRoutes, %zu virtual hosts, %zu BPF "
 	       "route keys; %u distinct events cycled, batches of %d under "
-	       "the store lock\n", t->nroutes, t->nvhosts, t->nroute_keys,
-	       NEV_DISTINCT, BATCH);
+	       "the store lock\n",
+	       t->nroutes, t->nvhosts, t->nroute_keys, NEV_DISTINCT, BATCH);
 	if (measure(&o, rs, ev, dir, NULL, "aggregate, sources only",
 		    "aggregate_events_per_s"))
 		goto cleanup;

@@ -72,11 +72,13 @@ int main(int argc, char **argv)
 	const char *kc = NULL;
 	long tenants = 10, routes = 20;
 	struct mmetric_desc d = { .name = "envoy.http.downstream_rq_total",
-				  .instrument = MI_COUNTER, .is_int = true };
+				  .instrument = MI_COUNTER,
+				  .is_int = true };
 	static const char *const callers[] = { "tok-full", "tok-ns",
 					       "tok-names", "tok-none" };
 	/* no budget: the cold figure is the whole review bill */
-	struct k8s_authz_opts ao = { .user_agent = "bench-authz", .ttl_s = 300,
+	struct k8s_authz_opts ao = { .user_agent = "bench-authz",
+				     .ttl_s = 300,
 				     .budget_ms = 3600000 };
 	struct k8s_config *cfg = NULL;
 	struct mstore *s;
@@ -92,7 +94,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--routes") && i + 1 < argc)
 			routes = atol(argv[++i]);
 		else {
-			fprintf(stderr, "usage: bench_authz --kubeconfig FILE [--tenants N] [--routes M]\n");
+			fprintf(stderr,
+				"usage: bench_authz --kubeconfig FILE [--tenants N] [--routes M]\n");
 			return 2;
 		}
 	}

@@ -33,7 +33,8 @@ int main(void)
 	size_t i;
 
 	if (bench_env(&e)) {
-		fprintf(stderr, "bench_cel: the activation document does not parse\n");
+		fprintf(stderr,
+			"bench_cel: the activation document does not parse\n");
 		return 1;
 	}
 	for (i = 0; i < sizeof(hot) / sizeof(hot[0]); i++) {
@@ -47,7 +48,7 @@ int main(void)
 		}
 		bench_one(p, &e.act, 10000);
 		printf("%7.1f ns/eval  %s\n", bench_one(p, &e.act, 1000000),
-			 hot[i].expr);
+		       hot[i].expr);
 		cel__free(p);
 	}
 	doc__free_file(e.f);

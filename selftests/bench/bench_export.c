@@ -34,8 +34,8 @@ static struct mseries *series(struct mstore *st, int id, int i)
 {
 	static const char *methods[] = { "GET", "POST", "PUT", "DELETE",
 					 "PATCH" };
-	static const char *codes[] = { "200", "201", "204", "304", "404",
-				       "500", "503", "429" };
+	static const char *codes[] = { "200", "201", "204", "304",
+				       "404", "500", "503", "429" };
 	char route[32], ns[16], cluster[64], cls[4];
 	const char *code = codes[i / 5 % 8];
 	struct mlabel l[] = {
@@ -59,17 +59,23 @@ static struct mseries *series(struct mstore *st, int id, int i)
 int main(void)
 {
 	struct mmetric_desc cd = {
-		.name = "envoy.http.downstream_rq_total", .unit = "1",
-		.instrument = MI_COUNTER, .temporality = MT_CUMULATIVE,
+		.name = "envoy.http.downstream_rq_total",
+		.unit = "1",
+		.instrument = MI_COUNTER,
+		.temporality = MT_CUMULATIVE,
 		.is_int = true,
 	};
 	struct mmetric_desc hd = {
-		.name = "envoy.http.downstream_rq_time", .unit = "ms",
-		.instrument = MI_HISTOGRAM, .hist = MH_EXPLICIT,
+		.name = "envoy.http.downstream_rq_time",
+		.unit = "ms",
+		.instrument = MI_HISTOGRAM,
+		.hist = MH_EXPLICIT,
 	};
 	struct mmetric_desc xd = {
-		.name = "gateway.request.duration", .unit = "s",
-		.instrument = MI_HISTOGRAM, .hist = MH_EXPONENTIAL,
+		.name = "gateway.request.duration",
+		.unit = "s",
+		.instrument = MI_HISTOGRAM,
+		.hist = MH_EXPONENTIAL,
 		.temporality = MT_DELTA,
 	};
 	struct mstore_opts so = { .max_series_per_metric = 20000,
@@ -122,8 +128,8 @@ int main(void)
 	printf("otlp encode (collect + protobuf) of the store: %d counter + "
 	       "%d explicit + %d exponential histogram series = %d points: "
 	       "%.2f ms, %zu bytes (%.0f B/point), gzip %zu bytes\n",
-	       NCOUNTER, NHIST, NHIST, n, best / 1e6, len,
-	       (double)len / n, zlen);
+	       NCOUNTER, NHIST, NHIST, n, best / 1e6, len, (double)len / n,
+	       zlen);
 	printf("figure otlp_points %d\n", n);
 	printf("figure otlp_encode_ms %.3f\n", best / 1e6);
 	printf("figure otlp_bytes %zu\n", len);

@@ -91,8 +91,10 @@ int main(int argc, char **argv)
 	int level, err = 1, cg = -1;
 
 	if (argc < 3 || (level = level_of(argv[1])) < 0) {
-		fprintf(stderr, "usage: %s empty|hook|read|copy PID...\n"
-			"       %s skb CGROUP2_DIR\n", argv[0], argv[0]);
+		fprintf(stderr,
+			"usage: %s empty|hook|read|copy PID...\n"
+			"       %s skb CGROUP2_DIR\n",
+			argv[0], argv[0]);
 		return 2;
 	}
 	signal(SIGINT, on_signal);
@@ -110,23 +112,28 @@ int main(int argc, char **argv)
 	bpf_program__set_autoload(skel->progs.fl_skb_in, level == 4);
 	bpf_program__set_autoload(skel->progs.fl_skb_out, level == 4);
 	if (floor_bpf__load(skel)) {
-		fprintf(stderr, "bench_floor: cannot load the BPF object "
-			"(needs root and a 6.3+ kernel): %s\n", strerror(errno));
+		fprintf(stderr,
+			"bench_floor: cannot load the BPF object "
+			"(needs root and a 6.3+ kernel): %s\n",
+			strerror(errno));
 		goto cleanup;
 	}
 	if (level == 4) {
 		cg = open(argv[2], O_RDONLY | O_DIRECTORY);
 		if (cg < 0) {
-			fprintf(stderr, "bench_floor: cannot open the cgroup %s: "
-				"%s (give a cgroup v2 directory)\n", argv[2],
-				strerror(errno));
+			fprintf(stderr,
+				"bench_floor: cannot open the cgroup %s: "
+				"%s (give a cgroup v2 directory)\n",
+				argv[2], strerror(errno));
 			goto cleanup;
 		}
 		in = bpf_program__attach_cgroup(skel->progs.fl_skb_in, cg);
 		out = bpf_program__attach_cgroup(skel->progs.fl_skb_out, cg);
 		if (!in || !out) {
-			fprintf(stderr, "bench_floor: cannot attach to the cgroup "
-				"%s: %s\n", argv[2], strerror(errno));
+			fprintf(stderr,
+				"bench_floor: cannot attach to the cgroup "
+				"%s: %s\n",
+				argv[2], strerror(errno));
 			goto cleanup;
 		}
 	}
@@ -135,11 +142,13 @@ int main(int argc, char **argv)
 		long pid = strtol(argv[i], &end, 10);
 
 		if (*end || pid <= 0 || pid >= 64L * 65536) {
-			fprintf(stderr, "bench_floor: not a PID: %s\n", argv[i]);
+			fprintf(stderr, "bench_floor: not a PID: %s\n",
+				argv[i]);
 			goto cleanup;
 		}
 		if (set_target(bpf_map__fd(skel->maps.fl_target_bits), pid)) {
-			fprintf(stderr, "bench_floor: cannot set PID %ld\n", pid);
+			fprintf(stderr, "bench_floor: cannot set PID %ld\n",
+				pid);
 			goto cleanup;
 		}
 	}

@@ -40,8 +40,8 @@ static double now_ns(clockid_t clk)
 /* Both ends of one loopback TCP connection; negative errno. */
 static int tcp_pair(int fd[2])
 {
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(a);
 	int one = 1, l, ret = 0;
 
@@ -96,7 +96,7 @@ static long run_tcp(const int fd[2], long iter)
 
 int main(int argc, char **argv)
 {
-	int fd[2] = {-1, -1}, tcp, ret = 1;
+	int fd[2] = { -1, -1 }, tcp, ret = 1;
 	double best = 0, best_wall = 0;
 	long iter, reps, n = 0;
 

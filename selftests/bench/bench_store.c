@@ -27,17 +27,17 @@
 static int misses;
 
 /* A figure past its bound (or a broken setup): say which, count it. */
-#define ASSERT_TRUE(cond, ...)                                               \
-	({                                                                   \
-		bool ___ok = !!(cond);                                       \
-		if (!___ok) {                                                \
+#define ASSERT_TRUE(cond, ...)                                                 \
+	({                                                                     \
+		bool ___ok = !!(cond);                                         \
+		if (!___ok) {                                                  \
 			printf("MISS %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			misses++;                                            \
-		}                                                            \
-		___ok;                                                       \
+			misses++;                                              \
+		}                                                              \
+		___ok;                                                         \
 	})
 #define ASSERT_EQ(a, b) ASSERT_TRUE((a) == (b))
-#define test_log(...) printf(__VA_ARGS__)
+#define test_log(...)   printf(__VA_ARGS__)
 
 struct mem_figures {
 	double store_per_series;
@@ -100,8 +100,7 @@ static int fill(const struct mmetric_desc *d, size_t nseries, bool unique,
 		ser = mstore__series(st, id, l, 6);
 		if (!ser)
 			break;
-		mseries__observe(ser, 0.001 * (double)(i % 1000) + 0.0005,
-				 1);
+		mseries__observe(ser, 0.001 * (double)(i % 1000) + 0.0005, 1);
 		/* spread: 1 ms .. 1 s, a full 160-bucket latency histogram */
 		for (int k = 0; spread && k < 64; k++)
 			mseries__observe(ser, 0.001 * exp2(k * 10 / 63.0), 1);
@@ -130,7 +129,8 @@ static bool malloc_measurable(void)
 static void memory_per_series(void)
 {
 	struct mmetric_desc d = {
-		.name = "http.server.request.count", .unit = "{request}",
+		.name = "http.server.request.count",
+		.unit = "{request}",
 		.instrument = MI_COUNTER,
 	};
 	struct mem_figures f;
@@ -138,8 +138,8 @@ static void memory_per_series(void)
 
 	ASSERT_EQ(fill(&d, 100000, false, false, false, &f), 0);
 	test_log("counter, 6 shared labels: %.0f B/series (store), %.0f "
-		 "B/series (mallinfo2)\n", f.store_per_series,
-		 f.malloc_per_series);
+		 "B/series (mallinfo2)\n",
+		 f.store_per_series, f.malloc_per_series);
 	ASSERT_TRUE(f.store_per_series <= 200, "%.0f", f.store_per_series);
 	if (real)
 		ASSERT_TRUE(f.malloc_per_series <= 200, "%.0f",
@@ -147,8 +147,8 @@ static void memory_per_series(void)
 
 	ASSERT_EQ(fill(&d, 100000, true, false, false, &f), 0);
 	test_log("counter, one unique label value: %.0f B/series (store), "
-		 "%.0f (mallinfo2)\n", f.store_per_series,
-		 f.malloc_per_series);
+		 "%.0f (mallinfo2)\n",
+		 f.store_per_series, f.malloc_per_series);
 	ASSERT_TRUE(f.store_per_series <= 300, "%.0f", f.store_per_series);
 
 	d.temporality = MT_DELTA;
@@ -163,8 +163,8 @@ static void memory_per_series(void)
 	d.instrument = MI_HISTOGRAM;
 	ASSERT_EQ(fill(&d, 20000, false, false, false, &f), 0);
 	test_log("explicit histogram, 14 bounds: %.0f B/series (store), "
-		 "%.0f (mallinfo2)\n", f.store_per_series,
-		 f.malloc_per_series);
+		 "%.0f (mallinfo2)\n",
+		 f.store_per_series, f.malloc_per_series);
 	ASSERT_TRUE(f.store_per_series <= 1024, "%.0f", f.store_per_series);
 	if (real)
 		ASSERT_TRUE(f.malloc_per_series <= 1024, "%.0f",
@@ -179,10 +179,11 @@ static void memory_per_series(void)
 
 	d.hist = MH_EXPONENTIAL;
 	ASSERT_EQ(fill(&d, 20000, false, false, false, &f), 0);
-	test_log("exponential histogram, 1 observation: %.0f B/series "
-		 "(store), %.0f (mallinfo2); each extra populated bucket "
-		 "costs 1 to 8 B (counts widen as they grow), at most 160 per sign\n",
-		 f.store_per_series, f.malloc_per_series);
+	test_log(
+		"exponential histogram, 1 observation: %.0f B/series "
+		"(store), %.0f (mallinfo2); each extra populated bucket "
+		"costs 1 to 8 B (counts widen as they grow), at most 160 per sign\n",
+		f.store_per_series, f.malloc_per_series);
 	ASSERT_TRUE(f.store_per_series <= 1024, "%.0f", f.store_per_series);
 	ASSERT_EQ(fill(&d, 5000, false, false, true, &f), 0);
 	test_log("exponential histogram, 1 ms..1 s spread (160 buckets): "
@@ -231,8 +232,11 @@ static void scrape_100k_series(void)
 {
 	struct mstore_opts o = { .max_series_per_metric = 200000 };
 	struct mmetric_desc c = {
-		.name = "gateway.requests", .description = "Requests.",
-		.unit = "{request}", .instrument = MI_COUNTER, .is_int = true,
+		.name = "gateway.requests",
+		.description = "Requests.",
+		.unit = "{request}",
+		.instrument = MI_COUNTER,
+		.is_int = true,
 	};
 	struct mstore *st = mstore__new(&o);
 	int id = mstore__add_metric(st, &c), i;
@@ -265,9 +269,9 @@ static void scrape_100k_series(void)
 	ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
 	test_log("100k counter series: %.1f ms, %zu bytes of text\n", ms, len);
 	ASSERT_TRUE(strstr(buf, "gateway_requests_total{"
-			    "http_response_status_code=\"503\","
-			    "http_route=\"/api/v1/svc-333\","
-			    "k8s_pod_name=\"gw-66\"} 99999\n"));
+				"http_response_status_code=\"503\","
+				"http_route=\"/api/v1/svc-333\","
+				"k8s_pod_name=\"gw-66\"} 99999\n"));
 	ASSERT_TRUE(ms < 5000, "%.0f ms", ms);
 	free(buf);
 	mstore__free(st);

@@ -94,8 +94,11 @@ static int target_offset(uint64_t a, char *path, size_t len, uint64_t *off)
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %399s",
-			   &lo, &hi, &foff, file) == 4 && a >= lo && a < hi) {
+		if (sscanf(line,
+			   "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64
+			   " %*s %*s %399s",
+			   &lo, &hi, &foff, file) == 4 &&
+		    a >= lo && a < hi) {
 			*off = a - lo + foff;
 			snprintf(path, len, "%s", file);
 			fclose(f);
@@ -111,7 +114,8 @@ static int attach(int prog, const char *path, uint64_t off, int ret_bit,
 {
 	struct perf_event_attr a = {
 		.size = sizeof(a),
-		.type = read_int("/sys/bus/event_source/devices/uprobe/type", ""),
+		.type = read_int("/sys/bus/event_source/devices/uprobe/type",
+				 ""),
 		.config1 = (uint64_t)(uintptr_t)path,
 		.config2 = off,
 		.config = ret ? 1ULL << ret_bit : 0,
@@ -136,8 +140,9 @@ int main(int argc, char **argv)
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
 	int iter = argc > 1 ? atoi(argv[1]) : 20000, prog, e = -1, r = -1;
-	int ret_bit = read_int("/sys/bus/event_source/devices/uprobe/format/retprobe",
-			       "config:");
+	int ret_bit =
+		read_int("/sys/bus/event_source/devices/uprobe/format/retprobe",
+			 "config:");
 	double plain, entry, both, emul;
 	char path[400];
 	uint64_t off = 0, joff = 0;
@@ -145,21 +150,24 @@ int main(int argc, char **argv)
 	if (iter <= 0 ||
 	    target_offset((uintptr_t)bench_target, path, sizeof(path), &off) ||
 	    target_offset((uintptr_t)bench_jcc_at, path, sizeof(path), &joff)) {
-		fprintf(stderr, "bench_uprobe: cannot find bench_target in /proc/self/maps\n");
+		fprintf(stderr,
+			"bench_uprobe: cannot find bench_target in /proc/self/maps\n");
 		return 1;
 	}
 	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "bench_nop", "GPL", insns, 2,
 			     NULL);
 	if (prog < 0 || ret_bit < 0) {
-		fprintf(stderr, "bench_uprobe: cannot load a BPF kprobe program or find the uprobe PMU (%s); run as root\n",
+		fprintf(stderr,
+			"bench_uprobe: cannot load a BPF kprobe program or find the uprobe PMU (%s); run as root\n",
 			strerror(prog < 0 ? -prog : ENOENT));
 		return 1;
 	}
 	plain = per_call(iter * 50, bench_target);
 	e = attach(prog, path, off, ret_bit, false);
 	if (e < 0) {
-		fprintf(stderr, "bench_uprobe: uprobe on %s+0x%" PRIx64 ": %s\n",
-			path, off, strerror(-e));
+		fprintf(stderr,
+			"bench_uprobe: uprobe on %s+0x%" PRIx64 ": %s\n", path,
+			off, strerror(-e));
 		return 1;
 	}
 	entry = per_call(iter, bench_target);
@@ -173,7 +181,8 @@ int main(int argc, char **argv)
 	close(e);
 	e = attach(prog, path, joff, ret_bit, false);
 	if (e < 0) {
-		fprintf(stderr, "bench_uprobe: uprobe on the jump: %s\n", strerror(-e));
+		fprintf(stderr, "bench_uprobe: uprobe on the jump: %s\n",
+			strerror(-e));
 		return 1;
 	}
 	emul = per_call(iter, bench_jcc);

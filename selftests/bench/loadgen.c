@@ -34,18 +34,18 @@
 #include <unistd.h>
 
 #define SUB_BITS 7
-#define SUB (1u << SUB_BITS)
-#define EXPS 40 /* up to 2^40 ns: 18 minutes */
-#define LATE_NS 1000000ULL
+#define SUB      (1u << SUB_BITS)
+#define EXPS     40 /* up to 2^40 ns: 18 minutes */
+#define LATE_NS  1000000ULL
 #define DRAIN_NS 2000000000ULL
-#define BUF 16384
+#define BUF      16384
 
 struct conn {
 	int fd;
-	int busy;          /* a request in flight */
+	int busy; /* a request in flight */
 	int connected;
-	uint64_t sched;    /* its scheduled send time */
-	size_t got;        /* response bytes buffered */
+	uint64_t sched; /* its scheduled send time */
+	size_t got;     /* response bytes buffered */
 	char buf[BUF];
 };
 
@@ -170,7 +170,8 @@ static long response_len(struct conn *c, int *status)
 		return c->got >= BUF - 1 ? -1 : 0;
 	if (sscanf(c->buf, "HTTP/1.%*d %d", status) != 1)
 		return -1;
-	for (p = strstr(c->buf, "\r\n"); p && p < end; p = strstr(p + 2, "\r\n"))
+	for (p = strstr(c->buf, "\r\n"); p && p < end;
+	     p = strstr(p + 2, "\r\n"))
 		if (!strncasecmp(p + 2, "content-length:", 15))
 			clen = strtol(p + 17, NULL, 10);
 	if (clen < 0) /* chunked and close-delimited bodies are not spoken */
@@ -246,7 +247,8 @@ static int parse_url(const char *url, char *host, size_t hl, int *port,
 
 static __attribute__((noreturn)) void usage(const char *me)
 {
-	fprintf(stderr, "usage: %s [-c CONNS] [-r RATE] [-d SECONDS] "
+	fprintf(stderr,
+		"usage: %s [-c CONNS] [-r RATE] [-d SECONDS] "
 		"[-H 'Name: value']... [-o text|json] http://HOST:PORT/PATH\n",
 		me);
 	exit(2);
@@ -265,19 +267,29 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "c:r:d:H:o:")) != -1) {
 		switch (opt) {
-		case 'c': conns = atoi(optarg); break;
-		case 'r': rate = atof(optarg); break;
-		case 'd': secs = atof(optarg); break;
+		case 'c':
+			conns = atoi(optarg);
+			break;
+		case 'r':
+			rate = atof(optarg);
+			break;
+		case 'd':
+			secs = atof(optarg);
+			break;
 		case 'H':
-			if (strlen(headers) + strlen(optarg) + 3 >= sizeof(headers))
+			if (strlen(headers) + strlen(optarg) + 3 >=
+			    sizeof(headers))
 				usage(argv[0]);
 			if (!strncasecmp(optarg, "host:", 5))
 				has_host = 1;
 			strcat(headers, optarg);
 			strcat(headers, "\r\n");
 			break;
-		case 'o': json = !strcmp(optarg, "json"); break;
-		default: usage(argv[0]);
+		case 'o':
+			json = !strcmp(optarg, "json");
+			break;
+		default:
+			usage(argv[0]);
 		}
 	}
 	if (optind != argc - 1 || conns <= 0 || rate <= 0 || secs <= 0 ||
@@ -287,17 +299,18 @@ int main(int argc, char **argv)
 	addr.sin_family = AF_INET;
 	addr.sin_port = htons(port);
 	if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) {
-		fprintf(stderr, "loadgen: %s: give an IPv4 address, not a name\n",
+		fprintf(stderr,
+			"loadgen: %s: give an IPv4 address, not a name\n",
 			host);
 		return 2;
 	}
 	if (has_host)
-		req_len = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\n%s\r\n",
-				   path, headers);
+		req_len = snprintf(req, sizeof(req),
+				   "GET %s HTTP/1.1\r\n%s\r\n", path, headers);
 	else
 		req_len = snprintf(req, sizeof(req),
-				   "GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", path,
-				   host, headers);
+				   "GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n",
+				   path, host, headers);
 	signal(SIGPIPE, SIG_IGN);
 	/* wake at the scheduled time, not up to 50 us later (default slack):
 	 * that lag would count in every request's latency */
@@ -322,17 +335,20 @@ int main(int argc, char **argv)
 		int n = epoll_wait(ep, evs, 256, 5000);
 
 		if (n <= 0) {
-			fprintf(stderr, "loadgen: %d of %d connections up after 5 s\n",
+			fprintf(stderr,
+				"loadgen: %d of %d connections up after 5 s\n",
 				up, conns);
 			return 1;
 		}
 		for (int i = 0; i < n; i++) {
 			struct conn *c = evs[i].data.ptr;
-			struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP,
-						  .data.ptr = c };
+			struct epoll_event ev = {
+				.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c
+			};
 
 			if (evs[i].events & (EPOLLERR | EPOLLHUP)) {
-				fprintf(stderr, "loadgen: cannot connect to %s:%d\n",
+				fprintf(stderr,
+					"loadgen: cannot connect to %s:%d\n",
 					host, port);
 				return 1;
 			}
@@ -379,7 +395,8 @@ int main(int argc, char **argv)
 			break;
 		if (t > end + DRAIN_NS)
 			break;
-		due = next < total ? start + (uint64_t)(next * 1e9 / rate) : end + DRAIN_NS;
+		due = next < total ? start + (uint64_t)(next * 1e9 / rate)
+				   : end + DRAIN_NS;
 		queued = due <= t ? 1 : 0;
 		due = due > t ? due - t : 0;
 		if (queued)
@@ -396,7 +413,8 @@ int main(int argc, char **argv)
 			struct conn *c = evs[i].data.ptr;
 
 			if (!c->connected) {
-				struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP,
+				struct epoll_event ev = { .events = EPOLLIN |
+								    EPOLLRDHUP,
 							  .data.ptr = c };
 
 				if (evs[i].events & (EPOLLERR | EPOLLHUP)) {
@@ -414,15 +432,15 @@ int main(int argc, char **argv)
 	for (int i = 0; i < conns; i++)
 		if (cs[i].busy)
 			errors++; /* unanswered 2 s after the end */
-	errors += total - next; /* never sent */
+	errors += total - next;   /* never sent */
 	if (json)
 		printf("{\"rate\": %.1f, \"duration_s\": %.3f, \"connections\": %d, "
 		       "\"scheduled\": %llu, \"sent\": %llu, \"completed\": %llu, "
 		       "\"errors\": %llu, \"late\": %llu, \"reconnects\": %llu, "
 		       "\"p50_us\": %.2f, \"p90_us\": %.2f, \"p99_us\": %.2f, "
-		       "\"p999_us\": %.2f}\n", rate, secs, conns,
-		       (unsigned long long)total, (unsigned long long)sent,
-		       (unsigned long long)completed,
+		       "\"p999_us\": %.2f}\n",
+		       rate, secs, conns, (unsigned long long)total,
+		       (unsigned long long)sent, (unsigned long long)completed,
 		       (unsigned long long)errors, (unsigned long long)late,
 		       (unsigned long long)reconnects, quantile(0.5) / 1e3,
 		       quantile(0.9) / 1e3, quantile(0.99) / 1e3,
@@ -431,9 +449,9 @@ int main(int argc, char **argv)
 		printf("rate %.0f req/s, %d connections, %.1f s: scheduled %llu "
 		       "sent %llu completed %llu errors %llu late %llu\n"
 		       "latency from the scheduled send: p50 %.1f us p90 %.1f us "
-		       "p99 %.1f us p99.9 %.1f us\n", rate, conns, secs,
-		       (unsigned long long)total, (unsigned long long)sent,
-		       (unsigned long long)completed,
+		       "p99 %.1f us p99.9 %.1f us\n",
+		       rate, conns, secs, (unsigned long long)total,
+		       (unsigned long long)sent, (unsigned long long)completed,
 		       (unsigned long long)errors, (unsigned long long)late,
 		       quantile(0.5) / 1e3, quantile(0.9) / 1e3,
 		       quantile(0.99) / 1e3, quantile(0.999) / 1e3);

@@ -102,8 +102,8 @@ static int load(void)
 			sizeof(struct mm_conn));
 		return -EPROTO;
 	}
-	rb = ring_buffer__new(bpf_map__fd(skel->maps.mm_events), on_event,
-			      NULL, NULL);
+	rb = ring_buffer__new(bpf_map__fd(skel->maps.mm_events), on_event, NULL,
+			      NULL);
 	if (!rb) {
 		err = -errno;
 		fprintf(stderr, "bpf_tests: ring buffer: %s\n", strerror(-err));
@@ -286,8 +286,9 @@ int fx_conn(unsigned int slot, struct mm_conn *out)
 {
 	__u32 k = slot;
 
-	return bpf_map_lookup_elem(bpf_map__fd(skel->maps.t_conns), &k, out) ?
-		       -errno : 0;
+	return bpf_map_lookup_elem(bpf_map__fd(skel->maps.t_conns), &k, out)
+		       ? -errno
+		       : 0;
 }
 
 int fx_io_prog_fd(void)

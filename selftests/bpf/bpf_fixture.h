@@ -23,7 +23,7 @@ struct fx_event {
 	char raw[sizeof(struct mm_http_event) + MM_HEAD_MAX];
 } __attribute__((aligned(8)));
 
-#define FX_EV(i) ((const struct mm_http_event *)fx_ev[i].raw)
+#define FX_EV(i)   ((const struct mm_http_event *)fx_ev[i].raw)
 #define FX_HEAD(i) (fx_ev[i].raw + sizeof(struct mm_http_event))
 
 /* Events drained so far in this test (fx_reset() clears them). */

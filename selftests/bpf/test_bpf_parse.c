@@ -19,9 +19,9 @@
 #include "selftests/unit/test.h"
 
 #define S(lit) lit, sizeof(lit) - 1
-#define EV(i) FX_EV(i)
+#define EV(i)  FX_EV(i)
 
-#define REQ_GET "GET /a HTTP/1.1\r\nHost: x.test\r\n\r\n"
+#define REQ_GET  "GET /a HTTP/1.1\r\nHost: x.test\r\n\r\n"
 #define RESP_200 "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
 
 enum { DOWN = 0, UP = 1 };
@@ -39,10 +39,11 @@ static bool same_exchange(const struct mm_http_event *a,
 
 static void log_event(const char *what, const struct mm_http_event *e)
 {
-	test_log("%s: type %u leg %u method %u flags 0x%x status %u seq %u route %#x req %llu resp %llu\n",
-		 what, e->type, e->leg, e->method, e->flags, e->status,
-		 e->req_seq, e->route_id, (unsigned long long)e->req_bytes,
-		 (unsigned long long)e->resp_bytes);
+	test_log(
+		"%s: type %u leg %u method %u flags 0x%x status %u seq %u route %#x req %llu resp %llu\n",
+		what, e->type, e->leg, e->method, e->flags, e->status,
+		e->req_seq, e->route_id, (unsigned long long)e->req_bytes,
+		(unsigned long long)e->resp_bytes);
 }
 
 /*
@@ -50,8 +51,8 @@ static void log_event(const char *what, const struct mm_http_event *e)
  * into reads/writes of CHUNK bytes; returns the number of events and leaves
  * them in fx_ev.
  */
-static int exchange(const char *req, size_t rl, size_t rchunk,
-		    const char *resp, size_t sl, size_t schunk)
+static int exchange(const char *req, size_t rl, size_t rchunk, const char *resp,
+		    size_t sl, size_t schunk)
 {
 	if (fx_reset() || fx_open(0, MM_ROLE_UNKNOWN) ||
 	    fx_chunks(0, 1, req, rl, rchunk) ||
@@ -67,7 +68,8 @@ TEST(bpf_parse_get_200)
 	OK(fx_reset());
 	OK(fx_open(0, MM_ROLE_UNKNOWN));
 	OK(fx_buf(0, 1, S(REQ_GET)));
-	REQUIRE(ASSERT_EQ(fx_drain(), 0)); /* nothing before the response ends */
+	REQUIRE(ASSERT_EQ(fx_drain(),
+			  0)); /* nothing before the response ends */
 	OK(fx_buf(0, 0, S(RESP_200)));
 	REQUIRE(ASSERT_EQ(fx_drain(), 1));
 	REQUIRE(ASSERT_EQ(EV(0)->type, MM_EVT_EXCHANGE));
@@ -82,7 +84,8 @@ TEST(bpf_parse_get_200)
 	/* no route table loaded: generation 0 has no catch-all */
 	REQUIRE(ASSERT_EQ(EV(0)->route_id, MM_ROUTE_UNMATCHED));
 	REQUIRE(ASSERT_TRUE(EV(0)->conn_id != 0));
-	REQUIRE(ASSERT_TRUE(EV(0)->start_ns && EV(0)->start_ns <= EV(0)->end_ns));
+	REQUIRE(ASSERT_TRUE(EV(0)->start_ns &&
+			    EV(0)->start_ns <= EV(0)->end_ns));
 	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_EVENTS), 1));
 	OK(fx_conn(0, &c));
 	REQUIRE(ASSERT_EQ(c.count, 0));
@@ -98,11 +101,12 @@ TEST(bpf_parse_get_200)
 /* Any split, down to one byte per syscall, parses as one read. */
 TEST(bpf_parse_split_anywhere)
 {
-	static const char req[] = "POST /upload/x?y=1 HTTP/1.1\r\n"
-				  "Host: Split.Example:8080\r\n"
-				  "Content-Length: 11\r\n"
-				  "X-Long-Header: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n"
-				  "\r\nhello world";
+	static const char req[] =
+		"POST /upload/x?y=1 HTTP/1.1\r\n"
+		"Host: Split.Example:8080\r\n"
+		"Content-Length: 11\r\n"
+		"X-Long-Header: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n"
+		"\r\nhello world";
 	static const char resp[] = "HTTP/1.1 201 Created\r\n"
 				   "Transfer-Encoding: chunked\r\n\r\n"
 				   "4\r\nwiki\r\n5;a=b\r\npedia\r\n0\r\n"
@@ -123,7 +127,8 @@ TEST(bpf_parse_split_anywhere)
 		if (!same_exchange(EV(0), &ref)) {
 			log_event("one read", &ref);
 			log_event("split", EV(0));
-			REQUIRE(ASSERT_TRUE(0, "split every %zu bytes differs", ch));
+			REQUIRE(ASSERT_TRUE(0, "split every %zu bytes differs",
+					    ch));
 		}
 	}
 	/* one cut at every position: two reads, two writes */
@@ -139,7 +144,8 @@ TEST(bpf_parse_split_anywhere)
 		if (sc < sl)
 			OK(fx_buf(0, 0, resp + sc, sl - sc));
 		REQUIRE(ASSERT_EQ(fx_drain(), 1));
-		REQUIRE(ASSERT_TRUE(same_exchange(EV(0), &ref), "cut at %zu", cut));
+		REQUIRE(ASSERT_TRUE(same_exchange(EV(0), &ref), "cut at %zu",
+				    cut));
 	}
 	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 0));
 }
@@ -149,8 +155,10 @@ TEST(bpf_parse_keepalive)
 	static const char post[] = "POST /p HTTP/1.1\r\nHost: a\r\n"
 				   "Content-Length: 3\r\n\r\nabc";
 	static const char del[] = "DELETE /d/1 HTTP/1.1\r\nHost: a\r\n\r\n";
-	static const char r201[] = "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
-	static const char r404[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+	static const char r201[] =
+		"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
+	static const char r404[] =
+		"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
 
 	OK(fx_reset());
 	OK(fx_open(0, MM_ROLE_UNKNOWN));
@@ -234,7 +242,8 @@ TEST(bpf_parse_pipeline_past_depth)
 	REQUIRE(ASSERT_EQ(fx_drain(), total));
 	for (int i = 0; i < total; i++) {
 		REQUIRE(ASSERT_EQ(EV(i)->type, MM_EVT_EXCHANGE));
-		REQUIRE(ASSERT_EQ(EV(i)->status, 400 + i)); /* responses stay in order */
+		REQUIRE(ASSERT_EQ(EV(i)->status,
+				  400 + i)); /* responses stay in order */
 		if (i < MM_PIPELINE_DEPTH) {
 			REQUIRE(ASSERT_EQ(EV(i)->flags, 0));
 			REQUIRE(ASSERT_EQ(EV(i)->req_seq, i));
@@ -286,10 +295,12 @@ TEST(bpf_parse_pipeline_past_depth_close)
 static size_t sliding_req(char *buf, size_t size, int i)
 {
 	if (i % 3 == 0)
-		return snprintf(buf, size, "HEAD /h%d HTTP/1.1\r\nHost: a\r\n\r\n", i);
-	return snprintf(buf, size,
-			"POST /p%d HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\n\r\n%.*s",
-			i, i, i, "0123456789abcdefghijklmnopqrstuvwxyz");
+		return snprintf(buf, size,
+				"HEAD /h%d HTTP/1.1\r\nHost: a\r\n\r\n", i);
+	return snprintf(
+		buf, size,
+		"POST /p%d HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\n\r\n%.*s",
+		i, i, i, "0123456789abcdefghijklmnopqrstuvwxyz");
 }
 
 /* Requests FROM..TO-1 of the sliding test in one read. */
@@ -307,7 +318,8 @@ static int sliding_send(int from, int to)
 static int sliding_respond(int i)
 {
 	char r[128];
-	int n = snprintf(r, sizeof(r), "HTTP/1.1 %d X\r\nContent-Length: 4\r\n\r\n%s",
+	int n = snprintf(r, sizeof(r),
+			 "HTTP/1.1 %d X\r\nContent-Length: 4\r\n\r\n%s",
 			 400 + i, i % 3 == 0 ? "" : "body");
 
 	return fx_buf(0, 0, r, n);
@@ -322,8 +334,12 @@ static int sliding_respond(int i)
  */
 TEST(bpf_parse_pipeline_sliding)
 {
-	static const int steps[][2] = { /* requests sent, then answered */
-		{ 10, 3 }, { 20, 15 }, { 23, 16 }, { 30, 30 },
+	static const int steps[][2] = {
+		/* requests sent, then answered */
+		{ 10, 3 },
+		{ 20, 15 },
+		{ 23, 16 },
+		{ 30, 30 },
 	};
 	char one[256];
 	struct mm_conn c;
@@ -339,8 +355,9 @@ TEST(bpf_parse_pipeline_sliding)
 		sent = steps[k][0];
 		OK(fx_conn(0, &c));
 		REQUIRE(ASSERT_EQ(c.count, sent - answered));
-		REQUIRE(ASSERT_EQ(c.xcount, c.count > MM_SLOTS_INLINE ?
-					    c.count - MM_SLOTS_INLINE : 0));
+		REQUIRE(ASSERT_EQ(c.xcount, c.count > MM_SLOTS_INLINE
+						    ? c.count - MM_SLOTS_INLINE
+						    : 0));
 		for (; answered < steps[k][1]; answered++)
 			OK(sliding_respond(answered));
 	}
@@ -353,18 +370,22 @@ TEST(bpf_parse_pipeline_sliding)
 		REQUIRE(ASSERT_EQ(EV(i)->req_seq, i));
 		REQUIRE(ASSERT_EQ(EV(i)->status, 400 + i));
 		REQUIRE(ASSERT_EQ(EV(i)->flags, 0));
-		REQUIRE(ASSERT_EQ(EV(i)->method, i % 3 ? MM_M_POST : MM_M_HEAD));
-		REQUIRE(ASSERT_EQ(EV(i)->req_bytes, sliding_req(one, sizeof(one), i)));
+		REQUIRE(ASSERT_EQ(EV(i)->method,
+				  i % 3 ? MM_M_POST : MM_M_HEAD));
+		REQUIRE(ASSERT_EQ(EV(i)->req_bytes,
+				  sliding_req(one, sizeof(one), i)));
 	}
 	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_PIPELINE_FULL), 0));
 	OK(fx_close(0));
-	REQUIRE(ASSERT_EQ(bpf_map_lookup_elem(ext_fd, &c.conn_id, ext), -ENOENT));
+	REQUIRE(ASSERT_EQ(bpf_map_lookup_elem(ext_fd, &c.conn_id, ext),
+			  -ENOENT));
 }
 
 /* A request cut by garbage while deep: the ones before it keep their order. */
 TEST(bpf_parse_pipeline_garbage_deep)
 {
-	static const char bad[] = "GEt /x HTTP/1.1\r\n\r\n"; /* a method is upper case */
+	static const char bad[] =
+		"GEt /x HTTP/1.1\r\n\r\n"; /* a method is upper case */
 	struct mm_conn c;
 
 	OK(fx_reset());
@@ -380,7 +401,8 @@ TEST(bpf_parse_pipeline_garbage_deep)
 	for (int i = 0; i < 7; i++) {
 		REQUIRE(ASSERT_EQ(EV(i)->req_seq, i));
 		REQUIRE(ASSERT_EQ(EV(i)->status, 400 + i));
-		REQUIRE(ASSERT_EQ(EV(i)->method, i % 3 ? MM_M_POST : MM_M_HEAD));
+		REQUIRE(ASSERT_EQ(EV(i)->method,
+				  i % 3 ? MM_M_POST : MM_M_HEAD));
 	}
 	OK(fx_close(0));
 	REQUIRE(ASSERT_EQ(fx_drain(), 7));
@@ -404,19 +426,21 @@ TEST(bpf_parse_pipeline_lost_counted)
 	OK(fx_close(0));
 	REQUIRE(ASSERT_EQ(fx_drain(), MM_PIPELINE_DEPTH + 255));
 	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_PIPELINE_LOST),
-		  total - MM_PIPELINE_DEPTH - 255));
+			  total - MM_PIPELINE_DEPTH - 255));
 	REQUIRE(ASSERT_EQ(fx_drain() + fx_stat(MM_STAT_PIPELINE_LOST), total));
 }
 
 TEST(bpf_parse_chunked_both_ways)
 {
-	static const char req[] = "POST /c HTTP/1.1\r\nHost: a\r\n"
-				  "Transfer-Encoding: gzip, chunked\r\n\r\n"
-				  "5\r\nhello\r\n"
-				  "1A;name=val\r\nabcdefghijklmnopqrstuvwxyz\r\n"
-				  "0\r\nX-Checksum: 1\r\nX-Other: 2\r\n\r\n";
-	static const char resp[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n"
-				   "3\r\nabc\r\n0\r\nTrailer: t\r\n\r\n";
+	static const char req[] =
+		"POST /c HTTP/1.1\r\nHost: a\r\n"
+		"Transfer-Encoding: gzip, chunked\r\n\r\n"
+		"5\r\nhello\r\n"
+		"1A;name=val\r\nabcdefghijklmnopqrstuvwxyz\r\n"
+		"0\r\nX-Checksum: 1\r\nX-Other: 2\r\n\r\n";
+	static const char resp[] =
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n"
+		"3\r\nabc\r\n0\r\nTrailer: t\r\n\r\n";
 	char big[2 * MM_SCRATCH + 200];
 	size_t n;
 
@@ -429,8 +453,10 @@ TEST(bpf_parse_chunked_both_ways)
 	}
 	/* keep-alive after a chunked message, chunk bigger than a window */
 	OK(fx_buf(0, 1, S(REQ_GET)));
-	n = snprintf(big, sizeof(big), "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n",
-		     MM_SCRATCH + 100);
+	n = snprintf(
+		big, sizeof(big),
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n",
+		MM_SCRATCH + 100);
 	memset(big + n, 'b', MM_SCRATCH + 100);
 	n += MM_SCRATCH + 100;
 	n += snprintf(big + n, sizeof(big) - n, "\r\n0\r\n\r\n");
@@ -450,12 +476,15 @@ TEST(bpf_parse_content_length_bodies)
 	memset(body, 'x', sizeof(body));
 	OK(fx_reset());
 	OK(fx_open(0, MM_ROLE_UNKNOWN));
-	hl = snprintf(head, sizeof(head), "PUT /f HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\n\r\n",
-		      3000);
+	hl = snprintf(
+		head, sizeof(head),
+		"PUT /f HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\n\r\n",
+		3000);
 	OK(fx_buf(0, 1, head, hl));
 	OK(fx_buf(0, 1, body, 1000));
 	OK(fx_buf(0, 1, body, 2000));
-	hl = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\ncontent-length:  %zu \r\n\r\n",
+	hl = snprintf(head, sizeof(head),
+		      "HTTP/1.1 200 OK\r\ncontent-length:  %zu \r\n\r\n",
 		      sizeof(body));
 	total = hl + sizeof(body);
 	OK(fx_buf(0, 0, head, hl));
@@ -466,14 +495,17 @@ TEST(bpf_parse_content_length_bodies)
 	OK(fx_buf(0, 0, body, 1));
 	REQUIRE(ASSERT_EQ(fx_drain(), 1));
 	REQUIRE(ASSERT_EQ(EV(0)->method, MM_M_PUT));
-	REQUIRE(ASSERT_EQ(EV(0)->req_bytes,
-		  3000 + strlen("PUT /f HTTP/1.1\r\nHost: a\r\nContent-Length: 3000\r\n\r\n")));
+	REQUIRE(ASSERT_EQ(
+		EV(0)->req_bytes,
+		3000 + strlen("PUT /f HTTP/1.1\r\nHost: a\r\nContent-Length: 3000\r\n\r\n")));
 	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, total));
 	/* request body and next request in one read */
 	{
 		char two[512];
-		size_t n = snprintf(two, sizeof(two),
-				    "POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd%s", REQ_GET);
+		size_t n = snprintf(
+			two, sizeof(two),
+			"POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd%s",
+			REQ_GET);
 
 		OK(fx_buf(0, 1, two, n));
 		OK(respond(0, 200));
@@ -508,17 +540,20 @@ TEST(bpf_parse_content_star_headers)
 
 	for (size_t chunk = sl; chunk; chunk = chunk == 1 ? 0 : 1) {
 		REQUIRE(ASSERT_EQ(exchange(reqs, rl, chunk < rl ? chunk : rl,
-					   resps, sl, chunk), 3));
+					   resps, sl, chunk),
+				  3));
 		REQUIRE(ASSERT_EQ(EV(0)->status, 200));
 		REQUIRE(ASSERT_EQ(EV(1)->status, 201));
 		REQUIRE(ASSERT_EQ(EV(2)->status, 404));
 		REQUIRE(ASSERT_EQ(EV(2)->method, MM_M_POST));
 		REQUIRE(ASSERT_EQ(EV(2)->req_bytes, rl - 2 * strlen(REQ_GET)));
 		REQUIRE(ASSERT_EQ(EV(0)->resp_bytes + EV(1)->resp_bytes +
-				  EV(2)->resp_bytes, sl));
-		REQUIRE(ASSERT_EQ(EV(1)->resp_bytes,
-				  strlen("HTTP/1.1 201 Created\r\nContent-Encoding: gzip\r\n"
-					 "content-length:3\r\n\r\nabc")));
+					  EV(2)->resp_bytes,
+				  sl));
+		REQUIRE(ASSERT_EQ(
+			EV(1)->resp_bytes,
+			strlen("HTTP/1.1 201 Created\r\nContent-Encoding: gzip\r\n"
+			       "content-length:3\r\n\r\nabc")));
 	}
 }
 
@@ -530,18 +565,22 @@ TEST(bpf_parse_content_star_headers)
  */
 TEST(bpf_parse_chunked_word_paths)
 {
-	static const char r1[] = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
-				 "00A\r\n0123456789\r\n000003\r\nabc\r\n1\nx\r\n0\r\n\r\n";
-	static const char r2[] = "HTTP/1.1 201 Created\r\nTRANSFER-ENCODING: CHUNKED\r\n\r\n"
-				 "0000001\r\ny\r\n0\r\n\r\n";
-	static const char r3[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok";
+	static const char r1[] =
+		"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+		"00A\r\n0123456789\r\n000003\r\nabc\r\n1\nx\r\n0\r\n\r\n";
+	static const char r2[] =
+		"HTTP/1.1 201 Created\r\nTRANSFER-ENCODING: CHUNKED\r\n\r\n"
+		"0000001\r\ny\r\n0\r\n\r\n";
+	static const char r3[] =
+		"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok";
 	static const char reqs[] = REQ_GET REQ_GET REQ_GET;
 	char resps[sizeof(r1) + sizeof(r2) + sizeof(r3)];
 	size_t sl;
 
 	sl = snprintf(resps, sizeof(resps), "%s%s%s", r1, r2, r3);
 	for (size_t ch = 1; ch <= sl; ch += ch < 9 ? 1 : 17) {
-		REQUIRE(ASSERT_EQ(exchange(S(reqs), sizeof(reqs) - 1, resps, sl, ch), 3));
+		REQUIRE(ASSERT_EQ(
+			exchange(S(reqs), sizeof(reqs) - 1, resps, sl, ch), 3));
 		REQUIRE(ASSERT_EQ(EV(0)->status, 200));
 		REQUIRE(ASSERT_EQ(EV(1)->status, 201));
 		REQUIRE(ASSERT_EQ(EV(2)->status, 202));
@@ -555,9 +594,10 @@ TEST(bpf_parse_chunked_word_paths)
 /* Interim 1xx responses are not the exchange's status. */
 TEST(bpf_parse_interim_1xx)
 {
-	static const char resp[] = "HTTP/1.1 100 Continue\r\n\r\n"
-				   "HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n"
-				   "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	static const char resp[] =
+		"HTTP/1.1 100 Continue\r\n\r\n"
+		"HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n"
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 
 	for (size_t ch = 1; ch <= sizeof(resp); ch += 9) {
 		REQUIRE(ASSERT_EQ(exchange(S(REQ_GET), 100, S(resp), ch), 1));
@@ -569,11 +609,14 @@ TEST(bpf_parse_interim_1xx)
 /* 101: the exchange ends at the head; what follows is not HTTP/1. */
 TEST(bpf_parse_upgrade_101)
 {
-	static const char req[] = "GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n"
-				  "Connection: Upgrade\r\n\r\n";
-	static const char resp[] = "HTTP/1.1 101 Switching Protocols\r\n"
-				   "Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n";
-	static const char frame[] = "\x81\x05hello\x88\x00 GET / HTTP/1.1\r\n\r\n";
+	static const char req[] =
+		"GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n"
+		"Connection: Upgrade\r\n\r\n";
+	static const char resp[] =
+		"HTTP/1.1 101 Switching Protocols\r\n"
+		"Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n";
+	static const char frame[] =
+		"\x81\x05hello\x88\x00 GET / HTTP/1.1\r\n\r\n";
 	struct mm_conn c;
 
 	REQUIRE(ASSERT_EQ(exchange(S(req), 1000, S(resp), 1000), 1));
@@ -593,10 +636,12 @@ TEST(bpf_parse_upgrade_101)
 TEST(bpf_parse_head_204_304)
 {
 	static const char head_req[] = "HEAD /h HTTP/1.1\r\nHost: a\r\n\r\n";
-	static const char head_resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n";
+	static const char head_resp[] =
+		"HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n";
 	static const char r204[] = "HTTP/1.1 204 No Content\r\n\r\n";
-	static const char r304[] = "HTTP/1.1 304 Not Modified\r\nContent-Length: 50\r\n"
-				   "Transfer-Encoding: chunked\r\n\r\n";
+	static const char r304[] =
+		"HTTP/1.1 304 Not Modified\r\nContent-Length: 50\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n";
 
 	OK(fx_reset());
 	OK(fx_open(0, MM_ROLE_UNKNOWN));
@@ -623,7 +668,8 @@ TEST(bpf_parse_head_204_304)
 /* Upstream leg: a body delimited by the backend's close (EOF on read). */
 TEST(bpf_parse_close_delimited_upstream)
 {
-	static const char resp1[] = "HTTP/1.0 200 OK\r\nServer: old\r\n\r\nsome ";
+	static const char resp1[] =
+		"HTTP/1.0 200 OK\r\nServer: old\r\n\r\nsome ";
 	static const char resp2[] = "body bytes";
 
 	OK(fx_reset());
@@ -637,7 +683,8 @@ TEST(bpf_parse_close_delimited_upstream)
 	REQUIRE(ASSERT_EQ(EV(0)->leg, MM_LEG_UPSTREAM));
 	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
 	REQUIRE(ASSERT_EQ(EV(0)->flags, MM_EV_CLOSE_DELIM));
-	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, sizeof(resp1) + sizeof(resp2) - 2));
+	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes,
+			  sizeof(resp1) + sizeof(resp2) - 2));
 	REQUIRE(ASSERT_EQ(EV(0)->req_bytes, sizeof(REQ_GET) - 1));
 	OK(fx_close(1));
 	REQUIRE(ASSERT_EQ(fx_drain(), 1));
@@ -646,7 +693,8 @@ TEST(bpf_parse_close_delimited_upstream)
 /* Downstream leg: the proxy closes after a body without length. */
 TEST(bpf_parse_close_delimited_downstream)
 {
-	static const char resp[] = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close";
+	static const char resp[] =
+		"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close";
 
 	REQUIRE(ASSERT_EQ(exchange(S(REQ_GET), 100, S(resp), 100), 0));
 	OK(fx_close(0));
@@ -659,7 +707,8 @@ TEST(bpf_parse_close_delimited_downstream)
 
 TEST(bpf_parse_garbage_request)
 {
-	static const char tls[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03";
+	static const char tls[] =
+		"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03";
 	static const char not_tls[] = "\x16\x05\x01\x02\x00";
 	static const char lower[] = "get / HTTP/1.1\r\n\r\n";
 	struct mm_conn c;
@@ -696,7 +745,9 @@ TEST(bpf_parse_garbage_request)
 /* A response that is not HTTP: the request is reported, aborted. */
 TEST(bpf_parse_garbage_response)
 {
-	REQUIRE(ASSERT_EQ(exchange(S(REQ_GET), 100, S("SSH-2.0-OpenSSH_9.2\r\n"), 100), 0));
+	REQUIRE(ASSERT_EQ(exchange(S(REQ_GET), 100,
+				   S("SSH-2.0-OpenSSH_9.2\r\n"), 100),
+			  0));
 	OK(fx_close(0));
 	REQUIRE(ASSERT_EQ(fx_drain(), 1));
 	REQUIRE(ASSERT_TRUE(EV(0)->flags & MM_EV_ABORTED));
@@ -708,12 +759,30 @@ TEST(bpf_parse_garbage_response)
 TEST(bpf_parse_writev_24_iovecs)
 {
 	static const char *tok[] = {
-		"HTTP/1.1", " ", "200", " ", "OK", "\r\n",
-		"Server", ": ", "gw", "\r\n",
-		"Content-Type", ": ", "text/plain", "\r\n",
-		"Content-Length", ": ", "5", "\r\n",
-		"Date", ": ", "Sun, 22 Nov 2026 20:00:00 GMT", "\r\n",
-		"\r\n", "hello",
+		"HTTP/1.1",
+		" ",
+		"200",
+		" ",
+		"OK",
+		"\r\n",
+		"Server",
+		": ",
+		"gw",
+		"\r\n",
+		"Content-Type",
+		": ",
+		"text/plain",
+		"\r\n",
+		"Content-Length",
+		": ",
+		"5",
+		"\r\n",
+		"Date",
+		": ",
+		"Sun, 22 Nov 2026 20:00:00 GMT",
+		"\r\n",
+		"\r\n",
+		"hello",
 	};
 	struct iovec iov[24];
 	size_t total = 0;
@@ -731,7 +800,7 @@ TEST(bpf_parse_writev_24_iovecs)
 	}
 	OK(fx_reset());
 	OK(fx_open(0, MM_ROLE_UNKNOWN));
-	OK(fx_iov(0, 1, rq, 3, 33)); /* readv */
+	OK(fx_iov(0, 1, rq, 3, 33));      /* readv */
 	OK(fx_iov(0, 0, iov, 24, total)); /* writev */
 	REQUIRE(ASSERT_EQ(fx_drain(), 1));
 	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
@@ -754,7 +823,8 @@ TEST(bpf_parse_writev_1024_iovecs)
 	static struct iovec iov[1024];
 	size_t n, i, per;
 
-	n = snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n");
+	n = snprintf(resp, sizeof(resp),
+		     "HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n");
 	memset(resp + n, 'q', 2000);
 	n += 2000;
 	/* 1023 iovecs of 2 bytes, the rest in the last one */
@@ -774,7 +844,10 @@ TEST(bpf_parse_writev_1024_iovecs)
 	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, n));
 	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_IOV_LIMIT), 0));
 	/* a head in 1-byte iovecs, 1024 of them (head + part of the body) */
-	n = snprintf(resp, sizeof(resp), "HTTP/1.1 202 OK\r\nX-Pad: %0900d\r\nContent-Length: 200\r\n\r\n", 0);
+	n = snprintf(
+		resp, sizeof(resp),
+		"HTTP/1.1 202 OK\r\nX-Pad: %0900d\r\nContent-Length: 200\r\n\r\n",
+		0);
 	memset(resp + n, 'q', 200);
 	REQUIRE(ASSERT_TRUE(n < 1024));
 	for (i = 0; i < 1024; i++) {
@@ -797,7 +870,10 @@ TEST(bpf_parse_oversize_head)
 	static char req[4096];
 	size_t n;
 
-	n = snprintf(req, sizeof(req), "GET /big HTTP/1.1\r\nHost: a\r\nCookie: %03000d\r\nX-After: 1\r\n\r\n", 7);
+	n = snprintf(
+		req, sizeof(req),
+		"GET /big HTTP/1.1\r\nHost: a\r\nCookie: %03000d\r\nX-After: 1\r\n\r\n",
+		7);
 	for (size_t ch = 1; ch <= n; ch = ch * 3 + 1) {
 		REQUIRE(ASSERT_EQ(exchange(req, n, ch, S(RESP_200), 1000), 1));
 		REQUIRE(ASSERT_EQ(EV(0)->flags, MM_EV_HEAD_TRUNC));
@@ -809,7 +885,8 @@ TEST(bpf_parse_oversize_head)
 	n = snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nX: ");
 	memset(req + n, 'v', MM_HEAD_MAX - n - 4);
 	memcpy(req + MM_HEAD_MAX - 4, "\r\n\r\n", 4);
-	REQUIRE(ASSERT_EQ(exchange(req, MM_HEAD_MAX, MM_HEAD_MAX, S(RESP_200), 1000), 1));
+	REQUIRE(ASSERT_EQ(
+		exchange(req, MM_HEAD_MAX, MM_HEAD_MAX, S(RESP_200), 1000), 1));
 	REQUIRE(ASSERT_EQ(EV(0)->flags, 0));
 }
 
@@ -823,8 +900,10 @@ TEST(bpf_parse_oversize_head)
  */
 TEST(bpf_parse_head_copy_across_reads)
 {
-	static const char line_host[] = "GET /a HTTP/1.1\r\nHost: x.test\r\nAcc";
-	static const char rest[] = "ept: */*\r\nX-Long: 0123456789abcdef\r\n\r\n";
+	static const char line_host[] =
+		"GET /a HTTP/1.1\r\nHost: x.test\r\nAcc";
+	static const char rest[] =
+		"ept: */*\r\nX-Long: 0123456789abcdef\r\n\r\n";
 	static char req[2048];
 	struct mm_conn c;
 	size_t n;
@@ -840,9 +919,11 @@ TEST(bpf_parse_head_copy_across_reads)
 	REQUIRE(ASSERT_EQ(EV(0)->route_id, MM_ROUTE_UNMATCHED));
 
 	for (int big = 0; big < 2; big++) {
-		n = snprintf(req, sizeof(req),
-			     "GET http://x.test/abs HTTP/1.1\r\nHost: x.test\r\n"
-			     "Cookie: %0*d\r\n\r\n", big ? 1200 : 10, 7);
+		n = snprintf(
+			req, sizeof(req),
+			"GET http://x.test/abs HTTP/1.1\r\nHost: x.test\r\n"
+			"Cookie: %0*d\r\n\r\n",
+			big ? 1200 : 10, 7);
 		OK(fx_reset());
 		OK(fx_open(0, MM_ROLE_UNKNOWN));
 		OK(fx_chunks(0, 1, req, n, 5));
@@ -870,7 +951,9 @@ TEST(bpf_parse_status_below_100)
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		REQUIRE(ASSERT_EQ(exchange(S(REQ_GET), 100, bad[i], strlen(bad[i]), 100), 0));
+		REQUIRE(ASSERT_EQ(exchange(S(REQ_GET), 100, bad[i],
+					   strlen(bad[i]), 100),
+				  0));
 		OK(fx_close(0));
 		REQUIRE(ASSERT_EQ(fx_drain(), 1));
 		REQUIRE(ASSERT_EQ(EV(0)->status, 0));
@@ -878,9 +961,12 @@ TEST(bpf_parse_status_below_100)
 		REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_UNPARSED), 1));
 	}
 	/* 100 itself is interim, 999 a (strange) final status */
-	REQUIRE(ASSERT_EQ(exchange(S(REQ_GET), 100,
-			   S("HTTP/1.1 100 C\r\n\r\nHTTP/1.1 999 X\r\nContent-Length: 0\r\n\r\n"),
-			   100), 1));
+	REQUIRE(ASSERT_EQ(
+		exchange(
+			S(REQ_GET), 100,
+			S("HTTP/1.1 100 C\r\n\r\nHTTP/1.1 999 X\r\nContent-Length: 0\r\n\r\n"),
+			100),
+		1));
 	REQUIRE(ASSERT_EQ(EV(0)->status, 999));
 }
 
@@ -892,11 +978,13 @@ TEST(bpf_parse_status_below_100)
  */
 TEST(bpf_parse_garbage_in_chunked_body)
 {
-	static const char post[] = "POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+	static const char post[] =
+		"POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
 	char buf[4096];
 	size_t n;
 
-	for (int depth = 1; depth <= MM_PIPELINE_DEPTH + 1; depth += MM_PIPELINE_DEPTH) {
+	for (int depth = 1; depth <= MM_PIPELINE_DEPTH + 1;
+	     depth += MM_PIPELINE_DEPTH) {
 		OK(fx_reset());
 		OK(fx_open(0, MM_ROLE_UNKNOWN));
 		n = pipeline(buf, sizeof(buf), 0, depth - 1);
@@ -908,7 +996,8 @@ TEST(bpf_parse_garbage_in_chunked_body)
 		REQUIRE(ASSERT_EQ(fx_drain(), depth));
 		REQUIRE(ASSERT_EQ(EV(depth - 1)->status, 400 + depth - 1));
 		REQUIRE(ASSERT_EQ(EV(depth - 1)->flags,
-			  depth > MM_PIPELINE_DEPTH ? MM_EV_UNTRACKED : 0));
+				  depth > MM_PIPELINE_DEPTH ? MM_EV_UNTRACKED
+							    : 0));
 		OK(fx_close(0));
 		REQUIRE(ASSERT_EQ(fx_drain(), depth));
 	}

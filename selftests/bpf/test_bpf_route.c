@@ -26,8 +26,7 @@
 #include "selftests/unit/test_route_data.h"
 
 #define EV(i) FX_EV(i)
-#define GEN 7
-
+#define GEN   7
 
 static struct gw_model *model;
 static struct route_table *table;
@@ -50,7 +49,8 @@ static int load_slots(size_t nslots, char *err, size_t errlen)
 {
 	static const char *const gws[] = { "infra/gw", "infra/gw", "infra/gw" };
 	struct mm_config cfg = {
-		.route_gen = GEN, .flags = nslots > 1 ? MM_CFG_GW_SLOTS : 0,
+		.route_gen = GEN,
+		.flags = nslots > 1 ? MM_CFG_GW_SLOTS : 0,
 	};
 	int vfd = fx_map_fd("mm_vhosts"), rfd = fx_map_fd("mm_routes");
 	int cfd = fx_map_fd("mm_config");
@@ -114,21 +114,23 @@ static void answer(uint32_t route_id, uint16_t rule, char *buf, size_t len)
 
 static size_t head_of(const struct rcase *c, char *head, size_t size)
 {
-	return snprintf(head, size, "%s %s HTTP/1.1\r\n%s%s%s%s\r\n",
-			c->method, c->target, c->host ? "Host: " : "",
+	return snprintf(head, size, "%s %s HTTP/1.1\r\n%s%s%s%s\r\n", c->method,
+			c->target, c->host ? "Host: " : "",
 			c->host ? c->host : "", c->host ? "\r\n" : "",
 			c->headers);
 }
 
 static void run_cases(void)
 {
-	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	static const char resp[] =
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 	char err[512] = "", head[1024], got[256];
 	size_t failed = 0;
 
 	OK(fx_reset());
 	REQUIRE(ASSERT_EQ(load_table(err, sizeof(err)), 0));
-	for (size_t i = 0; i < sizeof(route_cases) / sizeof(route_cases[0]); i++) {
+	for (size_t i = 0; i < sizeof(route_cases) / sizeof(route_cases[0]);
+	     i++) {
 		const struct rcase *c = &route_cases[i];
 		const struct mm_http_event *ex = NULL, *hd = NULL;
 		const char *hdbytes = NULL;
@@ -149,31 +151,36 @@ static void run_cases(void)
 				hdbytes = FX_HEAD(k);
 			}
 		}
-		REQUIRE(ASSERT_TRUE(ex != NULL, "case \"%s\": no exchange event", c->what));
+		REQUIRE(ASSERT_TRUE(ex != NULL,
+				    "case \"%s\": no exchange event", c->what));
 		REQUIRE(ASSERT_EQ(ex->route_gen, GEN));
 		/* the request's own slot intact: its start before its end */
-		REQUIRE(ASSERT_TRUE(ex->start_ns && ex->end_ns >= ex->start_ns &&
-				    ex->end_ns - ex->start_ns < 10000000000ULL,
-				    "case \"%s\": start %llu end %llu", c->what,
-				    (unsigned long long)ex->start_ns,
-				    (unsigned long long)ex->end_ns));
+		REQUIRE(ASSERT_TRUE(
+			ex->start_ns && ex->end_ns >= ex->start_ns &&
+				ex->end_ns - ex->start_ns < 10000000000ULL,
+			"case \"%s\": start %llu end %llu", c->what,
+			(unsigned long long)ex->start_ns,
+			(unsigned long long)ex->end_ns));
 		REQUIRE(ASSERT_EQ(ex->req_bytes, n));
 		if (c->bpf == DEFER) {
 			/* the kernel hands the head over; user space decides */
 			REQUIRE(ASSERT_TRUE(ex->route_id == MM_ROUTE_DEFER,
-				    "case \"%s\": route %#x, want defer",
-				    c->what, ex->route_id));
-			REQUIRE(ASSERT_TRUE(hd != NULL, "case \"%s\": no head event",
-				    c->what));
+					    "case \"%s\": route %#x, want defer",
+					    c->what, ex->route_id));
+			REQUIRE(ASSERT_TRUE(hd != NULL,
+					    "case \"%s\": no head event",
+					    c->what));
 			REQUIRE(ASSERT_EQ(hd->req_seq, ex->req_seq));
 			REQUIRE(ASSERT_EQ(hd->head_len, n));
 			REQUIRE(ASSERT_TRUE(!memcmp(hdbytes, head, n)));
 			REQUIRE(ASSERT_EQ(route_match__lookup_head(
-					  table, 0, 0, hdbytes,
-					  hd->head_len, false, &res), 0));
+						  table, 0, 0, hdbytes,
+						  hd->head_len, false, &res),
+					  0));
 			answer(res.route_id, res.rule_idx, got, sizeof(got));
 		} else {
-			REQUIRE(ASSERT_TRUE(hd == NULL, "case \"%s\": deferred", c->what));
+			REQUIRE(ASSERT_TRUE(hd == NULL, "case \"%s\": deferred",
+					    c->what));
 			answer(ex->route_id, ex->rule_idx, got, sizeof(got));
 		}
 		if (c->bpf == DEFER) {
@@ -191,31 +198,35 @@ static void run_cases(void)
 			REQUIRE(ASSERT_EQ(conn.has_ext, 1));
 			OK(fx_buf(0, 0, resp, sizeof(resp) - 1));
 			fx_drain();
-			REQUIRE(ASSERT_TRUE(fx_nev == 2 &&
-					    FX_EV(0)->type == MM_EVT_HEAD,
-					    "case \"%s\" in 7-byte reads: no head event",
-					    c->what));
+			REQUIRE(ASSERT_TRUE(
+				fx_nev == 2 && FX_EV(0)->type == MM_EVT_HEAD,
+				"case \"%s\" in 7-byte reads: no head event",
+				c->what));
 			REQUIRE(ASSERT_EQ(FX_EV(0)->head_len, n));
-			REQUIRE(ASSERT_TRUE(!memcmp(FX_HEAD(0), head, n),
-					    "case \"%s\" in 7-byte reads: head differs",
-					    c->what));
+			REQUIRE(ASSERT_TRUE(
+				!memcmp(FX_HEAD(0), head, n),
+				"case \"%s\" in 7-byte reads: head differs",
+				c->what));
 		}
 		if (strcmp(got, c->want)) {
 			failed++;
-			test__fail(__FILE__, __LINE__,
-				   "case \"%s\": kernel says \"%s\", want \"%s\"",
-				   c->what, got, c->want);
+			test__fail(
+				__FILE__, __LINE__,
+				"case \"%s\": kernel says \"%s\", want \"%s\"",
+				c->what, got, c->want);
 		}
 		/* user space's mirror of the kernel walk agrees */
 		REQUIRE(ASSERT_EQ(route_match__parse_head(head, n, &req), 0));
-		REQUIRE(ASSERT_EQ(route_match__lookup(table, 0, 0, &req, &res), 0));
+		REQUIRE(ASSERT_EQ(route_match__lookup(table, 0, 0, &req, &res),
+				  0));
 		if (res.bpf_route_id != ex->route_id ||
 		    (c->bpf == KERNEL && res.bpf_rule_idx != ex->rule_idx)) {
 			failed++;
-			test__fail(__FILE__, __LINE__,
-				   "case \"%s\": kernel %#x rule %u, route_match %#x rule %u",
-				   c->what, ex->route_id, ex->rule_idx,
-				   res.bpf_route_id, res.bpf_rule_idx);
+			test__fail(
+				__FILE__, __LINE__,
+				"case \"%s\": kernel %#x rule %u, route_match %#x rule %u",
+				c->what, ex->route_id, ex->rule_idx,
+				res.bpf_route_id, res.bpf_rule_idx);
 		}
 	}
 	REQUIRE(ASSERT_EQ(failed, 0));
@@ -234,10 +245,14 @@ TEST(bpf_route_lookup)
  */
 TEST(bpf_route_upstream_link)
 {
-	static const char down[] = "GET /api/v2/users HTTP/1.1\r\nHost: www.example.com\r\n\r\n";
-	static const char up_same[] = "GET /api/v2/users HTTP/1.1\r\nHost: www.example.com\r\nX-Forwarded-For: 1.2.3.4\r\n\r\n";
-	static const char up_rewritten[] = "GET /api/v2/users HTTP/1.0\r\nHost: backend_pool\r\n\r\n";
-	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	static const char down[] =
+		"GET /api/v2/users HTTP/1.1\r\nHost: www.example.com\r\n\r\n";
+	static const char up_same[] =
+		"GET /api/v2/users HTTP/1.1\r\nHost: www.example.com\r\nX-Forwarded-For: 1.2.3.4\r\n\r\n";
+	static const char up_rewritten[] =
+		"GET /api/v2/users HTTP/1.0\r\nHost: backend_pool\r\n\r\n";
+	static const char resp[] =
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 	char err[512] = "", got[256];
 	const struct mm_http_event *d;
 
@@ -279,12 +294,15 @@ TEST(bpf_route_upstream_link)
  */
 TEST(bpf_route_response_host_ignored)
 {
-	static const char reqs[] = "GET /login HTTP/1.1\r\nHost: www.example.com\r\n\r\n"
-				   "GET /login HTTP/1.1\r\nAccept: */*\r\n";
+	static const char reqs[] =
+		"GET /login HTTP/1.1\r\nHost: www.example.com\r\n\r\n"
+		"GET /login HTTP/1.1\r\nAccept: */*\r\n";
 	static const char req2_rest[] = "Host: www.example.com\r\n\r\n";
-	static const char resp1_a[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nHos";
+	static const char resp1_a[] =
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nHos";
 	static const char resp1_b[] = "t: evil.example.org\r\n\r\n";
-	static const char resp2[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	static const char resp2[] =
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 	char err[512] = "", got[256];
 
 	OK(fx_reset());
@@ -326,15 +344,18 @@ static int route_accs_held(void)
 static int interleave(const char *a, size_t na, const char *b, size_t nb,
 		      size_t k)
 {
-	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	static const char resp[] =
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 	int err = fx_reset() ?: fx_open(0, MM_ROLE_UNKNOWN) ?:
 		  fx_open(1, MM_ROLE_UNKNOWN);
 
 	for (size_t off = 0; !err && (off < na || off < nb); off += k) {
 		if (off < na)
-			err = fx_buf(0, 1, a + off, na - off < k ? na - off : k);
+			err = fx_buf(0, 1, a + off,
+				     na - off < k ? na - off : k);
 		if (!err && off < nb)
-			err = fx_buf(1, 1, b + off, nb - off < k ? nb - off : k);
+			err = fx_buf(1, 1, b + off,
+				     nb - off < k ? nb - off : k);
 	}
 	return err ?: fx_buf(0, 0, resp, sizeof(resp) - 1) ?:
 		      fx_buf(1, 0, resp, sizeof(resp) - 1);
@@ -377,20 +398,25 @@ TEST(bpf_route_heads_interleaved)
 		for (size_t ci = 0; ci < sizeof(cuts) / sizeof(cuts[0]); ci++) {
 			OK(interleave(ha, na, hb, nb, cuts[ci]));
 			REQUIRE(ASSERT_EQ(fx_drain(), 2));
-			answer(EV(0)->route_id, EV(0)->rule_idx, got, sizeof(got));
-			REQUIRE(ASSERT_TRUE(!strcmp(got, ca->want),
-					    "\"%s\" in %zu-byte reads after \"%s\": %s",
-					    ca->what, cuts[ci], cb->what, got));
-			answer(EV(1)->route_id, EV(1)->rule_idx, got, sizeof(got));
-			REQUIRE(ASSERT_TRUE(!strcmp(got, cb->want),
-					    "\"%s\" in %zu-byte reads after \"%s\": %s",
-					    cb->what, cuts[ci], ca->what, got));
+			answer(EV(0)->route_id, EV(0)->rule_idx, got,
+			       sizeof(got));
+			REQUIRE(ASSERT_TRUE(
+				!strcmp(got, ca->want),
+				"\"%s\" in %zu-byte reads after \"%s\": %s",
+				ca->what, cuts[ci], cb->what, got));
+			answer(EV(1)->route_id, EV(1)->rule_idx, got,
+			       sizeof(got));
+			REQUIRE(ASSERT_TRUE(
+				!strcmp(got, cb->want),
+				"\"%s\" in %zu-byte reads after \"%s\": %s",
+				cb->what, cuts[ci], ca->what, got));
 			/* one entry per connection however often cut, until it ends */
 			REQUIRE(ASSERT_EQ(route_accs_held(), 2));
 			OK(fx_close(0));
 			OK(fx_close(1));
 			REQUIRE(ASSERT_EQ(route_accs_held(), 0));
-			REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_ROUTE_STATE_LOST), 0));
+			REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_ROUTE_STATE_LOST),
+					  0));
 		}
 	}
 	/*
@@ -399,11 +425,14 @@ TEST(bpf_route_heads_interleaved)
 	 * saved state to the request's next window.
 	 */
 	{
-		static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-		static const char r1[] = "GET /x HTTP/1.1\r\nHost: a.b.example.com\r\n\r\n"
-					 "GET /api/v2/users HTTP/1.1\r\nHost: www.ex";
+		static const char resp[] =
+			"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+		static const char r1[] =
+			"GET /x HTTP/1.1\r\nHost: a.b.example.com\r\n\r\n"
+			"GET /api/v2/users HTTP/1.1\r\nHost: www.ex";
 		static const char r2[] = "ample.com\r\n\r\n";
-		static const char other[] = "GET /healthz HTTP/1.1\r\nHost: unknown.org\r\n\r\n";
+		static const char other[] =
+			"GET /healthz HTTP/1.1\r\nHost: unknown.org\r\n\r\n";
 		static const char *const want[] = { "apps/wild rule 0",
 						    "apps/catchall rule 0",
 						    "apps/api rule 1" };
@@ -419,7 +448,8 @@ TEST(bpf_route_heads_interleaved)
 		OK(fx_buf(0, 0, resp, sizeof(resp) - 1));
 		REQUIRE(ASSERT_EQ(fx_drain(), 3));
 		for (int i = 0; i < 3; i++) {
-			answer(EV(i)->route_id, EV(i)->rule_idx, got, sizeof(got));
+			answer(EV(i)->route_id, EV(i)->rule_idx, got,
+			       sizeof(got));
 			REQUIRE(ASSERT_TRUE(!strcmp(got, want[i]),
 					    "exchange %d: %s, want %s", i, got,
 					    want[i]));
@@ -444,10 +474,12 @@ TEST(bpf_route_heads_interleaved)
 	 * WebSocket may stay open for hours).
 	 */
 	{
-		static const char up[] = "GET /x HTTP/1.1\r\nHost: a.b.example.com\r\n"
-					 "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\nGET /y HT";
-		static const char r101[] = "HTTP/1.1 101 Switching Protocols\r\n"
-					   "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
+		static const char up[] =
+			"GET /x HTTP/1.1\r\nHost: a.b.example.com\r\n"
+			"Connection: Upgrade\r\nUpgrade: websocket\r\n\r\nGET /y HT";
+		static const char r101[] =
+			"HTTP/1.1 101 Switching Protocols\r\n"
+			"Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
 		static const char frame[] = "\x81\x02hi";
 
 		OK(fx_reset());
@@ -465,11 +497,15 @@ TEST(bpf_route_heads_interleaved)
 	 * content (mm_recent), not taken for the thread's newest request.
 	 */
 	{
-		static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-		static const char down[] = "GET /api/v2/users HTTP/1.1\r\nHost: www.example.com\r\n\r\n";
-		static const char up[] = "GET /api/v2/users HTTP/1.1\r\nHost: www.example.com\r\n"
-					 "X-Forwarded-For: 1.2.3.4\r\n\r\n";
-		static const char other[] = "GET /healthz HTTP/1.1\r\nHost: unknown.org\r\n\r\n";
+		static const char resp[] =
+			"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+		static const char down[] =
+			"GET /api/v2/users HTTP/1.1\r\nHost: www.example.com\r\n\r\n";
+		static const char up[] =
+			"GET /api/v2/users HTTP/1.1\r\nHost: www.example.com\r\n"
+			"X-Forwarded-For: 1.2.3.4\r\n\r\n";
+		static const char other[] =
+			"GET /healthz HTTP/1.1\r\nHost: unknown.org\r\n\r\n";
 		const struct mm_http_event *u = NULL, *d = NULL;
 
 		OK(fx_reset());
@@ -483,15 +519,17 @@ TEST(bpf_route_heads_interleaved)
 			OK(fx_buf(1, 0, up + off, left < 7 ? left : 7));
 			if (off < sizeof(other) - 1)
 				OK(fx_buf(2, 1, other + off,
-					  sizeof(other) - 1 - off < 7 ?
-						  sizeof(other) - 1 - off : 7));
+					  sizeof(other) - 1 - off < 7
+						  ? sizeof(other) - 1 - off
+						  : 7));
 		}
 		OK(fx_buf(1, 1, resp, sizeof(resp) - 1));
 		OK(fx_buf(0, 0, resp, sizeof(resp) - 1));
 		OK(fx_buf(2, 0, resp, sizeof(resp) - 1));
 		REQUIRE(ASSERT_EQ(fx_drain(), 3));
 		for (int k = 0; k < 3; k++) {
-			answer(EV(k)->route_id, EV(k)->rule_idx, got, sizeof(got));
+			answer(EV(k)->route_id, EV(k)->rule_idx, got,
+			       sizeof(got));
 			if (EV(k)->leg == MM_LEG_UPSTREAM)
 				u = EV(k);
 			else if (!strcmp(got, "apps/api rule 1"))
@@ -510,7 +548,8 @@ TEST(bpf_route_heads_interleaved)
 	 */
 	fd = fx_map_fd("mm_route_accs");
 	{
-		static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+		static const char resp[] =
+			"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 		struct mm_route_acc junk = { .target_ok = 1 };
 		struct route_result res;
 		__u64 key = ~0ULL;
@@ -537,8 +576,10 @@ TEST(bpf_route_heads_interleaved)
 		REQUIRE(ASSERT_EQ(EV(0)->type, MM_EVT_HEAD));
 		REQUIRE(ASSERT_EQ(EV(0)->head_len, na));
 		REQUIRE(ASSERT_TRUE(!memcmp(FX_HEAD(0), ha, na)));
-		REQUIRE(ASSERT_EQ(route_match__lookup_head(table, 0, 0, FX_HEAD(0),
-							   na, false, &res), 0));
+		REQUIRE(ASSERT_EQ(route_match__lookup_head(table, 0, 0,
+							   FX_HEAD(0), na,
+							   false, &res),
+				  0));
 		answer(res.route_id, res.rule_idx, got, sizeof(got));
 		REQUIRE(ASSERT_STREQ(got, route_cases[0].want));
 		REQUIRE(ASSERT_EQ(EV(1)->route_id, MM_ROUTE_DEFER));
@@ -555,10 +596,11 @@ TEST(bpf_route_heads_interleaved)
 /* One GET through a fresh connection: its exchange event, or NULL. */
 static const struct mm_http_event *one_get(const char *host, const char *path)
 {
-	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	static const char resp[] =
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 	char head[512];
-	int n = snprintf(head, sizeof(head), "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n",
-			 path, host);
+	int n = snprintf(head, sizeof(head),
+			 "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, host);
 
 	if (fx_reset() || fx_open(0, MM_ROLE_UNKNOWN) ||
 	    fx_buf(0, 1, head, (size_t)n) ||
@@ -593,14 +635,14 @@ TEST(bpf_route_gateway_slots)
 		tg.gw = gw % 2;
 		OK(bpf_map_update_elem(tfd, &pid, &tg, BPF_ANY) ? -errno : 0);
 		e = one_get("www.example.com", "/login");
-		REQUIRE(ASSERT_TRUE(e != NULL, "no exchange in slot %u", tg.gw));
+		REQUIRE(ASSERT_TRUE(e != NULL, "no exchange in slot %u",
+				    tg.gw));
 		REQUIRE(ASSERT_EQ(e->gw, tg.gw));
 		answer(e->route_id, e->rule_idx, got, sizeof(got));
 		REQUIRE(ASSERT_STREQ(got, "apps/login rule 0"));
-		REQUIRE(ASSERT_TRUE(tg.gw ? e->route_id >= first1 :
-					    e->route_id < first1,
-				    "slot %u answered with route %u", tg.gw,
-				    e->route_id));
+		REQUIRE(ASSERT_TRUE(
+			tg.gw ? e->route_id >= first1 : e->route_id < first1,
+			"slot %u answered with route %u", tg.gw, e->route_id));
 		REQUIRE(ASSERT_EQ(table->routes[e->route_id].gw, tg.gw));
 	}
 	/* a slot the table does not hold: no vhost, unmatched */
@@ -652,22 +694,27 @@ TEST(bpf_route_listener_port)
 		answer(e->route_id, e->rule_idx, got, sizeof(got));
 		REQUIRE(ASSERT_TRUE(!strcmp(got, c[i].want),
 				    "case %zu (%s%s on %u): kernel \"%s\", "
-				    "want \"%s\"", i, c[i].host, c[i].path,
-				    c[i].port, got, c[i].want));
-		n = snprintf(head, sizeof(head), "GET %s HTTP/1.1\r\nHost: "
-			     "%s\r\n\r\n", c[i].path, c[i].host);
-		REQUIRE(ASSERT_EQ(route_match__parse_head(head, (size_t)n,
-							  &req), 0));
+				    "want \"%s\"",
+				    i, c[i].host, c[i].path, c[i].port, got,
+				    c[i].want));
+		n = snprintf(head, sizeof(head),
+			     "GET %s HTTP/1.1\r\nHost: "
+			     "%s\r\n\r\n",
+			     c[i].path, c[i].host);
+		REQUIRE(ASSERT_EQ(
+			route_match__parse_head(head, (size_t)n, &req), 0));
 		REQUIRE(ASSERT_EQ(route_match__lookup(table, 0, c[i].port, &req,
-						      &res), 0));
+						      &res),
+				  0));
 		REQUIRE(ASSERT_EQ(res.bpf_route_id, e->route_id));
 	}
 	/* a header match on 80: the head event names the port */
 	{
 		static const char resp[] =
 			"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-		static const char h[] = "GET /api HTTP/1.1\r\nHost: "
-					"www.example.com\r\nX-Canary: true\r\n\r\n";
+		static const char h[] =
+			"GET /api HTTP/1.1\r\nHost: "
+			"www.example.com\r\nX-Canary: true\r\n\r\n";
 
 		fx_listener_port(80);
 		OK(fx_reset());
@@ -675,11 +722,14 @@ TEST(bpf_route_listener_port)
 		OK(fx_buf(0, 1, h, sizeof(h) - 1));
 		OK(fx_buf(0, 0, resp, sizeof(resp) - 1));
 		fx_drain();
-		REQUIRE(ASSERT_TRUE(fx_nev == 2 && FX_EV(0)->type == MM_EVT_HEAD));
+		REQUIRE(ASSERT_TRUE(fx_nev == 2 &&
+				    FX_EV(0)->type == MM_EVT_HEAD));
 		REQUIRE(ASSERT_EQ(FX_EV(0)->status, 80));
-		REQUIRE(ASSERT_EQ(route_match__lookup_head(
-				table, 0, FX_EV(0)->status, FX_HEAD(0),
-				FX_EV(0)->head_len, false, &res), 0));
+		REQUIRE(ASSERT_EQ(
+			route_match__lookup_head(table, 0, FX_EV(0)->status,
+						 FX_HEAD(0), FX_EV(0)->head_len,
+						 false, &res),
+			0));
 		answer(res.route_id, res.rule_idx, got, sizeof(got));
 		REQUIRE(ASSERT_STREQ(got, "apps/api rule 4"));
 	}

@@ -28,8 +28,8 @@ int fzb_route_accs_full;
 
 #include "selftests/fuzz/bpf_parser_glue.h"
 
-#define EFAULT_ 14
-#define E2BIG_ 7
+#define EFAULT_   14
+#define E2BIG_    7
 #define TABLE_MAX 32
 
 void abort(void);
@@ -38,7 +38,9 @@ void *memset(void *d, int c, unsigned long n);
 int memcmp(const void *a, const void *b, unsigned long n);
 
 /* Memory regions of the current "syscall" (user buffer, iovec array). */
-static struct { __u64 lo, hi; } regions[4];
+static struct {
+	__u64 lo, hi;
+} regions[4];
 static int nregions;
 static __u64 bad_reads;
 
@@ -58,7 +60,8 @@ static struct mm_config cfg_map;
 static __u64 target_bits[MM_TARGET_WORDS];
 static struct mm_link fz_thread_link;
 static bool fz_thread_link_live;
-static struct task_struct *const current_task = (struct task_struct *)&fz_thread_link;
+static struct task_struct *const current_task =
+	(struct task_struct *)&fz_thread_link;
 static __u64 clock_ns;
 
 struct kv {
@@ -114,11 +117,13 @@ static void *bpf_map_lookup_elem(void *map, const void *key)
 	if (map == &mm_conn_ext_zero)
 		return k ? NULL : &conn_ext_zero;
 	if (map == &mm_conn_exts)
-		return conn_ext_live && conn_ext_key == *(const __u64 *)key ?
-			       &conn_ext : NULL;
+		return conn_ext_live && conn_ext_key == *(const __u64 *)key
+			       ? &conn_ext
+			       : NULL;
 	if (map == &mm_route_accs)
-		return route_acc_live && route_acc_key == *(const __u64 *)key ?
-			       &route_acc : NULL;
+		return route_acc_live && route_acc_key == *(const __u64 *)key
+			       ? &route_acc
+			       : NULL;
 	t = table_of(map, &ksz, &vsz);
 	if (!t)
 		abort(); /* a map the emulation does not know: teach it */
@@ -155,10 +160,10 @@ static long bpf_map_update_elem(void *map, const void *key, const void *value,
 	}
 	if (!t)
 		abort();
-	slot = bpf_map_lookup_elem(map, key) ?
-		       (struct kv *)((char *)bpf_map_lookup_elem(map, key) -
-				     __builtin_offsetof(struct kv, val)) :
-		       NULL;
+	slot = bpf_map_lookup_elem(map, key)
+		       ? (struct kv *)((char *)bpf_map_lookup_elem(map, key) -
+				       __builtin_offsetof(struct kv, val))
+		       : NULL;
 	if (!slot) {
 		/* hash stand-in: a new key takes the next slot, round robin */
 		slot = &t[kv_next++ % TABLE_MAX];
@@ -304,8 +309,10 @@ static __u64 fnv(const char *s)
 
 static void add_vhost(__u32 kind, const char *host, __u32 id, __u32 flags)
 {
-	struct mm_vhost_key k = { .gen = 1, .kind = kind,
-				  .hash = kind == MM_VH_CATCHALL ? 0 : fnv(host) };
+	struct mm_vhost_key k = { .gen = 1,
+				  .kind = kind,
+				  .hash = kind == MM_VH_CATCHALL ? 0
+								 : fnv(host) };
 	struct mm_vhost_val v = { .vhost_id = id, .flags = flags };
 	struct kv *t = &vhosts[id];
 
@@ -317,8 +324,9 @@ static void add_vhost(__u32 kind, const char *host, __u32 id, __u32 flags)
 static void add_route(int slot, __u32 vhost, __u32 kind, const char *path,
 		      __u32 route, __u8 method, __u8 flags)
 {
-	struct mm_route_key k = { .gen = 1, .vhost_id = vhost, .kind = kind,
-				  .hash = fnv(path) };
+	struct mm_route_key k = {
+		.gen = 1, .vhost_id = vhost, .kind = kind, .hash = fnv(path)
+	};
 	struct mm_route_cands c = { .n = 1 };
 
 	c.c[0].route_id = route;
@@ -353,7 +361,8 @@ void fzb_reset(unsigned int role, int defers)
 {
 	memset(&conn, 0, sizeof(conn));
 	memset(stats, 0, sizeof(stats));
-	memset(&scratch, 0xa5, sizeof(scratch)); /* per-CPU: not zeroed per run */
+	memset(&scratch, 0xa5,
+	       sizeof(scratch)); /* per-CPU: not zeroed per run */
 	memset(recent, 0, sizeof(recent));
 	memset(route_cache, 0, sizeof(route_cache));
 	memset(vhosts, 0, sizeof(vhosts));

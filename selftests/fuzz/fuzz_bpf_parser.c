@@ -91,7 +91,9 @@ static void check_state(void)
 		fail("header kind outside enum mm_hdr");
 	if (c->count > MM_PIPELINE_DEPTH || c->head >= MM_SLOTS_INLINE)
 		fail("pipeline count %u head %u", c->count, c->head);
-	if (c->xcount != (c->count > MM_SLOTS_INLINE ? c->count - MM_SLOTS_INLINE : 0) ||
+	if (c->xcount != (c->count > MM_SLOTS_INLINE
+				  ? c->count - MM_SLOTS_INLINE
+				  : 0) ||
 	    (c->xcount && !fzb_ext_live()) || !!c->has_ext != fzb_ext_live())
 		fail("pipeline count %u, middle %u, ext %u/%d", c->count,
 		     c->xcount, c->has_ext, fzb_ext_live());
@@ -126,7 +128,8 @@ static void check_events(struct run *r)
 		if (e->type != MM_EVT_EXCHANGE)
 			continue;
 		if (!e->status && !(e->flags & MM_EV_ABORTED))
-			fail("event %d: status 0 on an exchange not aborted", i);
+			fail("event %d: status 0 on an exchange not aborted",
+			     i);
 		if (e->status && (e->status < 100 || e->status > 999))
 			fail("event %d: status %u outside 100..999", i,
 			     e->status);
@@ -137,8 +140,8 @@ static void check_events(struct run *r)
 			last_seq = e->req_seq;
 		}
 	}
-	r->scan_limited = fzb_stat(MM_STAT_SCAN_LIMIT) +
-			  fzb_stat(MM_STAT_IOV_LIMIT);
+	r->scan_limited =
+		fzb_stat(MM_STAT_SCAN_LIMIT) + fzb_stat(MM_STAT_IOV_LIMIT);
 	if (fzb_stat(MM_STAT_RINGBUF_FULL))
 		fail("harness: more events than it keeps");
 }
@@ -190,7 +193,8 @@ static void run(const uint8_t *d, size_t n, bool bytewise, struct run *r)
 				uint8_t old = c->req.state, now;
 				uint64_t pend0 = c->count + c->untracked;
 				uint64_t seq0 = c->next_seq, cut;
-				uint64_t lost0 = fzb_stat(MM_STAT_PIPELINE_LOST);
+				uint64_t lost0 =
+					fzb_stat(MM_STAT_PIPELINE_LOST);
 				int nev0 = fzb_nevents();
 
 				fzb_buf(is_read, d + pos + i, 1);
@@ -202,13 +206,15 @@ static void run(const uint8_t *d, size_t n, bool bytewise, struct run *r)
 					r->stray++;
 				for (int k = nev0; k < fzb_nevents(); k++)
 					if (((const struct mm_http_event *)
-						     fzb_event(k)->raw)->type ==
-					    MM_EVT_EXCHANGE)
+						     fzb_event(k)
+							     ->raw)
+						    ->type == MM_EVT_EXCHANGE)
 						fail("request byte %zu ended an exchange",
 						     pos + i);
 				/* requests gone from the pipeline unreported */
 				cut = pend0 + (c->next_seq - seq0) -
-				      (fzb_stat(MM_STAT_PIPELINE_LOST) - lost0) -
+				      (fzb_stat(MM_STAT_PIPELINE_LOST) -
+				       lost0) -
 				      (c->count + c->untracked);
 				if (cut && !head_state(old))
 					fail("byte %zu: a request whose head was complete was dropped (state %u -> %u)",
@@ -226,7 +232,8 @@ static void run(const uint8_t *d, size_t n, bool bytewise, struct run *r)
 
 			for (size_t off = 0; off < len; off += piece) {
 				iov[cnt].base = d + pos + off;
-				iov[cnt].len = len - off < piece ? len - off : piece;
+				iov[cnt].len = len - off < piece ? len - off
+								 : piece;
 				cnt++;
 			}
 			fzb_iov(is_read, iov, cnt, len);
@@ -252,7 +259,8 @@ static void run(const uint8_t *d, size_t n, bool bytewise, struct run *r)
 		 * keep its state none may be decided from what was left of it.
 		 */
 		if (fzb_route_accs_full && e->type == MM_EVT_EXCHANGE &&
-		    e->leg == MM_LEG_DOWNSTREAM && e->route_id != MM_ROUTE_DEFER &&
+		    e->leg == MM_LEG_DOWNSTREAM &&
+		    e->route_id != MM_ROUTE_DEFER &&
 		    e->route_id != MM_ROUTE_UNKNOWN)
 			fail("event %d: route %#x decided in the kernel with mm_route_accs full",
 			     i, e->route_id);
@@ -261,8 +269,7 @@ static void run(const uint8_t *d, size_t n, bool bytewise, struct run *r)
 	    fzb_conn()->next_seq)
 		fail("%llu requests started, %llu reported, %llu cut by garbage, %llu lost past the pipeline",
 		     (unsigned long long)fzb_conn()->next_seq,
-		     (unsigned long long)exchanges,
-		     (unsigned long long)dropped,
+		     (unsigned long long)exchanges, (unsigned long long)dropped,
 		     (unsigned long long)fzb_stat(MM_STAT_PIPELINE_LOST));
 	if (fzb_route_accs_full && heads && !fzb_stat(MM_STAT_ROUTE_STATE_LOST))
 		fail("%llu heads cut with mm_route_accs full, none counted lost",
@@ -289,8 +296,7 @@ static bool same(const struct mm_http_event *a, const char *ah,
 	       a->status == b->status && a->route_id == b->route_id &&
 	       a->rule_idx == b->rule_idx && a->req_seq == b->req_seq &&
 	       (stray || a->req_bytes == b->req_bytes) &&
-	       a->resp_bytes == b->resp_bytes &&
-	       a->head_len == b->head_len &&
+	       a->resp_bytes == b->resp_bytes && a->head_len == b->head_len &&
 	       (a->type != MM_EVT_HEAD || !memcmp(ah, bh, a->head_len));
 }
 

@@ -20,7 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t elen = nl ? (size_t)(nl - in) : size;
 	char *expr = malloc(elen + 1);
 	struct doc_file *f = NULL;
-	struct cel_activation act = { .value = 2.5, .attrs = attrs,
+	struct cel_activation act = { .value = 2.5,
+				      .attrs = attrs,
 				      .nattrs = 3 };
 	struct cel_program *p;
 	struct cel_error err;
@@ -30,8 +31,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	memcpy(expr, in, elen);
 	expr[elen] = 0;
-	if (nl && !doc__parse_buf("r.yaml", nl + 1, size - elen - 1, &f, yerr,
-				  sizeof(yerr)) &&
+	if (nl &&
+	    !doc__parse_buf("r.yaml", nl + 1, size - elen - 1, &f, yerr,
+			    sizeof(yerr)) &&
 	    f->ndocs) {
 		const struct doc_node *items = doc__get(f->docs[0], "items");
 
@@ -39,8 +41,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (items && items->kind == DOC_LIST && items->list.n)
 			act.item = items->list.items[0];
 	}
-	p = cel__compile(expr, CEL_VAR_VALUE | CEL_VAR_ATTRIBUTES |
-				       CEL_VAR_RESOURCE | CEL_VAR_ITEM,
+	p = cel__compile(expr,
+			 CEL_VAR_VALUE | CEL_VAR_ATTRIBUTES | CEL_VAR_RESOURCE |
+				 CEL_VAR_ITEM,
 			 &err);
 	if (p) {
 		struct cel_value out;

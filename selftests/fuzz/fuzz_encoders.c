@@ -50,8 +50,8 @@ static const char *str(struct input *in, char *buf)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const units[] = { "s", "ms", "By", "1", "{request}",
-					     "" };
+	static const char *const units[] = { "s", "ms",        "By",
+					     "1", "{request}", "" };
 	static const double bounds[] = { 0.1, 1, 10 };
 	struct input in = { data, size };
 	struct mstore_opts so = { .max_series_per_metric = 64,

@@ -15,7 +15,7 @@
 #include "agent/k8s/json_stream.h"
 #include "selftests/fuzz/fuzz_util.h"
 
-#define CAP 4096      /* a small cap, so the fuzzer reaches it */
+#define CAP      4096 /* a small cap, so the fuzzer reaches it */
 #define MAX_OBJS 256
 
 struct seen {
@@ -26,7 +26,8 @@ struct seen {
 static int keep(struct json_object *obj, void *ctx)
 {
 	struct seen *s = ctx;
-	const char *t = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN);
+	const char *t =
+		json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN);
 
 	if (s->n < MAX_OBJS)
 		s->obj[s->n++] = strdup(t ? t : "");
@@ -45,11 +46,14 @@ static int feed(const uint8_t *data, size_t size, const uint8_t *split,
 	if (!js)
 		abort();
 	while (off < size && !err) {
-		size_t n = fixed ? fixed : (nsplit ? split[k++ % nsplit] % 64 + 1 : size);
+		size_t n =
+			fixed ? fixed
+			      : (nsplit ? split[k++ % nsplit] % 64 + 1 : size);
 
 		if (n > size - off)
 			n = size - off;
-		err = k8s_jstream__feed(js, (const char *)data + off, n, keep, s);
+		err = k8s_jstream__feed(js, (const char *)data + off, n, keep,
+					s);
 		if (k8s_jstream__pending(js) > CAP)
 			abort(); /* buffered past the cap */
 		off += n;

@@ -21,15 +21,17 @@
 #include "selftests/fuzz/fuzz_util.h"
 
 #if defined(FUZZ_KIND_GATEWAY)
-#define PREFIX "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
+#define PREFIX      "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
 #define GATEWAY_API 1
 #elif defined(FUZZ_KIND_HTTPROUTE)
-#define PREFIX "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+#define PREFIX      "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
 #define GATEWAY_API 1
 #elif defined(FUZZ_KIND_METRICDEFINITION)
-#define PREFIX "apiVersion: telemetry.miloapis.com/v1alpha1\nkind: MetricDefinition\n"
+#define PREFIX                                                                 \
+	"apiVersion: telemetry.miloapis.com/v1alpha1\nkind: MetricDefinition\n"
 #elif defined(FUZZ_KIND_METRICPOLICY)
-#define PREFIX "apiVersion: telemetry.miloapis.com/v1alpha1\nkind: MetricPolicy\n"
+#define PREFIX                                                                 \
+	"apiVersion: telemetry.miloapis.com/v1alpha1\nkind: MetricPolicy\n"
 #elif defined(FUZZ_KIND_CLUSTERPROPERTY)
 #define PREFIX "apiVersion: about.k8s.io/v1alpha1\nkind: ClusterProperty\n"
 #else
@@ -78,8 +80,8 @@ static int run(const uint8_t *data, size_t size)
 		abort();
 	memcpy(buf, PREFIX, plen);
 	memcpy(buf + plen, data, size);
-	if (doc__parse_buf("companions.yaml", companions, sizeof(companions) - 1,
-			   &cf, err, sizeof(err)))
+	if (doc__parse_buf("companions.yaml", companions,
+			   sizeof(companions) - 1, &cf, err, sizeof(err)))
 		abort();
 	for (size_t i = 0; i < cf->ndocs; i++)
 		gateway_api__add_doc(m, cf->docs[i], err, sizeof(err));
@@ -110,8 +112,9 @@ static int run(const uint8_t *data, size_t size)
 	static const char *comp_path;
 	static char comp[128];
 	const char *path;
-	char *argv[] = { "check", "--manifests", NULL, "--manifests", comp,
-			 NULL };
+	char *argv[] = {
+		"check", "--manifests", NULL, "--manifests", comp, NULL
+	};
 
 	if (!comp_path) {
 		comp_path = fuzz_file("companions.yaml", companions, NULL, 0);

@@ -33,10 +33,15 @@ static int bpf_cgroup_id(uint64_t *out)
 {
 	const struct bpf_insn prog[] = {
 		/* r6 = ctx */
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = 6, .src_reg = 1 },
-		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_get_current_cgroup_id },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_X,
+		  .dst_reg = 6,
+		  .src_reg = 1 },
+		{ .code = BPF_JMP | BPF_CALL,
+		  .imm = BPF_FUNC_get_current_cgroup_id },
 		/* *(u64 *)(r6 + 0) = r0 */
-		{ .code = BPF_STX | BPF_MEM | BPF_DW, .dst_reg = 6, .src_reg = 0 },
+		{ .code = BPF_STX | BPF_MEM | BPF_DW,
+		  .dst_reg = 6,
+		  .src_reg = 0 },
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
@@ -50,7 +55,7 @@ static int bpf_cgroup_id(uint64_t *out)
 	a.prog_flags = BPF_F_SLEEPABLE; /* syscall programs must be */
 	a.insns = (uintptr_t)prog;
 	a.insn_cnt = sizeof(prog) / sizeof(prog[0]);
-	a.license = (uintptr_t)"GPL";
+	a.license = (uintptr_t) "GPL";
 	a.log_buf = (uintptr_t)log;
 	a.log_size = sizeof(log);
 	a.log_level = 1;
@@ -84,22 +89,26 @@ int main(int argc, char **argv)
 	int r;
 
 	if (argc != 5) {
-		fprintf(stderr, "usage: cgroup_id_probe ROOT POD_UID QOS_CLASS CONTAINER_ID\n");
+		fprintf(stderr,
+			"usage: cgroup_id_probe ROOT POD_UID QOS_CLASS CONTAINER_ID\n");
 		return 2;
 	}
 	if (pod_cgroup__parse_qos(argv[3], &qos) ||
 	    pod_cgroup__parse_container_id(argv[4], &c)) {
-		fprintf(stderr, "cgroup_id_probe: bad QoS class or container id\n");
+		fprintf(stderr,
+			"cgroup_id_probe: bad QoS class or container id\n");
 		return 2;
 	}
-	r = pod_cgroup__find(argv[1], argv[2], qos, &c, dir, sizeof(dir), &found);
+	r = pod_cgroup__find(argv[1], argv[2], qos, &c, dir, sizeof(dir),
+			     &found);
 	if (r) {
-		fprintf(stderr, "cgroup_id_probe: pod_cgroup__find: %s\n", strerror(-r));
+		fprintf(stderr, "cgroup_id_probe: pod_cgroup__find: %s\n",
+			strerror(-r));
 		return 2;
 	}
 	if (stat(dir, &st) || bpf_cgroup_id(&seen))
 		return 2;
-	printf("found=%" PRIu64 " bpf=%" PRIu64 " ino=%" PRIu64 " dir=%s\n", found,
-	       seen, (uint64_t)st.st_ino, dir);
+	printf("found=%" PRIu64 " bpf=%" PRIu64 " ino=%" PRIu64 " dir=%s\n",
+	       found, seen, (uint64_t)st.st_ino, dir);
 	return found == seen && seen == (uint64_t)st.st_ino ? 0 : 1;
 }

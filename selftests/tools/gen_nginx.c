@@ -53,16 +53,28 @@ int main(int argc, char **argv)
 		char *eq;
 
 		switch (c) {
-		case 'm': dir = optarg; break;
-		case 'l': o.listen = optarg; break;
-		case 'L': o.log_path = optarg; break;
-		case 'g': gateway = optarg; break;
-		case 'o': outp = optarg; break;
+		case 'm':
+			dir = optarg;
+			break;
+		case 'l':
+			o.listen = optarg;
+			break;
+		case 'L':
+			o.log_path = optarg;
+			break;
+		case 'g':
+			gateway = optarg;
+			break;
+		case 'o':
+			outp = optarg;
+			break;
 		case 'u':
 			eq = strchr(optarg, '=');
 			if (!eq || eq == optarg || !strchr(eq, ':')) {
-				fprintf(stderr, "gen_nginx: --upstream \"%s\": "
-					"write NAME=HOST:PORT\n", optarg);
+				fprintf(stderr,
+					"gen_nginx: --upstream \"%s\": "
+					"write NAME=HOST:PORT\n",
+					optarg);
 				goto cleanup;
 			}
 			*eq = '\0';
@@ -79,8 +91,10 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!dir || !o.listen || !o.log_path || optind != argc) {
-		fprintf(stderr, "gen_nginx: need --manifests, --listen and "
-			"--log\n%s", usage);
+		fprintf(stderr,
+			"gen_nginx: need --manifests, --listen and "
+			"--log\n%s",
+			usage);
 		goto cleanup;
 	}
 	m = gateway_api__new();

@@ -44,10 +44,12 @@ static void on_ex(void *ctx, const struct h2_exchange *ex)
 	printf("conn=%d stream=%u method=%s authority=%s path=%s status=%u grpc=%d "
 	       "unknown=0x%x flags=0x%x dur_ns=%llu req_bytes=%llu resp_bytes=%llu\n",
 	       t->conn, ex->stream_id, ex->method_str[0] ? ex->method_str : "-",
-	       ex->authority[0] ? ex->authority : "-", ex->path[0] ? ex->path : "-",
-	       ex->status, ex->grpc_status, ex->unknown, ex->flags,
+	       ex->authority[0] ? ex->authority : "-",
+	       ex->path[0] ? ex->path : "-", ex->status, ex->grpc_status,
+	       ex->unknown, ex->flags,
 	       (unsigned long long)(ex->end_ns - ex->start_ns),
-	       (unsigned long long)ex->req_bytes, (unsigned long long)ex->resp_bytes);
+	       (unsigned long long)ex->req_bytes,
+	       (unsigned long long)ex->resp_bytes);
 }
 
 static int load(const char *path, struct rec **out, size_t *n)
@@ -88,7 +90,8 @@ static double now_s(void)
 }
 
 /* The first n bytes of one direction, joined. */
-static size_t gather(struct rec *r, size_t n, char dir, uint8_t *buf, size_t cap)
+static size_t gather(struct rec *r, size_t n, char dir, uint8_t *buf,
+		     size_t cap)
 {
 	size_t len = 0;
 
@@ -129,7 +132,8 @@ int main(int argc, char **argv)
 		static uint8_t head[65536];
 		struct h2_upgrade_head up;
 		struct h2_upgrade_req ur;
-		struct h2_conn_opts o = { .from_start = true, .on_exchange = on_ex,
+		struct h2_conn_opts o = { .from_start = true,
+					  .on_exchange = on_ex,
 					  .ctx = &t };
 		size_t skip[2] = { 0, 0 }, n = 0, hl;
 		struct rec *r = NULL;
@@ -154,14 +158,16 @@ int main(int argc, char **argv)
 				continue;
 			}
 			if (up.body_len < 0) {
-				fprintf(stderr, "h2_decode: %s: chunked upgrade request not followed\n",
+				fprintf(stderr,
+					"h2_decode: %s: chunked upgrade request not followed\n",
 					argv[a]);
 				continue;
 			}
 			skip[0] = up.head_len + up.body_len;
 			skip[1] = sw;
-			ur = (struct h2_upgrade_req){ up.method, up.path, up.authority,
-						      r[0].ns, up.head_len };
+			ur = (struct h2_upgrade_req){ up.method, up.path,
+						      up.authority, r[0].ns,
+						      up.head_len };
 			o.upgrade = &ur;
 			o.from_start = false;
 		} else if (det != H2_DETECT_PREFACE) {
@@ -170,39 +176,44 @@ int main(int argc, char **argv)
 		}
 		conns++;
 		for (int rep = 0; rep < reps; rep++) {
-		size_t sk[2] = { skip[0], skip[1] };
+			size_t sk[2] = { skip[0], skip[1] };
 
-		if (rep)
-			t.quiet = 2; /* count the exchanges of the first pass only */
+			if (rep)
+				t.quiet =
+					2; /* count the exchanges of the first pass only */
 
-		t0 = now_s();
-		c = h2_conn__new(&o);
-		if (!c)
-			return 1;
-		for (size_t i = 0; i < n; i++) {
-			int d = r[i].dir == 'c' ? H2_FROM_CLIENT : H2_FROM_SERVER;
-			size_t off = 0;
+			t0 = now_s();
+			c = h2_conn__new(&o);
+			if (!c)
+				return 1;
+			for (size_t i = 0; i < n; i++) {
+				int d = r[i].dir == 'c' ? H2_FROM_CLIENT
+							: H2_FROM_SERVER;
+				size_t off = 0;
 
-			if (r[i].dir == 'x') {
-				end_ns = r[i].ns;
-				continue;
+				if (r[i].dir == 'x') {
+					end_ns = r[i].ns;
+					continue;
+				}
+				if (sk[d]) {
+					off = sk[d] < r[i].len ? sk[d]
+							       : r[i].len;
+					sk[d] -= off;
+				}
+				if (rep == 0)
+					bytes += r[i].len - off;
+				if (r[i].len > off &&
+				    h2_conn__feed(c, d, r[i].b + off,
+						  r[i].len - off, r[i].ns)) {
+					fprintf(stderr,
+						"h2_decode: %s: not HTTP/2 at record %zu\n",
+						argv[a], i);
+					break;
+				}
 			}
-			if (sk[d]) {
-				off = sk[d] < r[i].len ? sk[d] : r[i].len;
-				sk[d] -= off;
-			}
-			if (rep == 0)
-				bytes += r[i].len - off;
-			if (r[i].len > off &&
-			    h2_conn__feed(c, d, r[i].b + off, r[i].len - off, r[i].ns)) {
-				fprintf(stderr, "h2_decode: %s: not HTTP/2 at record %zu\n",
-					argv[a], i);
-				break;
-			}
-		}
-		h2_conn__stats(c, &st);
-		h2_conn__free(c, end_ns ? end_ns : r[n - 1].ns);
-		spent += now_s() - t0;
+			h2_conn__stats(c, &st);
+			h2_conn__free(c, end_ns ? end_ns : r[n - 1].ns);
+			spent += now_s() - t0;
 		}
 		if (t.quiet == 2)
 			t.quiet = 1;
@@ -222,7 +233,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)t.exchanges, (unsigned long long)t.aborted,
 	       (unsigned long long)tot.unknown_fields,
 	       (unsigned long long)tot.hpack_errors,
-	       (unsigned long long)tot.untracked_streams, (unsigned long long)bytes,
+	       (unsigned long long)tot.untracked_streams,
+	       (unsigned long long)bytes,
 	       t.exchanges ? spent * 1e9 / reps / t.exchanges : 0,
 	       bytes ? spent * 1e9 / reps / bytes : 0);
 	return 0;

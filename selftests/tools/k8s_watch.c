@@ -61,12 +61,15 @@ static void write_stats(const char *path, struct k8s_reflector_stats *st,
 	f = fopen(tmp, "w");
 	if (!f)
 		return;
-	fprintf(f, "{\"state\":\"%s\",\"synced\":%d,\"lists\":%llu,\"relists\":%llu,\"watches\":%llu,\"events\":%llu,\"bookmarks\":%llu,\"objects\":%llu,\"requests\":%llu,\"bytes\":%llu,\"token_rereads_401\":%llu,\"backoff_ms\":%llu,\"errors\":{",
+	fprintf(f,
+		"{\"state\":\"%s\",\"synced\":%d,\"lists\":%llu,\"relists\":%llu,\"watches\":%llu,\"events\":%llu,\"bookmarks\":%llu,\"objects\":%llu,\"requests\":%llu,\"bytes\":%llu,\"token_rereads_401\":%llu,\"backoff_ms\":%llu,\"errors\":{",
 		k8s_watch_state__name(st->state), (int)st->synced,
 		(unsigned long long)st->lists, (unsigned long long)st->relists,
 		(unsigned long long)st->watches, (unsigned long long)st->events,
-		(unsigned long long)st->bookmarks, (unsigned long long)st->objects,
-		(unsigned long long)hs->requests, (unsigned long long)hs->bytes_in,
+		(unsigned long long)st->bookmarks,
+		(unsigned long long)st->objects,
+		(unsigned long long)hs->requests,
+		(unsigned long long)hs->bytes_in,
 		(unsigned long long)hs->token_rereads_401,
 		(unsigned long long)st->backoff_ms);
 	for (int e = 0; e < K8S_E__N; e++)
@@ -77,10 +80,10 @@ static void write_stats(const char *path, struct k8s_reflector_stats *st,
 	rename(tmp, path);
 }
 
-static int run_api(const char *kubeconfig, const char *node,
-		   const char *stats)
+static int run_api(const char *kubeconfig, const char *node, const char *stats)
 {
-	struct k8s_api_opts o = { .kubeconfig = kubeconfig, .node_name = node,
+	struct k8s_api_opts o = { .kubeconfig = kubeconfig,
+				  .node_name = node,
 				  .user_agent = "milometer-k8s-watch" };
 	struct manifest_source *src = NULL;
 	struct k8s_api *a = NULL;
@@ -137,7 +140,8 @@ int main(int argc, char **argv)
 	char err[1024], g[256], v[64], p[256];
 
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		const char *a = argv[i],
+			   *val = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!strcmp(a, "--api")) {
 			api = true;
@@ -168,12 +172,16 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (api)
 		return run_api(kubeconfig, node, stats);
-	if (!resource || sscanf(resource, "%255[^/]/%63[^/]/%255s", g, v, p) != 3) {
-		fprintf(stderr, "k8s_watch: --resource GROUP/VERSION/PLURAL (GROUP core for \"\")\n");
+	if (!resource ||
+	    sscanf(resource, "%255[^/]/%63[^/]/%255s", g, v, p) != 3) {
+		fprintf(stderr,
+			"k8s_watch: --resource GROUP/VERSION/PLURAL (GROUP core for \"\")\n");
 		return 2;
 	}
 	res = (struct k8s_resource){ .group = strcmp(g, "core") ? g : "",
-				     .version = v, .plural = p, .kind = "Object",
+				     .version = v,
+				     .plural = p,
+				     .kind = "Object",
 				     .field_selector = field };
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if (k8s_config__load(kubeconfig, &cfg, err, sizeof(err))) {
@@ -183,12 +191,20 @@ int main(int argc, char **argv)
 	store = k8s_store__new(on_change, NULL);
 	{
 		struct k8s_reflector_opts ro = {
-			.res = &res, .cfg = cfg, .store = store,
-			.user_agent = "milometer-k8s-watch", .http_stats = &hs,
-			.min_watch_s = getenv("MILOMETER_K8S_WATCH_TIMEOUT") ?
-				strtoul(getenv("MILOMETER_K8S_WATCH_TIMEOUT"), NULL, 10) : 0,
-			.page_size = getenv("K8S_WATCH_PAGE") ?
-				strtoul(getenv("K8S_WATCH_PAGE"), NULL, 10) : 0,
+			.res = &res,
+			.cfg = cfg,
+			.store = store,
+			.user_agent = "milometer-k8s-watch",
+			.http_stats = &hs,
+			.min_watch_s =
+				getenv("MILOMETER_K8S_WATCH_TIMEOUT")
+					? strtoul(getenv("MILOMETER_K8S_WATCH_TIMEOUT"),
+						  NULL, 10)
+					: 0,
+			.page_size = getenv("K8S_WATCH_PAGE")
+					     ? strtoul(getenv("K8S_WATCH_PAGE"),
+						       NULL, 10)
+					     : 0,
 		};
 
 		r = k8s_reflector__start(&ro);

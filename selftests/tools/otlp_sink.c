@@ -43,16 +43,16 @@
 #include "exporter/otlp_gzip.h"
 #include "exporter/otlp_pb.h"
 
-#define SINK_MAX_BODY	(64u << 20)
+#define SINK_MAX_BODY   (64u << 20)
 #define SINK_MAX_SCRIPT 64
-#define SINK_MAX_KEEP	256
+#define SINK_MAX_KEEP   256
 
 struct otlp_sink_opts {
-	uint16_t port; /* 0: any free port */
-	const char *dir; /* store bodies here; NULL: don't */
+	uint16_t port;      /* 0: any free port */
+	const char *dir;    /* store bodies here; NULL: don't */
 	const char *script; /* "503:2,200" */
-	int status; /* after the script; 0: 200 */
-	int64_t partial; /* rejected_data_points in 200 answers */
+	int status;         /* after the script; 0: 200 */
+	int64_t partial;    /* rejected_data_points in 200 answers */
 	const char *partial_msg;
 	const char *tls_cert; /* PEM files: serve https */
 	const char *tls_key;
@@ -63,11 +63,11 @@ struct otlp_sink_opts {
 /* What one request looked like, kept for in-process tests. */
 struct otlp_sink_req {
 	uint64_t mono_ns; /* arrival, CLOCK_MONOTONIC */
-	int status; /* what we answered */
-	bool valid; /* decoded as ExportMetricsServiceRequest */
+	int status;       /* what we answered */
+	bool valid;       /* decoded as ExportMetricsServiceRequest */
 	bool gzip;
 	size_t wire_len; /* body as received */
-	void *body; /* decompressed */
+	void *body;      /* decompressed */
 	size_t body_len;
 	char *headers; /* "name: value\n" per request header */
 	size_t points;
@@ -111,7 +111,7 @@ static int parse_script(struct otlp_sink *k, const char *spec, char *err,
 	const char *p = spec;
 
 	while (p && *p) {
-		struct script_step st = {.retry_after = -1};
+		struct script_step st = { .retry_after = -1 };
 		char *end;
 
 		if (k->nscript == SINK_MAX_SCRIPT) {
@@ -250,9 +250,9 @@ static enum MHD_Result answer_export(struct otlp_sink *k,
 {
 	const char *enc = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						      "Content-Encoding");
-	struct otlp_sink_req rq = {.mono_ns = sink_now_ns(),
-				   .wire_len = cn->len};
-	struct script_step step = {200, -1};
+	struct otlp_sink_req rq = { .mono_ns = sink_now_ns(),
+				    .wire_len = cn->len };
+	struct script_step step = { 200, -1 };
 	otlp_pb_request *req = NULL;
 	void *body = NULL;
 	size_t blen = 0, rlen;
@@ -435,7 +435,7 @@ static char *read_file(const char *path, char *err, size_t errlen)
 struct otlp_sink *otlp_sink__start(const struct otlp_sink_opts *o, char *err,
 				   size_t errlen)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET};
+	struct sockaddr_in sa = { .sin_family = AF_INET };
 	const union MHD_DaemonInfo *di;
 	struct otlp_sink *k = calloc(1, sizeof(*k));
 	unsigned int flags;
@@ -471,11 +471,12 @@ struct otlp_sink *otlp_sink__start(const struct otlp_sink_opts *o, char *err,
 			MHD_OPTION_HTTPS_MEM_CERT, k->cert,
 			MHD_OPTION_HTTPS_MEM_KEY, k->key, MHD_OPTION_END);
 	} else {
-		k->d = MHD_start_daemon(
-			flags, 0, NULL, NULL, on_request, k,
-			MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
-			on_completed, k, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
-			MHD_OPTION_END);
+		k->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, k,
+					MHD_OPTION_SOCK_ADDR, &sa,
+					MHD_OPTION_NOTIFY_COMPLETED,
+					on_completed, k,
+					MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+					MHD_OPTION_END);
 	}
 	if (!k->d) {
 		snprintf(err, errlen, "cannot listen on 127.0.0.1:%u (in use?)",
@@ -580,17 +581,17 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{"port", required_argument, NULL, 'p'},
-		{"port-file", required_argument, NULL, 'P'},
-		{"dir", required_argument, NULL, 'd'},
-		{"status", required_argument, NULL, 's'},
-		{"script", required_argument, NULL, 'S'},
-		{"partial", required_argument, NULL, 'r'},
-		{"tls-cert", required_argument, NULL, 'c'},
-		{"tls-key", required_argument, NULL, 'k'},
-		{"delay-ms", required_argument, NULL, 'D'},
-		{"quiet", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, 'h'},
+		{ "port", required_argument, NULL, 'p' },
+		{ "port-file", required_argument, NULL, 'P' },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "status", required_argument, NULL, 's' },
+		{ "script", required_argument, NULL, 'S' },
+		{ "partial", required_argument, NULL, 'r' },
+		{ "tls-cert", required_argument, NULL, 'c' },
+		{ "tls-key", required_argument, NULL, 'k' },
+		{ "delay-ms", required_argument, NULL, 'D' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	struct otlp_sink_opts o = {};

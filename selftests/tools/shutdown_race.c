@@ -72,13 +72,16 @@ static void spin_ns(unsigned long long ns)
 
 static int serve(int port, int conns)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	unsigned long long reads = 0, raced = 0, read_conns = 0, start, deadline;
+	unsigned long long reads = 0, raced = 0, read_conns = 0, start,
+			   deadline;
 	int one = 1, ls, i;
 
 	ls = socket(AF_INET, SOCK_STREAM, 0);
-	if (ls < 0 || setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	if (ls < 0 ||
+	    setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(ls, (struct sockaddr *)&a, sizeof(a)) || listen(ls, 64)) {
 		perror("shutdown_race: listen");
 		return 1;
@@ -122,7 +125,8 @@ static int send_heads(int port, int conns)
 {
 	static const char head[] =
 		"GET /race HTTP/1.1\r\nHost: www.shop.test\r\nX-Long: ";
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	char fill[16];
 	int one = 1, i, fd;
@@ -153,10 +157,12 @@ static int send_heads(int port, int conns)
 
 int main(int argc, char **argv)
 {
-	int port = argc == 4 ? atoi(argv[2]) : 0, conns = argc == 4 ? atoi(argv[3]) : 0;
+	int port = argc == 4 ? atoi(argv[2]) : 0,
+	    conns = argc == 4 ? atoi(argv[3]) : 0;
 
 	if (port <= 0 || port > 65535 || conns <= 0) {
-		fprintf(stderr, "usage: shutdown_race server|client PORT CONNS\n");
+		fprintf(stderr,
+			"usage: shutdown_race server|client PORT CONNS\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "server"))

@@ -37,15 +37,20 @@ int main(int argc, char **argv)
 		}
 		printf("pid=%d libraries=%d\n", pid, n);
 		for (int i = 0; i < n; i++) {
-			printf("pid=%d lib=%s path=%s mapped=%s build_id=%s", pid,
-			       tls_discover__lib_name(t[i].lib), t[i].path, t[i].mapped,
+			printf("pid=%d lib=%s path=%s mapped=%s build_id=%s",
+			       pid, tls_discover__lib_name(t[i].lib), t[i].path,
+			       t[i].mapped,
 			       t[i].build_id[0] ? t[i].build_id : "-");
 			for (int f = 0; f < TLS_F__COUNT; f++) {
 				if (t[i].f[f].offset)
-					printf(" %s=0x%llx", tls_discover__func_names[f],
-					       (unsigned long long)t[i].f[f].offset);
+					printf(" %s=0x%llx",
+					       tls_discover__func_names[f],
+					       (unsigned long long)t[i]
+						       .f[f]
+						       .offset);
 				else
-					printf(" %s=-", tls_discover__func_names[f]);
+					printf(" %s=-",
+					       tls_discover__func_names[f]);
 			}
 			putchar('\n');
 		}
@@ -62,8 +67,9 @@ int main(int argc, char **argv)
 			}
 			if (r == 0)
 				continue;
-			printf("pid=%d go=1 magic=0x%x nfunc=%llu text_start=0x%llx\n", pid,
-			       g.pclntab_magic, (unsigned long long)g.nfunc,
+			printf("pid=%d go=1 magic=0x%x nfunc=%llu text_start=0x%llx\n",
+			       pid, g.pclntab_magic,
+			       (unsigned long long)g.nfunc,
 			       (unsigned long long)g.text_start);
 			for (int f = 0; f < GO_TLS__COUNT; f++) {
 				printf("pid=%d gofunc=%s vaddr=0x%llx offset=0x%llx size=%llu rets=",
@@ -73,7 +79,8 @@ int main(int argc, char **argv)
 				       (unsigned long long)g.f[f].size);
 				for (uint32_t k = 0; k < g.f[f].nret; k++)
 					printf("%s0x%llx", k ? "," : "",
-					       (unsigned long long)g.f[f].ret_offset[k]);
+					       (unsigned long long)g.f[f]
+						       .ret_offset[k]);
 				putchar('\n');
 			}
 		}

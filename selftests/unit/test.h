@@ -53,44 +53,45 @@ long long test__now_ms(void);
  */
 bool test__start_subtest(const char *name);
 
-#define TEST(tname)                                                        \
-	static void test_##tname(void);                                    \
-	static struct test_case tc_##tname = { #tname, test_##tname, NULL }; \
-	__attribute__((constructor)) static void reg_##tname(void)         \
-	{                                                                  \
-		test__register(&tc_##tname);                               \
-	}                                                                  \
+#define TEST(tname)                                                            \
+	static void test_##tname(void);                                        \
+	static struct test_case tc_##tname = { #tname, test_##tname, NULL };   \
+	__attribute__((constructor)) static void reg_##tname(void)             \
+	{                                                                      \
+		test__register(&tc_##tname);                                   \
+	}                                                                      \
 	static void test_##tname(void)
 
 /* Report the test as skipped with the reason, and leave it. */
-#define SKIP(...)                                                            \
-	do {                                                                 \
-		test__skip(__VA_ARGS__);                                     \
-		return;                                                      \
+#define SKIP(...)                                                              \
+	do {                                                                   \
+		test__skip(__VA_ARGS__);                                       \
+		return;                                                        \
 	} while (0)
 
-#define ASSERT_TRUE(cond, ...)                                               \
-	({                                                                   \
-		bool ___ok = !!(cond);                                       \
-		if (!___ok)                                                  \
-			test__fail(__FILE__, __LINE__, "ASSERT_TRUE(" #cond ") " \
-				   __VA_ARGS__);                             \
-		___ok;                                                       \
+#define ASSERT_TRUE(cond, ...)                                                 \
+	({                                                                     \
+		bool ___ok = !!(cond);                                         \
+		if (!___ok)                                                    \
+			test__fail(__FILE__, __LINE__,                         \
+				   "ASSERT_TRUE(" #cond ") " __VA_ARGS__);     \
+		___ok;                                                         \
 	})
 
 /*
  * Comparisons print both expressions and both values when they fail
  * (signed 64-bit: what every caller compares fits; pointers use _PTR).
  */
-#define ___ASSERT_CMP(name, a, op, b)                                        \
-	({                                                                   \
-		long long ___a = (long long)(a), ___b = (long long)(b);      \
-		bool ___ok = ___a op ___b;                                   \
-		if (!___ok)                                                  \
-			test__fail(__FILE__, __LINE__,                       \
-				   name "(%s, %s): %lld " #op " %lld is false", \
-				   #a, #b, ___a, ___b);                      \
-		___ok;                                                       \
+#define ___ASSERT_CMP(name, a, op, b)                                          \
+	({                                                                     \
+		long long ___a = (long long)(a), ___b = (long long)(b);        \
+		bool ___ok = ___a op ___b;                                     \
+		if (!___ok)                                                    \
+			test__fail(__FILE__, __LINE__,                         \
+				   name "(%s, %s): %lld " #op                  \
+					" %lld is false",                      \
+				   #a, #b, ___a, ___b);                        \
+		___ok;                                                         \
 	})
 #define ASSERT_EQ(a, b) ___ASSERT_CMP("ASSERT_EQ", a, ==, b)
 #define ASSERT_NE(a, b) ___ASSERT_CMP("ASSERT_NE", a, !=, b)
@@ -100,78 +101,78 @@ bool test__start_subtest(const char *name);
 #define ASSERT_GE(a, b) ___ASSERT_CMP("ASSERT_GE", a, >=, b)
 
 /* err == 0 (a 0 / -errno return); a negative one is printed as errno */
-#define ASSERT_OK(err)                                                       \
-	({                                                                   \
-		long long ___e = (long long)(err);                           \
-		bool ___ok = ___e == 0;                                      \
-		if (!___ok)                                                  \
-			test__fail(__FILE__, __LINE__,                       \
-				   "ASSERT_OK(%s): %lld (%s)", #err, ___e,   \
+#define ASSERT_OK(err)                                                         \
+	({                                                                     \
+		long long ___e = (long long)(err);                             \
+		bool ___ok = ___e == 0;                                        \
+		if (!___ok)                                                    \
+			test__fail(__FILE__, __LINE__,                         \
+				   "ASSERT_OK(%s): %lld (%s)", #err, ___e,     \
 				   ___e < 0 ? strerror((int)-___e) : "not 0"); \
-		___ok;                                                       \
+		___ok;                                                         \
 	})
 
 /* err < 0: the call was refused */
-#define ASSERT_ERR(err)                                                      \
-	({                                                                   \
-		long long ___e = (long long)(err);                           \
-		bool ___ok = ___e < 0;                                       \
-		if (!___ok)                                                  \
-			test__fail(__FILE__, __LINE__,                       \
-				   "ASSERT_ERR(%s): %lld is not an error",   \
-				   #err, ___e);                              \
-		___ok;                                                       \
+#define ASSERT_ERR(err)                                                        \
+	({                                                                     \
+		long long ___e = (long long)(err);                             \
+		bool ___ok = ___e < 0;                                         \
+		if (!___ok)                                                    \
+			test__fail(__FILE__, __LINE__,                         \
+				   "ASSERT_ERR(%s): %lld is not an error",     \
+				   #err, ___e);                                \
+		___ok;                                                         \
 	})
 
-#define ASSERT_OK_PTR(ptr)                                                   \
-	({                                                                   \
-		const void *___p = (ptr);                                    \
-		bool ___ok = ___p != NULL;                                   \
-		if (!___ok)                                                  \
-			test__fail(__FILE__, __LINE__,                       \
-				   "ASSERT_OK_PTR(%s): NULL", #ptr);         \
-		___ok;                                                       \
+#define ASSERT_OK_PTR(ptr)                                                     \
+	({                                                                     \
+		const void *___p = (ptr);                                      \
+		bool ___ok = ___p != NULL;                                     \
+		if (!___ok)                                                    \
+			test__fail(__FILE__, __LINE__,                         \
+				   "ASSERT_OK_PTR(%s): NULL", #ptr);           \
+		___ok;                                                         \
 	})
 
-#define ASSERT_NULL(ptr)                                                     \
-	({                                                                   \
-		const void *___p = (ptr);                                    \
-		bool ___ok = ___p == NULL;                                   \
-		if (!___ok)                                                  \
-			test__fail(__FILE__, __LINE__,                       \
-				   "ASSERT_NULL(%s): %p", #ptr, ___p);       \
-		___ok;                                                       \
+#define ASSERT_NULL(ptr)                                                       \
+	({                                                                     \
+		const void *___p = (ptr);                                      \
+		bool ___ok = ___p == NULL;                                     \
+		if (!___ok)                                                    \
+			test__fail(__FILE__, __LINE__, "ASSERT_NULL(%s): %p",  \
+				   #ptr, ___p);                                \
+		___ok;                                                         \
 	})
 
 /* Stop the test (or helper) at the first assertion that fails. */
-#define REQUIRE(assertion)                                                   \
-	do {                                                                 \
-		if (!(assertion))                                            \
-			return;                                              \
+#define REQUIRE(assertion)                                                     \
+	do {                                                                   \
+		if (!(assertion))                                              \
+			return;                                                \
 	} while (0)
 #define OK(call) REQUIRE(ASSERT_EQ((call), 0))
 
-#define ASSERT_STREQ(a, b)                                                   \
-	({                                                                   \
-		const char *___a = (a), *___b = (b);                         \
-		bool ___ok = ___a && ___b && !strcmp(___a, ___b);            \
-		if (!___ok)                                                  \
-			test__fail(__FILE__, __LINE__,                       \
-				   "ASSERT_STREQ(%s, %s): \"%s\" != \"%s\"", \
-				   #a, #b, ___a ? ___a : "(null)",            \
-				   ___b ? ___b : "(null)");                  \
-		___ok;                                                       \
+#define ASSERT_STREQ(a, b)                                                     \
+	({                                                                     \
+		const char *___a = (a), *___b = (b);                           \
+		bool ___ok = ___a && ___b && !strcmp(___a, ___b);              \
+		if (!___ok)                                                    \
+			test__fail(__FILE__, __LINE__,                         \
+				   "ASSERT_STREQ(%s, %s): \"%s\" != \"%s\"",   \
+				   #a, #b, ___a ? ___a : "(null)",             \
+				   ___b ? ___b : "(null)");                    \
+		___ok;                                                         \
 	})
 
-#define ASSERT_NEAR(a, b, eps)                                               \
-	({                                                                   \
-		double ___a = (a), ___b = (b), ___e = (eps);                 \
-		bool ___ok = ___a - ___b <= ___e && ___b - ___a <= ___e;     \
-		if (!___ok)                                                  \
-			test__fail(__FILE__, __LINE__,                       \
-				   "ASSERT_NEAR(%s, %s): %.17g vs %.17g", #a, \
-				   #b, ___a, ___b);                          \
-		___ok;                                                       \
+#define ASSERT_NEAR(a, b, eps)                                                 \
+	({                                                                     \
+		double ___a = (a), ___b = (b), ___e = (eps);                   \
+		bool ___ok = ___a - ___b <= ___e && ___b - ___a <= ___e;       \
+		if (!___ok)                                                    \
+			test__fail(__FILE__, __LINE__,                         \
+				   "ASSERT_NEAR(%s, %s): %.17g vs %.17g", #a,  \
+				   #b, ___a, ___b);                            \
+		___ok;                                                         \
 	})
 
 /*
@@ -179,15 +180,15 @@ bool test__start_subtest(const char *name);
  * anything a thread or another process does (never a sleep). Evaluates to
  * whether cond held in time.
  */
-#define WAIT_FOR(cond, timeout_ms)                                           \
-	({                                                                   \
-		long long ___end = test__now_ms() + (timeout_ms);            \
-		bool ___ok;                                                  \
-		while (!(___ok = !!(cond)) && test__now_ms() < ___end) {     \
-			struct timespec ___ts = { 0, 1000000 };              \
-			nanosleep(&___ts, NULL);                             \
-		}                                                            \
-		___ok;                                                       \
+#define WAIT_FOR(cond, timeout_ms)                                             \
+	({                                                                     \
+		long long ___end = test__now_ms() + (timeout_ms);              \
+		bool ___ok;                                                    \
+		while (!(___ok = !!(cond)) && test__now_ms() < ___end) {       \
+			struct timespec ___ts = { 0, 1000000 };                \
+			nanosleep(&___ts, NULL);                               \
+		}                                                              \
+		___ok;                                                         \
 	})
 
 /* Test output: shown when the test fails, or always with -v. */

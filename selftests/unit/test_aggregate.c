@@ -96,12 +96,12 @@ static void exchange(struct aggregate *a, uint32_t gen, uint32_t route,
 static char *render(struct mstore *st, bool target_info)
 {
 	static const struct mlabel res[] = {
-		{"service.name", "milometer"},
-		{"k8s.node.name", "node-1"},
-		{"host.name", "node-1.example"},
+		{ "service.name", "milometer" },
+		{ "k8s.node.name", "node-1" },
+		{ "host.name", "node-1.example" },
 	};
 	static const struct mlabel consts[] = {
-		{"k8s.cluster.uid", "7c1f2d4e-1111-5222-8333-944455556666"},
+		{ "k8s.cluster.uid", "7c1f2d4e-1111-5222-8333-944455556666" },
 	};
 	char *buf = NULL;
 	size_t len = 0;
@@ -126,7 +126,7 @@ static char *render(struct mstore *st, bool target_info)
 TEST(aggregate_source_series_match_events)
 {
 	/* Envoy's buckets are (prev, bound] in ms: 0.5 1 5 10 25 50 ... */
-	static const double lat[] = {0.2, 0.5, 0.7, 3, 3, 12, 49.9, 700};
+	static const double lat[] = { 0.2, 0.5, 0.7, 3, 3, 12, 49.9, 700 };
 	struct fixture x = {};
 	struct aggregate_stats as;
 	char line[512], *text = NULL;
@@ -225,7 +225,8 @@ TEST(prom_text_promtool_full_exposition)
 		"deploy/examples/contract-httproutes.yaml",
 		"deploy/examples/contract-clusterproperties.yaml",
 		"deploy/examples/contract",
-		"selftests/unit/testdata/contract/seed-twins"};
+		"selftests/unit/testdata/contract/seed-twins"
+	};
 	struct manifest_source *src = NULL;
 	struct policy_engine *pe = NULL;
 	struct contract *c = NULL;
@@ -265,10 +266,10 @@ TEST(prom_text_promtool_full_exposition)
 		    NULL);
 	ASSERT_TRUE(strstr(text, "target_info{") != NULL);
 	/* a target metric of the contract (seconds, from the seed policies) */
-	ASSERT_TRUE(
-		strstr(text, "# TYPE gateway_networking_k8s_io_httproute") !=
-			NULL,
-		"no contract metric in\n%s", text);
+	ASSERT_TRUE(strstr(text,
+			   "# TYPE gateway_networking_k8s_io_httproute") !=
+			    NULL,
+		    "no contract metric in\n%s", text);
 	snprintf(path, sizeof(path), "%s/metrics.prom", test__tmpdir());
 	f = fopen(path, "w");
 	if (!ASSERT_TRUE(f != NULL))

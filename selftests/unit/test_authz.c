@@ -24,9 +24,9 @@
 struct fake {
 	struct MHD_Daemon *d;
 	int port;
-	int status;    /* answer this instead when not 201 */
+	int status; /* answer this instead when not 201 */
 	int delay_ms;
-	int tr, sar;   /* reviews answered */
+	int tr, sar; /* reviews answered */
 };
 
 struct body {
@@ -72,18 +72,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		    !strcmp(json_object_get_string(v), "good")) {
 			struct json_object *u = json_object_new_object();
 
-			json_object_object_add(u, "username", json_object_new_string("u"));
-			json_object_object_add(st, "authenticated", json_object_new_boolean(1));
+			json_object_object_add(u, "username",
+					       json_object_new_string("u"));
+			json_object_object_add(st, "authenticated",
+					       json_object_new_boolean(1));
 			json_object_object_add(st, "user", u);
 		}
 	} else {
 		bool allowed = false;
 
 		f->sar++;
-		if (json_object_object_get_ex(spec, "resourceAttributes", &ra) &&
+		if (json_object_object_get_ex(spec, "resourceAttributes",
+					      &ra) &&
 		    json_object_object_get_ex(ra, "namespace", &v))
 			allowed = !strcmp(json_object_get_string(v), "a");
-		json_object_object_add(st, "allowed", json_object_new_boolean(allowed));
+		json_object_object_add(st, "allowed",
+				       json_object_new_boolean(allowed));
 	}
 	json_object_object_add(o, "status", st);
 	out = json_object_to_json_string(o);
@@ -122,11 +126,13 @@ static struct k8s_config *config_for(int port)
 	fp = fopen(path, "w");
 	if (!fp)
 		return NULL;
-	fprintf(fp, "apiVersion: v1\nkind: Config\n"
-		    "clusters: [{name: t, cluster: {server: \"http://127.0.0.1:%d\"}}]\n"
-		    "users: [{name: t, user: {token: agent}}]\n"
-		    "contexts: [{name: t, context: {cluster: t, user: t}}]\n"
-		    "current-context: t\n", port);
+	fprintf(fp,
+		"apiVersion: v1\nkind: Config\n"
+		"clusters: [{name: t, cluster: {server: \"http://127.0.0.1:%d\"}}]\n"
+		"users: [{name: t, user: {token: agent}}]\n"
+		"contexts: [{name: t, context: {cluster: t, user: t}}]\n"
+		"current-context: t\n",
+		port);
 	fclose(fp);
 	if (k8s_config__load(path, &c, err, sizeof(err)))
 		return NULL;
@@ -145,7 +151,8 @@ static struct mstore *store_with(const char *const *objs, size_t n)
 		struct mseries *ser = mstore__series(s, id, &l, 1);
 		char subj[128], ns[32];
 
-		snprintf(ns, sizeof(ns), "%.*s", (int)(strchr(objs[i], '/') - objs[i]), objs[i]);
+		snprintf(ns, sizeof(ns), "%.*s",
+			 (int)(strchr(objs[i], '/') - objs[i]), objs[i]);
 		msubject__format(subj, sizeof(subj), "g.io", "routes", ns,
 				 strchr(objs[i], '/') + 1);
 		mstore__bind(s, ser, subj);
@@ -234,9 +241,11 @@ TEST(authz_reviews_cache_bound_and_failure)
 	{
 		int tries = 0, code;
 
-		while ((code = scrape(a, s, "Bearer good", sb, &kept, msg)) == 503 &&
+		while ((code = scrape(a, s, "Bearer good", sb, &kept, msg)) ==
+			       503 &&
 		       tries < 10) {
-			ASSERT_TRUE(strstr(msg, "scrape again") != NULL, "%s", msg);
+			ASSERT_TRUE(strstr(msg, "scrape again") != NULL, "%s",
+				    msg);
 			tries++;
 		}
 		ASSERT_EQ(code, 200);

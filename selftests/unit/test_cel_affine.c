@@ -39,14 +39,10 @@ TEST(cel_affine_detection)
 		{ "3.5", 0, 3.5 },
 	};
 	static const char *const no[] = {
-		"value * value",
-		"value / value",
-		"value / 0.0",
-		"1.0 / value",
-		"attributes['x']",
-		"value > 1.0 ? value : 0.0",
-		"resource.x * 2.0",
-		"double(int(value))",
+		"value * value",    "value / value",
+		"value / 0.0",      "1.0 / value",
+		"attributes['x']",  "value > 1.0 ? value : 0.0",
+		"resource.x * 2.0", "double(int(value))",
 		"value / 1000", /* does not compile: double / int */
 	};
 	struct cel_activation act = { 0 };

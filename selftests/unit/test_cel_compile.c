@@ -11,17 +11,17 @@
  * Compile error message and column must be exactly these; the caller shows
  * them as "column N: message".
  */
-#define COMPILE_ERR(expr, vars, want, wcol)                                  \
-	do {                                                                 \
-		struct cel_error _e;                                         \
-		struct cel_program *_p = cel__compile(expr, vars, &_e);      \
-		if (_p) {                                                    \
-			cel__free(_p);                                       \
-			test__fail(__FILE__, __LINE__, "%s compiled", expr); \
-			return;                                              \
-		}                                                            \
-		ASSERT_STREQ(_e.msg, want);                                  \
-		ASSERT_EQ(_e.col, wcol);                                     \
+#define COMPILE_ERR(expr, vars, want, wcol)                                    \
+	do {                                                                   \
+		struct cel_error _e;                                           \
+		struct cel_program *_p = cel__compile(expr, vars, &_e);        \
+		if (_p) {                                                      \
+			cel__free(_p);                                         \
+			test__fail(__FILE__, __LINE__, "%s compiled", expr);   \
+			return;                                                \
+		}                                                              \
+		ASSERT_STREQ(_e.msg, want);                                    \
+		ASSERT_EQ(_e.col, wcol);                                       \
 	} while (0)
 
 TEST(cel_compile_errors_name_the_column)
@@ -29,43 +29,63 @@ TEST(cel_compile_errors_name_the_column)
 	struct cel_error e;
 
 	COMPILE_ERR("valu", CEL_VAR_VALUE,
-		    "undeclared reference to 'valu' (did you mean 'value'?)", 1);
-	COMPILE_ERR("value * atributes", CEL_ALL_VARS,
-		    "undeclared reference to 'atributes' (did you mean 'attributes'?)", 9);
-	COMPILE_ERR("foo", CEL_VAR_VALUE | CEL_VAR_ATTRIBUTES,
-		    "undeclared reference to 'foo' (available: value, attributes)", 1);
-	COMPILE_ERR("item.type", CEL_VAR_VALUE | CEL_VAR_ATTRIBUTES,
-		    "'item' is not available in this expression (available: value, attributes)", 1);
+		    "undeclared reference to 'valu' (did you mean 'value'?)",
+		    1);
+	COMPILE_ERR(
+		"value * atributes", CEL_ALL_VARS,
+		"undeclared reference to 'atributes' (did you mean 'attributes'?)",
+		9);
+	COMPILE_ERR(
+		"foo", CEL_VAR_VALUE | CEL_VAR_ATTRIBUTES,
+		"undeclared reference to 'foo' (available: value, attributes)",
+		1);
+	COMPILE_ERR(
+		"item.type", CEL_VAR_VALUE | CEL_VAR_ATTRIBUTES,
+		"'item' is not available in this expression (available: value, attributes)",
+		1);
 	COMPILE_ERR("value +", CEL_VAR_VALUE,
 		    "unexpected token end of expression", 8);
 	COMPILE_ERR("(1 + 2))", 0, "unexpected token ')'", 8);
-	COMPILE_ERR("f(1, 2", 0, "expected ',' or ')' but found end of expression", 7);
+	COMPILE_ERR("f(1, 2", 0,
+		    "expected ',' or ')' but found end of expression", 7);
 	COMPILE_ERR("", 0, "unexpected token end of expression", 1);
 	COMPILE_ERR("1 = 1", 0, "unexpected '='; use '==' to compare", 3);
 	COMPILE_ERR("a.", CEL_ALL_VARS, "expected a field name after '.'", 3);
-	COMPILE_ERR("true ? 1", 0,
-		    "expected ':' of the conditional but found end of expression", 9);
+	COMPILE_ERR(
+		"true ? 1", 0,
+		"expected ':' of the conditional but found end of expression",
+		9);
 	COMPILE_ERR("value / 1000", CEL_VAR_VALUE,
-		    "no matching overload for '_/_' applied to '(double, int)'", 7);
+		    "no matching overload for '_/_' applied to '(double, int)'",
+		    7);
 	COMPILE_ERR("foo(1)", 0, "undeclared function 'foo'", 1);
 	COMPILE_ERR("size(1, 2)", 0, "'size' takes 1 argument, got 2", 1);
 	COMPILE_ERR("'a'.startsWith()", 0,
 		    "'startsWith' takes 1 argument, got 0", 5);
-	COMPILE_ERR("'a'.int()", 0, "'int' is not a method; call it as int(x)", 5);
+	COMPILE_ERR("'a'.int()", 0, "'int' is not a method; call it as int(x)",
+		    5);
 	COMPILE_ERR("startsWith('a', 'b')", 0,
-		    "'startsWith' is a method; call it as x.startsWith(...)", 1);
-	COMPILE_ERR("[1, 2].exists(x, x > 1)", 0,
-		    "the 'exists' macro is not supported by milometer's CEL subset", 8);
-	COMPILE_ERR("resource.if + namespace", CEL_VAR_RESOURCE,
-		    "'namespace' is a reserved word and cannot be used as a name", 15);
+		    "'startsWith' is a method; call it as x.startsWith(...)",
+		    1);
+	COMPILE_ERR(
+		"[1, 2].exists(x, x > 1)", 0,
+		"the 'exists' macro is not supported by milometer's CEL subset",
+		8);
+	COMPILE_ERR(
+		"resource.if + namespace", CEL_VAR_RESOURCE,
+		"'namespace' is a reserved word and cannot be used as a name",
+		15);
 	COMPILE_ERR("if", 0,
 		    "'if' is a reserved word and cannot be used as a name", 1);
 	COMPILE_ERR("'\xc3\xa9' + 1", 0,
-		    "no matching overload for '_+_' applied to '(string, int)'", 5);
+		    "no matching overload for '_+_' applied to '(string, int)'",
+		    5);
 	COMPILE_ERR("'a' + 'b' + 1", 0,
-		    "no matching overload for '_+_' applied to '(string, int)'", 11);
+		    "no matching overload for '_+_' applied to '(string, int)'",
+		    11);
 	COMPILE_ERR("[1] + [2] + 3", 0,
-		    "no matching overload for '_+_' applied to '(list, int)'", 11);
+		    "no matching overload for '_+_' applied to '(list, int)'",
+		    11);
 	COMPILE_ERR("1 # 2", 0, "unexpected character '#'", 3);
 	/* the error struct is optional */
 	ASSERT_TRUE(!cel__compile("1 +", 0, NULL));
@@ -74,7 +94,8 @@ TEST(cel_compile_errors_name_the_column)
 
 TEST(cel_source_and_eval_without_err)
 {
-	struct cel_program *p = cel__compile("value * 2.0", CEL_VAR_VALUE, NULL);
+	struct cel_program *p =
+		cel__compile("value * 2.0", CEL_VAR_VALUE, NULL);
 	struct cel_activation act = { .value = 4 };
 	struct cel_value v;
 
@@ -230,7 +251,8 @@ TEST(cel_result_too_large_is_an_error)
 	ASSERT_EQ(cel_test_run("[0,1,2,3,4,5,6,7,8,9] + [0,1,2,3,4,5,6,7,8,9]",
 			       0, &act, msg, sizeof(msg)),
 		  0);
-	s = repeat("string(", "'0123456789abcdef0123456789abcdef'", ") + string(1)", 1);
+	s = repeat("string(", "'0123456789abcdef0123456789abcdef'",
+		   ") + string(1)", 1);
 	ASSERT_EQ(cel_test_run(s, 0, &act, msg, sizeof(msg)), 0);
 	free(s);
 	{
@@ -263,14 +285,22 @@ TEST(cel_result_too_large_is_an_error)
 TEST(cel_fuzz_token_soup)
 {
 	static const char *const vocab[] = {
-		"(", ")", "[", "]", "{", "}", ".", ",", ":", "?", "+", "-",
-		"*", "/", "%", "!", "==", "!=", "<", "<=", ">", ">=", "&&",
-		"||", "in", "1", "0", "-1", "2u", "1.5", "0.0", "'a'", "b'b'",
-		"true", "null", "value", "attributes", "resource", "item",
-		"size", "has", "int", "string", "double", "timestamp",
-		"duration", "matches", "'^a'", "metadata", "name", "x",
-		"'2024-01-01T00:00:00Z'", "'1s'", "startsWith", "type",
-		"9223372036854775807", "\"", "'", "r'", "\\", "0x", "1e",
+		"(",          ")",          "[",       "]",
+		"{",          "}",          ".",       ",",
+		":",          "?",          "+",       "-",
+		"*",          "/",          "%",       "!",
+		"==",         "!=",         "<",       "<=",
+		">",          ">=",         "&&",      "||",
+		"in",         "1",          "0",       "-1",
+		"2u",         "1.5",        "0.0",     "'a'",
+		"b'b'",       "true",       "null",    "value",
+		"attributes", "resource",   "item",    "size",
+		"has",        "int",        "string",  "double",
+		"timestamp",  "duration",   "matches", "'^a'",
+		"metadata",   "name",       "x",       "'2024-01-01T00:00:00Z'",
+		"'1s'",       "startsWith", "type",    "9223372036854775807",
+		"\"",         "'",          "r'",      "\\",
+		"0x",         "1e",
 	};
 	const size_t nv = sizeof(vocab) / sizeof(vocab[0]);
 	char err[256], yaml[] = "metadata: {name: a, x: [1, 2]}\n";
@@ -280,8 +310,11 @@ TEST(cel_fuzz_token_soup)
 	char expr[512];
 	int i, j, r;
 
-	ASSERT_EQ(doc__parse_buf("f", yaml, strlen(yaml), &f, err, sizeof(err)), 0);
-	struct cel_activation act = { .value = 2, .attrs = &at, .nattrs = 1,
+	ASSERT_EQ(doc__parse_buf("f", yaml, strlen(yaml), &f, err, sizeof(err)),
+		  0);
+	struct cel_activation act = { .value = 2,
+				      .attrs = &at,
+				      .nattrs = 1,
 				      .resource = f->docs[0],
 				      .item = f->docs[0] };
 	for (i = 0; i < 20000; i++) {
@@ -309,10 +342,12 @@ TEST(cel_fuzz_token_soup)
 		"{'a': [value / 1000.0, -9223372036854775808]}['a'][1] % 7",
 		"'''multi\nline''' + \"\"\"q\"\"\"",
 	};
-	static const char bytes[] = "()[]{}.,:?+-*/%!=<>&|'\"\\ruxbe0189_aZ\n\xc3\xff";
+	static const char bytes[] =
+		"()[]{}.,:?+-*/%!=<>&|'\"\\ruxbe0189_aZ\n\xc3\xff";
 	compiled = evaluated = 0;
 	for (i = 0; i < 20000; i++) {
-		const char *sd = seeds[rand_r(&seed) % (sizeof(seeds) / sizeof(seeds[0]))];
+		const char *sd = seeds[rand_r(&seed) %
+				       (sizeof(seeds) / sizeof(seeds[0]))];
 		size_t len = strlen(sd), k;
 		int muts = 1 + rand_r(&seed) % 3;
 
@@ -321,7 +356,8 @@ TEST(cel_fuzz_token_soup)
 			k = rand_r(&seed) % len;
 			switch (rand_r(&seed) % 3) {
 			case 0: /* replace */
-				expr[k] = bytes[rand_r(&seed) % (sizeof(bytes) - 1)];
+				expr[k] = bytes[rand_r(&seed) %
+						(sizeof(bytes) - 1)];
 				break;
 			case 1: /* delete */
 				memmove(expr + k, expr + k + 1, len - k);

@@ -17,7 +17,7 @@
 #include "policy/source/doc.h"
 #include "selftests/unit/test.h"
 
-#define CEL_ALL_VARS                                                         \
+#define CEL_ALL_VARS                                                           \
 	(CEL_VAR_VALUE | CEL_VAR_ATTRIBUTES | CEL_VAR_RESOURCE | CEL_VAR_ITEM)
 
 static inline size_t cel_test_repr(const struct cel_value *v, char *buf,
@@ -53,12 +53,12 @@ static inline size_t cel_test_repr(const struct cel_value *v, char *buf,
 				   size_t len)
 {
 	static const char *const tn[] = {
-		[CEL_NULL] = "null", [CEL_BOOL] = "bool", [CEL_INT] = "int",
-		[CEL_UINT] = "uint", [CEL_DOUBLE] = "double",
-		[CEL_STRING] = "string", [CEL_BYTES] = "bytes",
-		[CEL_LIST] = "list", [CEL_MAP] = "map",
-		[CEL_TIMESTAMP] = "timestamp", [CEL_DURATION] = "duration",
-		[CEL_TYPE] = "type",
+		[CEL_NULL] = "null",         [CEL_BOOL] = "bool",
+		[CEL_INT] = "int",           [CEL_UINT] = "uint",
+		[CEL_DOUBLE] = "double",     [CEL_STRING] = "string",
+		[CEL_BYTES] = "bytes",       [CEL_LIST] = "list",
+		[CEL_MAP] = "map",           [CEL_TIMESTAMP] = "timestamp",
+		[CEL_DURATION] = "duration", [CEL_TYPE] = "type",
 	};
 	size_t off;
 	int n;
@@ -103,31 +103,32 @@ static inline int cel_test_run(const char *expr, unsigned vars,
 }
 
 /* The expression evaluates and renders as want, e.g. "int:3". */
-#define CEL_EXPECT(act, expr, want)                                          \
-	do {                                                                 \
-		char _b[512];                                                \
-		int _r = cel_test_run(expr, CEL_ALL_VARS, act, _b,           \
-				      sizeof(_b));                           \
-		if (_r || strcmp(_b, want)) {                                \
-			test__fail(__FILE__, __LINE__,                       \
-				   "%s -> [%d] \"%s\", want \"%s\"", expr,   \
-				   _r, _b, want);                            \
-			return;                                              \
-		}                                                            \
+#define CEL_EXPECT(act, expr, want)                                            \
+	do {                                                                   \
+		char _b[512];                                                  \
+		int _r =                                                       \
+			cel_test_run(expr, CEL_ALL_VARS, act, _b, sizeof(_b)); \
+		if (_r || strcmp(_b, want)) {                                  \
+			test__fail(__FILE__, __LINE__,                         \
+				   "%s -> [%d] \"%s\", want \"%s\"", expr, _r, \
+				   _b, want);                                  \
+			return;                                                \
+		}                                                              \
 	} while (0)
 
 /* kind 1: compile error, 2: evaluation error; message contains want. */
-#define CEL_EXPECT_ERR(act, expr, kind, want)                                \
-	do {                                                                 \
-		char _b[512];                                                \
-		int _r = cel_test_run(expr, CEL_ALL_VARS, act, _b,           \
-				      sizeof(_b));                           \
-		if (_r != (kind) || !strstr(_b, want)) {                     \
-			test__fail(__FILE__, __LINE__,                       \
-				   "%s -> [%d] \"%s\", want [%d] \"...%s...\"", \
-				   expr, _r, _b, kind, want);                \
-			return;                                              \
-		}                                                            \
+#define CEL_EXPECT_ERR(act, expr, kind, want)                                  \
+	do {                                                                   \
+		char _b[512];                                                  \
+		int _r =                                                       \
+			cel_test_run(expr, CEL_ALL_VARS, act, _b, sizeof(_b)); \
+		if (_r != (kind) || !strstr(_b, want)) {                       \
+			test__fail(                                            \
+				__FILE__, __LINE__,                            \
+				"%s -> [%d] \"%s\", want [%d] \"...%s...\"",   \
+				expr, _r, _b, kind, want);                     \
+			return;                                                \
+		}                                                              \
 	} while (0)
 
 #endif /* MM_TEST_CEL_HELPERS_H */

@@ -13,7 +13,7 @@
 #include "policy/source/doc.h"
 
 #ifndef CEL_ALL_VARS /* as test_cel_helpers.h */
-#define CEL_ALL_VARS                                                         \
+#define CEL_ALL_VARS                                                           \
 	(CEL_VAR_VALUE | CEL_VAR_ATTRIBUTES | CEL_VAR_RESOURCE | CEL_VAR_ITEM)
 #endif
 
@@ -32,7 +32,8 @@ static const struct bench_case hot[] = {
 	{ "int(timestamp(resource.metadata.creationTimestamp))",
 	  "int:1234567890" },
 	{ "string(value) + 's'", "string:1500s" },
-	{ "[1, 2, value] + [3.0]", "list:[int:1, int:2, double:1500, double:3]" },
+	{ "[1, 2, value] + [3.0]",
+	  "list:[int:1, int:2, double:1500, double:3]" },
 	{ "has(resource.metadata.labels) && 'app' in resource.metadata.labels",
 	  "bool:true" },
 };

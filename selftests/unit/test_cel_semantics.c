@@ -76,10 +76,10 @@ static int fixture_open(struct fixture *fx)
 	return 0;
 }
 
-#define FIXTURE(fx)                                                          \
-	struct fixture fx;                                                   \
-	if (fixture_open(&fx))                                               \
-		return
+#define FIXTURE(fx)                                                            \
+	struct fixture fx;                                                     \
+	if (fixture_open(&fx))                                                 \
+	return
 
 TEST(cel_literals)
 {
@@ -106,7 +106,8 @@ TEST(cel_literals)
 	CEL_EXPECT(a, "'\"\"'", "string:\"\"");
 	CEL_EXPECT(a, "'''x''x'''", "string:x''x");
 	CEL_EXPECT(a, "\"\"\"two\nlines\"\"\"", "string:two\nlines");
-	CEL_EXPECT(a, "'\\u00e9\\U0001F600'", "string:\xc3\xa9\xf0\x9f\x98\x80");
+	CEL_EXPECT(a, "'\\u00e9\\U0001F600'",
+		   "string:\xc3\xa9\xf0\x9f\x98\x80");
 	/* octal and \x in strings are code points, in bytes they are octets */
 	CEL_EXPECT(a, "'\\303\\277'", "string:\xc3\x83\xc2\xbf");
 	CEL_EXPECT(a, "b'\\303\\277'", "bytes:\xc3\xbf");
@@ -115,11 +116,13 @@ TEST(cel_literals)
 	CEL_EXPECT(a, "size(b'\xc3\xbf')", "int:2");
 	CEL_EXPECT(a, "size('\xc3\xbf')", "int:1");
 	CEL_EXPECT(a, "[1, 'a', 2.5, ]", "list:[int:1, string:a, double:2.5]");
-	CEL_EXPECT(a, "{'a': 1, 2: true}", "map:{string:a: int:1, int:2: bool:true}");
+	CEL_EXPECT(a, "{'a': 1, 2: true}",
+		   "map:{string:a: int:1, int:2: bool:true}");
 	CEL_EXPECT(a, "[]", "list:[]");
 	CEL_EXPECT(a, "{}", "map:{}");
 	CEL_EXPECT(a, "1 // a comment\n + 2", "int:3");
-	CEL_EXPECT_ERR(a, "9223372036854775808", 1, "integer literal out of range");
+	CEL_EXPECT_ERR(a, "9223372036854775808", 1,
+		       "integer literal out of range");
 	CEL_EXPECT_ERR(a, "18446744073709551616u", 1, "out of range");
 	CEL_EXPECT_ERR(a, "'abc", 1, "unterminated string");
 	CEL_EXPECT_ERR(a, "'a\nb'", 1, "newline in string");
@@ -163,15 +166,17 @@ TEST(cel_integer_and_double_math)
 	CEL_EXPECT_ERR(a, "0u - 1u", 2, "unsigned integer overflow");
 	CEL_EXPECT_ERR(a, "18446744073709551615u + 1u", 2, "overflow");
 	/* no implicit conversions: caught by the checker when types are known */
-	CEL_EXPECT_ERR(a, "1 + 1.0", 1,
-		       "no matching overload for '_+_' applied to '(int, double)'");
+	CEL_EXPECT_ERR(
+		a, "1 + 1.0", 1,
+		"no matching overload for '_+_' applied to '(int, double)'");
 	CEL_EXPECT_ERR(a, "1 + 1u", 1, "no matching overload");
 	CEL_EXPECT_ERR(a, "1.0 % 2.0", 1, "no matching overload for '_%_'");
 	CEL_EXPECT_ERR(a, "-1u", 1, "no matching overload for '-_'");
 	CEL_EXPECT_ERR(a, "'a' - 'b'", 1, "no matching overload");
 	/* ...and at run time when they are not */
-	CEL_EXPECT_ERR(a, "resource.metadata.generation + 1.0", 2,
-		       "no matching overload for '_+_' applied to '(int, double)'");
+	CEL_EXPECT_ERR(
+		a, "resource.metadata.generation + 1.0", 2,
+		"no matching overload for '_+_' applied to '(int, double)'");
 	CEL_EXPECT(a, "resource.metadata.generation * 2", "int:6");
 	CEL_EXPECT(a, "resource.spec.ratio * 4.0", "double:1");
 	doc__free_file(fx.f);
@@ -184,7 +189,8 @@ TEST(cel_strings_and_lists)
 
 	CEL_EXPECT(a, "'foo' + 'bar'", "string:foobar");
 	CEL_EXPECT(a, "b'a' + b'b'", "bytes:ab");
-	CEL_EXPECT(a, "resource.metadata.namespace + '/' + resource.metadata.name",
+	CEL_EXPECT(a,
+		   "resource.metadata.namespace + '/' + resource.metadata.name",
 		   "string:prod/web");
 	CEL_EXPECT(a, "[1] + [2, 3]", "list:[int:1, int:2, int:3]");
 	CEL_EXPECT(a, "resource.spec.weights + [40]",
@@ -203,11 +209,13 @@ TEST(cel_strings_and_lists)
 	CEL_EXPECT(a, "'abc123'.matches('^[a-z]+[0-9]+$')", "bool:true");
 	CEL_EXPECT(a, "matches('xyz', 'y')", "bool:true");
 	CEL_EXPECT(a, "'xyz'.matches('^y')", "bool:false");
-	CEL_EXPECT(a, "attributes['envoy.cluster_name'].matches(attributes.pattern)",
-		   "bool:true");
+	CEL_EXPECT(
+		a,
+		"attributes['envoy.cluster_name'].matches(attributes.pattern)",
+		"bool:true");
 	CEL_EXPECT_ERR(a, "'a'.matches('(')", 1, "invalid regular expression");
-	CEL_EXPECT_ERR(a, "'a'.matches(attributes['k8s.gateway.name'] + '(')", 2,
-		       "invalid regular expression");
+	CEL_EXPECT_ERR(a, "'a'.matches(attributes['k8s.gateway.name'] + '(')",
+		       2, "invalid regular expression");
 	/* fuzz_cel: formatting a double past int64 converted it first (UB) */
 	CEL_EXPECT(a, "string(4e44)", "string:4e+44");
 	CEL_EXPECT(a, "string(-1e300)", "string:-1e+300");
@@ -216,8 +224,9 @@ TEST(cel_strings_and_lists)
 	CEL_EXPECT(a, "'ABC'.matches('(?i)^abc$')", "bool:true");
 	CEL_EXPECT_ERR(a, "'a'.matches('(.{0,255}){0,255}')", 1,
 		       "invalid repetition size");
-	CEL_EXPECT_ERR(a, "'a'.matches(attributes['k8s.gateway.name'] + '.{0,1000}')",
-		       2, "instructions, more than the limit");
+	CEL_EXPECT_ERR(
+		a, "'a'.matches(attributes['k8s.gateway.name'] + '.{0,1000}')",
+		2, "instructions, more than the limit");
 	CEL_EXPECT_ERR(a, "size(1)", 1, "no matching overload for 'size'");
 	CEL_EXPECT_ERR(a, "size(resource.metadata.generation)", 2,
 		       "no matching overload for 'size' applied to '(int)'");
@@ -241,16 +250,20 @@ TEST(cel_comparisons)
 	CEL_EXPECT(a, "1u == 1", "bool:true");
 	CEL_EXPECT(a, "1 < 1.5", "bool:true");
 	CEL_EXPECT(a, "-1 < 0u", "bool:true");
-	CEL_EXPECT(a, "18446744073709551615u > 9223372036854775807", "bool:true");
+	CEL_EXPECT(a, "18446744073709551615u > 9223372036854775807",
+		   "bool:true");
 	CEL_EXPECT(a, "9007199254740993 == 9007199254740992.0", "bool:false");
 	CEL_EXPECT(a, "9007199254740993 > 9007199254740992.0", "bool:true");
 	CEL_EXPECT(a, "-9007199254740993 < -9007199254740992.0", "bool:true");
 	CEL_EXPECT(a, "2.5 > 2", "bool:true");
 	CEL_EXPECT(a, "-2.5 < -2", "bool:true");
 	CEL_EXPECT(a, "2u < 2.5", "bool:true");
-	CEL_EXPECT(a, "9223372036854775807 < 9223372036854775808.0", "bool:true");
-	CEL_EXPECT(a, "-9223372036854775808 == -9223372036854775808.0", "bool:true");
-	CEL_EXPECT(a, "18446744073709551615u < 18446744073709551616.0", "bool:true");
+	CEL_EXPECT(a, "9223372036854775807 < 9223372036854775808.0",
+		   "bool:true");
+	CEL_EXPECT(a, "-9223372036854775808 == -9223372036854775808.0",
+		   "bool:true");
+	CEL_EXPECT(a, "18446744073709551615u < 18446744073709551616.0",
+		   "bool:true");
 	CEL_EXPECT(a, "0u > -0.5", "bool:true");
 	CEL_EXPECT(a, "1 < 0.0 / 0.0", "bool:false");
 	CEL_EXPECT(a, "1 == 'a'", "bool:false");
@@ -273,8 +286,9 @@ TEST(cel_comparisons)
 	CEL_EXPECT(a, "'nope' in attributes", "bool:false");
 	CEL_EXPECT_ERR(a, "'a' < 1", 1, "no matching overload for '_<_'");
 	CEL_EXPECT_ERR(a, "1 in 1", 1, "no matching overload for '@in'");
-	CEL_EXPECT_ERR(a, "resource.metadata.name < 1", 2,
-		       "no matching overload for '_<_' applied to '(string, int)'");
+	CEL_EXPECT_ERR(
+		a, "resource.metadata.name < 1", 2,
+		"no matching overload for '_<_' applied to '(string, int)'");
 	doc__free_file(fx.f);
 }
 
@@ -297,7 +311,8 @@ TEST(cel_logic_absorbs_errors)
 	CEL_EXPECT_ERR(a, "1 / 0 == 1 && true", 2, "division by zero");
 	CEL_EXPECT_ERR(a, "false || 1 / 0 == 1", 2, "division by zero");
 	/* both sides fail: the left error is reported */
-	CEL_EXPECT_ERR(a, "1 / 0 == 1 || resource.x == 1", 2, "division by zero");
+	CEL_EXPECT_ERR(a, "1 / 0 == 1 || resource.x == 1", 2,
+		       "division by zero");
 	CEL_EXPECT_ERR(a, "resource.metadata.generation && true", 2,
 		       "no matching overload for '_&&_'");
 	CEL_EXPECT_ERR(a, "1 && true", 1, "no matching overload for '_&&_'");
@@ -331,12 +346,15 @@ TEST(cel_field_access_and_has)
 	CEL_EXPECT(a, "[10, 20][0]", "int:10");
 	CEL_EXPECT(a, "{'a': {'b': 5}}.a.b", "int:5");
 	CEL_EXPECT(a, "{1: 'one'}[1.0]", "string:one");
-	CEL_EXPECT_ERR(a, "resource.metadata.missing", 2, "no such key: missing");
+	CEL_EXPECT_ERR(a, "resource.metadata.missing", 2,
+		       "no such key: missing");
 	CEL_EXPECT_ERR(a, "resource.metadata.labels['nope']", 2,
 		       "no such key: nope");
-	CEL_EXPECT_ERR(a, "resource.spec.weights[3]", 2, "index out of range: 3");
+	CEL_EXPECT_ERR(a, "resource.spec.weights[3]", 2,
+		       "index out of range: 3");
 	CEL_EXPECT_ERR(a, "resource.spec.weights[-1]", 2, "index out of range");
-	CEL_EXPECT_ERR(a, "resource.spec.weights['a']", 2, "no matching overload");
+	CEL_EXPECT_ERR(a, "resource.spec.weights['a']", 2,
+		       "no matching overload");
 	CEL_EXPECT_ERR(a, "resource.metadata.name.first", 2,
 		       "type 'string' does not support field selection");
 	CEL_EXPECT_ERR(a, "{1: 2}[3]", 2, "no such key: 3");
@@ -350,7 +368,8 @@ TEST(cel_field_access_and_has)
 	CEL_EXPECT_ERR(a, "has(resource.nope.x)", 2, "no such key: nope");
 	CEL_EXPECT_ERR(a, "has(resource.metadata.name.x)", 2,
 		       "has() needs a map, got string");
-	CEL_EXPECT_ERR(a, "has(resource)", 1, "has() needs one field selection");
+	CEL_EXPECT_ERR(a, "has(resource)", 1,
+		       "has() needs one field selection");
 	CEL_EXPECT(a, "attributes['k8s.gateway.name']", "string:public-gw");
 	CEL_EXPECT(a, "attributes.size()", "int:3");
 	CEL_EXPECT_ERR(a, "attributes['missing']", 2, "no such key: missing");
@@ -365,7 +384,8 @@ TEST(cel_conversions)
 
 	CEL_EXPECT(a, "string(1)", "string:1");
 	CEL_EXPECT(a, "string(-1)", "string:-1");
-	CEL_EXPECT(a, "string(18446744073709551615u)", "string:18446744073709551615");
+	CEL_EXPECT(a, "string(18446744073709551615u)",
+		   "string:18446744073709551615");
 	CEL_EXPECT(a, "string(1.5)", "string:1.5");
 	CEL_EXPECT(a, "string(1.0)", "string:1");
 	CEL_EXPECT(a, "string(1e6)", "string:1e+06");
@@ -377,7 +397,8 @@ TEST(cel_conversions)
 	CEL_EXPECT(a, "string(-999999.0)", "string:-999999");
 	CEL_EXPECT(a, "string(123456789.0)", "string:1.23456789e+08");
 	CEL_EXPECT(a, "string(5e-324)", "string:5e-324");
-	CEL_EXPECT(a, "string(1.7976931348623157e308)", "string:1.7976931348623157e+308");
+	CEL_EXPECT(a, "string(1.7976931348623157e308)",
+		   "string:1.7976931348623157e+308");
 	CEL_EXPECT(a, "string(2.5e-5)", "string:2.5e-05");
 	CEL_EXPECT(a, "string(100.125)", "string:100.125");
 	CEL_EXPECT(a, "string(true)", "string:true");
@@ -387,7 +408,8 @@ TEST(cel_conversions)
 		   "string:8a1b2c3d-0000-4000-8000-000000000001");
 	CEL_EXPECT(a, "string(resource.metadata.generation)", "string:3");
 	CEL_EXPECT_ERR(a, "string(b'\\xff')", 2, "not valid UTF-8");
-	CEL_EXPECT_ERR(a, "string(null)", 1, "no matching overload for 'string'");
+	CEL_EXPECT_ERR(a, "string(null)", 1,
+		       "no matching overload for 'string'");
 	CEL_EXPECT_ERR(a, "string(resource.spec)", 2, "no matching overload");
 	CEL_EXPECT(a, "int('42')", "int:42");
 	CEL_EXPECT(a, "int('-42')", "int:-42");
@@ -440,23 +462,31 @@ TEST(cel_timestamps_and_durations)
 		   "timestamp:2024-01-02T03:04:05Z");
 	CEL_EXPECT(a, "string(timestamp('2024-01-01T00:00:00.50Z'))",
 		   "string:2024-01-01T00:00:00.5Z");
-	CEL_EXPECT(a, "timestamp('2024-01-01T01:00:00+01:00') == timestamp('2024-01-01T00:00:00Z')",
-		   "bool:true");
+	CEL_EXPECT(
+		a,
+		"timestamp('2024-01-01T01:00:00+01:00') == timestamp('2024-01-01T00:00:00Z')",
+		"bool:true");
 	CEL_EXPECT(a, "timestamp('1960-02-29T23:00:00-01:30')",
 		   "timestamp:1960-03-01T00:30:00Z");
 	CEL_EXPECT(a, "timestamp(0)", "timestamp:1970-01-01T00:00:00Z");
-	CEL_EXPECT(a, "timestamp('2024-01-01T00:00:10Z') - timestamp('2024-01-01T00:00:00Z')",
-		   "duration:10s");
+	CEL_EXPECT(
+		a,
+		"timestamp('2024-01-01T00:00:10Z') - timestamp('2024-01-01T00:00:00Z')",
+		"duration:10s");
 	CEL_EXPECT(a, "timestamp('2024-01-01T00:00:00Z') + duration('1h')",
 		   "timestamp:2024-01-01T01:00:00Z");
 	CEL_EXPECT(a, "duration('1h') + timestamp('2024-01-01T00:00:00Z')",
 		   "timestamp:2024-01-01T01:00:00Z");
 	CEL_EXPECT(a, "timestamp('2024-03-01T00:00:00Z') - duration('24h')",
 		   "timestamp:2024-02-29T00:00:00Z");
-	CEL_EXPECT(a, "timestamp('2024-01-01T00:00:00Z') < timestamp('2024-01-01T00:00:01Z')",
-		   "bool:true");
-	CEL_EXPECT(a, "timestamp(resource.metadata.deletionTimestamp) > timestamp(resource.metadata.creationTimestamp)",
-		   "bool:true");
+	CEL_EXPECT(
+		a,
+		"timestamp('2024-01-01T00:00:00Z') < timestamp('2024-01-01T00:00:01Z')",
+		"bool:true");
+	CEL_EXPECT(
+		a,
+		"timestamp(resource.metadata.deletionTimestamp) > timestamp(resource.metadata.creationTimestamp)",
+		"bool:true");
 	CEL_EXPECT(a, "duration('1m') > duration('59s')", "bool:true");
 	CEL_EXPECT(a, "duration('1h2m3.5s')", "duration:3723.5s");
 	CEL_EXPECT(a, "string(duration('1.5s'))", "string:1.5s");
@@ -467,36 +497,58 @@ TEST(cel_timestamps_and_durations)
 	CEL_EXPECT(a, "duration('90m').getHours()", "int:1");
 	CEL_EXPECT(a, "duration('90m').getMinutes()", "int:90");
 	CEL_EXPECT(a, "duration('1.5s').getMilliseconds()", "int:1500");
-	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getFullYear()", "int:2024");
-	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getMonth()", "int:2");
-	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getDate()", "int:1");
-	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getDayOfMonth()", "int:0");
-	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getDayOfWeek()", "int:5");
-	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getDayOfYear()", "int:60");
-	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getHours()", "int:12");
-	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getMinutes()", "int:34");
-	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getSeconds()", "int:56");
-	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getMilliseconds()", "int:789");
-	CEL_EXPECT(a, "timestamp('2024-03-01T23:34:56Z').getHours('+02:00')", "int:1");
-	CEL_EXPECT(a, "timestamp('2024-03-01T23:34:56Z').getDate('+02:00')", "int:2");
-	CEL_EXPECT(a, "timestamp('2024-03-01T00:30:00Z').getDayOfWeek('-01:00')", "int:4");
-	CEL_EXPECT(a, "timestamp('1969-12-31T23:59:59.999Z').getMilliseconds()", "int:999");
-	CEL_EXPECT_ERR(a, "timestamp('2024-01-01T00:00:00Z').getHours('Europe/Paris')", 2,
-		       "time zone 'Europe/Paris' is not supported");
-	CEL_EXPECT_ERR(a, "timestamp('2024-02-30T00:00:00Z')", 2, "cannot convert");
-	CEL_EXPECT_ERR(a, "timestamp('2024-01-01 00:00:00Z')", 2, "want RFC 3339");
-	CEL_EXPECT_ERR(a, "timestamp('0001-01-01T00:00:00Z')", 2, "outside the supported range");
-	CEL_EXPECT_ERR(a, "timestamp('2262-01-01T00:00:00Z') + duration('2400000h')", 2,
-		       "timestamp out of range");
+	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getFullYear()",
+		   "int:2024");
+	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getMonth()",
+		   "int:2");
+	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getDate()",
+		   "int:1");
+	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getDayOfMonth()",
+		   "int:0");
+	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getDayOfWeek()",
+		   "int:5");
+	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getDayOfYear()",
+		   "int:60");
+	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getHours()",
+		   "int:12");
+	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getMinutes()",
+		   "int:34");
+	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getSeconds()",
+		   "int:56");
+	CEL_EXPECT(a, "timestamp('2024-03-01T12:34:56.789Z').getMilliseconds()",
+		   "int:789");
+	CEL_EXPECT(a, "timestamp('2024-03-01T23:34:56Z').getHours('+02:00')",
+		   "int:1");
+	CEL_EXPECT(a, "timestamp('2024-03-01T23:34:56Z').getDate('+02:00')",
+		   "int:2");
+	CEL_EXPECT(a,
+		   "timestamp('2024-03-01T00:30:00Z').getDayOfWeek('-01:00')",
+		   "int:4");
+	CEL_EXPECT(a, "timestamp('1969-12-31T23:59:59.999Z').getMilliseconds()",
+		   "int:999");
+	CEL_EXPECT_ERR(
+		a, "timestamp('2024-01-01T00:00:00Z').getHours('Europe/Paris')",
+		2, "time zone 'Europe/Paris' is not supported");
+	CEL_EXPECT_ERR(a, "timestamp('2024-02-30T00:00:00Z')", 2,
+		       "cannot convert");
+	CEL_EXPECT_ERR(a, "timestamp('2024-01-01 00:00:00Z')", 2,
+		       "want RFC 3339");
+	CEL_EXPECT_ERR(a, "timestamp('0001-01-01T00:00:00Z')", 2,
+		       "outside the supported range");
+	CEL_EXPECT_ERR(
+		a, "timestamp('2262-01-01T00:00:00Z') + duration('2400000h')",
+		2, "timestamp out of range");
 	CEL_EXPECT_ERR(a, "duration('1x')", 2, "cannot convert '1x'");
 	CEL_EXPECT_ERR(a, "duration('')", 2, "cannot convert");
 	CEL_EXPECT_ERR(a, "duration('3000000h')", 2, "out of range");
-	CEL_EXPECT_ERR(a, "timestamp('2024-01-01T00:00:00Z') + timestamp('2024-01-01T00:00:00Z')",
-		       1, "no matching overload for '_+_'");
-	CEL_EXPECT_ERR(a, "duration('1s') - timestamp('2024-01-01T00:00:00Z')", 1,
-		       "no matching overload for '_-_'");
-	CEL_EXPECT_ERR(a, "duration('1s') < timestamp('2024-01-01T00:00:00Z')", 1,
-		       "no matching overload for '_<_'");
+	CEL_EXPECT_ERR(
+		a,
+		"timestamp('2024-01-01T00:00:00Z') + timestamp('2024-01-01T00:00:00Z')",
+		1, "no matching overload for '_+_'");
+	CEL_EXPECT_ERR(a, "duration('1s') - timestamp('2024-01-01T00:00:00Z')",
+		       1, "no matching overload for '_-_'");
+	CEL_EXPECT_ERR(a, "duration('1s') < timestamp('2024-01-01T00:00:00Z')",
+		       1, "no matching overload for '_<_'");
 	doc__free_file(fx.f);
 }
 
@@ -523,9 +575,11 @@ TEST(cel_seed_expressions)
 		   "string:8a1b2c3d-0000-4000-8000-000000000001");
 	CEL_EXPECT(a, "attributes['k8s.gateway.name']", "string:public-gw");
 	CEL_EXPECT(a, "attributes['envoy.cluster_name']", "string:prod/web/80");
-	CEL_EXPECT(a, "resource.metadata.deletionTimestamp != null", "bool:true");
+	CEL_EXPECT(a, "resource.metadata.deletionTimestamp != null",
+		   "bool:true");
 	act.resource = fx.f->docs[2];
-	CEL_EXPECT(a, "resource.metadata.deletionTimestamp != null", "bool:false");
+	CEL_EXPECT(a, "resource.metadata.deletionTimestamp != null",
+		   "bool:false");
 	/*
 	 * Absent field: CEL says "no such key" (as Kubernetes CEL does);
 	 * has() is the way to test presence without an error.
@@ -580,32 +634,48 @@ TEST(cel_conformance_samples)
 	const struct cel_activation *a = &fx.act;
 
 	/* parse: nesting and repetition every implementation must support */
-	CEL_EXPECT(a, "int(uint(int(uint(int(uint(int(uint(int(uint(int(uint(7))))))))))))",
-		   "int:7");
+	CEL_EXPECT(
+		a,
+		"int(uint(int(uint(int(uint(int(uint(int(uint(int(uint(7))))))))))))",
+		"int:7");
 	CEL_EXPECT(a, "size([[[[[[[[[[[[0]]]]]]]]]]]])", "int:1");
-	CEL_EXPECT(a, "size({0: {0: {0: {0: {0: {0: {0: {0: {0: {0: {0: {0: 'foo'}}}}}}}}}}}})",
-		   "int:1");
-	CEL_EXPECT(a, "((((((((((((((((((((((((((((((((7))))))))))))))))))))))))))))))))",
-		   "int:7");
-	CEL_EXPECT(a, "true ? true : true ? true : true ? true : true ? true : true ? true : "
-		      "true ? true : true ? true : true ? true : true ? true : true ? true : "
-		      "true ? true : true ? true : true ? true : true ? true : true ? true : "
-		      "true ? true : true ? true : true ? true : true ? true : true ? true : "
-		      "true ? true : true ? true : true ? true : true ? true : false",
-		   "bool:true");
-	CEL_EXPECT(a, "3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + "
-		      "3 - 3 + 3 - 3 + 3 - 3 + 3",
-		   "int:3");
-	CEL_EXPECT(a, "4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / "
-		      "4 * 4 / 4 * 4 / 4 * 4 / 4",
-		   "int:4");
+	CEL_EXPECT(
+		a,
+		"size({0: {0: {0: {0: {0: {0: {0: {0: {0: {0: {0: {0: 'foo'}}}}}}}}}}}})",
+		"int:1");
+	CEL_EXPECT(
+		a,
+		"((((((((((((((((((((((((((((((((7))))))))))))))))))))))))))))))))",
+		"int:7");
+	CEL_EXPECT(
+		a,
+		"true ? true : true ? true : true ? true : true ? true : true ? true : "
+		"true ? true : true ? true : true ? true : true ? true : true ? true : "
+		"true ? true : true ? true : true ? true : true ? true : true ? true : "
+		"true ? true : true ? true : true ? true : true ? true : true ? true : "
+		"true ? true : true ? true : true ? true : true ? true : false",
+		"bool:true");
+	CEL_EXPECT(
+		a,
+		"3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + 3 - 3 + "
+		"3 - 3 + 3 - 3 + 3 - 3 + 3",
+		"int:3");
+	CEL_EXPECT(
+		a,
+		"4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / 4 * 4 / "
+		"4 * 4 / 4 * 4 / 4 * 4 / 4",
+		"int:4");
 	CEL_EXPECT(a, "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!true", "bool:true");
 	CEL_EXPECT(a, "--------------------------------19", "int:19");
-	CEL_EXPECT(a, "[[[[[[[[[[[['foo']]]]]]]]]]]][0][0][0][0][0][0][0][0][0][0][0][0]",
-		   "string:foo");
-	CEL_EXPECT(a, "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, "
-		      "20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31][17]",
-		   "int:17");
+	CEL_EXPECT(
+		a,
+		"[[[[[[[[[[[['foo']]]]]]]]]]]][0][0][0][0][0][0][0][0][0][0][0][0]",
+		"string:foo");
+	CEL_EXPECT(
+		a,
+		"[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, "
+		"20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31][17]",
+		"int:17");
 	CEL_EXPECT(a, "' \\\\ \\? \\\" \\' \\` '", "string: \\ ? \" ' ` ");
 	CEL_EXPECT(a, "''' ? \" ' ` '''", "string: ? \" ' ` ");
 	CEL_EXPECT(a, "' \\a \\b \\f \\t \\v '", "string: \a \b \f \t \v ");
@@ -613,14 +683,16 @@ TEST(cel_conformance_samples)
 	CEL_EXPECT(a, "size(' \\000 \\012 \\177 ')", "int:7");
 	/* conversions */
 	CEL_EXPECT(a, "bytes('\\377') == b'\\377'", "bool:false");
-	CEL_EXPECT(a, "double(9223372036854775807)", "double:9.223372036854776e+18");
+	CEL_EXPECT(a, "double(9223372036854775807)",
+		   "double:9.223372036854776e+18");
 	CEL_EXPECT(a, "double('-0.0')", "double:-0");
 	CEL_EXPECT(a, "double('6.02214e23')", "double:6.02214e+23");
 	CEL_EXPECT(a, "type(dyn([1, 'one']))", "type:list");
 	CEL_EXPECT(a, "int(-123.456)", "int:-123");
 	CEL_EXPECT(a, "int(11.5)", "int:11");
 	CEL_EXPECT_ERR(a, "int(1e99)", 2, "out of range");
-	CEL_EXPECT(a, "int(timestamp('2004-09-16T23:59:59Z'))", "int:1095379199");
+	CEL_EXPECT(a, "int(timestamp('2004-09-16T23:59:59Z'))",
+		   "int:1095379199");
 	CEL_EXPECT(a, "string(123.456)", "string:123.456");
 	CEL_EXPECT(a, "string(-4.5e-3)", "string:-0.0045");
 	CEL_EXPECT(a, "string(b'\\303\\277')", "string:\xc3\xbf");
@@ -638,25 +710,40 @@ TEST(cel_conformance_samples)
 	CEL_EXPECT(a, "type(timestamp('2009-02-13T23:31:30Z'))",
 		   "type:google.protobuf.Timestamp");
 	CEL_EXPECT(a, "string(duration('1000000s'))", "string:1000000s");
-	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getDayOfYear()", "int:43");
-	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:20.123456789Z').getMilliseconds()",
-		   "int:123");
-	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getDayOfMonth('+11:00')", "int:13");
-	CEL_EXPECT(a, "timestamp('2009-02-13T02:00:00Z').getDayOfMonth('-02:30')", "int:11");
-	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getFullYear('-09:30')", "int:2009");
-	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getHours('02:00')", "int:1");
-	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getSeconds('-00:00')", "int:30");
-	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getDayOfWeek('UTC')", "int:5");
-	CEL_EXPECT(a, "duration('120s') + timestamp('2009-02-13T23:01:00Z') == "
-		      "timestamp('2009-02-13T23:03:00Z')",
+	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getDayOfYear()",
+		   "int:43");
+	CEL_EXPECT(
+		a,
+		"timestamp('2009-02-13T23:31:20.123456789Z').getMilliseconds()",
+		"int:123");
+	CEL_EXPECT(a,
+		   "timestamp('2009-02-13T23:31:30Z').getDayOfMonth('+11:00')",
+		   "int:13");
+	CEL_EXPECT(a,
+		   "timestamp('2009-02-13T02:00:00Z').getDayOfMonth('-02:30')",
+		   "int:11");
+	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getFullYear('-09:30')",
+		   "int:2009");
+	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getHours('02:00')",
+		   "int:1");
+	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getSeconds('-00:00')",
+		   "int:30");
+	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:30Z').getDayOfWeek('UTC')",
+		   "int:5");
+	CEL_EXPECT(a,
+		   "duration('120s') + timestamp('2009-02-13T23:01:00Z') == "
+		   "timestamp('2009-02-13T23:03:00Z')",
 		   "bool:true");
-	CEL_EXPECT(a, "timestamp('2009-02-13T23:31:00Z') - timestamp('2009-02-13T23:29:00Z') == "
-		      "duration('120s')",
-		   "bool:true");
+	CEL_EXPECT(
+		a,
+		"timestamp('2009-02-13T23:31:00Z') - timestamp('2009-02-13T23:29:00Z') == "
+		"duration('120s')",
+		"bool:true");
 	CEL_EXPECT(a, "duration('10000s').getHours()", "int:2");
 	CEL_EXPECT(a, "duration('3730s').getMinutes()", "int:62");
 	CEL_EXPECT(a, "duration('3730s').getSeconds()", "int:3730");
 	CEL_EXPECT_ERR(a, "duration('320000000000s')", 2, "out of range");
-	CEL_EXPECT_ERR(a, "timestamp('10000-01-01T00:00:00Z')", 2, "cannot convert");
+	CEL_EXPECT_ERR(a, "timestamp('10000-01-01T00:00:00Z')", 2,
+		       "cannot convert");
 	doc__free_file(fx.f);
 }

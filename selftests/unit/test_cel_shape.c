@@ -12,7 +12,8 @@
 #include "policy/source/source_catalogue.h"
 #include "selftests/unit/test.h"
 
-#define ALL (CEL_VAR_VALUE | CEL_VAR_ATTRIBUTES | CEL_VAR_RESOURCE | CEL_VAR_ITEM)
+#define ALL                                                                    \
+	(CEL_VAR_VALUE | CEL_VAR_ATTRIBUTES | CEL_VAR_RESOURCE | CEL_VAR_ITEM)
 
 static struct cel_program *compile(const char *src)
 {
@@ -36,9 +37,9 @@ static void path_str(const char *src, char *out, size_t len)
 	out[0] = 0;
 	if (n >= 0) {
 		o += snprintf(out + o, len - o, "%s:",
-			      var == CEL_VAR_ATTRIBUTES ? "attributes" :
-			      var == CEL_VAR_RESOURCE	? "resource" :
-							  "item");
+			      var == CEL_VAR_ATTRIBUTES ? "attributes"
+			      : var == CEL_VAR_RESOURCE ? "resource"
+							: "item");
 		for (int i = 0; i < n && o < len; i++) {
 			if (s[i].index)
 				o += snprintf(out + o, len - o, "%s[%zu]",
@@ -67,7 +68,8 @@ TEST(cel_shape_paths)
 	/* computing is not selecting */
 	path_str("attributes['a'] + 'x'", b, sizeof(b));
 	ASSERT_STREQ(b, "");
-	path_str("resource.metadata.name.startsWith('a') ? 'x' : 'y'", b, sizeof(b));
+	path_str("resource.metadata.name.startsWith('a') ? 'x' : 'y'", b,
+		 sizeof(b));
 	ASSERT_STREQ(b, "");
 	path_str("value", b, sizeof(b));
 	ASSERT_STREQ(b, "");
@@ -75,7 +77,8 @@ TEST(cel_shape_paths)
 
 TEST(cel_shape_vars)
 {
-	struct cel_program *p = compile("resource.metadata.name + attributes['a']");
+	struct cel_program *p =
+		compile("resource.metadata.name + attributes['a']");
 
 	ASSERT_EQ(cel__vars(p), CEL_VAR_RESOURCE | CEL_VAR_ATTRIBUTES);
 	cel__free(p);
@@ -96,7 +99,8 @@ TEST(cel_shape_values)
 		{ "1", CEL_SHAPE_ONE },
 		{ "1.0", CEL_SHAPE_ONE },
 		{ "item.status == 'True' ? 1 : 0", CEL_SHAPE_TRUE_FLAG },
-		{ "int(timestamp(resource.metadata.creationTimestamp))", CEL_SHAPE_NUMBER },
+		{ "int(timestamp(resource.metadata.creationTimestamp))",
+		  CEL_SHAPE_NUMBER },
 		{ "int(timestamp(item))", CEL_SHAPE_NUMBER },
 		{ "double(item.replicas)", CEL_SHAPE_NUMBER },
 		{ "item.replicas", CEL_SHAPE_NUMBER },
@@ -118,7 +122,8 @@ TEST(cel_shape_values)
 			continue;
 		if (!ASSERT_EQ(cel__value_shape(p, &var, s, 8, &n),
 			       cases[i].shape))
-			test__fail(__FILE__, __LINE__, "for `%s`", cases[i].src);
+			test__fail(__FILE__, __LINE__, "for `%s`",
+				   cases[i].src);
 		cel__free(p);
 	}
 }
@@ -139,7 +144,9 @@ TEST(source_metrics_rescale)
 	ASSERT_EQ(source_catalogue__rescale(s, 0, 5, out, 64), -EINVAL);
 	ASSERT_EQ(source_catalogue__rescale(s, 1e308, 0, out, 64), -EINVAL);
 	ASSERT_TRUE(!source_catalogue__find("envoy.cluster.upstream_rq_bytes"));
-	ASSERT_EQ(source_catalogue__rescale(source_catalogue__find(
-			  "envoy.cluster.upstream_rq_total"), 1, 0, out, 64),
+	ASSERT_EQ(source_catalogue__rescale(
+			  source_catalogue__find(
+				  "envoy.cluster.upstream_rq_total"),
+			  1, 0, out, 64),
 		  -EINVAL);
 }

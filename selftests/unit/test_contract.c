@@ -75,7 +75,8 @@ TEST(contract_seed_policies_each_with_its_definition_accepted)
 		ASSERT_STREQ(tc_status(&t, MP, seed_pols[i][2], COND_ACCEPTED),
 			     "True");
 		ASSERT_STREQ(tc_status(&t, MP, seed_pols[i][2],
-				       COND_RESOLVED_REFS), "True");
+				       COND_RESOLVED_REFS),
+			     "True");
 		ASSERT_EQ(contract__rejected(t.c), 0);
 		tc_close(&t);
 	}
@@ -84,24 +85,38 @@ TEST(contract_seed_policies_each_with_its_definition_accepted)
 static void check_whole_seed(struct tc_ctx *t)
 {
 	/* the two same-named definitions: the older name wins */
-	ASSERT_STREQ(tc_status(t, MD, "gateway-httproute-delivery-upstream-request-latency",
-			       COND_ACCEPTED), "True");
+	ASSERT_STREQ(
+		tc_status(t, MD,
+			  "gateway-httproute-delivery-upstream-request-latency",
+			  COND_ACCEPTED),
+		"True");
 	ASSERT_STREQ(tc_reason(t, MD, "gateway-httproute-upstream-latency",
-			       COND_ACCEPTED), "DuplicateMetric");
-	ASSERT_TRUE(strstr(tc_message(t, MD, "gateway-httproute-upstream-latency",
-				      COND_ACCEPTED),
-			   "gateway-httproute-delivery-upstream-request-latency"));
+			       COND_ACCEPTED),
+		     "DuplicateMetric");
+	ASSERT_TRUE(
+		strstr(tc_message(t, MD, "gateway-httproute-upstream-latency",
+				  COND_ACCEPTED),
+		       "gateway-httproute-delivery-upstream-request-latency"));
 	/* complete and scenario policies feed the same targets */
 	ASSERT_STREQ(tc_reason(t, MP, "httproute-upstream-latency-policy",
-			       COND_ACCEPTED), "Conflicted");
+			       COND_ACCEPTED),
+		     "Conflicted");
 	ASSERT_STREQ(tc_reason(t, MP, "httproute-condition-status-policy",
-			       COND_ACCEPTED), "Conflicted");
-	ASSERT_STREQ(tc_status(t, MP, "gateway-httproute-upstream-latency-policy",
-			       COND_ACCEPTED), "True");
-	ASSERT_STREQ(tc_status(t, MP, "gateway-httproute-condition-status-policy",
-			       COND_RESOLVED_REFS), "True");
-	ASSERT_STREQ(tc_status(t, MP, "gateway-httproute-upstream-request-count-policy",
-			       COND_ACCEPTED), "True");
+			       COND_ACCEPTED),
+		     "Conflicted");
+	ASSERT_STREQ(tc_status(t, MP,
+			       "gateway-httproute-upstream-latency-policy",
+			       COND_ACCEPTED),
+		     "True");
+	ASSERT_STREQ(tc_status(t, MP,
+			       "gateway-httproute-condition-status-policy",
+			       COND_RESOLVED_REFS),
+		     "True");
+	ASSERT_STREQ(
+		tc_status(t, MP,
+			  "gateway-httproute-upstream-request-count-policy",
+			  COND_ACCEPTED),
+		"True");
 	ASSERT_EQ(contract__rejected(t->c), 3);
 }
 
@@ -112,13 +127,18 @@ TEST(contract_seed_all_together_deterministic)
 	static const char *const files[] = {
 		SEED_TWINS_DIR "/seed-complete-metricdefinition.yaml",
 		SEED_TWINS_DIR "/seed-complete-metricpolicy-dataplane.yaml",
-		SEED_TWINS_DIR "/seed-complete-metricpolicy-resourcefields.yaml",
-		SEED_DIR "/seed-scenario-condition-status-metricdefinition.yaml",
+		SEED_TWINS_DIR
+		"/seed-complete-metricpolicy-resourcefields.yaml",
+		SEED_DIR
+		"/seed-scenario-condition-status-metricdefinition.yaml",
 		SEED_DIR "/seed-scenario-condition-status-metricpolicy.yaml",
-		SEED_DIR "/seed-scenario-upstream-latency-metricdefinition.yaml",
+		SEED_DIR
+		"/seed-scenario-upstream-latency-metricdefinition.yaml",
 		SEED_DIR "/seed-scenario-upstream-latency-metricpolicy.yaml",
-		SEED_DIR "/seed-scenario-upstream-request-count-metricdefinition.yaml",
-		SEED_DIR "/seed-scenario-upstream-request-count-metricpolicy.yaml",
+		SEED_DIR
+		"/seed-scenario-upstream-request-count-metricdefinition.yaml",
+		SEED_DIR
+		"/seed-scenario-upstream-request-count-metricpolicy.yaml",
 	};
 
 	ASSERT_EQ(tc_open_seed(&t), 0);
@@ -176,23 +196,40 @@ struct reject_case {
 TEST(contract_definition_rejections)
 {
 	static const struct reject_case cases[] = {
-		{ "gateway.networking.k8s.io.httproute.requests", "Counter", "1", "resource_name", NULL },
-		{ "Gateway.networking.k8s.io.httproute.requests", "Counter", "1", "resource_name", "InvalidName" },
-		{ "gateway.networking.k8s.io.httproute", "Counter", "1", "resource_name", "InvalidName" },
-		{ "gateway.networking.k8s.io.gateway.requests", "Counter", "1", "resource_name", "InvalidName" },
-		{ "example.com.httproute.requests", "Counter", "1", "resource_name", "InvalidName" },
-		{ "gateway.networking.k8s.io.httproute.Requests", "Counter", "1", "resource_name", "InvalidName" },
-		{ "gateway.networking.k8s.io.httproute.req-total", "Counter", "1", "resource_name", "InvalidName" },
-		{ "gateway.networking.k8s.io.httproute.requests.", "Counter", "1", "resource_name", "InvalidName" },
-		{ "gateway.networking.k8s.io.httproute..requests", "Counter", "1", "resource_name", "InvalidName" },
-		{ "gateway.networking.k8s.io.httproute.requests", "Summary", "1", "resource_name", "UnknownInstrument" },
-		{ "gateway.networking.k8s.io.httproute.requests", "Counter", "secs", "resource_name", "InvalidUnit" },
-		{ "gateway.networking.k8s.io.httproute.requests", "Counter", "", "resource_name", "InvalidField" },
-		{ "gateway.networking.k8s.io.httproute.requests", "Counter", "1", "latency_seconds", "InvalidLabel" },
-		{ "gateway.networking.k8s.io.httproute.requests", "Counter", "1", "latency_ms", "InvalidLabel" },
-		{ "gateway.networking.k8s.io.httproute.requests", "Counter", "1", "body_bytes", "InvalidLabel" },
-		{ "gateway.networking.k8s.io.httproute.requests", "Counter", "1", "Resource", "InvalidLabel" },
-		{ "gateway.networking.k8s.io.httproute.requests", "Counter", "1", "http.response.status_code", NULL },
+		{ "gateway.networking.k8s.io.httproute.requests", "Counter",
+		  "1", "resource_name", NULL },
+		{ "Gateway.networking.k8s.io.httproute.requests", "Counter",
+		  "1", "resource_name", "InvalidName" },
+		{ "gateway.networking.k8s.io.httproute", "Counter", "1",
+		  "resource_name", "InvalidName" },
+		{ "gateway.networking.k8s.io.gateway.requests", "Counter", "1",
+		  "resource_name", "InvalidName" },
+		{ "example.com.httproute.requests", "Counter", "1",
+		  "resource_name", "InvalidName" },
+		{ "gateway.networking.k8s.io.httproute.Requests", "Counter",
+		  "1", "resource_name", "InvalidName" },
+		{ "gateway.networking.k8s.io.httproute.req-total", "Counter",
+		  "1", "resource_name", "InvalidName" },
+		{ "gateway.networking.k8s.io.httproute.requests.", "Counter",
+		  "1", "resource_name", "InvalidName" },
+		{ "gateway.networking.k8s.io.httproute..requests", "Counter",
+		  "1", "resource_name", "InvalidName" },
+		{ "gateway.networking.k8s.io.httproute.requests", "Summary",
+		  "1", "resource_name", "UnknownInstrument" },
+		{ "gateway.networking.k8s.io.httproute.requests", "Counter",
+		  "secs", "resource_name", "InvalidUnit" },
+		{ "gateway.networking.k8s.io.httproute.requests", "Counter", "",
+		  "resource_name", "InvalidField" },
+		{ "gateway.networking.k8s.io.httproute.requests", "Counter",
+		  "1", "latency_seconds", "InvalidLabel" },
+		{ "gateway.networking.k8s.io.httproute.requests", "Counter",
+		  "1", "latency_ms", "InvalidLabel" },
+		{ "gateway.networking.k8s.io.httproute.requests", "Counter",
+		  "1", "body_bytes", "InvalidLabel" },
+		{ "gateway.networking.k8s.io.httproute.requests", "Counter",
+		  "1", "Resource", "InvalidLabel" },
+		{ "gateway.networking.k8s.io.httproute.requests", "Counter",
+		  "1", "http.response.status_code", NULL },
 	};
 	const char *dir = test__tmpdir();
 
@@ -217,8 +254,9 @@ TEST(contract_definition_rejections)
 				     rc->reason);
 			/* the message names the file and the line */
 			snprintf(want, sizeof(want), "%s:", path);
-			ASSERT_TRUE(!strncmp(tc_message(&t, MD, "d", COND_ACCEPTED),
-					     want, strlen(want)));
+			ASSERT_TRUE(
+				!strncmp(tc_message(&t, MD, "d", COND_ACCEPTED),
+					 want, strlen(want)));
 		}
 		tc_close(&t);
 	}
@@ -227,16 +265,18 @@ TEST(contract_definition_rejections)
 TEST(contract_units_and_instrument_spellings)
 {
 	static const char *const good[] = {
-		"1", "seconds", "s", "ms", "milliseconds", "bytes", "By",
-		"{request}", "By/s", "bytes/second", "%", "percent", "KiBy",
+		"1",     "seconds", "s",         "ms",   "milliseconds",
+		"bytes", "By",      "{request}", "By/s", "bytes/second",
+		"%",     "percent", "KiBy",
 	};
 	static const char *const bad[] = {
-		"", "secs", "sec", "Seconds", "b", "{Request}", "{}", "1/x",
-		"bytes/bytes", "ms ", "kb",
+		"",   "secs", "sec",         "Seconds", "b",  "{Request}",
+		"{}", "1/x",  "bytes/bytes", "ms ",     "kb",
 	};
 	static const char *const types[] = {
-		"Histogram", "histogram", "HISTOGRAM", "counter", "Counter",
-		"UpDownCounter", "updowncounter", "gauge", "Gauge",
+		"Histogram",     "histogram", "HISTOGRAM",
+		"counter",       "Counter",   "UpDownCounter",
+		"updowncounter", "gauge",     "Gauge",
 	};
 	const char *dir = test__tmpdir();
 
@@ -251,10 +291,17 @@ TEST(contract_units_and_instrument_spellings)
 		char y[2048];
 		struct tc_ctx t;
 
-		ASSERT_EQ(tc_open1(&t, tc_write(dir, "d.yaml",
-				def_yaml(y, sizeof(y), "d", NULL,
-					 "gateway.networking.k8s.io.httproute.x",
-					 types[i], "seconds", "resource_name"))), 0);
+		ASSERT_EQ(
+			tc_open1(
+				&t,
+				tc_write(
+					dir, "d.yaml",
+					def_yaml(
+						y, sizeof(y), "d", NULL,
+						"gateway.networking.k8s.io.httproute.x",
+						types[i], "seconds",
+						"resource_name"))),
+			0);
 		ASSERT_STREQ(tc_status(&t, MD, "d", COND_ACCEPTED), "True");
 		tc_close(&t);
 	}
@@ -268,7 +315,8 @@ TEST(contract_label_unit_suffix_detection)
 	ASSERT_TRUE(crd_definition__label_has_unit("size_kib"));
 	ASSERT_TRUE(!crd_definition__label_has_unit("resource_name"));
 	ASSERT_TRUE(!crd_definition__label_has_unit("terms"));
-	ASSERT_TRUE(!crd_definition__label_has_unit("http.response.status_code"));
+	ASSERT_TRUE(
+		!crd_definition__label_has_unit("http.response.status_code"));
 	ASSERT_TRUE(!crd_definition__label_has_unit("upstream_cluster"));
 }
 
@@ -279,16 +327,19 @@ TEST(contract_duplicate_metric_oldest_wins_then_incumbent)
 	struct tc_ctx t;
 
 	/* "b" is older than "a": it wins although its name sorts later */
-	tc_write(dir, "a.yaml", def_yaml(y, sizeof(y), "a", "2025-02-01T00:00:00Z",
-					 "gateway.networking.k8s.io.httproute.x",
-					 "Counter", "1", "resource_name"));
-	tc_write(dir, "b.yaml", def_yaml(y, sizeof(y), "b", "2025-01-01T00:00:00Z",
-					 "gateway.networking.k8s.io.httproute.x",
-					 "Counter", "1", "resource_name"));
+	tc_write(dir, "a.yaml",
+		 def_yaml(y, sizeof(y), "a", "2025-02-01T00:00:00Z",
+			  "gateway.networking.k8s.io.httproute.x", "Counter",
+			  "1", "resource_name"));
+	tc_write(dir, "b.yaml",
+		 def_yaml(y, sizeof(y), "b", "2025-01-01T00:00:00Z",
+			  "gateway.networking.k8s.io.httproute.x", "Counter",
+			  "1", "resource_name"));
 	/* no timestamp counts as newest */
-	tc_write(dir, "c.yaml", def_yaml(y, sizeof(y), "aa", NULL,
-					 "gateway.networking.k8s.io.httproute.x",
-					 "Counter", "1", "resource_name"));
+	tc_write(dir, "c.yaml",
+		 def_yaml(y, sizeof(y), "aa", NULL,
+			  "gateway.networking.k8s.io.httproute.x", "Counter",
+			  "1", "resource_name"));
 	ASSERT_EQ(tc_open1(&t, dir), 0);
 	ASSERT_STREQ(tc_status(&t, MD, "b", COND_ACCEPTED), "True");
 	ASSERT_STREQ(tc_reason(&t, MD, "a", COND_ACCEPTED), "DuplicateMetric");
@@ -300,9 +351,10 @@ TEST(contract_duplicate_metric_oldest_wins_then_incumbent)
 	unlink(tc_write(dir, "c.yaml", ""));
 	ASSERT_EQ(tc_open1(&t, dir), 0);
 	ASSERT_STREQ(tc_status(&t, MD, "a", COND_ACCEPTED), "True");
-	tc_write(dir, "b.yaml", def_yaml(y, sizeof(y), "b", "2025-01-01T00:00:00Z",
-					 "gateway.networking.k8s.io.httproute.x",
-					 "Counter", "1", "resource_name"));
+	tc_write(dir, "b.yaml",
+		 def_yaml(y, sizeof(y), "b", "2025-01-01T00:00:00Z",
+			  "gateway.networking.k8s.io.httproute.x", "Counter",
+			  "1", "resource_name"));
 	ASSERT_EQ(tc_reload(&t), 1);
 	ASSERT_STREQ(tc_status(&t, MD, "a", COND_ACCEPTED), "True");
 	ASSERT_STREQ(tc_reason(&t, MD, "b", COND_ACCEPTED), "DuplicateMetric");
@@ -318,8 +370,9 @@ TEST(contract_definition_is_stable_on_reload)
 	struct tc_ctx t;
 	uint64_t gen;
 
-	tc_write(dir, "d.yaml", def_yaml(y, sizeof(y), "d", NULL, metric,
-					 "Histogram", "seconds", "resource_name"));
+	tc_write(dir, "d.yaml",
+		 def_yaml(y, sizeof(y), "d", NULL, metric, "Histogram",
+			  "seconds", "resource_name"));
 	ASSERT_EQ(tc_open1(&t, dir), 0);
 	ASSERT_STREQ(tc_status(&t, MD, "d", COND_ACCEPTED), "True");
 	gen = contract__generation(t.c);
@@ -327,8 +380,9 @@ TEST(contract_definition_is_stable_on_reload)
 	ASSERT_EQ(contract__generation(t.c), gen);
 
 	/* unit change: rejected, the old version stays in effect */
-	tc_write(dir, "d.yaml", def_yaml(y, sizeof(y), "d", NULL, metric,
-					 "Histogram", "ms", "resource_name"));
+	tc_write(dir, "d.yaml",
+		 def_yaml(y, sizeof(y), "d", NULL, metric, "Histogram", "ms",
+			  "resource_name"));
 	ASSERT_EQ(tc_reload(&t), 1);
 	ASSERT_STREQ(tc_reason(&t, MD, "d", COND_ACCEPTED),
 		     "ImmutableFieldChanged");
@@ -339,29 +393,33 @@ TEST(contract_definition_is_stable_on_reload)
 	crd_definition__put(d);
 
 	/* instrument change, rename, dropped label: all rejected */
-	tc_write(dir, "d.yaml", def_yaml(y, sizeof(y), "d", NULL, metric,
-					 "Counter", "seconds", "resource_name"));
+	tc_write(dir, "d.yaml",
+		 def_yaml(y, sizeof(y), "d", NULL, metric, "Counter", "seconds",
+			  "resource_name"));
 	ASSERT_EQ(tc_reload(&t), 1);
 	ASSERT_STREQ(tc_reason(&t, MD, "d", COND_ACCEPTED),
 		     "ImmutableFieldChanged");
-	tc_write(dir, "d.yaml", def_yaml(y, sizeof(y), "d", NULL,
-					 "gateway.networking.k8s.io.httproute.y",
-					 "Histogram", "seconds", "resource_name"));
+	tc_write(dir, "d.yaml",
+		 def_yaml(y, sizeof(y), "d", NULL,
+			  "gateway.networking.k8s.io.httproute.y", "Histogram",
+			  "seconds", "resource_name"));
 	ASSERT_EQ(tc_reload(&t), 1);
 	ASSERT_STREQ(tc_reason(&t, MD, "d", COND_ACCEPTED),
 		     "ImmutableFieldChanged");
 	d = contract__find_def(t.c, "gateway.networking.k8s.io.httproute.y");
 	ASSERT_TRUE(!d);
-	tc_write(dir, "d.yaml", def_yaml(y, sizeof(y), "d", NULL, metric,
-					 "Histogram", "seconds", "other_label"));
+	tc_write(dir, "d.yaml",
+		 def_yaml(y, sizeof(y), "d", NULL, metric, "Histogram",
+			  "seconds", "other_label"));
 	ASSERT_EQ(tc_reload(&t), 1);
 	ASSERT_STREQ(tc_reason(&t, MD, "d", COND_ACCEPTED),
 		     "ImmutableFieldChanged");
 	ASSERT_TRUE(strstr(tc_message(&t, MD, "d", COND_ACCEPTED),
 			   "resource_name"));
 	/* an invalid edit also keeps the accepted version */
-	tc_write(dir, "d.yaml", def_yaml(y, sizeof(y), "d", NULL, metric,
-					 "Histogram", "fortnights", "resource_name"));
+	tc_write(dir, "d.yaml",
+		 def_yaml(y, sizeof(y), "d", NULL, metric, "Histogram",
+			  "fortnights", "resource_name"));
 	ASSERT_EQ(tc_reload(&t), 1);
 	ASSERT_STREQ(tc_reason(&t, MD, "d", COND_ACCEPTED), "InvalidUnit");
 	d = contract__find_def(t.c, metric);
@@ -369,8 +427,9 @@ TEST(contract_definition_is_stable_on_reload)
 	crd_definition__put(d);
 
 	/* going back to the accepted spec is fine */
-	tc_write(dir, "d.yaml", def_yaml(y, sizeof(y), "d", NULL, metric,
-					 "Histogram", "seconds", "resource_name"));
+	tc_write(dir, "d.yaml",
+		 def_yaml(y, sizeof(y), "d", NULL, metric, "Histogram",
+			  "seconds", "resource_name"));
 	ASSERT_EQ(tc_reload(&t), 1);
 	ASSERT_STREQ(tc_status(&t, MD, "d", COND_ACCEPTED), "True");
 
@@ -378,8 +437,9 @@ TEST(contract_definition_is_stable_on_reload)
 	unlink(tc_write(dir, "d.yaml", ""));
 	ASSERT_EQ(tc_reload(&t), 1);
 	ASSERT_TRUE(!contract__find_def(t.c, metric));
-	tc_write(dir, "d.yaml", def_yaml(y, sizeof(y), "d", NULL, metric,
-					 "Counter", "1", "resource_name"));
+	tc_write(dir, "d.yaml",
+		 def_yaml(y, sizeof(y), "d", NULL, metric, "Counter", "1",
+			  "resource_name"));
 	ASSERT_EQ(tc_reload(&t), 1);
 	ASSERT_STREQ(tc_status(&t, MD, "d", COND_ACCEPTED), "True");
 	tc_close(&t);
@@ -393,8 +453,9 @@ TEST(contract_label_added_is_compatible)
 	char y[2048];
 	struct tc_ctx t;
 
-	tc_write(dir, "d.yaml", def_yaml(y, sizeof(y), "d", NULL, metric,
-					 "Counter", "1", "resource_name"));
+	tc_write(dir, "d.yaml",
+		 def_yaml(y, sizeof(y), "d", NULL, metric, "Counter", "1",
+			  "resource_name"));
 	ASSERT_EQ(tc_open1(&t, dir), 0);
 	strcat(y, "    - key: extra\n");
 	tc_write(dir, "d.yaml", y);
@@ -426,38 +487,41 @@ TEST(contract_subject_and_resource_variants)
 			char y[4096];
 			struct tc_ctx t;
 
-			snprintf(y, sizeof(y),
-				 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
-				 "kind: MetricDefinition\n"
-				 "metadata: {name: d}\n"
-				 "spec:\n"
-				 "  resource:\n%s"
-				 "  metric:\n"
-				 "    name: gateway.networking.k8s.io.httproute.requests\n"
-				 "    instrument: {type: counter, unit: \"1\", aggregationTemporality: delta}\n"
-				 "  labels:\n"
-				 "    - {key: resource_name, required: true}\n"
-				 "---\n"
-				 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
-				 "kind: MetricPolicy\n"
-				 "metadata: {name: p}\n"
-				 "spec:\n"
-				 "  subject:\n%s"
-				 "  targetMetric: {name: gateway.networking.k8s.io.httproute.requests}\n"
-				 "  source:\n"
-				 "    type: DataPlane\n"
-				 "    dataPlane:\n"
-				 "      selector:\n"
-				 "        otel:\n"
-				 "          metricName: envoy.http.downstream_rq_total\n"
-				 "          attributeSelectors:\n"
-				 "            - {key: k8s.httproute.name, valueFrom: resource.metadata.name}\n"
-				 "      transform:\n"
-				 "        labels: {resource_name: resource.metadata.name}\n",
-				 resources[r], subjects[s]);
+			snprintf(
+				y, sizeof(y),
+				"apiVersion: telemetry.miloapis.com/v1alpha1\n"
+				"kind: MetricDefinition\n"
+				"metadata: {name: d}\n"
+				"spec:\n"
+				"  resource:\n%s"
+				"  metric:\n"
+				"    name: gateway.networking.k8s.io.httproute.requests\n"
+				"    instrument: {type: counter, unit: \"1\", aggregationTemporality: delta}\n"
+				"  labels:\n"
+				"    - {key: resource_name, required: true}\n"
+				"---\n"
+				"apiVersion: telemetry.miloapis.com/v1alpha1\n"
+				"kind: MetricPolicy\n"
+				"metadata: {name: p}\n"
+				"spec:\n"
+				"  subject:\n%s"
+				"  targetMetric: {name: gateway.networking.k8s.io.httproute.requests}\n"
+				"  source:\n"
+				"    type: DataPlane\n"
+				"    dataPlane:\n"
+				"      selector:\n"
+				"        otel:\n"
+				"          metricName: envoy.http.downstream_rq_total\n"
+				"          attributeSelectors:\n"
+				"            - {key: k8s.httproute.name, valueFrom: resource.metadata.name}\n"
+				"      transform:\n"
+				"        labels: {resource_name: resource.metadata.name}\n",
+				resources[r], subjects[s]);
 			ASSERT_EQ(tc_open1(&t, tc_write(dir, "x.yaml", y)), 0);
-			ASSERT_STREQ(tc_status(&t, MD, "d", COND_ACCEPTED), "True");
-			ASSERT_STREQ(tc_status(&t, MP, "p", COND_ACCEPTED), "True");
+			ASSERT_STREQ(tc_status(&t, MD, "d", COND_ACCEPTED),
+				     "True");
+			ASSERT_STREQ(tc_status(&t, MP, "p", COND_ACCEPTED),
+				     "True");
 			ASSERT_STREQ(tc_status(&t, MP, "p", COND_RESOLVED_REFS),
 				     "True");
 			tc_close(&t);
@@ -468,31 +532,32 @@ TEST(contract_subject_and_resource_variants)
 /* A valid definition plus one policy whose spec body varies. */
 static const char *pol_yaml(char *buf, size_t len, const char *source)
 {
-	snprintf(buf, len,
-		 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
-		 "kind: MetricDefinition\n"
-		 "metadata: {name: d}\n"
-		 "spec:\n"
-		 "  resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n"
-		 "  metric:\n"
-		 "    name: gateway.networking.k8s.io.httproute.status.condition\n"
-		 "    instrument: {type: Gauge, unit: \"1\"}\n"
-		 "  labels:\n"
-		 "    - {key: resource_name, required: true}\n"
-		 "    - {key: condition, required: true}\n"
-		 "    - {key: reason}\n"
-		 "---\n"
-		 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
-		 "kind: MetricPolicy\n"
-		 "metadata: {name: p}\n"
-		 "spec:\n"
-		 "  subject: {group: gateway.networking.k8s.io, version: v1, kind: HTTPRoute}\n"
-		 "  targetMetric: {name: gateway.networking.k8s.io.httproute.status.condition}\n"
-		 "  source:\n"
-		 "    type: ResourceFields\n"
-		 "    resourceFields:\n"
-		 "%s",
-		 source);
+	snprintf(
+		buf, len,
+		"apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		"kind: MetricDefinition\n"
+		"metadata: {name: d}\n"
+		"spec:\n"
+		"  resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n"
+		"  metric:\n"
+		"    name: gateway.networking.k8s.io.httproute.status.condition\n"
+		"    instrument: {type: Gauge, unit: \"1\"}\n"
+		"  labels:\n"
+		"    - {key: resource_name, required: true}\n"
+		"    - {key: condition, required: true}\n"
+		"    - {key: reason}\n"
+		"---\n"
+		"apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		"kind: MetricPolicy\n"
+		"metadata: {name: p}\n"
+		"spec:\n"
+		"  subject: {group: gateway.networking.k8s.io, version: v1, kind: HTTPRoute}\n"
+		"  targetMetric: {name: gateway.networking.k8s.io.httproute.status.condition}\n"
+		"  source:\n"
+		"    type: ResourceFields\n"
+		"    resourceFields:\n"
+		"%s",
+		source);
 	return buf;
 }
 
@@ -533,7 +598,8 @@ TEST(contract_policy_rejections)
 		  "        path: resource.status.conditions\n"
 		  "        value: {cel: \"1\"}\n"
 		  "        labels: {resource_name: resource.metadata.name}\n",
-		  COND_ACCEPTED, "False", "LabelSchemaMismatch", "\"condition\"" },
+		  COND_ACCEPTED, "False", "LabelSchemaMismatch",
+		  "\"condition\"" },
 		{ "      seriesFrom:\n"
 		  "        path: resource.status.conditions\n"
 		  "        value: {cel: \"1\"}\n"
@@ -559,8 +625,8 @@ TEST(contract_policy_rejections)
 		  "        labels: {resource_name: resource.metadata.name, condition: item.type}\n"
 		  "      staticLabels: {reason: 3}\n",
 		  COND_ACCEPTED, "False", "InvalidField", "quote it" },
-		{ "      seriesFrom: [1, 2]\n",
-		  COND_ACCEPTED, "False", "InvalidField", "expected an object" },
+		{ "      seriesFrom: [1, 2]\n", COND_ACCEPTED, "False",
+		  "InvalidField", "expected an object" },
 	};
 	const char *dir = test__tmpdir();
 
@@ -570,8 +636,10 @@ TEST(contract_policy_rejections)
 		const char *msg;
 		struct tc_ctx t;
 
-		ASSERT_EQ(tc_open1(&t, tc_write(dir, "p.yaml",
-				pol_yaml(y, sizeof(y), pc->body))), 0);
+		ASSERT_EQ(tc_open1(&t,
+				   tc_write(dir, "p.yaml",
+					    pol_yaml(y, sizeof(y), pc->body))),
+			  0);
 		msg = tc_message(&t, MP, "p", pc->type);
 		test_log("case %zu: %s %s: %s\n", i,
 			 tc_status(&t, MP, "p", pc->type),
@@ -594,13 +662,16 @@ TEST(contract_policy_refs)
 	char y[4096], *p;
 	struct tc_ctx t;
 
-	pol_yaml(y, sizeof(y),
-		 "      seriesFrom:\n"
-		 "        path: resource.status.conditions\n"
-		 "        value: {cel: \"1\"}\n"
-		 "        labels: {resource_name: resource.metadata.name, condition: item.type}\n");
+	pol_yaml(
+		y, sizeof(y),
+		"      seriesFrom:\n"
+		"        path: resource.status.conditions\n"
+		"        value: {cel: \"1\"}\n"
+		"        labels: {resource_name: resource.metadata.name, condition: item.type}\n");
 	/* point the policy at a metric nobody defines */
-	p = strstr(y, "targetMetric: {name: gateway.networking.k8s.io.httproute.status.condition}");
+	p = strstr(
+		y,
+		"targetMetric: {name: gateway.networking.k8s.io.httproute.status.condition}");
 	ASSERT_TRUE(p);
 	memcpy(strstr(p, "condition}"), "conditioX}", 10);
 	ASSERT_EQ(tc_open1(&t, tc_write(dir, "p.yaml", y)), 0);
@@ -612,11 +683,12 @@ TEST(contract_policy_refs)
 	tc_close(&t);
 
 	/* a subject of another kind than the definition's resource */
-	pol_yaml(y, sizeof(y),
-		 "      seriesFrom:\n"
-		 "        path: resource.status.conditions\n"
-		 "        value: {cel: \"1\"}\n"
-		 "        labels: {resource_name: resource.metadata.name, condition: item.type}\n");
+	pol_yaml(
+		y, sizeof(y),
+		"      seriesFrom:\n"
+		"        path: resource.status.conditions\n"
+		"        value: {cel: \"1\"}\n"
+		"        labels: {resource_name: resource.metadata.name, condition: item.type}\n");
 	p = strstr(y, "version: v1, kind: HTTPRoute");
 	memcpy(p + strlen("version: v1, kind: "), "GRPCRoute", 9);
 	ASSERT_EQ(tc_open1(&t, tc_write(dir, "p.yaml", y)), 0);
@@ -649,21 +721,26 @@ TEST(contract_dataplane_policy_fields)
 	tc_close(&t);
 
 	/* no attributeSelectors: samples could not be attributed */
-	ASSERT_EQ(tc_open1(&t, tc_write(dir, "p.yaml",
-		"apiVersion: telemetry.miloapis.com/v1alpha1\n"
-		"kind: MetricPolicy\n"
-		"metadata: {name: p}\n"
-		"spec:\n"
-		"  subject: {group: gateway.networking.k8s.io, version: v1, kind: HTTPRoute}\n"
-		"  targetMetric: {name: x}\n"
-		"  source:\n"
-		"    type: DataPlane\n"
-		"    dataPlane:\n"
-		"      selector: {otel: {metricName: a}}\n")), 0);
+	ASSERT_EQ(
+		tc_open1(
+			&t,
+			tc_write(dir, "p.yaml",
+				 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
+				 "kind: MetricPolicy\n"
+				 "metadata: {name: p}\n"
+				 "spec:\n"
+				 "  subject: {group: gateway.networking.k8s.io, version: v1, kind: HTTPRoute}\n"
+				 "  targetMetric: {name: x}\n"
+				 "  source:\n"
+				 "    type: DataPlane\n"
+				 "    dataPlane:\n"
+				 "      selector: {otel: {metricName: a}}\n")),
+		0);
 	ASSERT_STREQ(tc_reason(&t, MP, "p", COND_ACCEPTED), "InvalidField");
-	ASSERT_TRUE(strstr(tc_message(&t, MP, "p", COND_ACCEPTED),
-			   "p.yaml:10: spec.source.dataPlane.selector.otel.attributeSelectors: at least one"),
-		    "%s", tc_message(&t, MP, "p", COND_ACCEPTED));
+	ASSERT_TRUE(
+		strstr(tc_message(&t, MP, "p", COND_ACCEPTED),
+		       "p.yaml:10: spec.source.dataPlane.selector.otel.attributeSelectors: at least one"),
+		"%s", tc_message(&t, MP, "p", COND_ACCEPTED));
 	tc_close(&t);
 }
 
@@ -703,13 +780,12 @@ TEST(contract_object_level_rejections)
 		     "UnknownKind");
 	ASSERT_STREQ(tc_reason(&t, MD, "Bad_Name", COND_ACCEPTED),
 		     "InvalidField");
-	ASSERT_STREQ(tc_reason(&t, MD, "extra", COND_ACCEPTED),
-		     "UnknownField");
+	ASSERT_STREQ(tc_reason(&t, MD, "extra", COND_ACCEPTED), "UnknownField");
 	ASSERT_STREQ(tc_reason(&t, MD, "nospec", COND_ACCEPTED),
 		     "InvalidField");
 	ASSERT_TRUE(strstr(tc_message(&t, MD, "nospec", COND_ACCEPTED),
-			   "a.yaml:21:"), "%s",
-		    tc_message(&t, MD, "nospec", COND_ACCEPTED));
+			   "a.yaml:21:"),
+		    "%s", tc_message(&t, MD, "nospec", COND_ACCEPTED));
 	ASSERT_EQ(contract__rejected(t.c), 5);
 	tc_close(&t);
 }
@@ -721,12 +797,14 @@ TEST(contract_duplicate_object_name)
 	char y[2048];
 	struct tc_ctx t;
 
-	tc_write(dir, "1.yaml", def_yaml(y, sizeof(y), "d", NULL,
-					 "gateway.networking.k8s.io.httproute.x",
-					 "Counter", "1", "resource_name"));
-	tc_write(dir, "2.yaml", def_yaml(y, sizeof(y), "d", NULL,
-					 "gateway.networking.k8s.io.httproute.y",
-					 "Counter", "1", "resource_name"));
+	tc_write(dir, "1.yaml",
+		 def_yaml(y, sizeof(y), "d", NULL,
+			  "gateway.networking.k8s.io.httproute.x", "Counter",
+			  "1", "resource_name"));
+	tc_write(dir, "2.yaml",
+		 def_yaml(y, sizeof(y), "d", NULL,
+			  "gateway.networking.k8s.io.httproute.y", "Counter",
+			  "1", "resource_name"));
 	ASSERT_EQ(tc_open1(&t, dir), 0);
 	/* the first is accepted; the second object gets the duplicate */
 	d = contract__find_def(t.c, "gateway.networking.k8s.io.httproute.x");

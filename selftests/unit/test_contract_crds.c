@@ -8,8 +8,10 @@
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
 
-#define CRD_DEF "deploy/kubernetes/crds/telemetry.miloapis.com_metricdefinitions.yaml"
-#define CRD_POL "deploy/kubernetes/crds/telemetry.miloapis.com_metricpolicies.yaml"
+#define CRD_DEF                                                                \
+	"deploy/kubernetes/crds/telemetry.miloapis.com_metricdefinitions.yaml"
+#define CRD_POL                                                                \
+	"deploy/kubernetes/crds/telemetry.miloapis.com_metricpolicies.yaml"
 
 static bool validate(const struct doc_node *schema, const struct doc_node *v,
 		     const char *path, char *why, size_t len)
@@ -78,7 +80,8 @@ static bool validate(const struct doc_node *schema, const struct doc_node *v,
 		for (size_t i = 0; en && i < en->list.n; i++)
 			found |= !strcmp(en->list.items[i]->str.s, v->str.s);
 		if (!found)
-			snprintf(why, len, "%s: %s not in enum", path, v->str.s);
+			snprintf(why, len, "%s: %s not in enum", path,
+				 v->str.s);
 		return found;
 	}
 	if (!strcmp(type, "boolean"))
@@ -89,8 +92,7 @@ static bool validate(const struct doc_node *schema, const struct doc_node *v,
 	return false;
 }
 
-static const struct doc_node *load_schema(const char *crd,
-					  struct doc_file **f)
+static const struct doc_node *load_schema(const char *crd, struct doc_file **f)
 {
 	const struct doc_node *versions;
 	char err[256];
@@ -148,7 +150,8 @@ TEST(contract_crds_reject_unknown_fields)
 	char why[512], err[256];
 
 	ASSERT_TRUE(sd);
-	ASSERT_EQ(doc__parse_buf("x.yaml", y, strlen(y), &f, err, sizeof(err)), 0);
+	ASSERT_EQ(doc__parse_buf("x.yaml", y, strlen(y), &f, err, sizeof(err)),
+		  0);
 	ASSERT_TRUE(!validate(sd, f->docs[0], "x", why, sizeof(why)));
 	ASSERT_TRUE(strstr(why, "color: unknown field"), "%s", why);
 	doc__free_file(f);

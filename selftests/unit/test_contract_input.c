@@ -12,14 +12,14 @@
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
 
-#define GOOD_DEF                                                          \
-	"apiVersion: telemetry.miloapis.com/v1alpha1\n"                    \
-	"kind: MetricDefinition\n"                                         \
-	"metadata: {name: good}\n"                                         \
-	"spec:\n"                                                          \
-	"  resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n" \
-	"  metric:\n"                                                      \
-	"    name: gateway.networking.k8s.io.httproute.good\n"             \
+#define GOOD_DEF                                                               \
+	"apiVersion: telemetry.miloapis.com/v1alpha1\n"                        \
+	"kind: MetricDefinition\n"                                             \
+	"metadata: {name: good}\n"                                             \
+	"spec:\n"                                                              \
+	"  resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n"    \
+	"  metric:\n"                                                          \
+	"    name: gateway.networking.k8s.io.httproute.good\n"                 \
 	"    instrument: {type: Gauge, unit: \"1\"}\n"
 
 TEST(contract_bad_yaml_next_to_good_objects)
@@ -38,7 +38,8 @@ TEST(contract_bad_yaml_next_to_good_objects)
 		 "metadata: {name: broken\n"
 		 "spec: [\n");
 	tc_write(dir, "20-scalar.yaml", "just a string\n");
-	tc_write(dir, "30-nokind.yaml", "apiVersion: v1\nmetadata: {name: x}\n");
+	tc_write(dir, "30-nokind.yaml",
+		 "apiVersion: v1\nmetadata: {name: x}\n");
 	tc_write(dir, "40-ignored.txt", "not: yaml: at: all: [");
 	tc_write(dir, ".hidden.yaml", "[");
 	deep = malloc(depth * 2 + 64);
@@ -123,20 +124,28 @@ TEST(contract_wrong_types_everywhere)
 		char y[2048];
 		struct tc_ctx t;
 
-		snprintf(y, sizeof(y), GOOD_DEF "---\n"
+		snprintf(y, sizeof(y),
+			 GOOD_DEF
+			 "---\n"
 			 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
 			 "kind: MetricDefinition\n"
-			 "metadata: {name: bad}\n%s", specs[i]);
+			 "metadata: {name: bad}\n%s",
+			 specs[i]);
 		ASSERT_EQ(tc_open1(&t, tc_write(dir, "x.yaml", y)), 0);
 		test_log("%zu: %s %s\n", i,
-			 tc_reason(&t, "MetricDefinition", "bad", COND_ACCEPTED),
-			 tc_message(&t, "MetricDefinition", "bad", COND_ACCEPTED));
+			 tc_reason(&t, "MetricDefinition", "bad",
+				   COND_ACCEPTED),
+			 tc_message(&t, "MetricDefinition", "bad",
+				    COND_ACCEPTED));
 		ASSERT_STREQ(tc_status(&t, "MetricDefinition", "bad",
-				       COND_ACCEPTED), "False");
+				       COND_ACCEPTED),
+			     "False");
 		ASSERT_TRUE(strstr(tc_message(&t, "MetricDefinition", "bad",
-					      COND_ACCEPTED), "x.yaml:"));
+					      COND_ACCEPTED),
+				   "x.yaml:"));
 		ASSERT_STREQ(tc_status(&t, "MetricDefinition", "good",
-				       COND_ACCEPTED), "True");
+				       COND_ACCEPTED),
+			     "True");
 		tc_close(&t);
 	}
 }
@@ -146,18 +155,19 @@ TEST(contract_list_kind_is_unwrapped)
 	const char *dir = test__tmpdir();
 	struct tc_ctx t;
 
-	tc_write(dir, "list.yaml",
-		 "apiVersion: v1\n"
-		 "kind: List\n"
-		 "items:\n"
-		 "  - apiVersion: telemetry.miloapis.com/v1alpha1\n"
-		 "    kind: MetricDefinition\n"
-		 "    metadata: {name: good}\n"
-		 "    spec:\n"
-		 "      resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n"
-		 "      metric:\n"
-		 "        name: gateway.networking.k8s.io.httproute.good\n"
-		 "        instrument: {type: Gauge, unit: \"1\"}\n");
+	tc_write(
+		dir, "list.yaml",
+		"apiVersion: v1\n"
+		"kind: List\n"
+		"items:\n"
+		"  - apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		"    kind: MetricDefinition\n"
+		"    metadata: {name: good}\n"
+		"    spec:\n"
+		"      resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n"
+		"      metric:\n"
+		"        name: gateway.networking.k8s.io.httproute.good\n"
+		"        instrument: {type: Gauge, unit: \"1\"}\n");
 	ASSERT_EQ(tc_open1(&t, dir), 0);
 	ASSERT_STREQ(tc_status(&t, "MetricDefinition", "good", COND_ACCEPTED),
 		     "True");
@@ -186,7 +196,7 @@ TEST(contract_check_exit_codes_and_output)
 	free(out), free(err);
 
 	rc = tc_check((const char *[]){ "-m", "/nonexistent/dir" }, 2, &out,
-		       &err);
+		      &err);
 	ASSERT_EQ(rc, 2);
 	ASSERT_TRUE(strstr(err, "/nonexistent/dir"), "%s", err);
 	free(out), free(err);
@@ -196,44 +206,59 @@ TEST(contract_check_exit_codes_and_output)
 	free(out), free(err);
 
 	/* the scenario examples with their routes: everything accepted */
-	rc = tc_check((const char *[]){
-			       "--manifests",
-			       SEED_DIR "/seed-scenario-upstream-request-count-metricdefinition.yaml",
-			       "--manifests",
-			       SEED_DIR "/seed-scenario-upstream-request-count-metricpolicy.yaml",
-			       "--manifests",
-			       SEED_DIR "/seed-scenario-condition-status-metricdefinition.yaml",
-			       "--manifests",
-			       SEED_DIR "/seed-scenario-condition-status-metricpolicy.yaml",
-			       "--manifests", ROUTES },
-		       10, &out, &err);
+	rc = tc_check(
+		(const char *[]){
+			"--manifests",
+			SEED_DIR
+			"/seed-scenario-upstream-request-count-metricdefinition.yaml",
+			"--manifests",
+			SEED_DIR
+			"/seed-scenario-upstream-request-count-metricpolicy.yaml",
+			"--manifests",
+			SEED_DIR
+			"/seed-scenario-condition-status-metricdefinition.yaml",
+			"--manifests",
+			SEED_DIR
+			"/seed-scenario-condition-status-metricpolicy.yaml",
+			"--manifests", ROUTES },
+		10, &out, &err);
 	ASSERT_EQ(rc, 0);
-	ASSERT_TRUE(strstr(out, SEED_DIR "/seed-scenario-upstream-request-count-metricpolicy.yaml:1: MetricPolicy gateway-httproute-upstream-request-count-policy"));
-	ASSERT_TRUE(strstr(out, "Programmed    True    Programmed             4 series from 2 HTTPRoute object(s)"));
+	ASSERT_TRUE(strstr(
+		out, SEED_DIR
+		"/seed-scenario-upstream-request-count-metricpolicy.yaml:1: MetricPolicy gateway-httproute-upstream-request-count-policy"));
+	ASSERT_TRUE(strstr(
+		out,
+		"Programmed    True    Programmed             4 series from 2 HTTPRoute object(s)"));
 	/* the two policies and definitions, and the two HTTPRoutes */
-	ASSERT_TRUE(strstr(out, "6 object(s), 0 rejected, 0 manifest error(s)"), "%s", out);
+	ASSERT_TRUE(strstr(out, "6 object(s), 0 rejected, 0 manifest error(s)"),
+		    "%s", out);
 	free(out), free(err);
 
 	/* one bad object: exit 1, the bad one named with file:line */
-	snprintf(bad, sizeof(bad), "%s", tc_write(dir, "bad.yaml",
-		 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
-		 "kind: MetricDefinition\n"
-		 "metadata: {name: bad}\n"
-		 "spec:\n"
-		 "  resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n"
-		 "  metric:\n"
-		 "    name: gateway.networking.k8s.io.httproute.bad\n"
-		 "    instrument: {type: Gauge, unit: \"furlongs\"}\n"));
+	snprintf(
+		bad, sizeof(bad), "%s",
+		tc_write(
+			dir, "bad.yaml",
+			"apiVersion: telemetry.miloapis.com/v1alpha1\n"
+			"kind: MetricDefinition\n"
+			"metadata: {name: bad}\n"
+			"spec:\n"
+			"  resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n"
+			"  metric:\n"
+			"    name: gateway.networking.k8s.io.httproute.bad\n"
+			"    instrument: {type: Gauge, unit: \"furlongs\"}\n"));
 	rc = tc_check((const char *[]){ "-m", dir }, 2, &out, &err);
 	ASSERT_EQ(rc, 1);
 	ASSERT_TRUE(strstr(out, "InvalidUnit"));
-	ASSERT_TRUE(strstr(out, "bad.yaml:8: spec.metric.instrument.unit: \"furlongs\""));
+	ASSERT_TRUE(strstr(
+		out, "bad.yaml:8: spec.metric.instrument.unit: \"furlongs\""));
 	free(out), free(err);
 
 	rc = tc_check((const char *[]){ "-m", dir, "--json" }, 3, &out, &err);
 	ASSERT_EQ(rc, 1);
 	{
-		const char *want = "{\"objects\":[{\"kind\":\"MetricDefinition\",\"name\":\"bad\",\"file\":";
+		const char *want =
+			"{\"objects\":[{\"kind\":\"MetricDefinition\",\"name\":\"bad\",\"file\":";
 
 		ASSERT_TRUE(!strncmp(out, want, strlen(want)), "%s", out);
 	}
@@ -256,8 +281,8 @@ static void count_cb(void *ctx, const char *kind, const char *type,
 	char *buf = ctx;
 	size_t len = strlen(buf);
 
-	snprintf(buf + len, 4096 - len, "%s/%s/%s/%s=%llu;", kind, type,
-		 status, reason, (unsigned long long)n);
+	snprintf(buf + len, 4096 - len, "%s/%s/%s/%s=%llu;", kind, type, status,
+		 reason, (unsigned long long)n);
 }
 
 TEST(contract_condition_counts_for_self_metrics)
@@ -269,10 +294,13 @@ TEST(contract_condition_counts_for_self_metrics)
 	ASSERT_EQ(tc_open_seed(&t), 0);
 	contract__condition_counts(t.c, count_cb, buf);
 	test_log("%s\n", buf);
-	ASSERT_TRUE(strstr(buf, "MetricDefinition/Accepted/True/TelemetryRegistered=6;"));
-	ASSERT_TRUE(strstr(buf, "MetricDefinition/Accepted/False/DuplicateMetric=1;"));
+	ASSERT_TRUE(strstr(
+		buf, "MetricDefinition/Accepted/True/TelemetryRegistered=6;"));
+	ASSERT_TRUE(strstr(
+		buf, "MetricDefinition/Accepted/False/DuplicateMetric=1;"));
 	ASSERT_TRUE(strstr(buf, "MetricPolicy/Accepted/False/Conflicted=2;"));
-	ASSERT_TRUE(strstr(buf, "MetricPolicy/ResolvedRefs/True/ResolvedRefs=8;"));
+	ASSERT_TRUE(
+		strstr(buf, "MetricPolicy/ResolvedRefs/True/ResolvedRefs=8;"));
 	tc_close(&t);
 }
 
@@ -280,8 +308,8 @@ TEST(contract_uid_is_uuid5)
 {
 	char uid[37], again[37];
 
-	contract_uid__derive("gateway.networking.k8s.io/v1", "HTTPRoute", "demo",
-			     "catalog", uid);
+	contract_uid__derive("gateway.networking.k8s.io/v1", "HTTPRoute",
+			     "demo", "catalog", uid);
 	/* python3: uuid.uuid5(UUID(CONTRACT_UID_NAMESPACE),
 	 *   "gateway.networking.k8s.io/HTTPRoute/demo/catalog") */
 	ASSERT_STREQ(uid, UID_CATALOG);
@@ -297,7 +325,8 @@ TEST(contract_uid_is_uuid5)
 TEST(contract_same_file_listed_twice_read_once)
 {
 	const char *paths[] = { SEED_DIR, SEED_TWINS_DIR,
-				SEED_TWINS_DIR "/seed-complete-metricdefinition.yaml",
+				SEED_TWINS_DIR
+				"/seed-complete-metricdefinition.yaml",
 				SEED_DIR "/" };
 	struct tc_ctx t;
 
@@ -317,7 +346,8 @@ TEST(contract_attribute_filter_regex_not_cut)
 	char *seed = NULL, *y, pat[1200];
 	const char *at;
 	size_t len = 0;
-	FILE *f = fopen(SEED_TWINS_DIR "/seed-complete-metricpolicy-dataplane.yaml",
+	FILE *f = fopen(SEED_TWINS_DIR
+			"/seed-complete-metricpolicy-dataplane.yaml",
 			"r");
 	struct tc_ctx t;
 	const char *paths[3];
@@ -330,7 +360,8 @@ TEST(contract_attribute_filter_regex_not_cut)
 	strcpy(pat + 1100, "(");
 	at = strstr(seed, "      transform:");
 	ASSERT_TRUE(at != NULL);
-	n = asprintf(&y, "%.*s          attributeFilters:\n"
+	n = asprintf(&y,
+		     "%.*s          attributeFilters:\n"
 		     "            - {key: k8s.gateway.name, regex: \"%s\"}\n%s",
 		     (int)(at - seed), seed, pat, at);
 	ASSERT_TRUE(n > 0);
@@ -340,13 +371,16 @@ TEST(contract_attribute_filter_regex_not_cut)
 	ASSERT_EQ(tc_open(&t, paths, 3), 0);
 	ASSERT_STREQ(tc_status(&t, "MetricPolicy",
 			       "httproute-upstream-latency-policy",
-			       COND_ACCEPTED), "False");
+			       COND_ACCEPTED),
+		     "False");
 	ASSERT_TRUE(strstr(tc_message(&t, "MetricPolicy",
 				      "httproute-upstream-latency-policy",
-				      COND_ACCEPTED), "missing )"),
-		    "%s", tc_message(&t, "MetricPolicy",
-				     "httproute-upstream-latency-policy",
-				     COND_ACCEPTED));
+				      COND_ACCEPTED),
+			   "missing )"),
+		    "%s",
+		    tc_message(&t, "MetricPolicy",
+			       "httproute-upstream-latency-policy",
+			       COND_ACCEPTED));
 	tc_close(&t);
 	free(seed);
 	free(y);
@@ -374,8 +408,11 @@ TEST(contract_object_node_cap)
 	ASSERT_EQ(manifest_source__count(t.src), 0);
 	for (size_t i = 0; i < manifest_source__nerrors(t.src); i++)
 		said |= strstr(manifest_source__error(t.src, i),
-			       "big.yaml:4:3: HTTPRoute holds more than 131072 YAML nodes") != NULL;
-	ASSERT_TRUE(said, "%s", manifest_source__nerrors(t.src) ?
-				       manifest_source__error(t.src, 0) : "no error");
+			       "big.yaml:4:3: HTTPRoute holds more than 131072 YAML nodes") !=
+			NULL;
+	ASSERT_TRUE(said, "%s",
+		    manifest_source__nerrors(t.src)
+			    ? manifest_source__error(t.src, 0)
+			    : "no error");
 	tc_close(&t);
 }

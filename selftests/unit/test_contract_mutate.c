@@ -41,7 +41,8 @@ static void mutate(char *buf, size_t *len)
 	if (!*len)
 		return;
 	if (kind == 0) { /* replace a byte */
-		buf[next_rand() % *len] = noise[next_rand() % (sizeof(noise) - 1)];
+		buf[next_rand() % *len] =
+			noise[next_rand() % (sizeof(noise) - 1)];
 	} else if (kind == 1) { /* drop a byte */
 		size_t at = next_rand() % *len;
 
@@ -64,9 +65,11 @@ TEST(contract_mutated_manifests_never_crash)
 {
 	static const char *const seeds[] = {
 		SEED_TWINS_DIR "/seed-complete-metricdefinition.yaml",
-		SEED_TWINS_DIR "/seed-complete-metricpolicy-resourcefields.yaml",
+		SEED_TWINS_DIR
+		"/seed-complete-metricpolicy-resourcefields.yaml",
 		SEED_TWINS_DIR "/seed-complete-metricpolicy-dataplane.yaml",
-		SEED_DIR "/seed-scenario-upstream-request-count-metricpolicy.yaml",
+		SEED_DIR
+		"/seed-scenario-upstream-request-count-metricpolicy.yaml",
 		SEED_DIR "/extra-httproute-info-metricpolicy.yaml",
 		ROUTES,
 	};
@@ -77,8 +80,11 @@ TEST(contract_mutated_manifests_never_crash)
 	};
 	int iterations = 0;
 
-	ASSERT_EQ(tc_copy(SEED_DIR "/seed-scenario-condition-status-metricdefinition.yaml",
-			  dir, "00-good.yaml"), 0);
+	ASSERT_EQ(
+		tc_copy(SEED_DIR
+			"/seed-scenario-condition-status-metricdefinition.yaml",
+			dir, "00-good.yaml"),
+		0);
 	for (size_t s = 0; s < sizeof(seeds) / sizeof(seeds[0]); s++) {
 		size_t len;
 		char *orig = slurp(seeds[s], &len);
@@ -99,16 +105,19 @@ TEST(contract_mutated_manifests_never_crash)
 			tc_write(dir, "50-mutated.yaml", buf);
 			free(buf);
 			ASSERT_EQ(tc_open1(&t, dir), 0);
-			ASSERT_STREQ(tc_status(&t, "MetricDefinition",
-					       "gateway-httproute-condition-status",
-					       COND_ACCEPTED), "True");
+			ASSERT_STREQ(
+				tc_status(&t, "MetricDefinition",
+					  "gateway-httproute-condition-status",
+					  COND_ACCEPTED),
+				"True");
 			st = mstore__new(NULL);
 			e = policy_engine__new(st, t.c);
 			ASSERT_TRUE(policy_engine__sync(e, t.src) >= 0);
 			policy_engine__collect_resource_fields(e, 1);
 			mstore__lock(st);
-			if (policy_engine__bind(e, "envoy.cluster.upstream_rq_time",
-						a, 2, &b) > 0) {
+			if (policy_engine__bind(
+				    e, "envoy.cluster.upstream_rq_time", a, 2,
+				    &b) > 0) {
 				pe_binding__record(b, 5, 1);
 				pe_binding__free(b);
 			}

@@ -20,8 +20,8 @@
  * user never applies together (check shows them as a deliberate conflict).
  */
 #define SEED_TWINS_DIR "selftests/unit/testdata/contract/seed-twins"
-#define ROUTES "deploy/examples/contract-httproutes.yaml"
-#define TDATA "selftests/unit/testdata/contract"
+#define ROUTES         "deploy/examples/contract-httproutes.yaml"
+#define TDATA          "selftests/unit/testdata/contract"
 /* uuid5 of HTTPRoute demo/catalog, which has no metadata.uid */
 #define UID_CATALOG "5a634691-997b-5295-8249-11e8fa194937"
 
@@ -38,8 +38,7 @@ static inline void tc_close(struct tc_ctx *t)
 }
 
 /* Load paths into a fresh source and contract. 0 or -errno. */
-static inline int tc_open(struct tc_ctx *t, const char *const *paths,
-			  size_t n)
+static inline int tc_open(struct tc_ctx *t, const char *const *paths, size_t n)
 {
 	char err[512];
 
@@ -64,7 +63,8 @@ static inline int tc_open1(struct tc_ctx *t, const char *path)
 static inline void seed_path(char *buf, size_t len, const char *file)
 {
 	snprintf(buf, len, "%s/%s",
-		 strncmp(file, "seed-complete-", 14) ? SEED_DIR : SEED_TWINS_DIR,
+		 strncmp(file, "seed-complete-", 14) ? SEED_DIR
+						     : SEED_TWINS_DIR,
 		 file);
 }
 
@@ -87,10 +87,8 @@ static inline int tc_reload(struct tc_ctx *t)
 }
 
 /* The condition of an object, copied into a static; NULL when absent. */
-static inline const struct condition *tc_cond(struct tc_ctx *t,
-					      const char *kind,
-					      const char *name,
-					      const char *type)
+static inline const struct condition *
+tc_cond(struct tc_ctx *t, const char *kind, const char *name, const char *type)
 {
 	static struct cond_set cs;
 

@@ -15,7 +15,9 @@ TEST(deferred_many_in_flight_never_collide)
 	for (int i = 0; i < n; i++) {
 		struct deferred d = {
 			.conn_id = ((uint64_t)(i & 1) << 48) | (i / 2 + 1),
-			.seq = i % 7, .route_id = i, .at_ns = 1,
+			.seq = i % 7,
+			.route_id = i,
+			.at_ns = 1,
 		};
 
 		ASSERT_EQ(deferred__put(t, &d), 0);
@@ -29,7 +31,8 @@ TEST(deferred_many_in_flight_never_collide)
 	}
 	/* delete every other one: the rest stay reachable (backward shift) */
 	for (int i = 0; i < n; i += 2)
-		deferred__del(t, ((uint64_t)(i & 1) << 48) | (i / 2 + 1), i % 7);
+		deferred__del(t, ((uint64_t)(i & 1) << 48) | (i / 2 + 1),
+			      i % 7);
 	ASSERT_EQ(deferred__count(t), n / 2);
 	for (int i = 0; i < n; i++) {
 		const struct deferred *d = deferred__get(
@@ -45,8 +48,12 @@ TEST(deferred_many_in_flight_never_collide)
 TEST(deferred_replace_and_expire)
 {
 	struct deferred_tab *t = deferred__new();
-	struct deferred a = { .conn_id = 5, .seq = 1, .route_id = 1, .at_ns = 100 };
-	struct deferred b = { .conn_id = 6, .seq = 1, .route_id = 2, .at_ns = 900 };
+	struct deferred a = {
+		.conn_id = 5, .seq = 1, .route_id = 1, .at_ns = 100
+	};
+	struct deferred b = {
+		.conn_id = 6, .seq = 1, .route_id = 2, .at_ns = 900
+	};
 
 	ASSERT_EQ(deferred__put(t, &a), 0);
 	a.route_id = 3;

@@ -18,9 +18,10 @@ TEST(doc_scalars_and_lines)
 {
 	char err[256];
 	int ret;
-	struct doc_file *f = parse("a: 1\nb: \"1\"\nc: true\nd: ~\ne: 1.5\n"
-				   "f: 'True'\ng: [x, 2]\nh: {k: v}\n---\nz: 0x1f\n",
-				   err, sizeof(err), &ret);
+	struct doc_file *f =
+		parse("a: 1\nb: \"1\"\nc: true\nd: ~\ne: 1.5\n"
+		      "f: 'True'\ng: [x, 2]\nh: {k: v}\n---\nz: 0x1f\n",
+		      err, sizeof(err), &ret);
 
 	ASSERT_EQ(ret, 0);
 	ASSERT_EQ(f->ndocs, 2);
@@ -68,14 +69,13 @@ TEST(doc_limits_depth_and_alias_bombs)
 	char err[256], *deep = malloc(200001);
 	int ret;
 	struct doc_file *f;
-	const char *bomb =
-		"a: &a [x, x, x, x, x, x, x, x, x, x]\n"
-		"b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
-		"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
-		"d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
-		"e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
-		"f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
-		"g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n";
+	const char *bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+			   "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+			   "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+			   "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+			   "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+			   "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+			   "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n";
 
 	ASSERT_TRUE(deep);
 	memset(deep, '[', 100000);
@@ -93,7 +93,8 @@ TEST(doc_clone_and_build)
 {
 	char err[256];
 	int ret;
-	struct doc_file *f = parse("m: {a: [1, {b: c}]}\n", err, sizeof(err), &ret);
+	struct doc_file *f =
+		parse("m: {a: [1, {b: c}]}\n", err, sizeof(err), &ret);
 	struct doc_node *c, *m;
 
 	ASSERT_EQ(ret, 0);

@@ -7,20 +7,23 @@
 
 TEST(doc_field_kinds)
 {
-	static const char y[] = "s: text\nn: ~\ni: 7\nl: [1]\nm: {a: 1}\nb: true\n";
+	static const char y[] =
+		"s: text\nn: ~\ni: 7\nl: [1]\nm: {a: 1}\nb: true\n";
 	const struct doc_node *out, *root;
 	struct doc_file *f = NULL;
 	char err[256];
 
 	if (!ASSERT_EQ(doc__parse_buf("t", y, sizeof(y) - 1, &f, err,
-				      sizeof(err)), 0))
+				      sizeof(err)),
+		       0))
 		return;
 	root = f->docs[0];
 	ASSERT_EQ(doc_field__get(root, "s", DOC_STRING, &out), 1);
 	ASSERT_STREQ(out->str.s, "text");
 	ASSERT_EQ(doc_field__get(root, "absent", DOC_STRING, &out), 0);
 	ASSERT_TRUE(out == NULL);
-	ASSERT_EQ(doc_field__get(root, "n", DOC_MAP, &out), 0); /* null = absent */
+	ASSERT_EQ(doc_field__get(root, "n", DOC_MAP, &out),
+		  0); /* null = absent */
 	ASSERT_EQ(doc_field__get(root, "i", DOC_STRING, &out), -EINVAL);
 	ASSERT_TRUE(out && out->kind == DOC_INT); /* for the message */
 	ASSERT_EQ(doc_field__get(root, "l", DOC_LIST, &out), 1);

@@ -38,8 +38,8 @@ static void put(struct wire *w, const void *p, size_t n)
 static void frame(struct wire *w, uint8_t type, uint8_t flags, uint32_t sid,
 		  const void *payload, size_t len)
 {
-	uint8_t h[9] = { len >> 16, len >> 8, len, type, flags, sid >> 24,
-			 sid >> 16, sid >> 8, sid };
+	uint8_t h[9] = { len >> 16, len >> 8,  len,      type, flags,
+			 sid >> 24, sid >> 16, sid >> 8, sid };
 
 	put(w, h, 9);
 	if (len)
@@ -74,7 +74,9 @@ struct convo {
 
 static void convo_init(struct convo *cv, bool preface)
 {
-	static const uint8_t settings[] = { 0, 1, 0, 0, 0x10, 0 }; /* table 4096 */
+	static const uint8_t settings[] = {
+		0, 1, 0, 0, 0x10, 0
+	}; /* table 4096 */
 
 	memset(cv, 0, sizeof(*cv));
 	nghttp2_hd_deflate_new(&cv->cenc, 4096);
@@ -101,8 +103,8 @@ static void headers(struct convo *cv, bool client, uint32_t sid, uint8_t flags,
 	uint8_t blk[2048];
 	size_t n = encode(client ? cv->cenc : cv->senc, hdrs, blk, sizeof(blk));
 
-	frame(client ? &cv->c : &cv->s, H2_HEADERS, flags | H2_F_END_HEADERS, sid,
-	      blk, n);
+	frame(client ? &cv->c : &cv->s, H2_HEADERS, flags | H2_F_END_HEADERS,
+	      sid, blk, n);
 }
 
 static void data(struct convo *cv, bool client, uint32_t sid, uint8_t flags,
@@ -147,7 +149,8 @@ static int by_stream(struct got *g, uint32_t sid)
 
 static struct h2_conn *conn(struct got *g, bool from_start)
 {
-	struct h2_conn_opts o = { .from_start = from_start, .on_exchange = on_ex,
+	struct h2_conn_opts o = { .from_start = from_start,
+				  .on_exchange = on_ex,
 				  .ctx = g };
 
 	memset(g, 0, sizeof(*g));
@@ -183,9 +186,13 @@ TEST(h2_conn_get_split_at_every_byte)
 		ASSERT_TRUE(c);
 		/* client bytes in two chunks (ts 10, 20), server in two (30, 40) */
 		ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, cv.c.b, cc, 10), 0);
-		ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, cv.c.b + cc, cv.c.len - cc, 20), 0);
+		ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, cv.c.b + cc,
+					cv.c.len - cc, 20),
+			  0);
 		ASSERT_EQ(h2_conn__feed(c, H2_FROM_SERVER, cv.s.b, sc, 30), 0);
-		ASSERT_EQ(h2_conn__feed(c, H2_FROM_SERVER, cv.s.b + sc, cv.s.len - sc, 40), 0);
+		ASSERT_EQ(h2_conn__feed(c, H2_FROM_SERVER, cv.s.b + sc,
+					cv.s.len - sc, 40),
+			  0);
 		ASSERT_EQ(g.n, 1);
 		ASSERT_EQ(g.ex[0].stream_id, 1);
 		ASSERT_EQ(g.ex[0].method, MM_M_GET);
@@ -199,7 +206,8 @@ TEST(h2_conn_get_split_at_every_byte)
 		/* the request HEADERS starts after preface+settings+ack (24+15+9) */
 		ASSERT_EQ(g.ex[0].start_ns, cut <= 24 + 15 + 9 ? 20 : 10);
 		ASSERT_EQ(g.ex[0].end_ns, sc == cv.s.len ? 30 : 40);
-		ASSERT_EQ(g.ex[0].resp_bytes, (uint64_t)(cv.s.len - 9 - 9 - 17 - 13 - 21));
+		ASSERT_EQ(g.ex[0].resp_bytes,
+			  (uint64_t)(cv.s.len - 9 - 9 - 17 - 13 - 21));
 		h2_conn__free(c, 50);
 		ASSERT_EQ(g.n, 1); /* nothing left open */
 	}
@@ -217,9 +225,10 @@ TEST(h2_conn_many_interleaved_streams)
 
 	convo_init(&cv, true);
 	for (int i = 0; i < n; i++) {
-		snprintf(hdr, sizeof(hdr),
-			 ":method: %s\n:scheme: http\n:authority: h%d.example\n:path: /item/%d\n",
-			 i % 3 ? "GET" : "POST", i % 7, i);
+		snprintf(
+			hdr, sizeof(hdr),
+			":method: %s\n:scheme: http\n:authority: h%d.example\n:path: /item/%d\n",
+			i % 3 ? "GET" : "POST", i % 7, i);
 		headers(&cv, true, 2 * i + 1, i % 3 ? H2_F_END_STREAM : 0, hdr);
 	}
 	/* POST bodies, then responses in reverse order, bodies interleaved */
@@ -236,11 +245,15 @@ TEST(h2_conn_many_interleaved_streams)
 	ASSERT_TRUE(c);
 	/* chunks of 1000 bytes, as a proxy's reads would cut them */
 	for (size_t o = 0; o < cv.c.len; o += 1000)
-		ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, cv.c.b + o,
-					cv.c.len - o < 1000 ? cv.c.len - o : 1000, 1), 0);
+		ASSERT_EQ(h2_conn__feed(
+				  c, H2_FROM_CLIENT, cv.c.b + o,
+				  cv.c.len - o < 1000 ? cv.c.len - o : 1000, 1),
+			  0);
 	for (size_t o = 0; o < cv.s.len; o += 1000)
-		ASSERT_EQ(h2_conn__feed(c, H2_FROM_SERVER, cv.s.b + o,
-					cv.s.len - o < 1000 ? cv.s.len - o : 1000, 2), 0);
+		ASSERT_EQ(h2_conn__feed(
+				  c, H2_FROM_SERVER, cv.s.b + o,
+				  cv.s.len - o < 1000 ? cv.s.len - o : 1000, 2),
+			  0);
 	ASSERT_EQ(g.n, n);
 	for (int i = 0; i < n; i++) {
 		int k = by_stream(&g, 2 * i + 1);
@@ -272,10 +285,11 @@ TEST(h2_conn_continuation_padding_priority)
 	size_t n, p1, p2;
 
 	convo_init(&cv, true);
-	n = encode(cv.cenc,
-		   ":method: GET\n:scheme: https\n:authority: cont.example\n"
-		   ":path: /long/path/that/spans/frames\nx-a: 1111111111\nx-b: 2222222222\n",
-		   blk, sizeof(blk));
+	n = encode(
+		cv.cenc,
+		":method: GET\n:scheme: https\n:authority: cont.example\n"
+		":path: /long/path/that/spans/frames\nx-a: 1111111111\nx-b: 2222222222\n",
+		blk, sizeof(blk));
 	p1 = n / 3;
 	p2 = 2 * n / 3;
 	/* HEADERS: PADDED (pad 7) + PRIORITY (5 bytes), first third only */
@@ -283,8 +297,8 @@ TEST(h2_conn_continuation_padding_priority)
 	memcpy(pl + 1, "\x80\0\0\x03\x10", 5);
 	memcpy(pl + 6, blk, p1);
 	memset(pl + 6 + p1, 0, 7);
-	frame(&cv.c, H2_HEADERS, H2_F_PADDED | H2_F_PRIORITY | H2_F_END_STREAM, 1,
-	      pl, 6 + p1 + 7);
+	frame(&cv.c, H2_HEADERS, H2_F_PADDED | H2_F_PRIORITY | H2_F_END_STREAM,
+	      1, pl, 6 + p1 + 7);
 	frame(&cv.c, H2_CONTINUATION, 0, 1, blk + p1, p2 - p1);
 	frame(&cv.c, H2_CONTINUATION, H2_F_END_HEADERS, 1, blk + p2, n - p2);
 	/* padded DATA in the response */
@@ -295,13 +309,15 @@ TEST(h2_conn_continuation_padding_priority)
 	c = conn(&g, true);
 	ASSERT_TRUE(c);
 	for (size_t i = 0; i < cv.c.len; i++) /* byte by byte */
-		ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, cv.c.b + i, 1, i), 0);
+		ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, cv.c.b + i, 1, i),
+			  0);
 	ASSERT_EQ(h2_conn__feed(c, H2_FROM_SERVER, cv.s.b, cv.s.len, 999), 0);
 	ASSERT_EQ(g.n, 1);
 	ASSERT_STREQ(g.path[0], "/long/path/that/spans/frames");
 	ASSERT_STREQ(g.auth[0], "cont.example");
 	ASSERT_EQ(g.ex[0].status, 404);
-	ASSERT_EQ(g.ex[0].req_bytes, 9 + 6 + p1 + 7 + 9 + (p2 - p1) + 9 + (n - p2));
+	ASSERT_EQ(g.ex[0].req_bytes,
+		  9 + 6 + p1 + 7 + 9 + (p2 - p1) + 9 + (n - p2));
 	h2_conn__free(c, 0);
 	convo_free(&cv);
 }
@@ -311,18 +327,18 @@ TEST(h2_conn_rst_goaway_close)
 	struct convo cv;
 	struct got g;
 	struct h2_conn *c;
-	uint8_t rst[4] = { 0, 0, 0, 8 };              /* CANCEL */
-	uint8_t ga[8] = { 0, 0, 0, 3, 0, 0, 0, 0 };   /* last stream 3, NO_ERROR */
+	uint8_t rst[4] = { 0, 0, 0, 8 };            /* CANCEL */
+	uint8_t ga[8] = { 0, 0, 0, 3, 0, 0, 0, 0 }; /* last stream 3, NO_ERROR */
 	int k;
 
 	convo_init(&cv, true);
 	for (int sid = 1; sid <= 9; sid += 2)
 		headers(&cv, true, sid, H2_F_END_STREAM,
 			":method: GET\n:scheme: http\n:authority: a\n:path: /s\n");
-	frame(&cv.c, H2_RST_STREAM, 0, 1, rst, 4);       /* client cancels 1 */
+	frame(&cv.c, H2_RST_STREAM, 0, 1, rst, 4); /* client cancels 1 */
 	headers(&cv, false, 3, 0, ":status: 200\n");
-	frame(&cv.s, H2_GOAWAY, 0, 0, ga, 8);            /* 5, 7, 9 not processed */
-	data(&cv, false, 3, H2_F_END_STREAM, 10);        /* 3 still completes */
+	frame(&cv.s, H2_GOAWAY, 0, 0, ga, 8);     /* 5, 7, 9 not processed */
+	data(&cv, false, 3, H2_F_END_STREAM, 10); /* 3 still completes */
 	c = conn(&g, true);
 	ASSERT_TRUE(c);
 	ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, cv.c.b, cv.c.len, 1), 0);
@@ -376,9 +392,11 @@ TEST(h2_conn_grpc_trailers_and_interim)
 	headers(&cv, true, 5, H2_F_END_STREAM,
 		":method: GET\n:scheme: http\n:authority: a\n:path: /early-hints\n");
 	/* 1: headers, message, trailers with grpc-status 5 */
-	headers(&cv, false, 1, 0, ":status: 200\ncontent-type: application/grpc\n");
+	headers(&cv, false, 1, 0,
+		":status: 200\ncontent-type: application/grpc\n");
 	data(&cv, false, 1, 0, 20);
-	headers(&cv, false, 1, H2_F_END_STREAM, "grpc-status: 5\ngrpc-message: not found\n");
+	headers(&cv, false, 1, H2_F_END_STREAM,
+		"grpc-status: 5\ngrpc-message: not found\n");
 	/* 3: Trailers-Only */
 	headers(&cv, false, 3, H2_F_END_STREAM,
 		":status: 200\ncontent-type: application/grpc\ngrpc-status: 14\n");
@@ -417,8 +435,10 @@ TEST(h2_conn_table_size_update_and_push_promise)
 	nghttp2_hd_deflate_change_table_size(cv.senc, 128);
 	headers(&cv, false, 1, 0, ":status: 200\nx-served-by: pod-a\n");
 	/* a pushed /style.css: counted, not an exchange; its block inserts */
-	n = encode(cv.senc, ":method: GET\n:scheme: https\n:authority: gw.example\n"
-			    ":path: /style.css\nx-pushed: yes\n", blk, sizeof(blk));
+	n = encode(cv.senc,
+		   ":method: GET\n:scheme: https\n:authority: gw.example\n"
+		   ":path: /style.css\nx-pushed: yes\n",
+		   blk, sizeof(blk));
 	memcpy(pl, "\0\0\0\2", 4);
 	memcpy(pl + 4, blk, n);
 	frame(&cv.s, H2_PUSH_PROMISE, H2_F_END_HEADERS, 1, pl, 4 + n);
@@ -427,7 +447,8 @@ TEST(h2_conn_table_size_update_and_push_promise)
 	data(&cv, false, 2, H2_F_END_STREAM, 10);
 	/* the next response refers to entries the push inserted */
 	headers(&cv, true, 3, H2_F_END_STREAM, get_a);
-	headers(&cv, false, 3, H2_F_END_STREAM, ":status: 200\nx-pushed: yes\nx-served-by: pod-a\n");
+	headers(&cv, false, 3, H2_F_END_STREAM,
+		":status: 200\nx-pushed: yes\nx-served-by: pod-a\n");
 	c = conn(&g, true);
 	ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, cv.c.b, cv.c.len, 1), 0);
 	ASSERT_EQ(h2_conn__feed(c, H2_FROM_SERVER, cv.s.b, cv.s.len, 2), 0);
@@ -472,28 +493,35 @@ TEST(h2_conn_late_attach_unknown_never_wrong)
 			cmark = cv.c.len;
 			smark = cv.s.len;
 		}
-		snprintf(hdr, sizeof(hdr),
-			 ":method: GET\n:scheme: http\n:authority: h%d.example\n"
-			 ":path: /p/%d\nx-req: %d\n",
-			 i % 4, i % 20, i);
+		snprintf(
+			hdr, sizeof(hdr),
+			":method: GET\n:scheme: http\n:authority: h%d.example\n"
+			":path: /p/%d\nx-req: %d\n",
+			i % 4, i % 20, i);
 		headers(&cv, true, sid, H2_F_END_STREAM, hdr);
 		/* responses lag two streams behind: some open across the attach */
 		if (i >= 2) {
 			/* x-seq churns the table: old entries get evicted */
-			snprintf(hdr, sizeof(hdr), ":status: %d\nx-id: %d\nx-seq: %d\n",
+			snprintf(hdr, sizeof(hdr),
+				 ":status: %d\nx-id: %d\nx-seq: %d\n",
 				 200 + (i - 2) % 3, (i - 2) % 40, i);
 			headers(&cv, false, sid - 4, H2_F_END_STREAM, hdr);
 		}
 	}
 	c = conn(&g, false);
 	ASSERT_TRUE(c);
-	ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, cv.c.b + cmark, cv.c.len - cmark, 5), 0);
-	ASSERT_EQ(h2_conn__feed(c, H2_FROM_SERVER, cv.s.b + smark, cv.s.len - smark, 6), 0);
+	ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, cv.c.b + cmark,
+				cv.c.len - cmark, 5),
+		  0);
+	ASSERT_EQ(h2_conn__feed(c, H2_FROM_SERVER, cv.s.b + smark,
+				cv.s.len - smark, 6),
+		  0);
 	for (int k = 0; k < g.n; k++) {
 		int i = (g.ex[k].stream_id - 1) / 2;
 		char want[64];
 
-		ASSERT_TRUE(i >= 100, "stream %u opened before the attach was reported",
+		ASSERT_TRUE(i >= 100,
+			    "stream %u opened before the attach was reported",
 			    g.ex[k].stream_id);
 		if (g.ex[k].unknown & H2_UNK_PATH) {
 			ASSERT_STREQ(g.path[k], "");
@@ -514,19 +542,23 @@ TEST(h2_conn_late_attach_unknown_never_wrong)
 		if (!(g.ex[k].unknown & H2_UNK_STATUS))
 			ASSERT_EQ(g.ex[k].status, 200 + i % 3);
 		if (i >= 250)
-			ASSERT_EQ(g.ex[k].unknown & (H2_UNK_PATH | H2_UNK_METHOD |
-						     H2_UNK_AUTHORITY | H2_UNK_STATUS), 0);
+			ASSERT_EQ(g.ex[k].unknown &
+					  (H2_UNK_PATH | H2_UNK_METHOD |
+					   H2_UNK_AUTHORITY | H2_UNK_STATUS),
+				  0);
 	}
 	h2_conn__stats(c, &st);
-	test_log("late attach: %d exchanges, %d paths/authorities unknown, %d paths exact, "
-		 "%llu untracked, %llu unknown fields\n", g.n, unknown, exact,
-		 (unsigned long long)st.untracked_streams,
-		 (unsigned long long)st.unknown_fields);
+	test_log(
+		"late attach: %d exchanges, %d paths/authorities unknown, %d paths exact, "
+		"%llu untracked, %llu unknown fields\n",
+		g.n, unknown, exact, (unsigned long long)st.untracked_streams,
+		(unsigned long long)st.unknown_fields);
 	/* pre-attach references were met (x-req, x-id names), none was wrong */
 	ASSERT_TRUE(st.unknown_fields > 0);
 	ASSERT_TRUE(exact > 100);
-	ASSERT_EQ(st.untracked_streams, 2); /* 99's and 98's responses came after */
-	ASSERT_EQ(g.n, n - 100 - 2);        /* the last two never got a response */
+	ASSERT_EQ(st.untracked_streams,
+		  2);                /* 99's and 98's responses came after */
+	ASSERT_EQ(g.n, n - 100 - 2); /* the last two never got a response */
 	h2_conn__free(c, 7);
 	ASSERT_EQ(g.n, n - 100);
 	convo_free(&cv);
@@ -545,11 +577,13 @@ TEST(h2_conn_lost_bytes_never_wrong)
 		char hdr[256];
 
 		marks[i] = cv.c.len;
-		snprintf(hdr, sizeof(hdr),
-			 ":method: GET\n:scheme: http\n:authority: lost.example\n:path: /q/%d\n",
-			 i % 10);
+		snprintf(
+			hdr, sizeof(hdr),
+			":method: GET\n:scheme: http\n:authority: lost.example\n:path: /q/%d\n",
+			i % 10);
 		headers(&cv, true, 2 * i + 1, H2_F_END_STREAM, hdr);
-		headers(&cv, false, 2 * i + 1, H2_F_END_STREAM, ":status: 200\n");
+		headers(&cv, false, 2 * i + 1, H2_F_END_STREAM,
+			":status: 200\n");
 	}
 	marks[n] = cv.c.len;
 	c = conn(&g, true);
@@ -558,7 +592,8 @@ TEST(h2_conn_lost_bytes_never_wrong)
 	ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, cv.c.b, marks[40], 1), 0);
 	h2_conn__lost(c, H2_FROM_CLIENT);
 	ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, cv.c.b + marks[60],
-				cv.c.len - marks[60], 2), 0);
+				cv.c.len - marks[60], 2),
+		  0);
 	ASSERT_EQ(h2_conn__feed(c, H2_FROM_SERVER, cv.s.b, cv.s.len, 3), 0);
 	for (int k = 0; k < g.n; k++) {
 		int i = (g.ex[k].stream_id - 1) / 2;
@@ -581,8 +616,9 @@ TEST(h2_conn_h2c_upgrade)
 		"GET /up/grade HTTP/1.1\r\nHost: up.example\r\n"
 		"Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
 		"HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n";
-	static const char plain[] = "GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n"
-				    "Connection: Upgrade\r\n\r\n";
+	static const char plain[] =
+		"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n"
+		"Connection: Upgrade\r\n\r\n";
 	static const char sw[] = "HTTP/1.1 101 Switching Protocols\r\n"
 				 "Connection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
 	struct h2_upgrade_head up;
@@ -606,20 +642,26 @@ TEST(h2_conn_h2c_upgrade)
 			"HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\nhello world";
 		struct h2_upgrade_head pu;
 
-		ASSERT_EQ(h2_detect__client((const uint8_t *)post, sizeof(post) - 1, &pu),
+		ASSERT_EQ(h2_detect__client((const uint8_t *)post,
+					    sizeof(post) - 1, &pu),
 			  H2_DETECT_UPGRADE);
 		ASSERT_EQ(pu.body_len, 11);
 		ASSERT_EQ(pu.head_len + pu.body_len, sizeof(post) - 1);
 		ASSERT_STREQ(pu.method, "POST");
 	}
-	ASSERT_EQ(h2_detect__client((const uint8_t *)plain, sizeof(plain) - 1, NULL),
+	ASSERT_EQ(h2_detect__client((const uint8_t *)plain, sizeof(plain) - 1,
+				    NULL),
 		  H2_DETECT_NO);
-	ASSERT_EQ(h2_detect__client((const uint8_t *)H2_PREFACE, 10, NULL), H2_DETECT_MORE);
-	ASSERT_EQ(h2_detect__client((const uint8_t *)H2_PREFACE, 24, NULL), H2_DETECT_PREFACE);
+	ASSERT_EQ(h2_detect__client((const uint8_t *)H2_PREFACE, 10, NULL),
+		  H2_DETECT_MORE);
+	ASSERT_EQ(h2_detect__client((const uint8_t *)H2_PREFACE, 24, NULL),
+		  H2_DETECT_PREFACE);
 	ASSERT_EQ(h2_detect__switched((const uint8_t *)sw, 20), 0);
 	ASSERT_EQ(h2_detect__switched((const uint8_t *)sw, sizeof(sw) - 1),
 		  (long)sizeof(sw) - 1);
-	ASSERT_EQ(h2_detect__switched((const uint8_t *)"HTTP/1.1 200 OK\r\n\r\n", 19), -1);
+	ASSERT_EQ(h2_detect__switched(
+			  (const uint8_t *)"HTTP/1.1 200 OK\r\n\r\n", 19),
+		  -1);
 
 	ur = (struct h2_upgrade_req){ up.method, up.path, up.authority, 100,
 				      up.head_len };
@@ -651,8 +693,10 @@ TEST(h2_conn_not_http2)
 	static const char h1[] = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
 
 	ASSERT_TRUE(c);
-	ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, h1, sizeof(h1) - 1, 1), -EPROTO);
-	ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, h1, sizeof(h1) - 1, 1), -EPROTO);
+	ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, h1, sizeof(h1) - 1, 1),
+		  -EPROTO);
+	ASSERT_EQ(h2_conn__feed(c, H2_FROM_CLIENT, h1, sizeof(h1) - 1, 1),
+		  -EPROTO);
 	h2_conn__free(c, 0);
 	ASSERT_EQ(g.n, 0);
 }
@@ -684,15 +728,18 @@ TEST(h2_conn_mutated_bytes_are_safe)
 	for (int i = 0; i < 40; i++) {
 		char hdr[256];
 
-		snprintf(hdr, sizeof(hdr),
-			 ":method: GET\n:scheme: http\n:authority: m.example\n:path: /m/%d\n"
-			 "x-k: v%d\n", i % 7, i);
+		snprintf(
+			hdr, sizeof(hdr),
+			":method: GET\n:scheme: http\n:authority: m.example\n:path: /m/%d\n"
+			"x-k: v%d\n",
+			i % 7, i);
 		headers(&cv, true, 2 * i + 1, H2_F_END_STREAM, hdr);
 		headers(&cv, false, 2 * i + 1, 0, ":status: 200\nx-r: r\n");
 		data(&cv, false, 2 * i + 1, H2_F_END_STREAM, i * 3);
 	}
 	for (int round = 0; round < 3000; round++) {
-		struct h2_conn_opts o = { .from_start = round & 1, .on_exchange = count_ex,
+		struct h2_conn_opts o = { .from_start = round & 1,
+					  .on_exchange = count_ex,
 					  .ctx = &got };
 		struct h2_conn *c = h2_conn__new(&o);
 		struct wire w[2] = { cv.c, cv.s };
@@ -704,20 +751,25 @@ TEST(h2_conn_mutated_bytes_are_safe)
 			memcpy(copy[d], w[d].b, w[d].len);
 			for (int k = 0; k < 1 + round % 5; k++) {
 				seed = seed * 1103515245 + 12345;
-				copy[d][(seed >> 8) % w[d].len] ^= 1u << (seed % 8);
+				copy[d][(seed >> 8) % w[d].len] ^=
+					1u << (seed % 8);
 			}
 		}
-		for (size_t off[2] = { 0, 0 }; off[0] < w[0].len || off[1] < w[1].len;) {
+		for (size_t off[2] = { 0, 0 };
+		     off[0] < w[0].len || off[1] < w[1].len;) {
 			int d;
 			size_t n;
 
 			seed = seed * 1103515245 + 12345;
-			d = off[0] >= w[0].len ? 1 : off[1] >= w[1].len ? 0 : (seed >> 4) & 1;
+			d = off[0] >= w[0].len   ? 1
+			    : off[1] >= w[1].len ? 0
+						 : (seed >> 4) & 1;
 			n = 1 + (seed >> 10) % 300;
 			if (n > w[d].len - off[d])
 				n = w[d].len - off[d];
 			if ((seed >> 20) % 50 == 0)
-				h2_conn__lost(c, d); /* and skip what was lost */
+				h2_conn__lost(c,
+					      d); /* and skip what was lost */
 			else
 				h2_conn__feed(c, d, copy[d] + off[d], n, round);
 			off[d] += n;
@@ -740,8 +792,8 @@ struct feed_got {
 	bool trunc[8];
 };
 
-static void on_feed(void *ctx, const struct mm_http_event *e,
-		    const char *head, size_t len, bool trunc)
+static void on_feed(void *ctx, const struct mm_http_event *e, const char *head,
+		    size_t len, bool trunc)
 {
 	struct feed_got *g = ctx;
 
@@ -780,7 +832,9 @@ static void feed_bytes(struct h2_feed *f, uint64_t conn, uint8_t dir,
 static void feed_close(struct h2_feed *f, uint64_t conn, uint8_t flags)
 {
 	struct mm_data_event e = {
-		.type = MM_EVT_H2_CLOSE, .flags = flags, .conn_id = conn,
+		.type = MM_EVT_H2_CLOSE,
+		.flags = flags,
+		.conn_id = conn,
 		.ts_ns = 99999,
 	};
 
@@ -826,13 +880,16 @@ TEST(h2_feed_two_connections_interleaved_heads_for_routes)
 	ASSERT_EQ(g.e[0].route_id, MM_ROUTE_DEFER);
 	ASSERT_EQ(g.e[0].route_gen, 3);
 	ASSERT_EQ(g.e[0].leg, MM_LEG_DOWNSTREAM);
-	ASSERT_STREQ(g.head[0], "POST /v1/orders HTTP/1.1\r\nhost: api.example.com\r\n\r\n");
+	ASSERT_STREQ(
+		g.head[0],
+		"POST /v1/orders HTTP/1.1\r\nhost: api.example.com\r\n\r\n");
 	ASSERT_EQ(g.e[1].conn_id, 11);
 	ASSERT_EQ(g.e[1].req_seq, 1);
 	ASSERT_EQ(g.e[1].status, 200);
 	/* the header a route may match on is in the head */
-	ASSERT_STREQ(g.head[1], "GET /feature HTTP/1.1\r\nhost: canary.example.com\r\n"
-				 "x-canary: 1\r\n\r\n");
+	ASSERT_STREQ(g.head[1],
+		     "GET /feature HTTP/1.1\r\nhost: canary.example.com\r\n"
+		     "x-canary: 1\r\n\r\n");
 	ASSERT_TRUE(!g.trunc[0] && !g.trunc[1], "heads complete");
 	h2_feed__stats(f, &st);
 	ASSERT_EQ(st.conns, 2);

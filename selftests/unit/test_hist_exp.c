@@ -20,22 +20,26 @@ TEST(hist_exp_index_powers_of_two)
 		for (e = -1070; e <= 1020; e += 7) {
 			double v = ldexp(1, e);
 			/* ceil(e * 2^scale) - 1 */
-			int64_t want = scale >= 0 ?
-				(int64_t)e * (1 << scale) - 1 :
-				(int64_t)ceil((double)e / (1 << -scale)) - 1;
+			int64_t want = scale >= 0
+					       ? (int64_t)e * (1 << scale) - 1
+					       : (int64_t)ceil((double)e /
+							       (1 << -scale)) -
+							 1;
 
 			ASSERT_EQ(hist_exp__index(v, scale), want);
 			/* just above 2^e moves to the next bucket at s >= 0 */
 			if (scale >= 0 && e > -1000)
-				ASSERT_EQ(hist_exp__index(nextafter(v, INFINITY),
-							  scale), want + 1);
+				ASSERT_EQ(
+					hist_exp__index(nextafter(v, INFINITY),
+							scale),
+					want + 1);
 		}
 	}
 	ASSERT_EQ(hist_exp__index(1, 0), -1);
 	ASSERT_EQ(hist_exp__index(1.5, 0), 0);
 	ASSERT_EQ(hist_exp__index(2, 0), 0);
 	ASSERT_EQ(hist_exp__index(3, 0), 1);
-	ASSERT_EQ(hist_exp__index(4, -1), 0);  /* (1, 4] at base 4 */
+	ASSERT_EQ(hist_exp__index(4, -1), 0); /* (1, 4] at base 4 */
 	ASSERT_EQ(hist_exp__index(4.5, -1), 1);
 	ASSERT_EQ(hist_exp__index(0.5, -1), -1);
 	/* subnormals and the largest double stay in range */
@@ -53,13 +57,13 @@ TEST(hist_exp_index_matches_boundaries)
 		int k;
 
 		for (k = 0; k < 20000; k++) {
-			double v = exp((rand_r(&seed) / (double)RAND_MAX - 0.5) *
-				       80);
+			double v = exp(
+				(rand_r(&seed) / (double)RAND_MAX - 0.5) * 80);
 			int32_t i = hist_exp__index(v, scale);
 
 			ASSERT_TRUE(v > hist_exp__lower_boundary(i, scale) &&
-					    v <= hist_exp__lower_boundary(i + 1,
-									  scale),
+					    v <= hist_exp__lower_boundary(
+							 i + 1, scale),
 				    "v=%.17g scale=%d i=%d", v, scale, i);
 		}
 	}
@@ -106,7 +110,8 @@ TEST(hist_exp_downscale)
 
 		for (v = 1; v <= 1000; v++)
 			want += v > lo && v <= hi;
-		ASSERT_EQ(hist_exp__count_at(h.pos.counts, h.pos.width, i), want);
+		ASSERT_EQ(hist_exp__count_at(h.pos.counts, h.pos.width, i),
+			  want);
 	}
 	ASSERT_NEAR(h.min, 1, 0);
 	ASSERT_NEAR(h.max, 1000, 0);
@@ -188,9 +193,8 @@ static double bucket_quantile(const struct hist_exp *h, uint64_t k)
 	for (i = 0; i < h->pos.n; i++) {
 		cum += hist_exp__count_at(h->pos.counts, h->pos.width, i);
 		if (cum >= k)
-			return hist_exp__lower_boundary(h->pos.offset +
-							(int32_t)i + 1,
-							h->scale);
+			return hist_exp__lower_boundary(
+				h->pos.offset + (int32_t)i + 1, h->scale);
 	}
 	return NAN;
 }
@@ -214,8 +218,10 @@ static void check_quantiles(const char *shape, double *x, size_t n)
 
 		if (rel > worst)
 			worst = rel;
-		ASSERT_TRUE(rel <= bound, "%s q=%g exact=%g est=%g rel=%g "
-			    "bound=%g", shape, qs[i], exact, est, rel, bound);
+		ASSERT_TRUE(rel <= bound,
+			    "%s q=%g exact=%g est=%g rel=%g "
+			    "bound=%g",
+			    shape, qs[i], exact, est, rel, bound);
 	}
 	test_log("%s: scale %d, %u buckets, worst rel error %.4f <= %.4f\n",
 		 shape, h.scale, h.pos.n, worst, bound);
@@ -237,8 +243,8 @@ TEST(hist_exp_quantiles_lognormal_and_bimodal)
 		goto out;
 	/* cache hits around 1 ms, misses around 150 ms */
 	for (i = 0; i < n; i++)
-		x[i] = uniform01() < 0.7 ? 0.001 * exp(0.3 * gauss()) :
-					   0.150 * exp(0.5 * gauss());
+		x[i] = uniform01() < 0.7 ? 0.001 * exp(0.3 * gauss())
+					 : 0.150 * exp(0.5 * gauss());
 	check_quantiles("bimodal", x, n);
 out:
 	free(x);
@@ -275,8 +281,10 @@ TEST(hist_exp_adaptive_width)
 	/* two buckets of 200 merged by a downscale: 400 needs 2 bytes */
 	hist_exp__init(&h, 0);
 	for (int i = 0; i < 200; i++) {
-		ASSERT_TRUE((hist_exp__observe(&h, 3.0, 160)) >= 0);   /* (2, 4] */
-		ASSERT_TRUE((hist_exp__observe(&h, 1.5, 160)) >= 0);   /* (1, 2] */
+		ASSERT_TRUE((hist_exp__observe(&h, 3.0, 160)) >=
+			    0); /* (2, 4] */
+		ASSERT_TRUE((hist_exp__observe(&h, 1.5, 160)) >=
+			    0); /* (1, 2] */
 	}
 	ASSERT_EQ(h.pos.width, 1);
 	hist_exp__downscale(&h, 1);
@@ -291,7 +299,8 @@ TEST(hist_exp_adaptive_width)
 	bytes = 0;
 	for (int i = 0; i < 160; i++)
 		for (int k = 0; k < 3; k++) {
-			r = hist_exp__observe(&h, pow(2, (i + 0.5) / 16.0), 160);
+			r = hist_exp__observe(&h, pow(2, (i + 0.5) / 16.0),
+					      160);
 			ASSERT_TRUE((r) >= 0);
 			bytes += r;
 		}

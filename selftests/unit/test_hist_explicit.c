@@ -32,7 +32,8 @@ TEST(hist_explicit_observe)
 	 */
 	union {
 		struct hist_explicit h;
-		unsigned char raw[sizeof(struct hist_explicit) + 3 * sizeof(uint64_t)];
+		unsigned char raw[sizeof(struct hist_explicit) +
+				  3 * sizeof(uint64_t)];
 	} x;
 	struct hist_explicit *h = &x.h;
 
@@ -74,7 +75,8 @@ static int grab_bounds(void *ctx, const struct mmetric_desc *desc,
 TEST(hist_explicit_default_bounds_by_unit)
 {
 	struct mstore *st = mstore__new(NULL);
-	struct mmetric_desc d = { .name = "dur", .unit = "s",
+	struct mmetric_desc d = { .name = "dur",
+				  .unit = "s",
 				  .instrument = MI_HISTOGRAM };
 	struct bounds_seen b = { 0 };
 	struct mseries *ser;

@@ -15,23 +15,30 @@
 #include "selftests/unit/test.h"
 
 #define B(...) ((struct hist_bucket[]){ __VA_ARGS__ })
-#define N(...) (sizeof((struct hist_bucket[]){ __VA_ARGS__ }) / sizeof(struct hist_bucket))
+#define N(...)                                                                 \
+	(sizeof((struct hist_bucket[]){ __VA_ARGS__ }) /                       \
+	 sizeof(struct hist_bucket))
 #define Q(q, ...) hist_quantile__compute(q, B(__VA_ARGS__), N(__VA_ARGS__))
 
 TEST(hist_quantile_interpolates)
 {
 	/* rank 2 falls in (1, 2] holding 2 of 4: halfway */
-	ASSERT_NEAR(Q(0.5, { 1, 1 }, { 2, 3 }, { 4, 4 }, { INFINITY, 4 }), 1.5, 1e-12);
-	ASSERT_NEAR(Q(1.0, { 1, 1 }, { 2, 3 }, { 4, 4 }, { INFINITY, 4 }), 4, 1e-12);
-	ASSERT_NEAR(Q(0.25, { 1, 1 }, { 2, 3 }, { 4, 4 }, { INFINITY, 4 }), 1, 1e-12);
+	ASSERT_NEAR(Q(0.5, { 1, 1 }, { 2, 3 }, { 4, 4 }, { INFINITY, 4 }), 1.5,
+		    1e-12);
+	ASSERT_NEAR(Q(1.0, { 1, 1 }, { 2, 3 }, { 4, 4 }, { INFINITY, 4 }), 4,
+		    1e-12);
+	ASSERT_NEAR(Q(0.25, { 1, 1 }, { 2, 3 }, { 4, 4 }, { INFINITY, 4 }), 1,
+		    1e-12);
 	/* the first bucket starts at 0 */
 	ASSERT_NEAR(Q(0.5, { 10, 10 }, { INFINITY, 10 }), 5, 1e-12);
 	ASSERT_NEAR(Q(0.99, { 10, 10 }, { INFINITY, 10 }), 9.9, 1e-12);
 	/* Envoy's bounds, 100 observations spread 60/30/10 */
-	ASSERT_NEAR(Q(0.95, { 5, 60 }, { 10, 90 }, { 25, 100 }, { INFINITY, 100 }),
+	ASSERT_NEAR(Q(0.95, { 5, 60 }, { 10, 90 }, { 25, 100 },
+		      { INFINITY, 100 }),
 		    10 + 15 * 0.5, 1e-12);
 	/* unsorted input is sorted */
-	ASSERT_NEAR(Q(0.5, { INFINITY, 4 }, { 4, 4 }, { 1, 1 }, { 2, 3 }), 1.5, 1e-12);
+	ASSERT_NEAR(Q(0.5, { INFINITY, 4 }, { 4, 4 }, { 1, 1 }, { 2, 3 }), 1.5,
+		    1e-12);
 }
 
 TEST(hist_quantile_inf_bucket_and_edges)
@@ -42,7 +49,8 @@ TEST(hist_quantile_inf_bucket_and_edges)
 	ASSERT_NEAR(Q(0.25, { -1, 2 }, { 1, 4 }, { INFINITY, 4 }), -1, 1e-12);
 	ASSERT_TRUE(isnan(Q(0.5, { 1, 1 }, { 2, 2 })), "no +Inf bucket");
 	ASSERT_TRUE(isnan(Q(0.5, { INFINITY, 4 })), "one bucket");
-	ASSERT_TRUE(isnan(Q(0.5, { 1, 0 }, { INFINITY, 0 })), "no observations");
+	ASSERT_TRUE(isnan(Q(0.5, { 1, 0 }, { INFINITY, 0 })),
+		    "no observations");
 	ASSERT_TRUE(isnan(hist_quantile__compute(0.5, NULL, 0)), "no buckets");
 	ASSERT_TRUE(isnan(Q(NAN, { 1, 1 }, { INFINITY, 1 })));
 	ASSERT_TRUE(isinf(Q(-0.1, { 1, 1 }, { INFINITY, 1 })) &&
@@ -66,19 +74,24 @@ TEST(route_top_from_store)
 	struct mstore *st = mstore__new(&so);
 	static const double bounds[] = { 1, 5, 10 };
 	struct mmetric_desc total = { .name = "envoy.http.downstream_rq_total",
-				      .unit = "1", .instrument = MI_COUNTER,
+				      .unit = "1",
+				      .instrument = MI_COUNTER,
 				      .is_int = true };
 	struct mmetric_desc time = { .name = "envoy.http.downstream_rq_time",
-				     .unit = "ms", .instrument = MI_HISTOGRAM,
-				     .hist = MH_EXPLICIT, .bounds = bounds,
+				     .unit = "ms",
+				     .instrument = MI_HISTOGRAM,
+				     .hist = MH_EXPLICIT,
+				     .bounds = bounds,
 				     .nbounds = 3 };
 	struct mlabel ok[] = { { "k8s.httproute.name", "api" },
 			       { "k8s.namespace.name", "shop" },
-			       { "envoy.cluster_name", "httproute/shop/api/rule/1" },
+			       { "envoy.cluster_name",
+				 "httproute/shop/api/rule/1" },
 			       { "http.response.status_code_class", "2xx" } };
 	struct mlabel bad[] = { { "k8s.httproute.name", "api" },
 				{ "k8s.namespace.name", "shop" },
-				{ "envoy.cluster_name", "httproute/shop/api/rule/1" },
+				{ "envoy.cluster_name",
+				  "httproute/shop/api/rule/1" },
 				{ "http.response.status_code_class", "5xx" } };
 	struct mlabel un[] = { { "k8s.httproute.name", "unmatched" } };
 	struct rt_snap a = {}, b = {}, c = {};
@@ -125,7 +138,8 @@ TEST(route_top_from_store)
 	mstore__lock(st);
 	mseries__add(mstore__series(st, it, ok, 4), 2, 3000000000);
 	for (int i = 0; i < 2; i++)
-		mseries__observe(mstore__series(st, ih, ok, 4), 0.2, 3000000000);
+		mseries__observe(mstore__series(st, ih, ok, 4), 0.2,
+				 3000000000);
 	mstore__unlock(st);
 	ASSERT_EQ(rt_snap__from_store(&c, st, 4000000000ULL), 0);
 	rt_view__compute(&c, &b, &b, s);

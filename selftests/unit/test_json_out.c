@@ -39,15 +39,16 @@ TEST(json_out_escapes)
 	static const struct {
 		const char *in, *want;
 	} cases[] = {
-		{"plain", "\"plain\""},
-		{"a\"b\\c", "\"a\\\"b\\\\c\""},
-		{"l1\nl2\r\t", "\"l1\\nl2\\r\\t\""},
-		{"\x01\x1f\x7f", "\"\\u0001\\u001f\\u007f\""},
-		{"caf\xc3\xa9", "\"caf\xc3\xa9\""}, /* valid UTF-8 kept */
-		{"bad\xff\xc3", "\"bad\xef\xbf\xbd\xef\xbf\xbd\""}, /* U+FFFD */
-		{"\xed\xa0\x80",
-		 "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""}, /* surrogate */
-		{"", "\"\""},
+		{ "plain", "\"plain\"" },
+		{ "a\"b\\c", "\"a\\\"b\\\\c\"" },
+		{ "l1\nl2\r\t", "\"l1\\nl2\\r\\t\"" },
+		{ "\x01\x1f\x7f", "\"\\u0001\\u001f\\u007f\"" },
+		{ "caf\xc3\xa9", "\"caf\xc3\xa9\"" }, /* valid UTF-8 kept */
+		{ "bad\xff\xc3",
+		  "\"bad\xef\xbf\xbd\xef\xbf\xbd\"" }, /* U+FFFD */
+		{ "\xed\xa0\x80",
+		  "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"" }, /* surrogate */
+		{ "", "\"\"" },
 	};
 	char *out;
 
@@ -67,14 +68,14 @@ TEST(json_out_numbers)
 		double v;
 		const char *want;
 	} cases[] = {
-		{3, "3"},
-		{-2, "-2"},
-		{1.5, "1.5"},
-		{0.1, "0.10000000000000001"},
-		{NAN, "null"},
-		{INFINITY, "null"},
-		{-INFINITY, "null"},
-		{1e300, "1.0000000000000001e+300"},
+		{ 3, "3" },
+		{ -2, "-2" },
+		{ 1.5, "1.5" },
+		{ 0.1, "0.10000000000000001" },
+		{ NAN, "null" },
+		{ INFINITY, "null" },
+		{ -INFINITY, "null" },
+		{ 1e300, "1.0000000000000001e+300" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -37,7 +37,8 @@ static int collect(struct json_object *o, void *ctx)
 
 	if (s->n < 4)
 		snprintf(s->out[s->n], sizeof(s->out[0]), "%s",
-			 json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+			 json_object_to_json_string_ext(
+				 o, JSON_C_TO_STRING_PLAIN));
 	s->n++;
 	json_object_put(o);
 	return 0;
@@ -75,16 +76,22 @@ TEST(k8s_jstream_every_split)
 	for (size_t cut = 1; cut < len; cut++) {
 		memset(&s, 0, sizeof(s));
 		ASSERT_EQ(k8s_jstream__feed(js, stream, cut, collect, &s), 0);
-		ASSERT_EQ(k8s_jstream__feed(js, stream + cut, len - cut, collect, &s), 0);
+		ASSERT_EQ(k8s_jstream__feed(js, stream + cut, len - cut,
+					    collect, &s),
+			  0);
 		ASSERT_EQ(s.n, 3);
 		for (int i = 0; i < 3; i++)
-			ASSERT_TRUE(!strcmp(s.out[i], whole.out[i]), "cut %zu event %d", cut, i);
+			ASSERT_TRUE(!strcmp(s.out[i], whole.out[i]),
+				    "cut %zu event %d", cut, i);
 		ASSERT_EQ(k8s_jstream__pending(js), 0);
 	}
 	/* the decoded name: a}{"b and the surrogate pair as UTF-8 */
 	ASSERT_TRUE(strstr(whole.out[0], "a}{\\\"b"));
-	ASSERT_TRUE(strstr(whole.out[1], "smile\xf0\x9f\x98\x80"), "%s", whole.out[1]);
-	ASSERT_TRUE(strstr(whole.out[1], "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80"), "%s", whole.out[1]);
+	ASSERT_TRUE(strstr(whole.out[1], "smile\xf0\x9f\x98\x80"), "%s",
+		    whole.out[1]);
+	ASSERT_TRUE(strstr(whole.out[1],
+			   "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80"),
+		    "%s", whole.out[1]);
 	k8s_jstream__free(js);
 }
 
@@ -116,7 +123,8 @@ TEST(k8s_jstream_cap_and_garbage)
 	k8s_jstream__reset(js);
 	ASSERT_EQ(k8s_jstream__feed(js, "{a:1}", 5, collect, &s), -EBADMSG);
 	k8s_jstream__reset(js);
-	ASSERT_EQ(k8s_jstream__feed(js, "{\"a\":1}}", 8, collect, &s), -EBADMSG);
+	ASSERT_EQ(k8s_jstream__feed(js, "{\"a\":1}}", 8, collect, &s),
+		  -EBADMSG);
 	ASSERT_EQ(s.n, 1);
 	k8s_jstream__free(js);
 }
@@ -143,9 +151,10 @@ static struct json_object *obj(const char *ns, const char *name,
 {
 	char b[512];
 
-	snprintf(b, sizeof(b),
-		 "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\",\"uid\":\"%s\",\"resourceVersion\":\"%s\"}}",
-		 ns, name, uid, rv);
+	snprintf(
+		b, sizeof(b),
+		"{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\",\"uid\":\"%s\",\"resourceVersion\":\"%s\"}}",
+		ns, name, uid, rv);
 	return json_tokener_parse(b);
 }
 
@@ -206,7 +215,8 @@ TEST(k8s_json_doc_tree)
 	ASSERT_TRUE(o);
 	d = k8s_json_doc__convert(o, "k8s test");
 	ASSERT_TRUE(d);
-	ASSERT_TRUE(!strcmp(doc__str(d, "metadata.name"), "a/b\xc3\xa9\xf0\x9f\x98\x80"));
+	ASSERT_TRUE(!strcmp(doc__str(d, "metadata.name"),
+			    "a/b\xc3\xa9\xf0\x9f\x98\x80"));
 	ASSERT_EQ(doc__get(d, "n")->kind, DOC_INT);
 	ASSERT_EQ(doc__get(d, "n")->i, -3);
 	ASSERT_EQ(doc__get(d, "f")->kind, DOC_DOUBLE);
@@ -242,7 +252,8 @@ TEST(k8s_kubeconfig)
 		"contexts:\n- name: a\n  context: {cluster: c2, user: u2}\n- name: b\n  context: {cluster: c1, user: u1}\n");
 	fclose(f);
 	ASSERT_EQ(k8s_config__load(path, &c, err, sizeof(err)), 0);
-	ASSERT_TRUE(!strcmp(c->server, "https://10.0.0.1:6443"), "%s", c->server);
+	ASSERT_TRUE(!strcmp(c->server, "https://10.0.0.1:6443"), "%s",
+		    c->server);
 	ASSERT_EQ(c->ca_pem_len, 18);
 	ASSERT_TRUE(!strcmp(c->ca_pem, "-----BEGIN X-----\n"));
 	k8s_config__token(c, false, tok, sizeof(tok));
@@ -250,9 +261,10 @@ TEST(k8s_kubeconfig)
 	k8s_config__free(c);
 
 	f = fopen(path, "w");
-	fprintf(f, "current-context: a\nclusters:\n- name: c2\n  cluster: {server: https://h:1, certificate-authority: ca.pem}\n"
-		   "users:\n- name: u2\n  user: {client-certificate: c.crt, client-key: /k.key}\n"
-		   "contexts:\n- name: a\n  context: {cluster: c2, user: u2}\n");
+	fprintf(f,
+		"current-context: a\nclusters:\n- name: c2\n  cluster: {server: https://h:1, certificate-authority: ca.pem}\n"
+		"users:\n- name: u2\n  user: {client-certificate: c.crt, client-key: /k.key}\n"
+		"contexts:\n- name: a\n  context: {cluster: c2, user: u2}\n");
 	fclose(f);
 	ASSERT_EQ(k8s_config__load(path, &c, err, sizeof(err)), 0);
 	/* relative paths are relative to the kubeconfig */
@@ -261,13 +273,15 @@ TEST(k8s_kubeconfig)
 	k8s_config__free(c);
 
 	f = fopen(path, "w");
-	fprintf(f, "current-context: a\nclusters:\n- name: c\n  cluster: {server: https://h:1}\n"
-		   "users:\n- name: u\n  user: {exec: {command: aws}}\n"
-		   "contexts:\n- name: a\n  context: {cluster: c, user: u}\n");
+	fprintf(f,
+		"current-context: a\nclusters:\n- name: c\n  cluster: {server: https://h:1}\n"
+		"users:\n- name: u\n  user: {exec: {command: aws}}\n"
+		"contexts:\n- name: a\n  context: {cluster: c, user: u}\n");
 	fclose(f);
 	ASSERT_EQ(k8s_config__load(path, &c, err, sizeof(err)), -ENOTSUP);
 	ASSERT_TRUE(strstr(err, "exec"));
-	ASSERT_EQ(k8s_config__load("/nonexistent/kc", &c, err, sizeof(err)) < 0, 1);
+	ASSERT_EQ(k8s_config__load("/nonexistent/kc", &c, err, sizeof(err)) < 0,
+		  1);
 }
 
 TEST(k8s_token_file_reread)
@@ -279,9 +293,10 @@ TEST(k8s_token_file_reread)
 	snprintf(dir, sizeof(dir), "%s", test__tmpdir());
 	snprintf(p, sizeof(p), "%s/kc", dir);
 	f = fopen(p, "w");
-	fprintf(f, "current-context: a\nclusters:\n- name: c\n  cluster: {server: https://h:1}\n"
-		   "users:\n- name: u\n  user: {tokenFile: tok}\n"
-		   "contexts:\n- name: a\n  context: {cluster: c, user: u}\n");
+	fprintf(f,
+		"current-context: a\nclusters:\n- name: c\n  cluster: {server: https://h:1}\n"
+		"users:\n- name: u\n  user: {tokenFile: tok}\n"
+		"contexts:\n- name: a\n  context: {cluster: c, user: u}\n");
 	fclose(f);
 	snprintf(p, sizeof(p), "%s/tok", dir);
 	f = fopen(p, "w");

@@ -238,8 +238,9 @@ static int run_one(struct test_case *tc, bool verbose)
 		printf("SKIP %s\n", tc->name);
 	else if (WIFSIGNALED(status))
 		printf("FAIL %s (%s)\n", tc->name,
-		       WTERMSIG(status) == SIGALRM ? "timed out" :
-						     strsignal(WTERMSIG(status)));
+		       WTERMSIG(status) == SIGALRM
+			       ? "timed out"
+			       : strsignal(WTERMSIG(status)));
 	else
 		printf("FAIL %s\n", tc->name);
 	if (res != RES_PASS || verbose)

@@ -41,10 +41,14 @@ TEST(mem_limit_parse_proc_cgroup)
 	char v2[256], v1[256];
 
 	/* pure v2 node */
-	ASSERT_EQ(mem_limit__parse_proc_cgroup(
-			  "0::/kubepods.slice/kubepods-pod1.slice/cri-containerd-ab.scope\n",
-			  v2, sizeof(v2), v1, sizeof(v1)), 0);
-	ASSERT_STREQ(v2, "/kubepods.slice/kubepods-pod1.slice/cri-containerd-ab.scope");
+	ASSERT_EQ(
+		mem_limit__parse_proc_cgroup(
+			"0::/kubepods.slice/kubepods-pod1.slice/cri-containerd-ab.scope\n",
+			v2, sizeof(v2), v1, sizeof(v1)),
+		0);
+	ASSERT_STREQ(
+		v2,
+		"/kubepods.slice/kubepods-pod1.slice/cri-containerd-ab.scope");
 	ASSERT_STREQ(v1, "");
 	/* hybrid, as /proc/self/cgroup reads on a hybrid host; joint controllers */
 	ASSERT_EQ(mem_limit__parse_proc_cgroup(
@@ -53,20 +57,24 @@ TEST(mem_limit_parse_proc_cgroup)
 			  "5:blkio,memory:/kubepods/burstable/podU/c1\n"
 			  "1:name=systemd:/user.slice/session-1.scope\n"
 			  "0::/user.slice/session-1.scope\n",
-			  v2, sizeof(v2), v1, sizeof(v1)), 0);
+			  v2, sizeof(v2), v1, sizeof(v1)),
+		  0);
 	ASSERT_STREQ(v2, "/user.slice/session-1.scope");
 	ASSERT_STREQ(v1, "/kubepods/burstable/podU/c1");
 	/* a controller whose name only contains "memory" is not it */
 	ASSERT_EQ(mem_limit__parse_proc_cgroup("3:memoryx:/a\n0::/\n", v2,
-					       sizeof(v2), v1, sizeof(v1)), 0);
+					       sizeof(v2), v1, sizeof(v1)),
+		  0);
 	ASSERT_STREQ(v1, "");
 	ASSERT_STREQ(v2, "/");
 	/* no trailing newline */
 	ASSERT_EQ(mem_limit__parse_proc_cgroup("0::/a/b", v2, sizeof(v2), v1,
-					       sizeof(v1)), 0);
+					       sizeof(v1)),
+		  0);
 	ASSERT_STREQ(v2, "/a/b");
-	ASSERT_EQ(mem_limit__parse_proc_cgroup("0::/aaaaaaaaaaaaaaaaaaaa", v2, 8,
-					       v1, sizeof(v1)), -ENAMETOOLONG);
+	ASSERT_EQ(mem_limit__parse_proc_cgroup("0::/aaaaaaaaaaaaaaaaaaaa", v2,
+					       8, v1, sizeof(v1)),
+		  -ENAMETOOLONG);
 }
 
 TEST(mem_limit_read_v2_smallest_ancestor)
@@ -81,14 +89,18 @@ TEST(mem_limit_read_v2_smallest_ancestor)
 	put(root, "/kubepods.slice/pod.slice", "memory.max", "268435456\n");
 	put(root, "/kubepods.slice/pod.slice/c.scope", "memory.max", "max\n");
 	ASSERT_EQ(mem_limit__read(root, "/kubepods.slice/pod.slice/c.scope",
-				  NULL, NULL, &ml), 0);
+				  NULL, NULL, &ml),
+		  0);
 	ASSERT_EQ(ml.bytes, 268435456);
 	ASSERT_EQ(ml.source, MEM_LIMIT_V2);
-	ASSERT_TRUE(strstr(ml.dir, "/kubepods.slice/pod.slice") != NULL, "%s", ml.dir);
+	ASSERT_TRUE(strstr(ml.dir, "/kubepods.slice/pod.slice") != NULL, "%s",
+		    ml.dir);
 	/* the container's own limit below the pod's wins */
-	put(root, "/kubepods.slice/pod.slice/c.scope", "memory.max", "67108864\n");
+	put(root, "/kubepods.slice/pod.slice/c.scope", "memory.max",
+	    "67108864\n");
 	ASSERT_EQ(mem_limit__read(root, "/kubepods.slice/pod.slice/c.scope",
-				  NULL, NULL, &ml), 0);
+				  NULL, NULL, &ml),
+		  0);
 	ASSERT_EQ(ml.bytes, 67108864);
 	/* in a cgroup namespace the path is "/" and the mount is the cgroup */
 	put(root, "", "memory.max", "33554432\n");
@@ -113,7 +125,8 @@ TEST(mem_limit_read_v1_and_none)
 	    "9223372036854771712\n");
 	put(v2root, "/user.slice", "memory.max", "max\n");
 	ASSERT_EQ(mem_limit__read(v2root, "/user.slice", v1root,
-				  "/kubepods/burstable/podU/c1", &ml), 0);
+				  "/kubepods/burstable/podU/c1", &ml),
+		  0);
 	ASSERT_EQ(ml.bytes, 134217728);
 	ASSERT_EQ(ml.source, MEM_LIMIT_V1);
 	/* no limit anywhere */
@@ -128,8 +141,10 @@ TEST(mem_limit_read_v1_and_none)
 TEST(mem_limit_derive_caps)
 {
 	const struct mem_caps defaults = {
-		.max_connections = 16384, .ringbuf_bytes = 4 << 20,
-		.max_series = 10000, .otlp_queue_bytes = 8 << 20,
+		.max_connections = 16384,
+		.ringbuf_bytes = 4 << 20,
+		.max_series = 10000,
+		.otlp_queue_bytes = 8 << 20,
 		.conn_bytes = 704,
 	};
 	struct mem_caps c;
@@ -191,8 +206,10 @@ TEST(mem_limit_derive_caps)
 TEST(mem_limit_conn_cap)
 {
 	struct mem_caps c = {
-		.max_connections = 1 << 20, .ringbuf_bytes = 4 << 20,
-		.max_series = 10000, .otlp_queue_bytes = 8 << 20,
+		.max_connections = 1 << 20,
+		.ringbuf_bytes = 4 << 20,
+		.max_series = 10000,
+		.otlp_queue_bytes = 8 << 20,
 	};
 	uint64_t budget;
 

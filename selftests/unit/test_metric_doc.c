@@ -8,10 +8,14 @@
 TEST(metric_doc_section)
 {
 	static const struct metric_doc docs[] = {
-		{ "milometer.series.active", "Series held.", "{series}", MI_GAUGE, true },
-		{ "envoy.http.downstream_rq_time", "Time | latency.", "ms", MI_HISTOGRAM, false,
-		  "k8s.httproute.name,http.response.status_code", "unless off", "Note." },
-		{ "milometer.events.dropped", "Lost.", "1", MI_COUNTER, true, "reason" },
+		{ "milometer.series.active", "Series held.", "{series}",
+		  MI_GAUGE, true },
+		{ "envoy.http.downstream_rq_time", "Time | latency.", "ms",
+		  MI_HISTOGRAM, false,
+		  "k8s.httproute.name,http.response.status_code", "unless off",
+		  "Note." },
+		{ "milometer.events.dropped", "Lost.", "1", MI_COUNTER, true,
+		  "reason" },
 	};
 	char *buf = NULL;
 	size_t len = 0;
@@ -21,7 +25,8 @@ TEST(metric_doc_section)
 		return;
 	ASSERT_EQ(metric_doc__write_section(f, "T", "Intro.", docs, 3), 0);
 	fclose(f);
-	ASSERT_STREQ(buf,
+	ASSERT_STREQ(
+		buf,
 		"## T\n\nIntro.\n\n"
 		"| Name | Type | Unit | Labels | Meaning |\n|---|---|---|---|---|\n"
 		"| `milometer_series_active` | gauge | {series} | — | Series held. |\n"

@@ -21,8 +21,8 @@ struct seen_point {
 };
 
 struct seen {
-	const char *want;   /* metric name to capture */
-	int visits;         /* times the metric was visited */
+	const char *want; /* metric name to capture */
+	int visits;       /* times the metric was visited */
 	enum mtemporality temporality;
 	size_t n;
 	struct seen_point p[64];
@@ -45,9 +45,9 @@ static int capture(void *ctx, const struct mmetric_desc *desc,
 
 		p->labels[0] = 0;
 		for (j = 0; j < pts[i].nlabels; j++)
-			off += snprintf(p->labels + off, sizeof(p->labels) - off,
-					"%s%s=%s", j ? "," : "",
-					pts[i].labels[j].key,
+			off += snprintf(p->labels + off,
+					sizeof(p->labels) - off, "%s%s=%s",
+					j ? "," : "", pts[i].labels[j].key,
 					pts[i].labels[j].value);
 		p->start_ns = pts[i].start_ns;
 		p->time_ns = pts[i].time_ns;
@@ -68,8 +68,10 @@ static int collect(struct mstore *st, enum mtemporality view, uint64_t now,
 }
 
 static const struct mmetric_desc counter = {
-	.name = "http.server.requests", .description = "Requests.",
-	.unit = "{request}", .instrument = MI_COUNTER,
+	.name = "http.server.requests",
+	.description = "Requests.",
+	.unit = "{request}",
+	.instrument = MI_COUNTER,
 	.temporality = MT_CUMULATIVE,
 };
 
@@ -113,7 +115,8 @@ TEST(mstore_series_identity)
 	int id = mstore__add_metric(st, &counter);
 	struct mlabel a[] = { { "route", "r1" }, { "code", "200" } };
 	struct mlabel b[] = { { "code", "200" }, { "route", "r1" } };
-	struct mlabel dup[] = { { "code", "500" }, { "route", "r1" },
+	struct mlabel dup[] = { { "code", "500" },
+				{ "route", "r1" },
 				{ "code", "200" } };
 	struct mlabel c[] = { { "code", "500" }, { "route", "r1" } };
 	struct mseries *sa, *sb, *sc;
@@ -362,8 +365,11 @@ TEST(mstore_delta_histogram)
 	struct mstore_opts o = { .keep_delta = true };
 	struct mstore *st = mstore__new(&o);
 	struct mmetric_desc d = {
-		.name = "lat", .unit = "s", .instrument = MI_HISTOGRAM,
-		.temporality = MT_DELTA, .hist = MH_EXPONENTIAL,
+		.name = "lat",
+		.unit = "s",
+		.instrument = MI_HISTOGRAM,
+		.temporality = MT_DELTA,
+		.hist = MH_EXPONENTIAL,
 	};
 	struct mseries *ser;
 	struct seen seen;
@@ -393,7 +399,9 @@ TEST(mstore_int_points_and_gauges)
 {
 	struct mstore *st = mstore__new(NULL);
 	struct mmetric_desc d = {
-		.name = "conns", .instrument = MI_GAUGE, .is_int = true,
+		.name = "conns",
+		.instrument = MI_GAUGE,
+		.is_int = true,
 	};
 	struct mseries *ser;
 	struct seen seen;
@@ -500,11 +508,13 @@ TEST(mstore_concurrent_producers_and_collectors)
 	/* delta collections racing the producers lose and double nothing */
 	for (i = 0; i < 200; i++)
 		ASSERT_EQ(mstore__collect(st, MT_DELTA, SEC + i, sum_points,
-					  &delta_total), 0);
+					  &delta_total),
+			  0);
 	for (i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
 	ASSERT_EQ(mstore__collect(st, MT_DELTA, 2 * SEC, sum_points,
-				  &delta_total), 0);
+				  &delta_total),
+		  0);
 	ASSERT_EQ(mstore__collect(st, MT_CUMULATIVE, 2 * SEC, sum_points, &cum),
 		  0);
 	ASSERT_EQ(delta_total, 80000);
@@ -544,7 +554,8 @@ TEST(mstore_expiry_keeps_unreported_delta)
 static bool keep_ns_a(void *ctx, const char *subject)
 {
 	(void)ctx;
-	return subject && strstr(subject, "\x1f" "a\x1f");
+	return subject && strstr(subject, "\x1f"
+					  "a\x1f");
 }
 
 TEST(mstore_subject_binding)
@@ -564,8 +575,10 @@ TEST(mstore_subject_binding)
 	ASSERT_TRUE(s);
 	id = mstore__add_metric(s, &d);
 	ASSERT_TRUE(id >= 0);
-	ASSERT_TRUE(msubject__format(sa, sizeof(sa), "g.io", "routes", "a", "r1"));
-	ASSERT_TRUE(msubject__format(sb, sizeof(sb), "g.io", "routes", "b", "r1"));
+	ASSERT_TRUE(
+		msubject__format(sa, sizeof(sa), "g.io", "routes", "a", "r1"));
+	ASSERT_TRUE(
+		msubject__format(sb, sizeof(sb), "g.io", "routes", "b", "r1"));
 	mstore__lock(s);
 	x = mstore__series(s, id, &l1, 1);
 	y = mstore__series(s, id, &l2, 1);
@@ -591,12 +604,14 @@ TEST(mstore_subject_binding)
 	free(subs);
 	f = open_memstream(&buf, &len);
 	ASSERT_EQ(prom_text__write_filtered(f, s, PROM_FMT_TEXT, 2, NULL, 0,
-					    keep_ns_a, NULL, &kept), 0);
+					    keep_ns_a, NULL, &kept),
+		  0);
 	fclose(f);
 	ASSERT_EQ(kept, 1);
 	ASSERT_TRUE(strstr(buf, "g{k=\"1\"} 1\n"), "%s", buf);
 	ASSERT_TRUE(!strstr(buf, "k=\"2\"") && !strstr(buf, "k=\"3\"") &&
-		    !strstr(buf, "overflow"), "%s", buf);
+			    !strstr(buf, "overflow"),
+		    "%s", buf);
 	free(buf);
 	mstore__free(s);
 }

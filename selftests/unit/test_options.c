@@ -36,26 +36,26 @@ static const char *write_config(const char *text)
 
 TEST(options_defaults_and_flags)
 {
-	char *argv[] = {"run",
-			"--proxy-exe",
-			"nginx",
-			"--proxy-pid",
-			"42",
-			"--manifests",
-			"/m",
-			"--gateway",
-			"ns/gw",
-			"--max-series",
-			"77",
-			"--series-idle",
-			"0",
-			"--no-source-metrics",
-			"--otlp-endpoint",
-			"http://c:4318",
-			"--export-interval",
-			"15",
-			"-v",
-			NULL};
+	char *argv[] = { "run",
+			 "--proxy-exe",
+			 "nginx",
+			 "--proxy-pid",
+			 "42",
+			 "--manifests",
+			 "/m",
+			 "--gateway",
+			 "ns/gw",
+			 "--max-series",
+			 "77",
+			 "--series-idle",
+			 "0",
+			 "--no-source-metrics",
+			 "--otlp-endpoint",
+			 "http://c:4318",
+			 "--export-interval",
+			 "15",
+			 "-v",
+			 NULL };
 	struct agent_opts o;
 
 	if (!ASSERT_EQ(parse(&o, argv), 0))
@@ -105,8 +105,8 @@ TEST(options_config_file_every_key_flags_win)
 					"nodeName: node-7\n"
 					"pinDir: /sys/fs/bpf/mm2\n");
 	/* the flag comes before --config and still wins over the file */
-	char *argv[] = {"run",	    "--max-series", "9",
-			"--config", (char *)path,   NULL};
+	char *argv[] = { "run",      "--max-series", "9",
+			 "--config", (char *)path,   NULL };
 	struct agent_opts o;
 
 	if (!ASSERT_TRUE(path) || !ASSERT_EQ(parse(&o, argv), 0))
@@ -141,21 +141,21 @@ TEST(options_config_file_every_key_flags_win)
 TEST(options_rejects_what_must_be_fixed)
 {
 	static const char *const configs[] = {
-		"maxSeries: many\n", /* not a number */
+		"maxSeries: many\n",               /* not a number */
 		"proxy: {exe: nginx, port: 80}\n", /* unknown key */
-		"nope: 1\n", /* unknown top-level key */
-		"otlp: {gzip: 3}\n", /* not a bool */
-		"- a\n- b\n", /* not a map */
+		"nope: 1\n",                       /* unknown top-level key */
+		"otlp: {gzip: 3}\n",               /* not a bool */
+		"- a\n- b\n",                      /* not a map */
 	};
-	char *no_proxy[] = {"run", NULL};
-	char *bad_rb[] = {"run",  "--proxy-exe", "x", "--ringbuf-bytes",
-			  "5000", NULL};
-	char *bad_gw[] = {"run", "--proxy-exe", "x", "--gateway", "gw", NULL};
-	char *bad_pid[] = {"run", "--proxy-pid", "-3", NULL};
-	char *bad_conn[] = {"run", "--proxy-exe", "x", "--max-connections",
-			    "10",  NULL};
-	char *extra[] = {"run", "--proxy-exe", "x", "stray", NULL};
-	char *help[] = {"run", "--help", NULL};
+	char *no_proxy[] = { "run", NULL };
+	char *bad_rb[] = { "run",  "--proxy-exe", "x", "--ringbuf-bytes",
+			   "5000", NULL };
+	char *bad_gw[] = { "run", "--proxy-exe", "x", "--gateway", "gw", NULL };
+	char *bad_pid[] = { "run", "--proxy-pid", "-3", NULL };
+	char *bad_conn[] = { "run", "--proxy-exe", "x", "--max-connections",
+			     "10",  NULL };
+	char *extra[] = { "run", "--proxy-exe", "x", "stray", NULL };
+	char *help[] = { "run", "--help", NULL };
 	struct agent_opts o;
 
 	ASSERT_EQ(parse(&o, no_proxy), -EINVAL);
@@ -167,8 +167,8 @@ TEST(options_rejects_what_must_be_fixed)
 	ASSERT_EQ(parse(&o, help), 1);
 	for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++) {
 		const char *path = write_config(configs[i]);
-		char *argv[] = {"run",	    "--proxy-exe", "x",
-				"--config", (char *)path,  NULL};
+		char *argv[] = { "run",      "--proxy-exe", "x",
+				 "--config", (char *)path,  NULL };
 
 		ASSERT_EQ(parse(&o, argv), -EINVAL);
 		options__free(&o);
@@ -178,23 +178,33 @@ TEST(options_rejects_what_must_be_fixed)
 /* metricsAuth and otlp tenancy: config keys, flags over them, and what is refused */
 TEST(options_metrics_auth_and_tenancy)
 {
-	const char *path = write_config("manifests: /m\n"
-					"proxy: {exe: [nginx]}\n"
-					"metricsAuth:\n"
-					"  mode: kubernetes\n"
-					"  cacheTTL: 7\n"
-					"  maxEntries: 99\n"
-					"  extra: [iam.miloapis.com/parent-type=Project]\n"
-					"otlp:\n"
-					"  endpoint: http://c:4318\n"
-					"  tenantFrom: namespace-label:tenant\n"
-					"  tenantHeader: THANOS-TENANT\n"
-					"  tenantDefault: platform\n");
-	char *argv[] = {"run", "--config", (char *)path, "--metrics-auth-ttl", "9",
-			"--metrics-auth-extra", "k=v", NULL};
-	char *bad_mode[] = {"run", "--manifests", "/m", "--proxy-exe", "x", "--metrics-auth", "rbac", NULL};
-	char *bad_extra[] = {"run", "--manifests", "/m", "--proxy-exe", "x", "--metrics-auth-extra", "novalue", NULL};
-	char *bad_tenant[] = {"run", "--manifests", "/m", "--proxy-exe", "x", "--otlp-tenant-from", "label", NULL};
+	const char *path =
+		write_config("manifests: /m\n"
+			     "proxy: {exe: [nginx]}\n"
+			     "metricsAuth:\n"
+			     "  mode: kubernetes\n"
+			     "  cacheTTL: 7\n"
+			     "  maxEntries: 99\n"
+			     "  extra: [iam.miloapis.com/parent-type=Project]\n"
+			     "otlp:\n"
+			     "  endpoint: http://c:4318\n"
+			     "  tenantFrom: namespace-label:tenant\n"
+			     "  tenantHeader: THANOS-TENANT\n"
+			     "  tenantDefault: platform\n");
+	char *argv[] = { "run",        "--config",
+			 (char *)path, "--metrics-auth-ttl",
+			 "9",          "--metrics-auth-extra",
+			 "k=v",        NULL };
+	char *bad_mode[] = { "run", "--manifests",    "/m",   "--proxy-exe",
+			     "x",   "--metrics-auth", "rbac", NULL };
+	char *bad_extra[] = { "run",     "--manifests",
+			      "/m",      "--proxy-exe",
+			      "x",       "--metrics-auth-extra",
+			      "novalue", NULL };
+	char *bad_tenant[] = { "run",   "--manifests",
+			       "/m",    "--proxy-exe",
+			       "x",     "--otlp-tenant-from",
+			       "label", NULL };
 	struct agent_opts o;
 
 	if (!ASSERT_TRUE(path) || !ASSERT_EQ(parse(&o, argv), 0))
@@ -203,7 +213,8 @@ TEST(options_metrics_auth_and_tenancy)
 	ASSERT_EQ(o.metrics_auth_ttl_s, 9);
 	ASSERT_EQ(o.metrics_auth_max, 99);
 	ASSERT_EQ(o.nmetrics_auth_extra, 2);
-	ASSERT_STREQ(o.metrics_auth_extra[0], "iam.miloapis.com/parent-type=Project");
+	ASSERT_STREQ(o.metrics_auth_extra[0],
+		     "iam.miloapis.com/parent-type=Project");
 	ASSERT_STREQ(o.metrics_auth_extra[1], "k=v");
 	ASSERT_STREQ(o.otlp_tenant_from, "namespace-label:tenant");
 	ASSERT_STREQ(o.otlp_tenant_header, "THANOS-TENANT");
@@ -219,16 +230,20 @@ TEST(options_metrics_auth_and_tenancy)
 
 TEST(options_listener_ports)
 {
-	const char *path = write_config("proxy: {exe: nginx}\n"
-					"listenerPorts: [\"80=10080\", \"443=10443\"]\n");
-	char *argv[] = {"run", "--config", (char *)path, "--listener-port",
-			"443=18443", "--listener-port", "8080=18080", NULL};
+	const char *path =
+		write_config("proxy: {exe: nginx}\n"
+			     "listenerPorts: [\"80=10080\", \"443=10443\"]\n");
+	char *argv[] = { "run",        "--config",
+			 (char *)path, "--listener-port",
+			 "443=18443",  "--listener-port",
+			 "8080=18080", NULL };
 	char *bad[][4] = {
-		{"run", "--proxy-exe=nginx", "--listener-port=80", NULL},
-		{"run", "--proxy-exe=nginx", "--listener-port=80=", NULL},
-		{"run", "--proxy-exe=nginx", "--listener-port=0=10080", NULL},
-		{"run", "--proxy-exe=nginx", "--listener-port=80=65536", NULL},
-		{"run", "--proxy-exe=nginx", "--listener-port=80=1x", NULL},
+		{ "run", "--proxy-exe=nginx", "--listener-port=80", NULL },
+		{ "run", "--proxy-exe=nginx", "--listener-port=80=", NULL },
+		{ "run", "--proxy-exe=nginx", "--listener-port=0=10080", NULL },
+		{ "run", "--proxy-exe=nginx", "--listener-port=80=65536",
+		  NULL },
+		{ "run", "--proxy-exe=nginx", "--listener-port=80=1x", NULL },
 	};
 	struct agent_opts o;
 
@@ -249,7 +264,7 @@ TEST(options_listener_ports)
 	}
 	path = write_config("proxy: {exe: nginx}\nlistenerPorts: [80]\n");
 	{
-		char *cfg[] = {"run", "--config", (char *)path, NULL};
+		char *cfg[] = { "run", "--config", (char *)path, NULL };
 
 		ASSERT_EQ(parse(&o, cfg), -EINVAL);
 		options__free(&o);

@@ -65,7 +65,8 @@ TEST(options_config_rejects_nul_and_wrong_types)
 	static const char *const bad[][2] = {
 		{ "manifests: \"/etc\\0/x\"\nproxy: {exe: [nginx]}\n",
 		  "c.yaml:1: manifests: contains a NUL byte" },
-		{ "manifests: [a]\n", "c.yaml:1: manifests: expected a string" },
+		{ "manifests: [a]\n",
+		  "c.yaml:1: manifests: expected a string" },
 		{ "maxSeries: 0x 50\nproxy: {exe: [nginx]}\n",
 		  "c.yaml:1: maxSeries: expected an integer" },
 	};

@@ -19,10 +19,10 @@
 #define T1 1700000010000000000ULL
 
 static const struct mlabel res_attrs[] = {
-	{"host.name", "node-a"},
-	{"k8s.node.name", "node-a"},
-	{"k8s.cluster.uid", "c-123"},
-	{"k8s.pod.name", ""}, /* unknown: left out */
+	{ "host.name", "node-a" },
+	{ "k8s.node.name", "node-a" },
+	{ "k8s.cluster.uid", "c-123" },
+	{ "k8s.pod.name", "" }, /* unknown: left out */
 };
 
 static struct otlp_encoder *new_encoder(void)
@@ -63,17 +63,17 @@ static otlp_pb_metric *find_metric(otlp_pb_request *r, const char *name)
 static int feed_all_kinds(struct otlp_encoder *e)
 {
 	static const struct mlabel l_get[] = {
-		{"http.request.method", "GET"},
-		{"http.route", "/api"},
+		{ "http.request.method", "GET" },
+		{ "http.route", "/api" },
 	};
 	static const struct mlabel l_post[] = {
-		{"http.request.method", "POST"},
-		{"http.route", "/api"},
+		{ "http.request.method", "POST" },
+		{ "http.route", "/api" },
 	};
-	static const double bounds[] = {0.005, 0.01, 0.1, 1};
-	static const uint64_t counts[] = {1, 2, 0, 3, 4};
-	static const uint64_t pos[] = {5, 0, 7};
-	static const uint64_t neg[] = {1};
+	static const double bounds[] = { 0.005, 0.01, 0.1, 1 };
+	static const uint64_t counts[] = { 1, 2, 0, 3, 4 };
+	static const uint64_t pos[] = { 5, 0, 7 };
+	static const uint64_t neg[] = { 1 };
 	struct mmetric_desc counter = {
 		.name = "http.server.requests",
 		.description = "Requests",
@@ -111,7 +111,7 @@ static int feed_all_kinds(struct otlp_encoder *e)
 		.temporality = MT_CUMULATIVE,
 		.hist = MH_EXPONENTIAL,
 	};
-	struct mhist_explicit_view hv = {bounds, 4, counts};
+	struct mhist_explicit_view hv = { bounds, 4, counts };
 	struct mhist_exp_view ev = {
 		.scale = 3,
 		.zero_count = 2,
@@ -123,19 +123,19 @@ static int feed_all_kinds(struct otlp_encoder *e)
 		.neg_n = 1,
 	};
 	struct mpoint_view cp[2] = {
-		{.labels = l_get,
-		 .nlabels = 2,
-		 .start_ns = T0,
-		 .time_ns = T1,
-		 .ivalue = 42},
-		{.labels = l_post,
-		 .nlabels = 2,
-		 .start_ns = T0,
-		 .time_ns = T1,
-		 .ivalue = -7},
+		{ .labels = l_get,
+		  .nlabels = 2,
+		  .start_ns = T0,
+		  .time_ns = T1,
+		  .ivalue = 42 },
+		{ .labels = l_post,
+		  .nlabels = 2,
+		  .start_ns = T0,
+		  .time_ns = T1,
+		  .ivalue = -7 },
 	};
-	struct mpoint_view up = {.start_ns = T0, .time_ns = T1, .value = 2.5};
-	struct mpoint_view gp = {.start_ns = T0, .time_ns = T1, .ivalue = 12};
+	struct mpoint_view up = { .start_ns = T0, .time_ns = T1, .value = 2.5 };
+	struct mpoint_view gp = { .start_ns = T0, .time_ns = T1, .ivalue = 12 };
 	struct mpoint_view hp = {
 		.labels = l_get,
 		.nlabels = 2,
@@ -154,7 +154,7 @@ static int feed_all_kinds(struct otlp_encoder *e)
 		.time_ns = T1,
 		.explicit_h = &hv,
 	};
-	struct mpoint_view hps[2] = {hp, hp_empty};
+	struct mpoint_view hps[2] = { hp, hp_empty };
 	struct mpoint_view ep = {
 		.start_ns = T0,
 		.time_ns = T1,
@@ -187,7 +187,7 @@ TEST(otlp_encode_round_trip)
 	otlp_pb_number_dp *np;
 	otlp_pb_histogram_dp *hp;
 	otlp_pb_exp_histogram_dp *ep;
-	static const uint64_t want_counts[] = {1, 2, 0, 3, 4};
+	static const uint64_t want_counts[] = { 1, 2, 0, 3, 4 };
 	void *buf = NULL;
 	size_t len = 0, i;
 	int n;
@@ -318,7 +318,7 @@ TEST(otlp_encode_round_trip)
  * even if protobuf-c decodes its own mistake back consistently. */
 TEST(otlp_encode_wire_bytes)
 {
-	static const struct mlabel l[] = {{"k", "v"}};
+	static const struct mlabel l[] = { { "k", "v" } };
 	struct mmetric_desc d = {
 		.name = "m",
 		.unit = "s",
@@ -326,14 +326,14 @@ TEST(otlp_encode_wire_bytes)
 		.temporality = MT_DELTA,
 		.is_int = true,
 	};
-	struct mpoint_view p = {.labels = l,
-				.nlabels = 1,
-				.start_ns = 1,
-				.time_ns = 2,
-				.ivalue = 3};
+	struct mpoint_view p = { .labels = l,
+				 .nlabels = 1,
+				 .start_ns = 1,
+				 .time_ns = 2,
+				 .ivalue = 3 };
 	struct otlp_encode_opts o = {
-		.resource = (struct mlabel[]){{"service.name", "x"},
-					      {"service.version", "1"}},
+		.resource = (struct mlabel[]){ { "service.name", "x" },
+					       { "service.version", "1" } },
 		.nresource = 2,
 		.scope_name = "s",
 		.scope_version = "1",
@@ -459,11 +459,11 @@ static uint64_t now_ns(void)
 TEST(otlp_encode_bench_10k)
 {
 	enum { NS = 10000, NH = 1000 };
-	static const double bounds[] = {0.005, 0.01, 0.025, 0.05, 0.075,
-					0.1,   0.25, 0.5,   0.75, 1,
-					2.5,   5,    7.5,   10};
-	uint64_t counts[15] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
-	struct mhist_explicit_view hv = {bounds, 14, counts};
+	static const double bounds[] = { 0.005, 0.01, 0.025, 0.05, 0.075,
+					 0.1,   0.25, 0.5,   0.75, 1,
+					 2.5,   5,    7.5,   10 };
+	uint64_t counts[15] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 };
+	struct mhist_explicit_view hv = { bounds, 14, counts };
 	struct mmetric_desc c = {
 		.name = "http.server.requests",
 		.unit = "{request}",
@@ -491,10 +491,10 @@ TEST(otlp_encode_bench_10k)
 	ASSERT_TRUE(pts && lab && route && e);
 	for (i = 0; i < NS; i++) {
 		snprintf(route[i], 32, "/api/v1/route-%05d", i);
-		lab[i * 3] = (struct mlabel){"http.request.method", "GET"};
+		lab[i * 3] = (struct mlabel){ "http.request.method", "GET" };
 		lab[i * 3 + 1] =
-			(struct mlabel){"http.response.status_code", "200"};
-		lab[i * 3 + 2] = (struct mlabel){"http.route", route[i]};
+			(struct mlabel){ "http.response.status_code", "200" };
+		lab[i * 3 + 2] = (struct mlabel){ "http.route", route[i] };
 		pts[i] = (struct mpoint_view){
 			.labels = &lab[i * 3],
 			.nlabels = 3,

@@ -54,7 +54,7 @@ static void *payload(const char *name, size_t *len)
 		.temporality = MT_DELTA,
 		.is_int = true,
 	};
-	struct mpoint_view p = {.start_ns = 1, .time_ns = 2, .ivalue = 1};
+	struct mpoint_view p = { .start_ns = 1, .time_ns = 2, .ivalue = 1 };
 	struct otlp_encoder *e = otlp_encoder__new(NULL);
 	void *buf = NULL;
 
@@ -117,7 +117,7 @@ static struct otlp_sender *start_sender(struct otlp_sender_opts *o,
 
 static uint16_t free_port(void)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET};
+	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sa);
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	uint16_t port = 0;
@@ -133,8 +133,9 @@ static uint16_t free_port(void)
 
 TEST(otlp_sender_retry_after_then_ok)
 {
-	struct otlp_sink_opts ko = {
-		.script = "503:1,200", .quiet = true, .dir = test__tmpdir()};
+	struct otlp_sink_opts ko = { .script = "503:1,200",
+				     .quiet = true,
+				     .dir = test__tmpdir() };
 	struct otlp_sender_opts so = {};
 	struct otlp_sender_stats st;
 	const struct otlp_sink_req *r1, *r2;
@@ -185,9 +186,9 @@ TEST(otlp_sender_retry_after_then_ok)
 
 TEST(otlp_sender_400_not_retried)
 {
-	struct otlp_sink_opts ko = {.status = 400, .quiet = true};
-	struct otlp_sender_opts so = {.log = log_to_buf};
-	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct otlp_sink_opts ko = { .status = 400, .quiet = true };
+	struct otlp_sender_opts so = { .log = log_to_buf };
+	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct otlp_sender_stats st;
 	struct otlp_sink *k;
 	struct otlp_sender *s;
@@ -218,10 +219,11 @@ TEST(otlp_sender_400_not_retried)
 
 TEST(otlp_sender_partial_success_counted)
 {
-	struct otlp_sink_opts ko = {
-		.partial = 3, .partial_msg = "3 points too old", .quiet = true};
-	struct otlp_sender_opts so = {.log = log_to_buf};
-	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct otlp_sink_opts ko = { .partial = 3,
+				     .partial_msg = "3 points too old",
+				     .quiet = true };
+	struct otlp_sender_opts so = { .log = log_to_buf };
+	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct otlp_sender_stats st;
 	struct otlp_sink *k;
 	struct otlp_sender *s;
@@ -249,9 +251,9 @@ TEST(otlp_sender_partial_success_counted)
 
 TEST(otlp_sender_unreachable_bounded_then_resumes)
 {
-	struct otlp_sink_opts ko = {.quiet = true};
-	struct otlp_sender_opts so = {.log = log_to_buf};
-	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct otlp_sink_opts ko = { .quiet = true };
+	struct otlp_sender_opts so = { .log = log_to_buf };
+	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct otlp_sender_stats st;
 	struct otlp_sink *k;
 	struct otlp_sender *s;
@@ -306,8 +308,8 @@ TEST(otlp_sender_unreachable_bounded_then_resumes)
 
 TEST(otlp_sender_gzip)
 {
-	struct otlp_sink_opts ko = {.quiet = true};
-	struct otlp_sender_opts so = {.gzip = true};
+	struct otlp_sink_opts ko = { .quiet = true };
+	struct otlp_sender_opts so = { .gzip = true };
 	struct otlp_sender_stats st;
 	const struct otlp_sink_req *r;
 	struct otlp_sink *k;
@@ -338,14 +340,14 @@ TEST(otlp_sender_gzip)
 
 TEST(otlp_sender_headers_sent_not_logged)
 {
-	struct otlp_sink_opts ko = {.script = "500,200", .quiet = true};
+	struct otlp_sink_opts ko = { .script = "500,200", .quiet = true };
 	struct otlp_sender_opts so = {
 		.headers = "X-Api-Key = s3cr3t%2Cvalue , authorization=Bearer "
 			   "tok123",
 		.debug = true,
 		.log = log_to_buf,
 	};
-	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct otlp_sender_stats st;
 	const struct otlp_sink_req *r;
 	struct otlp_sink *k;
@@ -380,7 +382,7 @@ TEST(otlp_sender_headers_sent_not_logged)
 
 TEST(otlp_sender_env_headers)
 {
-	struct otlp_sink_opts ko = {.quiet = true};
+	struct otlp_sink_opts ko = { .quiet = true };
 	struct otlp_sender_opts so = {};
 	struct otlp_sender_stats st;
 	struct otlp_sink *k;
@@ -405,9 +407,9 @@ TEST(otlp_sender_env_headers)
 TEST(otlp_sender_stop_flushes_and_bounds_time)
 {
 	struct otlp_sender_stats st;
-	struct otlp_sink_opts ko = {.quiet = true};
-	struct otlp_sender_opts so = {.log = log_to_buf};
-	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct otlp_sink_opts ko = { .quiet = true };
+	struct otlp_sender_opts so = { .log = log_to_buf };
+	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct otlp_sink *k;
 	struct otlp_sender *s;
 	char err[256], url[64];
@@ -451,18 +453,18 @@ TEST(otlp_sender_endpoint_validation)
 	static const struct {
 		const char *in, *url, *err;
 	} cases[] = {
-		{"http://127.0.0.1:4318", "http://127.0.0.1:4318/v1/metrics"},
-		{"https://otel.example:4318/",
-		 "https://otel.example:4318/v1/metrics"},
-		{"http://gw/otlp", "http://gw/otlp/v1/metrics"},
-		{"http://gw:1/v1/metrics", "http://gw:1/v1/metrics"},
-		{"ftp://gw:21", NULL, "not supported"},
-		{"grpc://gw:4317", NULL, "http:// or https://"},
-		{"", NULL, "not set"},
-		{"http://", NULL, "not a URL"},
-		{"http://bob:pw@gw:4318", NULL, "as headers instead"},
+		{ "http://127.0.0.1:4318", "http://127.0.0.1:4318/v1/metrics" },
+		{ "https://otel.example:4318/",
+		  "https://otel.example:4318/v1/metrics" },
+		{ "http://gw/otlp", "http://gw/otlp/v1/metrics" },
+		{ "http://gw:1/v1/metrics", "http://gw:1/v1/metrics" },
+		{ "ftp://gw:21", NULL, "not supported" },
+		{ "grpc://gw:4317", NULL, "http:// or https://" },
+		{ "", NULL, "not set" },
+		{ "http://", NULL, "not a URL" },
+		{ "http://bob:pw@gw:4318", NULL, "as headers instead" },
 	};
-	struct otlp_sender_opts so = {.no_env_headers = true};
+	struct otlp_sender_opts so = { .no_env_headers = true };
 	struct otlp_sender *s;
 	char err[256];
 	size_t i;
@@ -519,7 +521,7 @@ TEST(otlp_sender_endpoint_validation)
 
 TEST(otlp_sink_script_and_invalid_body)
 {
-	struct otlp_sink_opts ko = {.quiet = true};
+	struct otlp_sink_opts ko = { .quiet = true };
 	struct otlp_sink *k;
 	char err[256];
 
@@ -550,12 +552,12 @@ TEST(otlp_sink_script_and_invalid_body)
 
 TEST(otlp_sender_tls_ca_file)
 {
-	struct otlp_sink_opts ko = {.quiet = true};
-	struct otlp_sender_opts so = {.no_env_headers = true,
-				      .backoff_initial_ms = 10,
-				      .backoff_max_ms = 50,
-				      .log = log_to_buf};
-	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct otlp_sink_opts ko = { .quiet = true };
+	struct otlp_sender_opts so = { .no_env_headers = true,
+				       .backoff_initial_ms = 10,
+				       .backoff_max_ms = 50,
+				       .log = log_to_buf };
+	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct otlp_sender_stats st;
 	struct otlp_sink *k;
 	struct otlp_sender *s;
@@ -606,9 +608,9 @@ TEST(otlp_sender_tls_ca_file)
 
 TEST(otlp_sender_timeout_retried_and_stop_aborts)
 {
-	struct otlp_sink_opts ko = {.quiet = true, .delay_ms = 3000};
-	struct otlp_sender_opts so = {.timeout_ms = 200, .log = log_to_buf};
-	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct otlp_sink_opts ko = { .quiet = true, .delay_ms = 3000 };
+	struct otlp_sender_opts so = { .timeout_ms = 200, .log = log_to_buf };
+	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct otlp_sender_stats st;
 	struct otlp_sink *k;
 	struct otlp_sender *s;
@@ -651,9 +653,9 @@ TEST(otlp_sender_timeout_retried_and_stop_aborts)
 /* The agent's export tick: store -> split requests -> sender -> collector. */
 TEST(otlp_sender_emit_split_from_store)
 {
-	struct otlp_sink_opts ko = {.quiet = true};
+	struct otlp_sink_opts ko = { .quiet = true };
 	struct otlp_sender_opts so = {};
-	struct mstore_opts mo = {.keep_delta = true};
+	struct mstore_opts mo = { .keep_delta = true };
 	struct mmetric_desc d = {
 		.name = "reqs",
 		.unit = "1",
@@ -676,7 +678,7 @@ TEST(otlp_sender_emit_split_from_store)
 	ASSERT_TRUE(id >= 0);
 	mstore__lock(ms);
 	for (i = 0; i < 25; i++) {
-		struct mlabel l = {"i", v};
+		struct mlabel l = { "i", v };
 
 		snprintf(v, sizeof(v), "%u", i);
 		mseries__add(mstore__series(ms, id, &l, 1), 1, 1000);
@@ -686,9 +688,9 @@ TEST(otlp_sender_emit_split_from_store)
 	ASSERT_TRUE(k, "%s", err);
 	s = start_sender(&so, otlp_sink__port(k), url, sizeof(url));
 	ASSERT_TRUE(s);
-	ASSERT_EQ(
-		otlp_encode__store_split(e, ms, 2000, 10, otlp_sender__emit, s),
-		25);
+	ASSERT_EQ(otlp_encode__store_split(e, ms, 2000, 10, otlp_sender__emit,
+					   s),
+		  25);
 	ASSERT_TRUE(WAIT_STATS(s, st, st.successes == 3));
 	otlp_sender__stop(s, 1000);
 	ASSERT_EQ(otlp_sink__requests(k), 3);
@@ -705,11 +707,12 @@ TEST(otlp_sender_emit_split_from_store)
 
 TEST(otlp_sender_429_backoff_without_retry_after)
 {
-	struct otlp_sink_opts ko = {.script = "429,502,504,200", .quiet = true};
-	struct otlp_sender_opts so = {.backoff_initial_ms = 40,
-				      .backoff_max_ms = 80,
-				      .log = log_to_buf};
-	struct logbuf lb = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct otlp_sink_opts ko = { .script = "429,502,504,200",
+				     .quiet = true };
+	struct otlp_sender_opts so = { .backoff_initial_ms = 40,
+				       .backoff_max_ms = 80,
+				       .log = log_to_buf };
+	struct logbuf lb = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct otlp_sender_stats st;
 	struct otlp_sink *k;
 	struct otlp_sender *s;

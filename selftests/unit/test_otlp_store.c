@@ -23,7 +23,7 @@ static otlp_pb_metric *metric(otlp_pb_request *r, const char *name)
 
 TEST(otlp_store_delta_intervals)
 {
-	struct mstore_opts so = {.keep_delta = true};
+	struct mstore_opts so = { .keep_delta = true };
 	struct mmetric_desc req = {
 		.name = "http.server.requests",
 		.unit = "{request}",
@@ -45,7 +45,7 @@ TEST(otlp_store_delta_intervals)
 		.temporality = MT_CUMULATIVE,
 		.is_int = true,
 	};
-	static const struct mlabel l[] = {{"http.route", "/a"}};
+	static const struct mlabel l[] = { { "http.route", "/a" } };
 	struct mstore *st = mstore__new(&so);
 	struct otlp_encoder *e = otlp_encoder__new(NULL);
 	struct mseries *s1, *s2, *s3;
@@ -132,7 +132,7 @@ static uint64_t mono_ns(void)
 TEST(otlp_store_bench_10k)
 {
 	enum { NS = 10000 };
-	struct mstore_opts so = {.keep_delta = true};
+	struct mstore_opts so = { .keep_delta = true };
 	struct mmetric_desc req = {
 		.name = "http.server.requests",
 		.unit = "{request}",
@@ -155,9 +155,9 @@ TEST(otlp_store_bench_10k)
 		mstore__lock(st);
 		for (i = 0; i < NS; i++) {
 			struct mlabel l[3] = {
-				{"http.request.method", "GET"},
-				{"http.response.status_code", "200"},
-				{"http.route", route},
+				{ "http.request.method", "GET" },
+				{ "http.response.status_code", "200" },
+				{ "http.route", route },
 			};
 			struct mseries *ser;
 

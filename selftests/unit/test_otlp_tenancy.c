@@ -48,10 +48,13 @@ static void record(struct got *g, void *buf, size_t len, const char *tenant)
 	free(buf);
 	if (!r || r->n_resource_metrics != 1)
 		return;
-	for (size_t m = 0; m < r->resource_metrics[0]->scope_metrics[0]->n_metrics; m++) {
-		otlp_pb_metric *mt = r->resource_metrics[0]->scope_metrics[0]->metrics[m];
+	for (size_t m = 0;
+	     m < r->resource_metrics[0]->scope_metrics[0]->n_metrics; m++) {
+		otlp_pb_metric *mt =
+			r->resource_metrics[0]->scope_metrics[0]->metrics[m];
 
-		for (size_t i = 0; i < mt->sum->n_data_points && g->npoints < 256; i++) {
+		for (size_t i = 0;
+		     i < mt->sum->n_data_points && g->npoints < 256; i++) {
 			otlp_pb_number_dp *p = mt->sum->data_points[i];
 
 			snprintf(g->points[g->npoints], 64, "%s|%s=%s", tenant,
@@ -61,9 +64,10 @@ static void record(struct got *g, void *buf, size_t len, const char *tenant)
 		}
 	}
 	if (g->requests < 8) {
-		const char *a = kv(r->resource_metrics[0]->resource->attributes,
-				   r->resource_metrics[0]->resource->n_attributes,
-				   "milo.project");
+		const char *a =
+			kv(r->resource_metrics[0]->resource->attributes,
+			   r->resource_metrics[0]->resource->n_attributes,
+			   "milo.project");
 
 		snprintf(g->attr[g->requests], 32, "%s", a ? a : "");
 	}
@@ -103,10 +107,12 @@ static int cmp_pt(const void *a, const void *b)
 
 TEST(otlp_tenancy_split_adds_up)
 {
-	struct mmetric_desc d = { .name = "c", .instrument = MI_COUNTER,
+	struct mmetric_desc d = { .name = "c",
+				  .instrument = MI_COUNTER,
 				  .is_int = true };
 	struct mlabel res = { "host.name", "n1" };
-	struct otlp_tenancy_opts to = { .resource = &res, .nresource = 1,
+	struct otlp_tenancy_opts to = { .resource = &res,
+					.nresource = 1,
 					.tenant = ns_tenant };
 	struct mstore *s = mstore__new(NULL);
 	struct otlp_encode_opts eo = { .resource = &res, .nresource = 1 };
@@ -128,7 +134,8 @@ TEST(otlp_tenancy_split_adds_up)
 		snprintf(v, sizeof(v), "s%d", i);
 		ser = mstore__series(s, id, &l, 1);
 		if (ns[i]) {
-			msubject__format(subj, sizeof(subj), "g", "r", ns[i], v);
+			msubject__format(subj, sizeof(subj), "g", "r", ns[i],
+					 v);
 			ASSERT_EQ(mstore__bind(s, ser, subj), 0);
 		}
 		mseries__add(ser, 10 + i, 1);
@@ -156,9 +163,11 @@ TEST(otlp_tenancy_split_adds_up)
 	to.header = "THANOS-TENANT";
 	t = otlp_tenancy__new(&to);
 	ASSERT_EQ(otlp_tenancy__export(t, s, 3, 2, emit_split, &split), 6);
-	ASSERT_EQ(otlp_encode__store_split(enc, s, 3, 0, emit_plain, &plain), 6);
+	ASSERT_EQ(otlp_encode__store_split(enc, s, 3, 0, emit_plain, &plain),
+		  6);
 	ASSERT_EQ(split.npoints, plain.npoints);
-	ASSERT_EQ(split.requests, 4); /* t-a (2 points), t-b (2), t-c, platform */
+	ASSERT_EQ(split.requests,
+		  4); /* t-a (2 points), t-b (2), t-c, platform */
 	qsort(split.points, split.npoints, 64, cmp_pt);
 	qsort(plain.points, plain.npoints, 64, cmp_pt);
 	for (int i = 0; i < plain.npoints; i++)

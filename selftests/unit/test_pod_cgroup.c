@@ -17,11 +17,11 @@
 #include "agent/node/pod_cgroup.h"
 #include "selftests/unit/test.h"
 
-#define UID "3f1c2a9e-8b7d-4c6e-9a5f-0123456789ab"
-#define UID_ "3f1c2a9e_8b7d_4c6e_9a5f_0123456789ab"
+#define UID       "3f1c2a9e-8b7d-4c6e-9a5f-0123456789ab"
+#define UID_      "3f1c2a9e_8b7d_4c6e_9a5f_0123456789ab"
 #define OTHER_UID "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
-#define CID "4b825dc642cb6eb9a060e54bf8d69288fbee4904d5a0b7c8e1f2a3b4c5d6e7f8"
-#define CID2 "0000000000000000000000000000000000000000000000000000000000000001"
+#define CID       "4b825dc642cb6eb9a060e54bf8d69288fbee4904d5a0b7c8e1f2a3b4c5d6e7f8"
+#define CID2      "0000000000000000000000000000000000000000000000000000000000000001"
 
 /* mkdir -p root/rel; returns the directory's inode or 0 */
 static unsigned long long mkpath(const char *root, const char *rel)
@@ -68,7 +68,8 @@ static const struct shape shapes[] = {
 	  "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UID_
 	  ".slice/cri-containerd-" CID ".scope" },
 	{ "systemd_containerd_guaranteed", "Guaranteed", "containerd://",
-	  "kubepods.slice/kubepods-pod" UID_ ".slice/cri-containerd-" CID ".scope" },
+	  "kubepods.slice/kubepods-pod" UID_ ".slice/cri-containerd-" CID
+	  ".scope" },
 	{ "systemd_crio_burstable", "Burstable", "cri-o://",
 	  "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_
 	  ".slice/crio-" CID ".scope" },
@@ -99,9 +100,10 @@ static const struct shape shapes[] = {
 static void decoys(const char *root)
 {
 	/* another pod with the same container id layout, and a sibling */
-	mkpath(root, "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
-		     "aaaaaaaa_bbbb_cccc_dddd_eeeeeeeeeeee.slice/cri-containerd-" CID2
-		     ".scope");
+	mkpath(root,
+	       "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+	       "aaaaaaaa_bbbb_cccc_dddd_eeeeeeeeeeee.slice/cri-containerd-" CID2
+	       ".scope");
 	mkpath(root, "kubepods/burstable/pod" OTHER_UID "/" CID2);
 	/* a container of another pod that happens to carry our id: never */
 	mkpath(root, "system.slice/containerd.service");
@@ -128,7 +130,8 @@ TEST(pod_cgroup_shapes)
 		ASSERT_EQ(pod_cgroup__parse_qos(s->qos, &qos), 0);
 		r = pod_cgroup__find(root, UID, qos, &c, dir, sizeof(dir), &id);
 		if (r) {
-			test__fail(__FILE__, __LINE__, "%s: find: %d", s->name, r);
+			test__fail(__FILE__, __LINE__, "%s: find: %d", s->name,
+				   r);
 			return;
 		}
 		snprintf(want, sizeof(want), "%s/%s", root, s->rel);
@@ -150,18 +153,23 @@ TEST(pod_cgroup_crio_conmon_is_not_the_container)
 	unsigned long long ino;
 
 	/* a non-default root so the walk runs; conmon first in readdir or not */
-	mkpath(root, "custom/kubepods-pod" UID_ ".slice/crio-conmon-" CID ".scope");
-	ino = mkpath(root, "custom/kubepods-pod" UID_ ".slice/crio-" CID ".scope");
+	mkpath(root,
+	       "custom/kubepods-pod" UID_ ".slice/crio-conmon-" CID ".scope");
+	ino = mkpath(root,
+		     "custom/kubepods-pod" UID_ ".slice/crio-" CID ".scope");
 	ASSERT_EQ(pod_cgroup__parse_container_id("cri-o://" CID, &c), 0);
 	ASSERT_EQ(pod_cgroup__find(root, UID, POD_QOS_GUARANTEED, &c, dir,
-				   sizeof(dir), &id), 0);
+				   sizeof(dir), &id),
+		  0);
 	ASSERT_TRUE(strstr(dir, "crio-conmon-") == NULL, "got %s", dir);
 	ASSERT_EQ(id, ino);
 	/* conmon alone (the container not started yet): nothing */
 	root = fresh_root("crio_walk_conmon_only");
-	mkpath(root, "custom/kubepods-pod" UID_ ".slice/crio-conmon-" CID ".scope");
+	mkpath(root,
+	       "custom/kubepods-pod" UID_ ".slice/crio-conmon-" CID ".scope");
 	ASSERT_EQ(pod_cgroup__find(root, UID, POD_QOS_GUARANTEED, &c, dir,
-				   sizeof(dir), &id), -ENOENT);
+				   sizeof(dir), &id),
+		  -ENOENT);
 }
 
 TEST(pod_cgroup_wrong_pod_or_gone)
@@ -176,16 +184,20 @@ TEST(pod_cgroup_wrong_pod_or_gone)
 	mkpath(root, "kubepods/burstable/pod" OTHER_UID "/" CID);
 	ASSERT_EQ(pod_cgroup__parse_container_id("containerd://" CID, &c), 0);
 	ASSERT_EQ(pod_cgroup__find(root, UID, POD_QOS_BURSTABLE, &c, dir,
-				   sizeof(dir), &id), -ENOENT);
+				   sizeof(dir), &id),
+		  -ENOENT);
 	/* right pod, other QoS class: found by the walk (the class changed
 	 * only if the pod was recreated; the uid is what binds) */
 	mkpath(root, "kubepods/besteffort/pod" UID "/" CID);
 	ASSERT_EQ(pod_cgroup__find(root, UID, POD_QOS_BURSTABLE, &c, dir,
-				   sizeof(dir), &id), 0);
-	ASSERT_TRUE(strstr(dir, "besteffort/pod" UID "/" CID) != NULL, "got %s", dir);
+				   sizeof(dir), &id),
+		  0);
+	ASSERT_TRUE(strstr(dir, "besteffort/pod" UID "/" CID) != NULL, "got %s",
+		    dir);
 	/* a directory too small is an error, not a truncated path */
 	ASSERT_EQ(pod_cgroup__find(root, UID, POD_QOS_BESTEFFORT, &c, dir, 16,
-				   &id), -ENAMETOOLONG);
+				   &id),
+		  -ENAMETOOLONG);
 }
 
 TEST(pod_cgroup_parse)
@@ -193,7 +205,8 @@ TEST(pod_cgroup_parse)
 	struct pod_container_id c;
 	enum pod_qos q;
 
-	ASSERT_EQ(pod_cgroup__parse_container_id("containerd://ABCdef01", &c), 0);
+	ASSERT_EQ(pod_cgroup__parse_container_id("containerd://ABCdef01", &c),
+		  0);
 	ASSERT_EQ(c.runtime, POD_RT_CONTAINERD);
 	ASSERT_STREQ(c.id, "abcdef01");
 	ASSERT_EQ(pod_cgroup__parse_container_id("cri-o://" CID, &c), 0);
@@ -205,8 +218,10 @@ TEST(pod_cgroup_parse)
 	ASSERT_EQ(pod_cgroup__parse_container_id(NULL, &c), -EINVAL);
 	ASSERT_EQ(pod_cgroup__parse_container_id("containerd://", &c), -EINVAL);
 	ASSERT_EQ(pod_cgroup__parse_container_id("rkt://abc", &c), -ENOTSUP);
-	ASSERT_EQ(pod_cgroup__parse_container_id("containerd://../../etc", &c), -EINVAL);
-	ASSERT_EQ(pod_cgroup__parse_container_id("containerd://ab/cd", &c), -EINVAL);
+	ASSERT_EQ(pod_cgroup__parse_container_id("containerd://../../etc", &c),
+		  -EINVAL);
+	ASSERT_EQ(pod_cgroup__parse_container_id("containerd://ab/cd", &c),
+		  -EINVAL);
 	ASSERT_EQ(pod_cgroup__parse_container_id(CID, &c), -EINVAL);
 	ASSERT_EQ(pod_cgroup__parse_qos("Guaranteed", &q), 0);
 	ASSERT_EQ(q, POD_QOS_GUARANTEED);
@@ -225,12 +240,17 @@ TEST(pod_cgroup_bad_uid)
 	uint64_t id;
 
 	ASSERT_EQ(pod_cgroup__parse_container_id("containerd://" CID, &c), 0);
-	ASSERT_EQ(pod_cgroup__find("/nonexistent", "../../../../etc/passwd-xxxxxxxxxxxxxxxx",
-				   POD_QOS_BURSTABLE, &c, dir, sizeof(dir), &id), -EINVAL);
+	ASSERT_EQ(pod_cgroup__find("/nonexistent",
+				   "../../../../etc/passwd-xxxxxxxxxxxxxxxx",
+				   POD_QOS_BURSTABLE, &c, dir, sizeof(dir),
+				   &id),
+		  -EINVAL);
 	ASSERT_EQ(pod_cgroup__find("/nonexistent", "short", POD_QOS_BURSTABLE,
-				   &c, dir, sizeof(dir), &id), -EINVAL);
+				   &c, dir, sizeof(dir), &id),
+		  -EINVAL);
 	ASSERT_EQ(pod_cgroup__find("/nonexistent", UID, POD_QOS_BURSTABLE, &c,
-				   dir, sizeof(dir), &id), -ENOENT);
+				   dir, sizeof(dir), &id),
+		  -ENOENT);
 }
 
 TEST(pod_cgroup_host_root)
@@ -243,7 +263,8 @@ TEST(pod_cgroup_host_root)
 	mkdir(base, 0755);
 	mkpath(base, "sys/fs/cgroup/memory");
 	mkpath(base, "sys/fs/cgroup/unified");
-	snprintf(want, sizeof(want), "%s/sys/fs/cgroup/unified/cgroup.controllers", base);
+	snprintf(want, sizeof(want),
+		 "%s/sys/fs/cgroup/unified/cgroup.controllers", base);
 	f = fopen(want, "w");
 	ASSERT_TRUE(f != NULL);
 	fclose(f);
@@ -252,7 +273,8 @@ TEST(pod_cgroup_host_root)
 	ASSERT_STREQ(out, want);
 	/* in the DaemonSet the host tree at /host wins over the pod's own */
 	mkpath(base, "host/sys/fs/cgroup");
-	snprintf(want, sizeof(want), "%s/host/sys/fs/cgroup/cgroup.controllers", base);
+	snprintf(want, sizeof(want), "%s/host/sys/fs/cgroup/cgroup.controllers",
+		 base);
 	f = fopen(want, "w");
 	ASSERT_TRUE(f != NULL);
 	fclose(f);

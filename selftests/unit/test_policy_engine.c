@@ -16,11 +16,13 @@
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_contract_util.h"
 
-#define COUNT_METRIC "gateway.networking.k8s.io.httproute.delivery.upstream_request.count"
-#define LAT_METRIC "gateway.networking.k8s.io.httproute.delivery.upstream_request.latency"
-#define COND_METRIC "gateway.networking.k8s.io.httproute.status.condition"
+#define COUNT_METRIC                                                           \
+	"gateway.networking.k8s.io.httproute.delivery.upstream_request.count"
+#define LAT_METRIC                                                             \
+	"gateway.networking.k8s.io.httproute.delivery.upstream_request.latency"
+#define COND_METRIC  "gateway.networking.k8s.io.httproute.status.condition"
 #define UID_CHECKOUT "3c0f5f7e-8d1a-4b8e-9a51-2f4f0f1f9a01"
-#define NOW 1750000000000000000ull
+#define NOW          1750000000000000000ull
 
 struct pe_ctx {
 	struct tc_ctx t;
@@ -101,8 +103,9 @@ static int cap_fn(void *ctx, const struct mmetric_desc *d,
 		cp->max = p[i].max;
 		if (p[i].explicit_h && p[i].explicit_h->nbounds) {
 			cp->bound0 = p[i].explicit_h->bounds[0];
-			cp->nbounds = p[i].explicit_h->nbounds < 32 ?
-					      p[i].explicit_h->nbounds : 32;
+			cp->nbounds = p[i].explicit_h->nbounds < 32
+					      ? p[i].explicit_h->nbounds
+					      : 32;
 			memcpy(cp->bounds, p[i].explicit_h->bounds,
 			       cp->nbounds * sizeof(double));
 			memcpy(cp->counts, p[i].explicit_h->counts,
@@ -134,9 +137,9 @@ static const char *lbl(const struct cap_point *p, const char *key)
 }
 
 /* The point whose labels include k1=v1 (and k2=v2 when k2). */
-static const struct cap_point *find_pt(const struct capture *c,
-				       const char *k1, const char *v1,
-				       const char *k2, const char *v2)
+static const struct cap_point *find_pt(const struct capture *c, const char *k1,
+				       const char *v1, const char *k2,
+				       const char *v2)
 {
 	for (size_t i = 0; i < c->n; i++) {
 		const char *a = lbl(&c->pts[i], k1);
@@ -149,22 +152,25 @@ static const struct cap_point *find_pt(const struct capture *c,
 }
 
 /* The attributes the agent's data path puts on a source series. */
-#define ROUTE_ATTRS(route, rule, klass, code)                                 \
-	{                                                                     \
-		{ "k8s.httproute.name", route },                              \
-		{ "k8s.namespace.name", "demo" },                             \
-		{ "k8s.gateway.name", "edge" },                               \
-		{ "envoy.cluster_name", "httproute/demo/" route "/rule/" rule }, \
-		{ "http.request.method", "GET" },                             \
-		{ "http.response.status_code", code },                        \
-		{ "http.response.status_code_class", klass },                 \
+#define ROUTE_ATTRS(route, rule, klass, code)                                  \
+	{                                                                      \
+		{ "k8s.httproute.name", route },                               \
+			{ "k8s.namespace.name", "demo" },                      \
+			{ "k8s.gateway.name", "edge" },                        \
+			{ "envoy.cluster_name",                                \
+			  "httproute/demo/" route "/rule/" rule },             \
+			{ "http.request.method", "GET" },                      \
+			{ "http.response.status_code", code },                 \
+			{ "http.response.status_code_class", klass },          \
 	}
 
 TEST(policy_dataplane_upstream_request_count)
 {
 	const char *paths[] = {
-		SEED_DIR "/seed-scenario-upstream-request-count-metricdefinition.yaml",
-		SEED_DIR "/seed-scenario-upstream-request-count-metricpolicy.yaml",
+		SEED_DIR
+		"/seed-scenario-upstream-request-count-metricdefinition.yaml",
+		SEED_DIR
+		"/seed-scenario-upstream-request-count-metricpolicy.yaml",
 		ROUTES,
 	};
 	struct cel_attr ok[] = ROUTE_ATTRS("checkout", "0", "2xx", "200");
@@ -183,24 +189,32 @@ TEST(policy_dataplane_upstream_request_count)
 	struct capture c;
 
 	ASSERT_EQ(pe_open(&x, paths, 3), 0);
-	ASSERT_STREQ(tc_reason(&x.t, "MetricPolicy",
-			       "gateway-httproute-upstream-request-count-policy",
-			       COND_PROGRAMMED), "NoSource");
+	ASSERT_STREQ(
+		tc_reason(&x.t, "MetricPolicy",
+			  "gateway-httproute-upstream-request-count-policy",
+			  COND_PROGRAMMED),
+		"NoSource");
 	mstore__lock(x.s);
 	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_total",
-				      ok, 7, &b1), 1);
+				      ok, 7, &b1),
+		  1);
 	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_total",
-				      err5, 7, &b2), 1);
+				      err5, 7, &b2),
+		  1);
 	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_total",
-				      cat, 7, &b3), 1);
+				      cat, 7, &b3),
+		  1);
 	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_total",
-				      nogw, 4, &b4), 1);
+				      nogw, 4, &b4),
+		  1);
 	/* no such route, or a source no policy selects: not exported */
 	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_total",
-				      nope, 7, &none), 0);
+				      nope, 7, &none),
+		  0);
 	ASSERT_TRUE(!none);
-	ASSERT_EQ(policy_engine__bind(x.e, "envoy.http.downstream_rq_total",
-				      ok, 7, &none), 0);
+	ASSERT_EQ(policy_engine__bind(x.e, "envoy.http.downstream_rq_total", ok,
+				      7, &none),
+		  0);
 	for (int i = 0; i < 3; i++)
 		pe_binding__record(b1, 1, NOW);
 	for (int i = 0; i < 2; i++)
@@ -215,15 +229,18 @@ TEST(policy_dataplane_upstream_request_count)
 	ASSERT_EQ(c.ins, MI_COUNTER);
 	ASSERT_EQ(c.temp, MT_CUMULATIVE);
 	ASSERT_EQ(c.n, 4);
-	p = find_pt(&c, "resource_name", "checkout", "response_code_family", "2xx");
+	p = find_pt(&c, "resource_name", "checkout", "response_code_family",
+		    "2xx");
 	ASSERT_TRUE(p);
 	ASSERT_NEAR(p->value, 3, 1e-9);
 	ASSERT_EQ(p->nl, 6);
 	ASSERT_STREQ(lbl(p, "resource_namespace"), "demo");
 	ASSERT_STREQ(lbl(p, "resource_uid"), UID_CHECKOUT);
 	ASSERT_STREQ(lbl(p, "gateway_name"), "edge");
-	ASSERT_STREQ(lbl(p, "upstream_cluster"), "httproute/demo/checkout/rule/0");
-	p = find_pt(&c, "resource_name", "checkout", "response_code_family", "5xx");
+	ASSERT_STREQ(lbl(p, "upstream_cluster"),
+		     "httproute/demo/checkout/rule/0");
+	p = find_pt(&c, "resource_name", "checkout", "response_code_family",
+		    "5xx");
 	ASSERT_TRUE(p);
 	ASSERT_NEAR(p->value, 2, 1e-9);
 	/* hand-written route: derived uid, same on every node */
@@ -235,9 +252,11 @@ TEST(policy_dataplane_upstream_request_count)
 	ASSERT_TRUE(p);
 	ASSERT_TRUE(!lbl(p, "gateway_name"));
 	ASSERT_EQ(p->nl, 5);
-	ASSERT_STREQ(tc_status(&x.t, "MetricPolicy",
-			       "gateway-httproute-upstream-request-count-policy",
-			       COND_PROGRAMMED), "True");
+	ASSERT_STREQ(
+		tc_status(&x.t, "MetricPolicy",
+			  "gateway-httproute-upstream-request-count-policy",
+			  COND_PROGRAMMED),
+		"True");
 
 	mstore__lock(x.s);
 	pe_binding__free(b1);
@@ -259,8 +278,9 @@ static void check_latency(const char *const *paths, const char *policy)
 	ASSERT_EQ(pe_open(&x, paths, 3), 0);
 	mstore__lock(x.s);
 	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_time", a,
-				      7, &b), 1);
-	pe_binding__record(b, 250, NOW);  /* ms */
+				      7, &b),
+		  1);
+	pe_binding__record(b, 250, NOW); /* ms */
 	pe_binding__record(b, 1500, NOW);
 	mstore__unlock(x.s);
 	/* what an OTLP exporter sees: the definition's delta temporality */
@@ -290,7 +310,8 @@ static void check_latency(const char *const *paths, const char *policy)
 	ASSERT_STREQ(lbl(p, "resource_namespace"), "demo");
 	ASSERT_STREQ(lbl(p, "resource_uid"), UID_CHECKOUT);
 	ASSERT_STREQ(lbl(p, "gateway_name"), "edge");
-	ASSERT_STREQ(lbl(p, "upstream_cluster"), "httproute/demo/checkout/rule/1");
+	ASSERT_STREQ(lbl(p, "upstream_cluster"),
+		     "httproute/demo/checkout/rule/1");
 	ASSERT_EQ(p->nl, 5);
 	ASSERT_STREQ(tc_status(&x.t, "MetricPolicy", policy, COND_PROGRAMMED),
 		     "True");
@@ -303,7 +324,8 @@ static void check_latency(const char *const *paths, const char *policy)
 TEST(policy_dataplane_upstream_latency_in_seconds)
 {
 	const char *paths[] = {
-		SEED_DIR "/seed-scenario-upstream-latency-metricdefinition.yaml",
+		SEED_DIR
+		"/seed-scenario-upstream-latency-metricdefinition.yaml",
 		SEED_DIR "/seed-scenario-upstream-latency-metricpolicy.yaml",
 		ROUTES,
 	};
@@ -328,38 +350,39 @@ static const char *counter_pair(char *buf, size_t len, const char *name,
 				const char *cel, const char *type,
 				const char *label_cel)
 {
-	snprintf(buf, len,
-		 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
-		 "kind: MetricDefinition\n"
-		 "metadata: {name: %s}\n"
-		 "spec:\n"
-		 "  resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n"
-		 "  metric:\n"
-		 "    name: gateway.networking.k8s.io.httproute.%s\n"
-		 "    instrument: {type: %s, unit: \"1\"}\n"
-		 "  labels:\n"
-		 "    - {key: resource_name, required: true}\n"
-		 "---\n"
-		 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
-		 "kind: MetricPolicy\n"
-		 "metadata: {name: %s-policy}\n"
-		 "spec:\n"
-		 "  subject: {group: gateway.networking.k8s.io, version: v1, kind: HTTPRoute}\n"
-		 "  targetMetric: {name: gateway.networking.k8s.io.httproute.%s}\n"
-		 "  source:\n"
-		 "    type: DataPlane\n"
-		 "    dataPlane:\n"
-		 "      selector:\n"
-		 "        otel:\n"
-		 "          metricName: %s\n"
-		 "          temporality: %s\n"
-		 "          attributeSelectors:\n"
-		 "            - {key: k8s.httproute.name, valueFrom: resource.metadata.name}\n"
-		 "            - {key: k8s.namespace.name, valueFrom: resource.metadata.namespace}\n"
-		 "      transform:\n"
-		 "        value: {cel: \"%s\"}\n"
-		 "        labels: {resource_name: \"%s\"}\n",
-		 name, name, type, name, name, src, temp, cel, label_cel);
+	snprintf(
+		buf, len,
+		"apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		"kind: MetricDefinition\n"
+		"metadata: {name: %s}\n"
+		"spec:\n"
+		"  resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n"
+		"  metric:\n"
+		"    name: gateway.networking.k8s.io.httproute.%s\n"
+		"    instrument: {type: %s, unit: \"1\"}\n"
+		"  labels:\n"
+		"    - {key: resource_name, required: true}\n"
+		"---\n"
+		"apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		"kind: MetricPolicy\n"
+		"metadata: {name: %s-policy}\n"
+		"spec:\n"
+		"  subject: {group: gateway.networking.k8s.io, version: v1, kind: HTTPRoute}\n"
+		"  targetMetric: {name: gateway.networking.k8s.io.httproute.%s}\n"
+		"  source:\n"
+		"    type: DataPlane\n"
+		"    dataPlane:\n"
+		"      selector:\n"
+		"        otel:\n"
+		"          metricName: %s\n"
+		"          temporality: %s\n"
+		"          attributeSelectors:\n"
+		"            - {key: k8s.httproute.name, valueFrom: resource.metadata.name}\n"
+		"            - {key: k8s.namespace.name, valueFrom: resource.metadata.namespace}\n"
+		"      transform:\n"
+		"        value: {cel: \"%s\"}\n"
+		"        labels: {resource_name: \"%s\"}\n",
+		name, name, type, name, name, src, temp, cel, label_cel);
 	return buf;
 }
 
@@ -368,8 +391,8 @@ static double value_of(struct mstore *s, const char *short_name)
 	char metric[128];
 	struct capture c;
 
-	snprintf(metric, sizeof(metric), "gateway.networking.k8s.io.httproute.%s",
-		 short_name);
+	snprintf(metric, sizeof(metric),
+		 "gateway.networking.k8s.io.httproute.%s", short_name);
 	capture(s, metric, &c);
 	if (c.n != 1)
 		return -12345;
@@ -410,17 +433,25 @@ TEST(policy_counter_value_semantics)
 	struct pe_ctx x;
 
 	/* cumulative source, non-linear f: target = f(T) - f(0) */
-	tc_write(dir, "a.yaml", counter_pair(y, sizeof(y), "sq", "src.a",
-		 "cumulative", "value * value", "Counter", "resource.metadata.name"));
+	tc_write(dir, "a.yaml",
+		 counter_pair(y, sizeof(y), "sq", "src.a", "cumulative",
+			      "value * value", "Counter",
+			      "resource.metadata.name"));
 	/* delta source: f per increment, offsets included */
-	tc_write(dir, "b.yaml", counter_pair(y, sizeof(y), "plus", "src.b",
-		 "delta", "value + 1.0", "Counter", "resource.metadata.name"));
+	tc_write(dir, "b.yaml",
+		 counter_pair(y, sizeof(y), "plus", "src.b", "delta",
+			      "value + 1.0", "Counter",
+			      "resource.metadata.name"));
 	/* a counter that would go down: dropped and counted */
-	tc_write(dir, "c.yaml", counter_pair(y, sizeof(y), "neg", "src.c",
-		 "cumulative", "0.0 - value * 2.0", "Counter", "resource.metadata.name"));
+	tc_write(dir, "c.yaml",
+		 counter_pair(y, sizeof(y), "neg", "src.c", "cumulative",
+			      "0.0 - value * 2.0", "Counter",
+			      "resource.metadata.name"));
 	/* cumulative linear with an offset: the offset cancels */
-	tc_write(dir, "d.yaml", counter_pair(y, sizeof(y), "lin", "src.d",
-		 "cumulative", "value * 2.0 + 7.0", "UpDownCounter", "resource.metadata.name"));
+	tc_write(dir, "d.yaml",
+		 counter_pair(y, sizeof(y), "lin", "src.d", "cumulative",
+			      "value * 2.0 + 7.0", "UpDownCounter",
+			      "resource.metadata.name"));
 	ASSERT_EQ(pe_open(&x, paths, 2), 0);
 	ASSERT_EQ(contract__rejected(x.t.c), 0);
 	mstore__lock(x.s);
@@ -455,12 +486,15 @@ TEST(policy_eval_errors_counted_never_fatal)
 	struct pe_ctx x;
 
 	/* value reads an attribute the sample lacks: every event dropped */
-	tc_write(dir, "a.yaml", counter_pair(y, sizeof(y), "badvalue", "src.a",
-		 "delta", "attributes['missing'] == 'x' ? value : value * 2.0",
-		 "Histogram", "resource.metadata.name"));
+	tc_write(dir, "a.yaml",
+		 counter_pair(
+			 y, sizeof(y), "badvalue", "src.a", "delta",
+			 "attributes['missing'] == 'x' ? value : value * 2.0",
+			 "Histogram", "resource.metadata.name"));
 	/* a required label that cannot be produced: no binding at all */
-	tc_write(dir, "b.yaml", counter_pair(y, sizeof(y), "badlabel", "src.b",
-		 "delta", "value", "Counter", "attributes['missing']"));
+	tc_write(dir, "b.yaml",
+		 counter_pair(y, sizeof(y), "badlabel", "src.b", "delta",
+			      "value", "Counter", "attributes['missing']"));
 	ASSERT_EQ(pe_open(&x, paths, 2), 0);
 	mstore__lock(x.s);
 	ASSERT_EQ(policy_engine__bind(x.e, "src.a", a, 7, &b), 1);
@@ -491,15 +525,24 @@ TEST(policy_bindings_invalidated_on_change)
 	uint64_t gen;
 	struct capture c;
 
-	ASSERT_EQ(tc_copy(SEED_DIR "/seed-scenario-upstream-request-count-metricdefinition.yaml", dir, "d.yaml"), 0);
-	ASSERT_EQ(tc_copy(SEED_DIR "/seed-scenario-upstream-request-count-metricpolicy.yaml", dir, "p.yaml"), 0);
+	ASSERT_EQ(
+		tc_copy(SEED_DIR
+			"/seed-scenario-upstream-request-count-metricdefinition.yaml",
+			dir, "d.yaml"),
+		0);
+	ASSERT_EQ(
+		tc_copy(SEED_DIR
+			"/seed-scenario-upstream-request-count-metricpolicy.yaml",
+			dir, "p.yaml"),
+		0);
 	ASSERT_EQ(tc_copy(ROUTES, dir, "routes.yaml"), 0);
 	ASSERT_EQ(pe_open(&x, paths, 1), 0);
 	gen = policy_engine__generation(x.e);
 	ASSERT_EQ(policy_engine__sync(x.e, x.t.src), 0); /* nothing new */
 	mstore__lock(x.s);
-	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_total",
-				      a, 7, &b), 1);
+	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_total", a,
+				      7, &b),
+		  1);
 	ASSERT_EQ(pe_binding__generation(b), gen);
 	pe_binding__record(b, 1, NOW);
 	mstore__unlock(x.s);
@@ -514,11 +557,13 @@ TEST(policy_bindings_invalidated_on_change)
 	ASSERT_EQ(tc_reload(&x.t), 1);
 	ASSERT_EQ(policy_engine__sync(x.e, x.t.src), 1);
 	ASSERT_TRUE(policy_engine__generation(x.e) != gen);
-	ASSERT_TRUE(pe_binding__generation(b) != policy_engine__generation(x.e));
+	ASSERT_TRUE(pe_binding__generation(b) !=
+		    policy_engine__generation(x.e));
 	mstore__lock(x.s);
 	pe_binding__record(b, 1, NOW); /* still safe until the agent rebinds */
-	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_total",
-				      a, 7, &b2), 0);
+	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_total", a,
+				      7, &b2),
+		  0);
 	pe_binding__free(b);
 	mstore__unlock(x.s);
 	capture(x.s, COUNT_METRIC, &c);
@@ -536,7 +581,8 @@ TEST(policy_bindings_invalidated_on_change)
 TEST(policy_resource_fields_condition_status)
 {
 	const char *paths[] = {
-		SEED_DIR "/seed-scenario-condition-status-metricdefinition.yaml",
+		SEED_DIR
+		"/seed-scenario-condition-status-metricdefinition.yaml",
 		SEED_DIR "/seed-scenario-condition-status-metricpolicy.yaml",
 		ROUTES,
 	};
@@ -558,7 +604,8 @@ TEST(policy_resource_fields_condition_status)
 	ASSERT_STREQ(lbl(p, "resource_uid"), UID_CHECKOUT);
 	ASSERT_STREQ(lbl(p, "resource_namespace"), "demo");
 	ASSERT_EQ(p->nl, 5);
-	p = find_pt(&c, "resource_name", "catalog", "condition", "ResolvedRefs");
+	p = find_pt(&c, "resource_name", "catalog", "condition",
+		    "ResolvedRefs");
 	ASSERT_TRUE(p);
 	ASSERT_NEAR(p->value, 0, 0);
 	ASSERT_STREQ(lbl(p, "reason"), "BackendNotFound");
@@ -638,11 +685,16 @@ TEST(policy_record_cost_affine_vs_eval)
 	struct capture c;
 	const int n = 200000;
 
-	tc_write(dir, "a.yaml", counter_pair(y, sizeof(y), "folded", "src.a",
-		 "delta", "value / 1000.0", "Histogram", "resource.metadata.name"));
-	tc_write(dir, "b.yaml", counter_pair(y, sizeof(y), "evaluated", "src.b",
-		 "delta", "attributes['k8s.gateway.name'] == 'edge' ? value / 1000.0 : 0.0",
-		 "Histogram", "resource.metadata.name"));
+	tc_write(dir, "a.yaml",
+		 counter_pair(y, sizeof(y), "folded", "src.a", "delta",
+			      "value / 1000.0", "Histogram",
+			      "resource.metadata.name"));
+	tc_write(
+		dir, "b.yaml",
+		counter_pair(
+			y, sizeof(y), "evaluated", "src.b", "delta",
+			"attributes['k8s.gateway.name'] == 'edge' ? value / 1000.0 : 0.0",
+			"Histogram", "resource.metadata.name"));
 	ASSERT_EQ(pe_open(&x, paths, 2), 0);
 	mstore__lock(x.s);
 	ASSERT_EQ(policy_engine__bind(x.e, "src.a", a, 7, &fold), 1);
@@ -650,15 +702,17 @@ TEST(policy_record_cost_affine_vs_eval)
 	mstore__unlock(x.s);
 	ns_fold = ns_per_record(fold, x.s, n);
 	ns_eval = ns_per_record(eval, x.s, n);
-	test_log("record into a histogram: affine-folded %.1f ns, cel__eval %.1f ns per event\n",
-		 ns_fold, ns_eval);
+	test_log(
+		"record into a histogram: affine-folded %.1f ns, cel__eval %.1f ns per event\n",
+		ns_fold, ns_eval);
 	/* both produced the same observations */
 	capture(x.s, "gateway.networking.k8s.io.httproute.folded", &c);
 	ASSERT_EQ(c.pts[0].count, (uint64_t)n);
 	{
 		double sum = c.pts[0].sum;
 
-		capture(x.s, "gateway.networking.k8s.io.httproute.evaluated", &c);
+		capture(x.s, "gateway.networking.k8s.io.httproute.evaluated",
+			&c);
 		ASSERT_EQ(c.pts[0].count, (uint64_t)n);
 		ASSERT_NEAR(c.pts[0].sum, sum, 1e-6 * sum);
 	}
@@ -736,8 +790,9 @@ TEST(policy_ambiguous_selectors_counted)
 	p = strstr(y, "            - {key: k8s.namespace.name");
 	ASSERT_TRUE(p);
 	*p = 0;
-	strcat(y, "      transform:\n"
-		  "        labels: {resource_name: resource.metadata.namespace}\n");
+	strcat(y,
+	       "      transform:\n"
+	       "        labels: {resource_name: resource.metadata.namespace}\n");
 	tc_write(dir, "a.yaml", y);
 	tc_write(dir, "routes.yaml",
 		 "apiVersion: gateway.networking.k8s.io/v1\n"
@@ -762,7 +817,7 @@ TEST(policy_ambiguous_selectors_counted)
  * source will be): objects held in memory, a change notion, errors.
  */
 struct mem_backend {
-	int version;   /* bumped by the test to simulate a watch event */
+	int version; /* bumped by the test to simulate a watch event */
 	int seen;
 	bool fail;
 };
@@ -776,7 +831,8 @@ static struct doc_node *route(const char *name)
 {
 	struct doc_node *r = doc__new_map(), *md = doc__new_map();
 
-	doc__map_set(r, "apiVersion", doc__new_str("gateway.networking.k8s.io/v1"));
+	doc__map_set(r, "apiVersion",
+		     doc__new_str("gateway.networking.k8s.io/v1"));
 	doc__map_set(r, "kind", doc__new_str("HTTPRoute"));
 	doc__map_set(md, "name", doc__new_str(name));
 	doc__map_set(md, "namespace", doc__new_str("demo"));
@@ -798,11 +854,15 @@ static void mem_release(void *owner)
 static void mem_add(struct msrc_snapshot *snap, const struct doc_node *n,
 		    const char *file)
 {
-	snap->objs = realloc(snap->objs, (snap->nobjs + 1) * sizeof(*snap->objs));
+	snap->objs =
+		realloc(snap->objs, (snap->nobjs + 1) * sizeof(*snap->objs));
 	snap->objs[snap->nobjs++] = (struct mobject){
-		.root = n, .api_version = doc__str(n, "apiVersion"),
-		.kind = doc__str(n, "kind"), .name = doc__str(n, "metadata.name"),
-		.ns = doc__str(n, "metadata.namespace"), .file = file,
+		.root = n,
+		.api_version = doc__str(n, "apiVersion"),
+		.kind = doc__str(n, "kind"),
+		.name = doc__str(n, "metadata.name"),
+		.ns = doc__str(n, "metadata.namespace"),
+		.file = file,
 		.line = n->line,
 	};
 }
@@ -810,9 +870,12 @@ static void mem_add(struct msrc_snapshot *snap, const struct doc_node *n,
 static int mem_refresh(void *impl, struct msrc_snapshot *snap)
 {
 	static const char *const files[] = {
-		SEED_DIR "/seed-scenario-condition-status-metricdefinition.yaml",
-		SEED_DIR "/seed-scenario-upstream-request-count-metricdefinition.yaml",
-		SEED_DIR "/seed-scenario-upstream-request-count-metricpolicy.yaml",
+		SEED_DIR
+		"/seed-scenario-condition-status-metricdefinition.yaml",
+		SEED_DIR
+		"/seed-scenario-upstream-request-count-metricdefinition.yaml",
+		SEED_DIR
+		"/seed-scenario-upstream-request-count-metricpolicy.yaml",
 	};
 	struct mem_backend *m = impl;
 	struct mem_owner *o;
@@ -855,8 +918,9 @@ TEST(policy_other_source_backend_and_reload)
 	ASSERT_EQ(contract__reload(x.t.src, x.t.c, x.e), 0);
 	ASSERT_EQ(contract__rejected(x.t.c), 0);
 	mstore__lock(x.s);
-	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_total",
-				      a, 7, &b), 1);
+	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_total", a,
+				      7, &b),
+		  1);
 	pe_binding__record(b, 1, NOW);
 	pe_binding__free(b);
 	mstore__unlock(x.s);
@@ -869,16 +933,19 @@ TEST(policy_other_source_backend_and_reload)
 	mb.version = 2;
 	ASSERT_EQ(contract__reload(x.t.src, x.t.c, x.e), 1);
 	mstore__lock(x.s);
-	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_total",
-				      a, 7, &b), 0);
+	ASSERT_EQ(policy_engine__bind(x.e, "envoy.cluster.upstream_rq_total", a,
+				      7, &b),
+		  0);
 	mstore__unlock(x.s);
 
 	/* the source fails: the old state stays, the error is visible */
 	mb.fail = true;
 	ASSERT_EQ(contract__reload(x.t.src, x.t.c, x.e), -ECONNREFUSED);
 	ASSERT_EQ(manifest_source__count(x.t.src), 4);
-	ASSERT_TRUE(strstr(manifest_source__error(x.t.src,
-			manifest_source__nerrors(x.t.src) - 1), "memory"));
+	ASSERT_TRUE(
+		strstr(manifest_source__error(
+			       x.t.src, manifest_source__nerrors(x.t.src) - 1),
+		       "memory"));
 	ASSERT_EQ(contract__rejected(x.t.c), 0);
 	pe_close(&x);
 }
@@ -891,34 +958,36 @@ TEST(policy_seed_dropif_keeps_live_routes)
 	struct pe_ctx x;
 	struct capture c;
 
-	tc_write(dir, "def.yaml",
-		 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
-		 "kind: MetricDefinition\n"
-		 "metadata: {name: live-routes}\n"
-		 "spec:\n"
-		 "  resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n"
-		 "  metric:\n"
-		 "    name: gateway.networking.k8s.io.httproute.live\n"
-		 "    description: Routes not being deleted.\n"
-		 "    instrument: {type: Gauge, unit: \"1\"}\n"
-		 "  labels:\n"
-		 "    - {key: resource_name, required: true}\n");
-	tc_write(dir, "pol.yaml",
-		 "apiVersion: telemetry.miloapis.com/v1alpha1\n"
-		 "kind: MetricPolicy\n"
-		 "metadata: {name: live-routes-policy}\n"
-		 "spec:\n"
-		 "  subject: {group: gateway.networking.k8s.io, version: v1, kind: HTTPRoute}\n"
-		 "  targetMetric: {name: gateway.networking.k8s.io.httproute.live}\n"
-		 "  source:\n"
-		 "    type: ResourceFields\n"
-		 "    resourceFields:\n"
-		 "      seriesFrom:\n"
-		 "        path: resource\n"
-		 "        value: {cel: \"1\"}\n"
-		 "        labels: {resource_name: resource.metadata.name}\n"
-		 "      dropIf:\n"
-		 "        cel: \"resource.metadata.deletionTimestamp != null\"\n");
+	tc_write(
+		dir, "def.yaml",
+		"apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		"kind: MetricDefinition\n"
+		"metadata: {name: live-routes}\n"
+		"spec:\n"
+		"  resource: {group: gateway.networking.k8s.io, kind: HTTPRoute}\n"
+		"  metric:\n"
+		"    name: gateway.networking.k8s.io.httproute.live\n"
+		"    description: Routes not being deleted.\n"
+		"    instrument: {type: Gauge, unit: \"1\"}\n"
+		"  labels:\n"
+		"    - {key: resource_name, required: true}\n");
+	tc_write(
+		dir, "pol.yaml",
+		"apiVersion: telemetry.miloapis.com/v1alpha1\n"
+		"kind: MetricPolicy\n"
+		"metadata: {name: live-routes-policy}\n"
+		"spec:\n"
+		"  subject: {group: gateway.networking.k8s.io, version: v1, kind: HTTPRoute}\n"
+		"  targetMetric: {name: gateway.networking.k8s.io.httproute.live}\n"
+		"  source:\n"
+		"    type: ResourceFields\n"
+		"    resourceFields:\n"
+		"      seriesFrom:\n"
+		"        path: resource\n"
+		"        value: {cel: \"1\"}\n"
+		"        labels: {resource_name: resource.metadata.name}\n"
+		"      dropIf:\n"
+		"        cel: \"resource.metadata.deletionTimestamp != null\"\n");
 	ASSERT_EQ(pe_open(&x, paths, 3), 0);
 	ASSERT_TRUE(policy_engine__collect_resource_fields(x.e, NOW) > 0);
 	capture(x.s, "gateway.networking.k8s.io.httproute.live", &c);

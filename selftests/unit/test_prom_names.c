@@ -10,7 +10,8 @@ static const char *metric(const char *name, const char *unit,
 			  enum minstrument inst)
 {
 	static char buf[256];
-	struct mmetric_desc d = { .name = name, .unit = unit,
+	struct mmetric_desc d = { .name = name,
+				  .unit = unit,
 				  .instrument = inst };
 
 	if (prom_names__metric(&d, buf, sizeof(buf)) < 0)
@@ -51,12 +52,10 @@ TEST(prom_names_metric)
 	ASSERT_STREQ(metric("ns:sub.metric", "", MI_GAUGE), "ns:sub_metric");
 	ASSERT_STREQ(metric("throughput", "By/s", MI_GAUGE),
 		     "throughput_bytes_per_second");
-	ASSERT_STREQ(metric("pkts", "{packet}/s", MI_GAUGE),
-		     "pkts_per_second");
+	ASSERT_STREQ(metric("pkts", "{packet}/s", MI_GAUGE), "pkts_per_second");
 	ASSERT_STREQ(metric("temp", "Cel", MI_GAUGE), "temp_celsius");
 	ASSERT_STREQ(metric("lat", "seconds", MI_HISTOGRAM), "lat_seconds");
-	ASSERT_STREQ(metric("x.seconds.max", "s", MI_GAUGE),
-		     "x_seconds_max");
+	ASSERT_STREQ(metric("x.seconds.max", "s", MI_GAUGE), "x_seconds_max");
 }
 
 TEST(prom_names_unit_and_label)

@@ -129,13 +129,18 @@ TEST(prom_server_routes)
 {
 	struct mmetric_desc g = { .name = "milometer.scrapes",
 				  .description = "Scrapes seen.",
-				  .instrument = MI_GAUGE, .is_int = true };
+				  .instrument = MI_GAUGE,
+				  .is_int = true };
 	static const struct mlabel res[] = { { "service.name", "milometer" } };
 	struct agent_state a = { .store = mstore__new(NULL) };
 	struct prom_server_opts o = {
-		.listen_addr = "127.0.0.1:0", .store = a.store,
-		.ready_fn = ready_fn, .before_collect = before_collect,
-		.ctx = &a, .resource = res, .nresource = 1,
+		.listen_addr = "127.0.0.1:0",
+		.store = a.store,
+		.ready_fn = ready_fn,
+		.before_collect = before_collect,
+		.ctx = &a,
+		.resource = res,
+		.nresource = 1,
 	};
 	struct prom_server *srv;
 	struct fetch f;
@@ -161,10 +166,13 @@ TEST(prom_server_routes)
 
 	ASSERT_EQ(fetch(port, "GET", "/metrics",
 			"application/openmetrics-text;version=1.0.0,"
-			"text/plain;version=0.0.4;q=0.5", &f), 0);
+			"text/plain;version=0.0.4;q=0.5",
+			&f),
+		  0);
 	ASSERT_EQ(f.status, 200);
-	ASSERT_STREQ(f.type,
-		     "application/openmetrics-text; version=1.0.0; charset=utf-8");
+	ASSERT_STREQ(
+		f.type,
+		"application/openmetrics-text; version=1.0.0; charset=utf-8");
 	ASSERT_TRUE(strstr(f.body, "milometer_scrapes 2\n# EOF\n"), "%s",
 		    f.body);
 	free(f.body);
@@ -175,7 +183,8 @@ TEST(prom_server_routes)
 	ASSERT_EQ(f.status, 200);
 	ASSERT_STREQ(f.encoding, "gzip");
 	ASSERT_TRUE(strstr(f.body, "# TYPE milometer_scrapes gauge\n"
-				   "milometer_scrapes 3\n"), "%s", f.body);
+				   "milometer_scrapes 3\n"),
+		    "%s", f.body);
 	free(f.body);
 
 	ASSERT_EQ(fetch(port, "HEAD", "/metrics", NULL, &f), 0);
@@ -215,8 +224,9 @@ TEST(prom_server_address_errors)
 	struct mstore *st = mstore__new(NULL);
 	struct prom_server_opts o = { .listen_addr = "127.0.0.1:0",
 				      .store = st };
-	static const char *bad[] = { "", "9464", "127.0.0.1", "[::1:9464",
-				     "::1:9464", "127.0.0.1:70000",
+	static const char *bad[] = { "",           "9464",
+				     "127.0.0.1",  "[::1:9464",
+				     "::1:9464",   "127.0.0.1:70000",
 				     "127.0.0.1:x" };
 	struct prom_server *a, *b;
 	struct fetch f;
@@ -264,7 +274,8 @@ TEST(prom_server_address_errors)
 	if (b) {
 		fetch_host = "[::1]";
 		ASSERT_EQ(fetch(prom_server__port(b), "GET", "/healthz", NULL,
-				&f), 0);
+				&f),
+			  0);
 		fetch_host = "127.0.0.1";
 		free(f.body);
 		ASSERT_EQ(f.status, 200);
@@ -316,7 +327,8 @@ TEST(prom_server_hostile_requests)
 {
 	struct agent_state a = { .ready = 1, .store = mstore__new(NULL) };
 	struct prom_server_opts o = { .listen_addr = "127.0.0.1:0",
-				      .store = a.store, .ready_fn = ready_fn,
+				      .store = a.store,
+				      .ready_fn = ready_fn,
 				      .ctx = &a };
 	/* past our limit, under libmicrohttpd's default of 32 KiB */
 	size_t big = PROM_MAX_REQUEST + 8192;
@@ -351,8 +363,9 @@ TEST(prom_server_hostile_requests)
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	for (int i = 0; i < 4; i++) {
 		slow[i] = socket(AF_INET, SOCK_STREAM, 0);
-		ASSERT_TRUE(slow[i] >= 0 &&
-			    !connect(slow[i], (struct sockaddr *)&sa, sizeof(sa)));
+		ASSERT_TRUE(
+			slow[i] >= 0 &&
+			!connect(slow[i], (struct sockaddr *)&sa, sizeof(sa)));
 		ASSERT_TRUE(send(slow[i], "GET /met", 8, 0) == 8);
 	}
 	ASSERT_EQ(fetch(port, "GET", "/healthz", NULL, &f), 0);
@@ -379,14 +392,20 @@ TEST(prom_server_pages)
 	static const char html[] = "<html>ui</html>";
 	int calls = 0;
 	const struct prom_page pages[] = {
-		{ .path = "/ui", .content_type = "text/html; charset=utf-8",
-		  .body = html, .len = sizeof(html) - 1 },
-		{ .path = "/ui/top.json", .content_type = "application/json",
-		  .write = write_page, .ctx = &calls },
+		{ .path = "/ui",
+		  .content_type = "text/html; charset=utf-8",
+		  .body = html,
+		  .len = sizeof(html) - 1 },
+		{ .path = "/ui/top.json",
+		  .content_type = "application/json",
+		  .write = write_page,
+		  .ctx = &calls },
 	};
 	struct prom_server_opts o = {
-		.listen_addr = "127.0.0.1:0", .store = mstore__new(NULL),
-		.pages = pages, .npages = 2,
+		.listen_addr = "127.0.0.1:0",
+		.store = mstore__new(NULL),
+		.pages = pages,
+		.npages = 2,
 	};
 	char err[256];
 	struct prom_server *srv = prom_server__start(&o, err, sizeof(err));

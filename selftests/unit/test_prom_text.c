@@ -20,20 +20,30 @@ static struct mstore *sample_store(void)
 		.name = "http.server.requests",
 		.description = "Requests \"served\" by route\\gateway\n"
 			       "second line",
-		.unit = "{request}", .instrument = MI_COUNTER, .is_int = true,
+		.unit = "{request}",
+		.instrument = MI_COUNTER,
+		.is_int = true,
 	};
 	struct mmetric_desc h = {
 		.name = "http.server.request.duration",
-		.description = "Duration.", .unit = "s",
-		.instrument = MI_HISTOGRAM, .bounds = b, .nbounds = 2,
+		.description = "Duration.",
+		.unit = "s",
+		.instrument = MI_HISTOGRAM,
+		.bounds = b,
+		.nbounds = 2,
 	};
 	struct mmetric_desc g = {
-		.name = "cpu.utilization", .description = "CPU.", .unit = "1",
+		.name = "cpu.utilization",
+		.description = "CPU.",
+		.unit = "1",
 		.instrument = MI_GAUGE,
 	};
 	struct mmetric_desc x = {
-		.name = "rpc.latency", .description = "Latency.", .unit = "s",
-		.instrument = MI_HISTOGRAM, .hist = MH_EXPONENTIAL,
+		.name = "rpc.latency",
+		.description = "Latency.",
+		.unit = "s",
+		.instrument = MI_HISTOGRAM,
+		.hist = MH_EXPONENTIAL,
 		.exp_max_scale = 1,
 	};
 	struct mlabel l1[] = { { "http.route", "/a\"b\\c\nd" },
@@ -205,9 +215,11 @@ TEST(prom_text_negotiate)
 
 TEST(prom_text_skips_colliding_families)
 {
-	struct mmetric_desc a = { .name = "x.y", .description = "A.",
+	struct mmetric_desc a = { .name = "x.y",
+				  .description = "A.",
 				  .instrument = MI_GAUGE };
-	struct mmetric_desc b = { .name = "x_y", .description = "B.",
+	struct mmetric_desc b = { .name = "x_y",
+				  .description = "B.",
 				  .instrument = MI_GAUGE };
 	struct mstore *st = mstore__new(NULL);
 	int ia = mstore__add_metric(st, &a), ib = mstore__add_metric(st, &b);
@@ -232,29 +244,41 @@ TEST(prom_text_skips_colliding_families)
 static int write_tricky(const char *path, enum prom_format fmt)
 {
 	struct mmetric_desc c = {
-		.name = "gateway.requests", .description = "Requests \"q\"\\\n",
-		.unit = "{request}", .instrument = MI_COUNTER,
+		.name = "gateway.requests",
+		.description = "Requests \"q\"\\\n",
+		.unit = "{request}",
+		.instrument = MI_COUNTER,
 	};
 	struct mmetric_desc h = {
-		.name = "gateway.request.duration", .description = "Latency.",
-		.unit = "s", .instrument = MI_HISTOGRAM,
+		.name = "gateway.request.duration",
+		.description = "Latency.",
+		.unit = "s",
+		.instrument = MI_HISTOGRAM,
 		.hist = MH_EXPONENTIAL,
 	};
 	struct mmetric_desc b = {
-		.name = "gateway.request.size", .description = "Size.",
-		.unit = "By", .instrument = MI_HISTOGRAM,
+		.name = "gateway.request.size",
+		.description = "Size.",
+		.unit = "By",
+		.instrument = MI_HISTOGRAM,
 	};
 	struct mmetric_desc t = {
-		.name = "temperature", .description = "Temp.", .unit = "Cel",
-		.instrument = MI_HISTOGRAM, .hist = MH_EXPONENTIAL,
+		.name = "temperature",
+		.description = "Temp.",
+		.unit = "Cel",
+		.instrument = MI_HISTOGRAM,
+		.hist = MH_EXPONENTIAL,
 	};
 	struct mmetric_desc g = {
-		.name = "cpu.utilization", .description = "CPU.", .unit = "1",
+		.name = "cpu.utilization",
+		.description = "CPU.",
+		.unit = "1",
 		.instrument = MI_GAUGE,
 	};
 	static const char *tricky[] = {
-		"quote\"d", "back\\slash", "new\nline", "tab\tand \xc3\xa9",
-		"bad utf8 \xff\xfe", "", "{}=,\"\\", "trailing\\",
+		"quote\"d",          "back\\slash",       "new\nline",
+		"tab\tand \xc3\xa9", "bad utf8 \xff\xfe", "",
+		"{}=,\"\\",          "trailing\\",
 	};
 	static const struct mlabel res[] = { { "service.name", "milometer" } };
 	struct mstore *st = mstore__new(NULL);
@@ -268,12 +292,12 @@ static int write_tricky(const char *path, enum prom_format fmt)
 	mstore__lock(st);
 	for (i = 0; i < sizeof(tricky) / sizeof(tricky[0]); i++) {
 		struct mlabel l[] = { { "http.route", tricky[i] },
-				      { "9.bad-key", "v" }, { "a.b", "1" },
+				      { "9.bad-key", "v" },
+				      { "a.b", "1" },
 				      { "a_b", "2" } };
 		int k;
 
-		mseries__add(mstore__series(st, ic, l, 4), (double)i + 0.5,
-			     1);
+		mseries__add(mstore__series(st, ic, l, 4), (double)i + 0.5, 1);
 		s = mstore__series(st, ih, l, 4);
 		for (k = 1; k <= 100; k++)
 			mseries__observe(s, k * 0.001 * (i + 1), 1);
@@ -313,8 +337,8 @@ TEST(prom_text_promtool_accepts_tricky_output)
 	snprintf(path, sizeof(path), "%s/metrics.prom", test__tmpdir());
 	ASSERT_EQ(write_tricky(path, PROM_FMT_TEXT), 0);
 	ASSERT_TRUE(system("command -v promtool >/dev/null") == 0,
-		  "promtool not found: run deploy/install-deps.sh "
-		  "(Debian package prometheus)");
+		    "promtool not found: run deploy/install-deps.sh "
+		    "(Debian package prometheus)");
 	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s >&2", path);
 	rc = system(cmd);
 	ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0,
@@ -343,8 +367,7 @@ TEST(prom_text_openmetrics_parser_accepts_tricky_output)
 		     "OpenMetrics output");
 	snprintf(path, sizeof(path), "%s/metrics.om", test__tmpdir());
 	ASSERT_EQ(write_tricky(path, PROM_FMT_OPENMETRICS), 0);
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 -c '%s' %s >&2", py,
-		 path);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 -c '%s' %s >&2", py, path);
 	rc = system(cmd);
 	ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0,
 		    "OpenMetrics parser rejected %s", path);
@@ -362,27 +385,29 @@ TEST(prom_text_target_info)
 
 	ASSERT_TRUE(f);
 	ASSERT_EQ(prom_text__write_target_info(f, res, 2, PROM_FMT_TEXT), 0);
-	ASSERT_EQ(prom_text__write_target_info(f, res, 2,
-					       PROM_FMT_OPENMETRICS), 0);
+	ASSERT_EQ(prom_text__write_target_info(f, res, 2, PROM_FMT_OPENMETRICS),
+		  0);
 	ASSERT_EQ(prom_text__write_target_info(f, res, 0, PROM_FMT_TEXT), 0);
 	fclose(f);
-	ASSERT_STREQ(buf,
-		     "# HELP target_info Target metadata\n"
-		     "# TYPE target_info gauge\n"
-		     "target_info{k8s_node_name=\"node-1\","
-		     "service_name=\"milometer\"} 1\n"
-		     "# HELP target Target metadata\n"
-		     "# TYPE target info\n"
-		     "target_info{k8s_node_name=\"node-1\","
-		     "service_name=\"milometer\"} 1\n");
+	ASSERT_STREQ(buf, "# HELP target_info Target metadata\n"
+			  "# TYPE target_info gauge\n"
+			  "target_info{k8s_node_name=\"node-1\","
+			  "service_name=\"milometer\"} 1\n"
+			  "# HELP target Target metadata\n"
+			  "# TYPE target info\n"
+			  "target_info{k8s_node_name=\"node-1\","
+			  "service_name=\"milometer\"} 1\n");
 	free(buf);
 }
 
 TEST(prom_text_const_labels_on_every_series)
 {
 	struct mmetric_desc c = {
-		.name = "reqs", .description = "R.", .unit = "1",
-		.instrument = MI_COUNTER, .is_int = true,
+		.name = "reqs",
+		.description = "R.",
+		.unit = "1",
+		.instrument = MI_COUNTER,
+		.is_int = true,
 	};
 	struct mlabel own[] = { { "k8s.cluster.id", "series-own" },
 				{ "route", "a" } };
@@ -398,11 +423,18 @@ TEST(prom_text_const_labels_on_every_series)
 	mseries__add(mstore__series(st, id, NULL, 0), 1, 1);
 	mseries__add(mstore__series(st, id, own, 2), 2, 1);
 	mstore__unlock(st);
-	ASSERT_EQ(prom_text__write_labelled(f, st, PROM_FMT_TEXT, 2, consts, 2), 0);
+	ASSERT_EQ(prom_text__write_labelled(f, st, PROM_FMT_TEXT, 2, consts, 2),
+		  0);
 	fclose(f);
 	mstore__free(st);
 	/* the series' own value wins; labels stay sorted and escaped */
-	ASSERT_TRUE(strstr(buf, "reqs_total{k8s_cluster_id=\"edge-1\",k8s_clusterset_name=\"set\\\"x\"} 1\n"), "%s", buf);
-	ASSERT_TRUE(strstr(buf, "reqs_total{k8s_cluster_id=\"series-own\",k8s_clusterset_name=\"set\\\"x\",route=\"a\"} 2\n"), "%s", buf);
+	ASSERT_TRUE(
+		strstr(buf,
+		       "reqs_total{k8s_cluster_id=\"edge-1\",k8s_clusterset_name=\"set\\\"x\"} 1\n"),
+		"%s", buf);
+	ASSERT_TRUE(
+		strstr(buf,
+		       "reqs_total{k8s_cluster_id=\"series-own\",k8s_clusterset_name=\"set\\\"x\",route=\"a\"} 2\n"),
+		"%s", buf);
 	free(buf);
 }

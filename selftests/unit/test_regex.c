@@ -15,8 +15,7 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static struct regex *compile(const char *pat, int *rc, char *err,
-			     size_t errlen)
+static struct regex *compile(const char *pat, int *rc, char *err, size_t errlen)
 {
 	struct regex *re = NULL;
 
@@ -45,7 +44,8 @@ TEST(regex_re2_syntax_full_and_partial)
 	regex__free(re);
 
 	re = compile("/(a", &rc, err, sizeof(err));
-	ASSERT_TRUE(!re && rc == -EINVAL && strstr(err, "missing )"), "%s", err);
+	ASSERT_TRUE(!re && rc == -EINVAL && strstr(err, "missing )"), "%s",
+		    err);
 	/* backreferences are not RE2 (they need backtracking) */
 	re = compile("(a)\\1", &rc, err, sizeof(err));
 	ASSERT_TRUE(!re && rc == -EINVAL, "%s", err);
@@ -65,8 +65,8 @@ TEST(regex_limits)
 			    strstr(err, "invalid repetition size"),
 		    "%d %s", rc, err);
 	re = compile(".{0,1000}", &rc, err, sizeof(err));
-	ASSERT_TRUE(!re && rc == -E2BIG && strstr(err, "instructions"),
-		    "%d %s", rc, err);
+	ASSERT_TRUE(!re && rc == -E2BIG && strstr(err, "instructions"), "%d %s",
+		    rc, err);
 	memset(big, 'a', REGEX_MAX_PATTERN + 1);
 	big[REGEX_MAX_PATTERN + 1] = 0;
 	re = compile(big, &rc, err, sizeof(err));

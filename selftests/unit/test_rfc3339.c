@@ -42,15 +42,15 @@ TEST(rfc3339_valid)
 TEST(rfc3339_invalid)
 {
 	static const char *const bad[] = {
-		"2024-02-30T00:00:00Z",       /* no such day */
-		"2023-02-29T00:00:00Z",       /* not a leap year */
-		"2024-01-01T24:00:00Z",       /* hour */
-		"2024-01-01T00:00:60Z",       /* leap second: Go rejects it */
-		"2024-01-01 00:00:00Z",       /* space for T */
-		"2024-01-01T00:00:00",        /* no offset */
-		"2024-01-01T00:00:00.Z",      /* empty fraction */
+		"2024-02-30T00:00:00Z",  /* no such day */
+		"2023-02-29T00:00:00Z",  /* not a leap year */
+		"2024-01-01T24:00:00Z",  /* hour */
+		"2024-01-01T00:00:60Z",  /* leap second: Go rejects it */
+		"2024-01-01 00:00:00Z",  /* space for T */
+		"2024-01-01T00:00:00",   /* no offset */
+		"2024-01-01T00:00:00.Z", /* empty fraction */
 		"2024-01-01T00:00:00.1234567891Z", /* 10 fraction digits */
-		"2024-01-01T00:00:00+0100",   /* offset without colon */
+		"2024-01-01T00:00:00+0100",        /* offset without colon */
 		"2024-01-01T00:00:00Zjunk",
 		"24-01-01T00:00:00Z",
 		"",

@@ -21,7 +21,7 @@ struct rcase {
 	enum bpf_says bpf;
 };
 
-#define A10 "aaaaaaaaaa"
+#define A10  "aaaaaaaaaa"
 #define A100 A10 A10 A10 A10 A10 A10 A10 A10 A10 A10
 
 static const struct rcase route_cases[] = {
@@ -62,8 +62,8 @@ static const struct rcase route_cases[] = {
 	  "/", "", "unmatched", KERNEL },
 	{ "allowedRoutes Selector: matchLabels selects", "GET", "sel.test",
 	  "/ok", "", "teama/selok rule 0", KERNEL },
-	{ "allowedRoutes Selector: matchExpressions select", "GET",
-	  "selx.test", "/db", "", "teama/selx rule 0", KERNEL },
+	{ "allowedRoutes Selector: matchExpressions select", "GET", "selx.test",
+	  "/db", "", "teama/selx rule 0", KERNEL },
 	{ "HTTPS listener", "GET", "secure.test", "/a", "",
 	  "apps/secure rule 0", KERNEL },
 	{ "no intersection: not attached", "GET", "other.org", "/healthz", "",
@@ -90,13 +90,13 @@ static const struct rcase route_cases[] = {
 	  " www.example.com", "/x", "", "apps/login rule 1", KERNEL },
 	{ "port in a whole word of its own", "GET", "www.example.com:12345678",
 	  "/login", "", "apps/login rule 0", KERNEL },
-	{ "no Host header", "GET", NULL, "/healthz", "",
-	  "apps/catchall rule 0", KERNEL },
+	{ "no Host header", "GET", NULL, "/healthz", "", "apps/catchall rule 0",
+	  KERNEL },
 	/* Paths */
 	{ "Exact beats PathPrefix", "GET", "www.example.com", "/login", "",
 	  "apps/login rule 0", KERNEL },
-	{ "Exact needs the whole path", "GET", "www.example.com", "/login/",
-	  "", "apps/login rule 1", KERNEL },
+	{ "Exact needs the whole path", "GET", "www.example.com", "/login/", "",
+	  "apps/login rule 1", KERNEL },
 	{ "query is not part of the path", "GET", "www.example.com",
 	  "/login?next=/", "", "apps/login rule 0", KERNEL },
 	{ "longest prefix", "GET", "www.example.com", "/api/v2/users", "",
@@ -105,10 +105,10 @@ static const struct rcase route_cases[] = {
 	  "", "apps/api rule 1", KERNEL },
 	{ "prefix with trailing slash", "GET", "www.example.com", "/api/v2/",
 	  "", "apps/api rule 1", KERNEL },
-	{ "element-wise: /api/v2x", "POST", "www.example.com", "/api/v2x",
-	  "", "apps/api rule 2", KERNEL },
-	{ "element-wise: /apix is not /api", "GET", "www.example.com",
-	  "/apix", "", "apps/login rule 1", KERNEL },
+	{ "element-wise: /api/v2x", "POST", "www.example.com", "/api/v2x", "",
+	  "apps/api rule 2", KERNEL },
+	{ "element-wise: /apix is not /api", "GET", "www.example.com", "/apix",
+	  "", "apps/login rule 1", KERNEL },
 	{ "paths case-sensitive", "GET", "www.example.com", "/Api/x", "",
 	  "apps/api rule 6", KERNEL },
 	{ "paths case-sensitive 2", "GET", "www.example.com", "/API", "",
@@ -138,8 +138,8 @@ static const struct rcase route_cases[] = {
 	  "/api/q?debug=2&debug=1", "", "apps/api rule 0", DEFER },
 	{ "plain rule after conditional ones", "GET", "www.example.com",
 	  "/api/x", "", "apps/api rule 0", DEFER },
-	{ "header regex", "GET", "www.example.com", "/api/re",
-	  "X-Ver: v12\r\n", "apps/api rule 7", DEFER },
+	{ "header regex", "GET", "www.example.com", "/api/re", "X-Ver: v12\r\n",
+	  "apps/api rule 7", DEFER },
 	{ "header regex is a full match", "GET", "www.example.com", "/api/re",
 	  "X-Ver: v12b\r\n", "apps/api rule 0", DEFER },
 	/* Ties */
@@ -152,12 +152,12 @@ static const struct rcase route_cases[] = {
 	{ "first rule in the route", "GET", "www.example.com", "/dup/x", "",
 	  "apps/login rule 2", KERNEL },
 	/* RegularExpression paths: Exact > regex (longer first) > Prefix */
-	{ "regex: Exact still first", "GET", "re.example.com",
-	  "/items/special", "", "apps/regex rule 2", KERNEL },
+	{ "regex: Exact still first", "GET", "re.example.com", "/items/special",
+	  "", "apps/regex rule 2", KERNEL },
 	{ "regex beats prefix", "GET", "re.example.com", "/items/42", "",
 	  "apps/regex rule 0", DEFER },
-	{ "longer regex first", "GET", "re.example.com", "/items/42/detail",
-	  "", "apps/regex rule 3", DEFER },
+	{ "longer regex first", "GET", "re.example.com", "/items/42/detail", "",
+	  "apps/regex rule 3", DEFER },
 	{ "regex full match, prefix decides", "GET", "re.example.com",
 	  "/items/42x", "", "apps/regex rule 1", DEFER },
 	{ "regex vhost, unmatched", "GET", "re.example.com", "/itemsx", "",
@@ -171,8 +171,8 @@ static const struct rcase route_cases[] = {
 	  "apps/many rule 8", DEFER },
 	{ "overflow: sentinel defers 2", "TRACE", "many.test", "/m", "",
 	  "apps/many rule 7", DEFER },
-	{ "unknown method: no method rule fits", "PROPFIND", "many.test",
-	  "/m", "", "unmatched", DEFER },
+	{ "unknown method: no method rule fits", "PROPFIND", "many.test", "/m",
+	  "", "unmatched", DEFER },
 	{ "second match of a rule", "POST", "many.test", "/x", "",
 	  "apps/many rule 9", KERNEL },
 	/* Deep prefixes: BPF defers only when the path is deeper still */
@@ -182,11 +182,10 @@ static const struct rcase route_cases[] = {
 	  "/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16", "", "apps/deep rule 1",
 	  KERNEL },
 	{ "deep prefix, deeper path", "GET", "deep.test",
-	  "/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16/17", "",
-	  "apps/deep rule 1", DEFER },
-	{ "deep vhost, deep path, no match", "GET", "deep.test",
-	  "/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/x/17", "", "unmatched",
+	  "/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16/17", "", "apps/deep rule 1",
 	  DEFER },
+	{ "deep vhost, deep path, no match", "GET", "deep.test",
+	  "/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/x/17", "", "unmatched", DEFER },
 	/* What BPF leaves to user space before any lookup */
 	{ "asterisk-form target", "OPTIONS", "www.example.com", "*", "",
 	  "unmatched", DEFER },
@@ -195,7 +194,8 @@ static const struct rcase route_cases[] = {
 	{ "Host longer than MM_HOST_MAX", "GET",
 	  "a123456789a123456789a123456789a123456789a123456789a123456789"
 	  "a123456789a123456789a123456789a123456789a123456789a123456789"
-	  ".example.com", "/", "", "apps/wild rule 0", DEFER },
+	  ".example.com",
+	  "/", "", "apps/wild rule 0", DEFER },
 };
 
 #endif /* MM_TEST_ROUTE_CASES_H */

@@ -30,12 +30,12 @@ static int add_yaml(struct gw_model *m, const char *yaml, char *err,
 	return ret;
 }
 
-#define ROUTE_HEAD                                                        \
-	"apiVersion: gateway.networking.k8s.io/v1\n"  /* 1 */             \
-	"kind: HTTPRoute\n"                            /* 2 */             \
-	"metadata:\n"                                  /* 3 */             \
-	"  name: r\n"                                  /* 4 */             \
-	"spec:\n"                                      /* 5 */
+#define ROUTE_HEAD                                                             \
+	"apiVersion: gateway.networking.k8s.io/v1\n" /* 1 */                   \
+	"kind: HTTPRoute\n"                          /* 2 */                   \
+	"metadata:\n"                                /* 3 */                   \
+	"  name: r\n"                                /* 4 */                   \
+	"spec:\n"                                    /* 5 */
 
 static const struct {
 	const char *what, *yaml, *want; /* want: prefix of the message */
@@ -64,7 +64,8 @@ static const struct {
 	{ "empty first label", ROUTE_HEAD "  hostnames: [\".example.com\"]\n",
 	  "bad.yaml:6: spec.hostnames[] \".example.com\" is not a hostname",
 	  -EINVAL },
-	{ "label ending in '-'", ROUTE_HEAD "  hostnames: [\"a-.example.com\"]\n",
+	{ "label ending in '-'",
+	  ROUTE_HEAD "  hostnames: [\"a-.example.com\"]\n",
 	  "bad.yaml:6: spec.hostnames[] \"a-.example.com\" is not a hostname",
 	  -EINVAL },
 	/* "\0" cut the hostname to "a.com" */
@@ -76,43 +77,62 @@ static const struct {
 	{ "port 0x 50", ROUTE_HEAD "  parentRefs: [{name: gw, port: 0x 50}]\n",
 	  "bad.yaml:6: parentRef.port must be an integer, not string",
 	  -EINVAL },
-	{ "path without '/'", ROUTE_HEAD "  rules:\n  - matches:\n"
-	  "    - path:\n        type: Exact\n        value: api\n",
+	{ "path without '/'",
+	  ROUTE_HEAD "  rules:\n  - matches:\n"
+		     "    - path:\n        type: Exact\n        value: api\n",
 	  "bad.yaml:9: path.value \"api\" must start with '/'", -EINVAL },
-	{ "path with dot segment", ROUTE_HEAD "  rules:\n  - matches:\n"
-	  "    - path: {value: /a/..}\n",
+	{ "path with dot segment",
+	  ROUTE_HEAD "  rules:\n  - matches:\n"
+		     "    - path: {value: /a/..}\n",
 	  "bad.yaml:8: path.value \"/a/..\" must not contain", -EINVAL },
-	{ "path with encoded slash", ROUTE_HEAD "  rules:\n  - matches:\n"
-	  "    - path: {type: Exact, value: /a%2Fb}\n",
+	{ "path with encoded slash",
+	  ROUTE_HEAD "  rules:\n  - matches:\n"
+		     "    - path: {type: Exact, value: /a%2Fb}\n",
 	  "bad.yaml:8: path.value \"/a%2Fb\" must not contain", -EINVAL },
-	{ "unknown path type", ROUTE_HEAD "  rules:\n  - matches:\n"
-	  "    - path: {type: Prefix, value: /a}\n",
+	{ "unknown path type",
+	  ROUTE_HEAD "  rules:\n  - matches:\n"
+		     "    - path: {type: Prefix, value: /a}\n",
 	  "bad.yaml:8: path.type \"Prefix\" is not a Gateway API path "
-	  "match type; use Exact, PathPrefix or RegularExpression", -EINVAL },
-	{ "misspelt path type", ROUTE_HEAD "  rules:\n  - matches:\n"
-	  "    - path: {type: Pathprefix, value: /a}\n",
+	  "match type; use Exact, PathPrefix or RegularExpression",
+	  -EINVAL },
+	{ "misspelt path type",
+	  ROUTE_HEAD "  rules:\n  - matches:\n"
+		     "    - path: {type: Pathprefix, value: /a}\n",
 	  "bad.yaml:8: path.type \"Pathprefix\" is not a Gateway API path "
-	  "match type (did you mean `PathPrefix`?)", -EINVAL },
-	{ "path value wrong type", ROUTE_HEAD "  rules:\n  - matches:\n"
-	  "    - path: {value: 12}\n",
+	  "match type (did you mean `PathPrefix`?)",
+	  -EINVAL },
+	{ "path value wrong type",
+	  ROUTE_HEAD "  rules:\n  - matches:\n"
+		     "    - path: {value: 12}\n",
 	  "bad.yaml:8: path.value must be a string, not int", -EINVAL },
-	{ "lower-case method", ROUTE_HEAD "  rules:\n  - matches:\n"
-	  "    - method: get\n",
+	{ "lower-case method",
+	  ROUTE_HEAD "  rules:\n  - matches:\n"
+		     "    - method: get\n",
 	  "bad.yaml:8: match.method \"get\": use GET", -EINVAL },
-	{ "bad regex", ROUTE_HEAD "  rules:\n  - matches:\n"
-	  "    - path: {type: RegularExpression, value: \"/(a\"}\n",
+	{ "bad regex",
+	  ROUTE_HEAD "  rules:\n  - matches:\n"
+		     "    - path: {type: RegularExpression, value: \"/(a\"}\n",
 	  "bad.yaml:8: invalid regular expression: missing ): /(a", -EINVAL },
 	/* 554 MB and 30 s per match under POSIX regcomp/regexec */
-	{ "regex past the repetition bound", ROUTE_HEAD "  rules:\n  - matches:\n"
+	{ "regex past the repetition bound",
+	  ROUTE_HEAD
+	  "  rules:\n  - matches:\n"
 	  "    - path: {type: RegularExpression, value: \"/(.{0,255}){0,255}\"}\n",
-	  "bad.yaml:8: invalid regular expression: invalid repetition size", -EINVAL },
-	{ "regex past the program size", ROUTE_HEAD "  rules:\n  - matches:\n"
+	  "bad.yaml:8: invalid regular expression: invalid repetition size",
+	  -EINVAL },
+	{ "regex past the program size",
+	  ROUTE_HEAD
+	  "  rules:\n  - matches:\n"
 	  "    - headers: [{name: x, type: RegularExpression, value: \".{0,1000}\"}]\n",
-	  "bad.yaml:8: invalid regular expression: the compiled expression has", -EINVAL },
-	{ "header without value", ROUTE_HEAD "  rules:\n  - matches:\n"
-	  "    - headers:\n      - name: x\n",
+	  "bad.yaml:8: invalid regular expression: the compiled expression has",
+	  -EINVAL },
+	{ "header without value",
+	  ROUTE_HEAD "  rules:\n  - matches:\n"
+		     "    - headers:\n      - name: x\n",
 	  "bad.yaml:9: headers.value is required", -EINVAL },
-	{ "header bad type", ROUTE_HEAD "  rules:\n  - matches:\n"
+	{ "header bad type",
+	  ROUTE_HEAD
+	  "  rules:\n  - matches:\n"
 	  "    - headers:\n      - {name: x, value: y, type: Prefix}\n",
 	  "bad.yaml:9: headers.type \"Prefix\": use Exact or RegularExpression",
 	  -EINVAL },
@@ -120,18 +140,21 @@ static const struct {
 	  "bad.yaml:6: spec.rules must be a list, not map", -EINVAL },
 	{ "rule not a map", ROUTE_HEAD "  rules:\n  - 3\n",
 	  "bad.yaml:7: rules[0] must be a mapping, not int", -EINVAL },
-	{ "parentRef without name", ROUTE_HEAD "  parentRefs:\n"
-	  "  - namespace: x\n",
+	{ "parentRef without name",
+	  ROUTE_HEAD "  parentRefs:\n"
+		     "  - namespace: x\n",
 	  "bad.yaml:7: parentRef.name is required", -EINVAL },
-	{ "parentRef port out of range", ROUTE_HEAD "  parentRefs:\n"
-	  "  - {name: g, port: 70000}\n",
+	{ "parentRef port out of range",
+	  ROUTE_HEAD "  parentRefs:\n"
+		     "  - {name: g, port: 70000}\n",
 	  "bad.yaml:7: parentRef.port must be 1..65535", -EINVAL },
 	{ "bad creationTimestamp",
 	  "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
 	  "metadata:\n  name: r\n  creationTimestamp: yesterday\nspec: {}\n",
 	  "bad.yaml:5: metadata.creationTimestamp \"yesterday\" is not RFC 3339",
 	  -EINVAL },
-	{ "no spec", "apiVersion: gateway.networking.k8s.io/v1\n"
+	{ "no spec",
+	  "apiVersion: gateway.networking.k8s.io/v1\n"
 	  "kind: HTTPRoute\nmetadata: {name: r}\n",
 	  "bad.yaml:1: HTTPRoute default/r: spec is required", -EINVAL },
 	{ "listener without port",
@@ -180,8 +203,8 @@ static const struct {
 	  "  labels: {on: true}\n",
 	  "bad.yaml:5: metadata.labels.on: label values are strings (quote it)",
 	  -EINVAL },
-	{ "duplicate route", ROUTE_HEAD "  rules: []\n---\n" ROUTE_HEAD
-	  "  rules: []\n",
+	{ "duplicate route",
+	  ROUTE_HEAD "  rules: []\n---\n" ROUTE_HEAD "  rules: []\n",
 	  "bad.yaml:8: HTTPRoute default/r is already defined at bad.yaml:1",
 	  -EEXIST },
 	{ "no kind", "apiVersion: v1\nmetadata: {name: x}\n",
@@ -198,8 +221,8 @@ TEST(route_input_bad_manifests)
 		ASSERT_TRUE(m != NULL);
 		ret = add_yaml(m, bad[i].yaml, err, sizeof(err));
 		gateway_api__free(m);
-		ASSERT_TRUE(ret == bad[i].err &&
-			    !strncmp(err, bad[i].want, strlen(bad[i].want)),
+		ASSERT_TRUE(ret == bad[i].err && !strncmp(err, bad[i].want,
+							  strlen(bad[i].want)),
 			    "case \"%s\": ret %d, message \"%s\", want \"%s\"",
 			    bad[i].what, ret, err, bad[i].want);
 	}
@@ -210,25 +233,28 @@ static char *big_route(size_t nrules, size_t nmatches, size_t nheaders,
 		       size_t nhosts)
 {
 	size_t cap = 256 + nhosts * 32 +
-		     nrules * nmatches * (64 + nheaders * 40), len = 0;
+		     nrules * nmatches * (64 + nheaders * 40),
+	       len = 0;
 	char *y = malloc(cap);
 
 	if (!y)
 		return NULL;
 	len += snprintf(y + len, cap - len, ROUTE_HEAD "  hostnames:\n");
 	for (size_t h = 0; h < nhosts; h++)
-		len += snprintf(y + len, cap - len, "  - h%zu.example.com\n", h);
+		len += snprintf(y + len, cap - len, "  - h%zu.example.com\n",
+				h);
 	len += snprintf(y + len, cap - len, "  rules:\n");
 	for (size_t r = 0; r < nrules; r++) {
 		len += snprintf(y + len, cap - len, "  - matches:\n");
 		for (size_t m = 0; m < nmatches; m++) {
 			len += snprintf(y + len, cap - len,
 					"    - path: {value: /r%zu/m%zu}\n"
-					"      headers:\n", r, m);
+					"      headers:\n",
+					r, m);
 			for (size_t h = 0; h < nheaders; h++)
-				len += snprintf(y + len, cap - len,
-						"      - {name: h%zu, value: v}\n",
-						h);
+				len += snprintf(
+					y + len, cap - len,
+					"      - {name: h%zu, value: v}\n", h);
 		}
 	}
 	return y;
@@ -245,13 +271,18 @@ TEST(route_input_gateway_api_limits)
 		const char *want;
 	} cases[] = {
 		{ 16, 8, 16, 16, NULL },
-		{ 17, 1, 0, 1, "spec.rules has 17 items; the Gateway API allows at most 16" },
-		{ 1, 65, 0, 1, "rule.matches has 65 items; the Gateway API allows at most 64" },
+		{ 17, 1, 0, 1,
+		  "spec.rules has 17 items; the Gateway API allows at most 16" },
+		{ 1, 65, 0, 1,
+		  "rule.matches has 65 items; the Gateway API allows at most 64" },
 		{ 3, 43, 0, 1, "spec.rules hold more than 128 matches in all" },
-		{ 1, 1, 17, 1, "headers has 17 items; the Gateway API allows at most 16" },
-		{ 1, 1, 0, 17, "spec.hostnames has 17 items; the Gateway API allows at most 16" },
+		{ 1, 1, 17, 1,
+		  "headers has 17 items; the Gateway API allows at most 16" },
+		{ 1, 1, 0, 17,
+		  "spec.hostnames has 17 items; the Gateway API allows at most 16" },
 		/* the object cap (DOC_MAX_OBJECT_NODES) says it first */
-		{ 65537, 1, 0, 1, "HTTPRoute holds more than 131072 YAML nodes" },
+		{ 65537, 1, 0, 1,
+		  "HTTPRoute holds more than 131072 YAML nodes" },
 		{ 20000, 1, 0, 1, "spec.rules has 20000 items" },
 	};
 
@@ -282,12 +313,15 @@ TEST(route_input_defaults)
 	const struct gw_route *r;
 	char err[256];
 
-	ASSERT_EQ(add_yaml(m, ROUTE_HEAD "  parentRefs: [{name: g}]\n"
+	ASSERT_EQ(add_yaml(m,
+			   ROUTE_HEAD
+			   "  parentRefs: [{name: g}]\n"
 			   "  rules:\n  - backendRefs: [{name: b}]\n"
 			   "  - matches:\n    - method: GET\n"
 			   "      headers: [{name: X-A, value: '1'}, "
 			   "{name: x-a, value: '2'}]\n",
-			   err, sizeof(err)), 0);
+			   err, sizeof(err)),
+		  0);
 	r = m->routes[0];
 	ASSERT_STREQ(r->ns, "default");
 	ASSERT_STREQ(r->parents[0].ns, "default");
@@ -317,27 +351,31 @@ TEST(route_input_load_dir_errors)
 	FILE *f;
 
 	ASSERT_EQ(gateway_api__load_dir(m, "/nonexistent/dir", err,
-					sizeof(err)), -ENOENT);
+					sizeof(err)),
+		  -ENOENT);
 	ASSERT_TRUE(strstr(err, "/nonexistent/dir") != NULL);
 	snprintf(path, sizeof(path), "%s/b.yaml", test__tmpdir());
 	f = fopen(path, "w");
 	ASSERT_TRUE(f != NULL);
 	fputs("apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
 	      "metadata: {name: r}\nspec:\n  rules:\n  - matches:\n"
-	      "    - path: {value: nope}\n", f);
+	      "    - path: {value: nope}\n",
+	      f);
 	fclose(f);
 	/* a bad object is left out with its reason; the others load */
 	snprintf(path, sizeof(path), "%s/c.yaml", test__tmpdir());
 	f = fopen(path, "w");
 	ASSERT_TRUE(f != NULL);
 	fputs("apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
-	      "metadata: {name: ok}\nspec: {}\n", f);
+	      "metadata: {name: ok}\nspec: {}\n",
+	      f);
 	fclose(f);
 	ASSERT_EQ(gateway_api__load_dir(m, test__tmpdir(), err, sizeof(err)),
 		  0);
 	ASSERT_EQ(m->nrejected, 1);
 	ASSERT_TRUE(strstr(m->rejected[0], "/b.yaml:7: path.value \"nope\" "
-			   "must start with '/'") != NULL, "%s", m->rejected[0]);
+					   "must start with '/'") != NULL,
+		    "%s", m->rejected[0]);
 	ASSERT_EQ(m->nroutes, 1);
 	ASSERT_STREQ(m->routes[0]->name, "ok");
 	gateway_api__free(m);
@@ -371,7 +409,7 @@ TEST(route_input_intersect)
 						   sizeof(out));
 
 		ASSERT_TRUE(ok == (c[i].want != NULL) &&
-			    (!ok || !strcmp(out, c[i].want)),
+				    (!ok || !strcmp(out, c[i].want)),
 			    "%s x %s: %s %s", c[i].l ? c[i].l : "-",
 			    c[i].r ? c[i].r : "-", ok ? "got" : "none",
 			    ok ? out : "");
@@ -401,14 +439,13 @@ TEST(route_input_prefix_and_host)
 
 TEST(route_input_parse_head)
 {
-	static const char head[] =
-		"POST /api/x?debug=1&b HTTP/1.1\r\n"
-		"host:  Www.Example.com:80 \r\n"
-		"X-Canary: true\r\n"
-		"  folded\r\n"
-		"Host: second.example\r\n"
-		"\r\n"
-		"body";
+	static const char head[] = "POST /api/x?debug=1&b HTTP/1.1\r\n"
+				   "host:  Www.Example.com:80 \r\n"
+				   "X-Canary: true\r\n"
+				   "  folded\r\n"
+				   "Host: second.example\r\n"
+				   "\r\n"
+				   "body";
 	static const char abs[] = "GET http://h.example/p?q=1 HTTP/1.1\r\n"
 				  "Host: other\r\n\r\n";
 	static const char cut[] = "GET /a HTTP/1.1\r\nHost: h\r\nX-Lo";
@@ -443,7 +480,8 @@ TEST(route_input_parse_head)
 	ASSERT_EQ(route_match__parse_head("GET /a SPDY/3\r\n\r\n", 17, &r),
 		  -EINVAL);
 	ASSERT_EQ(route_match__parse_head("PROPFIND / HTTP/1.1\r\n\r\n", 23,
-					  &r), 0);
+					  &r),
+		  0);
 	ASSERT_EQ(r.method, MM_M_OTHER);
 	ASSERT_TRUE(r.host == NULL);
 }
@@ -474,34 +512,59 @@ TEST(route_input_explain)
 	const struct {
 		const char *args[10];
 		int ret;
-		const char *out, *err; /* prefixes of stdout, substr of stderr */
+		const char *out,
+			*err; /* prefixes of stdout, substr of stderr */
 	} c[] = {
 		{ { "--manifests", DIR, "--gateway", "infra/gw",
-		    "http://www.example.com/login?x=1" }, 0,
-		  "apps/login rule 0\nvhost www.example.com (exact)\n", "" },
+		    "http://www.example.com/login?x=1" },
+		  0,
+		  "apps/login rule 0\nvhost www.example.com (exact)\n",
+		  "" },
 		{ { "--manifests", DIR, "-X", "POST", "-H", "X-Canary: true",
-		    "http://www.example.com/api/x" }, 0,
-		  "apps/api rule 2\n", "" },
-		{ { "--manifests", DIR, "-H", "x-canary:true",
-		    "-H", "Host: www.example.com", "/api/x?debug=1" }, 0,
-		  "apps/api rule 4\n", "" },
+		    "http://www.example.com/api/x" },
+		  0,
+		  "apps/api rule 2\n",
+		  "" },
+		{ { "--manifests", DIR, "-H", "x-canary:true", "-H",
+		    "Host: www.example.com", "/api/x?debug=1" },
+		  0,
+		  "apps/api rule 4\n",
+		  "" },
 		{ { "--manifests", DIR, "--gateway", "infra/gw",
-		    "http://nothing.test/x" }, 0, "unmatched\n", "" },
-		{ { "--manifests", DIR, "http://www.example.com/api",
-		    "-H", "X-Canary: true" }, 0, "apps/api rule 4\n", "" },
+		    "http://nothing.test/x" },
+		  0,
+		  "unmatched\n",
+		  "" },
+		{ { "--manifests", DIR, "http://www.example.com/api", "-H",
+		    "X-Canary: true" },
+		  0,
+		  "apps/api rule 4\n",
+		  "" },
 		{ { "--help" }, 0, "usage: milometer explain", "" },
-		{ { "--manifests", DIR, "www.example.com/x" }, 2, "",
+		{ { "--manifests", DIR, "www.example.com/x" },
+		  2,
+		  "",
 		  "use http://host/path" },
 		{ { "--manifests", DIR, "http:///x" }, 2, "", "has no host" },
-		{ { "--manifests", DIR, "-H", "NoColon", "http://a/" }, 2, "",
+		{ { "--manifests", DIR, "-H", "NoColon", "http://a/" },
+		  2,
+		  "",
 		  "write it as 'Name: value'" },
-		{ { "--manifests", DIR, "-H", "Bad Name: v", "http://a/" }, 2,
-		  "", "not allowed in HTTP header names" },
-		{ { "--manifests", DIR, "-X", "G ET", "http://a/" }, 2, "",
+		{ { "--manifests", DIR, "-H", "Bad Name: v", "http://a/" },
+		  2,
+		  "",
+		  "not allowed in HTTP header names" },
+		{ { "--manifests", DIR, "-X", "G ET", "http://a/" },
+		  2,
+		  "",
 		  "is not an HTTP token" },
-		{ { "--manifests", "/nonexistent", "http://a/" }, 2, "",
+		{ { "--manifests", "/nonexistent", "http://a/" },
+		  2,
+		  "",
 		  "cannot read manifests: /nonexistent: No such file" },
-		{ { "--manifests", DIR, "--gateway", "x/y", "http://a/" }, 2, "",
+		{ { "--manifests", DIR, "--gateway", "x/y", "http://a/" },
+		  2,
+		  "",
 		  "gateway x/y is not in the manifests" },
 		{ { "--manifests", DIR }, 2, "", "exactly one URL" },
 		{ { "--bogus", "http://a/" }, 2, "", "unknown or incomplete" },
@@ -517,7 +580,8 @@ TEST(route_input_explain)
 		if (!ok)
 			test__fail(__FILE__, __LINE__,
 				   "explain case %zu: ret %d\nstdout: %s\n"
-				   "stderr: %s", i, ret, out, errs);
+				   "stderr: %s",
+				   i, ret, out, errs);
 		free(out);
 		free(errs);
 		if (!ok)
@@ -537,7 +601,8 @@ TEST(route_input_explain_manifest_error)
 	f = fopen(path, "w");
 	ASSERT_TRUE(f != NULL);
 	fputs("apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
-	      "metadata: {name: r}\nspec:\n  hostnames: 3\n", f);
+	      "metadata: {name: r}\nspec:\n  hostnames: 3\n",
+	      f);
 	fclose(f);
 	/*
 	 * one bad file used to stop explain; a FIFO named *.yaml
@@ -559,7 +624,8 @@ TEST(route_input_explain_manifest_error)
 	ret = explain(&out, &errs, args);
 	ASSERT_EQ(ret, 0);
 	ASSERT_TRUE(strstr(errs, "left out: ") &&
-			    strstr(errs, "/x.yml:5: spec.hostnames must be a list"),
+			    strstr(errs,
+				   "/x.yml:5: spec.hostnames must be a list"),
 		    "%s", errs);
 	ASSERT_TRUE(strstr(errs, "/fifo.yaml: not a regular file"), "%s", errs);
 	/* the route inside the kind: List (kubectl get -o yaml) counts */
@@ -577,7 +643,8 @@ TEST(route_input_explain_nothing_attached)
 
 	ASSERT_EQ(ret, 0);
 	ASSERT_TRUE(!strncmp(out, "unmatched\nno vhost for host \"a.example\"",
-			     39), "%s", out);
+			     39),
+		    "%s", out);
 	ASSERT_TRUE(strstr(out, "note: no HTTPRoute in") != NULL, "%s", out);
 	free(out);
 	free(errs);
@@ -603,35 +670,42 @@ TEST(route_input_lookup_head)
 	ASSERT_EQ(gateway_api__load_dir(m, DIR, err, sizeof(err)), 0);
 	ASSERT_EQ(route_compile__build(m, "infra/gw", 1, &t, err, sizeof(err)),
 		  0);
-	ASSERT_EQ(route_match__lookup_head(t, 0, 0, full, sizeof(full) - 1, false,
-					   &res), 0);
+	ASSERT_EQ(route_match__lookup_head(t, 0, 0, full, sizeof(full) - 1,
+					   false, &res),
+		  0);
 	ASSERT_STREQ(t->routes[res.route_id].name, "login");
 	/* BPF cut the head at MM_HEAD_MAX: still complete enough. */
-	ASSERT_EQ(route_match__lookup_head(t, 0, 0, full, sizeof(full) - 3, true,
-					   &res), 0);
+	ASSERT_EQ(route_match__lookup_head(t, 0, 0, full, sizeof(full) - 3,
+					   true, &res),
+		  0);
 	ASSERT_STREQ(t->routes[res.route_id].name, "login");
 	ASSERT_EQ(route_match__lookup_head(t, 0, 0, nohost, sizeof(nohost) - 1,
-					   false, &res), 0);
+					   false, &res),
+		  0);
 	ASSERT_STREQ(t->routes[res.route_id].name, "catchall");
 	ASSERT_EQ(route_match__lookup_head(t, 0, 0, cut, sizeof(cut) - 1, true,
-					   &res), 0);
+					   &res),
+		  0);
 	ASSERT_EQ(res.route_id, MM_ROUTE_UNKNOWN);
 	ASSERT_EQ(route_match__lookup_head(t, 0, 0, full, 8, true, &res), 0);
 	ASSERT_EQ(res.route_id, MM_ROUTE_UNKNOWN);
 	ASSERT_EQ(route_match__lookup_head(t, 0, 0, "\x16\x03", 2, true, &res),
 		  -EINVAL);
 	/* Cut head, header-dependent rules above the answer: unknown. */
-	ASSERT_EQ(route_match__lookup_head(t, 0, 0, apicut, sizeof(apicut) - 1, true,
-					   &res), 0);
+	ASSERT_EQ(route_match__lookup_head(t, 0, 0, apicut, sizeof(apicut) - 1,
+					   true, &res),
+		  0);
 	ASSERT_EQ(res.route_id, MM_ROUTE_UNKNOWN);
 	/* Same head complete: rule 0 with certainty. */
-	ASSERT_EQ(route_match__lookup_head(t, 0, 0, apifull, sizeof(apifull) - 1,
-					   false, &res), 0);
+	ASSERT_EQ(route_match__lookup_head(t, 0, 0, apifull,
+					   sizeof(apifull) - 1, false, &res),
+		  0);
 	ASSERT_STREQ(t->routes[res.route_id].name, "api");
 	ASSERT_EQ(res.rule_idx, 0);
 	/* Cut, but POST's method rule outranks every header rule. */
-	ASSERT_EQ(route_match__lookup_head(t, 0, 0, postcut, sizeof(postcut) - 1,
-					   true, &res), 0);
+	ASSERT_EQ(route_match__lookup_head(t, 0, 0, postcut,
+					   sizeof(postcut) - 1, true, &res),
+		  0);
 	ASSERT_EQ(res.rule_idx, 2);
 	route_compile__free(t);
 	gateway_api__free(m);
@@ -640,21 +714,30 @@ TEST(route_input_lookup_head)
 TEST(route_input_explain_verbose)
 {
 	char *out = NULL, *errs = NULL;
-	const char *args[] = { "--manifests", DIR, "--gateway", "infra/gw",
-			       "-v", "-H", "X-Canary: true",
-			       "http://www.example.com/api/x?debug=1", NULL };
+	const char *args[] = { "--manifests",
+			       DIR,
+			       "--gateway",
+			       "infra/gw",
+			       "-v",
+			       "-H",
+			       "X-Canary: true",
+			       "http://www.example.com/api/x?debug=1",
+			       NULL };
 	int ret = explain(&out, &errs, args);
 
 	ASSERT_EQ(ret, 0);
 	ASSERT_TRUE(!strncmp(out, "apps/api rule 4\n", 16), "%s", out);
 	ASSERT_TRUE(strstr(out, "precedence list of vhost www.example.com "
-			   "(18 matches):") != NULL, "%s", out);
+				"(18 matches):") != NULL,
+		    "%s", out);
 	ASSERT_TRUE(strstr(out, "=> PathPrefix  /api header:x-canary=true  "
-			   "apps/api rule 4 match 0") != NULL, "%s", out);
+				"apps/api rule 4 match 0") != NULL,
+		    "%s", out);
 	ASSERT_TRUE(strstr(out, "ok PathPrefix  /  apps/login rule 1") != NULL,
 		    "%s", out);
-	ASSERT_TRUE(strstr(out, "note: HTTPRoute apps/othns is not attached")
-		    != NULL, "%s", out);
+	ASSERT_TRUE(strstr(out, "note: HTTPRoute apps/othns is not attached") !=
+			    NULL,
+		    "%s", out);
 	free(out);
 	free(errs);
 }
@@ -675,9 +758,10 @@ TEST(route_input_regex_count_limit)
 			len += snprintf(y + len, 64 * 1024 - len,
 					"    - headers:\n");
 			for (int h = i; h < nre && h < i + 13; h++)
-				len += snprintf(y + len, 64 * 1024 - len,
-						"      - {name: h%d, type: RegularExpression, value: \"v[0-9]+\"}\n",
-						h);
+				len += snprintf(
+					y + len, 64 * 1024 - len,
+					"      - {name: h%d, type: RegularExpression, value: \"v[0-9]+\"}\n",
+					h);
 		}
 		ret = add_yaml(m, y, err, sizeof(err));
 		free(y);
@@ -685,9 +769,11 @@ TEST(route_input_regex_count_limit)
 		if (nre == 64)
 			ASSERT_TRUE(ret == 0, "%s", err);
 		else
-			ASSERT_TRUE(ret == -EINVAL &&
-					    strstr(err, "more than 64 RegularExpression matches in one object"),
-				    "%d %s", ret, err);
+			ASSERT_TRUE(
+				ret == -EINVAL &&
+					strstr(err,
+					       "more than 64 RegularExpression matches in one object"),
+				"%d %s", ret, err);
 	}
 }
 
@@ -702,13 +788,18 @@ TEST(route_input_invalid_rule_dropped_alone)
 	const struct gw_route *r;
 	char err[512] = "";
 
-	ASSERT_EQ(add_yaml(m, ROUTE_HEAD "  rules:\n"                /* 6 */
-			   "  - matches: [{path: {type: Exact, value: /ok}}]\n"
-			   "  - matches:\n"                          /* 8 */
-			   "    - path: {type: RegularExpression, value: \"/(.{0,255}){0,255}\"}\n"
-			   "  - matches: [{path: {type: Pathprefix, value: /p}}]\n"
-			   "  - matches: [{path: {value: /last}}]\n",
-			   err, sizeof(err)), 0);
+	ASSERT_EQ(
+		add_yaml(
+			m,
+			ROUTE_HEAD
+			"  rules:\n" /* 6 */
+			"  - matches: [{path: {type: Exact, value: /ok}}]\n"
+			"  - matches:\n" /* 8 */
+			"    - path: {type: RegularExpression, value: \"/(.{0,255}){0,255}\"}\n"
+			"  - matches: [{path: {type: Pathprefix, value: /p}}]\n"
+			"  - matches: [{path: {value: /last}}]\n",
+			err, sizeof(err)),
+		0);
 	ASSERT_EQ(m->nroutes, 1);
 	r = m->routes[0];
 	ASSERT_EQ(r->nrules, 4);
@@ -717,11 +808,13 @@ TEST(route_input_invalid_rule_dropped_alone)
 	ASSERT_EQ(r->rules[0].nmatches, 1);
 	ASSERT_STREQ(r->rules[0].matches[0].path, "/ok");
 	ASSERT_TRUE(r->rules[1].dropped &&
-		    strstr(r->rules[1].dropped, "bad.yaml:9: invalid regular expression"),
+			    strstr(r->rules[1].dropped,
+				   "bad.yaml:9: invalid regular expression"),
 		    "%s", r->rules[1].dropped);
 	ASSERT_EQ(r->rules[1].nmatches, 0);
 	ASSERT_TRUE(r->rules[2].dropped &&
-		    strstr(r->rules[2].dropped, "bad.yaml:10: path.type \"Pathprefix\""),
+			    strstr(r->rules[2].dropped,
+				   "bad.yaml:10: path.type \"Pathprefix\""),
 		    "%s", r->rules[2].dropped);
 	ASSERT_STREQ(r->rules[3].matches[0].path, "/last");
 	/* the count the agent's milometer_routes_rules_dropped reports */
@@ -729,10 +822,16 @@ TEST(route_input_invalid_rule_dropped_alone)
 	gateway_api__free(m);
 
 	m = gateway_api__new();
-	ASSERT_EQ(add_yaml(m, ROUTE_HEAD "  rules:\n"
-			   "  - matches: [{path: {type: Pathprefix, value: /p}}]\n",
-			   err, sizeof(err)), -EINVAL);
-	ASSERT_TRUE(strstr(err, "bad.yaml:7: path.type \"Pathprefix\""), "%s", err);
+	ASSERT_EQ(
+		add_yaml(
+			m,
+			ROUTE_HEAD
+			"  rules:\n"
+			"  - matches: [{path: {type: Pathprefix, value: /p}}]\n",
+			err, sizeof(err)),
+		-EINVAL);
+	ASSERT_TRUE(strstr(err, "bad.yaml:7: path.type \"Pathprefix\""), "%s",
+		    err);
 	ASSERT_EQ(m->nroutes, 0);
 	gateway_api__free(m);
 }
@@ -761,12 +860,14 @@ TEST(route_input_explain_single_file_partially_invalid)
 	      "---\n"
 	      "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
 	      "metadata: {name: good}\nspec:\n  parentRefs: [{name: gw}]\n"
-	      "  hostnames: [b.example.com]\n", f);
+	      "  hostnames: [b.example.com]\n",
+	      f);
 	fclose(f);
 	ASSERT_EQ(explain(&out, &errs, args), 0);
 	ASSERT_TRUE(!strncmp(out, "default/bad rule 0\n", 19), "%s", out);
 	ASSERT_TRUE(strstr(errs, "HTTPRoute default/bad: Dropped Rule 1: ") &&
-		    strstr(errs, "all.yaml:16: invalid regular expression"),
+			    strstr(errs,
+				   "all.yaml:16: invalid regular expression"),
 		    "%s", errs);
 	free(out);
 	free(errs);

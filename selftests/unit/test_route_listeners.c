@@ -185,8 +185,8 @@ static const char *allowed_route(const char *name, const char *ns)
 }
 
 /* Writes yaml to a file of its own directory and loads that directory. */
-static struct gw_model *load(const char *name, const char *yaml,
-			     char *dir, size_t dirlen)
+static struct gw_model *load(const char *name, const char *yaml, char *dir,
+			     size_t dirlen)
 {
 	struct gw_model *m = gateway_api__new();
 	char path[4096], err[512];
@@ -202,8 +202,7 @@ static struct gw_model *load(const char *name, const char *yaml,
 	snprintf(path, sizeof(path), "%s/m.yaml", dir);
 	f = fopen(path, "w");
 	if (!f || fputs(yaml, f) < 0 || fclose(f) ||
-	    gateway_api__load_dir(m, dir, err, sizeof(err)) ||
-	    m->nrejected) {
+	    gateway_api__load_dir(m, dir, err, sizeof(err)) || m->nrejected) {
 		test__fail(__FILE__, __LINE__, "manifests: %s %s", err,
 			   m->nrejected ? m->rejected[0] : "");
 		gateway_api__free(m);
@@ -228,9 +227,8 @@ static const char *lookup(const struct route_table *t, uint32_t port,
 		return "lookup failed";
 	if (res.route_id >= t->nroutes)
 		return "unmatched";
-	snprintf(out, sizeof(out), "%s/%s rule %u",
-		 t->routes[res.route_id].ns, t->routes[res.route_id].name,
-		 res.rule_idx);
+	snprintf(out, sizeof(out), "%s/%s rule %u", t->routes[res.route_id].ns,
+		 t->routes[res.route_id].name, res.rule_idx);
 	return out;
 }
 
@@ -239,8 +237,7 @@ static const char *lname(const struct gw_listener *l)
 	return l ? l->name : "(none)";
 }
 
-static const char *detached_why(const struct route_table *t,
-				const char *name)
+static const char *detached_why(const struct route_table *t, const char *name)
 {
 	for (size_t i = 0; i < t->ndetached; i++)
 		if (!strcmp(t->detached[i].src->name, name))
@@ -266,7 +263,9 @@ TEST(route_listeners_section_and_port)
 	m = load("redirect", redirect_yaml, dir, sizeof(dir));
 	if (!ASSERT_TRUE(m != NULL))
 		return;
-	if (!ASSERT_TRUE(!route_compile__build(m, "t/shop", 1, &t, err, sizeof(err)), "%s", err))
+	if (!ASSERT_TRUE(!route_compile__build(m, "t/shop", 1, &t, err,
+					       sizeof(err)),
+			 "%s", err))
 		return;
 	/* two ports: each has its own vhosts, beside the merged set */
 	ASSERT_EQ(t->slots[0].nports, 2);
@@ -275,15 +274,14 @@ TEST(route_listeners_section_and_port)
 	ASSERT_TRUE(!route_compile__port_keyed(t, 0, 8443));
 	/* sectionName: the redirect on http, the application on https */
 	ASSERT_STREQ(lookup(t, 80, "shop.example.com", "/cart"),
-		      "t/redirect rule 0");
+		     "t/redirect rule 0");
 	ASSERT_STREQ(lookup(t, 443, "shop.example.com", "/cart"),
-		      "t/app rule 0");
+		     "t/app rule 0");
 	/* every listener merged (a socket on no listener port): the tie-break */
-	ASSERT_STREQ(lookup(t, 0, "shop.example.com", "/cart"),
-		      "t/app rule 0");
+	ASSERT_STREQ(lookup(t, 0, "shop.example.com", "/cart"), "t/app rule 0");
 	/* parentRef port: the https listener only */
 	ASSERT_STREQ(lookup(t, 443, "port.example.com", "/"),
-		      "t/by-port rule 0");
+		     "t/by-port rule 0");
 	ASSERT_STREQ(lookup(t, 80, "port.example.com", "/"), "unmatched");
 	why = detached_why(t, "no-such-port");
 	ASSERT_TRUE(why && strstr(why, "parentRef port 8443"), "%s", why);
@@ -303,16 +301,19 @@ TEST(route_listeners_hostname_intersection)
 	m = load("hosts", hosts_yaml, dir, sizeof(dir));
 	if (!ASSERT_TRUE(m != NULL))
 		return;
-	if (!ASSERT_TRUE(!route_compile__build(m, "t/iso", 1, &t, err, sizeof(err)), "%s", err))
+	if (!ASSERT_TRUE(!route_compile__build(m, "t/iso", 1, &t, err,
+					       sizeof(err)),
+			 "%s", err))
 		return;
 	/* a.example.com is listener exact's, the most specific on 8000 */
 	ASSERT_STREQ(lookup(t, 8000, "a.example.com", "/"), "t/r-exact rule 0");
 	/* b.example.com is wild's: r-any's b.example.com is not attached */
 	ASSERT_STREQ(lookup(t, 8000, "b.example.com", "/"), "t/r-wild rule 0");
 	ASSERT_STREQ(lookup(t, 8000, "B.Example.COM:8000", "/"),
-		      "t/r-wild rule 0");
+		     "t/r-wild rule 0");
 	/* a route with no hostnames takes the listener's: one or more labels */
-	ASSERT_STREQ(lookup(t, 8000, "q.r.example.com", "/"), "t/r-wild rule 0");
+	ASSERT_STREQ(lookup(t, 8000, "q.r.example.com", "/"),
+		     "t/r-wild rule 0");
 	ASSERT_STREQ(lookup(t, 8000, "example.com", "/"), "unmatched");
 	ASSERT_STREQ(lookup(t, 8000, "other.test", "/"), "t/r-any rule 0");
 	/* a listener with no routes still owns its host on its port */
@@ -328,19 +329,20 @@ TEST(route_listeners_hostname_intersection)
 	ASSERT_STREQ(lookup(t, 9000, "a.example.com", "/"), "unmatched");
 	why = detached_why(t, "r-miss");
 	ASSERT_TRUE(why && strstr(why, "no hostname intersects listener "
-				  "exact's hostname a.example.com"), "%s", why);
+				       "exact's hostname a.example.com"),
+		    "%s", why);
 	why = detached_why(t, "r-owned");
 	ASSERT_TRUE(why && strstr(why, "listener wild"), "%s", why);
 	ASSERT_TRUE(!attached(t, "r-owned"));
 	/* the listener a request lands on, as explain names it */
 	ASSERT_STREQ(lname(route_compile__listener_for(m->gateways[0], 8000,
-						  "a.example.com")),
+						       "a.example.com")),
 		     "exact");
 	ASSERT_STREQ(lname(route_compile__listener_for(m->gateways[0], 8000,
-						  "z.example.com")),
+						       "z.example.com")),
 		     "wild");
 	ASSERT_STREQ(lname(route_compile__listener_for(m->gateways[0], 8000,
-						  "other.test")),
+						       "other.test")),
 		     "any");
 	ASSERT_TRUE(route_compile__listener_for(m->gateways[0], 9000,
 						"other.test") == NULL);
@@ -363,7 +365,9 @@ TEST(route_listeners_allowed_routes)
 	m = load("allowed", yaml, dir, sizeof(dir));
 	if (!ASSERT_TRUE(m != NULL))
 		return;
-	if (!ASSERT_TRUE(!route_compile__build(m, "infra/gw", 1, &t, err, sizeof(err)), "%s", err))
+	if (!ASSERT_TRUE(!route_compile__build(m, "infra/gw", 1, &t, err,
+					       sizeof(err)),
+			 "%s", err))
 		return;
 	/* Same: infra only; All: everyone; Selector team=a: team-a */
 	ASSERT_STREQ(lookup(t, 81, "h.test", "/"), "infra/in-infra rule 0");
@@ -382,8 +386,8 @@ TEST(route_listeners_allowed_routes)
 		struct http_req req;
 
 		(void)m2;
-		ASSERT_EQ(route_match__parse_head(head, sizeof(head) - 1,
-						  &req), 0);
+		ASSERT_EQ(route_match__parse_head(head, sizeof(head) - 1, &req),
+			  0);
 		ASSERT_EQ(route_match__lookup(t, 0, 82, &req, &res), 0);
 		/* all four on 82, same age: name order, infra/... first */
 		ASSERT_STREQ(t->routes[res.route_id].name, "in-infra");
@@ -397,7 +401,9 @@ TEST(route_listeners_allowed_routes)
 	m = load("allowed-b", yaml, dir, sizeof(dir));
 	if (!ASSERT_TRUE(m != NULL))
 		return;
-	if (!ASSERT_TRUE(!route_compile__build(m, "infra/gw", 1, &t, err, sizeof(err)), "%s", err))
+	if (!ASSERT_TRUE(!route_compile__build(m, "infra/gw", 1, &t, err,
+					       sizeof(err)),
+			 "%s", err))
 		return;
 	ASSERT_STREQ(lookup(t, 81, "h.test", "/"), "unmatched");
 	ASSERT_STREQ(lookup(t, 82, "h.test", "/"), "team-b/in-b rule 0");
@@ -419,12 +425,15 @@ TEST(route_listeners_allowed_routes)
 	m = load("allowed-none", yaml, dir, sizeof(dir));
 	if (!ASSERT_TRUE(m != NULL))
 		return;
-	if (!ASSERT_TRUE(!route_compile__build(m, "infra/gw", 1, &t, err, sizeof(err)), "%s", err))
+	if (!ASSERT_TRUE(!route_compile__build(m, "infra/gw", 1, &t, err,
+					       sizeof(err)),
+			 "%s", err))
 		return;
 	ASSERT_TRUE(!attached(t, "in-unknown"));
 	why = detached_why(t, "in-unknown");
 	ASSERT_TRUE(why && strstr(why, "listener same takes routes from "
-				  "namespace infra only"), "%s", why);
+				       "namespace infra only"),
+		    "%s", why);
 	route_compile__free(t);
 	gateway_api__free(m);
 }
@@ -457,19 +466,32 @@ TEST(route_listeners_explain)
 		int ret;
 		const char *first, *has; /* first line, substring of stdout */
 	} c[] = {
-		{ { "http://shop.example.com/cart" }, 0, "t/redirect rule 0",
+		{ { "http://shop.example.com/cart" },
+		  0,
+		  "t/redirect rule 0",
 		  "listener http of t/shop (port 80): the URL scheme's port 80" },
-		{ { "https://shop.example.com/cart" }, 0, "t/app rule 0",
+		{ { "https://shop.example.com/cart" },
+		  0,
+		  "t/app rule 0",
 		  "listener https of t/shop (port 443): the URL scheme's port "
 		  "443" },
-		{ { "http://shop.example.com:443/cart" }, 0, "t/app rule 0",
+		{ { "http://shop.example.com:443/cart" },
+		  0,
+		  "t/app rule 0",
 		  "the URL's port 443" },
-		{ { "--listener", "https", "http://shop.example.com/cart" }, 0,
-		  "t/app rule 0", "listener https of t/shop (port 443): "
+		{ { "--listener", "https", "http://shop.example.com/cart" },
+		  0,
+		  "t/app rule 0",
+		  "listener https of t/shop (port 443): "
 		  "--listener" },
 		{ { "--gateway", "t/shop", "-H", "Host: shop.example.com:80",
-		    "/cart" }, 0, "t/redirect rule 0", "the URL's port 80" },
-		{ { "http://shop.example.com:8080/cart" }, 0, "t/app rule 0",
+		    "/cart" },
+		  0,
+		  "t/redirect rule 0",
+		  "the URL's port 80" },
+		{ { "http://shop.example.com:8080/cart" },
+		  0,
+		  "t/app rule 0",
 		  "none of the Gateways on port 8080 takes host "
 		  "\"shop.example.com\"; looked up in the routes of every "
 		  "listener merged" },
@@ -490,21 +512,26 @@ TEST(route_listeners_explain)
 		for (size_t k = 0; c[i].args[k]; k++)
 			args[n++] = c[i].args[k];
 		ret = explain(&out, &errs, args);
-		ok = ret == c[i].ret && !strncmp(out, c[i].first,
-						 strlen(c[i].first)) &&
+		ok = ret == c[i].ret &&
+		     !strncmp(out, c[i].first, strlen(c[i].first)) &&
 		     out[strlen(c[i].first)] == '\n' && strstr(out, c[i].has);
 		if (!ok)
 			test__fail(__FILE__, __LINE__,
 				   "explain case %zu: ret %d\nstdout: %s\n"
-				   "stderr: %s", i, ret, out, errs);
+				   "stderr: %s",
+				   i, ret, out, errs);
 		free(out);
 		free(errs);
 		if (!ok)
 			return;
 	}
 	{
-		const char *args[] = { "--manifests", dir, "--listener", "grpc",
-				       "http://shop.example.com/", NULL };
+		const char *args[] = { "--manifests",
+				       dir,
+				       "--listener",
+				       "grpc",
+				       "http://shop.example.com/",
+				       NULL };
 		char *out = NULL, *errs = NULL;
 
 		ASSERT_EQ(explain(&out, &errs, args), 2);
@@ -555,7 +582,8 @@ TEST(route_listeners_service_ports)
 		return;
 	ASSERT_EQ(m->nservices, 2); /* the one naming no Gateway is skipped */
 	if (!ASSERT_TRUE(!route_compile__build(m, "t/shop", 1, &t, err,
-					       sizeof(err)), "%s", err))
+					       sizeof(err)),
+			 "%s", err))
 		return;
 	ASSERT_EQ(t->slots[0].nports, 2);
 	for (size_t i = 0; i < t->slots[0].nports; i++) {
@@ -647,8 +675,8 @@ TEST(route_listeners_check_agrees_with_table)
 {
 	static const struct {
 		const char *name, *ns, *parent, *hosts;
-		const char *reason;   /* check's Accepted reason */
-		uint32_t port;        /* where the table should route it */
+		const char *reason; /* check's Accepted reason */
+		uint32_t port;      /* where the table should route it */
 		const char *host;
 	} cases[] = {
 		/* shop.example.com on port 80 is listener shop's (isolation) */
@@ -683,14 +711,14 @@ TEST(route_listeners_check_agrees_with_table)
 						    cases[i].hosts));
 	m = load("agree", yaml, dir, sizeof(dir));
 	ASSERT_TRUE(m);
-	ASSERT_EQ(route_compile__build(m, "infra/gw", 1, &t, err,
-				       sizeof(err)), 0);
+	ASSERT_EQ(route_compile__build(m, "infra/gw", 1, &t, err, sizeof(err)),
+		  0);
 	args[0] = "--manifests";
 	args[1] = dir;
 	ASSERT_EQ(tc_check(args, 2, &out, &errs), 1);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const char *acc = check_accepted(out, cases[i].ns,
-						 cases[i].name);
+		const char *acc =
+			check_accepted(out, cases[i].ns, cases[i].name);
 		bool ok = !strcmp(cases[i].reason, "Accepted");
 
 		ASSERT_TRUE(strstr(acc, cases[i].reason), "%s: %s in:\n%s",
@@ -703,7 +731,8 @@ TEST(route_listeners_check_agrees_with_table)
 			snprintf(want, sizeof(want), "%s/%s rule 0",
 				 cases[i].ns, cases[i].name);
 			ASSERT_STREQ(lookup(t, cases[i].port, cases[i].host,
-					     "/"), want);
+					    "/"),
+				     want);
 		}
 	}
 	/* check names the listener the table put each route on */
@@ -711,8 +740,9 @@ TEST(route_listeners_check_agrees_with_table)
 			   "Attached to listener(s) https."));
 	ASSERT_TRUE(strstr(check_accepted(out, "u", "wild"),
 			   "Attached to listener(s) http."));
-	ASSERT_TRUE(strstr(check_accepted(out, "t", "isolated"),
-			   "are listener shop's (shop.example.com, more specific, same port 80)"));
+	ASSERT_TRUE(strstr(
+		check_accepted(out, "t", "isolated"),
+		"are listener shop's (shop.example.com, more specific, same port 80)"));
 	/* and the isolated host on port 80 is not looked up in http's routes */
 	ASSERT_STREQ(lookup(t, 80, "shop.example.com", "/"), "unmatched");
 	free(out);

@@ -27,7 +27,7 @@
 #include "selftests/unit/test.h"
 #include "selftests/unit/test_route_data.h"
 
-#define NGINX "/usr/sbin/nginx"
+#define NGINX          "/usr/sbin/nginx"
 #define PRECEDENCE_DIR route_testdata()
 
 /* Request heads: Host, method, target, extra headers. */
@@ -202,15 +202,15 @@ static pid_t start_nginx(const char *dir, const char *conf)
 
 		dup2(null, 0);
 		dup2(null, 1);
-		execl(exe, "mm-ut-nginx", "-p", dir, "-e", elog, "-c", conf, "-g",
-		      "daemon off; master_process off;", (char *)NULL);
+		execl(exe, "mm-ut-nginx", "-p", dir, "-e", elog, "-c", conf,
+		      "-g", "daemon off; master_process off;", (char *)NULL);
 		_exit(127);
 	}
 	return pid;
 }
 
-static void answer(const struct route_table *t, const char *head,
-		   char *buf, size_t len)
+static void answer(const struct route_table *t, const char *head, char *buf,
+		   size_t len)
 {
 	struct route_result res;
 	struct http_req req;
@@ -252,7 +252,8 @@ TEST(route_nginx_matches_explain)
 		gateway_api__free(m);
 		return;
 	}
-	ASSERT_EQ(gateway_api__load_dir(m, PRECEDENCE_DIR, err, sizeof(err)), 0);
+	ASSERT_EQ(gateway_api__load_dir(m, PRECEDENCE_DIR, err, sizeof(err)),
+		  0);
 	ASSERT_EQ(route_compile__build(m, "infra/gw", 3, &t, err, sizeof(err)),
 		  0);
 	port = free_port();
@@ -318,7 +319,8 @@ TEST(route_nginx_matches_explain)
 			bad++;
 			test__fail(__FILE__, __LINE__,
 				   "nginx logged \"%s\", explain says \"%s\" "
-				   "for:\n%s", line, want, heads[i]);
+				   "for:\n%s",
+				   line, want, heads[i]);
 		}
 	}
 	fclose(f);
@@ -340,7 +342,8 @@ TEST(route_nginx_missing_upstream)
 	FILE *f = open_memstream(&buf, &len);
 	int ret;
 
-	ASSERT_EQ(gateway_api__load_dir(m, PRECEDENCE_DIR, err, sizeof(err)), 0);
+	ASSERT_EQ(gateway_api__load_dir(m, PRECEDENCE_DIR, err, sizeof(err)),
+		  0);
 	ASSERT_EQ(route_compile__build(m, "infra/gw", 3, &t, err, sizeof(err)),
 		  0);
 	ret = route_nginx__write(t, &o, f, err, sizeof(err));

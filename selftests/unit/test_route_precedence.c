@@ -20,7 +20,6 @@
 
 #define PRECEDENCE_DIR route_testdata()
 
-
 static struct gw_model *load(const char *dir, struct route_table **t,
 			     const char *gw)
 {
@@ -56,15 +55,17 @@ TEST(route_precedence_cases)
 	size_t failed = 0;
 
 	ASSERT_TRUE(m != NULL);
-	for (size_t i = 0; i < sizeof(route_cases) / sizeof(route_cases[0]); i++) {
+	for (size_t i = 0; i < sizeof(route_cases) / sizeof(route_cases[0]);
+	     i++) {
 		const struct rcase *c = &route_cases[i];
 		struct route_result res;
 		struct http_req req;
 		char head[1024], got[256];
 		int n, err;
 
-		n = snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\n%s%s%s%s\r\n",
-			     c->method, c->target, c->host ? "Host: " : "",
+		n = snprintf(head, sizeof(head),
+			     "%s %s HTTP/1.1\r\n%s%s%s%s\r\n", c->method,
+			     c->target, c->host ? "Host: " : "",
 			     c->host ? c->host : "", c->host ? "\r\n" : "",
 			     c->headers);
 		ASSERT_TRUE(n > 0 && (size_t)n < sizeof(head));
@@ -76,9 +77,11 @@ TEST(route_precedence_cases)
 			failed++;
 			test__fail(__FILE__, __LINE__,
 				   "case \"%s\": got \"%s\" (%s, err %d), want "
-				   "\"%s\" (%s)\n%s", c->what, got,
+				   "\"%s\" (%s)\n%s",
+				   c->what, got,
 				   res.deferred ? "deferred" : "kernel", err,
-				   c->want, c->bpf == DEFER ? "deferred" : "kernel",
+				   c->want,
+				   c->bpf == DEFER ? "deferred" : "kernel",
 				   res.why);
 		}
 		/* What BPF records: the decision itself, or DEFER. */
@@ -105,17 +108,18 @@ TEST(route_precedence_table_shape)
 	/* Not attached: othns, sel, nomatch (hostnames), elsewhere (gw). */
 	for (size_t i = 0; i < t->nroutes; i++) {
 		ASSERT_TRUE(strcmp(t->routes[i].name, "othns") &&
-			    strcmp(t->routes[i].name, "sel") &&
-			    strcmp(t->routes[i].name, "selxdb") &&
-			    strcmp(t->routes[i].name, "nomatch") &&
-			    strcmp(t->routes[i].name, "elsewhere"),
+				    strcmp(t->routes[i].name, "sel") &&
+				    strcmp(t->routes[i].name, "selxdb") &&
+				    strcmp(t->routes[i].name, "nomatch") &&
+				    strcmp(t->routes[i].name, "elsewhere"),
 			    "%s attached", t->routes[i].name);
 		ASSERT_STREQ(t->routes[i].gw_name, "gw");
 		/* Route ids are "{namespace}/{name}" order. */
 		if (i)
 			ASSERT_TRUE(strcmp(t->routes[i - 1].ns,
 					   t->routes[i].ns) < 0 ||
-				    (!strcmp(t->routes[i - 1].ns, t->routes[i].ns) &&
+				    (!strcmp(t->routes[i - 1].ns,
+					     t->routes[i].ns) &&
 				     strcmp(t->routes[i - 1].name,
 					    t->routes[i].name) < 0));
 	}
@@ -125,15 +129,19 @@ TEST(route_precedence_table_shape)
 	for (size_t i = 0; i < t->ndetached; i++) {
 		const char *n = t->detached[i].src->name;
 		const char *want =
-			!strcmp(n, "othns") ? "listener same-only takes routes "
-				"from namespace infra only (allowedRoutes from "
-				"Same)" :
-			!strcmp(n, "sel") ? "listener selector: namespace apps "
-				"does not match allowedRoutes.namespaces.selector" :
-			!strcmp(n, "selxdb") ? "listener selexpr: namespace "
-				"teamb does not match" :
-			!strcmp(n, "nomatch") ? "no hostname intersects "
-				"listener wild's hostname *.example.com" : "?";
+			!strcmp(n, "othns")
+				? "listener same-only takes routes "
+				  "from namespace infra only (allowedRoutes from "
+				  "Same)"
+			: !strcmp(n, "sel")
+				? "listener selector: namespace apps "
+				  "does not match allowedRoutes.namespaces.selector"
+			: !strcmp(n, "selxdb") ? "listener selexpr: namespace "
+						 "teamb does not match"
+			: !strcmp(n, "nomatch")
+				? "no hostname intersects "
+				  "listener wild's hostname *.example.com"
+				: "?";
 
 		ASSERT_TRUE(!strncmp(t->detached[i].why, want, strlen(want)),
 			    "%s: %s", n, t->detached[i].why);
@@ -156,11 +164,11 @@ TEST(route_precedence_table_shape)
 		if (!strcmp(h, "*.example.com"))
 			ASSERT_TRUE(vk->kind == MM_VH_WILDCARD &&
 				    vk->hash == route_compile__hash(
-					    "example.com", 11));
+							"example.com", 11));
 		else if (!strcmp(h, "www.example.com"))
 			ASSERT_TRUE(vk->kind == MM_VH_EXACT &&
 				    vk->hash == route_compile__hash(
-					    "www.example.com", 15));
+							"www.example.com", 15));
 		else if (!h[0])
 			ASSERT_TRUE(vk->kind == MM_VH_CATCHALL && !vk->hash);
 	}
@@ -184,8 +192,7 @@ TEST(route_precedence_table_shape)
 			ASSERT_EQ(t->route_cands[k].n, 1);
 		/* "/" is stored as the empty prefix. */
 		if (!strcmp(t->vhosts[key->vhost_id].host, "www.example.com") &&
-		    key->kind == MM_PATH_PREFIX &&
-		    key->hash == MM_FNV_OFFSET)
+		    key->kind == MM_PATH_PREFIX && key->hash == MM_FNV_OFFSET)
 			ASSERT_EQ(t->route_cands[k].c[0].rule_idx, 1);
 	}
 	ASSERT_TRUE(many != NULL);
@@ -228,7 +235,8 @@ TEST(route_precedence_unknown_gateway)
 	ASSERT_EQ(gateway_api__load_dir(m, PRECEDENCE_DIR, err, sizeof(err)),
 		  0);
 	ASSERT_EQ(route_compile__build(m, "infra/nope", 1, &t, err,
-				       sizeof(err)), -ENOENT);
+				       sizeof(err)),
+		  -ENOENT);
 	ASSERT_TRUE(strstr(err, "infra/nope") != NULL, "%s", err);
 	ASSERT_EQ(route_compile__build(m, "nope", 1, &t, err, sizeof(err)),
 		  -EINVAL);

@@ -17,16 +17,15 @@
 #include "policy/gateway/route_match.h"
 #include "selftests/unit/test.h"
 
-#define R_MAX 16
-#define RULE_MAX 4
+#define R_MAX     16
+#define RULE_MAX  4
 #define MATCH_MAX 3
 
 static const char *const paths[] = { "/", "/a", "/a/", "/a/b", "/ab", "/b" };
 static const char *const methods[] = { NULL, "GET", "POST" };
-static const char *const hosts[] = { "a.test", "b.test", "*.test",
-				      "*.x.test" };
+static const char *const hosts[] = { "a.test", "b.test", "*.test", "*.x.test" };
 static const char *const stamps[] = { NULL, "2024-01-01T00:00:00Z",
-				       "2024-02-01T00:00:00Z" };
+				      "2024-02-01T00:00:00Z" };
 
 struct o_match {
 	bool exact;
@@ -62,7 +61,8 @@ static void gen_routes(struct o_route *rt, int n)
 		struct o_route *r = &rt[i];
 
 		snprintf(r->ns, sizeof(r->ns), "%s", rnd(2) ? "a" : "b");
-		snprintf(r->name, sizeof(r->name), "r%02u", (unsigned int)i % 100);
+		snprintf(r->name, sizeof(r->name), "r%02u",
+			 (unsigned int)i % 100);
 		r->stamp = rnd(3);
 		r->host = rnd(2) ? (int)rnd(4) : -1;
 		r->nr = 1 + rnd(RULE_MAX);
@@ -87,13 +87,16 @@ static void write_yaml(FILE *f, const struct o_route *rt, int n)
 	fputs("apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
 	      "metadata: {name: gw, namespace: infra}\nspec:\n  listeners:\n"
 	      "  - name: http\n    protocol: HTTP\n    port: 80\n"
-	      "    allowedRoutes: {namespaces: {from: All}}\n", f);
+	      "    allowedRoutes: {namespaces: {from: All}}\n",
+	      f);
 	for (int i = 0; i < n; i++) {
 		const struct o_route *r = &rt[i];
 
-		fprintf(f, "---\napiVersion: gateway.networking.k8s.io/v1\n"
+		fprintf(f,
+			"---\napiVersion: gateway.networking.k8s.io/v1\n"
 			"kind: HTTPRoute\nmetadata:\n  name: %s\n"
-			"  namespace: %s\n", r->name, r->ns);
+			"  namespace: %s\n",
+			r->name, r->ns);
 		if (stamps[r->stamp])
 			fprintf(f, "  creationTimestamp: \"%s\"\n",
 				stamps[r->stamp]);
@@ -110,7 +113,8 @@ static void write_yaml(FILE *f, const struct o_route *rt, int n)
 			for (int j = 0; j < r->r[k].nm; j++) {
 				const struct o_match *m = &r->r[k].m[j];
 
-				fprintf(f, "    - path: {type: %s, value: \"%s\"}\n",
+				fprintf(f,
+					"    - path: {type: %s, value: \"%s\"}\n",
 					m->exact ? "Exact" : "PathPrefix",
 					m->path);
 				if (m->method)
@@ -119,12 +123,15 @@ static void write_yaml(FILE *f, const struct o_route *rt, int n)
 				if (m->hx || m->hy)
 					fprintf(f, "      headers:\n%s%s",
 						m->hx ? "      - {name: X, "
-							"value: \"1\"}\n" : "",
+							"value: \"1\"}\n"
+						      : "",
 						m->hy ? "      - {name: y, "
-							"value: \"1\"}\n" : "");
+							"value: \"1\"}\n"
+						      : "");
 				if (m->q)
 					fputs("      queryParams: [{name: q, "
-					      "value: \"1\"}]\n", f);
+					      "value: \"1\"}]\n",
+					      f);
 			}
 		}
 	}
@@ -154,8 +161,8 @@ static bool o_path(const struct o_match *m, const char *path)
 		return !strcmp(m->path, path);
 	/* "/abc", "/abc/", "/abc/def" match prefix /abc; "/abcd" does not */
 	n = norm_len(m->path);
-	return !strncmp(path, m->path, n) && (path[n] == '\0' ||
-					      path[n] == '/');
+	return !strncmp(path, m->path, n) &&
+	       (path[n] == '\0' || path[n] == '/');
 }
 
 static bool o_matches(const struct o_match *m, const struct o_req *q)
@@ -246,8 +253,9 @@ static bool oracle(const struct o_route *rt, int n, const struct o_req *q,
 
 			for (int j = 0; j < nm; j++) {
 				struct o_cand c = { r, k, j,
-					r->r[k].nm ? &r->r[k].m[j] :
-						     &default_match };
+						    r->r[k].nm
+							    ? &r->r[k].m[j]
+							    : &default_match };
 
 				if (!o_matches(c.m, q))
 					continue;
@@ -262,9 +270,9 @@ static bool oracle(const struct o_route *rt, int n, const struct o_req *q,
 
 /* ---- the test -------------------------------------------------------- */
 
-static const char *const req_paths[] = { "/", "/a", "/a/", "/a/b", "/a/bc",
-					 "/ab", "/b/x", "/c" };
-static const char *const req_hosts[] = { "a.test", "b.test", "c.test",
+static const char *const req_paths[] = { "/",     "/a",  "/a/",  "/a/b",
+					 "/a/bc", "/ab", "/b/x", "/c" };
+static const char *const req_hosts[] = { "a.test",   "b.test",     "c.test",
 					 "y.x.test", "z.y.x.test", "x.test",
 					 "test" };
 static const char *const req_methods[] = { "GET", "POST", "PUT" };
@@ -300,12 +308,18 @@ TEST(route_random_against_oracle)
 		ASSERT_TRUE(!ret, "round %u: %s\n%s", round, err, yaml);
 		for (size_t k = 0; k < t->nroute_keys; k++)
 			sentinels += t->route_cands[k].n == MM_ROUTE_CANDS &&
-				     t->route_cands[k].c[MM_ROUTE_CANDS - 1]
-						     .route_id == MM_ROUTE_DEFER;
+				     t->route_cands[k]
+						     .c[MM_ROUTE_CANDS - 1]
+						     .route_id ==
+					     MM_ROUTE_DEFER;
 		for (int i = 0; i < 200; i++) {
 			struct o_req q = {
-				req_hosts[rnd(7)], req_methods[rnd(3)],
-				req_paths[rnd(8)], rnd(2), rnd(2), rnd(2),
+				req_hosts[rnd(7)],
+				req_methods[rnd(3)],
+				req_paths[rnd(8)],
+				rnd(2),
+				rnd(2),
+				rnd(2),
 			};
 			char head[512], want[64] = "unmatched", got[64];
 			struct route_result res;
@@ -313,13 +327,14 @@ TEST(route_random_against_oracle)
 			struct o_cand best;
 			int hl;
 
-			hl = snprintf(head, sizeof(head),
-				      "%s %s%s HTTP/1.1\r\nHost: %s\r\n%s%s\r\n",
-				      q.method, q.path, q.q ? "?q=1" : "?q=0",
-				      q.host, q.hx ? "x: 1\r\n" : "",
-				      q.hy ? "Y: 1\r\n" : "");
+			hl = snprintf(
+				head, sizeof(head),
+				"%s %s%s HTTP/1.1\r\nHost: %s\r\n%s%s\r\n",
+				q.method, q.path, q.q ? "?q=1" : "?q=0", q.host,
+				q.hx ? "x: 1\r\n" : "", q.hy ? "Y: 1\r\n" : "");
 			ASSERT_EQ(route_match__parse_head(head, (size_t)hl,
-							  &req), 0);
+							  &req),
+				  0);
 			ret = route_match__lookup(t, 0, 0, &req, &res);
 			ASSERT_TRUE(!ret, "round %u: %s\n%s\n%s", round,
 				    res.why, head, yaml);
@@ -344,10 +359,11 @@ TEST(route_random_against_oracle)
 		free(yaml);
 	}
 	test_log("%zu random requests agree with the oracle (%zu deferred, "
-		 "%zu overflowing candidate lists)\n", checked, deferred,
-		 sentinels);
+		 "%zu overflowing candidate lists)\n",
+		 checked, deferred, sentinels);
 	ASSERT_TRUE(sentinels > 0);
 	/* Both paths of the lookup were exercised. */
-	ASSERT_TRUE(deferred > checked / 20 && deferred < checked - checked / 20,
+	ASSERT_TRUE(deferred > checked / 20 &&
+			    deferred < checked - checked / 20,
 		    "%zu of %zu deferred", deferred, checked);
 }

@@ -102,13 +102,15 @@ static const char *lookup(const struct route_table *t, uint32_t gw,
 
 TEST(route_slots_each_gateway_its_routes)
 {
-	static const char *const gws[] = { NULL, "infra/edge", "infra/internal" };
+	static const char *const gws[] = { NULL, "infra/edge",
+					   "infra/internal" };
 	struct gw_model *m = load();
 	struct route_table *t = NULL;
 	char err[256];
 
 	ASSERT_TRUE(m != NULL);
-	ASSERT_EQ(route_compile__build_slots(m, gws, 3, 1, &t, err, sizeof(err)),
+	ASSERT_EQ(route_compile__build_slots(m, gws, 3, 1, &t, err,
+					     sizeof(err)),
 		  0);
 	ASSERT_EQ(t->nslots, 3);
 	/* paths and hosts only: BPF decides every request of this table */
@@ -130,16 +132,19 @@ TEST(route_slots_each_gateway_its_routes)
 	ASSERT_STREQ(lookup(t, 2, "x.test", "/healthz"),
 		     "apps/health rule 0 @internal");
 	/* slot 0 (no --gateway): every Gateway merged, as before slots */
-	ASSERT_TRUE(strstr(lookup(t, 0, "x.test", "/healthz"), "apps/health") != NULL);
+	ASSERT_TRUE(strstr(lookup(t, 0, "x.test", "/healthz"), "apps/health") !=
+		    NULL);
 	/* a slot past the table: nothing matches */
 	ASSERT_STREQ(lookup(t, 7, "api.example.com", "/v1"), "unmatched");
 	/* every key of a slot points into that slot's routes */
 	for (size_t i = 0; i < t->nvhost_keys; i++) {
-		const struct rc_vhost *vh = &t->vhosts[t->vhost_vals[i].vhost_id];
+		const struct rc_vhost *vh =
+			&t->vhosts[t->vhost_vals[i].vhost_id];
 
 		ASSERT_EQ(vh->gw, t->vhost_keys[i].gw);
 		for (size_t e = 0; e < vh->nentries; e++)
-			ASSERT_EQ(t->routes[vh->entries[e].route_id].gw, vh->gw);
+			ASSERT_EQ(t->routes[vh->entries[e].route_id].gw,
+				  vh->gw);
 	}
 	for (size_t i = 0; i < t->nroute_keys; i++) {
 		const struct mm_route_cands *c = &t->route_cands[i];
@@ -163,7 +168,8 @@ TEST(route_slots_unknown_gateway)
 
 	ASSERT_TRUE(m != NULL);
 	/* a pod's Gateway the API has not shown yet: an empty slot */
-	ASSERT_EQ(route_compile__build_slots(m, later, 2, 1, &t, err, sizeof(err)),
+	ASSERT_EQ(route_compile__build_slots(m, later, 2, 1, &t, err,
+					     sizeof(err)),
 		  0);
 	ASSERT_TRUE(t->slots[1].missing && !t->slots[1].nroutes);
 	ASSERT_STREQ(lookup(t, 1, "api.example.com", "/v1"), "unmatched");
@@ -171,10 +177,12 @@ TEST(route_slots_unknown_gateway)
 		     "apps/public-api rule 0 @edge");
 	route_compile__free(t);
 	/* --gateway with a typo stays an error */
-	ASSERT_EQ(route_compile__build_slots(m, typo, 2, 1, &t, err, sizeof(err)),
+	ASSERT_EQ(route_compile__build_slots(m, typo, 2, 1, &t, err,
+					     sizeof(err)),
 		  -ENOENT);
 	ASSERT_TRUE(strstr(err, "infra/egde") != NULL, "%s", err);
-	ASSERT_EQ(route_compile__build_slots(m, typo, 0, 1, &t, err, sizeof(err)),
+	ASSERT_EQ(route_compile__build_slots(m, typo, 0, 1, &t, err,
+					     sizeof(err)),
 		  -EINVAL);
 	gateway_api__free(m);
 }

@@ -44,13 +44,18 @@ TEST(runner_reports_every_outcome)
 
 	ASSERT_EQ(run_cases("", out, sizeof(out)), 1);
 	ASSERT_TRUE(strstr(out, "ok   case_passes\n") != NULL, "%s", out);
-	ASSERT_TRUE(strstr(out, "FAIL case_fails_and_goes_on\n") != NULL, "%s", out);
+	ASSERT_TRUE(strstr(out, "FAIL case_fails_and_goes_on\n") != NULL, "%s",
+		    out);
 	ASSERT_TRUE(strstr(out, "after the failed assertion: held=0") != NULL,
 		    "%s", out);
-	ASSERT_TRUE(strstr(out, "FAIL case_crashes (Segmentation fault)") != NULL,
+	ASSERT_TRUE(strstr(out, "FAIL case_crashes (Segmentation fault)") !=
+			    NULL,
 		    "%s", out);
-	ASSERT_TRUE(strstr(out, "SKIP case_skips\n    skipped: nothing to run here")
-		    != NULL, "%s", out);
+	ASSERT_TRUE(
+		strstr(out,
+		       "SKIP case_skips\n    skipped: nothing to run here") !=
+			NULL,
+		"%s", out);
 	ASSERT_TRUE(!strstr(out, "never printed"), "%s", out);
 	ASSERT_TRUE(!strstr(out, "visible with -v only"), "%s", out);
 	ASSERT_TRUE(strstr(out, "\n1 passed, 3 failed, 1 skipped\n") != NULL,
@@ -69,7 +74,8 @@ TEST(runner_subtests_and_comparisons)
 				  "FAIL case_subtests\n"));
 	/* a failed comparison shows both expressions and both values */
 	ASSERT_OK_PTR(strstr(out, "ASSERT_GE(have, want): 3 >= 4 is false"));
-	ASSERT_OK_PTR(strstr(out, "ASSERT_OK(-2): -2 (No such file or directory)"));
+	ASSERT_OK_PTR(
+		strstr(out, "ASSERT_OK(-2): -2 (No such file or directory)"));
 	ASSERT_OK_PTR(strstr(out, "ASSERT_OK_PTR(NULL): NULL"));
 	ASSERT_OK_PTR(strstr(out, "0 passed, 1 failed, 0 skipped\n"));
 
@@ -92,8 +98,9 @@ TEST(runner_verbose_runs_and_filters)
 
 	/* -v once ran nothing and exited 0 */
 	ASSERT_EQ(run_cases("-v case_passes", out, sizeof(out)), 0);
-	ASSERT_TRUE(strstr(out, "ok   case_passes\n    visible with -v only")
-		    != NULL, "%s", out);
+	ASSERT_TRUE(strstr(out, "ok   case_passes\n    visible with -v only") !=
+			    NULL,
+		    "%s", out);
 	ASSERT_TRUE(strstr(out, "1 passed, 0 failed, 0 skipped\n") != NULL,
 		    "%s", out);
 	ASSERT_EQ(run_cases("case_skips", out, sizeof(out)), 0);

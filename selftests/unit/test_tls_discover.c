@@ -32,7 +32,8 @@ static long long maps_offset(const void *addr, char *file, size_t flen)
 		unsigned long s, e, off;
 		int pos = 0;
 
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &s, &e, &off, &pos) < 3)
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &s, &e, &off,
+			   &pos) < 3)
 			continue;
 		if (a >= s && a < e) {
 			ret = a - s + off;
@@ -53,7 +54,8 @@ TEST(tls_discover_finds_loaded_libssl_offsets)
 	char err[256];
 	int n, k = -1;
 
-	ASSERT_TRUE(h, "libssl.so.3 (Debian's libssl3) must be installed: %s", dlerror());
+	ASSERT_TRUE(h, "libssl.so.3 (Debian's libssl3) must be installed: %s",
+		    dlerror());
 	n = tls_discover__pid("/proc", getpid(), t, 8, err, sizeof(err));
 	ASSERT_TRUE(n >= 1, "%d %s", n, err);
 	for (int i = 0; i < n; i++)
@@ -61,8 +63,10 @@ TEST(tls_discover_finds_loaded_libssl_offsets)
 			k = i;
 	ASSERT_TRUE(k >= 0);
 	/* map_files as root, else the mapped path under /proc/PID/root */
-	ASSERT_TRUE((strstr(t[k].path, "/map_files/") || strstr(t[k].path, "/root/")) &&
-		    strstr(t[k].mapped, "libssl.so.3"), "%s", t[k].path);
+	ASSERT_TRUE((strstr(t[k].path, "/map_files/") ||
+		     strstr(t[k].path, "/root/")) &&
+			    strstr(t[k].mapped, "libssl.so.3"),
+		    "%s", t[k].path);
 	ASSERT_EQ(strlen(t[k].build_id), 40);
 	for (int f = 0; f < TLS_F__COUNT; f++) {
 		void *sym = dlsym(h, tls_discover__func_names[f]);
@@ -76,7 +80,8 @@ TEST(tls_discover_finds_loaded_libssl_offsets)
 		ASSERT_TRUE(t[k].f[f].dynamic);
 	}
 	/* a second look finds the same single file (one target per inode) */
-	ASSERT_EQ(tls_discover__pid("/proc", getpid(), t, 8, err, sizeof(err)), n);
+	ASSERT_EQ(tls_discover__pid("/proc", getpid(), t, 8, err, sizeof(err)),
+		  n);
 	dlclose(h);
 }
 
@@ -130,29 +135,35 @@ TEST(tls_discover_process_under_another_root)
 	snprintf(p, sizeof(p), "%s/proc/77/exe", dir);
 	ASSERT_EQ(symlink("/usr/sbin/nginx", p), 0);
 
-#define MAPS(path, ino)                                                        \
-	do {                                                                   \
-		snprintf(p, sizeof(p), "%s/proc/77/maps", dir);                 \
-		f = fopen(p, "w");                                             \
-		ASSERT_TRUE(f);                                                \
-		fprintf(f, "7f0000001000-7f0000002000 r-xp 00001000 fe:00 %lu %s\n", \
-			(unsigned long)(ino), path);                           \
-		fclose(f);                                                     \
+#define MAPS(path, ino)                                                           \
+	do {                                                                      \
+		snprintf(p, sizeof(p), "%s/proc/77/maps", dir);                   \
+		f = fopen(p, "w");                                                \
+		ASSERT_TRUE(f);                                                   \
+		fprintf(f,                                                        \
+			"7f0000001000-7f0000002000 r-xp 00001000 fe:00 %lu %s\n", \
+			(unsigned long)(ino), path);                              \
+		fclose(f);                                                        \
 	} while (0)
 	snprintf(q, sizeof(q), "%s/proc", dir);
 	/* named from above the jail: the tail under its root is the file */
-	MAPS("/elsewhere/jail/usr/lib/x86_64-linux-gnu/libssl.so.3", copy.st_ino);
+	MAPS("/elsewhere/jail/usr/lib/x86_64-linux-gnu/libssl.so.3",
+	     copy.st_ino);
 	ASSERT_EQ(tls_discover__pid(q, 77, t, 2, err, sizeof(err)), 1);
 	ASSERT_EQ(t[0].ino, copy.st_ino);
 	ASSERT_TRUE(strstr(t[0].path, "/77/root/usr/lib/"), "%s", t[0].path);
-	ASSERT_TRUE(t[0].f[TLS_F_SSL_READ].offset && t[0].f[TLS_F_SSL_WRITE].offset);
+	ASSERT_TRUE(t[0].f[TLS_F_SSL_READ].offset &&
+		    t[0].f[TLS_F_SSL_WRITE].offset);
 	/* our own libssl at the mapped path is another file: not taken */
-	MAPS(real, host.st_ino + 1 == copy.st_ino ? host.st_ino + 2 : host.st_ino + 1);
+	MAPS(real, host.st_ino + 1 == copy.st_ino ? host.st_ino + 2
+						  : host.st_ino + 1);
 	ASSERT_EQ(tls_discover__pid(q, 77, t, 2, err, sizeof(err)), 0);
-	MAPS("/elsewhere/jail/usr/lib/x86_64-linux-gnu/libssl.so.3", host.st_ino);
+	MAPS("/elsewhere/jail/usr/lib/x86_64-linux-gnu/libssl.so.3",
+	     host.st_ino);
 	ASSERT_EQ(tls_discover__pid(q, 77, t, 2, err, sizeof(err)), 0);
 	/* map_files names the mapped file whatever the paths say */
-	snprintf(p, sizeof(p), "%s/proc/77/map_files/7f0000001000-7f0000002000", dir);
+	snprintf(p, sizeof(p), "%s/proc/77/map_files/7f0000001000-7f0000002000",
+		 dir);
 	snprintf(q, sizeof(q), "%s/jail%s", dir, real);
 	ASSERT_EQ(symlink(q, p), 0);
 	snprintf(q, sizeof(q), "%s/proc", dir);
@@ -171,8 +182,10 @@ TEST(tls_discover_errors_say_what)
 	struct tls_target t[1];
 	char err[256] = "";
 
-	ASSERT_TRUE(tls_discover__pid("/proc", 0x3ffffffe, t, 1, err, sizeof(err)) < 0);
-	ASSERT_TRUE(strstr(err, "cannot read") && strstr(err, "running"), "%s", err);
+	ASSERT_TRUE(tls_discover__pid("/proc", 0x3ffffffe, t, 1, err,
+				      sizeof(err)) < 0);
+	ASSERT_TRUE(strstr(err, "cannot read") && strstr(err, "running"), "%s",
+		    err);
 }
 
 TEST(tls_elf_sym_not_elf)
@@ -182,7 +195,8 @@ TEST(tls_elf_sym_not_elf)
 	char err[256], id[41];
 
 	ASSERT_EQ(elf_sym__lookup("/proc/self/status", names, 1, f, id, err,
-				  sizeof(err)), -ENOEXEC);
+				  sizeof(err)),
+		  -ENOEXEC);
 	ASSERT_TRUE(strstr(err, "not an ELF file"), "%s", err);
 }
 
@@ -209,38 +223,54 @@ TEST(tls_go_ret_finder_decodes_instructions)
 	/* 0xc3 inside an immediate and a displacement must not count */
 	static const uint8_t code[] = {
 		0xb8, 0xc3, 0x00, 0x00, 0x00,       /* mov $0xc3,%eax */
-		0x48, 0x8b, 0x8b, 0xc3, 0, 0, 0,    /* mov 0xc3(%rbx),%rcx */
+		0x48, 0x8b, 0x8b, 0xc3, 0,    0, 0, /* mov 0xc3(%rbx),%rcx */
 		0xc3,                               /* ret */
 		0x90,                               /* nop */
 		0xc3,                               /* ret */
 	};
 	uint64_t rets[4];
 
-	ASSERT_EQ(go_tls__find_rets(EM_X86_64, code, sizeof(code), 0x1000, rets, 4), 2);
+	ASSERT_EQ(go_tls__find_rets(EM_X86_64, code, sizeof(code), 0x1000, rets,
+				    4),
+		  2);
 	ASSERT_EQ(rets[0], 12);
 	ASSERT_EQ(rets[1], 14);
-	ASSERT_EQ(go_tls__find_rets(EM_X86_64, code, sizeof(code), 0x1000, rets, 1), -E2BIG);
+	ASSERT_EQ(go_tls__find_rets(EM_X86_64, code, sizeof(code), 0x1000, rets,
+				    1),
+		  -E2BIG);
 }
 
 TEST(tls_go_ret_finder_arm64)
 {
 	/* a Go arm64 function's shape: stack check on g (x28), body, RETs */
 	static const uint8_t code[] = {
-		0x90, 0x0b, 0x40, 0xf9, /* ldr x16, [x28, #16] */
-		0xff, 0x63, 0x30, 0xeb, /* cmp sp, x16 */
-		0xc0, 0x03, 0x5f, 0xd6, /* ret */
-		0x00, 0x00, 0x80, 0xd2, /* mov x0, #0 */
-		0xc0, 0x03, 0x5f, 0x36, /* RET's operand bits, a tbz: not a RET */
-		0x20, 0x00, 0x5f, 0xd6, /* ret x1 */
+		0x90, 0x0b, 0x40,
+		0xf9, /* ldr x16, [x28, #16] */
+		0xff, 0x63, 0x30,
+		0xeb, /* cmp sp, x16 */
+		0xc0, 0x03, 0x5f,
+		0xd6, /* ret */
+		0x00, 0x00, 0x80,
+		0xd2, /* mov x0, #0 */
+		0xc0, 0x03, 0x5f,
+		0x36, /* RET's operand bits, a tbz: not a RET */
+		0x20, 0x00, 0x5f,
+		0xd6,             /* ret x1 */
 		0xc0, 0x03, 0x5f, /* a truncated word */
 	};
 	uint64_t rets[4];
 
-	ASSERT_EQ(go_tls__find_rets(EM_AARCH64, code, sizeof(code), 0x1000, rets, 4), 2);
+	ASSERT_EQ(go_tls__find_rets(EM_AARCH64, code, sizeof(code), 0x1000,
+				    rets, 4),
+		  2);
 	ASSERT_EQ(rets[0], 8);
 	ASSERT_EQ(rets[1], 20);
-	ASSERT_EQ(go_tls__find_rets(EM_AARCH64, code, sizeof(code), 0x1000, rets, 1), -E2BIG);
-	ASSERT_EQ(go_tls__find_rets(EM_RISCV, code, sizeof(code), 0x1000, rets, 4), -ENOTSUP);
+	ASSERT_EQ(go_tls__find_rets(EM_AARCH64, code, sizeof(code), 0x1000,
+				    rets, 1),
+		  -E2BIG);
+	ASSERT_EQ(go_tls__find_rets(EM_RISCV, code, sizeof(code), 0x1000, rets,
+				    4),
+		  -ENOTSUP);
 }
 
 TEST(tls_go_lookup_not_go)
@@ -249,8 +279,9 @@ TEST(tls_go_lookup_not_go)
 	char err[256];
 
 	/* a C library is not Go: 0, no error */
-	ASSERT_EQ(go_tls__lookup("/usr/lib/x86_64-linux-gnu/libssl.so.3", &g, err,
-				 sizeof(err)), 0);
+	ASSERT_EQ(go_tls__lookup("/usr/lib/x86_64-linux-gnu/libssl.so.3", &g,
+				 err, sizeof(err)),
+		  0);
 }
 
 /* Debian's android-libboringssl: BoringSSL as a shared library. */
@@ -278,7 +309,8 @@ TEST(tls_discover_finds_boringssl)
 			ASSERT_EQ(t[k].f[f].offset, 0);
 			continue;
 		}
-		ASSERT_EQ(t[k].f[f].offset, maps_offset(sym, file, sizeof(file)));
+		ASSERT_EQ(t[k].f[f].offset,
+			  maps_offset(sym, file, sizeof(file)));
 		ASSERT_STREQ(file, lib);
 	}
 	dlclose(h);

@@ -134,10 +134,12 @@ TEST(tls_probe_points_installed_libssl)
 	/* the installed build has the shape above: emulated entry and exit */
 	for (int f = TLS_F_SSL_READ; f <= TLS_F_SSL_WRITE; f++) {
 		ASSERT_EQ(probe_points__file(t[i].path, t[i].f[f].offset,
-					     t[i].f[f].size, 3, &pp), 0);
+					     t[i].f[f].size, 3, &pp),
+			  0);
 		ASSERT_TRUE(pp.nexit >= 1, "%s: no emulated exit",
 			    tls_discover__func_names[f]);
-		ASSERT_TRUE(pp.entry > t[i].f[f].offset, "%s: entry at the start",
+		ASSERT_TRUE(pp.entry > t[i].f[f].offset,
+			    "%s: entry at the start",
 			    tls_discover__func_names[f]);
 	}
 	dlclose(h);
@@ -176,10 +178,13 @@ TEST(tls_probe_points_other_machine_probes_the_start)
 	memcpy(f + 64, ssl_read, sizeof(ssl_read));
 	ASSERT_EQ(write(fd, f, sizeof(f)), (ssize_t)sizeof(f));
 	close(fd);
-	ASSERT_EQ(probe_points__file(path, 64, sizeof(ssl_read), 3, &pp), -ENOTSUP);
+	ASSERT_EQ(probe_points__file(path, 64, sizeof(ssl_read), 3, &pp),
+		  -ENOTSUP);
 	ASSERT_EQ(pp.entry, 64);
 	ASSERT_EQ(pp.nexit, 0);
-	ASSERT_EQ(probe_points__entry_file(path, 64, sizeof(ssl_read), 2, PP_ABI_GO), 64);
+	ASSERT_EQ(probe_points__entry_file(path, 64, sizeof(ssl_read), 2,
+					   PP_ABI_GO),
+		  64);
 	/* the same bytes as x86-64 are analysed */
 	f[18] = EM_X86_64;
 	fd = open(path, O_WRONLY);

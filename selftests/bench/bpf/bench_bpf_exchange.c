@@ -32,7 +32,7 @@
 
 static const char *leg_name[LEGS + 1] = {
 	"downstream request (read)", "upstream request (write)",
-	"upstream response (read)", "downstream response (writev)",
+	"upstream response (read)",  "downstream response (writev)",
 	"exchange (4 runs)",
 };
 
@@ -115,10 +115,18 @@ static int exchange(struct acc *a, int cold, const char *resp, size_t rlen)
 			evict(cold);
 		t0 = run_ns();
 		switch (leg) {
-		case 0: err = fx_buf(0, 1, dreq, sizeof(dreq) - 1); break;
-		case 1: err = fx_buf(1, 0, ureq, sizeof(ureq) - 1); break;
-		case 2: err = fx_buf(1, 1, both, rlen + sizeof(body) - 1); break;
-		case 3: err = fx_iov(0, 0, v, 2, rlen + sizeof(body) - 1); break;
+		case 0:
+			err = fx_buf(0, 1, dreq, sizeof(dreq) - 1);
+			break;
+		case 1:
+			err = fx_buf(1, 0, ureq, sizeof(ureq) - 1);
+			break;
+		case 2:
+			err = fx_buf(1, 1, both, rlen + sizeof(body) - 1);
+			break;
+		case 3:
+			err = fx_iov(0, 0, v, 2, rlen + sizeof(body) - 1);
+			break;
 		}
 		t1 = run_ns();
 		note(a, leg, t1 - t0);
@@ -153,7 +161,8 @@ int main(int argc, char **argv)
 	size_t plen;
 
 	if (n < 100) {
-		fprintf(stderr, "usage: bench_bpf_exchange [iterations >= 100]\n");
+		fprintf(stderr,
+			"usage: bench_bpf_exchange [iterations >= 100]\n");
 		return 2;
 	}
 	dirty = malloc(8 << 20);
@@ -164,14 +173,16 @@ int main(int argc, char **argv)
 		err = fx_open(0, MM_ROLE_DOWN) ?: fx_open(1, MM_ROLE_UP);
 	prog_fd = err ? -1 : fx_io_prog_fd();
 	if (err || prog_fd < 0) {
-		fprintf(stderr, "bench_bpf_exchange: setup failed (%s): run as root\n",
+		fprintf(stderr,
+			"bench_bpf_exchange: setup failed (%s): run as root\n",
 			strerror(-(err ?: prog_fd)));
 		return 1;
 	}
 	/* run-time stats while this fd is open, whatever the sysctl says */
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (stats_fd < 0) {
-		fprintf(stderr, "bench_bpf_exchange: cannot enable bpf_stats: %s\n",
+		fprintf(stderr,
+			"bench_bpf_exchange: cannot enable bpf_stats: %s\n",
 			strerror(errno));
 		return 1;
 	}

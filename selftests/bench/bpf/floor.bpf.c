@@ -46,8 +46,8 @@ char LICENSE[] SEC("license") = "GPL";
 #define FL_LEVEL_COPY  3
 #define FL_LEVEL_SKB   4
 
-#define FL_PREFIX 256
-#define FL_READ   64  /* a request line, a status line */
+#define FL_PREFIX       256
+#define FL_READ         64    /* a request line, a status line */
 #define FL_TARGET_WORDS 65536 /* as mm_target_bits: PID_MAX_LIMIT bits */
 
 const volatile __u32 fl_level = FL_LEVEL_EMPTY;
@@ -212,8 +212,8 @@ int BPF_PROG(fl_sock_send, struct sock *sk, int ret, int flags)
 	return fl_io(sk, ret, 1);
 }
 
-#define FL_ETH_P_IP   0x0800
-#define FL_ETH_P_IPV6 0x86DD
+#define FL_ETH_P_IP    0x0800
+#define FL_ETH_P_IPV6  0x86DD
 #define FL_IPPROTO_TCP 6
 
 /* The payload's offset in the packet (skb->data is the network header in a

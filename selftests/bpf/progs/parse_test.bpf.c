@@ -35,16 +35,16 @@ struct {
 } t_conns SEC(".maps");
 
 /* Inputs of the next run, written by user space through the skeleton. */
-__u32 t_conn;   /* slot of t_conns */
-__u32 t_role;   /* t_open: MM_ROLE_* the connection starts with */
-__u32 t_lport;  /* t_open: its listener port (as mm_listeners would map it) */
-__u32 t_kind;   /* t_io: enum mm_io */
-__u32 t_read;   /* t_io: 1 read (recv*), 0 write (send*) */
-__u64 t_buf;    /* t_io: buffer, iovec array or msghdr (user address) */
-__u64 t_cnt;    /* t_io: iovcnt for MM_IO_IOV */
-__s64 t_ret;    /* t_io: bytes the syscall moved */
+__u32 t_conn;  /* slot of t_conns */
+__u32 t_role;  /* t_open: MM_ROLE_* the connection starts with */
+__u32 t_lport; /* t_open: its listener port (as mm_listeners would map it) */
+__u32 t_kind;  /* t_io: enum mm_io */
+__u32 t_read;  /* t_io: 1 read (recv*), 0 write (send*) */
+__u64 t_buf;   /* t_io: buffer, iovec array or msghdr (user address) */
+__u64 t_cnt;   /* t_io: iovcnt for MM_IO_IOV */
+__s64 t_ret;   /* t_io: bytes the syscall moved */
 /* Outputs. */
-__s32 t_err;    /* -1: no such slot */
+__s32 t_err; /* -1: no such slot */
 
 static __always_inline struct mm_conn *t_slot(void)
 {

@@ -40,13 +40,15 @@ static void serve(SSL *s)
 		*end = 0;
 		host[0] = path[0] = 0;
 		sscanf(buf, "%*s %1023s", path);
-		for (char *h = strstr(buf, "\r\n"); h; h = strstr(h + 2, "\r\n"))
+		for (char *h = strstr(buf, "\r\n"); h;
+		     h = strstr(h + 2, "\r\n"))
 			if (!strncasecmp(h + 2, "host:", 5))
 				sscanf(h + 7, " %255[^\r]", host);
 		printf("%s\t%s\n", host, path);
 		fflush(stdout);
-		static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n"
-					   "Content-Type: text/plain\r\n\r\nok\n";
+		static const char resp[] =
+			"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n"
+			"Content-Type: text/plain\r\n\r\nok\n";
 		if (SSL_write(s, resp, sizeof(resp) - 1) <= 0)
 			return;
 		n = end + 4 - buf;
@@ -65,7 +67,8 @@ int main(int argc, char **argv)
 	if (argc != 4)
 		return 2;
 	ctx = SSL_CTX_new(TLS_server_method());
-	if (!ctx || SSL_CTX_use_certificate_file(ctx, argv[2], SSL_FILETYPE_PEM) != 1 ||
+	if (!ctx ||
+	    SSL_CTX_use_certificate_file(ctx, argv[2], SSL_FILETYPE_PEM) != 1 ||
 	    SSL_CTX_use_PrivateKey_file(ctx, argv[3], SSL_FILETYPE_PEM) != 1)
 		return 1;
 	a.sin_port = htons(atoi(argv[1]));

@@ -21,8 +21,8 @@ struct gen {
 	size_t errlen;
 };
 
-__attribute__((format(printf, 2, 3)))
-static int refuse(struct gen *g, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int refuse(struct gen *g,
+							const char *fmt, ...)
 {
 	va_list ap;
 
@@ -68,8 +68,10 @@ static int header_var(struct gen *g, const char *name, char *buf, size_t cap)
 
 	for (const char *p = name; *p; p++) {
 		if (!isalnum((unsigned char)*p) && *p != '-')
-			return refuse(g, "header name \"%s\": gen_nginx handles "
-				      "[A-Za-z0-9-] only", name);
+			return refuse(g,
+				      "header name \"%s\": gen_nginx handles "
+				      "[A-Za-z0-9-] only",
+				      name);
 		if (n + 1 >= cap)
 			return refuse(g, "header name \"%s\" too long", name);
 		buf[n++] = *p == '-' ? '_' : tolower((unsigned char)*p);
@@ -81,8 +83,10 @@ static int header_var(struct gen *g, const char *name, char *buf, size_t cap)
 static int no_dollar(struct gen *g, const char *what, const char *v)
 {
 	if (strchr(v, '$'))
-		return refuse(g, "%s \"%s\": gen_nginx cannot express '$' in "
-			      "a compared value", what, v);
+		return refuse(g,
+			      "%s \"%s\": gen_nginx cannot express '$' in "
+			      "a compared value",
+			      what, v);
 	return 0;
 }
 
@@ -218,8 +222,9 @@ static int write_entry(struct gen *g, const struct rc_entry *e)
 	fputs("\tif ($mm_c = \"", g->out);
 	for (unsigned int i = 0; i < nconds; i++)
 		fputc('x', g->out);
-	fprintf(g->out, "\") { set $route \"%s/%s rule %u\"; set $mm_up %s; }\n",
-		r->ns, r->name, e->rule_idx,
+	fprintf(g->out,
+		"\") { set $route \"%s/%s rule %u\"; set $mm_up %s; }\n", r->ns,
+		r->name, e->rule_idx,
 		rule_upstream(g->t, e->route_id, e->rule_idx, up, sizeof(up)));
 	return 0;
 }
@@ -260,11 +265,13 @@ static int write_upstreams(struct gen *g)
 				if (!b->weight)
 					continue;
 				if (!addr)
-					return refuse(g, "backendRef %s/%s of "
-						      "HTTPRoute %s/%s rule %u: "
-						      "give --upstream %s=HOST:PORT",
-						      b->ns, b->name, r->ns,
-						      r->name, k, b->name);
+					return refuse(
+						g,
+						"backendRef %s/%s of "
+						"HTTPRoute %s/%s rule %u: "
+						"give --upstream %s=HOST:PORT",
+						b->ns, b->name, r->ns, r->name,
+						k, b->name);
 				fprintf(g->out, "\tserver %s weight=%u;\n",
 					addr, b->weight);
 			}
@@ -281,7 +288,8 @@ static void server_tail(struct gen *g)
 	      "\t    if ($mm_up = mm_500) { return 500; }\n"
 	      "\t    proxy_pass http://$mm_up;\n"
 	      "\t}\n"
-	      "    }\n", g->out);
+	      "    }\n",
+	      g->out);
 }
 
 static void server_head(struct gen *g, const char *name, bool dflt)
@@ -327,7 +335,8 @@ int route_nginx__write(const struct route_table *t,
 		"    map $request_uri $mm_path {\n"
 		"\t\"~^(?<mm_p>[^?]*)\" $mm_p;\n"
 		"\tdefault \"\";\n"
-		"    }\n", t->gen, o->log_path);
+		"    }\n",
+		t->gen, o->log_path);
 	ret = write_upstreams(&g);
 	if (ret)
 		return ret;

@@ -14,10 +14,10 @@
 #define NULL ((void *)0) /* libbpf's bpf_helpers.h defines it too */
 #endif
 #define SEC(name)
-#define __always_inline inline __attribute__((always_inline))
-#define __noinline __attribute__((noinline))
-#define __uint(name, val) int (*name)[val]
-#define __type(name, val) typeof(val) *name
+#define __always_inline    inline __attribute__((always_inline))
+#define __noinline         __attribute__((noinline))
+#define __uint(name, val)  int(*name)[val]
+#define __type(name, val)  typeof(val) *name
 #define __array(name, val) typeof(val) *name[]
 
 struct task_struct;
@@ -34,7 +34,8 @@ static long bpf_loop(__u32 nr_loops, fzb_loop_cb cb, void *ctx, __u64 flags);
 static void *bpf_ringbuf_reserve(void *ringbuf, __u64 size, __u64 flags);
 static void bpf_ringbuf_submit(void *data, __u64 flags);
 static void bpf_ringbuf_discard(void *data, __u64 flags);
-static long bpf_ringbuf_output(void *ringbuf, void *data, __u64 size, __u64 flags);
+static long bpf_ringbuf_output(void *ringbuf, void *data, __u64 size,
+			       __u64 flags);
 static __u64 bpf_ringbuf_query(void *ringbuf, __u64 flags);
 static __u64 bpf_ktime_get_ns(void);
 static __u32 bpf_get_smp_processor_id(void);
