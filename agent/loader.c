@@ -234,8 +234,7 @@ int loader__pin(struct bpf_object *obj, const char *pin_dir,
 
 	if (mkdir(pin_dir, 0700) && errno != EEXIST)
 		return -errno;
-	bpf_object__for_each_map(map, obj)
-	{
+	bpf_object__for_each_map(map, obj) {
 		/* .rodata/.bss internal maps are not worth a pin */
 		if (strncmp(bpf_map__name(map), map_prefix, strlen(map_prefix)))
 			continue;
@@ -245,8 +244,7 @@ int loader__pin(struct bpf_object *obj, const char *pin_dir,
 		if (err)
 			return err;
 	}
-	bpf_object__for_each_program(prog, obj)
-	{
+	bpf_object__for_each_program(prog, obj) {
 		if (!bpf_program__autoload(prog))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", pin_dir,
@@ -265,16 +263,14 @@ void loader__unpin(struct bpf_object *obj, const char *pin_dir,
 	struct bpf_map *map;
 	char path[512];
 
-	bpf_object__for_each_map(map, obj)
-	{
+	bpf_object__for_each_map(map, obj) {
 		if (strncmp(bpf_map__name(map), map_prefix, strlen(map_prefix)))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", pin_dir,
 			 bpf_map__name(map));
 		unlink(path);
 	}
-	bpf_object__for_each_program(prog, obj)
-	{
+	bpf_object__for_each_program(prog, obj) {
 		snprintf(path, sizeof(path), "%s/%s", pin_dir,
 			 bpf_program__name(prog));
 		unlink(path);
@@ -586,8 +582,7 @@ void loader__attached(const struct milometer_bpf *skel, int *attached,
 	*attached = *total = 0;
 	if (!skel)
 		return;
-	bpf_object__for_each_program(prog, skel->obj)
-	{
+	bpf_object__for_each_program(prog, skel->obj) {
 		/*
 		 * The other capture mode's programs are not loaded; a program
 		 * only tail-called is not attached.

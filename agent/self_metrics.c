@@ -308,8 +308,7 @@ static void read_bpf_run(struct sm_read *r, int id, bool time)
 {
 	struct bpf_program *prog;
 
-	bpf_object__for_each_program(prog, r->ag->skel->obj)
-	{
+	bpf_object__for_each_program(prog, r->ag->skel->obj) {
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
 		struct mlabel l = { "program", bpf_program__name(prog) };

@@ -72,8 +72,7 @@ static int share_maps(struct tls_bpf *skel, struct milometer_bpf *main)
 	struct bpf_map *map, *m;
 	int err;
 
-	bpf_object__for_each_map(map, skel->obj)
-	{
+	bpf_object__for_each_map(map, skel->obj) {
 		const char *name = bpf_map__name(map);
 
 		if (strncmp(name, "mm_", 3))

@@ -68,8 +68,7 @@ static struct doc_node *conv(struct json_object *o, const char *label,
 		n->map.vals = calloc(cnt ? cnt : 1, sizeof(*n->map.vals));
 		if (!n->map.keys || !n->map.vals)
 			goto fail;
-		json_object_object_foreach(o, k, v)
-		{
+		json_object_object_foreach(o, k, v) {
 			size_t i = n->map.n;
 
 			n->map.keys[i] = strdup(k);

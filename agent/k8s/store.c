@@ -154,8 +154,7 @@ void k8s_store__replace(struct k8s_store *s, struct json_object *items)
 	if (keep) {
 		struct json_object *gone = json_object_new_array();
 
-		json_object_object_foreach(s->objs, k, v)
-		{
+		json_object_object_foreach(s->objs, k, v) {
 			if (!json_object_object_get_ex(keep, k, NULL) && gone)
 				json_object_array_add(gone, json_object_get(v));
 		}
@@ -195,8 +194,7 @@ int k8s_store__foreach(struct k8s_store *s,
 	int ret = 0;
 
 	pthread_mutex_lock(&s->lock);
-	json_object_object_foreach(s->objs, k, v)
-	{
+	json_object_object_foreach(s->objs, k, v) {
 		(void)k;
 		ret = fn(v, ctx);
 		if (ret)
