@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "policy/util/json_out.h"
 #include "policy/model/metric_store.h"
@@ -223,20 +224,32 @@ int translate__target(struct contract *c, struct policy_engine *e,
 	return ret;
 }
 
-static int write_atomic(const char *path, const char *buf, size_t len,
+/*
+ * A regular file is replaced whole (written beside it, then renamed), so a
+ * reader such as a config reloader never sees half of it. Anything else
+ * (/dev/null, /dev/stdout, a FIFO) is written in place: renaming over it
+ * would replace the device node itself with a regular file.
+ */
+static int write_output(const char *path, const char *buf, size_t len,
 			FILE *errf)
 {
 	char tmp[4096];
+	struct stat st;
+	bool in_place;
 	FILE *f;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	in_place = !stat(path, &st) && !S_ISREG(st.st_mode);
+	if (in_place)
+		snprintf(tmp, sizeof(tmp), "%s", path);
+	else
+		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f = fopen(tmp, "w");
 	if (!f || fwrite(buf, 1, len, f) != len || fclose(f)) {
 		fprintf(errf, "milometer translate: cannot write %s: %s\n", tmp,
 			strerror(errno));
 		return -errno;
 	}
-	if (rename(tmp, path)) {
+	if (!in_place && rename(tmp, path)) {
 		fprintf(errf,
 			"milometer translate: cannot rename %s to %s: %s\n",
 			tmp, path, strerror(errno));
@@ -452,7 +465,7 @@ int translate__run(int argc, char **argv, FILE *out, FILE *errf,
 		goto cleanup;
 	}
 	if (output) {
-		if (write_atomic(output, buf, len, errf)) {
+		if (write_output(output, buf, len, errf)) {
 			ret = 2;
 			goto cleanup;
 		}

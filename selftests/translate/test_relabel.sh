@@ -30,8 +30,17 @@ check "pure relabelling policies translated" bash -c "
 	grep -q '^t-relabel-time-policy: prometheus-relabel: Translated: metric_relabel_configs' '$T/report.txt'"
 check "a scaled value refused" grep -q "^gateway-httproute-upstream-latency-policy: prometheus-relabel: NotTranslatable: value: the transform changes the values (0.001 \* value + 0)" "$T/report.txt"
 check "a dropped attribute refused" grep -q "^gateway-httproute-upstream-request-count-policy: prometheus-relabel: NotTranslatable: attribute http.request.method (label http_request_method) is not kept" "$T/report.txt"
-"$BIN/milometer" translate -m "$M" -t prometheus-relabel --strict -o /dev/null 2>/dev/null
+# an output that is not a regular file (a FIFO here; /dev/null, /dev/stdout)
+# is written in place, never replaced by a renamed regular file
+mkfifo "$T/out.fifo"
+timeout 30 cat "$T/out.fifo" >"$T/fifo.txt" &
+reader=$!
+"$BIN/milometer" translate -m "$M" -t prometheus-relabel --strict -o "$T/out.fifo" 2>/dev/null
 check "--strict exits 3" test $? -eq 3
+wait "$reader"
+"$BIN/milometer" translate -m "$M" -t prometheus-relabel -o "$T/strict.yml" 2>/dev/null
+check "a FIFO output stays a FIFO and reads the whole output" bash -c "
+	test -p '$T/out.fifo' && test -s '$T/strict.yml' && cmp -s '$T/fifo.txt' '$T/strict.yml'"
 refute "--format prometheusrule is not a scrape job" "$BIN/milometer" translate -m "$M" \
 	-t prometheus-relabel --format prometheusrule
 "$BIN/milometer" translate -m "$M" -t prometheus-relabel --source-profile envoy -o "$T/envoy.yml" 2>"$T/envoy.txt"
