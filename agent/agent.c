@@ -72,7 +72,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	return aggregate__event(ag->agg, data, size);
 }
 
-static void on_h2_exchange(void *ctx, const struct mm_http_event *e,
+static void on_h2_exchange(void *ctx, const struct exchange *e,
 			   const char *head, size_t len, bool trunc)
 {
 	struct agent *ag = ctx;

@@ -50,7 +50,7 @@ static __always_inline void fill_event(struct mm_http_event *e,
 	e->route_gen = s->route_gen;
 	e->route_id = s->route_id;
 	e->rule_idx = s->rule_idx;
-	e->grpc = 0;
+	e->_pad = 0;
 	e->req_seq = s->seq;
 	e->parent_seq = s->parent_seq;
 	e->conn_id = c->conn_id;

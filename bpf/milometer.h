@@ -258,10 +258,10 @@ struct mm_http_event {
 	__u16 head_len; /* MM_EVT_HEAD: bytes valid in head[] */
 	__u32 tgid;
 	__u32 route_gen;
-	__u32 route_id; /* or MM_ROUTE_* */
-	__u8 rule_idx;  /* Gateway API allows 16 rules per HTTPRoute */
-	__u8 gw;        /* gateway slot: the route table of route_id */
-	__u16 grpc; /* grpc-status + 1 (HTTP/2 streams, from user space); 0: none */
+	__u32 route_id;   /* or MM_ROUTE_* */
+	__u8 rule_idx;    /* Gateway API allows 16 rules per HTTPRoute */
+	__u8 gw;          /* gateway slot: the route table of route_id */
+	__u16 _pad;       /* zero; user space's own record holds what it adds */
 	__u32 req_seq;    /* request number on this connection */
 	__u32 parent_seq; /* upstream leg: the downstream request it serves */
 	__u64 conn_id;    /* unique per connection for the agent's lifetime */
@@ -273,6 +273,8 @@ struct mm_http_event {
 	char head[];      /* MM_EVT_HEAD only */
 };
 _Static_assert(sizeof(struct mm_http_event) == 80, "mm_http_event");
+_Static_assert(__builtin_offsetof(struct mm_http_event, req_seq) == 24,
+	       "mm_http_event: fields after the pad keep their offsets");
 
 /* Per-CPU counters (mm_stats, an array indexed by these). */
 enum mm_stat {

@@ -5,7 +5,7 @@
  * time the chunk was captured. Streams are followed from the client's
  * HEADERS to the server's END_STREAM (or RST_STREAM, GOAWAY, close), and each
  * finished or aborted stream is handed to a callback as an exchange with the
- * fields the HTTP/1 path produces (bpf/milometer.h mm_http_event) plus the
+ * fields the HTTP/1 path counts (agent/pipeline/exchange.h) plus the
  * strings user space matches routes on. No libbpf: the capture layer calls
  * this with the bytes it sends up.
  */

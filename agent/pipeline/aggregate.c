@@ -7,6 +7,7 @@
 
 #include "agent/pipeline/aggregate.h"
 #include "agent/pipeline/deferred.h"
+#include "agent/pipeline/exchange.h"
 #include "bpf/milometer.h"
 #include "exporter/metric_doc.h"
 #include "policy/model/metric_store.h"
@@ -380,9 +381,13 @@ static void on_head(struct aggregate *a, const struct mm_http_event *e,
 		a->st.deferred_unknown++;
 }
 
-static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
+static void on_exchange(struct aggregate *a, const struct exchange *e)
 {
 	uint32_t route = e->route_id, rule = e->rule_idx, gen = e->route_gen;
+	/* in the key and labels as status + 1, 0 for none */
+	uint32_t grpc = e->grpc_status >= 0 && e->grpc_status <= 16
+				? (uint32_t)e->grpc_status + 1
+				: 0;
 	/*
 	 * Cut short after the final response head: counted with that status,
 	 * as nginx logs it and Envoy counts upstream_rq_2xx on headers; only
@@ -433,14 +438,14 @@ static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
 	}
 	if (route >= ROUTE_KEY_SPECIAL && route < MM_ROUTE_UNKNOWN)
 		route = MM_ROUTE_UNKNOWN; /* past what a key holds */
-	ke = lookup(
-		a,
-		pack_key(route >= MM_ROUTE_UNKNOWN ? e->gw : gen,
-			 route >= MM_ROUTE_UNKNOWN ? ROUTE_KEY_MASK - (~route)
-						   : route,
-			 rule, e->method, e->status, e->grpc, e->leg, aborted),
-		t, e->gw, route, rule, e->method, e->status, e->grpc, e->leg,
-		aborted);
+	ke = lookup(a,
+		    pack_key(route >= MM_ROUTE_UNKNOWN ? e->gw : gen,
+			     route >= MM_ROUTE_UNKNOWN
+				     ? ROUTE_KEY_MASK - (~route)
+				     : route,
+			     rule, e->method, e->status, grpc, e->leg, aborted),
+		    t, e->gw, route, rule, e->method, e->status, grpc, e->leg,
+		    aborted);
 	if (!ke)
 		return;
 	ke->last_ns = now;
@@ -452,8 +457,8 @@ static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
 	if (a->pe && ke->pe_gen != policy_engine__generation(a->pe)) {
 		struct labels lb;
 
-		build_labels(t, e->gw, route, rule, e->method, e->status,
-			     e->grpc, aborted, &lb);
+		build_labels(t, e->gw, route, rule, e->method, e->status, grpc,
+			     aborted, &lb);
 		bind_entry(a, ke, e->leg, &lb);
 	}
 	if (ke->b_total)
@@ -462,12 +467,11 @@ static void on_exchange(struct aggregate *a, const struct mm_http_event *e)
 		pe_binding__record(ke->b_time, ms, now);
 }
 
-void aggregate__exchange_head(struct aggregate *a,
-			      const struct mm_http_event *e, const char *head,
-			      size_t len, bool trunc)
+void aggregate__exchange_head(struct aggregate *a, const struct exchange *e,
+			      const char *head, size_t len, bool trunc)
 {
 	const struct route_table *t = a->table(a->table_ctx, e->route_gen);
-	struct mm_http_event x = *e;
+	struct exchange x = *e;
 	struct route_result res;
 
 	if (x.route_id == MM_ROUTE_DEFER) {
@@ -500,8 +504,12 @@ int aggregate__event(struct aggregate *a, const void *data, size_t size)
 	a->st.events++;
 	if (e->type == MM_EVT_HEAD)
 		on_head(a, e, size);
-	else if (e->type == MM_EVT_EXCHANGE)
-		on_exchange(a, e);
+	else if (e->type == MM_EVT_EXCHANGE) {
+		struct exchange x;
+
+		exchange__from_event(&x, e);
+		on_exchange(a, &x);
+	}
 	return 0;
 }
 

@@ -17,7 +17,7 @@
 struct mstore;
 struct route_table;
 struct policy_engine;
-struct mm_http_event;
+struct exchange;
 
 struct aggregate;
 
@@ -59,9 +59,8 @@ int aggregate__event(struct aggregate *a, const void *data, size_t size);
  * e->route_id MM_ROUTE_DEFER the route comes from head (trunc: fields may be
  * missing, so a route that needs them is unknown), else as e says.
  */
-void aggregate__exchange_head(struct aggregate *a,
-			      const struct mm_http_event *e, const char *head,
-			      size_t len, bool trunc);
+void aggregate__exchange_head(struct aggregate *a, const struct exchange *e,
+			      const char *head, size_t len, bool trunc);
 /* Store lock held. Drop keys idle longer than idle_ns, stale bindings. */
 void aggregate__maintain(struct aggregate *a, uint64_t now_ns,
 			 uint64_t idle_ns);

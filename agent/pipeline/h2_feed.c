@@ -54,8 +54,7 @@ static void on_exchange(void *ctx, const struct h2_exchange *ex)
 {
 	struct fconn *fc = ctx;
 	struct h2_feed *f = fc->f;
-	struct mm_http_event e = {
-		.type = MM_EVT_EXCHANGE,
+	struct exchange e = {
 		.leg = fc->leg,
 		.method = ex->method,
 		.flags = ex->flags,
@@ -64,9 +63,9 @@ static void on_exchange(void *ctx, const struct h2_exchange *ex)
 		.route_gen = fc->gen,
 		.gw = fc->gw,
 		.route_id = MM_ROUTE_DEFER,
-		.grpc = ex->grpc_status >= 0 && ex->grpc_status <= 16
-				? ex->grpc_status + 1
-				: 0,
+		.grpc_status = ex->grpc_status >= 0 && ex->grpc_status <= 16
+				       ? ex->grpc_status
+				       : EXCHANGE_GRPC_NONE,
 		.req_seq = ex->stream_id,
 		.conn_id = fc->conn_id,
 		.start_ns = ex->start_ns,

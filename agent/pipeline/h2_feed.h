@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/pipeline/exchange.h"
 #include "bpf/milometer.h"
 
 /*
@@ -22,7 +23,7 @@
  * MM_ROUTE_UNKNOWN (the decoder could not resolve method, path or
  * authority); trunc: head may lack request fields.
  */
-typedef void (*h2_feed_exchange_fn)(void *ctx, const struct mm_http_event *e,
+typedef void (*h2_feed_exchange_fn)(void *ctx, const struct exchange *e,
 				    const char *head, size_t head_len,
 				    bool trunc);
 

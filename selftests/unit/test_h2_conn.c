@@ -787,12 +787,12 @@ TEST(h2_conn_mutated_bytes_are_safe)
 
 struct feed_got {
 	int n;
-	struct mm_http_event e[8];
+	struct exchange e[8];
 	char head[8][600];
 	bool trunc[8];
 };
 
-static void on_feed(void *ctx, const struct mm_http_event *e, const char *head,
+static void on_feed(void *ctx, const struct exchange *e, const char *head,
 		    size_t len, bool trunc)
 {
 	struct feed_got *g = ctx;
@@ -902,6 +902,36 @@ TEST(h2_feed_two_connections_interleaved_heads_for_routes)
 	h2_feed__free(f, 0);
 	convo_free(&a);
 	convo_free(&b);
+}
+
+/* the trailers' grpc-status reaches the exchange record; no trailers: none */
+TEST(h2_feed_grpc_status_in_exchange)
+{
+	struct feed_got g = {};
+	struct h2_feed *f = h2_feed__new(on_feed, &g);
+	struct convo a;
+	size_t c = 0, s = 0;
+
+	convo_init(&a, true);
+	headers(&a, true, 1, H2_F_END_STREAM,
+		":method: POST\n:scheme: http\n:authority: grpc.example\n"
+		":path: /pkg.Svc/Fail\ncontent-type: application/grpc\n");
+	headers(&a, true, 3, H2_F_END_STREAM,
+		":method: GET\n:scheme: http\n:authority: a.test\n:path: /\n");
+	headers(&a, false, 1, H2_F_END_STREAM,
+		":status: 200\ncontent-type: application/grpc\ngrpc-status: 14\n");
+	headers(&a, false, 3, H2_F_END_STREAM, ":status: 200\n");
+	feed_bytes(f, 5, MM_DIR_FROM_CLIENT, &a.c, &c, 64);
+	feed_bytes(f, 5, MM_DIR_FROM_SERVER, &a.s, &s, 64);
+	if (ASSERT_EQ(g.n, 2)) {
+		ASSERT_EQ(g.e[0].req_seq, 1);
+		ASSERT_EQ(g.e[0].grpc_status, 14);
+		ASSERT_EQ(g.e[1].req_seq, 3);
+		ASSERT_EQ(g.e[1].grpc_status, EXCHANGE_GRPC_NONE);
+	}
+	feed_close(f, 5, 0);
+	h2_feed__free(f, 0);
+	convo_free(&a);
 }
 
 TEST(h2_feed_close_aborts_loss_drops)
