@@ -62,10 +62,42 @@ struct translate_api {
 	void (*close)(void *handle);
 };
 
-/* The command on stdout/stderr; api NULL: --manifests only. */
-int translate__main(int argc, char **argv, const struct translate_api *api);
-/* Same, writing to out/err instead of stdout/stderr (tests). */
-int translate__run(int argc, char **argv, FILE *out, FILE *err,
+struct tr_profile;
+
+/* What `milometer translate` was asked (agent/cmd/translate.c's flags). */
+struct translate_cmd {
+	const char *const *paths; /* --manifests: files or directories */
+	size_t npaths;
+	const char *kubeconfig; /* instead of paths: that cluster's objects */
+	enum tr_target target;
+	const char *target_name;          /* as the report names it */
+	const struct tr_profile *profile; /* NULL: milometer */
+	bool prometheusrule;              /* wrap as monitoring.coreos.com/v1 */
+	bool le_text;              /* the scrape prints `le` as text ("1") */
+	const char *alerts_config; /* prometheus-alerts: objectives, or NULL */
+	const char *const *policies; /* only these (npolicies 0: all) */
+	size_t npolicies;
+	const char *object_name; /* NULL: milometer-translated */
+	const char *object_namespace;
+	const char *otel_receiver; /* NULL: 0.0.0.0:4318 */
+	const char *otel_exporter; /* NULL: http://otlp-backend:4318 */
+	const char *output;        /* NULL: out */
+	bool strict;               /* a policy not translatable: exit 3 */
+	bool json;                 /* the report as JSON */
+};
+
+/*
+ * The enum tr_target a --target name means, -EINVAL for none (the names
+ * `milometer translate --help` lists).
+ */
+int translate__target_kind(const char *name);
+/*
+ * Translate what cmd says: the result on out (or cmd->output), the report
+ * and errors on errf. api NULL: --manifests only. Returns the exit status:
+ * 0 done, 2 unreadable manifests or output, 3 cmd->strict and a policy not
+ * translatable.
+ */
+int translate__run(const struct translate_cmd *cmd, FILE *out, FILE *errf,
 		   const struct translate_api *api);
 
 #endif /* MM_POLICY_TRANSLATE_H */
