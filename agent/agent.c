@@ -642,7 +642,6 @@ int agent__run(struct agent_opts *o)
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.max_connections = o->max_connections,
 		.capture = o->capture,
-		.verbose = o->verbose,
 	};
 	struct mstore_opts so = {
 		.max_series_per_metric = o->max_series,

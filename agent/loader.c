@@ -23,25 +23,35 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#define LOG_MODULE "loader"
 #include "agent/loader.h"
 #include "bpf/milometer.h"
 #include "milometer.skel.h"
 #include "milometer_bl.skel.h"
+#include "policy/util/log.h"
 
 #define BPF_FS_MAGIC_  0xcafe4a11
 #define TRACEFS_MAGIC_ 0x74726163
 
-static bool verbose;
 static enum mm_capture_mode loaded_mode;
 /* the bounded-loop build of the data path is loaded (bpf/compat.bpf.h) */
 static bool loaded_bounded;
 /* the pin directory, opened and flock()ed while this agent runs */
 static int pin_lock_fd = -1;
 
+/*
+ * libbpf's messages at the logger's levels (-v: its debug ones too), written
+ * as they come: they carry their own "libbpf: " prefix, and a verifier log
+ * is one message far longer than a log line.
+ */
 static int print_fn(enum libbpf_print_level level, const char *fmt,
 		    va_list args)
 {
-	if (level == LIBBPF_DEBUG && !verbose)
+	int lvl = level == LIBBPF_WARN   ? LOG_WARNING
+		  : level == LIBBPF_INFO ? LOG_INFO
+					 : LOG_DEBUG;
+
+	if (!log__enabled(lvl))
 		return 0;
 	return vfprintf(stderr, fmt, args);
 }
@@ -53,18 +63,16 @@ static int mount_if_missing(const char *dir, const char *type, long magic)
 	if (!statfs(dir, &st) && st.f_type == magic)
 		return 0;
 	if (mkdir(dir, 0700) && errno != EEXIST) {
-		fprintf(stderr, "milometer: cannot create %s: %s\n", dir,
-			strerror(errno));
+		pr_err("cannot create %s: %s\n", dir, strerror(errno));
 		return -errno;
 	}
 	if (mount(type, dir, type, 0, NULL)) {
 		int err = -errno;
 
-		fprintf(stderr,
-			"milometer: cannot mount %s on %s: %s (run as "
-			"root with CAP_SYS_ADMIN, or mount it on the node: in "
-			"a pod, the hostPath volume shows the node's)\n",
-			type, dir, strerror(errno));
+		pr_err("cannot mount %s on %s: %s (run as "
+		       "root with CAP_SYS_ADMIN, or mount it on the node: in "
+		       "a pod, the hostPath volume shows the node's)\n",
+		       type, dir, strerror(errno));
 		return err;
 	}
 	return 0;
@@ -144,8 +152,7 @@ int loader__lock_pin_dir(const char *pin_dir)
 	int err;
 
 	if (geteuid() != 0) {
-		fprintf(stderr,
-			"milometer: run needs root (loading BPF programs)\n");
+		pr_err("run needs root (loading BPF programs)\n");
 		return -EPERM;
 	}
 	err = mount_fs();
@@ -163,17 +170,15 @@ int loader__lock_pin_dir(const char *pin_dir)
 
 		if (mkdir(pin_dir, 0700) && errno != EEXIST) {
 			err = -errno;
-			fprintf(stderr,
-				"milometer: cannot create the pin directory %s: %s (--pin-dir must be on a bpffs, e.g. under /sys/fs/bpf)\n",
-				pin_dir, strerror(-err));
+			pr_err("cannot create the pin directory %s: %s (--pin-dir must be on a bpffs, e.g. under /sys/fs/bpf)\n",
+			       pin_dir, strerror(-err));
 			return err;
 		}
 		fd = open(pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0 && errno != ENOENT) {
 			err = -errno;
-			fprintf(stderr,
-				"milometer: cannot open the pin directory %s: %s\n",
-				pin_dir, strerror(-err));
+			pr_err("cannot open the pin directory %s: %s\n",
+			       pin_dir, strerror(-err));
 			return err;
 		}
 		if (fd < 0)
@@ -185,20 +190,17 @@ int loader__lock_pin_dir(const char *pin_dir)
 			fstat(fd, &held);
 			close(fd);
 			if (err != -EWOULDBLOCK) {
-				fprintf(stderr,
-					"milometer: cannot lock the pin directory %s: %s\n",
-					pin_dir, strerror(-err));
+				pr_err("cannot lock the pin directory %s: %s\n",
+				       pin_dir, strerror(-err));
 				return err;
 			}
 			pid = lock_holder(&held);
 			if (pid > 0)
-				fprintf(stderr,
-					"milometer: another agent (pid %ld) is running with pin directory %s: stop it, or give this one another --pin-dir\n",
-					pid, pin_dir);
+				pr_err("another agent (pid %ld) is running with pin directory %s: stop it, or give this one another --pin-dir\n",
+				       pid, pin_dir);
 			else
-				fprintf(stderr,
-					"milometer: another agent (pid not visible from here) is running with pin directory %s: stop it, or give this one another --pin-dir\n",
-					pin_dir);
+				pr_err("another agent (pid not visible from here) is running with pin directory %s: stop it, or give this one another --pin-dir\n",
+				       pin_dir);
 			return -EBUSY;
 		}
 		if (!fstat(fd, &held) && !stat(pin_dir, &now) &&
@@ -208,9 +210,8 @@ int loader__lock_pin_dir(const char *pin_dir)
 		}
 		close(fd);
 	}
-	fprintf(stderr,
-		"milometer: the pin directory %s keeps being removed while this agent locks it: is another agent starting and stopping on it?\n",
-		pin_dir);
+	pr_err("the pin directory %s keeps being removed while this agent locks it: is another agent starting and stopping on it?\n",
+	       pin_dir);
 	return -EAGAIN;
 }
 
@@ -310,20 +311,17 @@ static int check_kernel(bool *bounded)
 	const char *lacks = NULL;
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		fprintf(stderr,
-			"milometer: this kernel has no BTF (/sys/kernel/btf/vmlinux): "
-			"milometer needs Linux 5.10 or newer built with CONFIG_DEBUG_INFO_BTF=y "
-			"(every mainstream distribution kernel since 2021 has it; see docs/kernel-support.md)\n");
+		pr_err("this kernel has no BTF (/sys/kernel/btf/vmlinux): "
+		       "milometer needs Linux 5.10 or newer built with CONFIG_DEBUG_INFO_BTF=y "
+		       "(every mainstream distribution kernel since 2021 has it; see docs/kernel-support.md)\n");
 		return -ENOTSUP;
 	}
 	if (!has_helper(BPF_FUNC_ringbuf_reserve)) {
-		fprintf(stderr,
-			"milometer: this kernel lacks BPF ring buffers (Linux 5.8); milometer needs Linux 5.10 or newer\n");
+		pr_err("this kernel lacks BPF ring buffers (Linux 5.8); milometer needs Linux 5.10 or newer\n");
 		return -ENOTSUP;
 	}
 	if (!has_tp_btf("inet_sock_set_state") || !has_tp_btf("sys_exit")) {
-		fprintf(stderr,
-			"milometer: this kernel's BTF has no sock:inet_sock_set_state or raw_syscalls:sys_exit tracepoint\n");
+		pr_err("this kernel's BTF has no sock:inet_sock_set_state or raw_syscalls:sys_exit tracepoint\n");
 		return -ENOTSUP;
 	}
 	for (size_t i = 0; i < sizeof(helpers) / sizeof(helpers[0]) && !lacks;
@@ -331,27 +329,23 @@ static int check_kernel(bool *bounded)
 		if (!has_helper(helpers[i].id))
 			lacks = helpers[i].what;
 	if (force && !strcmp(force, "bpf_loop") && lacks) {
-		fprintf(stderr,
-			"milometer: MILOMETER_BPF_LOOPS=bpf_loop, but this kernel lacks %s; unset it to load the bounded-loop build\n",
-			lacks);
+		pr_err("MILOMETER_BPF_LOOPS=bpf_loop, but this kernel lacks %s; unset it to load the bounded-loop build\n",
+		       lacks);
 		return -ENOTSUP;
 	}
 	if (force && strcmp(force, "bpf_loop") && strcmp(force, "bounded")) {
-		fprintf(stderr,
-			"milometer: MILOMETER_BPF_LOOPS=%s: use bpf_loop or bounded\n",
-			force);
+		pr_err("MILOMETER_BPF_LOOPS=%s: use bpf_loop or bounded\n",
+		       force);
 		return -EINVAL;
 	}
 	*bounded = force ? !strcmp(force, "bounded") : lacks != NULL;
 	if (*bounded)
-		fprintf(stderr,
-			"milometer: data path: the bounded-loop build (%s), "
+		pr_info("data path: the bounded-loop build (%s), "
 			"thread links in a hash by thread id, the task by probe reads; "
 			"sys-exit capture only, no HTTP/2\n",
 			lacks ? lacks : "MILOMETER_BPF_LOOPS=bounded");
 	else
-		fprintf(stderr,
-			"milometer: data path: the bpf_loop build (bpf_loop, task local storage, BTF task pointers)\n");
+		pr_info("data path: the bpf_loop build (bpf_loop, task local storage, BTF task pointers)\n");
 	return 0;
 }
 
@@ -371,13 +365,11 @@ static int choose_mode(const char *want, bool bounded,
 		return 0;
 	}
 	if (!sock && bounded) {
-		fprintf(stderr,
-			"milometer: --capture sock needs the bpf_loop build of the data path (Linux 6.3+ has it); use --capture auto or sys-exit\n");
+		pr_err("--capture sock needs the bpf_loop build of the data path (Linux 6.3+ has it); use --capture auto or sys-exit\n");
 		return -ENOTSUP;
 	}
 	if (!sock) {
-		fprintf(stderr,
-			"milometer: --capture sock needs the sock:sock_recv_length and sock:sock_send_length tracepoints (Linux 6.3+); use --capture auto or sys-exit\n");
+		pr_err("--capture sock needs the sock:sock_recv_length and sock:sock_send_length tracepoints (Linux 6.3+); use --capture auto or sys-exit\n");
 		return -ENOTSUP;
 	}
 	*mode = MM_CAPTURE_SOCK_TP;
@@ -435,12 +427,10 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 	struct milometer_bpf *skel = NULL;
 	int err;
 
-	verbose = o->verbose;
 	libbpf_set_print(print_fn);
 	*out = NULL;
 	if (geteuid() != 0) {
-		fprintf(stderr,
-			"milometer: run needs root (loading BPF programs)\n");
+		pr_err("run needs root (loading BPF programs)\n");
 		return -EPERM;
 	}
 	err = mount_fs();
@@ -458,8 +448,7 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 	skel = open_object(loaded_bounded);
 	if (!skel) {
 		err = -errno;
-		fprintf(stderr, "milometer: cannot open BPF object: %s\n",
-			strerror(-err));
+		pr_err("cannot open BPF object: %s\n", strerror(-err));
 		return err;
 	}
 	bpf_map__set_max_entries(skel->maps.mm_events, o->ringbuf_bytes);
@@ -499,13 +488,12 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 	}
 	err = milometer_bpf__load(skel);
 	if (err) {
-		fprintf(stderr,
-			"milometer: loading BPF programs failed: %s\n"
-			"  (capture mode %s, loops %s); run with -v for the verifier log%s\n",
-			strerror(-err), loader__capture_mode(), loader__loops(),
-			loaded_mode == MM_CAPTURE_SOCK_TP
-				? ", or try --capture sys-exit"
-				: "");
+		pr_err("loading BPF programs failed: %s\n"
+		       "  (capture mode %s, loops %s); run with -v for the verifier log%s\n",
+		       strerror(-err), loader__capture_mode(), loader__loops(),
+		       loaded_mode == MM_CAPTURE_SOCK_TP
+			       ? ", or try --capture sys-exit"
+			       : "");
 		goto cleanup;
 	}
 	{
@@ -519,24 +507,21 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 					  &zero, &fd, BPF_ANY);
 		if (err) {
 			err = -errno;
-			fprintf(stderr,
-				"milometer: cannot chain the capture hooks "
-				"to %s: %s\n",
-				bpf_program__name(io), strerror(-err));
+			pr_err("cannot chain the capture hooks "
+			       "to %s: %s\n",
+			       bpf_program__name(io), strerror(-err));
 			goto cleanup;
 		}
 	}
 	err = milometer_bpf__attach(skel);
 	if (err) {
-		fprintf(stderr,
-			"milometer: attaching BPF programs failed: %s\n",
-			strerror(-err));
+		pr_err("attaching BPF programs failed: %s\n", strerror(-err));
 		goto cleanup;
 	}
 	err = loader__pin(skel->obj, o->pin_dir, "mm_");
 	if (err) {
-		fprintf(stderr, "milometer: pinning under %s failed: %s\n",
-			o->pin_dir, strerror(-err));
+		pr_err("pinning under %s failed: %s\n", o->pin_dir,
+		       strerror(-err));
 		goto cleanup;
 	}
 	*out = skel;
@@ -554,8 +539,7 @@ int loader__conn_sizes(uint32_t *key_size, uint32_t *value_size)
 	if (!skel) {
 		int err = -errno;
 
-		fprintf(stderr, "milometer: cannot open BPF object: %s\n",
-			strerror(-err));
+		pr_err("cannot open BPF object: %s\n", strerror(-err));
 		return err;
 	}
 	*key_size = bpf_map__key_size(skel->maps.mm_conns);

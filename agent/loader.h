@@ -14,7 +14,6 @@ struct loader_opts {
 	uint32_t ringbuf_bytes;
 	uint32_t max_connections;
 	const char *capture; /* "auto", "sock" or "sys-exit" */
-	bool verbose;
 };
 
 /*

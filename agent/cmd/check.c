@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#define LOG_MODULE "check"
 #include "policy/model/metric_store.h"
 #include "agent/cmd/check.h"
 #include "policy/contract/check_gateway.h"
@@ -14,6 +15,7 @@
 #include "policy/contract/policy_lint.h"
 #include "policy/source/manifest_source.h"
 #include "policy/contract/policy_engine.h"
+#include "policy/util/log.h"
 
 static void usage(FILE *f)
 {
@@ -138,38 +140,33 @@ int check__run_api(int argc, char **argv, FILE *out, FILE *errf,
 			ret = 0;
 			goto cleanup;
 		default:
-			fprintf(errf, "milometer check: unknown option %s\n",
-				argv[optind - 1]);
+			pr_err("unknown option %s\n", argv[optind - 1]);
 			usage(errf);
 			goto cleanup;
 		}
 	}
 	if (optind < argc) {
-		fprintf(errf, "milometer check: unexpected argument \"%s\"\n",
-			argv[optind]);
+		pr_err("unexpected argument \"%s\"\n", argv[optind]);
 		usage(errf);
 		goto cleanup;
 	}
 	if (!npaths && !from_cluster) {
-		fprintf(errf,
-			"milometer check: --manifests PATH is required (or --from-cluster)\n");
+		pr_err("--manifests PATH is required (or --from-cluster)\n");
 		usage(errf);
 		goto cleanup;
 	}
 	if (npaths && from_cluster) {
-		fprintf(errf,
-			"milometer check: --from-cluster checks the cluster's objects, --manifests the files': run check once for each\n");
+		pr_err("--from-cluster checks the cluster's objects, --manifests the files': run check once for each\n");
 		goto cleanup;
 	}
 	if (cluster && !api) {
-		fprintf(errf,
-			"milometer check: this build has no Kubernetes client; put the CustomResourceDefinitions in the manifests instead of --kubeconfig\n");
+		pr_err("this build has no Kubernetes client; put the CustomResourceDefinitions in the manifests instead of --kubeconfig\n");
 		goto cleanup;
 	}
 	if (cluster && api->open(kubeconfig, from_cluster, &crds,
 				 from_cluster ? &objs : NULL, &handle, server,
 				 sizeof(server), err, sizeof(err))) {
-		fprintf(errf, "milometer check: %s\n", err);
+		pr_err("%s\n", err);
 		goto cleanup;
 	}
 	if (from_cluster) {
@@ -180,7 +177,7 @@ int check__run_api(int argc, char **argv, FILE *out, FILE *errf,
 						  sizeof(err));
 	}
 	if (!src) {
-		fprintf(errf, "milometer check: %s\n", err);
+		pr_err("%s\n", err);
 		goto cleanup;
 	}
 	c = contract__new();
@@ -190,7 +187,7 @@ int check__run_api(int argc, char **argv, FILE *out, FILE *errf,
 	e = c && store ? policy_engine__new(store, c) : NULL;
 	if (!e || contract__load(c, src) || policy_engine__sync(e, src) < 0 ||
 	    check_gateway__validate(src, c)) {
-		fprintf(errf, "milometer check: out of memory\n");
+		pr_err("out of memory\n");
 		goto cleanup;
 	}
 	{

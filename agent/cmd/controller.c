@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define LOG_MODULE "controller"
 #include "agent/cmd/cmd.h"
 #include "agent/controller/controller.h"
+#include "policy/util/log.h"
 
 static void usage(FILE *out)
 {
@@ -101,11 +103,10 @@ int controller__main(int argc, char **argv)
 		case 'x':
 			if (zo->nextra >= K8S_AUTHZ_MAX_EXTRA ||
 			    !k8s_authz__valid_extra(optarg, err, sizeof(err))) {
-				fprintf(stderr,
-					"milometer: controller: --metrics-auth-extra: %s\n",
-					zo->nextra >= K8S_AUTHZ_MAX_EXTRA
-						? "at most 16"
-						: err);
+				pr_err("--metrics-auth-extra: %s\n",
+				       zo->nextra >= K8S_AUTHZ_MAX_EXTRA
+					       ? "at most 16"
+					       : err);
 				return 2;
 			}
 			zo->extra[zo->nextra++] = optarg;
@@ -116,8 +117,7 @@ int controller__main(int argc, char **argv)
 		case 'T':
 			if (ctrl_translate__add(&o.tr, optarg, err,
 						sizeof(err))) {
-				fprintf(stderr, "milometer: controller: %s\n",
-					err);
+				pr_err("%s\n", err);
 				return 2;
 			}
 			break;
@@ -130,9 +130,7 @@ int controller__main(int argc, char **argv)
 		}
 	}
 	if (strcmp(o.auth, "none") && strcmp(o.auth, "kubernetes")) {
-		fprintf(stderr,
-			"milometer: controller: --metrics-auth %s: use none or kubernetes\n",
-			o.auth);
+		pr_err("--metrics-auth %s: use none or kubernetes\n", o.auth);
 		return 2;
 	}
 	return controller__run(&o);

@@ -8,7 +8,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#define LOG_MODULE "ctl"
 #include "agent/cmd/cmd.h"
+#include "policy/util/log.h"
 
 static void ctl_usage(FILE *out)
 {
@@ -67,20 +69,18 @@ int ctl__main(int argc, char **argv)
 		return 2;
 	}
 	if (strlen(path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "milometer ctl: --socket path too long\n");
+		pr_err("--socket path too long\n");
 		return 2;
 	}
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		if (errno == EACCES || errno == EPERM)
-			fprintf(stderr,
-				"milometer ctl: permission denied on %s: the debug socket is root-only (mode 0600; it shows every tenant's series): run ctl as root, e.g. sudo milometer ctl\n",
-				path);
+			pr_err("permission denied on %s: the debug socket is root-only (mode 0600; it shows every tenant's series): run ctl as root, e.g. sudo milometer ctl\n",
+			       path);
 		else
-			fprintf(stderr,
-				"milometer ctl: cannot connect to %s: %s (is `milometer run` running? see --socket)\n",
-				path, strerror(errno));
+			pr_err("cannot connect to %s: %s (is `milometer run` running? see --socket)\n",
+			       path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return 1;

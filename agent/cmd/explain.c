@@ -3,9 +3,11 @@
 #include <getopt.h>
 #include <stdio.h>
 
+#define LOG_MODULE "explain"
 #include "agent/cmd/cmd.h"
 #include "policy/gateway/explain.h"
 #include "policy/gateway/route_match.h"
+#include "policy/util/log.h"
 
 static const char usage[] =
 	"usage: milometer explain --manifests PATH [--gateway NS/NAME]\n"
@@ -72,18 +74,15 @@ int explain__run(int argc, char **argv, FILE *out, FILE *errs)
 			fputs(usage, out);
 			return 0;
 		default:
-			fprintf(errs,
-				"milometer explain: unknown or incomplete "
-				"option \"%s\"\n%s",
-				argv[optind - 1], usage);
+			pr_err("unknown or incomplete option \"%s\"\n",
+			       argv[optind - 1]);
+			fputs(usage, errs);
 			return 2;
 		}
 	}
 	if (!o.manifests || optind != argc - 1) {
-		fprintf(errs,
-			"milometer explain: need --manifests PATH and "
-			"exactly one URL\n%s",
-			usage);
+		pr_err("need --manifests PATH and exactly one URL\n");
+		fputs(usage, errs);
 		return 2;
 	}
 	return explain__request(&o, &req, argv[optind], out, errs);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "agent/cmd/cmd.h"
+#include "policy/util/log.h"
 
 static void usage(FILE *out)
 {
@@ -55,7 +56,8 @@ int main(int argc, char **argv)
 		return translate_api__main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "controller"))
 		return controller__main(argc - 1, argv + 1);
-	fprintf(stderr, "milometer: unknown command \"%s\"\n\n", cmd);
+	pr_err("unknown command \"%s\"\n", cmd);
+	fputc('\n', stderr);
 	usage(stderr);
 	return 2;
 }

@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#define LOG_MODULE "metrics-reference"
 #include "agent/cmd/cmd.h"
 #include "agent/metrics_ref.h"
+#include "policy/util/log.h"
 
 int metrics_ref__main(int argc, char **argv)
 {
@@ -24,9 +26,8 @@ int metrics_ref__main(int argc, char **argv)
 	}
 	err = metrics_ref__write(stdout);
 	if (err || fflush(stdout)) {
-		fprintf(stderr,
-			"milometer metrics-reference: %s:%d: writing the reference failed: %s\n",
-			__FILE__, __LINE__, strerror(err ? -err : 5));
+		pr_err("%s:%d: writing the reference failed: %s\n", __FILE__,
+		       __LINE__, strerror(err ? -err : 5));
 		return 1;
 	}
 	return 0;

@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define LOG_MODULE "top"
 #include "agent/cmd/cmd.h"
 #include "agent/top.h"
+#include "policy/util/log.h"
 
 static void usage(FILE *out)
 {
@@ -81,17 +83,14 @@ int top__main(int argc, char **argv)
 			break;
 		case 's':
 			if (rt_sort__parse(optarg, &o.sort)) {
-				fprintf(stderr,
-					"milometer top: --sort %s: use rps, success, p50, p95, p99, requests or route\n",
-					optarg);
+				pr_err("--sort %s: use rps, success, p50, p95, p99, requests or route\n",
+				       optarg);
 				return 2;
 			}
 			break;
 		case 'o':
 			if (strcmp(optarg, "json") && strcmp(optarg, "table")) {
-				fprintf(stderr,
-					"milometer top: -o %s: use table or json\n",
-					optarg);
+				pr_err("-o %s: use table or json\n", optarg);
 				return 2;
 			}
 			o.json = !strcmp(optarg, "json");
@@ -104,12 +103,10 @@ int top__main(int argc, char **argv)
 			if (errno || *end || end == optarg ||
 			    (c == 'i' ? o.interval_s <= 0 || o.interval_s > 3600
 				      : o.window_s < 0 || o.window_s > 600)) {
-				fprintf(stderr,
-					"milometer top: --%s %s: a number of seconds, %s\n",
-					c == 'i' ? "interval" : "window",
-					optarg,
-					c == 'i' ? "above 0, at most 3600"
-						 : "0 to 600");
+				pr_err("--%s %s: a number of seconds, %s\n",
+				       c == 'i' ? "interval" : "window", optarg,
+				       c == 'i' ? "above 0, at most 3600"
+						: "0 to 600");
 				return 2;
 			}
 			break;

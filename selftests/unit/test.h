@@ -32,6 +32,23 @@
 #include <string.h>
 #include <time.h>
 
+#include "policy/util/log.h"
+
+static inline void test__log_line(void *f, int level, const char *line)
+{
+	(void)level;
+	fputs(line, f);
+}
+
+/*
+ * The logger's lines into f, the error stream a command under test was
+ * given (its usage errors are logged); NULL: stderr again.
+ */
+static inline void test_log_to(FILE *f)
+{
+	log__set_sink(f ? test__log_line : NULL, f);
+}
+
 struct test_case {
 	const char *name;
 	void (*fn)(void);

@@ -807,8 +807,11 @@ static int check_fake(const char *dir, const char *kubeconfig, char **out,
 			 "--kubeconfig", (char *)kubeconfig, "-v" };
 	size_t olen, elen;
 	FILE *o = open_memstream(out, &olen), *e = open_memstream(errs, &elen);
-	int rc = check__run_api(6, argv, o, e, &api);
+	int rc;
 
+	test_log_to(e);
+	rc = check__run_api(6, argv, o, e, &api);
+	test_log_to(NULL);
 	fclose(o);
 	fclose(e);
 	return rc;
@@ -915,7 +918,7 @@ TEST(check_subject_crd_schema_from_cluster)
 	ASSERT_EQ(check_fake(man, "down.kubeconfig", &out, &errs), 2);
 	ASSERT_TRUE(
 		strstr(errs,
-		       "milometer check: cannot reach the Kubernetes API server https://fake:6443"),
+		       "milometer: check: cannot reach the Kubernetes API server https://fake:6443"),
 		"%s", errs);
 	free(out);
 	free(errs);

@@ -150,7 +150,9 @@ static inline int tc_check(const char *const *args, size_t n, char **out,
 
 	for (size_t i = 0; i < n && i < 15; i++)
 		argv[i + 1] = (char *)args[i];
+	test_log_to(e);
 	rc = check__run((int)n + 1, argv, o, e);
+	test_log_to(NULL);
 	fclose(o);
 	fclose(e);
 	return rc;

@@ -499,7 +499,9 @@ static int explain(char **out, char **errs, const char *const *args)
 	while (*args && argc < 31)
 		argv[argc++] = (char *)*args++;
 	argv[argc] = NULL;
+	test_log_to(e);
 	ret = explain__run(argc, argv, o, e);
+	test_log_to(NULL);
 	fclose(o);
 	fclose(e);
 	return ret;
