@@ -95,7 +95,7 @@ TOOLS     := $(patsubst selftests/tools/%.c,$(BIN)/%,$(TOOL_SRCS))
 BENCHES   := $(patsubst selftests/bench/%.c,$(BIN)/%,$(BENCH_SRCS))
 # agent objects with no libbpf, unit-tested like policy/ and exporter/
 # (by folder: what in agent/ may not include libbpf)
-AGENT_PURE_DIRS := agent/config agent/pipeline agent/node agent/h2 agent/tls agent/controller
+AGENT_PURE_DIRS := agent/config agent/pipeline agent/node agent/h2 agent/tls agent/controller agent/authz agent/metrics
 AGENT_PURE_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(foreach d,$(AGENT_PURE_DIRS),$(wildcard $(d)/*.c))))
 # the subcommands' fronts, as an archive: a test links the one it calls
 CMD_O := $(patsubst %.c,$(OUTPUT)/%.o,$(sort $(wildcard agent/cmd/*.c)))

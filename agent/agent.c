@@ -34,7 +34,7 @@
 #include "agent/targets.h"
 #include "agent/tls_capture.h"
 #include "agent/k8s/api_source.h"
-#include "agent/k8s/authz.h"
+#include "agent/authz/authz.h"
 #include "agent/k8s/config.h"
 #include "agent/tenants.h"
 #include "exporter/otlp_tenancy.h"

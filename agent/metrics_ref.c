@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "agent/pipeline/aggregate.h"
-#include "agent/k8s/k8s_metrics.h"
+#include "agent/metrics/k8s_metrics.h"
 #include "agent/metrics_ref.h"
 #include "agent/self_metrics.h"
 

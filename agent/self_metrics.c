@@ -27,10 +27,10 @@
 #include "exporter/otlp_tenancy.h"
 #include "milometer.skel.h"
 #include "policy/contract/contract.h"
-#include "agent/k8s/contract_metrics.h"
+#include "agent/metrics/contract_metrics.h"
 #include "policy/gateway/route_compile.h"
-#include "agent/k8s/authz.h"
-#include "agent/k8s/k8s_metrics.h"
+#include "agent/authz/authz.h"
+#include "agent/metrics/k8s_metrics.h"
 
 /* The BPF data path's counters (mm_stats), each exposed as milometer.bpf.<name>. */
 /* one counter a row: clang-format would wrap the rows */

@@ -60,7 +60,7 @@ struct prom_server_opts {
 };
 
 /*
- * Access control of /metrics, kept out of the exporter (agent/k8s/authz.c
+ * Access control of /metrics, kept out of the exporter (agent/authz/authz.c
  * implements it with TokenReview and SubjectAccessReview). begin() gets the
  * request's Authorization header (NULL when absent) and returns the HTTP
  * status to answer: 200 to serve, with *access NULL for everything or a

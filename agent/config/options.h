@@ -60,7 +60,7 @@ struct agent_opts {
 	bool use_api;           /* routes and policies from the API */
 	char node_buf[256];
 	const char *capture; /* "auto", "sock" or "sys-exit" */
-	/* /metrics access (agent/k8s/authz.h): "none" or "kubernetes" */
+	/* /metrics access (agent/authz/authz.h): "none" or "kubernetes" */
 	const char *metrics_auth;
 	uint32_t metrics_auth_ttl_s; /* 0: 30 */
 	uint32_t metrics_auth_max;   /* decisions cached; 0: 10000 */

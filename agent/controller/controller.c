@@ -12,11 +12,11 @@
 #include <json-c/json.h>
 
 #include "agent/k8s/api_source.h"
-#include "agent/k8s/authz.h"
+#include "agent/authz/authz.h"
 #include "agent/controller/controller.h"
 #include "agent/controller/controller_translate.h"
 #include "agent/k8s/http.h"
-#include "agent/k8s/k8s_metrics.h"
+#include "agent/metrics/k8s_metrics.h"
 #include "agent/k8s/lease.h"
 #include "policy/model/metric_store.h"
 #include "exporter/prom_server.h"
@@ -25,7 +25,7 @@
 #include "policy/contract/cluster_id.h"
 #include "policy/contract/conditions.h"
 #include "policy/contract/contract.h"
-#include "agent/k8s/contract_metrics.h"
+#include "agent/metrics/contract_metrics.h"
 #include "policy/contract/policy_engine.h"
 #include "policy/source/doc.h"
 #include "policy/source/manifest_source.h"

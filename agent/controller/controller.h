@@ -19,7 +19,7 @@
 #define MM_AGENT_K8S_CONTROLLER_H
 
 #include "agent/controller/controller_translate.h"
-#include "agent/k8s/authz.h"
+#include "agent/authz/authz.h"
 
 struct controller_opts {
 	const char *kubeconfig; /* NULL: $KUBECONFIG, then in-cluster */

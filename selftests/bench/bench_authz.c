@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Cost per scrape of --metrics-auth kubernetes (agent/k8s/authz.c): the
+ * Cost per scrape of --metrics-auth kubernetes (agent/authz/authz.c): the
  * reviews one /metrics request sends for N tenant namespaces x M HTTPRoutes
  * each, with and without cached decisions, and the time it takes against
  * the API server named by the kubeconfig (selftests/bench/authz.sh starts
@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/k8s/authz.h"
+#include "agent/authz/authz.h"
 #include "agent/k8s/config.h"
 #include "policy/model/metric_store.h"
 #include "exporter/prom_server.h"

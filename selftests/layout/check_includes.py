@@ -57,14 +57,19 @@ LAYERS = [
     ("agent/h2", ["bpf/milometer.h"]),
     ("agent/tls", []),
     ("agent/node", ["agent/config", "policy/util"]),
-    # the API client; authz serves /metrics' reviews, k8s_metrics its counters
-    ("agent/k8s", ["bpf/fnv1a.h", "exporter", "policy"]),
+    # the API client, nothing else
+    ("agent/k8s", ["policy/source", "policy/util"]),
+    # who may read /metrics: TokenReview / SubjectAccessReview over the client
+    ("agent/authz", ["agent/k8s", "bpf/fnv1a.h", "exporter", "policy"]),
+    # the series the agent and the controller expose about themselves
+    ("agent/metrics", ["agent/k8s", "exporter/metric_doc.h", "policy"]),
     ("agent/pipeline", ["agent/config", "agent/h2", "bpf/milometer.h", "bpf/fnv1a.h",
                         "exporter/metric_doc.h", "policy"]),
-    ("agent/controller", ["agent/config", "agent/k8s", "bpf/fnv1a.h", "exporter", "policy"]),
+    ("agent/controller", ["agent/authz", "agent/config", "agent/k8s", "agent/metrics",
+                          "bpf/fnv1a.h", "exporter", "policy"]),
     # `milometer run`: lifecycle, loader, ring buffer, debug socket, self-metrics
-    ("agent", ["agent/config", "agent/h2", "agent/k8s", "agent/node",
-               "agent/pipeline", "agent/tls", "bpf", "exporter", "policy"]),
+    ("agent", ["agent/authz", "agent/config", "agent/h2", "agent/k8s", "agent/metrics",
+               "agent/node", "agent/pipeline", "agent/tls", "bpf", "exporter", "policy"]),
     # the subcommands' getopt fronts: the top of the graph
     ("agent/cmd", ["agent", "bpf/milometer.h", "exporter", "policy"]),
     ("selftests", [""]),

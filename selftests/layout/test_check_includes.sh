@@ -10,12 +10,13 @@ fail=0
 # tree NAME: a fresh git tree with the checker, the Makefile's pure folders
 tree() {
 	t=$(mktemp -d /tmp/mm-layout.XXXXXX)
-	mkdir -p "$t/selftests/layout" "$t/agent/k8s" "$t/agent/node" "$t/policy/model" "$t/bpf"
+	mkdir -p "$t/selftests/layout" "$t/agent/k8s" "$t/agent/node" "$t/policy/model" "$t/policy/util" "$t/bpf"
 	cp "$here/check_includes.py" "$t/selftests/layout/"
 	echo "AGENT_PURE_DIRS := agent/node" >"$t/Makefile"
 	echo '#include "policy/model/m.h"' >"$t/agent/a.c"
 	echo '/* model */' >"$t/policy/model/m.h"
-	echo '#include "policy/model/m.h"' >"$t/agent/k8s/k.c"
+	echo '/* util */' >"$t/policy/util/u.h"
+	echo '#include "policy/util/u.h"' >"$t/agent/k8s/k.c"
 	echo '/* node */' >"$t/agent/node/n.c"
 	echo '/* client */' >"$t/agent/k8s/k.h"
 }
@@ -48,6 +49,10 @@ expect "a cycle between folders fails" 1 "agent/k8s -> agent -> agent/k8s"
 tree
 echo '#include "agent/k8s/k.h"' >>"$t/policy/model/m.h"
 expect "an include going up a layer fails" 1 'policy/model/m.h:2: #include "agent/k8s/k.h"'
+
+tree
+echo '#include "policy/model/m.h"' >>"$t/agent/k8s/k.c"
+expect "the API client reaching past policy/source and policy/util fails" 1 'agent/k8s/k.c:2: #include "policy/model/m.h"'
 
 tree
 echo '#include <bpf/libbpf.h>' >>"$t/policy/model/m.h"

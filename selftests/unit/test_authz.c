@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * agent/k8s/authz.c against a small in-process API server (libmicrohttpd,
+ * agent/authz/authz.c against a small in-process API server (libmicrohttpd,
  * plain HTTP): which reviews one scrape sends, the cache (TTL, the bound
  * on entries), failing closed when the server errs, and the per-scrape
  * review budget. The wire shapes and real clients are checked by
@@ -15,7 +15,7 @@
 
 #include <json-c/json.h>
 
-#include "agent/k8s/authz.h"
+#include "agent/authz/authz.h"
 #include "agent/k8s/config.h"
 #include "policy/model/metric_store.h"
 #include "exporter/prom_server.h"

@@ -10,7 +10,7 @@
 
 #include <json-c/json.h>
 
-#include "agent/k8s/authz.h"
+#include "agent/authz/authz.h"
 #include "agent/k8s/http.h"
 #include "bpf/fnv1a.h"
 #include "policy/model/metric_store.h"

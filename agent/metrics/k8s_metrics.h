@@ -5,8 +5,8 @@
  * by code, seconds since it was last known in sync, objects held; and the
  * requests and bytes this agent cost the API server.
  */
-#ifndef MM_AGENT_K8S_METRICS_H
-#define MM_AGENT_K8S_METRICS_H
+#ifndef MM_AGENT_METRICS_K8S_METRICS_H
+#define MM_AGENT_METRICS_K8S_METRICS_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -23,4 +23,4 @@ int k8s_metrics__write_reference(FILE *out);
 void k8s_metrics__refresh(struct k8s_metrics *m, struct k8s_api *api,
 			  uint64_t now_ns);
 
-#endif /* MM_AGENT_K8S_METRICS_H */
+#endif /* MM_AGENT_METRICS_K8S_METRICS_H */

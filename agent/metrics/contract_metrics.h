@@ -6,8 +6,8 @@
  * CEL path, an unknown attribute...) is its Accepted False series with
  * the reason. The agent and the controller expose the same family.
  */
-#ifndef MM_AGENT_K8S_CONTRACT_METRICS_H
-#define MM_AGENT_K8S_CONTRACT_METRICS_H
+#ifndef MM_AGENT_METRICS_CONTRACT_METRICS_H
+#define MM_AGENT_METRICS_CONTRACT_METRICS_H
 
 #include <stdint.h>
 
@@ -30,4 +30,4 @@ struct mstore;
 void contract_metrics__set(struct contract *c, struct mstore *s, int id,
 			   uint64_t now_ns);
 
-#endif /* MM_AGENT_K8S_CONTRACT_METRICS_H */
+#endif /* MM_AGENT_METRICS_CONTRACT_METRICS_H */

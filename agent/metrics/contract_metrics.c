@@ -2,7 +2,7 @@
 /* milometer.contract.objects: see contract_metrics.h. */
 #include "policy/model/metric_store.h"
 #include "policy/contract/contract.h"
-#include "agent/k8s/contract_metrics.h"
+#include "agent/metrics/contract_metrics.h"
 
 struct set_ctx {
 	struct mstore *s;

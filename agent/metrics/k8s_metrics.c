@@ -5,7 +5,7 @@
 
 #include "agent/k8s/api_source.h"
 #include "agent/k8s/http.h"
-#include "agent/k8s/k8s_metrics.h"
+#include "agent/metrics/k8s_metrics.h"
 #include "agent/k8s/reflector.h"
 #include "exporter/metric_doc.h"
 #include "policy/model/metric_store.h"

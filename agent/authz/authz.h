@@ -20,8 +20,8 @@
  * needed is cached and fresh. A scrape spends at most a budget of time on
  * reviews (503 past it; what was decided stays cached for the next).
  */
-#ifndef MM_AGENT_K8S_AUTHZ_H
-#define MM_AGENT_K8S_AUTHZ_H
+#ifndef MM_AGENT_AUTHZ_H
+#define MM_AGENT_AUTHZ_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -75,4 +75,4 @@ void k8s_authz__stats(struct k8s_authz *a, struct k8s_authz_stats *st);
 /* "KEY=VALUE" as opts.extra takes it; false with what to fix in err. */
 bool k8s_authz__valid_extra(const char *kv, char *err, size_t errlen);
 
-#endif /* MM_AGENT_K8S_AUTHZ_H */
+#endif /* MM_AGENT_AUTHZ_H */
