@@ -147,15 +147,21 @@ static long lock_holder(const struct stat *st)
 	return pid;
 }
 
-int loader__lock_pin_dir(const char *pin_dir)
+/* What pinning and loading need first: root, and bpffs and tracefs mounted. */
+static int prepare_host(void)
 {
-	int err;
-
 	if (geteuid() != 0) {
 		pr_err("run needs root (loading BPF programs)\n");
 		return -EPERM;
 	}
-	err = mount_fs();
+	return mount_fs();
+}
+
+int loader__lock_pin_dir(const char *pin_dir)
+{
+	int err;
+
+	err = prepare_host();
 	if (err)
 		return err;
 	/*
@@ -429,11 +435,7 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 
 	libbpf_set_print(print_fn);
 	*out = NULL;
-	if (geteuid() != 0) {
-		pr_err("run needs root (loading BPF programs)\n");
-		return -EPERM;
-	}
-	err = mount_fs();
+	err = prepare_host();
 	if (err)
 		return err;
 	err = check_kernel(&loaded_bounded);

@@ -18,18 +18,6 @@ struct mmetric_desc metric_doc__desc(const struct metric_doc *d)
 	};
 }
 
-static const char *type_name(enum minstrument ins)
-{
-	switch (ins) {
-	case MI_COUNTER:
-		return "counter";
-	case MI_HISTOGRAM:
-		return "histogram";
-	default:
-		return "gauge";
-	}
-}
-
 /* A table cell: '|' would end it and a newline would end the row. */
 static void cell(FILE *out, const char *s)
 {
@@ -85,7 +73,7 @@ int metric_doc__write_section(FILE *out, const char *title, const char *intro,
 		if (prom_names__metric(&desc, name, sizeof(name)) < 0)
 			return -ENAMETOOLONG;
 		fprintf(out, "| `%s` | %s | %s | ", name,
-			type_name(d->instrument),
+			prom_names__type(d->instrument),
 			d->unit && d->unit[0] ? d->unit : "—");
 		err = write_labels(out, d->labels);
 		if (err)

@@ -243,3 +243,15 @@ void prom_names__write_escaped(FILE *f, const char *s, bool quotes)
 {
 	utf8__write_escaped(f, s, prom_escape, &quotes);
 }
+
+const char *prom_names__type(enum minstrument inst)
+{
+	switch (inst) {
+	case MI_COUNTER:
+		return "counter";
+	case MI_HISTOGRAM:
+		return "histogram";
+	default:
+		return "gauge";
+	}
+}

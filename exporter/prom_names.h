@@ -42,6 +42,8 @@ int prom_names__metric(const struct mmetric_desc *desc, char *out, size_t len);
  * exposition does: Prometheus names only carry base units).
  */
 bool prom_names__unit_is_scaled(const char *word);
+/* The "# TYPE" word of an instrument: counter, histogram or gauge. */
+const char *prom_names__type(enum minstrument inst);
 /* A label name; "" stays "". Returns the length written or -ENOSPC. */
 int prom_names__label(const char *key, char *out, size_t len);
 

@@ -317,18 +317,6 @@ static bool name_taken(struct writer *w, const char *name)
 	return false;
 }
 
-static const char *type_word(const struct mmetric_desc *d)
-{
-	switch (d->instrument) {
-	case MI_COUNTER:
-		return "counter";
-	case MI_HISTOGRAM:
-		return "histogram";
-	default:
-		return "gauge";
-	}
-}
-
 static bool ends_with(const char *s, const char *suffix)
 {
 	size_t a = strlen(s), b = strlen(suffix);
@@ -348,7 +336,8 @@ static void write_meta(struct writer *w, const struct mmetric_desc *d,
 		prom_names__write_escaped(w->out, d->description, om);
 		fputc('\n', w->out);
 	}
-	fprintf(w->out, "# TYPE %s %s\n", family, type_word(d));
+	fprintf(w->out, "# TYPE %s %s\n", family,
+		prom_names__type(d->instrument));
 	if (om &&
 	    prom_names__unit(d->unit, d->instrument, unit, sizeof(unit)) > 0) {
 		char suffix[130];
