@@ -260,6 +260,18 @@ struct names {
 	char list[512]; /* "a, b, c" */
 };
 
+/* One more name (len bytes of name), also appended to the list at *off. */
+static void add_name(struct names *nm, size_t *off, const char *name,
+		     size_t len)
+{
+	snprintf(nm->buf[nm->n], sizeof(nm->buf[0]), "%.*s", (int)len, name);
+	nm->p[nm->n] = nm->buf[nm->n];
+	if (*off < sizeof(nm->list))
+		*off += snprintf(nm->list + *off, sizeof(nm->list) - *off,
+				 "%s%s", nm->n ? ", " : "", nm->buf[nm->n]);
+	nm->n++;
+}
+
 static void field_names(const char *fields, struct names *nm)
 {
 	const char *name, *suffix, *s = fields;
@@ -267,16 +279,8 @@ static void field_names(const char *fields, struct names *nm)
 
 	nm->n = 0;
 	nm->list[0] = 0;
-	while ((s = next_field(s, &name, &len, &suffix)) && nm->n < MAX_NAMES) {
-		snprintf(nm->buf[nm->n], sizeof(nm->buf[0]), "%.*s", (int)len,
-			 name);
-		nm->p[nm->n] = nm->buf[nm->n];
-		if (off < sizeof(nm->list))
-			off += snprintf(nm->list + off, sizeof(nm->list) - off,
-					"%s%s", nm->n ? ", " : "",
-					nm->buf[nm->n]);
-		nm->n++;
-	}
+	while ((s = next_field(s, &name, &len, &suffix)) && nm->n < MAX_NAMES)
+		add_name(nm, &off, name, len);
 }
 
 static void oapi_names(const struct doc_node *props, struct names *nm)
@@ -285,16 +289,9 @@ static void oapi_names(const struct doc_node *props, struct names *nm)
 
 	nm->n = 0;
 	nm->list[0] = 0;
-	for (size_t i = 0; i < props->map.n && nm->n < MAX_NAMES; i++) {
-		snprintf(nm->buf[nm->n], sizeof(nm->buf[0]), "%s",
-			 props->map.keys[i]);
-		nm->p[nm->n] = nm->buf[nm->n];
-		if (off < sizeof(nm->list))
-			off += snprintf(nm->list + off, sizeof(nm->list) - off,
-					"%s%s", nm->n ? ", " : "",
-					nm->buf[nm->n]);
-		nm->n++;
-	}
+	for (size_t i = 0; i < props->map.n && nm->n < MAX_NAMES; i++)
+		add_name(nm, &off, props->map.keys[i],
+			 strlen(props->map.keys[i]));
 }
 
 struct lint {
