@@ -86,6 +86,23 @@ static void read_build_id(Elf *e, char build_id[41])
 	}
 }
 
+int elf_sym__open(const char *path, int *fd, Elf **e, char *err, size_t errlen)
+{
+	int ret;
+
+	*e = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return ret;
+	}
+	*e = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	return 0;
+}
+
 int elf_sym__lookup(const char *path, const char *const names[], size_t n,
 		    struct elf_func out[], char build_id[41], char *err,
 		    size_t errlen)
@@ -97,15 +114,9 @@ int elf_sym__lookup(const char *path, const char *const names[], size_t n,
 	memset(out, 0, n * sizeof(*out));
 	if (build_id)
 		build_id[0] = 0;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	ret = elf_sym__open(path, &fd, &e, err, errlen);
+	if (ret)
 		return ret;
-	}
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!e || elf_kind(e) != ELF_K_ELF) {
 		snprintf(err, errlen, "%s: not an ELF file", path);
 		ret = -ENOEXEC;

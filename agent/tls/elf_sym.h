@@ -29,4 +29,14 @@ int elf_sym__lookup(const char *path, const char *const names[], size_t n,
 		    struct elf_func out[], char build_id[41], char *err,
 		    size_t errlen);
 
+struct Elf;
+/*
+ * path opened for reading as ELF (libelf initialised): *fd, and *e from
+ * elf_begin(), NULL when libelf cannot read it (the caller checks its
+ * kind, then elf_end()s and closes both). 0, or a negative errno with err
+ * set and nothing left open.
+ */
+int elf_sym__open(const char *path, int *fd, struct Elf **e, char *err,
+		  size_t errlen);
+
 #endif /* MM_AGENT_TLS_ELF_SYM_H */

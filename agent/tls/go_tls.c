@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/tls/elf_sym.h"
 #include "agent/tls/go_tls.h"
 
 const char *const go_tls__func_names[GO_TLS__COUNT] = {
@@ -151,15 +152,9 @@ int go_tls__lookup(const char *path, struct go_tls *g, char *err, size_t errlen)
 	int fd, ps, ret = 0;
 
 	memset(g, 0, sizeof(*g));
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	ret = elf_sym__open(path, &fd, &e, err, errlen);
+	if (ret)
 		return ret;
-	}
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!e || elf_kind(e) != ELF_K_ELF || elf_getshdrstrndx(e, &shstr))
 		goto cleanup; /* not ELF: not Go either */
 	while ((scn = elf_nextscn(e, scn))) {
