@@ -769,8 +769,7 @@ int agent__run(struct agent_opts *o)
 	self_metrics__refresh(ag.self);
 	ag.last_export_ns = state__mono_ns();
 	__atomic_store_n(&ag.ready, true, __ATOMIC_RELEASE);
-	fprintf(stderr,
-		"milometer: attached (capture mode %s, loops %s); %d proxy processes, %zu routes; metrics on %s\n",
+	pr_info("attached (capture mode %s, loops %s); %d proxy processes, %zu routes; metrics on %s\n",
 		loader__capture_mode(), loader__loops(),
 		targets__count(ag.skel),
 		route_sync__current(ag.routes)->nroutes,

@@ -13,7 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define LOG_MODULE "top"
 #include "agent/top.h"
+#include "policy/util/log.h"
 
 static double now_s(void)
 {
@@ -177,7 +179,7 @@ int top__run(const struct top_opts *o)
 			ret = top__fetch(o, &b, err, sizeof(err));
 		}
 		if (ret) {
-			fprintf(stderr, "milometer top: %s\n", err);
+			pr_err("%s\n", err);
 		} else if (o->prometheus_url) {
 			frame(o, &a, NULL, NULL, sort, false);
 		} else {
@@ -204,7 +206,7 @@ int top__run(const struct top_opts *o)
 		cur = &ring[head];
 		ret = top__fetch(o, cur, err, sizeof(err));
 		if (ret) {
-			fprintf(stderr, "milometer top: %s\n", err);
+			pr_err("%s\n", err);
 			break;
 		}
 		/* the oldest snapshot still inside the window */

@@ -12,8 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#define LOG_MODULE "run"
 #include "agent/config/options.h"
 #include "policy/source/doc_field.h"
+#include "policy/util/log.h"
 
 void options__defaults(struct agent_opts *o)
 {
@@ -133,8 +135,7 @@ static int parse_u32(const char *what, const char *s, uint32_t *out)
 	errno = 0;
 	v = strtoul(s, &end, 10);
 	if (errno || end == s || *end || v > UINT32_MAX || s[0] == '-') {
-		fprintf(stderr, "milometer: %s: \"%s\" is not a whole number\n",
-			what, s);
+		pr_err("%s: \"%s\" is not a whole number\n", what, s);
 		return -EINVAL;
 	}
 	*out = v;
@@ -143,8 +144,8 @@ static int parse_u32(const char *what, const char *s, uint32_t *out)
 
 static int cfg_err(const struct doc_node *n, const char *key, const char *msg)
 {
-	fprintf(stderr, "%s:%u: %s: %s\n", n->file ? n->file : "config",
-		n->line, key, msg);
+	pr_err("%s:%u: %s: %s\n", n->file ? n->file : "config", n->line, key,
+	       msg);
 	return -EINVAL;
 }
 
@@ -308,14 +309,12 @@ static int cfg_otlp(struct agent_opts *o, const struct doc_node *n)
 static int add_auth_extra(struct agent_opts *o, const char *kv)
 {
 	if (o->nmetrics_auth_extra >= 16) {
-		fprintf(stderr,
-			"milometer: at most 16 metrics-auth extra fields\n");
+		pr_err("at most 16 metrics-auth extra fields\n");
 		return -EINVAL;
 	}
 	if (!kv || !strchr(kv, '=') || kv[0] == '=') {
-		fprintf(stderr,
-			"milometer: metrics-auth extra \"%s\": write KEY=VALUE, e.g. iam.miloapis.com/parent-type=Project\n",
-			kv ? kv : "");
+		pr_err("metrics-auth extra \"%s\": write KEY=VALUE, e.g. iam.miloapis.com/parent-type=Project\n",
+		       kv ? kv : "");
 		return -EINVAL;
 	}
 	o->metrics_auth_extra[o->nmetrics_auth_extra++] = kv;
@@ -366,7 +365,7 @@ static int cfg_features(struct feature_overrides *ov, const struct doc_node *n)
 				       n, ov, err, sizeof(err));
 
 	if (ret)
-		fprintf(stderr, "milometer: %s\n", err);
+		pr_err("%s\n", err);
 	return ret;
 }
 
@@ -384,18 +383,16 @@ int options__listener_port(struct agent_opts *o, const char *arg,
 	else
 		s = 0;
 	if (errno || *end || !l || !s || l > 65535 || s > 65535) {
-		fprintf(stderr,
-			"milometer: %s \"%s\": write it as "
-			"LISTENER_PORT=SOCKET_PORT, e.g. 80=10080 (ports 1-65535)\n",
-			where, arg);
+		pr_err("%s \"%s\": write it as "
+		       "LISTENER_PORT=SOCKET_PORT, e.g. 80=10080 (ports 1-65535)\n",
+		       where, arg);
 		return -EINVAL;
 	}
 	for (i = 0; i < o->nlistener_port; i++)
 		if (o->listener_port[i][0] == l)
 			break;
 	if (i == OPT_MAX_LIST) {
-		fprintf(stderr, "milometer: %s: at most %d listener ports\n",
-			where, OPT_MAX_LIST);
+		pr_err("%s: at most %d listener ports\n", where, OPT_MAX_LIST);
 		return -EINVAL;
 	}
 	o->listener_port[i][0] = (uint16_t)l;
@@ -434,7 +431,7 @@ static int load_config(struct agent_opts *o, const char *path)
 
 	ret = doc__parse_file(path, &f, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "milometer: %s\n", err);
+		pr_err("%s\n", err);
 		return -EINVAL;
 	}
 	if (f->ndocs == 0) {
@@ -522,69 +519,58 @@ static int validate(const struct agent_opts *o)
 	uint32_t rb = o->ringbuf_bytes;
 
 	if (o->kubeconfig && o->manifests) {
-		fprintf(stderr,
-			"milometer: --kubeconfig and --manifests both name the source of routes: pick one\n");
+		pr_err("--kubeconfig and --manifests both name the source of routes: pick one\n");
 		return -EINVAL;
 	}
 	/* with the API, proxy pods are found by their Gateway label */
 	if (!o->nproxy_exe && !o->nproxy_pid && !o->nproxy_cgroup &&
 	    !o->use_api) {
-		fprintf(stderr,
-			"milometer: say which processes are the proxy: "
-			"--proxy-exe NAME, --proxy-pid PID or --proxy-cgroup PATH "
-			"(in a cluster, proxy pods are found from the API)\n");
+		pr_err("say which processes are the proxy: "
+		       "--proxy-exe NAME, --proxy-pid PID or --proxy-cgroup PATH "
+		       "(in a cluster, proxy pods are found from the API)\n");
 		return -EINVAL;
 	}
 	if (rb < 4096 || (rb & (rb - 1))) {
-		fprintf(stderr,
-			"milometer: --ringbuf-bytes %u: must be a power of two >= 4096\n",
-			rb);
+		pr_err("--ringbuf-bytes %u: must be a power of two >= 4096\n",
+		       rb);
 		return -EINVAL;
 	}
 	if (strcmp(o->capture, "auto") && strcmp(o->capture, "sock") &&
 	    strcmp(o->capture, "sys-exit")) {
-		fprintf(stderr,
-			"milometer: --capture %s: use auto, sock or sys-exit\n",
-			o->capture);
+		pr_err("--capture %s: use auto, sock or sys-exit\n",
+		       o->capture);
 		return -EINVAL;
 	}
 	if (strcmp(o->resource_fields, "auto") &&
 	    strcmp(o->resource_fields, "on") &&
 	    strcmp(o->resource_fields, "off")) {
-		fprintf(stderr,
-			"milometer: --resource-fields %s: use auto, on or off\n",
-			o->resource_fields);
+		pr_err("--resource-fields %s: use auto, on or off\n",
+		       o->resource_fields);
 		return -EINVAL;
 	}
 	if (o->max_connections < 64) {
-		fprintf(stderr,
-			"milometer: --max-connections must be at least 64\n");
+		pr_err("--max-connections must be at least 64\n");
 		return -EINVAL;
 	}
 	if (o->otlp_endpoint && !o->export_interval_s) {
-		fprintf(stderr,
-			"milometer: --export-interval must be at least 1 second\n");
+		pr_err("--export-interval must be at least 1 second\n");
 		return -EINVAL;
 	}
 	if (o->metrics_auth && strcmp(o->metrics_auth, "none") &&
 	    strcmp(o->metrics_auth, "kubernetes")) {
-		fprintf(stderr,
-			"milometer: --metrics-auth %s: use none or kubernetes\n",
-			o->metrics_auth);
+		pr_err("--metrics-auth %s: use none or kubernetes\n",
+		       o->metrics_auth);
 		return -EINVAL;
 	}
 	if (o->otlp_tenant_from && strcmp(o->otlp_tenant_from, "namespace") &&
 	    (strncmp(o->otlp_tenant_from, "namespace-label:", 16) ||
 	     !o->otlp_tenant_from[16])) {
-		fprintf(stderr,
-			"milometer: --otlp-tenant-from %s: use namespace or namespace-label:KEY\n",
-			o->otlp_tenant_from);
+		pr_err("--otlp-tenant-from %s: use namespace or namespace-label:KEY\n",
+		       o->otlp_tenant_from);
 		return -EINVAL;
 	}
 	if (o->gateway && !strchr(o->gateway, '/')) {
-		fprintf(stderr,
-			"milometer: --gateway %s: expected NAMESPACE/NAME\n",
-			o->gateway);
+		pr_err("--gateway %s: expected NAMESPACE/NAME\n", o->gateway);
 		return -EINVAL;
 	}
 	return 0;
@@ -706,9 +692,8 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 				goto too_many;
 			err = parse_u32("--proxy-pid", optarg, &u);
 			if (!err && (u == 0 || u > INT_MAX)) {
-				fprintf(stderr,
-					"milometer: --proxy-pid %s: not a process id\n",
-					optarg);
+				pr_err("--proxy-pid %s: not a process id\n",
+				       optarg);
 				err = -EINVAL;
 			}
 			o->proxy_pid[o->nproxy_pid++] = u;
@@ -807,7 +792,7 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 					      FEATURE__COUNT, optarg,
 					      &o->fg_flags, ferr, sizeof(ferr));
 			if (err)
-				fprintf(stderr, "milometer: %s\n", ferr);
+				pr_err("%s\n", ferr);
 			break;
 		}
 		case 'v':
@@ -824,15 +809,13 @@ int options__parse(struct agent_opts *o, int argc, char **argv)
 	if (err)
 		return err;
 	if (optind < argc) {
-		fprintf(stderr,
-			"milometer run: unexpected argument \"%s\" (see --help)\n",
-			argv[optind]);
+		pr_err("unexpected argument \"%s\" (see --help)\n",
+		       argv[optind]);
 		return -EINVAL;
 	}
 	k8s_defaults(o);
 	return validate(o);
 too_many:
-	fprintf(stderr, "milometer: at most %d of each --proxy-* option\n",
-		OPT_MAX_LIST);
+	pr_err("at most %d of each --proxy-* option\n", OPT_MAX_LIST);
 	return -EINVAL;
 }
