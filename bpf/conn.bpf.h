@@ -17,15 +17,11 @@
 
 #define MM_SCRATCH 512 /* user bytes copied and scanned per window */
 /*
- * Parser steps per bpf_loop callback (a loop, not unrolled). Since 6.7 the
- * verifier walks a callback until its states converge, and each step of
- * the loop costs ~240k processed instructions there: on one 6.18 build
- * 1, 2, 3 and 4 steps took 376k, 620k, 847k and more than the 1M limit,
- * where another build of the same version had taken 4 at ~500k. Two keep
- * a third of the limit in hand for the verifier of the node's kernel.
+ * Parser steps per bpf_loop callback (a loop, not unrolled): mm_parse_steps
+ * of them (http_parse.bpf.h), MM_BLOCK unless the loader sets another.
  */
 #ifndef MM_BLOCK
-#define MM_BLOCK 2
+#define MM_BLOCK MM_PARSE_STEPS_DEFAULT
 #endif
 #define MM_SKIP_WORDS 4  /* words of a skipped line per parser step */
 #define MM_IOV_BATCH  8  /* iovecs read per user-memory read (a power of 2) */
