@@ -769,8 +769,8 @@ int agent__run(struct agent_opts *o)
 	self_metrics__refresh(ag.self);
 	ag.last_export_ns = state__mono_ns();
 	__atomic_store_n(&ag.ready, true, __ATOMIC_RELEASE);
-	pr_info("attached (capture mode %s, loops %s); %d proxy processes, %zu routes; metrics on %s\n",
-		loader__capture_mode(), loader__loops(),
+	pr_info("attached (capture mode %s, loops %s), %u parser steps per callback; %d proxy processes, %zu routes; metrics on %s\n",
+		loader__capture_mode(), loader__loops(), loader__parse_steps(),
 		targets__count(ag.skel),
 		route_sync__current(ag.routes)->nroutes,
 		ag.prom ? o->prometheus_listen : "(no prometheus)");

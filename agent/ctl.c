@@ -272,10 +272,12 @@ static void cmd_status(struct agent *ag, FILE *out, int json)
 			",\"uptime_s\":%llu,\"ready\":%s,"
 			"\"programs_attached\":%d,\"programs\":%d,\"targets\":%d,"
 			"\"capture_mode\":\"%s\",\"loops\":\"%s\","
+			"\"parse_steps\":%u,"
 			"\"route_reloads\":%llu,\"route_error\":",
 			(unsigned long long)up, ag->ready ? "true" : "false",
 			att, tot, targets__count(ag->skel),
 			loader__capture_mode(), loader__loops(),
+			loader__parse_steps(),
 			(unsigned long long)route_sync__reloads(ag->routes));
 		json_out__str(out, rerr); /* null when none */
 		fprintf(out, ",\"otlp\":%s}\n", ag->otlp ? "true" : "false");
@@ -284,9 +286,9 @@ static void cmd_status(struct agent *ag, FILE *out, int json)
 	fprintf(out, "milometer %s, up %llus, %s\n", MM_VERSION,
 		(unsigned long long)up, ag->ready ? "ready" : ag->not_ready);
 	fprintf(out,
-		"programs attached: %d/%d, target processes: %d, capture mode: %s, loops: %s\n",
+		"programs attached: %d/%d, target processes: %d, capture mode: %s, loops: %s, parser steps: %u\n",
 		att, tot, targets__count(ag->skel), loader__capture_mode(),
-		loader__loops());
+		loader__loops(), loader__parse_steps());
 	fprintf(out, "route tables installed: %llu%s%s\n",
 		(unsigned long long)route_sync__reloads(ag->routes),
 		rerr ? ", latest manifests rejected: " : "", rerr ? rerr : "");

@@ -36,6 +36,8 @@
 static enum mm_capture_mode loaded_mode;
 /* the bounded-loop build of the data path is loaded (bpf/compat.bpf.h) */
 static bool loaded_bounded;
+/* parser steps per bpf_loop callback loaded (mm_parse_steps) */
+static unsigned int loaded_steps;
 /* the pin directory, opened and flock()ed while this agent runs */
 static int pin_lock_fd = -1;
 
@@ -392,6 +394,36 @@ const char *loader__loops(void)
 	return loaded_bounded ? "bounded" : "bpf_loop";
 }
 
+unsigned int loader__parse_steps(void)
+{
+	return loaded_steps;
+}
+
+/*
+ * Parser steps per callback to try first: MM_PARSE_STEPS_DEFAULT, or
+ * MILOMETER_BPF_PARSE_STEPS (1 to MM_PARSE_STEPS_MAX; more parse a little
+ * faster where the node's verifier takes them).
+ */
+static int parse_steps_wanted(unsigned int *steps)
+{
+	const char *env = getenv("MILOMETER_BPF_PARSE_STEPS");
+	char *end;
+	unsigned long v;
+
+	*steps = MM_PARSE_STEPS_DEFAULT;
+	if (!env)
+		return 0;
+	errno = 0;
+	v = strtoul(env, &end, 10);
+	if (errno || end == env || *end || v < 1 || v > MM_PARSE_STEPS_MAX) {
+		pr_err("MILOMETER_BPF_PARSE_STEPS=%s: use 1 to %d\n", env,
+		       MM_PARSE_STEPS_MAX);
+		return -EINVAL;
+	}
+	*steps = v;
+	return 0;
+}
+
 /* The skeleton of milometer.bpf.o over the bytes of the build chosen. */
 static struct milometer_bpf *open_object(bool bounded)
 {
@@ -428,31 +460,17 @@ const char *loader__capture_mode(void)
 	return "none";
 }
 
-int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
+/* The object of the build chosen, set up for O, not loaded yet. */
+static struct milometer_bpf *open_configured(const struct loader_opts *o,
+					     unsigned int steps)
 {
-	struct milometer_bpf *skel = NULL;
-	int err;
+	struct milometer_bpf *skel = open_object(loaded_bounded);
 
-	libbpf_set_print(print_fn);
-	*out = NULL;
-	err = prepare_host();
-	if (err)
-		return err;
-	err = check_kernel(&loaded_bounded);
-	if (err)
-		return err;
-	err = choose_mode(o->capture, loaded_bounded, &loaded_mode);
-	if (err)
-		return err;
-	/* what an agent that crashed on this directory left behind */
-	remove_pins(o->pin_dir);
-
-	skel = open_object(loaded_bounded);
 	if (!skel) {
-		err = -errno;
-		pr_err("cannot open BPF object: %s\n", strerror(-err));
-		return err;
+		pr_err("cannot open BPF object: %s\n", strerror(errno));
+		return NULL;
 	}
+	skel->rodata->mm_parse_steps = steps;
 	bpf_map__set_max_entries(skel->maps.mm_events, o->ringbuf_bytes);
 	/* tests fill mm_targets with a handful of processes */
 	if (getenv("MILOMETER_TEST_MAX_TARGETS"))
@@ -488,7 +506,44 @@ int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
 			bpf_program__set_log_level(
 				prog, atoi(getenv("MILOMETER_BPF_LOG_LEVEL")));
 	}
-	err = milometer_bpf__load(skel);
+	return skel;
+}
+
+int loader__start(const struct loader_opts *o, struct milometer_bpf **out)
+{
+	struct milometer_bpf *skel = NULL;
+	int err;
+
+	libbpf_set_print(print_fn);
+	*out = NULL;
+	err = prepare_host();
+	if (err)
+		return err;
+	err = check_kernel(&loaded_bounded);
+	if (err)
+		return err;
+	err = choose_mode(o->capture, loaded_bounded, &loaded_mode);
+	if (err)
+		return err;
+	/* what an agent that crashed on this directory left behind */
+	remove_pins(o->pin_dir);
+
+	err = parse_steps_wanted(&loaded_steps);
+	if (err)
+		return err;
+	for (;;) {
+		skel = open_configured(o, loaded_steps);
+		if (!skel)
+			return -errno;
+		err = milometer_bpf__load(skel);
+		/* the verifier's 1M instructions: the same code, fewer steps */
+		if (err != -E2BIG || loaded_steps == 1)
+			break;
+		pr_warn("this kernel's verifier found the data path too large (E2BIG) with %u parser steps per callback; loading it with %u\n",
+			loaded_steps, loaded_steps - 1);
+		milometer_bpf__destroy(skel);
+		loaded_steps--;
+	}
 	if (err) {
 		pr_err("loading BPF programs failed: %s\n"
 		       "  (capture mode %s, loops %s); run with -v for the verifier log%s\n",

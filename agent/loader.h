@@ -44,6 +44,8 @@ void loader__clean_pins(const char *pin_dir);
 const char *loader__capture_mode(void);
 /* The data path build loaded: "bpf_loop" (5.17+) or "bounded" (5.10+). */
 const char *loader__loops(void);
+/* Parser steps per bpf_loop callback loaded (bpf/milometer.h MM_PARSE_STEPS_*). */
+unsigned int loader__parse_steps(void);
 /* The same as enum mm_capture_mode, for objects loaded beside the main one. */
 int loader__mode(void);
 /*

@@ -345,6 +345,11 @@ static void read_capture_loops(struct sm_read *r, int id)
 	set1(r, id, 1, &l, 1);
 }
 
+static void read_parse_steps(struct sm_read *r, int id)
+{
+	set1(r, id, loader__parse_steps(), NULL, 0);
+}
+
 static void read_conns_open(struct sm_read *r, int id)
 {
 	const uint64_t *b = r->sm->bpf;
@@ -461,6 +466,7 @@ static const struct self_metric self_metric_table[] = {
 	{ { "milometer.bpf.run.count", "Runs of each BPF program (needs kernel.bpf_stats_enabled=1).", "1", MI_COUNTER, true, "program", WITH_BPF_STATS }, read_bpf_run_cnt },
 	{ { "milometer.capture.mode", "1 for the capture mode in use (sock: socket tracepoints; sys-exit: fallback).", "", MI_GAUGE, true, "mode" }, read_capture_mode },
 	{ { "milometer.capture.loops", "1 for the data path build loaded (bpf_loop: Linux 5.17+; bounded: bounded loops, thread links in a hash, for 5.10-5.16).", "", MI_GAUGE, true, "loops" }, read_capture_loops },
+	{ { "milometer.capture.parse_steps", "Parser steps per bpf_loop callback loaded: 2 unless MILOMETER_BPF_PARSE_STEPS asks otherwise, fewer when the kernel's verifier found the data path too large with them.", "", MI_GAUGE, false, NULL }, read_parse_steps },
 	{ { "milometer.bpf.connections", "Connections the data path holds state for now.", "{connection}", MI_GAUGE, true }, read_conns_open },
 	{ CONTRACT_METRICS_OBJECTS_DOC, read_contract },
 	/* as kubernetes_feature_enabled: 1 on, 0 off, one series per gate */

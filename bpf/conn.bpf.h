@@ -16,9 +16,12 @@
 #include "bpf/milometer.h"
 
 #define MM_SCRATCH 512 /* user bytes copied and scanned per window */
+/*
+ * Parser steps per bpf_loop callback (a loop, not unrolled): mm_parse_steps
+ * of them (http_parse.bpf.h), MM_BLOCK unless the loader sets another.
+ */
 #ifndef MM_BLOCK
-#define MM_BLOCK                                                               \
-	4 /* parser steps per bpf_loop callback (a loop, not unrolled) */
+#define MM_BLOCK MM_PARSE_STEPS_DEFAULT
 #endif
 #define MM_SKIP_WORDS 4  /* words of a skipped line per parser step */
 #define MM_IOV_BATCH  8  /* iovecs read per user-memory read (a power of 2) */

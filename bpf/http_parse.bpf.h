@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
 /*
- * Incremental HTTP/1.x parser, MM_BLOCK steps per bpf_loop() callback. State is
+ * Incremental HTTP/1.x parser, mm_parse_steps steps per bpf_loop() callback. State is
  * kept per connection, so a request split into any number of reads (down to
  * one byte each) parses the same as one read. The byte loop runs only over
  * heads, chunk-size lines and trailers; bodies are skipped by arithmetic in
@@ -1156,7 +1156,7 @@ static __always_inline __u32 msg_start(struct mm_lctx *x, __u32 i)
 }
 
 /*
- * Up to MM_BLOCK steps per callback, a step being one byte or, in a line we
+ * Up to mm_parse_steps steps per callback, a step being one byte or, in a line we
  * skip, up to 8: bpf_loop with a constant callback is inlined into a direct
  * call since 5.19/6.0, the per-byte state machine ~2 ns, the word skip less.
  */
@@ -1216,12 +1216,18 @@ byte:
 	return parse_byte(i, x);
 }
 
+/*
+ * Set before load (a frozen constant: the verifier walks exactly this many
+ * steps); loader.c lowers it when the verifier refuses the object.
+ */
+const volatile __u32 mm_parse_steps = MM_BLOCK;
+
 MM_LOOP_CB parse_block(__u32 blk, void *ctx)
 {
 	struct mm_lctx *x = ctx;
 	/* a bounded loop (5.3+): the verifier walks it, the JIT emits it once */
 #pragma clang loop unroll(disable)
-	for (int k = 0; k < MM_BLOCK; k++)
+	for (int k = 0; k < MM_PARSE_STEPS_MAX && k < mm_parse_steps; k++)
 		if (parse_step(x))
 			return 1;
 	return x->s->b_pos >= x->s->b_n;

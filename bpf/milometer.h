@@ -212,6 +212,18 @@ enum mm_event_type {
 	MM_EVT_FORK = 5,
 };
 
+/*
+ * Parser steps per bpf_loop callback (const volatile mm_parse_steps, set by
+ * the loader before load). Since 6.7 the verifier walks a callback until
+ * its states converge, and each step costs ~240k processed instructions
+ * there: on one 6.18 build 1, 2, 3 and 4 steps took 376k, 620k, 847k and
+ * more than the 1M limit, where another build of the same version had
+ * taken 4 at ~500k. Two keep a third of the limit in hand; the loader
+ * tries fewer when the node's verifier still refuses (E2BIG).
+ */
+#define MM_PARSE_STEPS_MAX     4
+#define MM_PARSE_STEPS_DEFAULT 2
+
 struct mm_fork_event {
 	__u8 type; /* MM_EVT_FORK */
 	__u8 _pad[3];
