@@ -132,7 +132,7 @@ int fx_reset(void)
 		load_err = load();
 	if (load_err)
 		return load_err;
-	for (__u32 k = 0; k < 4; k++)
+	for (__u32 k = 0; k < bpf_map__max_entries(skel->maps.t_conns); k++)
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.t_conns), &k,
 					&zero, BPF_ANY))
 			return -errno;
@@ -289,6 +289,19 @@ int fx_conn(unsigned int slot, struct mm_conn *out)
 	return bpf_map_lookup_elem(bpf_map__fd(skel->maps.t_conns), &k, out)
 		       ? -errno
 		       : 0;
+}
+
+int fx_slot_at(unsigned int line_off, unsigned int nth)
+{
+	/* struct bpf_array's values start 312 bytes into it (6.18) */
+	const unsigned int base = 312,
+			   stride = (sizeof(struct mm_conn) + 7) & ~7u;
+
+	for (unsigned int k = 0; k < bpf_map__max_entries(skel->maps.t_conns);
+	     k++)
+		if ((base + k * stride) % 64 == line_off && !nth--)
+			return (int)k;
+	return -ENOENT;
 }
 
 int fx_io_prog_fd(void)

@@ -63,6 +63,11 @@ int fx_conn(unsigned int slot, struct mm_conn *out);
 
 /* Route table maps of the test object (for route_sync-like filling). */
 int fx_map_fd(const char *name);
+/*
+ * The NTH slot (from 0) whose connection state starts LINE_OFF bytes into a
+ * cache line, or -ENOENT: which of its lines a run touches depends on it.
+ */
+int fx_slot_at(unsigned int line_off, unsigned int nth);
 /* The program every fx_buf/fx_iov/fx_msg runs (for its bpf_stats). */
 int fx_io_prog_fd(void);
 
