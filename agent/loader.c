@@ -467,7 +467,11 @@ static struct milometer_bpf *open_configured(const struct loader_opts *o,
 	struct milometer_bpf *skel = open_object(loaded_bounded);
 
 	if (!skel) {
-		pr_err("cannot open BPF object: %s\n", strerror(errno));
+		int err = errno;
+
+		pr_err("cannot open BPF object: %s\n", strerror(err));
+		/* the caller returns -errno; the logger may have changed it */
+		errno = err;
 		return NULL;
 	}
 	skel->rodata->mm_parse_steps = steps;
