@@ -123,13 +123,20 @@ for b in milometer bench_aggregate bench_export bench_nodetax bench_store bench_
 	[ -x "$BIN/$b" ] || die "$BIN/$b is missing: run make bench, not this script"
 done
 # 10 000 client connections (wrk, idle_conns.py), as many at the gateway
-# plus its upstream ones: as many descriptors as the hard limit allows (a
-# container may cap it without CAP_SYS_RESOURCE to raise it)
+# plus its upstream ones; haproxy takes two descriptors a connection. Root
+# raises the hard limit to 65 536 where fs.nr_open allows (a container
+# without CAP_SYS_RESOURCE cannot: then as many as its hard limit allows).
+if [ "$(ulimit -Hn)" != unlimited ] && [ "$(ulimit -Hn)" -lt 65536 ]; then
+	ulimit -Hn 65536 2>/dev/null ||
+		log "note: cannot raise the hard open-file limit $(ulimit -Hn) to 65 536 (no CAP_SYS_RESOURCE, or fs.nr_open)"
+fi
 ulimit -n "$(ulimit -Hn)" || die "cannot raise the open-file limit (ulimit -n) to the hard limit $(ulimit -Hn)"
 NOFILE=$(ulimit -n)
 [ "$NOFILE" = unlimited ] && NOFILE=1048576
 [ "$NOFILE" -ge 12000 ] ||
 	log "note: open files limited to $NOFILE (ulimit -Hn): 10 000-connection rows will fail connections"
+# haproxy's maxconn: two descriptors a connection, and room for 10 000
+HA_MAXCONN=$(((NOFILE - 1000) / 2 < 10100 ? (NOFILE - 1000) / 2 : 10100))
 
 W=$(mktemp -d /tmp/mm-bench.XXXXXX)
 chmod 755 "$W"
@@ -262,7 +269,7 @@ subst() { # TEMPLATE OUT
 	    -e "s|@CONNS@|$((NOFILE - 500))|g" \
 	    -e "s|@GW_PORT@|$GW_PORT|g" -e "s|@BE_PORT@|$BE_PORT|g" \
 	    -e "s|@HA_PORT@|$HA_PORT|g" -e "s|@TLS_PORT@|$TLS_PORT|g" \
-	    -e "s|@H2_PORT@|$H2_PORT|g" "$1" >"$2"
+	    -e "s|@H2_PORT@|$H2_PORT|g" -e "s|@HA_MAXCONN@|$HA_MAXCONN|g" "$1" >"$2"
 }
 
 # The skb floor runs on the gateways' own cgroup v2: a child of wherever
@@ -892,9 +899,8 @@ if phase D; then
 	done
 	# the connection rows with the haproxy gateway too (prefix Dh)
 	if [[ " $SCALE_GATEWAYS " == *" haproxy "* ]]; then
-		# haproxy takes two descriptors a connection: its maxconn (9 000)
-		# fits an open-file limit of 20 000
-		ha_max=$(((NOFILE - 200) / 2 < 9000 ? (NOFILE - 200) / 2 : 9000))
+		# within haproxy's maxconn (HA_MAXCONN: the open-file limit)
+		ha_max=$((HA_MAXCONN - 100))
 		WRK_CONNS=$((max_c < ha_max ? max_c : ha_max)) warm haproxy
 		for c in $SCALE_CONNS; do
 			[ "$c" -gt "$ha_max" ] && log "phase D: haproxy at $ha_max connections, not $c (its maxconn, the open-file limit)"
