@@ -6,8 +6,9 @@ goes, the node tax, the scale rows, kernel memory per connection, a cost
 model, the aggregation/export/memory figures, and a summary with each
 target and a verdict (pass / MISS).
 
-A figure that could not be measured prints as n/a with verdict MISSING;
-the report itself never fails on the figures."""
+A figure that could not be measured prints as n/a with verdict MISSING,
+or "not run" with the phase it needs when BENCH_PHASES left that phase
+out; the report itself never fails on the figures."""
 import argparse
 import json
 import os
@@ -159,16 +160,27 @@ def fmt(f, v):
 
 
 class Summary:
-    def __init__(self):
+    def __init__(self, phases=None):
         self.rows = []
+        # the phases run (BENCH_PHASES), None when not known
+        self.phases = phases
 
     def add(self, name, value, f, must=None, aim=None, higher=True,
-            verdict=None, note=""):
-        """must/aim: (limit, text). verdict overrides the comparison."""
+            verdict=None, note="", phase=None):
+        """must/aim: (limit, text). verdict overrides the comparison.
+        phase: the phase that measures the row (a row of a phase left out
+        is "not run", not MISSING)."""
         text = must[1] if must else "printed"
         if aim:
             text += " (aim %s)" % aim[1]
-        if value is None:
+        if value is None and phase and self.phases is not None and \
+                phase not in self.phases:
+            v = "not run: phase %s is not in BENCH_PHASES=%s" % (
+                phase, self.phases)
+            if phase in "AB":
+                v += " (phase P's rows replace it)"
+            note = ""
+        elif value is None:
             v = "MISSING"
         elif verdict is not None:
             v = verdict
@@ -289,7 +301,7 @@ def main():
         print("NOTE: another milometer's BPF programs were loaded during the "
               "run: they ran in every round, off and on")
 
-    S = Summary()
+    S = Summary(notes.get("phases"))
     if args.peers:
         rows_p, results["peers"] = peers.report(args.peers, notes, rounds)
         S.rows.extend(rows_p)
@@ -381,16 +393,17 @@ def main():
         p99 = ratio(p["p99"][1], p["p99"][0]) if p else None
         fl = "" if info else floors(label, "rps")
         S.add("gateway throughput on/off, %s" % label, thr, "%.4f",
-              (0.95, ">= 0.95"), (0.98, ">= 0.98"), note=info + fl)
+              (0.95, ">= 0.95"), (0.98, ">= 0.98"), note=info + fl,
+              phase="A")
         fl = "" if info else floors(label, "p99")
         S.add("p99 latency on/off, %s" % label, p99, "%.3f",
               (1.10, "<= 1.10"), (1.03, "<= 1.03"), higher=False,
-              note=info + fl)
+              note=info + fl, phase="A")
         g = p["gw_us_rq"] if p else (None, None)
         S.add("gateway CPU per request off/on, %s" % label,
               ratio(g[0], g[1]), "%.4f", (0.95, ">= 0.95"),
               (0.98, ">= 0.98"), note=" (throughput if CPU-bound: info)" +
-              ("" if info else floors(label, "gw_us_rq", True)))
+              ("" if info else floors(label, "gw_us_rq", True)), phase="A")
 
     # Below saturation the load generator sets the rate, and latency is
     # mostly what the agent adds to each request's path, not the queue its
@@ -408,7 +421,7 @@ def main():
             S.add("%s latency on/off at a fixed rate, %s" % (q, gw),
                   ratio(p[q][1], p[q][0]) if p else None, "%.3f",
                   (1.10, "<= 1.10"), (1.03, "<= 1.03"), higher=False,
-                  note=note + floors("%s, fixed rate" % gw, q))
+                  note=note + floors("%s, fixed rate" % gw, q), phase="B")
 
     # TLS capture: uprobes trap into the kernel on every SSL_read/SSL_write
     # (of every process mapping the library, the client's too: wrk here)
@@ -418,12 +431,12 @@ def main():
         p = pairs.get(label)
         S.add("gateway throughput on/off, %s" % label,
               ratio(p["rps"][1], p["rps"][0]) if p else None, "%.4f",
-              note=" (TLS: info)")
+              note=" (TLS: info)", phase="T")
         if "h2load" in label:
             continue  # h2load prints no percentiles
         S.add("p99 latency on/off, %s" % label,
               ratio(p["p99"][1], p["p99"][0]) if p else None, "%.3f",
-              higher=False, note=" (TLS: info)")
+              higher=False, note=" (TLS: info)", phase="T")
 
     # "plain_ns X entry_ns Y entry_ret_ns Z emulated_ns W"
     words = open(args.uprobe).read().split() if _exists(args.uprobe) else []
@@ -437,7 +450,7 @@ def main():
                      ("emulated_ns", "uprobe hit, emulated jump (TLS capture's)")):
         v = up.get(k)
         S.add(label, float(v) if v else None, "%.0f ns",
-              note=" (TLS: info)")
+              note=" (TLS: info)", phase="T")
 
     # --- per-program figures (bpf_stats on) -------------------------------
     print("\n== BPF programs, bpf_stats on (it adds ~20 ns of clock reads "
@@ -496,24 +509,25 @@ def main():
         S.add("BPF ns per proxied request, all programs, %s" % gw,
               r["bpf_ns_rq"] if r else None, "%.0f ns", (1000, "<= 1000 ns"),
               (300, "<= 300 ns"), higher=False,
-              note=" (floors: %s)" % ", ".join(fl) if fl else "")
+              note=" (floors: %s)" % ", ".join(fl) if fl else "", phase="C")
     r = stats.get("T-stats")
     S.add("BPF ns per proxied request, nginx TLS, TLSCapture on",
           r["bpf_ns_rq"] if r else None, "%.0f ns",
-          note=" (uprobe programs' run time, not the trap: info)")
+          note=" (uprobe programs' run time, not the trap: info)", phase="T")
     r = stats.get("H-stats")
     S.add("BPF ns per proxied request, nginx TLS+h2, TLSCapture+HTTP2 on",
           r["bpf_ns_rq"] if r else None, "%.0f ns",
-          note=" (HTTP/2 decoded in user space: next row; info)")
+          note=" (HTTP/2 decoded in user space: next row; info)", phase="T")
     h2on = [r for r in sel("H", "nginx-h2", "h2") if r.get("cpu_us_rq")
             and r["stats"] == "0"]
     S.add("agent CPU per request, nginx TLS+h2, TLSCapture+HTTP2 on",
           safe_med(r["cpu_us_rq"] for r in h2on) if h2on else None,
-          "%.2f us", note=" (the h2 decoder: info)")
+          "%.2f us", note=" (the h2 decoder: info)", phase="T")
     r = stats.get("C-sysexit")
     S.add("BPF ns per proxied request, nginx, sys-exit",
           r["bpf_ns_rq"] if r else None, "%.0f ns", (1000, "<= 1000 ns"),
-          (300, "<= 300 ns"), higher=False, note=" (fallback: info)")
+          (300, "<= 300 ns"), higher=False, note=" (fallback: info)",
+          phase="C")
 
     # --- node tax -----------------------------------------------------------
     print("\n== node tax: bin/bench_nodetax, a process that is not the proxy "
@@ -553,7 +567,7 @@ def main():
                   (text, cap.replace("auto", "default")),
                   v[0] / v[1] if v else None, "%.4f", (0.98, ">= 0.98"),
                   (0.995, ">= 0.995"),
-                  note=info + (" (floors: %s)" % fl if fl else ""))
+                  note=info + (" (floors: %s)" % fl if fl else ""), phase="A")
 
     # --- scale rows -----------------------------------------------------------
     print("\n== scale (bpf_stats on)")
@@ -588,7 +602,7 @@ def main():
         S.add("BPF ns/request at %s %s: max/min - 1" %
               (" / ".join(str(r[key]) for r in rs), unit), flat and flat * 100,
               "%.1f %%", (20, "flat within 20 %"), (5, "flat"), higher=False,
-              note=note)
+              note=note, phase="D")
 
     # --- kernel memory ------------------------------------------------------
     print("\n== kernel memory: /proc/meminfo Slab growth while idle "
@@ -635,21 +649,22 @@ def main():
               (size.get("value", 0), *size.get("struct", ("?", 0)),
                size.get("largest", "?")))
     S.add("kernel memory per tracked connection (agent's memory cgroup)",
-          per_conn, "%.0f B", aim=(1024, "<= 1 KiB"), higher=False)
+          per_conn, "%.0f B", aim=(1024, "<= 1 KiB"), higher=False, phase="E")
     S.add("kernel memory at %s tracked connections" % d.get("tracked", "?"),
-          total and total / 1048576, "%.2f MiB")
+          total and total / 1048576, "%.2f MiB", phase="E")
     S.add("kernel memory per connection, Slab delta on-off (noisy)",
-          slab_per_conn, "%.0f B")
+          slab_per_conn, "%.0f B", phase="E")
     S.add("sizeof(struct mm_conn), BTF of the loaded map",
           size.get("struct", (0, None))[1] if size else None, "%.0f B",
-          aim=(1024, "<= 1 KiB"), higher=False)
+          aim=(1024, "<= 1 KiB"), higher=False, phase="E")
 
     # --- agent CPU ---------------------------------------------------------
     on = sel("A", "nginx", "auto")
     cpu = safe_med(r.get("cpu_us_rq") for r in on)
     S.add("agent CPU per request (nginx, default capture)", cpu, "%.2f us",
-          (0.5, "<= 0.5 us"), higher=False)
-    S.add("agent RSS", safe_med(r.get("rss_mib") for r in on), "%.1f MiB")
+          (0.5, "<= 0.5 us"), higher=False, phase="A")
+    S.add("agent RSS", safe_med(r.get("rss_mib") for r in on), "%.1f MiB",
+          phase="A")
 
     # --- cost model ---------------------------------------------------------
     print("\n== cost model (what one more unit of work costs with the agent "
@@ -735,10 +750,10 @@ def main():
         elif s.startswith("exponential histogram, 1 ms..1 s spread"):
             mem["exp160"] = worst
     S.add("aggregation, one core", agg.get("aggregate_events_per_s"),
-          "%.2e ev/s", (5e6, ">= 5 M ev/s"))
+          "%.2e ev/s", (5e6, ">= 5 M ev/s"), phase="F")
     S.add("aggregation + policy engine, one core",
           agg.get("aggregate_policy_events_per_s"), "%.2e ev/s",
-          (5e6, ">= 5 M ev/s"))
+          (5e6, ">= 5 M ev/s"), phase="F")
     if "otlp_points" in exp:
         S.add("OTLP encode, %d-point store" % exp["otlp_points"],
               exp.get("otlp_encode_ms"), "%.2f ms")
@@ -746,13 +761,13 @@ def main():
         S.add("OTLP request bytes, gzip", exp.get("otlp_gzip_bytes"),
               "%.0f B")
     S.add("memory per counter series", mem.get("counter"), "%.0f B",
-          (200, "<= 200 B"), higher=False)
+          (200, "<= 200 B"), higher=False, phase="F")
     S.add("memory per explicit histogram series", mem.get("explicit"),
-          "%.0f B", (1024, "<= 1 KiB"), higher=False)
+          "%.0f B", (1024, "<= 1 KiB"), higher=False, phase="F")
     S.add("memory per exp. histogram series, 1 obs", mem.get("exp1"),
-          "%.0f B", (1024, "<= 1 KiB"), higher=False)
+          "%.0f B", (1024, "<= 1 KiB"), higher=False, phase="F")
     S.add("memory per exp. histogram, 160 buckets", mem.get("exp160"),
-          "%.0f B", (1024, "<= 1 KiB"), higher=False)
+          "%.0f B", (1024, "<= 1 KiB"), higher=False, phase="F")
 
     print("\n== summary (target = must (aim); "
           "ratios are medians of the rounds)")
