@@ -88,6 +88,10 @@ PEER_SLOTS=${BENCH_PEER_SLOTS-off floor-empty floor-hook floor-read floor-skb au
 PEER_GATEWAYS=${BENCH_PEER_GATEWAYS:-nginx haproxy}
 PEER_SAT_DURATION=${BENCH_PEER_SAT_DURATION:-5}
 PEER_NODETAX_REPS=${BENCH_PEER_NODETAX_REPS:-10}
+# ping-pongs per repetition: 10 000 (~45 ms) rather than phase A's 1 000;
+# in two runs of 6 rounds the agent-minus-empty-floor interval narrowed
+# from 265 to 173 ns wide
+PEER_NODETAX_TCP=${BENCH_PEER_NODETAX_TCP:-10000}
 # bpf_stats rounds of the slots (rotated like the others): > 1 gives BPF
 # ns per request an interval
 PEER_STATS_ROUNDS=${BENCH_PEER_STATS_ROUNDS:-3}
@@ -742,7 +746,7 @@ peer_slot() {
 		extra="$extra bpf0=$W/bpf0.$tag bpf1=$W/bpf1.$tag"
 	else
 		# a process that is not the proxy, in the same state
-		nt=$("$BIN/bench_nodetax" tcp "$NODETAX_TCP" "$PEER_NODETAX_REPS" |
+		nt=$("$BIN/bench_nodetax" tcp "$PEER_NODETAX_TCP" "$PEER_NODETAX_REPS" |
 			awk '$1 == "ns_per_syscall" { print $2 }') ||
 			die "bin/bench_nodetax tcp failed"
 	fi
