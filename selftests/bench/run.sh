@@ -141,6 +141,7 @@ NOFILE=$(ulimit -n)
 	log "note: open files limited to $NOFILE (ulimit -Hn): 10 000-connection rows will fail connections"
 # haproxy's maxconn: two descriptors a connection, and room for 10 000
 HA_MAXCONN=$(((NOFILE - 1000) / 2 < 10100 ? (NOFILE - 1000) / 2 : 10100))
+[ "$HA_MAXCONN" -ge 200 ] || HA_MAXCONN=200
 
 W=$(mktemp -d /tmp/mm-bench.XXXXXX)
 chmod 755 "$W"
