@@ -20,6 +20,12 @@ NAMES = {"off": "agent off", "floor-empty": "empty floor",
          "listeners": "agent+2 lsn"}
 
 
+
+def phase_left_out(phase, phases):
+    """The verdict of a row whose phase BENCH_PHASES (PHASES) left out."""
+    return "not measured: phase %s is not in BENCH_PHASES (%s)" % (phase,
+                                                                    phases)
+
 def _kv(line):
     return dict(w.split("=", 1) for w in line.split() if "=" in w)
 
@@ -345,8 +351,7 @@ def report(path, notes, rounds=()):
         else:
             m = "n/a"
             ph = notes.get("phases", "")
-            v = ("not measured: phase D is not in BENCH_PHASES (%s)" % ph
-                 if ph and "D" not in ph else
+            v = (phase_left_out("D", ph) if ph and "D" not in ph else
                  "not measured: BENCH_SCALE_GATEWAYS leaves %s out" % gw
                  if gw not in notes.get("scale_gateways", gw).split(",")
                  else "not measured: phase D gave no agent round for %s" % gw)

@@ -7,8 +7,8 @@ model, the aggregation/export/memory figures, and a summary with each
 target and a verdict (pass / MISS).
 
 A figure that could not be measured prints as n/a with verdict MISSING,
-or "not run" with the phase it needs when BENCH_PHASES left that phase
-out; the report itself never fails on the figures."""
+or "not measured" with the phase it needs when BENCH_PHASES left that
+phase out; the report itself never fails on the figures."""
 import argparse
 import json
 import os
@@ -169,14 +169,13 @@ class Summary:
             verdict=None, note="", phase=None):
         """must/aim: (limit, text). verdict overrides the comparison.
         phase: the phase that measures the row (a row of a phase left out
-        is "not run", not MISSING)."""
+        is "not measured" with that phase named, not MISSING)."""
         text = must[1] if must else "printed"
         if aim:
             text += " (aim %s)" % aim[1]
         if value is None and phase and self.phases is not None and \
                 phase not in self.phases:
-            v = "not run: phase %s is not in BENCH_PHASES=%s" % (
-                phase, self.phases)
+            v = peers.phase_left_out(phase, self.phases)
             if phase in "AB":
                 v += " (phase P's rows replace it)"
             note = ""
