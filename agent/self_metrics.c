@@ -303,8 +303,13 @@ static void read_auth_errors(struct sm_read *r, int id)
 	read_auth(r, id, 2);
 }
 
-/* Programs that ran, as bpf_prog_info counts them (kernel.bpf_stats_enabled). */
-static void read_bpf_run(struct sm_read *r, int id, bool time)
+enum bpf_run_figure { RUN_TIME, RUN_COUNT, RUN_MISSED };
+
+/*
+ * Per program, as bpf_prog_info counts them: runs and their time (with
+ * kernel.bpf_stats_enabled), runs the kernel skipped (always counted).
+ */
+static void read_bpf_run(struct sm_read *r, int id, enum bpf_run_figure what)
 {
 	struct bpf_program *prog;
 
@@ -312,23 +317,30 @@ static void read_bpf_run(struct sm_read *r, int id, bool time)
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
 		struct mlabel l = { "program", bpf_program__name(prog) };
+		double v;
 
 		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
 			continue;
-		if (!info.run_cnt)
+		v = what == RUN_TIME    ? info.run_time_ns / 1e9
+		    : what == RUN_COUNT ? (double)info.run_cnt
+					: (double)info.recursion_misses;
+		if (what == RUN_MISSED ? !info.recursion_misses : !info.run_cnt)
 			continue;
-		set1(r, id, time ? info.run_time_ns / 1e9 : info.run_cnt, &l,
-		     1);
+		set1(r, id, v, &l, 1);
 	}
 }
 
 static void read_bpf_run_ns(struct sm_read *r, int id)
 {
-	read_bpf_run(r, id, true);
+	read_bpf_run(r, id, RUN_TIME);
 }
 static void read_bpf_run_cnt(struct sm_read *r, int id)
 {
-	read_bpf_run(r, id, false);
+	read_bpf_run(r, id, RUN_COUNT);
+}
+static void read_bpf_run_missed(struct sm_read *r, int id)
+{
+	read_bpf_run(r, id, RUN_MISSED);
 }
 
 static void read_capture_mode(struct sm_read *r, int id)
@@ -464,6 +476,8 @@ static const struct self_metric self_metric_table[] = {
 	{ { "milometer.process.memory.usage", "Resident memory of the agent process.", "By", MI_GAUGE, true }, read_rss },
 	{ { "milometer.bpf.run.time", "Time spent in each BPF program (needs kernel.bpf_stats_enabled=1).", "s", MI_COUNTER, false, "program", WITH_BPF_STATS }, read_bpf_run_ns },
 	{ { "milometer.bpf.run.count", "Runs of each BPF program (needs kernel.bpf_stats_enabled=1).", "1", MI_COUNTER, true, "program", WITH_BPF_STATS }, read_bpf_run_cnt },
+	{ { "milometer.bpf.run.missed", "Runs of each BPF program the kernel skipped: its hook fired inside the same program's run on the same CPU (a softirq interrupting a run in process context). A skipped I/O or close can cost an exchange; a close whose socket address comes back is recovered.", "1", MI_COUNTER, true, "program",
+	    "for programs with a skipped run (Linux 5.12+ counts them)" }, read_bpf_run_missed },
 	{ { "milometer.capture.mode", "1 for the capture mode in use (sock: socket tracepoints; sys-exit: fallback).", "", MI_GAUGE, true, "mode" }, read_capture_mode },
 	{ { "milometer.capture.loops", "1 for the data path build loaded (bpf_loop: Linux 5.17+; bounded: bounded loops, thread links in a hash, for 5.10-5.16).", "", MI_GAUGE, true, "loops" }, read_capture_loops },
 	{ { "milometer.capture.parse_steps", "Parser steps per bpf_loop callback loaded: 2 unless MILOMETER_BPF_PARSE_STEPS asks otherwise, fewer when the kernel's verifier found the data path too large with them.", "", MI_GAUGE, false, NULL }, read_parse_steps },

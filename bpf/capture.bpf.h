@@ -32,6 +32,7 @@
 /* TCP states (include/net/tcp_states.h) */
 #define TCP_ESTABLISHED_ 1
 #define TCP_SYN_SENT_    2
+#define TCP_SYN_RECV_    3
 #define TCP_FIN_WAIT1_   4
 #define TCP_LAST_ACK_    9
 

@@ -286,6 +286,8 @@ static __always_inline struct mm_conn *state_conn(struct sock *sk, bool create)
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(mm_tcp_state, struct sock *sk, int oldstate, int newstate)
 {
+	__u64 key = (__u64)sk;
+	bool reborn = false;
 	struct mm_link *l;
 	struct mm_conn *c;
 	__u32 tgid;
@@ -314,11 +316,28 @@ int BPF_PROG(mm_tcp_state, struct sock *sk, int oldstate, int newstate)
 			c->established = 1;
 		return 0;
 	}
-	if (newstate != TCP_FIN_WAIT1_ && newstate != TCP_LAST_ACK_)
+	/*
+	 * A socket born from a listener (inet_csk_clone_lock(), softirq),
+	 * sys_exit mode: an entry at its address is an earlier socket's whose
+	 * end went unseen, ended here. Under load an mm_conns entry now and
+	 * then outlives its socket (a tracing program's run is also skipped
+	 * when its hook fires inside its own run on the same CPU), and the
+	 * next socket allocated at that address would find it finished and go
+	 * unseen. sk storage is freed with its socket.
+	 */
+	if (newstate == TCP_SYN_RECV_) {
+		if (mm_capture_mode == MM_CAPTURE_SOCK_TP)
+			return 0;
+		reborn = true;
+	} else if (newstate != TCP_FIN_WAIT1_ && newstate != TCP_LAST_ACK_) {
 		return 0;
+	}
 	c = state_conn(sk, false);
-	if (c)
-		conn_finish(c, bpf_ktime_get_ns());
+	if (!c)
+		return 0;
+	conn_finish(c, bpf_ktime_get_ns());
+	if (reborn)
+		bpf_map_delete_elem(&mm_conns, &key);
 	return 0;
 }
 

@@ -65,6 +65,7 @@ log "server: $conns connections, $read_conns read from, $reads reads, $raced shu
 # every connection the server read from is one the agent tracked, and its
 # shutdown ended it (one the client sent nothing on before the server's
 # deadline carried no bytes to see: it happens on a loaded machine)
+log "BPF runs the kernel skipped (nested on one CPU): $(metric milometer_bpf_run_missed_total)"
 expect_metric "$read_conns" "connections closed" milometer_bpf_connections_closed_total
 ra=$(map_entries mm_route_accs)
 ext=$(map_entries mm_conn_exts)
