@@ -476,7 +476,7 @@ static const struct self_metric self_metric_table[] = {
 	{ { "milometer.process.memory.usage", "Resident memory of the agent process.", "By", MI_GAUGE, true }, read_rss },
 	{ { "milometer.bpf.run.time", "Time spent in each BPF program (needs kernel.bpf_stats_enabled=1).", "s", MI_COUNTER, false, "program", WITH_BPF_STATS }, read_bpf_run_ns },
 	{ { "milometer.bpf.run.count", "Runs of each BPF program (needs kernel.bpf_stats_enabled=1).", "1", MI_COUNTER, true, "program", WITH_BPF_STATS }, read_bpf_run_cnt },
-	{ { "milometer.bpf.run.missed", "Runs of each BPF program the kernel skipped: its hook fired inside the same program's run on the same CPU (a softirq interrupting a run in process context). A skipped I/O or close can cost an exchange; a close whose socket address comes back is recovered.", "1", MI_COUNTER, true, "program",
+	{ { "milometer.bpf.run.missed", "Runs of each BPF program the kernel skipped: its hook fired inside the same program's run on the same CPU (a softirq interrupting a run in process context). A skipped I/O or close can cost an exchange.", "1", MI_COUNTER, true, "program",
 	    "for programs with a skipped run (Linux 5.12+ counts them)" }, read_bpf_run_missed },
 	{ { "milometer.capture.mode", "1 for the capture mode in use (sock: socket tracepoints; sys-exit: fallback).", "", MI_GAUGE, true, "mode" }, read_capture_mode },
 	{ { "milometer.capture.loops", "1 for the data path build loaded (bpf_loop: Linux 5.17+; bounded: bounded loops, thread links in a hash, for 5.10-5.16).", "", MI_GAUGE, true, "loops" }, read_capture_loops },

@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # sys_exit capture mode keeps connection state in mm_conns by socket
-# address, deleted by tcp_destroy_sock. The kernel skips a tracing
-# program's run inside its own run on the same CPU, so a close can be
-# missed and its finished entry left behind (test_close_race hit it under
-# load); the next socket at that address must still get state of its own.
+# address, deleted by tcp_destroy_sock. Under load an entry now and then
+# outlives its socket, its destroy unseen (test_close_race lost a
+# connection to it); the next socket at that address must still get state
+# of its own.
 # conn_reuse.py writes a closed connection's entry back, as a missed close
 # leaves it, until a new accepted socket takes that address, and checks
 # which state it got. Ground truth: the server's own count of requests
