@@ -317,16 +317,16 @@ static void read_bpf_run(struct sm_read *r, int id, enum bpf_run_figure what)
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
 		struct mlabel l = { "program", bpf_program__name(prog) };
-		double v;
+		__u64 n;
 
 		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
 			continue;
-		v = what == RUN_TIME    ? info.run_time_ns / 1e9
-		    : what == RUN_COUNT ? (double)info.run_cnt
-					: (double)info.recursion_misses;
-		if (what == RUN_MISSED ? !info.recursion_misses : !info.run_cnt)
+		n = what == RUN_MISSED ? info.recursion_misses : info.run_cnt;
+		if (!n)
 			continue;
-		set1(r, id, v, &l, 1);
+		set1(r, id,
+		     what == RUN_TIME ? info.run_time_ns / 1e9 : (double)n, &l,
+		     1);
 	}
 }
 
