@@ -14,12 +14,17 @@ total_fail=0
 total_skip=0
 status=0
 
-# tally OUTPUT_FILE: add the runner's closing "N passed, N failed[, N skipped]".
+# tally OUTPUT_FILE NAME: add the runner's closing "N passed, N failed[, N
+# skipped]", and keep its "FAIL" lines (with the "== file" heading above
+# each) for the list printed last: a log's tail then names what failed.
 tally() {
 	local line p f s
+	awk -v from="$2" '/^== /{head=substr($0, 4)} /^FAIL[ :]/{
+		printf "  %s%s: %s\n", from, (head == "" ? "" : " " head), $0 }' "$1" >>"$fails"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -1)
 	if [ -z "$line" ]; then
 		echo "check: no 'N passed, N failed' line from $2: counted as a failure"
+		echo "  $2: no 'N passed, N failed' line" >>"$fails"
 		total_fail=$((total_fail + 1))
 		return
 	fi
@@ -34,7 +39,8 @@ tally() {
 }
 
 out=$(mktemp /tmp/mm-check.XXXXXX)
-trap 'rm -f "$out"' EXIT
+fails=$(mktemp /tmp/mm-check-fails.XXXXXX)
+trap 'rm -f "$out" "$fails"' EXIT
 
 echo "== unit tests"
 bin/unit_tests 2>&1 | tee "$out"
@@ -53,6 +59,7 @@ echo "== formatting: make format-check"
 if make -s --no-print-directory format-check; then
 	total_pass=$((total_pass + 1))
 else
+	echo "  make format-check" >>"$fails"
 	total_fail=$((total_fail + 1))
 	status=1
 fi
@@ -123,5 +130,9 @@ KERNEL_MATRIX_QUICK=1 selftests/kernel/run.sh 2>&1 | tee "$out"
 tally "$out" selftests/kernel/run.sh
 
 [ $total_fail -eq 0 ] || status=1
+if [ -s "$fails" ]; then
+	echo "failed:"
+	cat "$fails"
+fi
 echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 exit $status
