@@ -502,84 +502,6 @@ mm_h2_late_start(struct mm_conn *c, const struct mm_io_args *a, __s64 ret)
 #endif
 
 /*
- * Bytes the application has written to socket SK so far, mod 2^32. The
- * program tests, which have no socket, define their own.
- */
-#ifndef MM_SK_WRITE_SEQ
-static __always_inline __u32 sk_write_seq(__u64 sk)
-{
-	/* a variable: the CO-RE read must not cover the caller's access */
-	struct tcp_sock *tp = (struct tcp_sock *)sk;
-
-	return BPF_CORE_READ(tp, write_seq);
-}
-#define MM_SK_WRITE_SEQ(sk) sk_write_seq(sk)
-#endif
-
-/* The held response answered no request seen: dropped, as before holding. */
-static __always_inline void held_drop(struct mm_conn *c)
-{
-	c->resp_held = MM_HELD_NO;
-	c->resp_bytes = 0;
-	c->status = 0;
-}
-
-/*
- * Before the parse of an I/O on a connection holding a response (see
- * response_done()). A read first: the response answered no request that
- * will be seen (sent by the backend on its own, or the request was
- * written before the agent looked). A write: it is (part of) the request
- * the response answers if its bytes were already in the socket when the
- * response was read; a write made after has a write_seq past it, and no
- * later write can be that request then.
- */
-static __always_inline void
-held_before(struct mm_conn *c, const struct mm_io_args *a, bool is_read)
-{
-	if (is_read) {
-		held_drop(c);
-	} else if (c->resp_held >= MM_HELD_WAIT) {
-		if ((__s32)(c->held_wseq - MM_SK_WRITE_SEQ(a->sk)) < 0)
-			held_drop(c);
-		else
-			c->resp_held = MM_HELD_CLAIM;
-	}
-}
-
-/*
- * After the parse: a response just held takes the socket's write_seq; the
- * request a claiming write carried (its head complete) is reported with
- * the held response. Its start is known no better than the response's
- * end: its write's tracepoint ran after that.
- */
-static __always_inline void held_after(struct mm_conn *c,
-				       const struct mm_io_args *a)
-{
-	struct mm_pending *s;
-
-	if (c->resp_held == MM_HELD_NEW) {
-		if (!a->sk) {
-			held_drop(c);
-			return;
-		}
-		c->held_wseq = MM_SK_WRITE_SEQ(a->sk);
-		c->resp_held = MM_HELD_WAIT;
-		return;
-	}
-	if (c->resp_held != MM_HELD_CLAIM)
-		return;
-	s = pipe_front(c);
-	if (!s || !s->head_done)
-		return; /* its head ends in a later write */
-	if (s->start_ns > c->last_resp_ns)
-		s->start_ns = c->last_resp_ns;
-	emit_exchange(c, s, c->last_resp_ns, 0);
-	pipe_pop(c);
-	held_drop(c);
-	stat_inc(MM_STAT_RESP_FIRST);
-}
-
-/*
  * RET bytes (> 0) moved on connection C through the syscall arguments A:
  * feed them to the request or response parser.
  */
@@ -640,8 +562,6 @@ static __always_inline void capture_io(struct mm_conn *c,
 	 */
 	if (is_req && c->ra_saved)
 		route_acc_load(&x);
-	if (c->resp_held)
-		held_before(c, a, is_read);
 
 	switch (a->kind) {
 	case MM_IO_BUF:
@@ -688,15 +608,13 @@ static __always_inline void capture_io(struct mm_conn *c,
 	}
 	if (is_req && x.p->state >= PS_METHOD && x.p->state <= PS_END_LF)
 		route_acc_save(&x);
-	if (c->resp_held)
-		held_after(c, a);
 #ifndef MM_BOUNDED_LOOPS
 	/*
 	 * A 101 to "Upgrade: h2c" switched the connection inside this write:
 	 * what follows the 101 head in the buffer is HTTP/2 already.
 	 */
 	if (!was_h2 && c->h2 == MM_H2_FEED) {
-		struct mm_io_args rest = { .sk = a->sk, .kind = MM_IO_BUF };
+		struct mm_io_args rest = { .kind = MM_IO_BUF };
 		__u32 off = x.s->w_off;
 
 		if (a->kind != MM_IO_BUF) {

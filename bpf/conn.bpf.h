@@ -66,26 +66,8 @@ enum mm_io {
 struct mm_io_args {
 	__u64 buf;  /* buffer, iovec array or msghdr */
 	__u64 cnt;  /* iovcnt for MM_IO_IOV */
-	__u64 sk;   /* the socket (struct sock *), 0: none (TLS plaintext) */
 	__u32 kind; /* enum mm_io */
 	__u32 _pad;
-};
-
-/*
- * An upstream response read while no request was pending: its request's
- * send tracepoint may not have run yet (response_done(), capture.bpf.h's
- * held_before()). Its status, bytes and end (last_resp_ns) stay in the
- * connection until a write or a read decides.
- */
-enum mm_resp_held {
-	MM_HELD_NO = 0,
-	/* set by the parse; capture_io() then takes the socket's write_seq */
-	MM_HELD_NEW = 1,
-	/* no write since: the next one may be the request it answers */
-	MM_HELD_WAIT = 2,
-	/* this write's bytes were in the socket when it was read: the first
-	 * request head it completes is the one answered */
-	MM_HELD_CLAIM = 3,
 };
 
 enum mm_h2_state {
@@ -278,9 +260,7 @@ struct mm_conn {
 	__u32 tgid;         /* process that owns the socket (events name it) */
 	__u32 next_seq;
 	__u32 ovf_front; /* request number of the oldest untracked request */
-	/* resp_held: the socket's write_seq when the response was read */
-	__u32 held_wseq;
-	__u16 status; /* of the front exchange (final) */
+	__u16 status;    /* of the front exchange (final) */
 	__u8 role;
 	__u8 resp_started; /* a response byte of the front exchange seen */
 	__u8 finished;     /* closed: pending requests reported, I/O ignored */
@@ -300,8 +280,8 @@ struct mm_conn {
 	__u8 head_gap; /* bytes of this head's earlier windows were not kept */
 	__u8 ra_saved; /* the head's mm_route_acc waits in mm_route_accs */
 	__u16 head_len;
-	__u8 ra_held;   /* an mm_route_accs entry was made for conn_id */
-	__u8 resp_held; /* enum mm_resp_held */
+	__u8 ra_held; /* an mm_route_accs entry was made for conn_id */
+	__u8 _pad;
 	/* listener port of an accepted socket (mm_listeners), 0: every one */
 	__u16 lport;
 	__u8 _pad2[2];

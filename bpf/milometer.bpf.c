@@ -93,7 +93,6 @@ static __always_inline int sock_io(struct sock *sk, int ret, int flags,
 		return 0;
 	t = mm_current_task();
 	io_args(t, (struct pt_regs *)bpf_task_pt_regs(t), &a);
-	a.sk = (__u64)sk;
 	capture_io(c, &a, ret, is_read);
 	return 0;
 }
@@ -252,7 +251,6 @@ int BPF_PROG(mm_fb_io, struct pt_regs *regs, long ret)
 	if (!c)
 		return 0;
 	io_args(mm_current_task(), regs, &a);
-	a.sk = key;
 	capture_io(c, &a, ret, s->io_read);
 	return 0;
 }

@@ -298,7 +298,7 @@ static __always_inline __u64 tls_conn_create(__u64 sk, __u32 tgid, __u8 role,
 static __always_inline int call_done(struct mm_tls_call *call, __u32 tgid,
 				     long ret)
 {
-	struct mm_io_args a = {};
+	struct mm_io_args a = { .kind = MM_IO_BUF };
 	struct mm_tls_ssl_key k = { .tgid = tgid };
 	struct mm_tls_sock bound = {};
 	struct mm_tls_sock *cached;
@@ -341,10 +341,7 @@ static __always_inline int call_done(struct mm_tls_call *call, __u32 tgid,
 	if (c->finished)
 		return 0;
 	stat_inc(MM_STAT_TLS_IO);
-	a.kind = MM_IO_BUF;
 	a.buf = call->buf;
-	/* its ciphertext's socket: write_seq orders a held response the same */
-	a.sk = bound.sk;
 #ifdef MM_BOUNDED_LOOPS
 	{
 		/* the parser loops' bodies look c up again by this key */

@@ -21,11 +21,6 @@
 #include "bpf/http_parse.bpf.h"
 #include "bpf/route_lookup.bpf.h"
 #include "bpf/exchange.bpf.h"
-
-/* t_io: nonzero, the I/O's socket is one whose write_seq is t_wseq */
-__u64 t_sk;
-__u32 t_wseq;
-#define MM_SK_WRITE_SEQ(sk) t_wseq
 #include "bpf/capture.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -83,9 +78,7 @@ int t_open(void *ctx)
 SEC("raw_tp")
 int t_io(void *ctx)
 {
-	struct mm_io_args a = {
-		.buf = t_buf, .cnt = t_cnt, .sk = t_sk, .kind = t_kind
-	};
+	struct mm_io_args a = { .buf = t_buf, .cnt = t_cnt, .kind = t_kind };
 	struct mm_conn *c = t_slot();
 
 	if (c && !c->finished && t_ret > 0)
