@@ -384,6 +384,18 @@ static int choose_mode(const char *want, bool bounded,
 	return 0;
 }
 
+/* MILOMETER_BPF_LOG_LEVEL=4 with -v: each program's verifier statistics */
+void loader__log_level(struct bpf_object *obj)
+{
+	const char *env = getenv("MILOMETER_BPF_LOG_LEVEL");
+	struct bpf_program *prog;
+
+	if (!env)
+		return;
+	bpf_object__for_each_program(prog, obj)
+		bpf_program__set_log_level(prog, atoi(env));
+}
+
 int loader__mode(void)
 {
 	return loaded_mode;
@@ -502,14 +514,7 @@ static struct milometer_bpf *open_configured(const struct loader_opts *o,
 		bpf_program__set_autoload(skel->progs.mm_sock_send, false);
 	}
 
-	/* MILOMETER_BPF_LOG_LEVEL=4 with -v: each program's verifier statistics */
-	if (getenv("MILOMETER_BPF_LOG_LEVEL")) {
-		struct bpf_program *prog;
-
-		bpf_object__for_each_program(prog, skel->obj)
-			bpf_program__set_log_level(
-				prog, atoi(getenv("MILOMETER_BPF_LOG_LEVEL")));
-	}
+	loader__log_level(skel->obj);
 	return skel;
 }
 

@@ -49,6 +49,11 @@ unsigned int loader__parse_steps(void);
 /* The same as enum mm_capture_mode, for objects loaded beside the main one. */
 int loader__mode(void);
 /*
+ * MILOMETER_BPF_LOG_LEVEL (with -v): the verifier log level of obj's
+ * programs, e.g. 4 for each program's instruction count and stack depth.
+ */
+void loader__log_level(struct bpf_object *obj);
+/*
  * Pin under pin_dir the maps of obj whose names start with map_prefix and
  * its loaded programs; loader__unpin() removes exactly those pins.
  */

@@ -495,6 +495,7 @@ struct tls_capture *tls_capture__start(struct milometer_bpf *main,
 		bpf_program__set_autoload(s->progs.mm_tls_sock_recv, false);
 		bpf_program__set_autoload(s->progs.mm_tls_sock_send, false);
 	}
+	loader__log_level(s->obj);
 	*err = tls_bpf__load(s);
 	if (*err) {
 		pr_err("loading its BPF programs failed: %s (run with -v for the verifier log)\n",

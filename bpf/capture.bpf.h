@@ -502,12 +502,77 @@ mm_h2_late_start(struct mm_conn *c, const struct mm_io_args *a, __s64 ret)
 #endif
 
 /*
- * RET bytes (> 0) moved on connection C through the syscall arguments A:
- * feed them to the request or response parser.
+ * Bytes the application has written to the I/O's socket so far, mod 2^32.
+ * Read into the scratch, not the stack: the TLS return probes' frames are
+ * at 6.1's 512-byte combined limit. The program tests, which have no
+ * socket, define their own.
+ */
+#ifndef MM_SK_WRITE_SEQ
+static __always_inline __u32 sk_write_seq(struct mm_scratch *s)
+{
+	struct tcp_sock *tp = (struct tcp_sock *)s->io_sk;
+
+	bpf_core_read(&s->wseq, sizeof(s->wseq), &tp->write_seq);
+	return s->wseq;
+}
+#define MM_SK_WRITE_SEQ(s) sk_write_seq(s)
+#endif
+
+/* The held response answered no request seen: dropped, as before holding. */
+static __always_inline void held_drop(struct mm_conn *c)
+{
+	c->resp_held = MM_HELD_NO;
+	c->resp_bytes = 0;
+	c->status = 0;
+}
+
+/*
+ * After the parse of an I/O on a connection holding a response (see
+ * response_done(); a read drops it before its own parse). A response just
+ * held takes the socket's write_seq. A write is (part of) the request the
+ * response answers if its bytes were already in the socket when the
+ * response was read; a write made after has a write_seq past it, and no
+ * later write can be that request then. The request such a write
+ * completes is reported with the held response; its start is known no
+ * better than the response's end: its write's tracepoint ran after that.
+ * Not inlined: the TLS return probes' frames are at 6.1's 512-byte
+ * combined stack limit, and this runs only on the rare held path.
+ */
+static __noinline void held_after(struct mm_conn *c, struct mm_scratch *x)
+{
+	struct mm_pending *s;
+
+	if (c->resp_held == MM_HELD_NEW) {
+		if (!x->io_sk) {
+			held_drop(c);
+			return;
+		}
+		c->held_wseq = MM_SK_WRITE_SEQ(x);
+		c->resp_held = MM_HELD_WAIT;
+		return;
+	}
+	if ((__s32)(c->held_wseq - MM_SK_WRITE_SEQ(x)) < 0) {
+		held_drop(c);
+		return;
+	}
+	s = pipe_front(c);
+	if (!s || !s->head_done)
+		return; /* its head ends in a later write */
+	if (s->start_ns > c->last_resp_ns)
+		s->start_ns = c->last_resp_ns;
+	emit_exchange(c, s, c->last_resp_ns, 0);
+	pipe_pop(c);
+	held_drop(c);
+	stat_inc(MM_STAT_RESP_FIRST);
+}
+
+/*
+ * RET bytes (> 0) moved on connection C (socket SK, 0: none) through the
+ * syscall arguments A: feed them to the request or response parser.
  */
 static __always_inline void capture_io(struct mm_conn *c,
-				       const struct mm_io_args *a, long ret,
-				       bool is_read)
+				       const struct mm_io_args *a, __u64 sk,
+				       long ret, bool is_read)
 {
 	struct mm_lctx x = { .c = c };
 	__u32 zero = 0;
@@ -516,6 +581,10 @@ static __always_inline void capture_io(struct mm_conn *c,
 
 	if (c->role == MM_ROLE_UNKNOWN)
 		c->role = is_read ? MM_ROLE_DOWN : MM_ROLE_UP;
+	/* a read first: the held response answered no request that will be
+	 * seen (sent on the backend's own, or written before the agent looked) */
+	if (c->resp_held && is_read)
+		held_drop(c);
 	if (!c->h2 && c->lazy && mm_h2_late_start(c, a, ret))
 		c->role = MM_ROLE_DOWN;
 	is_req = (c->role == MM_ROLE_DOWN) == is_read;
@@ -553,6 +622,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 	if (!x.s)
 		return;
 	x.s->is_req = is_req;
+	x.s->io_sk = sk;
 	x.s->now = is_req ? bpf_ktime_get_ns() : c->last_resp_ns;
 	was_h2 = c->h2;
 	/*
@@ -631,6 +701,9 @@ static __always_inline void capture_io(struct mm_conn *c,
 		}
 	}
 #endif
+	/* last: nothing is live across the call (the frame's size, above) */
+	if (c->resp_held)
+		held_after(c, x.s);
 }
 
 /*

@@ -68,7 +68,7 @@ static __always_inline void thread_link_drop(__u32 tid)
 /*
  * The parser loops' context, found again from the scratch: in the bounded
  * build the capture paths are sys_exit's, whose connection is
- * mm_conns[s->fb_sk] (mm_fb_io), and TLS's (mm_tls_conns, the same key set
+ * mm_conns[s->io_sk] (mm_fb_io), and TLS's (mm_tls_conns, the same key set
  * by call_done()); its parser is the one s->is_req names.
  */
 static __always_inline bool mm_lctx_of_scratch(struct mm_lctx *x)
@@ -79,7 +79,7 @@ static __always_inline bool mm_lctx_of_scratch(struct mm_lctx *x)
 	x->s = bpf_map_lookup_elem(&mm_scratch, &zero);
 	if (!x->s)
 		return false;
-	key = x->s->fb_sk;
+	key = x->s->io_sk;
 	x->c = bpf_map_lookup_elem(&MM_BL_CONNS, &key);
 	if (!x->c)
 		return false;

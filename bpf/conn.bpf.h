@@ -70,6 +70,20 @@ struct mm_io_args {
 	__u32 _pad;
 };
 
+/*
+ * An upstream response read while no request was pending: its request's
+ * send tracepoint may not have run yet (response_done(), capture.bpf.h's
+ * held_after()). Its status, bytes and end (last_resp_ns) stay in the
+ * connection until a write or a read decides.
+ */
+enum mm_resp_held {
+	MM_HELD_NO = 0,
+	/* set by the parse; capture_io() then takes the socket's write_seq */
+	MM_HELD_NEW = 1,
+	/* the next writes may be the request it answers (held_after()) */
+	MM_HELD_WAIT = 2,
+};
+
 enum mm_h2_state {
 	MM_H2_NO = 0,
 	MM_H2_FEED = 1, /* HTTP/2: every byte goes up to the decoder */
@@ -260,7 +274,9 @@ struct mm_conn {
 	__u32 tgid;         /* process that owns the socket (events name it) */
 	__u32 next_seq;
 	__u32 ovf_front; /* request number of the oldest untracked request */
-	__u16 status;    /* of the front exchange (final) */
+	/* resp_held: the socket's write_seq when the response was read */
+	__u32 held_wseq;
+	__u16 status; /* of the front exchange (final) */
 	__u8 role;
 	__u8 resp_started; /* a response byte of the front exchange seen */
 	__u8 finished;     /* closed: pending requests reported, I/O ignored */
@@ -280,8 +296,8 @@ struct mm_conn {
 	__u8 head_gap; /* bytes of this head's earlier windows were not kept */
 	__u8 ra_saved; /* the head's mm_route_acc waits in mm_route_accs */
 	__u16 head_len;
-	__u8 ra_held; /* an mm_route_accs entry was made for conn_id */
-	__u8 _pad;
+	__u8 ra_held;   /* an mm_route_accs entry was made for conn_id */
+	__u8 resp_held; /* enum mm_resp_held */
 	/* listener port of an accepted socket (mm_listeners), 0: every one */
 	__u16 lport;
 	__u8 _pad2[2];
@@ -355,7 +371,15 @@ struct mm_scratch {
 	__u32 b_n;
 	__u32 b_pos;
 	__u32 b_used;
-	__u64 fb_sk; /* mm_sys_exit -> mm_fb_io: the socket's key */
+	/*
+	 * The socket of the I/O being parsed (struct sock *, 0: none), its
+	 * key in mm_conns / mm_tls_conns: mm_sys_exit passes it to mm_fb_io,
+	 * the bounded build's loop bodies find the connection again by it,
+	 * and a held response is ordered by its write_seq.
+	 */
+	__u64 io_sk;
+	__u32 wseq; /* the socket's write_seq, read by held_*() */
+	__u32 _pad1;
 	/* iovec loop */
 	__u64 x_iov;
 	__u64 x_left;

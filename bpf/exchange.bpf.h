@@ -201,6 +201,18 @@ static __always_inline void response_done(struct mm_conn *c, __u64 end_ns,
 		 * so with no slot left this response is the oldest untracked's */
 		emit_untracked(c, flags);
 		c->untracked--;
+	} else if (!flags && c->role == MM_ROLE_UP) {
+		/*
+		 * The socket tracepoints run after the bytes moved. A proxy
+		 * that writes a request on one thread and reads its response
+		 * on another (Go's transport) can have the response read
+		 * while the writer is still between tcp_sendmsg() and its
+		 * tracepoint: status, bytes and end are kept for that write
+		 * (capture_io() decides by write_seq whose it is).
+		 */
+		c->resp_held = MM_HELD_NEW;
+		c->resp_started = 0;
+		return;
 	}
 	c->resp_bytes = 0;
 	c->status = 0;

@@ -93,7 +93,7 @@ static __always_inline int sock_io(struct sock *sk, int ret, int flags,
 		return 0;
 	t = mm_current_task();
 	io_args(t, (struct pt_regs *)bpf_task_pt_regs(t), &a);
-	capture_io(c, &a, ret, is_read);
+	capture_io(c, &a, (__u64)sk, ret, is_read);
 	return 0;
 }
 
@@ -220,7 +220,7 @@ int BPF_PROG(mm_sys_exit, struct pt_regs *regs, long ret)
 	if (!s)
 		return 0;
 	s->io_read = is_read;
-	s->fb_sk = skaddr;
+	s->io_sk = skaddr;
 	bpf_tail_call(ctx, &mm_sock_progs, 0);
 	return 0;
 }
@@ -246,12 +246,12 @@ int BPF_PROG(mm_fb_io, struct pt_regs *regs, long ret)
 	s = bpf_map_lookup_elem(&mm_scratch, &zero);
 	if (!s)
 		return 0;
-	key = s->fb_sk;
+	key = s->io_sk;
 	c = bpf_map_lookup_elem(&mm_conns, &key);
 	if (!c)
 		return 0;
 	io_args(mm_current_task(), regs, &a);
-	capture_io(c, &a, ret, s->io_read);
+	capture_io(c, &a, key, ret, s->io_read);
 	return 0;
 }
 

@@ -351,10 +351,12 @@ static __always_inline int call_done(struct mm_tls_call *call, __u32 tgid,
 		s = bpf_map_lookup_elem(&mm_scratch, &zero);
 		if (!s)
 			return 0;
-		s->fb_sk = bound.sk;
+		s->io_sk = bound.sk;
 	}
 #endif
-	capture_io(c, &a, n, fn == MM_TLS_READ || fn == MM_TLS_READ_EX);
+	/* its ciphertext's socket: write_seq orders a held response the same */
+	capture_io(c, &a, bound.sk, n,
+		   fn == MM_TLS_READ || fn == MM_TLS_READ_EX);
 	return 0;
 }
 

@@ -147,6 +147,7 @@ int fx_reset(void)
 	}
 	ring_buffer__consume(rb);
 	fx_nev = 0;
+	skel->bss->t_sk = 0;
 	for (unsigned int i = 0; i < MM_STAT__COUNT; i++)
 		stat_base[i] = stat_now(i);
 	return 0;
@@ -222,6 +223,12 @@ static int io(unsigned int slot, int is_read, unsigned int kind,
 	skel->bss->t_cnt = cnt;
 	skel->bss->t_ret = (int64_t)ret;
 	return run(skel->progs.t_io);
+}
+
+void fx_write_seq(uint32_t wseq)
+{
+	skel->bss->t_sk = 1;
+	skel->bss->t_wseq = wseq;
 }
 
 int fx_buf(unsigned int slot, int is_read, const void *buf, size_t len)

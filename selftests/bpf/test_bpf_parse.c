@@ -690,6 +690,144 @@ TEST(bpf_parse_close_delimited_upstream)
 	REQUIRE(ASSERT_EQ(fx_drain(), 1));
 }
 
+/*
+ * Upstream leg, the response read before the send tracepoint of the write
+ * it answers ran (Go's transport writes on one thread and reads on
+ * another): held, then reported with that write's request, which the
+ * socket's write_seq names (its bytes were in the socket already).
+ */
+TEST(bpf_parse_response_before_request)
+{
+	static const char r404[] =
+		"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+	static const char head1[] = "GET /a HTTP/1.1\r\nHo";
+	static const char head2[] = "st: x.test\r\n\r\n";
+	struct mm_conn c;
+
+	OK(fx_reset());
+	OK(fx_open(UP, MM_ROLE_UP));
+	fx_write_seq(1000 + sizeof(REQ_GET) - 1); /* the request is written */
+	OK(fx_buf(UP, 1, S(RESP_200)));
+	REQUIRE(ASSERT_EQ(fx_drain(), 0));
+	OK(fx_conn(UP, &c));
+	REQUIRE(ASSERT_EQ(c.resp_held, MM_HELD_WAIT));
+	OK(fx_buf(UP, 0, S(REQ_GET))); /* ... and its tracepoint runs */
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->leg, MM_LEG_UPSTREAM));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+	REQUIRE(ASSERT_EQ(EV(0)->flags, 0));
+	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, sizeof(RESP_200) - 1));
+	REQUIRE(ASSERT_EQ(EV(0)->req_bytes, sizeof(REQ_GET) - 1));
+	REQUIRE(ASSERT_LE(EV(0)->start_ns, EV(0)->end_ns));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_RESP_FIRST), 1));
+	/* the next exchange, in order, pairs as ever */
+	fx_write_seq(1000 + 2 * (sizeof(REQ_GET) - 1));
+	OK(fx_buf(UP, 0, S(REQ_GET)));
+	OK(fx_buf(UP, 1, S(r404)));
+	REQUIRE(ASSERT_EQ(fx_drain(), 2));
+	REQUIRE(ASSERT_EQ(EV(1)->status, 404));
+	REQUIRE(ASSERT_EQ(EV(1)->resp_bytes, sizeof(r404) - 1));
+	OK(fx_conn(UP, &c));
+	REQUIRE(ASSERT_EQ(c.resp_held, MM_HELD_NO));
+	REQUIRE(ASSERT_EQ(c.count, 0));
+
+	/* a head in two writes, both in the socket before the response */
+	OK(fx_reset());
+	OK(fx_open(UP, MM_ROLE_UP));
+	fx_write_seq(sizeof(head1) + sizeof(head2) - 2);
+	OK(fx_buf(UP, 1, S(r404)));
+	OK(fx_buf(UP, 0, S(head1)));
+	REQUIRE(ASSERT_EQ(fx_drain(), 0));
+	OK(fx_buf(UP, 0, S(head2)));
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 404));
+	REQUIRE(ASSERT_EQ(EV(0)->req_bytes, sizeof(head1) + sizeof(head2) - 2));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_RESP_FIRST), 1));
+}
+
+/*
+ * A response that answered no write to come (the request went before the
+ * agent looked, or the backend spoke on its own) is dropped, never paired
+ * with the next request: a write made after it has a write_seq past it,
+ * and a read first ends it too.
+ */
+TEST(bpf_parse_response_answering_nothing)
+{
+	static const char r408[] =
+		"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n";
+	struct mm_conn c;
+
+	OK(fx_reset());
+	OK(fx_open(UP, MM_ROLE_UP));
+	fx_write_seq(500);
+	OK(fx_buf(UP, 1, S(r408)));
+	fx_write_seq(500 + sizeof(REQ_GET) - 1); /* written after the read */
+	OK(fx_buf(UP, 0, S(REQ_GET)));
+	OK(fx_conn(UP, &c));
+	REQUIRE(ASSERT_EQ(c.resp_held, MM_HELD_NO));
+	REQUIRE(ASSERT_EQ(c.status, 0));
+	OK(fx_buf(UP, 1, S(RESP_200)));
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, sizeof(RESP_200) - 1));
+
+	/* write_seq wraps: still "after" */
+	OK(fx_reset());
+	OK(fx_open(UP, MM_ROLE_UP));
+	fx_write_seq(0xfffffff0u);
+	OK(fx_buf(UP, 1, S(r408)));
+	fx_write_seq(0xfffffff0u + (uint32_t)sizeof(REQ_GET) - 1);
+	OK(fx_buf(UP, 0, S(REQ_GET)));
+	OK(fx_buf(UP, 1, S(RESP_200)));
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+
+	/* two responses read in a row: the first answered nothing */
+	OK(fx_reset());
+	OK(fx_open(UP, MM_ROLE_UP));
+	fx_write_seq(sizeof(REQ_GET) - 1);
+	OK(fx_buf(UP, 1, S(r408)));
+	OK(fx_buf(UP, 1, S(RESP_200)));
+	OK(fx_buf(UP, 0, S(REQ_GET)));
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, sizeof(RESP_200) - 1));
+
+	/* a head whose rest was written after the read is not the one */
+	OK(fx_reset());
+	OK(fx_open(UP, MM_ROLE_UP));
+	fx_write_seq(16);
+	OK(fx_buf(UP, 1, S(r408)));
+	OK(fx_buf(UP, 0, "GET /a HTTP/1.1\r\n", 16)); /* in the socket then */
+	fx_write_seq(16 + sizeof(REQ_GET) - 1 - 16);
+	OK(fx_buf(UP, 0, REQ_GET + 16, sizeof(REQ_GET) - 1 - 16));
+	OK(fx_buf(UP, 1, S(RESP_200)));
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+
+	/* no socket to ask (TLS plaintext of an unknown socket): dropped */
+	OK(fx_reset());
+	OK(fx_open(UP, MM_ROLE_UP));
+	OK(fx_buf(UP, 1, S(RESP_200)));
+	OK(fx_buf(UP, 0, S(REQ_GET)));
+	REQUIRE(ASSERT_EQ(fx_drain(), 0));
+	OK(fx_conn(UP, &c));
+	REQUIRE(ASSERT_EQ(c.resp_held, MM_HELD_NO));
+	REQUIRE(ASSERT_EQ(c.count, 1));
+
+	/* a downstream response with nothing pending is never held */
+	OK(fx_reset());
+	OK(fx_open(DOWN, MM_ROLE_UNKNOWN));
+	OK(fx_buf(DOWN, 1, S(REQ_GET)));
+	OK(fx_buf(DOWN, 0, S(RESP_200)));
+	fx_write_seq(sizeof(RESP_200) - 1);
+	OK(fx_buf(DOWN, 0, S(r408)));
+	OK(fx_conn(DOWN, &c));
+	REQUIRE(ASSERT_EQ(c.resp_held, MM_HELD_NO));
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_RESP_FIRST), 0));
+}
+
 /* Downstream leg: the proxy closes after a body without length. */
 TEST(bpf_parse_close_delimited_downstream)
 {

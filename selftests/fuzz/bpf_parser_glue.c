@@ -24,6 +24,8 @@ int fzb_route_accs_full;
 #include "bpf/http_parse.bpf.h"
 #include "bpf/route_lookup.bpf.h"
 #include "bpf/exchange.bpf.h"
+/* no socket here: a held upstream response is dropped at its next I/O */
+#define MM_SK_WRITE_SEQ(s) 0
 #include "bpf/capture.bpf.h"
 
 #include "selftests/fuzz/bpf_parser_glue.h"
@@ -389,7 +391,7 @@ static void io(int is_read, __u32 kind, const void *buf, __u64 cnt, long ret)
 
 	if (conn.finished || ret <= 0)
 		return;
-	capture_io(&conn, &a, ret, is_read);
+	capture_io(&conn, &a, 0, ret, is_read);
 	/*
 	 * Another connection's parse on this CPU before the next I/O: what a
 	 * head said of its route must survive in mm_route_accs, not scratch.

@@ -21,6 +21,11 @@
 #include "bpf/http_parse.bpf.h"
 #include "bpf/route_lookup.bpf.h"
 #include "bpf/exchange.bpf.h"
+
+/* t_io: nonzero, the I/O's socket is one whose write_seq is t_wseq */
+__u64 t_sk;
+__u32 t_wseq;
+#define MM_SK_WRITE_SEQ(s) t_wseq
 #include "bpf/capture.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -82,7 +87,7 @@ int t_io(void *ctx)
 	struct mm_conn *c = t_slot();
 
 	if (c && !c->finished && t_ret > 0)
-		capture_io(c, &a, t_ret, t_read);
+		capture_io(c, &a, t_sk, t_ret, t_read);
 	return 0;
 }
 
