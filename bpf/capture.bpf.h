@@ -502,7 +502,8 @@ mm_h2_late_start(struct mm_conn *c, const struct mm_io_args *a, __s64 ret)
 #endif
 
 /*
- * Bytes the application has written to the I/O's socket so far, mod 2^32.
+ * The I/O's socket's write_seq: the sequence number after the last byte
+ * the application has written (only differences mean anything).
  * Read into the scratch, not the stack: the TLS return probes' frames are
  * at 6.1's 512-byte combined limit. The program tests, which have no
  * socket, define their own.
@@ -517,14 +518,6 @@ static __always_inline __u32 sk_write_seq(struct mm_scratch *s)
 }
 #define MM_SK_WRITE_SEQ(s) sk_write_seq(s)
 #endif
-
-/* The held response answered no request seen: dropped, as before holding. */
-static __always_inline void held_drop(struct mm_conn *c)
-{
-	c->resp_held = MM_HELD_NO;
-	c->resp_bytes = 0;
-	c->status = 0;
-}
 
 /*
  * After the parse of an I/O on a connection holding a response (see
@@ -648,7 +641,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 			if (bpf_probe_read_user(&m, sizeof(m),
 						(void *)a->buf)) {
 				skip_bytes(&x, ret);
-				return;
+				break;
 			}
 			x.s->x_iov = (__u64)m.msg_iov;
 			cnt = m.msg_iovlen;

@@ -378,7 +378,7 @@ struct mm_scratch {
 	 * and a held response is ordered by its write_seq.
 	 */
 	__u64 io_sk;
-	__u32 wseq; /* the socket's write_seq, read by held_*() */
+	__u32 wseq; /* the socket's write_seq, read by held_after() */
 	__u32 _pad1;
 	/* iovec loop */
 	__u64 x_iov;

@@ -219,6 +219,14 @@ static __always_inline void response_done(struct mm_conn *c, __u64 end_ns,
 	c->resp_started = 0;
 }
 
+/* The held response answered no request seen: dropped, as before holding. */
+static __always_inline void held_drop(struct mm_conn *c)
+{
+	c->resp_held = MM_HELD_NO;
+	c->resp_bytes = 0;
+	c->status = 0;
+}
+
 static long finish_one(__u32 i, void *ctx)
 {
 	struct mm_conn *c = *(struct mm_conn **)ctx;
@@ -260,6 +268,9 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 		pipe_free(c);
 		return;
 	}
+	/* its status and bytes are no aborted request's */
+	if (c->resp_held)
+		held_drop(c);
 	if (c->resp.state == PS_CLOSE_BODY)
 		response_done(c, c->last_resp_ns, MM_EV_CLOSE_DELIM);
 	if (c->role == MM_ROLE_UP && c->established && c->bind_valid &&

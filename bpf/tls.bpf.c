@@ -342,19 +342,10 @@ static __always_inline int call_done(struct mm_tls_call *call, __u32 tgid,
 		return 0;
 	stat_inc(MM_STAT_TLS_IO);
 	a.buf = call->buf;
-#ifdef MM_BOUNDED_LOOPS
-	{
-		/* the parser loops' bodies look c up again by this key */
-		struct mm_scratch *s;
-		__u32 zero = 0;
-
-		s = bpf_map_lookup_elem(&mm_scratch, &zero);
-		if (!s)
-			return 0;
-		s->io_sk = bound.sk;
-	}
-#endif
-	/* its ciphertext's socket: write_seq orders a held response the same */
+	/*
+	 * Its ciphertext's socket: write_seq orders a held response the same,
+	 * and the bounded build's loop bodies look c up again by this key.
+	 */
 	capture_io(c, &a, bound.sk, n,
 		   fn == MM_TLS_READ || fn == MM_TLS_READ_EX);
 	return 0;

@@ -53,9 +53,9 @@ int fx_msg(unsigned int slot, int is_read, const struct iovec *iov,
 	   unsigned int cnt, size_t ret);
 int fx_eof(unsigned int slot);
 /*
- * The I/Os from now on are on a TCP socket that has written WSEQ bytes
- * (its write_seq, mod 2^32); fx_reset() goes back to no socket (TLS
- * plaintext's view).
+ * The I/Os from now on are on a TCP socket whose write_seq (the sequence
+ * number after the last byte written) is WSEQ; fx_reset() goes back to
+ * no socket (a held response then cannot be ordered: dropped).
  */
 void fx_write_seq(uint32_t wseq);
 int fx_close(unsigned int slot);

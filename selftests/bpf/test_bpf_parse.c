@@ -743,6 +743,22 @@ TEST(bpf_parse_response_before_request)
 	REQUIRE(ASSERT_EQ(EV(0)->status, 404));
 	REQUIRE(ASSERT_EQ(EV(0)->req_bytes, sizeof(head1) + sizeof(head2) - 2));
 	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_RESP_FIRST), 1));
+
+	/*
+	 * Closed with half the head seen: that request is reported aborted,
+	 * with no response, not with the held response's status and bytes.
+	 */
+	OK(fx_reset());
+	OK(fx_open(UP, MM_ROLE_UP));
+	fx_write_seq(sizeof(head1) + sizeof(head2) - 2);
+	OK(fx_buf(UP, 1, S(r404)));
+	OK(fx_buf(UP, 0, S(head1)));
+	OK(fx_close(UP));
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 0));
+	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, 0));
+	REQUIRE(ASSERT_EQ(EV(0)->flags & MM_EV_ABORTED, MM_EV_ABORTED));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_RESP_FIRST), 0));
 }
 
 /*
@@ -805,7 +821,7 @@ TEST(bpf_parse_response_answering_nothing)
 	REQUIRE(ASSERT_EQ(fx_drain(), 1));
 	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
 
-	/* no socket to ask (TLS plaintext of an unknown socket): dropped */
+	/* no socket to ask: dropped */
 	OK(fx_reset());
 	OK(fx_open(UP, MM_ROLE_UP));
 	OK(fx_buf(UP, 1, S(RESP_200)));
