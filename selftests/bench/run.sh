@@ -751,8 +751,11 @@ peer_slot() {
 			awk '$1 == "ns_per_syscall" { print $2 }') ||
 			die "bin/bench_nodetax tcp failed"
 	fi
-	# the access log is written as each request ends: wait for the last
-	sleep 0.2
+	# the access log is written as each request ends, the last ones
+	# possibly after loadgen saw their responses: wait until it holds as
+	# many as loadgen completed (more, when the gateway logged requests
+	# loadgen counted as errors); the comparison is the report's
+	wait_for 5 log_holds "$log" $((l0 + $(lg_completed "$W/lg.$tag"))) || true
 	l1=$(wc -l <"$log")
 	# per-route counts against the access log: every request of a slot
 	# is the shop route's; the agent exports within its interval
@@ -763,6 +766,11 @@ peer_slot() {
 	stop_agent
 	echo "kind=rate tag=$tag gw=$gw capture=$capture load=$load rate=$rate round=$rnd stats=$stats lg=$W/lg.$tag requests=$((l1 - l0)) gw_ticks=$((g1 - g0)) gw_ns=$((q1 - q0)) node_ticks=$((n1 - n0)) steal_ticks=$((s1 - s0)) agent_uticks=$((a1 - a0)) agent_ns=$((an1 - an0)) tck=$(getconf CLK_TCK) nodetax_ns=${nt:--} $extra" >>"$W/peers"
 }
+
+# lg_completed FILE: the requests loadgen completed (its JSON line)
+lg_completed() { awk 'match($0, /"completed": [0-9]+/) { n = substr($0, RSTART + 13, RLENGTH - 13) } END { print n + 0 }' "$1"; }
+# log_holds FILE N: FILE has at least N lines
+log_holds() { [ "$(wc -l <"$1")" -ge "$2" ]; }
 
 # the agent's downstream requests of the shop route (/metrics)
 route_count() {
