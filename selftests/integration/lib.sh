@@ -75,6 +75,11 @@ port_free() {
 }
 
 listening() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
+# no client connection to server port $1 is open: a server logs each
+# request before it closes the connection it came on (499s included)
+conns_gone() {
+	[ -z "$(ss -Htn state established state close-wait state syn-recv "sport = :$1" 2>/dev/null)" ]
+}
 
 # start_bg NAME CMD [ARGS]...: run in the background, output in $T/NAME.out.
 start_bg() {

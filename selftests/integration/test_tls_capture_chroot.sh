@@ -98,8 +98,8 @@ expect_metric $((N + 20)) "their upstream requests" $UP k8s_httproute_name=web
 
 wrk -t1 -c8 -d2s -H 'Host: www.shop.test' "https://127.0.0.1:$NGINX_TLS_PORT/cart/w" \
 	>"$T/wrk.out" 2>&1 || fail "wrk: $(cat "$T/wrk.out")"
-sync_log() { [ "$(log_lines "$NGINX_LOG")" = "$1" ]; }
-wait_for 20 sync_log "$(log_lines "$NGINX_LOG")"
+# wrk's last requests are logged once nginx has seen its connections go
+wait_for 20 conns_gone $NGINX_TLS_PORT || fail "connections to nginx still open after wrk"
 total=$(mmlogcount shop/web)
 log "chrooted nginx served $total TLS requests to shop/web ($(grep -o '[0-9]* requests in' "$T/wrk.out"))"
 [ "$total" -gt $((N + 20 + 100)) ] || fail "wrk made too few requests: $(cat "$T/wrk.out")"
