@@ -10,10 +10,12 @@ and the proxy's own timers. The agent must report exactly the same counts.
   mmcheck.py compare --url URL --log FILE [--format nginx|haproxy] ...
   mmcheck.py get --url URL METRIC [LABEL=VALUE]...
   mmcheck.py logcount --log FILE [--format F] [ROUTE]
+  mmcheck.py steal-mark FILE
 """
 import argparse
 import collections
 import math
+import os
 import sys
 import time
 
@@ -228,7 +230,45 @@ def show(title, want, got):
     return bad
 
 
-def latency(recs, samples, strict, merges, slack_ms):
+def steal_ns():
+    """The machine's steal time, all CPUs summed, in ns (/proc/stat)."""
+    hz = os.sysconf("SC_CLK_TCK")
+    steal = 0
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                p = line.split()
+                if p[0].startswith("cpu") and p[0] != "cpu" and len(p) > 8:
+                    steal += int(p[8]) * 10**9 // hz
+    except OSError:
+        pass  # no procfs (a bare chroot): no steal known
+    return steal
+
+
+def cmd_steal_mark(a):
+    with open(a.file, "w") as f:
+        f.write("%d\n" % steal_ns())
+    return 0
+
+
+def steal_bound_ms(a):
+    """The steal since steal-mark's snapshot, in ms, printed; 0 without one.
+
+    The proxy's timers read a clock cached when its event loop woke up; the
+    agent's read the syscalls' exits. When the host takes a vCPU from the
+    proxy between the two, one request's figures differ by that stall,
+    whatever its length: the latency bounds allow the steal measured.
+    """
+    if not a.steal_base or not os.path.exists(a.steal_base):
+        return 0.0
+    with open(a.steal_base) as f:
+        ms = max(0, steal_ns() - int(f.read())) / 1e6
+    print("the machine's steal since the agent started: %.1f ms"
+          " (added to the latency bounds)" % ms)
+    return ms
+
+
+def latency(recs, samples, strict, merges, slack_ms, steal_ms=0.0):
     """Per route: log timer sum vs agent histogram sum, both in ms."""
     ok = True
     for leg, metric, attr in (("downstream", DOWN_TIME, "down_ms"),
@@ -255,10 +295,11 @@ def latency(recs, samples, strict, merges, slack_ms):
             # The proxy's timers have ms resolution and read a clock cached
             # per event-loop turn, the agent reads the syscall times: allow
             # 5 % plus slack_ms per request for that rounding,
-            # plus a floor of 3 ms: both timers end in a whole ms
-            bound = 0.05 * lv + slack_ms * n + 3.0
+            # plus a floor of 3 ms: both timers end in a whole ms; plus
+            # the steal measured (steal_bound_ms)
+            bound = 0.05 * lv + slack_ms * n + 3.0 + steal_ms
             if k in strict:
-                bound = 0.05 * lv + 3.0
+                bound = 0.05 * lv + 3.0 + steal_ms
             good = abs(diff) <= bound
             ok &= good
             print("  %-28s n=%-6d log %10.1f agent %10.1f diff %+9.1f "
@@ -312,7 +353,7 @@ def cmd_compare(a):
     lat_ok = True
     if not a.no_latency:
         lat_ok = latency(recs, samples, set(a.strict_latency), merges,
-                         a.slack_ms)
+                         a.slack_ms, steal_bound_ms(a))
     if not lat_ok and a.latency_info:
         print("(latency sums reported, not asserted: --latency-info)")
         lat_ok = True
@@ -457,6 +498,7 @@ def cmd_contract(a):
         bad += want_route[r] != got_route[r]
         print("  %-28s log %8d agent %8d%s" % (r, want_route[r],
                                                got_route[r], mark))
+    stall = steal_bound_ms(a)
     print("%s_sum (s) vs the source histogram (ms) and the log (ms):"
           % CONTRACT_LAT)
     for r in sorted(set(want_ms) | set(got_s)):
@@ -464,7 +506,8 @@ def cmd_contract(a):
         # the policy divides each observation by 1000.0: the sum must be
         # the source's sum / 1000 up to float rounding
         ok_src = abs(s_ms - src_ms[r]) <= 1e-6 * max(1.0, src_ms[r]) + 1e-3
-        bound = 0.05 * want_ms[r] + a.slack_ms * want_route[r] + 3.0
+        bound = 0.05 * want_ms[r] + a.slack_ms * want_route[r] + 3.0 + \
+            stall
         ok_log = abs(s_ms - want_ms[r]) <= bound
         bad += not ok_src or not ok_log
         print("  %-28s target %10.3f ms  source %10.3f ms  log %10.1f ms"
@@ -529,6 +572,11 @@ def main():
     k.add_argument("--log", required=True)
     k.add_argument("--timeout", type=float, default=20)
     k.add_argument("--slack-ms", type=float, default=1.5)
+    for x in (c, k):
+        x.add_argument("--steal-base",
+                       default=os.environ.get("MM_IT_STEAL_BASE"),
+                       help="steal-mark's file (default $MM_IT_STEAL_BASE):"
+                       " latency bounds allow the machine's steal since")
     g = sub.add_parser("get")
     g.add_argument("--url", required=True)
     g.add_argument("metric")
@@ -537,9 +585,11 @@ def main():
     lc.add_argument("--log", required=True)
     lc.add_argument("--format", default="nginx")
     lc.add_argument("route", nargs="?")
+    sm = sub.add_parser("steal-mark")
+    sm.add_argument("file")
     a = p.parse_args()
     return {"compare": cmd_compare, "get": cmd_get, "promql": cmd_promql,
-            "contract": cmd_contract,
+            "contract": cmd_contract, "steal-mark": cmd_steal_mark,
             "logcount": cmd_logcount}[a.cmd](a)
 
 
