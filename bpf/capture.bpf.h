@@ -542,9 +542,8 @@ static __noinline void held_after(struct mm_conn *c, struct mm_scratch *x)
 		}
 		c->held_wseq = MM_SK_WRITE_SEQ(x);
 		c->resp_held = MM_HELD_WAIT;
-		return;
-	}
-	if ((__s32)(c->held_wseq - MM_SK_WRITE_SEQ(x)) < 0) {
+		/* a head another CPU was parsing may have ended since */
+	} else if ((__s32)(c->held_wseq - MM_SK_WRITE_SEQ(x)) < 0) {
 		held_drop(c);
 		return;
 	}
@@ -626,6 +625,8 @@ static __always_inline void capture_io(struct mm_conn *c,
 	if (is_req && c->ra_saved)
 		route_acc_load(&x);
 
+	if (is_req)
+		c->req_busy = 1;
 	switch (a->kind) {
 	case MM_IO_BUF:
 		parse_buf(&x, a->buf, ret);
@@ -669,6 +670,8 @@ static __always_inline void capture_io(struct mm_conn *c,
 		skip_bytes(&x, ret);
 		break;
 	}
+	if (is_req)
+		c->req_busy = 0;
 	if (is_req && x.p->state >= PS_METHOD && x.p->state <= PS_END_LF)
 		route_acc_save(&x);
 #ifndef MM_BOUNDED_LOOPS

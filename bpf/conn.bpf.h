@@ -300,7 +300,9 @@ struct mm_conn {
 	__u8 resp_held; /* enum mm_resp_held */
 	/* listener port of an accepted socket (mm_listeners), 0: every one */
 	__u16 lport;
-	__u8 _pad2[2];
+	/* a request I/O's parse is running: another CPU can read its response */
+	__u8 req_busy;
+	__u8 _pad2;
 	struct mm_link bind;
 	struct mm_parser req;
 	struct mm_parser resp;

@@ -193,6 +193,22 @@ static __always_inline void response_done(struct mm_conn *c, __u64 end_ns,
 {
 	struct mm_pending *s = pipe_front(c);
 
+	/*
+	 * The socket tracepoints run after the bytes moved. A proxy that
+	 * writes a request on one thread and reads its response on another
+	 * (Go's transport) can have the response read while the writer is
+	 * still between tcp_sendmsg() and its tracepoint, or while that
+	 * tracepoint parses the head on another CPU: status, bytes and end
+	 * are kept for that write (capture_io() decides by write_seq whose
+	 * it is). A head cut across two writes, with no parse running, is
+	 * answered early (a 4xx): paired as it is.
+	 */
+	if (!flags && c->role == MM_ROLE_UP &&
+	    (s ? !s->head_done && c->req_busy : !c->untracked)) {
+		c->resp_held = MM_HELD_NEW;
+		c->resp_started = 0;
+		return;
+	}
 	if (s) {
 		emit_exchange(c, s, end_ns, flags);
 		pipe_pop(c);
@@ -201,18 +217,6 @@ static __always_inline void response_done(struct mm_conn *c, __u64 end_ns,
 		 * so with no slot left this response is the oldest untracked's */
 		emit_untracked(c, flags);
 		c->untracked--;
-	} else if (!flags && c->role == MM_ROLE_UP) {
-		/*
-		 * The socket tracepoints run after the bytes moved. A proxy
-		 * that writes a request on one thread and reads its response
-		 * on another (Go's transport) can have the response read
-		 * while the writer is still between tcp_sendmsg() and its
-		 * tracepoint: status, bytes and end are kept for that write
-		 * (capture_io() decides by write_seq whose it is).
-		 */
-		c->resp_held = MM_HELD_NEW;
-		c->resp_started = 0;
-		return;
 	}
 	c->resp_bytes = 0;
 	c->status = 0;

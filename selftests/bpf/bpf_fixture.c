@@ -298,6 +298,16 @@ int fx_conn(unsigned int slot, struct mm_conn *out)
 		       : 0;
 }
 
+int fx_conn_set(unsigned int slot, const struct mm_conn *in)
+{
+	__u32 k = slot;
+
+	return bpf_map_update_elem(bpf_map__fd(skel->maps.t_conns), &k, in,
+				   BPF_EXIST)
+		       ? -errno
+		       : 0;
+}
+
 int fx_slot_at(unsigned int line_off, unsigned int nth)
 {
 	/* struct bpf_array's values start 312 bytes into it (6.18) */

@@ -66,6 +66,8 @@ int fx_drain(void);
 uint64_t fx_stat(unsigned int idx);
 /* The connection state in SLOT (as BPF left it). */
 int fx_conn(unsigned int slot, struct mm_conn *out);
+/* Overwrites it: what another CPU's program left mid-run, say. */
+int fx_conn_set(unsigned int slot, const struct mm_conn *in);
 
 /* Route table maps of the test object (for route_sync-like filling). */
 int fx_map_fd(const char *name);

@@ -762,6 +762,62 @@ TEST(bpf_parse_response_before_request)
 }
 
 /*
+ * The response read while the send tracepoint of the write it answers is
+ * still parsing that head on another CPU: held until the parse ends, then
+ * reported with the request's method and route, not with a half-parsed
+ * slot. The same half head with no parse running (a head cut across two
+ * writes, answered early) pairs at once, as it always did.
+ */
+TEST(bpf_parse_response_during_request_parse)
+{
+	static const char head1[] = "GET /a HTTP/1.1\r\nHo";
+	static const char head2[] = "st: x.test\r\n\r\n";
+	static const char r431[] =
+		"HTTP/1.1 431 Too Large\r\nContent-Length: 0\r\n\r\n";
+	struct mm_conn c;
+
+	OK(fx_reset());
+	OK(fx_open(UP, MM_ROLE_UP));
+	fx_write_seq(sizeof(head1) + sizeof(head2) - 2); /* all in the socket */
+	OK(fx_buf(UP, 0, S(head1))); /* the writer's parse, part way */
+	OK(fx_conn(UP, &c));
+	REQUIRE(ASSERT_EQ(c.count, 1));
+	REQUIRE(ASSERT_EQ(c.req_busy, 0));
+	c.req_busy = 1; /* ... still running */
+	OK(fx_conn_set(UP, &c));
+	OK(fx_buf(UP, 1, S(RESP_200)));
+	REQUIRE(ASSERT_EQ(fx_drain(), 0));
+	OK(fx_conn(UP, &c));
+	REQUIRE(ASSERT_EQ(c.resp_held, MM_HELD_WAIT));
+	c.req_busy = 0;
+	OK(fx_conn_set(UP, &c));
+	OK(fx_buf(UP, 0, S(head2))); /* its end */
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+	REQUIRE(ASSERT_EQ(EV(0)->method, MM_M_GET));
+	REQUIRE(ASSERT_EQ(EV(0)->flags, 0));
+	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, sizeof(RESP_200) - 1));
+	REQUIRE(ASSERT_EQ(EV(0)->req_bytes, sizeof(head1) + sizeof(head2) - 2));
+	REQUIRE(ASSERT_LE(EV(0)->start_ns, EV(0)->end_ns));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_RESP_FIRST), 1));
+	OK(fx_conn(UP, &c));
+	REQUIRE(ASSERT_EQ(c.resp_held, MM_HELD_NO));
+	REQUIRE(ASSERT_EQ(c.count, 0));
+
+	/* no parse running: the early answer to a cut head pairs with it */
+	OK(fx_reset());
+	OK(fx_open(UP, MM_ROLE_UP));
+	fx_write_seq(sizeof(head1) - 1);
+	OK(fx_buf(UP, 0, S(head1)));
+	OK(fx_buf(UP, 1, S(r431)));
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 431));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_RESP_FIRST), 0));
+	OK(fx_conn(UP, &c));
+	REQUIRE(ASSERT_EQ(c.resp_held, MM_HELD_NO));
+}
+
+/*
  * A response that answered no write to come (the request went before the
  * agent looked, or the backend spoke on its own) is dropped, never paired
  * with the next request: a write made after it has a write_seq past it,
