@@ -542,21 +542,49 @@ static __noinline void held_after(struct mm_conn *c, struct mm_scratch *x)
 		}
 		c->held_wseq = MM_SK_WRITE_SEQ(x);
 		c->resp_held = MM_HELD_WAIT;
-		/* a head another CPU was parsing may have ended since */
-	} else if ((__s32)(c->held_wseq - MM_SK_WRITE_SEQ(x)) < 0) {
-		held_drop(c);
 		return;
 	}
 	s = pipe_front(c);
-	if (!s || !s->head_done)
+	if (c->resp_held == MM_HELD_BUSY) {
+		/* the writer's, once it took it (busy_end()): the reader's own
+		 * I/O ending meanwhile leaves it. Its request: the one whose
+		 * parse it waited for, its head done, or cut and answered
+		 * early (paired as it is, as without the wait). */
+		if (!x->is_req)
+			return;
+		if (!s) {
+			held_drop(c);
+			return;
+		}
+	} else if ((__s32)(c->held_wseq - MM_SK_WRITE_SEQ(x)) < 0) {
+		held_drop(c);
+		return;
+	} else if (!s || !s->head_done) {
 		return; /* its head ends in a later write */
+	}
 	if (s->start_ns > c->last_resp_ns)
 		s->start_ns = c->last_resp_ns;
 	emit_exchange(c, s, c->last_resp_ns, 0);
 	pipe_pop(c);
+	stat_inc(c->resp_held == MM_HELD_BUSY ? MM_STAT_RESP_IN_PARSE
+					      : MM_STAT_RESP_FIRST);
 	held_drop(c);
-	stat_inc(MM_STAT_RESP_FIRST);
 }
+
+#ifndef MM_BOUNDED_LOOPS
+/*
+ * An upstream request write's parse ended: a response handed to it while
+ * it ran (busy_hold(), exchange.bpf.h) is taken, and paired by
+ * held_after() next.
+ */
+static __always_inline void busy_end(struct mm_conn *c)
+{
+	c->req_busy = 0;
+	conn_fence(c);
+	if (*(volatile __u32 *)&c->busy_held && busy_take(c))
+		c->resp_held = MM_HELD_BUSY;
+}
+#endif
 
 /*
  * RET bytes (> 0) moved on connection C (socket SK, 0: none) through the
@@ -575,7 +603,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 		c->role = is_read ? MM_ROLE_DOWN : MM_ROLE_UP;
 	/* a read first: the held response answered no request that will be
 	 * seen (sent on the backend's own, or written before the agent looked) */
-	if (c->resp_held && is_read)
+	if (c->resp_held && c->resp_held != MM_HELD_BUSY && is_read)
 		held_drop(c);
 	if (!c->h2 && c->lazy && mm_h2_late_start(c, a, ret))
 		c->role = MM_ROLE_DOWN;
@@ -625,8 +653,10 @@ static __always_inline void capture_io(struct mm_conn *c,
 	if (is_req && c->ra_saved)
 		route_acc_load(&x);
 
-	if (is_req)
+#ifndef MM_BOUNDED_LOOPS
+	if (is_req && c->role == MM_ROLE_UP)
 		c->req_busy = 1;
+#endif
 	switch (a->kind) {
 	case MM_IO_BUF:
 		parse_buf(&x, a->buf, ret);
@@ -670,8 +700,10 @@ static __always_inline void capture_io(struct mm_conn *c,
 		skip_bytes(&x, ret);
 		break;
 	}
-	if (is_req)
-		c->req_busy = 0;
+#ifndef MM_BOUNDED_LOOPS
+	if (is_req && c->role == MM_ROLE_UP)
+		busy_end(c);
+#endif
 	if (is_req && x.p->state >= PS_METHOD && x.p->state <= PS_END_LF)
 		route_acc_save(&x);
 #ifndef MM_BOUNDED_LOOPS

@@ -82,6 +82,8 @@ enum mm_resp_held {
 	MM_HELD_NEW = 1,
 	/* the next writes may be the request it answers (held_after()) */
 	MM_HELD_WAIT = 2,
+	/* handed to the parse it waited for (busy_hold()): paired as it ends */
+	MM_HELD_BUSY = 3,
 };
 
 enum mm_h2_state {
@@ -298,11 +300,25 @@ struct mm_conn {
 	__u16 head_len;
 	__u8 ra_held;   /* an mm_route_accs entry was made for conn_id */
 	__u8 resp_held; /* enum mm_resp_held */
-	/* listener port of an accepted socket (mm_listeners), 0: every one */
-	__u16 lport;
-	/* a request I/O's parse is running: another CPU can read its response */
-	__u8 req_busy;
-	__u8 _pad2;
+	union {
+		struct {
+			/* listener port of an accepted socket (mm_listeners),
+			 * 0: every one */
+			__u16 lport;
+			/*
+			 * Upstream, the bpf_loop build: 1 while a request
+			 * write is parsed (another CPU can read its response
+			 * meanwhile), and 1 while a response read then waits
+			 * for that parse to end (busy_hold()).
+			 */
+			__u8 req_busy;
+			__u8 _pad2;
+			__u32 busy_held;
+		};
+		/* busy_held taken by a 64-bit atomic (busy_take()): 32-bit
+		 * atomics need clang's -mcpu=v3 */
+		__u64 busy_word;
+	};
 	struct mm_link bind;
 	struct mm_parser req;
 	struct mm_parser resp;
@@ -314,6 +330,11 @@ struct mm_conn {
 	struct mm_pending slots[MM_SLOTS_INLINE];
 };
 
+_Static_assert(__builtin_offsetof(struct mm_conn, busy_word) % 8 == 0 &&
+		       __builtin_offsetof(struct mm_conn, busy_held) ==
+			       __builtin_offsetof(struct mm_conn, busy_word) +
+				       4,
+	       "mm_conn: busy_held is the upper half of an aligned word");
 _Static_assert(sizeof(struct mm_conn) + 72 + 8 <= 512,
 	       "mm_conn: a 512-byte kmalloc object with its storage header");
 

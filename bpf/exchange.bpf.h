@@ -188,27 +188,52 @@ static __always_inline void emit_unsent(struct mm_conn *c, __u64 now)
 }
 
 /* The response to the front request is complete: report it, pop it. */
+#ifndef MM_BOUNDED_LOOPS
+/*
+ * Clears busy_held, fully ordered; true for the one caller that found it
+ * set. The other bytes of the word (lport, req_busy) are left as they are.
+ */
+static __always_inline bool busy_take(struct mm_conn *c)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const __u64 keep = 0xffffffffULL, held = ~keep;
+#else
+	const __u64 keep = ~0xffffffffULL, held = ~keep;
+#endif
+	return __sync_fetch_and_and(&c->busy_word, keep) & held;
+}
+
+/*
+ * A response read while the request it answers is still being parsed on
+ * another CPU (the write's send tracepoint runs; its head is begun, not
+ * done): handed to that parse, which pairs it as it ends (busy_end()),
+ * rather than paired now with a request whose method and route are not
+ * known yet. Each side stores its word, fences, then loads the other's
+ * (Dekker): at least one sees the other. Whichever then takes busy_held
+ * by compare-and-exchange pairs the response, the other leaves it. True:
+ * the writer has it. Needs fetching atomics (5.12): not in the bounded
+ * build, where the response pairs at once, as it always did.
+ */
+static __always_inline bool busy_hold(struct mm_conn *c)
+{
+	c->busy_held = 1;
+	conn_fence(c);
+	if (*(volatile __u8 *)&c->req_busy)
+		return true;
+	return !busy_take(c);
+}
+#endif
+
 static __always_inline void response_done(struct mm_conn *c, __u64 end_ns,
 					  __u8 flags)
 {
 	struct mm_pending *s = pipe_front(c);
 
-	/*
-	 * The socket tracepoints run after the bytes moved. A proxy that
-	 * writes a request on one thread and reads its response on another
-	 * (Go's transport) can have the response read while the writer is
-	 * still between tcp_sendmsg() and its tracepoint, or while that
-	 * tracepoint parses the head on another CPU: status, bytes and end
-	 * are kept for that write (capture_io() decides by write_seq whose
-	 * it is). A head cut across two writes, with no parse running, is
-	 * answered early (a 4xx): paired as it is.
-	 */
-	if (!flags && c->role == MM_ROLE_UP &&
-	    (s ? !s->head_done && c->req_busy : !c->untracked)) {
-		c->resp_held = MM_HELD_NEW;
-		c->resp_started = 0;
+#ifndef MM_BOUNDED_LOOPS
+	if (s && !s->head_done && !flags && c->role == MM_ROLE_UP &&
+	    c->req_busy && busy_hold(c))
 		return;
-	}
+#endif
 	if (s) {
 		emit_exchange(c, s, end_ns, flags);
 		pipe_pop(c);
@@ -217,6 +242,18 @@ static __always_inline void response_done(struct mm_conn *c, __u64 end_ns,
 		 * so with no slot left this response is the oldest untracked's */
 		emit_untracked(c, flags);
 		c->untracked--;
+	} else if (!flags && c->role == MM_ROLE_UP) {
+		/*
+		 * The socket tracepoints run after the bytes moved. A proxy
+		 * that writes a request on one thread and reads its response
+		 * on another (Go's transport) can have the response read
+		 * while the writer is still between tcp_sendmsg() and its
+		 * tracepoint: status, bytes and end are kept for that write
+		 * (capture_io() decides by write_seq whose it is).
+		 */
+		c->resp_held = MM_HELD_NEW;
+		c->resp_started = 0;
+		return;
 	}
 	c->resp_bytes = 0;
 	c->status = 0;
@@ -229,6 +266,7 @@ static __always_inline void held_drop(struct mm_conn *c)
 	c->resp_held = MM_HELD_NO;
 	c->resp_bytes = 0;
 	c->status = 0;
+	c->resp_started = 0;
 }
 
 static long finish_one(__u32 i, void *ctx)
@@ -515,7 +553,6 @@ static __always_inline void request_head_done(struct mm_lctx *x)
 	}
 	if (s) {
 		s->method = method_of(p->tok);
-		s->head_done = 1;
 		if (c->head_trunc) {
 			s->flags |= MM_EV_HEAD_TRUNC;
 			stat_inc(MM_STAT_HEAD_TRUNC);
@@ -531,6 +568,10 @@ static __always_inline void request_head_done(struct mm_lctx *x)
 				emit_head(x, s);
 			set_thread_link(c, &x->s->ra, s);
 		}
+		/* last: a response read on another CPU pairs with a done head
+		 * at once (busy_hold()), its route must be set by then */
+		asm volatile("" ::: "memory");
+		s->head_done = 1;
 	}
 	if (p->chunked) {
 		p->state = PS_CSIZE;

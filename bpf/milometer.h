@@ -318,6 +318,7 @@ enum mm_stat {
 	MM_STAT_TARGETS_FULL, /* processes traced on the default route table: mm_targets full at fork/exec */
 	MM_STAT_TLS_CALL_LOST, /* TLS calls not followed: no storage for the call, or a Go call returned with bytes and no entry */
 	MM_STAT_RESP_FIRST, /* upstream responses read before their request's send tracepoint ran: paired when it did */
+	MM_STAT_RESP_IN_PARSE, /* upstream responses read while their request's head was parsed on another CPU: paired as it ended */
 	MM_STAT__COUNT,
 };
 

@@ -65,7 +65,7 @@ UP=envoy_cluster_upstream_rq_total
 expect_metric "$n" "upstream requests caddy logged (plaintext legs)" $UP k8s_httproute_name=web
 # Go's transport reads on another thread than it writes: a response read
 # before its request's send tracepoint ran is held and paired (docs/design.md)
-log "upstream responses read before their request's write was seen: $(metric milometer_bpf_response_first_total)"
+log "upstream responses read before their request's write was seen: $(metric milometer_bpf_response_first_total), while its head was parsed: $(metric milometer_bpf_response_in_parse_total)"
 # the last response is dropped only after its Read was counted: read both
 # once the upstream count is complete, then wait for them to agree
 lost_ok() {
