@@ -66,7 +66,7 @@ static const struct {
 	[MM_STAT_ROUTE_STATE_LOST] = { "route_state_lost", "Request heads spanning reads with no mm_route_accs entry to be had: finished in user space." },
 	[MM_STAT_TARGETS_FULL] = { "targets_full", "Processes traced on the default route table: mm_targets was full at their fork or exec." },
 	[MM_STAT_RESP_FIRST] = { "response_first", "Upstream responses read before the send tracepoint of the request they answer had run (a proxy that writes on one thread and reads on another, its writer preempted between the send and the tracepoint): held, and paired with that request when its tracepoint ran." },
-	[MM_STAT_RESP_IN_PARSE] = { "response_in_parse", "Upstream responses read while the send tracepoint of the request they answer was still parsing its head on another CPU: handed to that parse, and paired with the request (method and route known) as it ended." },
+	[MM_STAT_RESP_IN_PARSE] = { "response_in_parse", "Upstream responses read while the send tracepoint of the request they answer was still parsing its head on another CPU: handed to that parse, and paired with that request as the parse ended (method and route known once its head was done)." },
 	[MM_STAT_TLS_CALL_LOST] = { "tls_call_lost", "TLS calls not followed: no task storage to be had for an SSL_* call, or a Go crypto/tls call that moved bytes and whose entry was not kept (more goroutines in Read or Write than mm_tls_gocalls holds)." },
 };
 // clang-format on

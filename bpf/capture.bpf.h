@@ -535,6 +535,14 @@ static __noinline void held_after(struct mm_conn *c, struct mm_scratch *x)
 {
 	struct mm_pending *s;
 
+#ifndef MM_BOUNDED_LOOPS
+	if (x->busy_took) {
+		/* the request whose parse it waited for: its head done, or
+		 * cut and answered early (paired as it is, as ever) */
+		busy_pair(c);
+		return;
+	}
+#endif
 	if (c->resp_held == MM_HELD_NEW) {
 		if (!x->io_sk) {
 			held_drop(c);
@@ -545,18 +553,7 @@ static __noinline void held_after(struct mm_conn *c, struct mm_scratch *x)
 		return;
 	}
 	s = pipe_front(c);
-	if (c->resp_held == MM_HELD_BUSY) {
-		/* the writer's, once it took it (busy_end()): the reader's own
-		 * I/O ending meanwhile leaves it. Its request: the one whose
-		 * parse it waited for, its head done, or cut and answered
-		 * early (paired as it is, as without the wait). */
-		if (!x->is_req)
-			return;
-		if (!s) {
-			held_drop(c);
-			return;
-		}
-	} else if ((__s32)(c->held_wseq - MM_SK_WRITE_SEQ(x)) < 0) {
+	if ((__s32)(c->held_wseq - MM_SK_WRITE_SEQ(x)) < 0) {
 		held_drop(c);
 		return;
 	} else if (!s || !s->head_done) {
@@ -566,8 +563,7 @@ static __noinline void held_after(struct mm_conn *c, struct mm_scratch *x)
 		s->start_ns = c->last_resp_ns;
 	emit_exchange(c, s, c->last_resp_ns, 0);
 	pipe_pop(c);
-	stat_inc(c->resp_held == MM_HELD_BUSY ? MM_STAT_RESP_IN_PARSE
-					      : MM_STAT_RESP_FIRST);
+	stat_inc(MM_STAT_RESP_FIRST);
 	held_drop(c);
 }
 
@@ -575,14 +571,17 @@ static __noinline void held_after(struct mm_conn *c, struct mm_scratch *x)
 /*
  * An upstream request write's parse ended: a response handed to it while
  * it ran (busy_hold(), exchange.bpf.h) is taken, and paired by
- * held_after() next.
+ * held_after() at the end of this I/O (busy_took: this CPU's alone).
  */
-static __always_inline void busy_end(struct mm_conn *c)
+static __always_inline void busy_end(struct mm_conn *c, struct mm_scratch *x)
 {
-	c->req_busy = 0;
-	conn_fence(c);
+	/* a fetching atomic: the parse's stores are seen before the clear,
+	 * the load of busy_held after it (the writer's half of busy_hold()) */
+	__u64 old = __sync_fetch_and_and(&c->busy_word, ~MM_BUSY_REQ);
+
+	asm volatile("" : : "r"(old));
 	if (*(volatile __u32 *)&c->busy_held && busy_take(c))
-		c->resp_held = MM_HELD_BUSY;
+		x->busy_took = 1;
 }
 #endif
 
@@ -603,7 +602,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 		c->role = is_read ? MM_ROLE_DOWN : MM_ROLE_UP;
 	/* a read first: the held response answered no request that will be
 	 * seen (sent on the backend's own, or written before the agent looked) */
-	if (c->resp_held && c->resp_held != MM_HELD_BUSY && is_read)
+	if (c->resp_held && is_read)
 		held_drop(c);
 	if (!c->h2 && c->lazy && mm_h2_late_start(c, a, ret))
 		c->role = MM_ROLE_DOWN;
@@ -642,6 +641,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 	if (!x.s)
 		return;
 	x.s->is_req = is_req;
+	x.s->busy_took = 0;
 	x.s->io_sk = sk;
 	x.s->now = is_req ? bpf_ktime_get_ns() : c->last_resp_ns;
 	was_h2 = c->h2;
@@ -654,8 +654,11 @@ static __always_inline void capture_io(struct mm_conn *c,
 		route_acc_load(&x);
 
 #ifndef MM_BOUNDED_LOOPS
-	if (is_req && c->role == MM_ROLE_UP)
+	if (is_req && c->role == MM_ROLE_UP) {
 		c->req_busy = 1;
+		/* seen before the slot the parse makes (busy_hold()) */
+		conn_order(c);
+	}
 #endif
 	switch (a->kind) {
 	case MM_IO_BUF:
@@ -702,7 +705,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 	}
 #ifndef MM_BOUNDED_LOOPS
 	if (is_req && c->role == MM_ROLE_UP)
-		busy_end(c);
+		busy_end(c, x.s);
 #endif
 	if (is_req && x.p->state >= PS_METHOD && x.p->state <= PS_END_LF)
 		route_acc_save(&x);
@@ -730,7 +733,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 	}
 #endif
 	/* last: nothing is live across the call (the frame's size, above) */
-	if (c->resp_held)
+	if (c->resp_held || x.s->busy_took)
 		held_after(c, x.s);
 }
 

@@ -82,8 +82,6 @@ enum mm_resp_held {
 	MM_HELD_NEW = 1,
 	/* the next writes may be the request it answers (held_after()) */
 	MM_HELD_WAIT = 2,
-	/* handed to the parse it waited for (busy_hold()): paired as it ends */
-	MM_HELD_BUSY = 3,
 };
 
 enum mm_h2_state {
@@ -330,11 +328,12 @@ struct mm_conn {
 	struct mm_pending slots[MM_SLOTS_INLINE];
 };
 
-_Static_assert(__builtin_offsetof(struct mm_conn, busy_word) % 8 == 0 &&
-		       __builtin_offsetof(struct mm_conn, busy_held) ==
-			       __builtin_offsetof(struct mm_conn, busy_word) +
-				       4,
-	       "mm_conn: busy_held is the upper half of an aligned word");
+#define MM_CONN_OFF(f) __builtin_offsetof(struct mm_conn, f)
+_Static_assert(MM_CONN_OFF(busy_word) % 8 == 0 &&
+		       MM_CONN_OFF(req_busy) == MM_CONN_OFF(busy_word) + 2 &&
+		       MM_CONN_OFF(busy_held) == MM_CONN_OFF(busy_word) + 4,
+	       "mm_conn: busy_word's bytes as MM_BUSY_REQ/MM_BUSY_HELD say");
+#undef MM_CONN_OFF
 _Static_assert(sizeof(struct mm_conn) + 72 + 8 <= 512,
 	       "mm_conn: a 512-byte kmalloc object with its storage header");
 
@@ -390,7 +389,8 @@ struct mm_scratch {
 	/* block loop (buf[0, b_n)) */
 	__u8 b_ev;    /* enum mm_bev */
 	__u8 io_read; /* capture hooks -> mm_sock_io/mm_fb_io: a read */
-	__u8 _pad0;
+	/* this I/O's parse took a response handed to it (busy_end()) */
+	__u8 busy_took;
 	__u32 b_n;
 	__u32 b_pos;
 	__u32 b_used;

@@ -187,20 +187,41 @@ static __always_inline void emit_unsent(struct mm_conn *c, __u64 now)
 	stat_inc(MM_STAT_ABORTED);
 }
 
-/* The response to the front request is complete: report it, pop it. */
 #ifndef MM_BOUNDED_LOOPS
+/* busy_word's bytes: req_busy is its third, busy_held its upper half */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define MM_BUSY_REQ  (0xffULL << 16)
+#define MM_BUSY_HELD (0xffffffffULL << 32)
+#else
+#define MM_BUSY_REQ  (0xffULL << 40)
+#define MM_BUSY_HELD 0xffffffffULL
+#endif
+
 /*
  * Clears busy_held, fully ordered; true for the one caller that found it
  * set. The other bytes of the word (lport, req_busy) are left as they are.
  */
 static __always_inline bool busy_take(struct mm_conn *c)
 {
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	const __u64 keep = 0xffffffffULL, held = ~keep;
-#else
-	const __u64 keep = ~0xffffffffULL, held = ~keep;
-#endif
-	return __sync_fetch_and_and(&c->busy_word, keep) & held;
+	return __sync_fetch_and_and(&c->busy_word, ~MM_BUSY_HELD) &
+	       MM_BUSY_HELD;
+}
+
+/* A response handed over (busy_held) paired with the front request. */
+static __always_inline void busy_pair(struct mm_conn *c)
+{
+	struct mm_pending *s = pipe_front(c);
+
+	if (s) {
+		if (s->start_ns > c->last_resp_ns)
+			s->start_ns = c->last_resp_ns;
+		emit_exchange(c, s, c->last_resp_ns, 0);
+		pipe_pop(c);
+		stat_inc(MM_STAT_RESP_IN_PARSE);
+	}
+	c->resp_bytes = 0;
+	c->status = 0;
+	c->resp_started = 0;
 }
 
 /*
@@ -210,9 +231,12 @@ static __always_inline bool busy_take(struct mm_conn *c)
  * rather than paired now with a request whose method and route are not
  * known yet. Each side stores its word, fences, then loads the other's
  * (Dekker): at least one sees the other. Whichever then takes busy_held
- * by compare-and-exchange pairs the response, the other leaves it. True:
- * the writer has it. Needs fetching atomics (5.12): not in the bounded
- * build, where the response pairs at once, as it always did.
+ * (busy_take()) pairs the response, the other leaves it. True: the writer
+ * has it; status, bytes and end stay as they are for it, which holds
+ * while no other response is read before that parse ends (HTTP/1: the
+ * backend answers nothing it was not sent). Needs fetching atomics (5.12):
+ * not in the bounded build, where the response pairs at once, as it
+ * always did.
  */
 static __always_inline bool busy_hold(struct mm_conn *c)
 {
@@ -224,16 +248,20 @@ static __always_inline bool busy_hold(struct mm_conn *c)
 }
 #endif
 
+/* The response to the front request is complete: report it, pop it. */
 static __always_inline void response_done(struct mm_conn *c, __u64 end_ns,
 					  __u8 flags)
 {
 	struct mm_pending *s = pipe_front(c);
 
+	if (s && c->role == MM_ROLE_UP) {
 #ifndef MM_BOUNDED_LOOPS
-	if (s && !s->head_done && !flags && c->role == MM_ROLE_UP &&
-	    c->req_busy && busy_hold(c))
-		return;
+		if (!s->head_done && !flags && busy_hold(c))
+			return;
 #endif
+		/* a done head's route was stored before head_done */
+		conn_order(c);
+	}
 	if (s) {
 		emit_exchange(c, s, end_ns, flags);
 		pipe_pop(c);
@@ -313,6 +341,12 @@ static __always_inline void conn_finish(struct mm_conn *c, __u64 now)
 	/* its status and bytes are no aborted request's */
 	if (c->resp_held)
 		held_drop(c);
+#ifndef MM_BOUNDED_LOOPS
+	/* a response handed to a parse that has not taken it yet answered
+	 * the front request: not aborted (the parse finds it gone) */
+	if (c->busy_held && busy_take(c))
+		busy_pair(c);
+#endif
 	if (c->resp.state == PS_CLOSE_BODY)
 		response_done(c, c->last_resp_ns, MM_EV_CLOSE_DELIM);
 	if (c->role == MM_ROLE_UP && c->established && c->bind_valid &&
@@ -569,8 +603,8 @@ static __always_inline void request_head_done(struct mm_lctx *x)
 			set_thread_link(c, &x->s->ra, s);
 		}
 		/* last: a response read on another CPU pairs with a done head
-		 * at once (busy_hold()), its route must be set by then */
-		asm volatile("" ::: "memory");
+		 * at once (response_done()), its route must be seen first */
+		conn_order(c);
 		s->head_done = 1;
 	}
 	if (p->chunked) {

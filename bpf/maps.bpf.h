@@ -341,4 +341,18 @@ static __always_inline void conn_fence(struct mm_conn *c)
 #endif
 }
 
+/*
+ * Orders this CPU's earlier stores to c before its later ones (and loads
+ * likewise) where the CPU itself does not: arm64. x86 keeps both orders
+ * (TSO): the compiler's barrier is enough there.
+ */
+static __always_inline void conn_order(struct mm_conn *c)
+{
+#ifdef __TARGET_ARCH_arm64
+	conn_fence(c);
+#else
+	asm volatile("" ::: "memory");
+#endif
+}
+
 #endif /* MM_MAPS_BPF_H */

@@ -812,6 +812,29 @@ TEST(bpf_parse_response_during_request_parse)
 	REQUIRE(ASSERT_EQ(fx_drain(), 2));
 	REQUIRE(ASSERT_EQ(EV(1)->status, 431));
 
+	/*
+	 * Closed before the parse took it: the close pairs it with the
+	 * request (not aborted); the parse finds it gone.
+	 */
+	OK(fx_reset());
+	OK(fx_open(UP, MM_ROLE_UP));
+	OK(fx_buf(UP, 0, S(head1)));
+	OK(fx_conn(UP, &c));
+	c.req_busy = 1;
+	OK(fx_conn_set(UP, &c));
+	OK(fx_buf(UP, 1, S(RESP_200)));
+	REQUIRE(ASSERT_EQ(fx_drain(), 0));
+	OK(fx_close(UP));
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+	REQUIRE(ASSERT_EQ(EV(0)->status, 200));
+	REQUIRE(ASSERT_EQ(EV(0)->flags & MM_EV_ABORTED, 0));
+	REQUIRE(ASSERT_EQ(EV(0)->resp_bytes, sizeof(RESP_200) - 1));
+	REQUIRE(ASSERT_EQ(fx_stat(MM_STAT_RESP_IN_PARSE), 1));
+	OK(fx_conn(UP, &c));
+	REQUIRE(ASSERT_EQ(c.busy_held, 0));
+	OK(fx_buf(UP, 0, S(head2)));
+	REQUIRE(ASSERT_EQ(fx_drain(), 1));
+
 	/* the parse ends with the head still cut: paired as it is */
 	OK(fx_reset());
 	OK(fx_open(UP, MM_ROLE_UP));
