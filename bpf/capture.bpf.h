@@ -535,14 +535,6 @@ static __noinline void held_after(struct mm_conn *c, struct mm_scratch *x)
 {
 	struct mm_pending *s;
 
-#ifndef MM_BOUNDED_LOOPS
-	if (x->busy_took) {
-		/* the request whose parse it waited for: its head done, or
-		 * cut and answered early (paired as it is, as ever) */
-		busy_pair(c);
-		return;
-	}
-#endif
 	if (c->resp_held == MM_HELD_NEW) {
 		if (!x->io_sk) {
 			held_drop(c);
@@ -569,11 +561,21 @@ static __noinline void held_after(struct mm_conn *c, struct mm_scratch *x)
 
 #ifndef MM_BOUNDED_LOOPS
 /*
- * An upstream request write's parse ended: a response handed to it while
- * it ran (busy_hold(), exchange.bpf.h) is taken, and paired by
- * held_after() at the end of this I/O (busy_took: this CPU's alone).
+ * The request whose parse a response was handed to (busy_hold(),
+ * exchange.bpf.h): its head done, or cut and answered early (paired as it
+ * is, as ever). Not inlined, as held_after().
  */
-static __always_inline void busy_end(struct mm_conn *c, struct mm_scratch *x)
+static __noinline void busy_paired(struct mm_conn *c)
+{
+	busy_pair(c);
+}
+
+/*
+ * An upstream request write's parse ended: a response handed to it while
+ * it ran is taken and paired at once (the narrower the gap, the less a
+ * close on another CPU meanwhile can report that request aborted).
+ */
+static __always_inline void busy_end(struct mm_conn *c)
 {
 	/* a fetching atomic: the parse's stores are seen before the clear,
 	 * the load of busy_held after it (the writer's half of busy_hold()) */
@@ -581,7 +583,7 @@ static __always_inline void busy_end(struct mm_conn *c, struct mm_scratch *x)
 
 	asm volatile("" : : "r"(old));
 	if (*(volatile __u32 *)&c->busy_held && busy_take(c))
-		x->busy_took = 1;
+		busy_paired(c);
 }
 #endif
 
@@ -641,7 +643,6 @@ static __always_inline void capture_io(struct mm_conn *c,
 	if (!x.s)
 		return;
 	x.s->is_req = is_req;
-	x.s->busy_took = 0;
 	x.s->io_sk = sk;
 	x.s->now = is_req ? bpf_ktime_get_ns() : c->last_resp_ns;
 	was_h2 = c->h2;
@@ -704,8 +705,9 @@ static __always_inline void capture_io(struct mm_conn *c,
 		break;
 	}
 #ifndef MM_BOUNDED_LOOPS
-	if (is_req && c->role == MM_ROLE_UP)
-		busy_end(c, x.s);
+	/* its own mark (the role may have changed since: HTTP/2 found late) */
+	if (is_req && c->req_busy)
+		busy_end(c);
 #endif
 	if (is_req && x.p->state >= PS_METHOD && x.p->state <= PS_END_LF)
 		route_acc_save(&x);
@@ -733,7 +735,7 @@ static __always_inline void capture_io(struct mm_conn *c,
 	}
 #endif
 	/* last: nothing is live across the call (the frame's size, above) */
-	if (c->resp_held || x.s->busy_took)
+	if (c->resp_held)
 		held_after(c, x.s);
 }
 

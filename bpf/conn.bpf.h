@@ -389,8 +389,7 @@ struct mm_scratch {
 	/* block loop (buf[0, b_n)) */
 	__u8 b_ev;    /* enum mm_bev */
 	__u8 io_read; /* capture hooks -> mm_sock_io/mm_fb_io: a read */
-	/* this I/O's parse took a response handed to it (busy_end()) */
-	__u8 busy_took;
+	__u8 _pad0;
 	__u32 b_n;
 	__u32 b_pos;
 	__u32 b_used;
