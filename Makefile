@@ -308,7 +308,7 @@ unit: $(BIN)/unit_tests
 # The unit tests built apart with AddressSanitizer + UBSan (any finding
 # fails the run; leaks too). A crash is left to the runner (handle_segv=0),
 # which reports it per test, as in the plain build.
-SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer \
 	     -fno-sanitize-recover=all
 # The C linker driver leaves out clang's C++ UBSan runtime: the two checks
 # that need it stay off in the RE2 shim (ASan still covers it).

@@ -399,8 +399,8 @@ static int index_list(struct cel_program *p, int col, const struct cel_value *l,
 		i = k->i;
 	else if (k->type == CEL_UINT)
 		i = k->u > INT64_MAX ? -1 : (int64_t)k->u;
-	else if (k->type == CEL_DOUBLE && k->d == (double)(int64_t)k->d &&
-		 k->d >= -9.2e18 && k->d <= 9.2e18)
+	else if (k->type == CEL_DOUBLE && cel_impl__double_fits_int(k->d) &&
+		 k->d == (double)(int64_t)k->d)
 		i = (int64_t)k->d;
 	else
 		return cel_impl__no_overload(p, col, "_[_]", l, k);

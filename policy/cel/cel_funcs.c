@@ -77,12 +77,6 @@ static int bad_conv(struct cel_program *p, const struct cel_node *n,
 			      n->fn->name, cel_impl__type_name(v->type));
 }
 
-/* double -> int64 only inside [-2^63, 2^63); NaN is out of range too. */
-static bool double_fits_int(double d)
-{
-	return d >= -9223372036854775808.0 && d < 9223372036854775808.0;
-}
-
 static int fn_int(struct cel_program *p, const struct cel_node *n,
 		  const struct cel_value *a, struct cel_value *out)
 {
@@ -99,7 +93,7 @@ static int fn_int(struct cel_program *p, const struct cel_node *n,
 		set_int(out, (int64_t)a[0].u);
 		return 0;
 	case CEL_DOUBLE:
-		if (!double_fits_int(a[0].d))
+		if (!cel_impl__double_fits_int(a[0].d))
 			return bad_conv(p, n, &a[0], "");
 		set_int(out, (int64_t)a[0].d); /* truncates toward zero */
 		return 0;

@@ -198,6 +198,13 @@ struct cel_program {
 	size_t vpool_len, vpool_used;
 };
 
+/* double -> int64 only inside [-2^63, 2^63) (converting one outside is
+ * undefined in C); NaN is out of range too. */
+static inline bool cel_impl__double_fits_int(double d)
+{
+	return d >= -9223372036854775808.0 && d < 9223372036854775808.0;
+}
+
 /* cel_lex.c */
 int cel_impl__lex(const char *src, size_t len, char *lits,
 		  struct cel_token **out, size_t *ntok, struct cel_error *err);

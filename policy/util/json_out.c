@@ -48,7 +48,7 @@ void json_out__double(FILE *f, double v)
 {
 	if (!isfinite(v))
 		fputs("null", f);
-	else if (v == (double)(long long)v && fabs(v) < 9007199254740992.0)
+	else if (fabs(v) < 9007199254740992.0 && v == (double)(long long)v)
 		fprintf(f, "%lld", (long long)v);
 	else
 		fprintf(f, "%.17g", v);

@@ -355,6 +355,10 @@ TEST(cel_field_access_and_has)
 	CEL_EXPECT_ERR(a, "resource.spec.weights[-1]", 2, "index out of range");
 	CEL_EXPECT_ERR(a, "resource.spec.weights['a']", 2,
 		       "no matching overload");
+	/* a double index past int64's range is no index (no C overflow) */
+	CEL_EXPECT_ERR(a, "[1][5e68]", 2, "no matching overload");
+	CEL_EXPECT_ERR(a, "[1][-5e68]", 2, "no matching overload");
+	CEL_EXPECT(a, "[10, 20][1.0]", "int:20");
 	CEL_EXPECT_ERR(a, "resource.metadata.name.first", 2,
 		       "type 'string' does not support field selection");
 	CEL_EXPECT_ERR(a, "{1: 2}[3]", 2, "no such key: 3");
