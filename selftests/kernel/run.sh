@@ -266,8 +266,9 @@ for leg in $kernels; do
 		# perf's context-switch hooks (a jump label patched into
 		# __schedule by int3 and IPIs), and a guest under multi-threaded
 		# TCG (qemu 7.2) has died on that int3 after the patch was done
-		# ("Fatal exception in interrupt" at __schedule). arm64 patches
-		# text under stop_machine and keeps a thread per vCPU.
+		# ("Fatal exception in interrupt" at __schedule). An arm64 jump
+		# label is one 4-byte store (NOP to B, no int3 protocol): arm64
+		# guests keep a thread per vCPU.
 		case $arch in
 		x86) qemu=(qemu-system-x86_64 -cpu max -accel "tcg,thread=${MM_TCG_THREAD:-single}") console=ttyS0 ;;
 		# pauth-impdef: TCG's QARMA pointer authentication is most of an
