@@ -269,6 +269,15 @@ wait_for() { # TIMEOUT_S CMD...: poll; a status of 2 gives up at once
 	done
 }
 
+# ready_line FILE PID: FILE has its "ready" line (0); not yet (1), also
+# while the background process has not opened FILE (grep's own 2 would make
+# wait_for give up at once); PID gone without it (2)
+ready_line() {
+	grep -q '^ready' "$1" 2>/dev/null && return 0
+	kill -0 "$2" 2>/dev/null || return 2
+	return 1
+}
+
 subst() { # TEMPLATE OUT
 	sed -e "s|@DIR@|$W|g" -e "s|@WORKERS@|$WORKERS|g" -e "s|@NOFILE@|$NOFILE|g" \
 	    -e "s|@CONNS@|$((NOFILE - 500))|g" \
@@ -459,7 +468,7 @@ start_floor() {
 	# shellcheck disable=SC2086 # one argument per PID
 	"$BIN/bench_floor" "$level" $pids >"$W/floor.$tag" 2>&1 &
 	AGENT_PID=$!
-	wait_for 30 grep -q '^ready' "$W/floor.$tag" ||
+	wait_for 30 ready_line "$W/floor.$tag" "$AGENT_PID" ||
 		die "bin/bench_floor $level did not attach: $(cat "$W/floor.$tag")"
 	"$PY" "$HERE/bpf_stats.py" ids "$W/before.$tag" >"$W/ids.$tag" ||
 		die "bin/bench_floor's BPF programs (fl_*) are not in bpftool prog show"
@@ -963,7 +972,7 @@ fi
 
 slab_kb() { awk '$1 == "Slab:" { print $2 }' /proc/meminfo; }
 few_estab() { [ "$(estab "$GW_PORT")" -lt 50 ]; }
-idle_ready() { grep -q '^ready' "$W/idle.out"; }
+idle_ready() { ready_line "$W/idle.out" "$IDLE_PID"; }
 
 # A memory cgroup of its own for the agent of phase E (v1 with kernel memory
 # accounting, or v2 with the memory controller): what the kernel charges
