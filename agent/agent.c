@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * `milometer run`: load and attach the data path, install the route table,
- * then one thread drains the ring buffer and does 1 Hz housekeeping
- * (manifest reloads, target rescans, series expiry, self-metrics, OTLP
- * export), while the Prometheus server and the OTLP sender have their own
- * threads and only ever touch the metric store under its lock.
+ * then one thread (the event loop) handles the ring buffer's records and
+ * does 1 Hz housekeeping (manifest reloads, target rescans, series expiry,
+ * self-metrics, OTLP export). The ring itself is emptied into a queue by a
+ * thread of its own (agent/ring_reader.h), so housekeeping that takes
+ * longer than the ring takes to fill loses nothing. The Prometheus server
+ * and the OTLP sender have their own threads and only ever touch the
+ * metric store under its lock.
  */
 #include <errno.h>
 #include <signal.h>
@@ -28,6 +31,7 @@
 #include "agent/pipeline/h2_feed.h"
 #include "agent/loader.h"
 #include "agent/proxy_pods.h"
+#include "agent/ring_reader.h"
 #include "agent/route_sync.h"
 #include "agent/self_metrics.h"
 #include "agent/state.h"
@@ -52,7 +56,7 @@
 #include "policy/util/log.h"
 
 #define OTLP_MAX_POINTS 20000 /* points per request: well under 20 MiB */
-#define DRAIN_MS        50    /* ring buffer read at least this often */
+#define DRAIN_MS        50    /* queued records handled at least this often */
 
 /* An HTTP/2 connection silent this long is forgotten (its close was lost). */
 #define H2_IDLE_NS (15 * 60 * 1000000000ULL)
@@ -87,7 +91,7 @@ static void drain(struct agent *ag)
 	mstore__lock(ag->store);
 	/* a batch spans at most a few ms: one time stamp for all of it */
 	aggregate__set_now(ag->agg, state__real_ns());
-	ring_buffer__consume(ag->rb);
+	ring_reader__drain(ag->reader, on_event, ag);
 	mstore__unlock(ag->store);
 	/*
 	 * TLS uprobes are per process: a worker forked since (nginx reload)
@@ -575,7 +579,7 @@ static int main_loop(struct agent *ag)
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	ep = epoll_create1(EPOLL_CLOEXEC);
-	rbfd = ring_buffer__epoll_fd(ag->rb);
+	rbfd = ring_reader__fd(ag->reader);
 	if (sfd < 0 || tfd < 0 || ep < 0 ||
 	    timerfd_settime(tfd, 0, &its, NULL) || add_fd(ep, sfd) ||
 	    add_fd(ep, tfd) || add_fd(ep, rbfd) ||
@@ -586,10 +590,7 @@ static int main_loop(struct agent *ag)
 	}
 	for (;;) {
 		struct epoll_event evs[8];
-		/*
-		 * BPF wakes us only when the ring is 1/8 full (a wakeup per
-		 * event costs the proxy an IPI): read it at least every 50 ms.
-		 */
+		/* the reader wakes us for each batch; 50 ms is a backstop */
 		int n = epoll_wait(ep, evs, 8, DRAIN_MS);
 
 		if (n < 0 && errno != EINTR) {
@@ -750,12 +751,15 @@ int agent__run(struct agent_opts *o)
 				o->export_source_metrics);
 	ag.self = self_metrics__new(&ag);
 	ag.h2 = h2_feed__new(on_h2_exchange, &ag);
-	ag.rb = ring_buffer__new(bpf_map__fd(ag.skel->maps.mm_events), on_event,
-				 &ag, NULL);
-	if (!ag.agg || !ag.self || !ag.rb || !ag.h2) {
+	if (!ag.agg || !ag.self || !ag.h2) {
 		ret = -ENOMEM;
 		goto cleanup;
 	}
+	ag.reader = ring_reader__start(
+		bpf_map__fd(ag.skel->maps.mm_events),
+		(uint64_t)o->ringbuf_bytes * EVENT_QUEUE_PER_RING, &ret);
+	if (!ag.reader)
+		goto cleanup;
 	aggregate__set_engine(ag.agg, ag.engine);
 	refresh_cluster(&ag);
 	ag.ctl = ctl__open(o->socket_path);
@@ -778,6 +782,7 @@ int agent__run(struct agent_opts *o)
 	ag.not_ready = "stopping";
 	__atomic_store_n(&ag.ready, false, __ATOMIC_RELEASE);
 	/* what is already in the ring buffer still counts */
+	ring_reader__stop(ag.reader);
 	drain(&ag);
 	if (ag.otlp) {
 		self_metrics__refresh(ag.self);
@@ -794,7 +799,7 @@ cleanup:
 	otlp_tenancy__free(ag.tenancy);
 	tenants__free(ag.tenants);
 	ctl__close(ag.ctl);
-	ring_buffer__free(ag.rb);
+	ring_reader__free(ag.reader);
 	h2_feed__free(ag.h2, state__mono_ns());
 	aggregate__free(ag.agg);
 	self_metrics__free(ag.self);

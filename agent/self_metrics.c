@@ -16,6 +16,7 @@
 #include "agent/self_metrics.h"
 #include "agent/pipeline/h2_feed.h"
 #include "agent/proxy_pods.h"
+#include "agent/ring_reader.h"
 #include "agent/state.h"
 #include "agent/tls_capture.h"
 #include "agent/targets.h"
@@ -151,6 +152,10 @@ static void set_rows(struct sm_read *r, int id, const char *key,
 static void read_dropped(struct sm_read *r, int id)
 {
 	const uint64_t *b = r->sm->bpf;
+	struct event_queue_stats qs = {};
+
+	if (r->ag->reader)
+		ring_reader__stats(r->ag->reader, &qs);
 
 	ROWS(r, id, "reason", { "ringbuf_full", b[MM_STAT_RINGBUF_FULL] },
 	     { "conn_map_full", b[MM_STAT_CONN_MAP_FULL] },
@@ -159,7 +164,8 @@ static void read_dropped(struct sm_read *r, int id)
 	     { "iov_limit", b[MM_STAT_IOV_LIMIT] },
 	     { "unparsed", b[MM_STAT_UNPARSED] },
 	     { "pipeline_lost", b[MM_STAT_PIPELINE_LOST] },
-	     { "no_buffer", b[MM_STAT_NO_BUFFER] });
+	     { "no_buffer", b[MM_STAT_NO_BUFFER] },
+	     { "queue_full", qs.dropped });
 }
 
 static void read_map_fill(struct sm_read *r, int id)
@@ -193,6 +199,22 @@ static void read_store_bytes(struct sm_read *r, int id)
 static void read_user_events(struct sm_read *r, int id)
 {
 	set0(r, id, r->as.events);
+}
+static void read_event_queue(struct sm_read *r, int id, bool peak)
+{
+	struct event_queue_stats qs = {};
+
+	if (r->ag->reader)
+		ring_reader__stats(r->ag->reader, &qs);
+	set0(r, id, peak ? qs.peak_bytes : qs.queued_bytes);
+}
+static void read_event_queue_now(struct sm_read *r, int id)
+{
+	read_event_queue(r, id, false);
+}
+static void read_event_queue_peak(struct sm_read *r, int id)
+{
+	read_event_queue(r, id, true);
 }
 static void read_deferred_resolved(struct sm_read *r, int id)
 {
@@ -400,6 +422,8 @@ static void read_cap(struct sm_read *r, int id)
 
 	ROWS(r, id, "cap", { "max_connections", o->max_connections },
 	     { "ringbuf_bytes", o->ringbuf_bytes },
+	     { "event_queue_bytes",
+	       (double)o->ringbuf_bytes * EVENT_QUEUE_PER_RING },
 	     { "max_series_per_metric", o->max_series },
 	     { "otlp_queue_bytes", o->otlp_queue_bytes });
 }
@@ -445,13 +469,15 @@ static void read_proxy_pods(struct sm_read *r, int id)
 // clang-format off
 static const struct self_metric self_metric_table[] = {
 	{ { "milometer.events.dropped", "Requests or events lost, by reason.", "1", MI_COUNTER, true, "reason",
-	    .note = "Each reason counts as the `milometer_bpf_<reason>_total` counter does." }, read_dropped },
+	    .note = "Each reason but `queue_full` counts as the `milometer_bpf_<reason>_total` counter does; `queue_full` counts records read from the ring buffer that found the agent's queue full (4 x --ringbuf-bytes) while its event loop was busy." }, read_dropped },
 	{ { "milometer.bpf.map.fill", "Entries in use over capacity, per BPF map.", "1", MI_GAUGE, false, "map" }, read_map_fill },
 	{ { "milometer.series.active", "Series held in memory.", "{series}", MI_GAUGE, true }, read_series_active },
 	{ { "milometer.series.overflowed", "Points routed to overflow series past the per-metric cap.", "1", MI_COUNTER, true }, read_series_overflow },
 	{ { "milometer.series.expired", "Series dropped after being idle.", "1", MI_COUNTER, true }, read_series_expired },
 	{ { "milometer.series.memory", "Heap held by series (approximate).", "By", MI_GAUGE, true }, read_store_bytes },
 	{ { "milometer.events.received", "Ring-buffer events handled in user space.", "1", MI_COUNTER, true }, read_user_events },
+	{ { "milometer.events.queue", "Bytes of ring-buffer records copied out and waiting for the agent's event loop.", "By", MI_GAUGE, true }, read_event_queue_now },
+	{ { "milometer.events.queue.peak", "The most bytes of records that ever waited for the event loop (its bound: 4 x --ringbuf-bytes).", "By", MI_GAUGE, true }, read_event_queue_peak },
 	{ { "milometer.attribution.deferred_resolved", "Requests BPF deferred and user space attributed.", "1", MI_COUNTER, true }, read_deferred_resolved },
 	{ { "milometer.attribution.unknown", "Requests that could not be attributed (head lost or unparseable).", "1", MI_COUNTER, true }, read_deferred_unknown },
 	{ { "milometer.targets", "Proxy processes traced.", "{process}", MI_GAUGE, true }, read_targets },

@@ -18,7 +18,7 @@
 #include "agent/proxy_pods.h"
 
 struct milometer_bpf;
-struct ring_buffer;
+struct ring_reader;
 struct mstore;
 struct route_sync;
 struct aggregate;
@@ -41,7 +41,7 @@ struct ui;
 struct agent {
 	struct agent_opts *opts;
 	struct milometer_bpf *skel;
-	struct ring_buffer *rb;
+	struct ring_reader *reader;
 	struct mstore *store;
 	struct route_sync *routes;
 	struct aggregate *agg;

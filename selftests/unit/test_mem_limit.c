@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "agent/node/mem_limit.h"
+#include "agent/pipeline/event_queue.h"
 #include "selftests/unit/test.h"
 
 static void put(const char *root, const char *rel, const char *file,
@@ -177,7 +178,9 @@ TEST(mem_limit_derive_caps)
 	ASSERT_TRUE(c.otlp_queue_bytes < defaults.otlp_queue_bytes);
 	ASSERT_TRUE(c.ringbuf_bytes < defaults.ringbuf_bytes);
 	ASSERT_EQ(c.ringbuf_bytes & (c.ringbuf_bytes - 1), 0);
-	used = (uint64_t)c.max_connections * c.conn_bytes + c.ringbuf_bytes +
+	/* the ring and the queue that takes its records */
+	used = (uint64_t)c.max_connections * c.conn_bytes +
+	       (uint64_t)c.ringbuf_bytes * (1 + EVENT_QUEUE_PER_RING) +
 	       (uint64_t)c.max_series * 2048 * 8 + c.otlp_queue_bytes;
 	ASSERT_TRUE(used <= budget, "used %llu > budget %llu",
 		    (unsigned long long)used, (unsigned long long)budget);

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Records copied out of the BPF ring buffer by one writer thread and
+ * handed, oldest first, to one reader thread. The writer fills a chunk of
+ * its own without a lock and makes it visible with event_queue__publish();
+ * the reader takes every published chunk at once. The ring is emptied as
+ * fast as the writer can copy, so a reader busy elsewhere (a large
+ * manifest reload, an OTLP export) costs memory here instead of events in
+ * the kernel. Bounded: past max_bytes of queued records a record is
+ * refused and counted.
+ */
+#ifndef MM_AGENT_EVENT_QUEUE_H
+#define MM_AGENT_EVENT_QUEUE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The agent's bound on queued records, in ring buffers' worth
+ * (--ringbuf-bytes): the memory budget (agent/node/mem_limit.c) counts it
+ * with the ring.
+ */
+#define EVENT_QUEUE_PER_RING 4
+
+struct event_chunk;
+
+struct event_queue_stats {
+	uint64_t queued_bytes; /* records published or filling, not consumed */
+	uint64_t peak_bytes;   /* the most queued_bytes ever reached */
+	uint64_t dropped;      /* records refused: queued_bytes at max_bytes */
+	uint64_t records;      /* records handed to the reader */
+};
+
+struct event_queue {
+	pthread_mutex_t lock;
+	struct event_chunk *head, *tail; /* published, oldest first */
+	struct event_chunk *fill;	 /* the writer's, not yet published */
+	struct event_chunk *spare;	 /* consumed chunks kept for reuse */
+	unsigned int nspare;
+	uint64_t max_bytes;
+	/* under lock; queued_bytes also grows in push() (writer, atomic) */
+	struct event_queue_stats st;
+};
+
+void event_queue__init(struct event_queue *q, uint64_t max_bytes);
+void event_queue__fini(struct event_queue *q);
+
+/*
+ * Writer: copy one record (size > 0). -ENOBUFS when it would take the
+ * queue past max_bytes (counted in dropped), -ENOMEM when no chunk could
+ * be had (counted too).
+ */
+int event_queue__push(struct event_queue *q, const void *data, size_t size);
+
+/* Writer: hand what was pushed to the reader. True when there was any. */
+bool event_queue__publish(struct event_queue *q);
+
+/*
+ * Reader: call fn on every published record in the order pushed, then
+ * recycle their chunks. fn's return value is ignored (a record is never
+ * retried). Returns how many records were handed over.
+ */
+size_t event_queue__consume(struct event_queue *q,
+			    int (*fn)(void *ctx, void *data, size_t size),
+			    void *ctx);
+
+void event_queue__stats(struct event_queue *q, struct event_queue_stats *st);
+
+#endif /* MM_AGENT_EVENT_QUEUE_H */

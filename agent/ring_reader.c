@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "agent/ring_reader.h"
+#include "bpf/milometer.h"
+#include "policy/util/log.h"
+
+/* BPF wakes the reader at 1/8 full (loader.c); below that it reads this often */
+#define POLL_MS 50
+
+struct ring_reader {
+	struct ring_buffer *rb;
+	struct event_queue q;
+	pthread_t thread;
+	bool running;
+	int ep;	      /* the ring's epoll fd and stop_fd */
+	int ready_fd; /* eventfd: records published */
+	int stop_fd;  /* eventfd: stop after one last read */
+};
+
+/*
+ * The bytes of a record that carry something. BPF reserves a head or an
+ * HTTP/2 data record at its largest (a ring reservation's size is fixed at
+ * the verifier's view before 5.19's dynptrs): a 100-byte head arrives in a
+ * 1104-byte record. Only the used part is queued, so the queue holds ten
+ * times as many heads as it would.
+ */
+static size_t used_bytes(const void *data, size_t size)
+{
+	const struct mm_http_event *he = data;
+	const struct mm_data_event *de = data;
+	size_t used = size;
+
+	if (size >= sizeof(*he) && he->type == MM_EVT_HEAD)
+		used = sizeof(*he) + he->head_len;
+	else if (size >= sizeof(*de) &&
+		 (de->type == MM_EVT_H2_DATA || de->type == MM_EVT_H2_CLOSE))
+		used = sizeof(*de) + de->len;
+	return used < size ? used : size;
+}
+
+static int copy_record(void *ctx, void *data, size_t size)
+{
+	struct ring_reader *rr = ctx;
+
+	/* refused records are counted by the queue; the ring moves on */
+	event_queue__push(&rr->q, data, used_bytes(data, size));
+	return 0;
+}
+
+static void read_ring(struct ring_reader *rr)
+{
+	static const uint64_t one = 1;
+
+	ring_buffer__consume(rr->rb);
+	if (event_queue__publish(&rr->q) &&
+	    write(rr->ready_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		pr_warn("ring reader: waking the event loop failed: %s\n",
+			strerror(errno));
+}
+
+static void *reader_main(void *arg)
+{
+	struct ring_reader *rr = arg;
+	struct epoll_event ev[2];
+
+	for (;;) {
+		int n = epoll_wait(rr->ep, ev, 2, POLL_MS);
+		bool stop = false;
+
+		for (int i = 0; i < n; i++)
+			stop |= ev[i].data.fd == rr->stop_fd;
+		/* on a stop too: what the ring holds now is queued first */
+		read_ring(rr);
+		if (stop)
+			return NULL;
+	}
+}
+
+static int add_fd(int ep, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+struct ring_reader *ring_reader__start(int map_fd, uint64_t queue_bytes,
+				       int *err)
+{
+	struct ring_reader *rr = calloc(1, sizeof(*rr));
+	int ret;
+
+	if (!rr) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	event_queue__init(&rr->q, queue_bytes);
+	rr->ep = rr->ready_fd = rr->stop_fd = -1;
+	rr->rb = ring_buffer__new(map_fd, copy_record, rr, NULL);
+	if (!rr->rb) {
+		ret = -errno;
+		pr_err("ring reader: opening the ring buffer failed: %s\n",
+		       strerror(-ret));
+		goto fail;
+	}
+	rr->ep = epoll_create1(EPOLL_CLOEXEC);
+	rr->ready_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	rr->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (rr->ep < 0 || rr->ready_fd < 0 || rr->stop_fd < 0) {
+		ret = -errno;
+		goto fail_setup;
+	}
+	ret = add_fd(rr->ep, ring_buffer__epoll_fd(rr->rb));
+	if (!ret)
+		ret = add_fd(rr->ep, rr->stop_fd);
+	if (ret)
+		goto fail_setup;
+	ret = -pthread_create(&rr->thread, NULL, reader_main, rr);
+	if (ret)
+		goto fail_setup;
+	rr->running = true;
+	return rr;
+fail_setup:
+	pr_err("ring reader: setting up its thread failed: %s\n",
+	       strerror(-ret));
+fail:
+	ring_reader__free(rr);
+	*err = ret;
+	return NULL;
+}
+
+int ring_reader__fd(const struct ring_reader *rr)
+{
+	return rr->ready_fd;
+}
+
+size_t ring_reader__drain(struct ring_reader *rr,
+			  int (*fn)(void *ctx, void *data, size_t size),
+			  void *ctx)
+{
+	uint64_t v;
+
+	/* cleared before the take: a publish after it wakes the loop again */
+	if (read(rr->ready_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		pr_warn("ring reader: reading its eventfd failed: %s\n",
+			strerror(errno));
+	return event_queue__consume(&rr->q, fn, ctx);
+}
+
+void ring_reader__stop(struct ring_reader *rr)
+{
+	static const uint64_t one = 1;
+
+	if (!rr || !rr->running)
+		return;
+	if (write(rr->stop_fd, &one, sizeof(one)) < 0)
+		pr_warn("ring reader: stopping its thread failed: %s\n",
+			strerror(errno));
+	pthread_join(rr->thread, NULL);
+	rr->running = false;
+}
+
+void ring_reader__free(struct ring_reader *rr)
+{
+	if (!rr)
+		return;
+	ring_reader__stop(rr);
+	ring_buffer__free(rr->rb);
+	if (rr->ep >= 0)
+		close(rr->ep);
+	if (rr->ready_fd >= 0)
+		close(rr->ready_fd);
+	if (rr->stop_fd >= 0)
+		close(rr->stop_fd);
+	event_queue__fini(&rr->q);
+	free(rr);
+}
+
+void ring_reader__stats(struct ring_reader *rr, struct event_queue_stats *st)
+{
+	event_queue__stats(&rr->q, st);
+}
