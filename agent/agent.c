@@ -230,20 +230,30 @@ static int open_authz(struct agent *ag)
 }
 /* --- end Kubernetes API --- */
 
-static int open_contract(struct agent *ag)
+/*
+ * The manifests directory, read once for the contract and the route table
+ * (reload_contract() re-reads it, route_sync__poll() follows).
+ */
+static int open_manifests(struct agent *ag)
 {
 	const char *paths[1] = { ag->opts->manifests };
 	char err[512];
 
-	if (!ag->opts->manifests && !ag->msrc)
+	if (!ag->opts->manifests || ag->msrc)
 		return 0;
-	if (!ag->msrc)
-		ag->msrc =
-			manifest_source__open_paths(paths, 1, err, sizeof(err));
+	ag->msrc = manifest_source__open_paths(paths, 1, err, sizeof(err));
 	if (!ag->msrc) {
 		pr_err("%s\n", err);
 		return -EINVAL;
 	}
+	route_sync__share_dir_source(ag->routes, ag->msrc);
+	return 0;
+}
+
+static int open_contract(struct agent *ag)
+{
+	if (!ag->msrc)
+		return 0;
 	ag->contract = contract__new();
 	if (!ag->contract)
 		return -ENOMEM;
@@ -738,6 +748,9 @@ int agent__run(struct agent_opts *o)
 	if (ret)
 		goto cleanup;
 	ag.not_ready = "loading routes and policies";
+	ret = open_manifests(&ag);
+	if (ret)
+		goto cleanup;
 	ret = route_sync__load(ag.routes, err, sizeof(err));
 	if (ret) {
 		pr_err("%s\n", err);

@@ -39,7 +39,9 @@ struct route_sync {
 	size_t rejected; /* objects the latest manifests left out */
 	size_t dropped;  /* rules of their HTTPRoutes dropped alone */
 	char last_error[512];
-	struct manifest_source *src; /* the API; NULL: dir */
+	struct manifest_source *src; /* the API, the dir's shared one, or NULL */
+	bool src_is_dir;             /* src reads dir (its owner reloads it) */
+	bool src_failed;             /* the dir's last reload failed (logged) */
 	uint64_t src_gen;
 	/* gateway slots: [0] the default table (--gateway or all), then the
 	 * Gateways of proxy pods in the order they were found; never reused */
@@ -302,7 +304,7 @@ static int build(struct route_sync *rs, char *err, size_t errlen)
 
 	if (!m)
 		return -ENOMEM;
-	if (rs->src) {
+	if (rs->src && !rs->src_is_dir) {
 		const struct mobject *o = NULL;
 		size_t skipped = 0;
 
@@ -328,7 +330,9 @@ static int build(struct route_sync *rs, char *err, size_t errlen)
 		rs->dropped =
 			gateway_api__log_dropped(m, stderr, "milometer: k8s: ");
 	} else if (rs->dir) {
-		ret = gateway_api__load_dir(m, rs->dir, err, errlen);
+		ret = rs->src ? gateway_api__load_source(m, rs->src, err,
+							 errlen)
+			      : gateway_api__load_dir(m, rs->dir, err, errlen);
 		if (ret)
 			goto fail;
 		/*
@@ -361,6 +365,37 @@ fail:
 void route_sync__set_source(struct route_sync *rs, struct manifest_source *src)
 {
 	rs->src = src;
+	rs->src_is_dir = false;
+}
+
+void route_sync__share_dir_source(struct route_sync *rs,
+				  struct manifest_source *src)
+{
+	rs->src = src;
+	rs->src_is_dir = true;
+}
+
+/*
+ * The shared source's reload failed (the directory went away...): the
+ * table stays, rejected as a rebuild from the directory would have been.
+ */
+static int dir_source_failed(struct route_sync *rs)
+{
+	const char *why = manifest_source__failure(rs->src);
+
+	if (!why) {
+		/* back as it was: the table installed is still its table */
+		if (rs->src_failed)
+			rs->last_error[0] = 0;
+		rs->src_failed = false;
+		return 0;
+	}
+	if (!rs->src_failed)
+		pr_err("manifests rejected, keeping the previous route table: %s\n",
+		       why);
+	snprintf(rs->last_error, sizeof(rs->last_error), "%s", why);
+	rs->src_failed = true;
+	return -EIO;
 }
 
 int route_sync__load(struct route_sync *rs, char *err, size_t errlen)
@@ -384,6 +419,8 @@ int route_sync__poll(struct route_sync *rs, uint64_t now_ns)
 			g->retire_at = 0;
 		}
 	}
+	if (rs->src && rs->src_is_dir && (ret = dir_source_failed(rs)))
+		return ret;
 	if (rs->src) {
 		if (manifest_source__generation(rs->src) == rs->src_gen &&
 		    !rs->slots_changed)

@@ -31,6 +31,15 @@ void route_sync__free(struct route_sync *rs);
  */
 void route_sync__set_source(struct route_sync *rs, struct manifest_source *src);
 /*
+ * The directory's own manifests source, read by its owner (the agent's
+ * contract) before each route_sync__poll(): the table is rebuilt when its
+ * generation moves, and the files are parsed once for both. Without one,
+ * the directory is fingerprinted and read here. Call before
+ * route_sync__load().
+ */
+void route_sync__share_dir_source(struct route_sync *rs,
+				  struct manifest_source *src);
+/*
  * Socket port of a Gateway listener port: --listener-port's mapping first,
  * else the targetPort of the Gateway's Service (in the manifests or the
  * API), else the listener port itself. Applied at the next install.

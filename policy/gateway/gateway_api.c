@@ -262,17 +262,13 @@ static int reject(struct gw_model *m, const char *why)
 	return 0;
 }
 
-int gateway_api__load_dir(struct gw_model *m, const char *dir, char *err,
-			  size_t errlen)
+int gateway_api__load_source(struct gw_model *m,
+			     const struct manifest_source *src, char *err,
+			     size_t errlen)
 {
-	struct manifest_source *src;
 	const struct mobject *o = NULL;
 	int ret = 0;
 
-	/* the file list and parser `check` and the contract read */
-	src = manifest_source__open_paths(&dir, 1, err, errlen);
-	if (!src)
-		return -ENOENT;
 	for (size_t i = 0; !ret && i < manifest_source__nerrors(src); i++)
 		ret = reject(m, manifest_source__error(src, i));
 	while (!ret && (o = manifest_source__next(src, NULL, o))) {
@@ -280,6 +276,22 @@ int gateway_api__load_dir(struct gw_model *m, const char *dir, char *err,
 		if (ret && ret != -ENOMEM)
 			ret = reject(m, err);
 	}
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	return ret;
+}
+
+int gateway_api__load_dir(struct gw_model *m, const char *dir, char *err,
+			  size_t errlen)
+{
+	struct manifest_source *src;
+	int ret;
+
+	/* the file list and parser `check` and the contract read */
+	src = manifest_source__open_paths(&dir, 1, err, errlen);
+	if (!src)
+		return -ENOENT;
+	ret = gateway_api__load_source(m, src, err, errlen);
 	manifest_source__free(src);
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "%s: out of memory", dir);

@@ -246,6 +246,15 @@ int gateway_api__add_doc(struct gw_model *m, const struct doc_node *root,
  */
 int gateway_api__load_dir(struct gw_model *m, const char *dir, char *err,
 			  size_t errlen);
+/*
+ * The same from a manifests source already read (a caller that reads the
+ * directory for other objects too parses it once): its errors() and each
+ * object that cannot be used go to m->rejected.
+ */
+struct manifest_source;
+int gateway_api__load_source(struct gw_model *m,
+			     const struct manifest_source *src, char *err,
+			     size_t errlen);
 
 /*
  * One line per dropped rule to f (NULL: none): "PREFIX HTTPRoute NS/NAME:

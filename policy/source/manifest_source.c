@@ -88,6 +88,11 @@ int manifest_source__reload(struct manifest_source *s)
 	return 1;
 }
 
+const char *manifest_source__failure(const struct manifest_source *s)
+{
+	return s->source_error;
+}
+
 uint64_t manifest_source__generation(const struct manifest_source *s)
 {
 	return s->generation;

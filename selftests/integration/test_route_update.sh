@@ -8,7 +8,8 @@
 # updates do not touch (api, wild) equal it exactly; requests of the routes
 # that changed (apps/new, shop/web, unmatched) are compared merged while
 # the switch happens, since either side of it is right. After the switch
-# those routes must equal the log exactly again.
+# those routes must equal the log exactly again. Then the directory goes
+# away and comes back: the table stays, the rejection is shown and clears.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_bin milometer gen_nginx
@@ -78,3 +79,24 @@ for r in new web unmatched; do
 		fail "after the switch: agent $r went ${a0[$r]} -> $(metric $rq k8s_httproute_name=$r), expected +300"
 done
 compare_log "${merged[@]}" --latency-info
+
+# The manifests directory goes away (a ConfigMap volume being replaced):
+# the route table stays and counts, the rejection is said once and shown;
+# when it comes back as it was, the rejection clears.
+mv "$T/manifests" "$T/manifests.away"
+wait_for 20 metric_is 1 milometer_routes_rejected ||
+	fail "the missing manifests directory was not reported (milometer_routes_rejected $(metric milometer_routes_rejected))"
+grep -q "manifests rejected, keeping the previous route table: .*manifests" "$T/agent.out" ||
+	fail "the agent log does not say the route table was kept: $(tail -3 "$T/agent.out")"
+w0=$(metric $rq k8s_httproute_name=web)
+l0=$(mmlogcount shop/web)
+hey -n 200 -c 4 -host www.shop.test "http://127.0.0.1:$PROXY_PORT/basket/3" >/dev/null
+[ "$(mmlogcount shop/web)" = $((l0 + 200)) ] || fail "nginx did not log 200 more shop/web"
+wait_for 20 metric_grew $rq "$w0" 200 k8s_httproute_name=web ||
+	fail "with the directory gone the kept table stopped counting shop/web: $w0 -> $(metric $rq k8s_httproute_name=web)"
+mv "$T/manifests.away" "$T/manifests"
+wait_for 20 metric_is 0 milometer_routes_rejected ||
+	fail "the rejection did not clear when the directory came back"
+[ "$(grep -c "manifests rejected, keeping the previous route table" "$T/agent.out")" = 1 ] ||
+	fail "the missing directory was logged more than once: $(grep -c "manifests rejected" "$T/agent.out") times"
+compare_log "${merged[@]}"
