@@ -89,7 +89,10 @@ static void drain(struct agent *ag)
 	uint64_t now = state__mono_ns();
 
 	mstore__lock(ag->store);
-	/* a batch spans at most a few ms: one time stamp for all of it */
+	/*
+	 * One time stamp for a drain: at most 1 MiB of records, handled in a
+	 * few ms (records the loop could not take while busy are that old).
+	 */
 	aggregate__set_now(ag->agg, state__real_ns());
 	ring_reader__drain(ag->reader, on_event, ag);
 	mstore__unlock(ag->store);

@@ -494,7 +494,7 @@ static struct milometer_bpf *open_configured(const struct loader_opts *o,
 			skel->maps.mm_targets,
 			strtoul(getenv("MILOMETER_TEST_MAX_TARGETS"), NULL,
 				10));
-	/* wake the agent at 1/8 full; below that its 50 ms drain timer reads */
+	/* wake the ring's reader at 1/8 full; below that it reads every 50 ms */
 	skel->rodata->mm_wakeup_bytes = o->ringbuf_bytes / 8;
 	skel->rodata->mm_capture_mode = loaded_mode;
 	if (loaded_mode == MM_CAPTURE_SOCK_TP) {

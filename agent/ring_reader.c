@@ -11,61 +11,48 @@
 #include <bpf/libbpf.h>
 
 #include "agent/ring_reader.h"
-#include "bpf/milometer.h"
 #include "policy/util/log.h"
 
 /* BPF wakes the reader at 1/8 full (loader.c); below that it reads this often */
 #define POLL_MS 50
+/* chunks (64 KiB) handled per drain: the loop, and scrapes, get a turn */
+#define DRAIN_CHUNKS 16
 
 struct ring_reader {
 	struct ring_buffer *rb;
 	struct event_queue q;
 	pthread_t thread;
 	bool running;
-	int ep;	      /* the ring's epoll fd and stop_fd */
-	int ready_fd; /* eventfd: records published */
-	int stop_fd;  /* eventfd: stop after one last read */
+	int ep;                 /* the ring's epoll fd and stop_fd */
+	int ready_fd;           /* eventfd: records published */
+	int stop_fd;            /* eventfd: stop after one last read */
+	struct event_intake in; /* the reader thread's */
 };
-
-/*
- * The bytes of a record that carry something. BPF reserves a head or an
- * HTTP/2 data record at its largest (a ring reservation's size is fixed at
- * the verifier's view before 5.19's dynptrs): a 100-byte head arrives in a
- * 1104-byte record. Only the used part is queued, so the queue holds ten
- * times as many heads as it would.
- */
-static size_t used_bytes(const void *data, size_t size)
-{
-	const struct mm_http_event *he = data;
-	const struct mm_data_event *de = data;
-	size_t used = size;
-
-	if (size >= sizeof(*he) && he->type == MM_EVT_HEAD)
-		used = sizeof(*he) + he->head_len;
-	else if (size >= sizeof(*de) &&
-		 (de->type == MM_EVT_H2_DATA || de->type == MM_EVT_H2_CLOSE))
-		used = sizeof(*de) + de->len;
-	return used < size ? used : size;
-}
 
 static int copy_record(void *ctx, void *data, size_t size)
 {
 	struct ring_reader *rr = ctx;
 
-	/* refused records are counted by the queue; the ring moves on */
-	event_queue__push(&rr->q, data, used_bytes(data, size));
+	event_intake__record(&rr->in, data, size);
+	/* a refused record is counted; the ring moves on */
 	return 0;
+}
+
+static void wake(struct ring_reader *rr)
+{
+	static const uint64_t one = 1;
+
+	if (write(rr->ready_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		pr_warn("ring reader: waking the event loop failed: %s\n",
+			strerror(errno));
 }
 
 static void read_ring(struct ring_reader *rr)
 {
-	static const uint64_t one = 1;
-
 	ring_buffer__consume(rr->rb);
-	if (event_queue__publish(&rr->q) &&
-	    write(rr->ready_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		pr_warn("ring reader: waking the event loop failed: %s\n",
-			strerror(errno));
+	event_intake__retry(&rr->in);
+	if (event_queue__publish(&rr->q))
+		wake(rr);
 }
 
 static void *reader_main(void *arg)
@@ -104,6 +91,7 @@ struct ring_reader *ring_reader__start(int map_fd, uint64_t queue_bytes,
 		return NULL;
 	}
 	event_queue__init(&rr->q, queue_bytes);
+	rr->in.q = &rr->q;
 	rr->ep = rr->ready_fd = rr->stop_fd = -1;
 	rr->rb = ring_buffer__new(map_fd, copy_record, rr, NULL);
 	if (!rr->rb) {
@@ -147,13 +135,18 @@ size_t ring_reader__drain(struct ring_reader *rr,
 			  int (*fn)(void *ctx, void *data, size_t size),
 			  void *ctx)
 {
+	bool more = false;
 	uint64_t v;
+	size_t n;
 
 	/* cleared before the take: a publish after it wakes the loop again */
 	if (read(rr->ready_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		pr_warn("ring reader: reading its eventfd failed: %s\n",
 			strerror(errno));
-	return event_queue__consume(&rr->q, fn, ctx);
+	n = event_queue__consume(&rr->q, DRAIN_CHUNKS, fn, ctx, &more);
+	if (more)
+		wake(rr);
+	return n;
 }
 
 void ring_reader__stop(struct ring_reader *rr)

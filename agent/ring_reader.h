@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/pipeline/event_intake.h"
 #include "agent/pipeline/event_queue.h"
 
 struct ring_reader;

@@ -42,6 +42,7 @@ struct route_sync {
 	struct manifest_source *src; /* the API, the dir's shared one, or NULL */
 	bool src_is_dir;             /* src reads dir (its owner reloads it) */
 	bool src_failed;             /* the dir's last reload failed (logged) */
+	char build_error[512];       /* last_error before src_failed */
 	uint64_t src_gen;
 	/* gateway slots: [0] the default table (--gateway or all), then the
 	 * Gateways of proxy pods in the order they were found; never reused */
@@ -384,15 +385,19 @@ static int dir_source_failed(struct route_sync *rs)
 	const char *why = manifest_source__failure(rs->src);
 
 	if (!why) {
-		/* back as it was: the table installed is still its table */
+		/* back as it was: the table's own state, error or none, again */
 		if (rs->src_failed)
-			rs->last_error[0] = 0;
+			snprintf(rs->last_error, sizeof(rs->last_error), "%s",
+				 rs->build_error);
 		rs->src_failed = false;
 		return 0;
 	}
-	if (!rs->src_failed)
+	if (!rs->src_failed) {
 		pr_err("manifests rejected, keeping the previous route table: %s\n",
 		       why);
+		snprintf(rs->build_error, sizeof(rs->build_error), "%s",
+			 rs->last_error);
+	}
 	snprintf(rs->last_error, sizeof(rs->last_error), "%s", why);
 	rs->src_failed = true;
 	return -EIO;
@@ -402,7 +407,8 @@ int route_sync__load(struct route_sync *rs, char *err, size_t errlen)
 {
 	if (rs->src)
 		rs->src_gen = manifest_source__generation(rs->src);
-	rs->fingerprint = fingerprint(rs->dir);
+	else
+		rs->fingerprint = fingerprint(rs->dir);
 	return build(rs, err, errlen);
 }
 

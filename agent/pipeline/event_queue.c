@@ -84,42 +84,58 @@ static struct event_chunk *new_chunk(struct event_queue *q, size_t need)
 	return c;
 }
 
-int event_queue__push(struct event_queue *q, const void *data, size_t size)
+void event_queue__count_dropped(struct event_queue *q)
+{
+	__atomic_fetch_add(&q->st.dropped, 1, __ATOMIC_RELAXED);
+}
+
+static int push(struct event_queue *q, const void *data, size_t size,
+		uint64_t limit, bool count)
 {
 	size_t need = rec_bytes(size);
 	struct event_chunk *c = q->fill;
 	unsigned char *at;
 	uint64_t queued = load(&q->st.queued_bytes);
 
-	if (queued + need > q->max_bytes) {
-		__atomic_fetch_add(&q->st.dropped, 1, __ATOMIC_RELAXED);
+	if (queued + need > limit) {
+		if (count)
+			event_queue__count_dropped(q);
 		return -ENOBUFS;
 	}
+	/* fill always holds a record: a chunk is taken for one */
 	if (!c || c->cap - c->len < need) {
 		struct event_chunk *n = new_chunk(q, need);
 
 		if (!n) {
-			__atomic_fetch_add(&q->st.dropped, 1, __ATOMIC_RELAXED);
+			if (count)
+				event_queue__count_dropped(q);
 			return -ENOMEM;
 		}
-		if (c && c->len) {
-			/* the full one goes to the reader now, in order */
-			event_queue__publish(q);
-		} else if (c) {
-			free(c);
-		}
+		/* the full one goes to the reader now, in order */
+		event_queue__publish(q);
 		q->fill = c = n;
 	}
 	at = (unsigned char *)c->data + c->len;
 	*(uint32_t *)at = (uint32_t)size;
 	memcpy(at + REC_HDR, data, size);
 	c->len += need;
-	queued = __atomic_add_fetch(&q->st.queued_bytes, need,
-				    __ATOMIC_RELAXED);
+	queued =
+		__atomic_add_fetch(&q->st.queued_bytes, need, __ATOMIC_RELAXED);
 	/* one writer: nobody else raises the peak */
 	if (queued > load(&q->st.peak_bytes))
 		__atomic_store_n(&q->st.peak_bytes, queued, __ATOMIC_RELAXED);
 	return 0;
+}
+
+int event_queue__push(struct event_queue *q, const void *data, size_t size)
+{
+	return push(q, data, size, q->max_bytes, true);
+}
+
+int event_queue__push_reserved(struct event_queue *q, const void *data,
+			       size_t size)
+{
+	return push(q, data, size, q->max_bytes + EVENT_QUEUE_RESERVE, false);
 }
 
 bool event_queue__publish(struct event_queue *q)
@@ -139,17 +155,29 @@ bool event_queue__publish(struct event_queue *q)
 	return true;
 }
 
-size_t event_queue__consume(struct event_queue *q,
+size_t event_queue__consume(struct event_queue *q, unsigned int max_chunks,
 			    int (*fn)(void *ctx, void *data, size_t size),
-			    void *ctx)
+			    void *ctx, bool *more)
 {
-	struct event_chunk *list, *c, *next;
+	struct event_chunk *list, *last, *c, *next, *keep = NULL;
+	unsigned int taken = 1;
 	uint64_t bytes = 0;
 	size_t n = 0;
 
 	pthread_mutex_lock(&q->lock);
-	list = q->head;
-	q->head = q->tail = NULL;
+	list = last = q->head;
+	while (last && last->next && (!max_chunks || taken < max_chunks)) {
+		last = last->next;
+		taken++;
+	}
+	if (last) {
+		q->head = last->next;
+		if (!q->head)
+			q->tail = NULL;
+		last->next = NULL;
+	}
+	if (more)
+		*more = q->head != NULL;
 	pthread_mutex_unlock(&q->lock);
 	if (!list)
 		return 0;
@@ -173,11 +201,14 @@ size_t event_queue__consume(struct event_queue *q,
 			q->spare = c;
 			q->nspare++;
 		} else {
-			free(c);
+			/* freed below, out of the writer's way */
+			c->next = keep;
+			keep = c;
 		}
 	}
 	q->st.records += n;
 	pthread_mutex_unlock(&q->lock);
+	free_list(keep);
 	__atomic_fetch_sub(&q->st.queued_bytes, bytes, __ATOMIC_RELAXED);
 	return n;
 }

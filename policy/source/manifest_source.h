@@ -80,7 +80,10 @@ uint64_t manifest_source__fingerprint(const char *path);
  * snapshot stays and the error is kept in errors()).
  */
 int manifest_source__reload(struct manifest_source *s);
-/* Why the last manifest_source__reload() failed (the old snapshot stays); NULL after one that did not. */
+/*
+ * Why the last manifest_source__reload() failed (the old snapshot stays);
+ * NULL after one that did not.
+ */
 const char *manifest_source__failure(const struct manifest_source *s);
 /* Bumps by one for each changed snapshot; starts at 1. */
 uint64_t manifest_source__generation(const struct manifest_source *s);

@@ -63,7 +63,7 @@ TEST(event_queue_order_and_chunks)
 
 	event_queue__init(&q, 64 << 20);
 	ASSERT_TRUE(!event_queue__publish(&q));
-	ASSERT_EQ(event_queue__consume(&q, check_rec, &s), 0);
+	ASSERT_EQ(event_queue__consume(&q, 0, check_rec, &s, NULL), 0);
 	/* 3000 records over several chunks: unseen until published */
 	for (seq = 0; seq < 3000; seq++) {
 		size_t n = make_rec(buf, seq, size_of(seq));
@@ -72,9 +72,9 @@ TEST(event_queue_order_and_chunks)
 		pushed += n;
 	}
 	/* full chunks went to the reader as they filled; the last did not */
-	ASSERT_TRUE(event_queue__consume(&q, check_rec, &s) < 3000);
+	ASSERT_TRUE(event_queue__consume(&q, 0, check_rec, &s, NULL) < 3000);
 	ASSERT_TRUE(event_queue__publish(&q));
-	event_queue__consume(&q, check_rec, &s);
+	event_queue__consume(&q, 0, check_rec, &s, NULL);
 	ASSERT_EQ(s.next, 3000);
 	ASSERT_EQ(s.bad, 0);
 	ASSERT_EQ(s.bytes, pushed);
@@ -85,7 +85,7 @@ TEST(event_queue_order_and_chunks)
 		ASSERT_EQ(event_queue__push(&q, buf, n), 0);
 	}
 	ASSERT_TRUE(event_queue__publish(&q));
-	ASSERT_EQ(event_queue__consume(&q, check_rec, &s), 3);
+	ASSERT_EQ(event_queue__consume(&q, 0, check_rec, &s, NULL), 3);
 	ASSERT_EQ(s.next, 3003);
 	ASSERT_EQ(s.bad, 0);
 	event_queue__stats(&q, &st);
@@ -108,23 +108,20 @@ TEST(event_queue_bound)
 	for (uint32_t seq = 0; seq < 10; seq++)
 		ASSERT_EQ(event_queue__push(&q, buf, make_rec(buf, seq, 96)),
 			  0);
-	ASSERT_EQ(event_queue__push(&q, buf, make_rec(buf, 10, 96)),
-		  -ENOBUFS);
-	ASSERT_EQ(event_queue__push(&q, buf, make_rec(buf, 10, 96)),
-		  -ENOBUFS);
+	ASSERT_EQ(event_queue__push(&q, buf, make_rec(buf, 10, 96)), -ENOBUFS);
+	ASSERT_EQ(event_queue__push(&q, buf, make_rec(buf, 10, 96)), -ENOBUFS);
 	event_queue__publish(&q);
 	/* queued but not yet consumed still counts against the bound */
-	ASSERT_EQ(event_queue__push(&q, buf, make_rec(buf, 10, 96)),
-		  -ENOBUFS);
+	ASSERT_EQ(event_queue__push(&q, buf, make_rec(buf, 10, 96)), -ENOBUFS);
 	event_queue__stats(&q, &st);
 	ASSERT_EQ(st.dropped, 3);
 	ASSERT_EQ(st.queued_bytes, 10 * 104);
-	ASSERT_EQ(event_queue__consume(&q, check_rec, &s), 10);
+	ASSERT_EQ(event_queue__consume(&q, 0, check_rec, &s, NULL), 10);
 	ASSERT_EQ(s.bad, 0);
 	/* consumed: room again */
 	ASSERT_EQ(event_queue__push(&q, buf, make_rec(buf, 10, 96)), 0);
 	event_queue__publish(&q);
-	ASSERT_EQ(event_queue__consume(&q, check_rec, &s), 1);
+	ASSERT_EQ(event_queue__consume(&q, 0, check_rec, &s, NULL), 1);
 	ASSERT_EQ(s.next, 11);
 	ASSERT_EQ(s.bad, 0);
 	event_queue__fini(&q);
@@ -160,14 +157,58 @@ TEST(event_queue_two_threads)
 	event_queue__init(&q, 1ULL << 40);
 	ASSERT_EQ(pthread_create(&t, NULL, writer, &q), 0);
 	while (s.next < THREAD_RECS && !s.bad)
-		event_queue__consume(&q, check_rec, &s);
+		event_queue__consume(&q, 0, check_rec, &s, NULL);
 	pthread_join(t, NULL);
-	event_queue__consume(&q, check_rec, &s);
+	event_queue__consume(&q, 0, check_rec, &s, NULL);
 	ASSERT_EQ(s.next, THREAD_RECS);
 	ASSERT_EQ(s.bad, 0);
 	event_queue__stats(&q, &st);
 	ASSERT_EQ(st.records, THREAD_RECS);
 	ASSERT_EQ(st.queued_bytes, 0);
 	ASSERT_EQ(st.dropped, 0);
+	event_queue__fini(&q);
+}
+
+static int count_rec(void *ctx, void *data, size_t size)
+{
+	(void)data;
+	(void)size;
+	++*(size_t *)ctx;
+	return 0;
+}
+
+TEST(event_queue_bounded_take_and_reserve)
+{
+	static unsigned char buf[60 << 10];
+	struct event_queue q;
+	struct event_queue_stats st;
+	size_t seen = 0;
+	bool more = true;
+
+	event_queue__init(&q, 1 << 20);
+	/* five chunks of one 60 KiB record each */
+	for (int i = 0; i < 5; i++)
+		ASSERT_EQ(event_queue__push(&q, buf, sizeof(buf)), 0);
+	event_queue__publish(&q);
+	ASSERT_EQ(event_queue__consume(&q, 2, count_rec, &seen, &more), 2);
+	ASSERT_TRUE(more);
+	ASSERT_EQ(event_queue__consume(&q, 2, count_rec, &seen, &more), 2);
+	ASSERT_TRUE(more);
+	ASSERT_EQ(event_queue__consume(&q, 2, count_rec, &seen, &more), 1);
+	ASSERT_TRUE(!more);
+	ASSERT_EQ(seen, 5);
+	event_queue__fini(&q);
+
+	/* past the bound only the reserve's records get in, up to it */
+	event_queue__init(&q, 1024);
+	ASSERT_EQ(event_queue__push(&q, buf, 1000), 0);
+	ASSERT_EQ(event_queue__push(&q, buf, 32), -ENOBUFS);
+	ASSERT_EQ(event_queue__push_reserved(&q, buf, 32), 0);
+	ASSERT_EQ(event_queue__push_reserved(&q, buf, EVENT_QUEUE_RESERVE),
+		  -ENOBUFS);
+	/* the writer's own drop counts; the reserve's refusals do not */
+	event_queue__count_dropped(&q);
+	event_queue__stats(&q, &st);
+	ASSERT_EQ(st.dropped, 2);
 	event_queue__fini(&q);
 }
