@@ -84,9 +84,11 @@ static void on_h2_exchange(void *ctx, const struct exchange *e,
 	aggregate__exchange_head(ag->agg, e, head, len, trunc);
 }
 
-static void drain(struct agent *ag)
+/* Returns how many records were handled (at most 1 MiB of them). */
+static size_t drain(struct agent *ag)
 {
 	uint64_t now = state__mono_ns();
+	size_t n;
 
 	mstore__lock(ag->store);
 	/*
@@ -94,7 +96,7 @@ static void drain(struct agent *ag)
 	 * few ms (records the loop could not take while busy are that old).
 	 */
 	aggregate__set_now(ag->agg, state__real_ns());
-	ring_reader__drain(ag->reader, on_event, ag);
+	n = ring_reader__drain(ag->reader, on_event, ag);
 	mstore__unlock(ag->store);
 	/*
 	 * TLS uprobes are per process: a worker forked since (nginx reload)
@@ -110,6 +112,7 @@ static void drain(struct agent *ag)
 		ag->tls_scan_ns = now;
 		ag->tls_fork = false;
 	}
+	return n;
 }
 
 /* ready: programs attached and every watched resource listed once */
@@ -799,7 +802,8 @@ int agent__run(struct agent_opts *o)
 	__atomic_store_n(&ag.ready, false, __ATOMIC_RELEASE);
 	/* what is already in the ring buffer still counts */
 	ring_reader__stop(ag.reader);
-	drain(&ag);
+	while (drain(&ag))
+		;
 	if (ag.otlp) {
 		self_metrics__refresh(ag.self);
 		export_otlp(&ag);
