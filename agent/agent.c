@@ -776,7 +776,7 @@ int agent__run(struct agent_opts *o)
 	}
 	ag.reader = ring_reader__start(
 		bpf_map__fd(ag.skel->maps.mm_events),
-		(uint64_t)o->ringbuf_bytes * EVENT_QUEUE_PER_RING, &ret);
+		(uint64_t)o->ringbuf_bytes * OPT_EVENT_QUEUE_PER_RING, &ret);
 	if (!ag.reader)
 		goto cleanup;
 	aggregate__set_engine(ag.agg, ag.engine);
@@ -800,7 +800,12 @@ int agent__run(struct agent_opts *o)
 	ret = main_loop(&ag);
 	ag.not_ready = "stopping";
 	__atomic_store_n(&ag.ready, false, __ATOMIC_RELEASE);
-	/* what is already in the ring buffer still counts */
+	/*
+	 * What is already in the ring buffer still counts: the queue emptied
+	 * first, so the reader's last read finds room.
+	 */
+	while (drain(&ag))
+		;
 	ring_reader__stop(ag.reader);
 	while (drain(&ag))
 		;

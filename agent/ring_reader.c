@@ -174,6 +174,7 @@ void ring_reader__free(struct ring_reader *rr)
 		close(rr->ready_fd);
 	if (rr->stop_fd >= 0)
 		close(rr->stop_fd);
+	event_intake__fini(&rr->in);
 	event_queue__fini(&rr->q);
 	free(rr);
 }

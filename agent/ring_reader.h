@@ -30,16 +30,18 @@ struct ring_reader *ring_reader__start(int map_fd, uint64_t queue_bytes,
 int ring_reader__fd(const struct ring_reader *rr);
 
 /*
- * On the event loop: hand every queued record to fn in the order BPF
- * wrote them. Returns how many.
+ * On the event loop: hand queued records to fn in the order BPF wrote
+ * them, at most 1 MiB of them (the fd stays readable while more wait).
+ * Returns how many.
  */
 size_t ring_reader__drain(struct ring_reader *rr,
 			  int (*fn)(void *ctx, void *data, size_t size),
 			  void *ctx);
 
 /*
- * Stop the thread once it has copied what the ring holds now: a drain
- * after this sees every record written before the call.
+ * Stop the thread once it has copied what the ring holds now: drains
+ * after this, until one returns 0, see every record written before the
+ * call (that the queue had room for).
  */
 void ring_reader__stop(struct ring_reader *rr);
 void ring_reader__free(struct ring_reader *rr);

@@ -423,7 +423,7 @@ static void read_cap(struct sm_read *r, int id)
 	ROWS(r, id, "cap", { "max_connections", o->max_connections },
 	     { "ringbuf_bytes", o->ringbuf_bytes },
 	     { "event_queue_bytes",
-	       (double)o->ringbuf_bytes * EVENT_QUEUE_PER_RING },
+	       (double)o->ringbuf_bytes * OPT_EVENT_QUEUE_PER_RING },
 	     { "max_series_per_metric", o->max_series },
 	     { "otlp_queue_bytes", o->otlp_queue_bytes });
 }

@@ -11,6 +11,12 @@
 #include "agent/config/features.h"
 
 #define OPT_MAX_LIST 32
+/*
+ * The agent's bound on ring-buffer records queued in user space, in ring
+ * buffers' worth (ringbuf_bytes): the memory budget
+ * (agent/node/mem_limit.c) counts it with the ring.
+ */
+#define OPT_EVENT_QUEUE_PER_RING 4
 
 struct agent_opts {
 	const char *config_file;

@@ -7,7 +7,6 @@
 
 #include "agent/node/mem_limit.h"
 #include "agent/config/options.h"
-#include "agent/pipeline/event_queue.h"
 #include "policy/util/log.h"
 
 /*
@@ -31,7 +30,7 @@
  *                   spread over 160 buckets; 2 KiB covers the worst
  *   METRICS_HINT    metrics expected to reach the per-metric cap at once
  * The rest is split 1/8 ring buffer with the user-space queue that takes
- * its records (EVENT_QUEUE_PER_RING ring buffers' worth, used only while the
+ * its records (OPT_EVENT_QUEUE_PER_RING ring buffers' worth, used only while the
  * event loop is busy), 3/8 connections, 3/8 series, 1/8 export queue.
  */
 #define BASE_BYTES (24ULL << 20)
@@ -258,7 +257,7 @@ uint64_t mem_limit__derive_caps(uint64_t limit_bytes, struct mem_caps *caps)
 	budget = usable > BASE_BYTES ? usable - BASE_BYTES : 0;
 	caps->ringbuf_bytes =
 		lower(caps->ringbuf_bytes,
-		      pow2_floor(budget / 8 / (1 + EVENT_QUEUE_PER_RING)),
+		      pow2_floor(budget / 8 / (1 + OPT_EVENT_QUEUE_PER_RING)),
 		      MIN_RINGBUF);
 	caps->max_connections = lower(caps->max_connections,
 				      budget * 3 / 8 / conn_bytes, MIN_CONNS);

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <stdlib.h>
 #include <string.h>
 
 #include "agent/pipeline/event_intake.h"
 #include "agent/pipeline/event_queue.h"
+#include "agent/pipeline/h2_feed.h"
 #include "bpf/milometer.h"
 
 /*
@@ -22,7 +24,35 @@ static size_t used_bytes(const void *data, size_t size)
 	return size;
 }
 
-static struct event_intake_gap *gap_find(struct event_intake *in, uint64_t conn_id)
+static const struct mm_data_event *as_h2(const void *data, size_t size)
+{
+	const struct mm_data_event *e = data;
+
+	if (size < sizeof(*e) ||
+	    (e->type != MM_EVT_H2_DATA && e->type != MM_EVT_H2_CLOSE))
+		return NULL;
+	return e;
+}
+
+/*
+ * The close that ends the connection's decoder at the gap; a connection
+ * BPF closed meanwhile ends as lost, with nothing left to ignore.
+ */
+static bool gap_close(struct event_intake *in, uint64_t conn_id, uint64_t ts_ns,
+		      bool closed)
+{
+	struct mm_data_event e = {
+		.type = MM_EVT_H2_CLOSE,
+		.flags = MM_DATA_LOST | (closed ? 0 : H2_FEED_GAP),
+		.conn_id = conn_id,
+		.ts_ns = ts_ns,
+	};
+
+	return !event_queue__push_reserved(in->q, &e, sizeof(e));
+}
+
+static struct event_intake_gap *gap_find(struct event_intake *in,
+					 uint64_t conn_id)
 {
 	for (unsigned int i = 0; i < in->ngaps; i++)
 		if (in->gaps[i].conn_id == conn_id)
@@ -30,112 +60,78 @@ static struct event_intake_gap *gap_find(struct event_intake *in, uint64_t conn_
 	return NULL;
 }
 
-static void gap_drop(struct event_intake *in, struct event_intake_gap *g)
-{
-	*g = in->gaps[--in->ngaps];
-}
-
-/* Queue the lost close once; false while the queue has no room for it. */
-static bool gap_close(struct event_intake *in, struct event_intake_gap *g)
-{
-	struct mm_data_event e = {
-		.type = MM_EVT_H2_CLOSE,
-		.flags = MM_DATA_LOST,
-		.conn_id = g->conn_id,
-		.ts_ns = g->ts_ns,
-	};
-
-	if (!g->close_sent)
-		g->close_sent =
-			!event_queue__push_reserved(in->q, &e, sizeof(e));
-	return g->close_sent;
-}
-
 /*
- * An HTTP/2 connection's bytes are one stream for its decoder: a record
- * of them refused here is a gap it cannot see (records carry no offsets),
- * after which it would decode garbage as frames. So the connection's
- * decoder is ended as BPF ends it when it loses bytes (a close marked
- * lost: its open streams are not counted), and its next record starts a
- * new decoder as for a connection found open (MM_DATA_FROM_START cleared:
- * frames and HPACK picked up midway), which counts the streams it sees
- * start. Until the lost close is queued (the queue's reserve), the
- * connection's records are dropped and counted.
+ * A record of the connection was refused: its gap close goes now, or as
+ * soon as the reserve has room; until then its records are dropped.
  */
-static void h2_refused(struct event_intake *in, const struct mm_data_event *e)
+static void gap_open(struct event_intake *in, const struct mm_data_event *e,
+		     bool closed)
 {
-	struct event_intake_gap *g = gap_find(in, e->conn_id);
+	struct event_intake_gap *g;
 
-	/* a close the queue refused goes as it is, from the reserve */
-	if (e->type == MM_EVT_H2_CLOSE &&
-	    !event_queue__push_reserved(in->q, e, sizeof(*e))) {
-		if (g)
-			gap_drop(in, g);
+	if (gap_close(in, e->conn_id, e->ts_ns, closed))
 		return;
+	if (in->ngaps == in->cap) {
+		unsigned int cap = in->cap ? in->cap * 2 : 16;
+		void *p = realloc(in->gaps, cap * sizeof(*in->gaps));
+
+		/* no memory either: its decoder may read across the gap */
+		if (!p)
+			return;
+		in->gaps = p;
+		in->cap = cap;
 	}
-	if (g)
-		return;
-	/* the oldest makes room: a gap of its would go unseen */
-	if (in->ngaps == EVENT_INTAKE_MAX_GAPS)
-		memmove(&in->gaps[0], &in->gaps[1],
-			--in->ngaps * sizeof(in->gaps[0]));
 	g = &in->gaps[in->ngaps++];
-	*g = (struct event_intake_gap){ .conn_id = e->conn_id, .ts_ns = e->ts_ns };
-	gap_close(in, g);
+	*g = (struct event_intake_gap){ e->conn_id, e->ts_ns, closed };
 }
 
-/* A record of a connection with a gap: true when it was handled here. */
-static bool h2_after_gap(struct event_intake *in, const struct mm_data_event *e,
-			 size_t size)
+/* A record of a connection whose gap close waits: dropped. */
+static bool gap_pending(struct event_intake *in, const struct mm_data_event *e)
 {
 	struct event_intake_gap *g = gap_find(in, e->conn_id);
-	unsigned char buf[sizeof(*e) + MM_DATA_CHUNK];
 
 	if (!g)
 		return false;
-	if (!gap_close(in, g)) {
-		/* a close too: the lost close still to queue ends the decoder */
+	if (e->type == MM_EVT_H2_CLOSE)
+		g->closed = true;
+	else
 		event_queue__count_dropped(in->q);
-		return true;
-	}
-	if (e->type == MM_EVT_H2_CLOSE) {
-		/* the decoder ended with the lost close: nothing to end */
-		gap_drop(in, g);
-		return true;
-	}
-	if (size > sizeof(buf)) {
-		event_queue__count_dropped(in->q);
-		return true;
-	}
-	memcpy(buf, e, size);
-	((struct mm_data_event *)buf)->flags &= ~MM_DATA_FROM_START;
-	/* queued: a new decoder picks the connection up midway */
-	if (!event_queue__push(in->q, buf, size))
-		gap_drop(in, g);
 	return true;
-}
-
-static bool is_h2(const void *data, size_t size)
-{
-	const struct mm_data_event *e = data;
-
-	return size >= sizeof(*e) &&
-	       (e->type == MM_EVT_H2_DATA || e->type == MM_EVT_H2_CLOSE);
 }
 
 void event_intake__record(struct event_intake *in, const void *data,
 			  size_t size)
 {
-	if (in->ngaps && is_h2(data, size) && h2_after_gap(in, data, size))
+	const struct mm_data_event *h2 = as_h2(data, size);
+
+	if (h2 && in->ngaps && gap_pending(in, h2))
 		return;
+	/* a close is no data: it may use the reserve, and ends a gap's wait */
+	if (h2 && h2->type == MM_EVT_H2_CLOSE) {
+		if (event_queue__push_reserved(in->q, data, size))
+			gap_open(in, h2, true);
+		return;
+	}
 	/* a refused record is counted by the queue */
-	if (event_queue__push(in->q, data, used_bytes(data, size)) &&
-	    is_h2(data, size))
-		h2_refused(in, data);
+	if (event_queue__push(in->q, data, used_bytes(data, size)) && h2)
+		gap_open(in, h2, false);
 }
 
 void event_intake__retry(struct event_intake *in)
 {
-	for (unsigned int i = 0; i < in->ngaps; i++)
-		gap_close(in, &in->gaps[i]);
+	for (unsigned int i = 0; i < in->ngaps;) {
+		struct event_intake_gap *g = &in->gaps[i];
+
+		if (gap_close(in, g->conn_id, g->ts_ns, g->closed))
+			*g = in->gaps[--in->ngaps];
+		else
+			i++;
+	}
+}
+
+void event_intake__fini(struct event_intake *in)
+{
+	free(in->gaps);
+	in->gaps = NULL;
+	in->ngaps = in->cap = 0;
 }

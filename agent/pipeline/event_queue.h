@@ -3,11 +3,12 @@
  * Records copied out of the BPF ring buffer by one writer thread and
  * handed, oldest first, to one reader thread. The writer fills a chunk of
  * its own without a lock and makes it visible with event_queue__publish();
- * the reader takes every published chunk at once. The ring is emptied as
- * fast as the writer can copy, so a reader busy elsewhere (a large
- * manifest reload, an OTLP export) costs memory here instead of events in
- * the kernel. Bounded: past max_bytes of queued records a record is
- * refused and counted.
+ * the reader takes published chunks, oldest first, a bounded number at a
+ * time. The ring is emptied as fast as the writer can copy, so a reader
+ * busy elsewhere (a large manifest reload, an OTLP export) costs memory
+ * here instead of events in the kernel. Bounded: past max_bytes of queued
+ * records a record is refused and counted; a small reserve past the bound
+ * takes the records that end a connection (event_queue__push_reserved()).
  */
 #ifndef MM_AGENT_EVENT_QUEUE_H
 #define MM_AGENT_EVENT_QUEUE_H
@@ -17,19 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/*
- * The agent's bound on queued records, in ring buffers' worth
- * (--ringbuf-bytes): the memory budget (agent/node/mem_limit.c) counts it
- * with the ring.
- */
-#define EVENT_QUEUE_PER_RING 4
-
 struct event_chunk;
 
 struct event_queue_stats {
 	uint64_t queued_bytes; /* records published or filling, not consumed */
 	uint64_t peak_bytes;   /* the most queued_bytes ever reached */
-	uint64_t dropped;      /* records refused: queued_bytes at max_bytes */
+	uint64_t dropped;      /* records refused, or dropped by the writer */
 	uint64_t records;      /* records handed to the reader */
 };
 

@@ -145,6 +145,36 @@ void h2_feed__free(struct h2_feed *f, uint64_t now_ns)
 	free(f);
 }
 
+/*
+ * The agent lost a record of the connection: its decoder ends as lost (its
+ * open streams are counted, not reported) and an entry without one stays,
+ * so the later bytes are ignored until BPF's close or the idle limit.
+ */
+static void gap(struct h2_feed *f, struct fconn **pp,
+		const struct mm_data_event *e)
+{
+	struct fconn *fc = *pp;
+
+	/* once a connection: a stub's later records may find the queue full too */
+	if (!fc || fc->dec)
+		f->st.lost_conns++;
+	if (!fc) {
+		fc = calloc(1, sizeof(*fc));
+		if (!fc)
+			return;
+		fc->conn_id = e->conn_id;
+		fc->f = f;
+		*pp = fc;
+		f->st.conns++;
+		f->st.open++;
+	}
+	fc->last_ns = e->ts_ns;
+	fc->dropping = true;
+	if (fc->dec)
+		h2_conn__free(fc->dec, e->ts_ns);
+	fc->dec = NULL;
+}
+
 int h2_feed__event(struct h2_feed *f, const void *data, size_t size)
 {
 	const struct mm_data_event *e = data;
@@ -153,9 +183,14 @@ int h2_feed__event(struct h2_feed *f, const void *data, size_t size)
 	if (size < sizeof(*e) || e->len > size - sizeof(*e))
 		return 0;
 	pp = find(f, e->conn_id);
+	if (e->type == MM_EVT_H2_CLOSE && e->flags & H2_FEED_GAP) {
+		gap(f, pp, e);
+		return 0;
+	}
 	if (e->type == MM_EVT_H2_CLOSE) {
 		if (*pp) {
-			if (e->flags & MM_DATA_LOST)
+			/* one without a decoder was refused or counted at its gap */
+			if (e->flags & MM_DATA_LOST && (*pp)->dec)
 				f->st.lost_conns++;
 			end_conn(f, pp, e->ts_ns, e->flags & MM_DATA_LOST);
 		}
@@ -231,7 +266,8 @@ uint64_t h2_feed__expire(struct h2_feed *f, uint64_t now_ns, uint64_t idle_ns)
 
 		while (*pp) {
 			if (now_ns > (*pp)->last_ns + idle_ns) {
-				f->st.lost_conns++;
+				if ((*pp)->dec)
+					f->st.lost_conns++;
 				end_conn(f, pp, now_ns, true);
 				n++;
 			} else {

@@ -27,12 +27,24 @@ typedef void (*h2_feed_exchange_fn)(void *ctx, const struct exchange *e,
 				    const char *head, size_t head_len,
 				    bool trunc);
 
+/*
+ * MM_EVT_H2_CLOSE flag the agent's own queue sets, never BPF
+ * (agent/pipeline/event_intake.c): a record of the connection was lost
+ * there. Its decoder ends as on MM_DATA_LOST and the connection's later
+ * bytes are ignored until BPF's close, as BPF ignores a connection it
+ * lost bytes of: a decoder cannot find frame boundaries past a gap.
+ */
+#define H2_FEED_GAP 0x80
+_Static_assert(!(H2_FEED_GAP &
+		 (MM_DATA_FROM_START | MM_DATA_LOST | MM_DATA_UPGRADE)),
+	       "H2_FEED_GAP is not a flag BPF sets");
+
 struct h2_feed_stats {
 	uint64_t conns; /* connections followed so far */
 	uint64_t open;  /* followed now */
 	uint64_t exchanges;
 	uint64_t unknown;      /* exchanges whose route fields were unknown */
-	uint64_t lost_conns;   /* feeds stopped by BPF (bytes lost) */
+	uint64_t lost_conns;   /* feeds stopped: bytes lost (BPF, queue) */
 	uint64_t lost_streams; /* open streams of those: not counted */
 	uint64_t not_h2;       /* connections the decoder refused */
 };

@@ -2,16 +2,16 @@
 /*
  * The ring buffer's records on their way into the queue: a head record
  * without its reservation's padding; an HTTP/2 connection whose record
- * the full queue refused is ended as lost (a close marked MM_DATA_LOST)
- * before anything else of it, and picked up again midway (its next
- * record without MM_DATA_FROM_START), while other connections go on; with
- * the reserve full, the connection's records wait dropped until the lost
- * close is in.
+ * the full queue refused gets its gap close (MM_DATA_LOST | H2_FEED_GAP)
+ * before anything else of it, while other connections go on; with the
+ * reserve full, the connection's records are dropped until the close is
+ * in, and a connection BPF closed meanwhile gets a plain lost close.
  */
 #include <errno.h>
 
 #include "agent/pipeline/event_intake.h"
 #include "agent/pipeline/event_queue.h"
+#include "agent/pipeline/h2_feed.h"
 #include "bpf/milometer.h"
 #include "selftests/unit/test.h"
 
@@ -89,7 +89,7 @@ TEST(event_intake_head_without_padding)
 	event_queue__fini(&q);
 }
 
-TEST(event_intake_h2_gap_ends_and_rejoins)
+TEST(event_intake_h2_gap_close_before_the_rest)
 {
 	struct event_queue q;
 	struct event_intake in = { .q = &q };
@@ -102,31 +102,29 @@ TEST(event_intake_h2_gap_ends_and_rejoins)
 	h2_data(&in, 2, 20);
 	h2_data(&in, 1, 11);
 	h2_data(&in, 1, 12); /* refused: conn 1 has a gap */
-	h2_data(&in, 1, 13); /* still no room: dropped */
 	drain(&q, &l);
 	h2_data(&in, 2, 21); /* conn 2 never lost a byte */
-	h2_data(&in, 1, 14); /* conn 1 again, picked up midway */
-	h2_data(&in, 1, 15);
+	h2_data(&in, 1, 13); /* for h2_feed to ignore */
 	drain(&q, &l);
-	ASSERT_EQ(l.n, 7);
+	ASSERT_EQ(l.n, 6);
 	ASSERT_TRUE(l.r[0].tag == 10 && l.r[1].tag == 20 && l.r[2].tag == 11);
-	/* the lost close comes before anything else of conn 1 */
+	/* the gap's close comes before anything else of conn 1 */
 	ASSERT_EQ(l.r[3].type, MM_EVT_H2_CLOSE);
 	ASSERT_EQ(l.r[3].conn_id, 1);
-	ASSERT_EQ(l.r[3].flags, MM_DATA_LOST);
-	ASSERT_TRUE(l.r[4].tag == 21 && l.r[4].flags == MM_DATA_FROM_START);
-	ASSERT_TRUE(l.r[5].tag == 14 && l.r[5].flags == 0);
-	/* one record read midway starts the new decoder; then as they come */
-	ASSERT_TRUE(l.r[6].tag == 15 && l.r[6].flags == MM_DATA_FROM_START);
+	ASSERT_EQ(l.r[3].flags, MM_DATA_LOST | H2_FEED_GAP);
+	ASSERT_TRUE(l.r[4].tag == 21 && l.r[5].tag == 13);
+	ASSERT_TRUE(l.r[5].flags == MM_DATA_FROM_START);
 	event_queue__stats(&q, &st);
-	ASSERT_EQ(st.dropped, 2);
+	ASSERT_EQ(st.dropped, 1);
 	ASSERT_EQ(in.ngaps, 0);
 	event_queue__fini(&q);
+	event_intake__fini(&in);
 }
 
 TEST(event_intake_h2_gap_waits_for_the_reserve)
 {
 	static unsigned char big[EVENT_QUEUE_RESERVE];
+	struct mm_data_event close = { .type = MM_EVT_H2_CLOSE, .conn_id = 1 };
 	struct event_queue q;
 	struct event_intake in = { .q = &q };
 	struct event_queue_stats st;
@@ -137,30 +135,36 @@ TEST(event_intake_h2_gap_waits_for_the_reserve)
 	h2_data(&in, 1, 10);
 	/* the reserve taken up but for 32 bytes: no room for a close */
 	ASSERT_EQ(event_queue__push_reserved(&q, big, sizeof(big)), 0);
-	h2_data(&in, 1, 11); /* refused, its lost close too */
+	h2_data(&in, 1, 11); /* refused, its gap close too */
 	ASSERT_EQ(in.ngaps, 1);
-	h2_data(&in, 1, 12); /* dropped: the close is not in yet */
+	h2_data(&in, 1, 12); /* dropped: the gap close is not in yet */
+	h2_data(&in, 2, 20); /* refused: conn 2's gap waits too */
+	/* BPF's close of conn 1: nothing is left to ignore after the gap */
+	event_intake__record(&in, &close, sizeof(close));
+	ASSERT_EQ(in.ngaps, 2);
 	drain(&q, &l);
 	ASSERT_EQ(l.n, 2);
-	/* after the batch, with room again: the close, then conn 1 midway */
+	/* after the batch, with room again: both closes */
 	event_intake__retry(&in);
-	h2_data(&in, 1, 13);
+	ASSERT_EQ(in.ngaps, 0);
 	drain(&q, &l);
 	ASSERT_EQ(l.n, 4);
-	ASSERT_TRUE(l.r[2].type == MM_EVT_H2_CLOSE &&
-		    l.r[2].flags == MM_DATA_LOST && l.r[2].conn_id == 1);
-	ASSERT_TRUE(l.r[3].tag == 13 && l.r[3].flags == 0);
+	ASSERT_TRUE(l.r[2].type == MM_EVT_H2_CLOSE && l.r[2].conn_id == 1);
+	ASSERT_EQ(l.r[2].flags, MM_DATA_LOST);
+	ASSERT_TRUE(l.r[3].type == MM_EVT_H2_CLOSE && l.r[3].conn_id == 2);
+	ASSERT_EQ(l.r[3].flags, MM_DATA_LOST | H2_FEED_GAP);
 	event_queue__stats(&q, &st);
-	ASSERT_EQ(st.dropped, 2);
-	ASSERT_EQ(in.ngaps, 0);
+	ASSERT_EQ(st.dropped, 3);
 	event_queue__fini(&q);
+	event_intake__fini(&in);
 }
 
-TEST(event_intake_h2_close_refused_goes_from_the_reserve)
+TEST(event_intake_h2_close_goes_from_the_reserve)
 {
 	struct mm_data_event close = { .type = MM_EVT_H2_CLOSE, .conn_id = 3 };
 	struct event_queue q;
 	struct event_intake in = { .q = &q };
+	struct event_queue_stats st;
 	struct log l = {};
 
 	event_queue__init(&q, 144);
@@ -171,5 +175,7 @@ TEST(event_intake_h2_close_refused_goes_from_the_reserve)
 	/* a plain close: the connection ended, nothing was lost */
 	ASSERT_TRUE(l.r[1].type == MM_EVT_H2_CLOSE && l.r[1].flags == 0);
 	ASSERT_EQ(in.ngaps, 0);
+	event_queue__stats(&q, &st);
+	ASSERT_EQ(st.dropped, 0);
 	event_queue__fini(&q);
 }

@@ -998,3 +998,56 @@ TEST(h2_feed_close_aborts_loss_drops)
 	h2_feed__free(f, 0);
 	convo_free(&a);
 }
+
+/*
+ * The agent's queue lost a record of a connection (H2_FEED_GAP): its
+ * decoder ends as lost and its later bytes, valid frames or not, are
+ * ignored until BPF's close; a connection with no decoder yet too.
+ */
+TEST(h2_feed_gap_ends_the_decoder_and_ignores_the_rest)
+{
+	struct feed_got g = {};
+	struct h2_feed *f = h2_feed__new(on_feed, &g);
+	struct convo a;
+	size_t off = 0;
+	struct h2_feed_stats st;
+
+	convo_init(&a, true);
+	headers(&a, true, 1, 0,
+		":method: POST\n:scheme: https\n:path: /a\n:authority: x.test\n");
+	feed_bytes(f, 1, MM_DIR_FROM_CLIENT, &a.c, &off, 64);
+	feed_close(f, 1, MM_DATA_LOST | H2_FEED_GAP);
+	h2_feed__stats(f, &st);
+	ASSERT_EQ(st.lost_conns, 1);
+	ASSERT_EQ(st.lost_streams, 1);
+	/* the stream's end and a whole new stream after the gap: ignored */
+	data(&a, true, 1, H2_F_END_STREAM, 10);
+	headers(&a, true, 3, H2_F_END_STREAM,
+		":method: GET\n:scheme: https\n:path: /b\n:authority: x.test\n");
+	headers(&a, false, 1, H2_F_END_STREAM, ":status: 200\n");
+	headers(&a, false, 3, H2_F_END_STREAM, ":status: 200\n");
+	feed_bytes(f, 1, MM_DIR_FROM_CLIENT, &a.c, &off, 64);
+	off = 0;
+	feed_bytes(f, 1, MM_DIR_FROM_SERVER, &a.s, &off, 64);
+	/* another gap close of it (the queue still full): counted once */
+	feed_close(f, 1, MM_DATA_LOST | H2_FEED_GAP);
+	/* a gap before any decoder: the connection's bytes are ignored too */
+	feed_close(f, 2, MM_DATA_LOST | H2_FEED_GAP);
+	off = 0;
+	feed_bytes(f, 2, MM_DIR_FROM_CLIENT, &a.c, &off, 64);
+	ASSERT_EQ(g.n, 0);
+	h2_feed__stats(f, &st);
+	ASSERT_EQ(st.lost_conns, 2);
+	ASSERT_EQ(st.lost_streams, 1);
+	ASSERT_EQ(st.not_h2, 0);
+	ASSERT_EQ(st.open, 2);
+	/* BPF's closes end them, lost or not, without counting again */
+	feed_close(f, 1, 0);
+	feed_close(f, 2, MM_DATA_LOST);
+	h2_feed__stats(f, &st);
+	ASSERT_EQ(st.open, 0);
+	ASSERT_EQ(st.lost_conns, 2);
+	ASSERT_EQ(g.n, 0);
+	h2_feed__free(f, 0);
+	convo_free(&a);
+}

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "agent/config/options.h"
 #include "agent/node/mem_limit.h"
-#include "agent/pipeline/event_queue.h"
 #include "selftests/unit/test.h"
 
 static void put(const char *root, const char *rel, const char *file,
@@ -180,7 +180,7 @@ TEST(mem_limit_derive_caps)
 	ASSERT_EQ(c.ringbuf_bytes & (c.ringbuf_bytes - 1), 0);
 	/* the ring and the queue that takes its records */
 	used = (uint64_t)c.max_connections * c.conn_bytes +
-	       (uint64_t)c.ringbuf_bytes * (1 + EVENT_QUEUE_PER_RING) +
+	       (uint64_t)c.ringbuf_bytes * (1 + OPT_EVENT_QUEUE_PER_RING) +
 	       (uint64_t)c.max_series * 2048 * 8 + c.otlp_queue_bytes;
 	ASSERT_TRUE(used <= budget, "used %llu > budget %llu",
 		    (unsigned long long)used, (unsigned long long)budget);
