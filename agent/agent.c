@@ -585,7 +585,7 @@ static int main_loop(struct agent *ag)
 		.it_value.tv_sec = 1,
 	};
 	int ep = -1, sfd = -1, tfd = -1, rbfd, err = 0;
-	uint64_t ticks = 0;
+	uint64_t ticks = 0, last_drain = 0;
 	sigset_t mask;
 
 	sigemptyset(&mask);
@@ -606,20 +606,25 @@ static int main_loop(struct agent *ag)
 	}
 	for (;;) {
 		struct epoll_event evs[8];
-		/* the reader wakes us for each batch; 50 ms is a backstop */
+		/* the reader wakes us only when much waits: 50 ms otherwise */
 		int n = epoll_wait(ep, evs, 8, DRAIN_MS);
 
 		if (n < 0 && errno != EINTR) {
 			err = -errno;
 			break;
 		}
-		if (n <= 0)
+		/* also when other fds keep the wait from timing out */
+		if (n <= 0 ||
+		    state__mono_ns() - last_drain >= DRAIN_MS * 1000000ULL) {
 			drain(ag);
+			last_drain = state__mono_ns();
+		}
 		for (int i = 0; i < n; i++) {
 			int fd = evs[i].data.fd;
 
 			if (fd == rbfd) {
 				drain(ag);
+				last_drain = state__mono_ns();
 			} else if (fd == sfd) {
 				struct signalfd_siginfo si;
 

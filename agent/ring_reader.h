@@ -2,8 +2,8 @@
 /*
  * The BPF ring buffer read on a thread of its own: every record is copied
  * into a user-space queue (agent/pipeline/event_queue.h) as soon as the
- * kernel wakes the thread or 50 ms pass, and the event loop is told
- * through an eventfd. The event loop handles the records when it is free:
+ * kernel wakes the thread or 50 ms pass; the event loop takes them every
+ * 50 ms, or sooner through an eventfd when many wait. The event loop handles the records when it is free:
  * its housekeeping (manifest reloads, target scans, OTLP encoding) may
  * take longer than the ring takes to fill under load, and an event it has
  * not read yet no longer costs a dropped record in the kernel.
@@ -26,7 +26,11 @@ struct ring_reader;
 struct ring_reader *ring_reader__start(int map_fd, uint64_t queue_bytes,
 				       int *err);
 
-/* Readable (EPOLLIN) when records wait for ring_reader__drain(). */
+/*
+ * Readable (EPOLLIN) when a 32nd of the queue's bound waits for
+ * ring_reader__drain(), or more than one drain takes: below that the
+ * event loop drains on its own every 50 ms.
+ */
 int ring_reader__fd(const struct ring_reader *rr);
 
 /*

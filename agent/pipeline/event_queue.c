@@ -222,3 +222,8 @@ void event_queue__stats(struct event_queue *q, struct event_queue_stats *st)
 	st->peak_bytes = load(&q->st.peak_bytes);
 	st->dropped = load(&q->st.dropped);
 }
+
+uint64_t event_queue__queued_bytes(const struct event_queue *q)
+{
+	return load(&q->st.queued_bytes);
+}

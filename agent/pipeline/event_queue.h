@@ -81,5 +81,7 @@ size_t event_queue__consume(struct event_queue *q, unsigned int max_chunks,
 			    void *ctx, bool *more);
 
 void event_queue__stats(struct event_queue *q, struct event_queue_stats *st);
+/* Bytes of records pushed and not yet consumed (either thread, no lock). */
+uint64_t event_queue__queued_bytes(const struct event_queue *q);
 
 #endif /* MM_AGENT_EVENT_QUEUE_H */

@@ -11,13 +11,13 @@ import statistics
 SEED = 20261128
 RESAMPLES = 10000
 SLOTS = ("floor-empty", "floor-hook", "floor-read", "floor-skb", "auto",
-         "listeners")
+         "listeners", "baseline")
 # listeners: the agent with a second Gateway listener, so that the kernel
 # table carries listener ports (a lookup per accepted connection)
 NAMES = {"off": "agent off", "floor-empty": "empty floor",
          "floor-hook": "hook floor", "floor-read": "read floor",
          "floor-skb": "skb floor", "auto": "agent",
-         "listeners": "agent+2 lsn"}
+         "listeners": "agent+2 lsn", "baseline": "baseline"}
 
 
 
@@ -424,6 +424,19 @@ def report(path, notes, rounds=()):
                   "bpf_stats rounds)" % (gw, ci_text(ci, "%+.0f") if nr > 1
                                          else "%+.0f" % ci[0], nr))
             out["listeners_minus_agent_bpf_%s" % gw] = ci
+        # another agent binary (BENCH_AGENT_BASELINE) in the same rounds
+        for load in loads:
+            for k, name in (("agent_ns_us", "agent CPU us/rq"),
+                            ("gw_us", "gateway CPU us/rq"),
+                            ("node_us", "node CPU us/rq")):
+                c2 = bootstrap(paired(rows, gw, load, "auto", k,
+                                      "baseline"), rng)
+                if c2:
+                    print("%s at %s %%: agent - baseline, %s: %s" %
+                          (gw, load, name,
+                           ci_text(c2, "%+.3f" if k == "agent_ns_us"
+                                   else "%+.2f")))
+                    out["agent_minus_baseline_%s_%s_%s" % (k, gw, load)] = c2
     out["deltas"] = {"%s/%s/%s" % k: v for k, v in res.items()}
     out["bpf_ns_rq"] = {"%s/%s" % k: v for k, v in bpf.items()}
     out["sat"] = sat

@@ -85,6 +85,15 @@ PEER_DURATION=${BENCH_PEER_DURATION:-3}
 PEER_LOADS=${BENCH_PEER_LOADS:-30 60}
 PEER_CONNS=${BENCH_PEER_CONNS:-50}
 PEER_SLOTS=${BENCH_PEER_SLOTS-off floor-empty floor-hook floor-read floor-skb auto}
+# BENCH_AGENT_BASELINE=PATH: a second agent binary, slot "baseline", in the
+# same rounds (agent - baseline, paired, in the summary)
+if [ -n "${BENCH_AGENT_BASELINE:-}" ]; then
+	[ -x "$BENCH_AGENT_BASELINE" ] || {
+		echo "BENCH_AGENT_BASELINE=$BENCH_AGENT_BASELINE: not an executable" >&2
+		exit 2
+	}
+	case " $PEER_SLOTS " in *" baseline "*) ;; *) PEER_SLOTS="$PEER_SLOTS baseline" ;; esac
+fi
 PEER_GATEWAYS=${BENCH_PEER_GATEWAYS:-nginx haproxy}
 PEER_SAT_DURATION=${BENCH_PEER_SAT_DURATION:-5}
 PEER_NODETAX_REPS=${BENCH_PEER_NODETAX_REPS:-10}
@@ -423,9 +432,11 @@ agent_ready() {
 # programs in $W/ids.TAG. CAPTURE: auto, sys-exit, or tls (auto with the
 # TLSCapture gate on).
 start_agent() {
-	local tag=$1 capture=$2 mdir=$3 pid=$4 cap=()
+	local tag=$1 capture=$2 mdir=$3 pid=$4 cap=() bin=$BIN/milometer
 	case $capture in
 	auto) ;;
+	# another build of the agent (BENCH_AGENT_BASELINE), as auto
+	baseline) bin=$BENCH_AGENT_BASELINE ;;
 	tls) cap=(--feature-gates=TLSCapture=true) ;;
 	# the Gateway with a second listener (port 8080), so that the kernel
 	# table carries listener ports: mdir is $W/mL, the socket port of
@@ -440,7 +451,7 @@ start_agent() {
 	# are charged there, and with them every socket's storage
 	sh -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs" || exit 1; shift; exec "$@"' \
 		sh "${AGENT_CG:-}" \
-		"$BIN/milometer" run --manifests "$mdir" --proxy-pid "$pid" \
+		"$bin" run --manifests "$mdir" --proxy-pid "$pid" \
 		--prometheus-listen "127.0.0.1:$AGENT_PORT" "${cap[@]}" \
 		--socket "$W/mm.sock" "${PIN_ARGS[@]}" >"$W/agent.$tag.log" 2>&1 &
 	AGENT_PID=$!
