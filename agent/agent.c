@@ -3,8 +3,8 @@
  * `milometer run`: load and attach the data path, install the route table,
  * then one thread (the event loop) handles the ring buffer's records and
  * does 1 Hz housekeeping (manifest reloads, target rescans, series expiry,
- * self-metrics, OTLP export). The ring itself is emptied into a queue by a
- * thread of its own (agent/ring_reader.h), so housekeeping that takes
+ * self-metrics, OTLP export). While it is busy, a thread of its own empties
+ * the ring into a queue (agent/ring_reader.h), so housekeeping that takes
  * longer than the ring takes to fill loses nothing. The Prometheus server
  * and the OTLP sender have their own threads and only ever touch the
  * metric store under its lock.
@@ -584,7 +584,7 @@ static int main_loop(struct agent *ag)
 		.it_interval.tv_sec = 1,
 		.it_value.tv_sec = 1,
 	};
-	int ep = -1, sfd = -1, tfd = -1, rbfd, err = 0;
+	int ep = -1, sfd = -1, tfd = -1, rbfd, ringfd, err = 0;
 	uint64_t ticks = 0, last_drain = 0;
 	sigset_t mask;
 
@@ -596,9 +596,10 @@ static int main_loop(struct agent *ag)
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	rbfd = ring_reader__fd(ag->reader);
+	ringfd = ring_reader__ring_fd(ag->reader);
 	if (sfd < 0 || tfd < 0 || ep < 0 ||
 	    timerfd_settime(tfd, 0, &its, NULL) || add_fd(ep, sfd) ||
-	    add_fd(ep, tfd) || add_fd(ep, rbfd) ||
+	    add_fd(ep, tfd) || add_fd(ep, rbfd) || add_fd(ep, ringfd) ||
 	    (ag->ctl && ctl__attach(ag->ctl, ep))) {
 		err = -errno;
 		pr_err("event loop setup failed: %s\n", strerror(errno));
@@ -606,7 +607,7 @@ static int main_loop(struct agent *ag)
 	}
 	for (;;) {
 		struct epoll_event evs[8];
-		/* the reader wakes us only when much waits: 50 ms otherwise */
+		/* BPF wakes us at 1/8 full: read at least every 50 ms */
 		int n = epoll_wait(ep, evs, 8, DRAIN_MS);
 
 		if (n < 0 && errno != EINTR) {
@@ -622,7 +623,7 @@ static int main_loop(struct agent *ag)
 		for (int i = 0; i < n; i++) {
 			int fd = evs[i].data.fd;
 
-			if (fd == rbfd) {
+			if (fd == rbfd || fd == ringfd) {
 				drain(ag);
 				last_drain = state__mono_ns();
 			} else if (fd == sfd) {
@@ -635,15 +636,22 @@ static int main_loop(struct agent *ag)
 					goto cleanup;
 				}
 				/* SIGHUP: reload now */
+				ring_reader__busy(ag->reader, true);
 				reload_feature_gates(ag);
 				tick(ag, ++ticks);
+				ring_reader__busy(ag->reader, false);
 			} else if (fd == tfd) {
 				uint64_t exp;
 
+				ring_reader__busy(ag->reader, true);
 				if (read(tfd, &exp, sizeof(exp)) > 0)
 					tick(ag, ++ticks);
+				ring_reader__busy(ag->reader, false);
 			} else if (ag->ctl) {
+				/* a dump or a top page may take a while */
+				ring_reader__busy(ag->reader, true);
 				ctl__event(ag->ctl, ag, fd, evs[i].events);
+				ring_reader__busy(ag->reader, false);
 			}
 		}
 	}

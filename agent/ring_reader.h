@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The BPF ring buffer read on a thread of its own: every record is copied
- * into a user-space queue (agent/pipeline/event_queue.h) as soon as the
- * kernel wakes the thread or 50 ms pass; the event loop takes them every
- * 50 ms, or sooner through an eventfd when many wait. The event loop handles the records when it is free:
- * its housekeeping (manifest reloads, target scans, OTLP encoding) may
- * take longer than the ring takes to fill under load, and an event it has
- * not read yet no longer costs a dropped record in the kernel.
+ * The BPF ring buffer, read by the event loop while it is free and by a
+ * thread of its own while the loop is busy (ring_reader__busy(): a
+ * manifest reload, target scans, OTLP encoding) or has not drained for
+ * 200 ms. The thread copies the records into a user-space queue
+ * (agent/pipeline/event_queue.h), which the loop's next drain hands over
+ * first, so the order holds. Housekeeping that outlasts the ring costs
+ * queue memory, not events; while the loop is free a record is read once,
+ * by one thread, as before the thread existed.
  */
 #ifndef MM_AGENT_RING_READER_H
 #define MM_AGENT_RING_READER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,16 +29,20 @@ struct ring_reader *ring_reader__start(int map_fd, uint64_t queue_bytes,
 				       int *err);
 
 /*
- * Readable (EPOLLIN) when a 32nd of the queue's bound waits for
- * ring_reader__drain(), or more than one drain takes: below that the
- * event loop drains on its own every 50 ms.
+ * For the loop's epoll, both: readable (EPOLLIN) when the thread queued
+ * records, or more wait than one drain takes; the ring's own epoll fd
+ * (BPF wakes it at 1/8 full; the loop also drains every 50 ms).
  */
 int ring_reader__fd(const struct ring_reader *rr);
+int ring_reader__ring_fd(const struct ring_reader *rr);
+
+/* The loop is busy (true) or free again (false): who reads the ring. */
+void ring_reader__busy(struct ring_reader *rr, bool busy);
 
 /*
- * On the event loop: hand queued records to fn in the order BPF wrote
- * them, at most 1 MiB of them (the fd stays readable while more wait).
- * Returns how many.
+ * On the event loop: hand records to fn in the order BPF wrote them, the
+ * queued ones (at most 1 MiB; the fd stays readable while more wait),
+ * then, when none are left, the ring's straight. Returns how many.
  */
 size_t ring_reader__drain(struct ring_reader *rr,
 			  int (*fn)(void *ctx, void *data, size_t size),
