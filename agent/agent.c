@@ -57,6 +57,7 @@
 
 #define OTLP_MAX_POINTS 20000 /* points per request: well under 20 MiB */
 #define DRAIN_MS        50    /* queued records handled at least this often */
+#define EXIT_DRAINS     64 /* at exit, at most (a drain takes 1 MiB of queue) */
 
 /* An HTTP/2 connection silent this long is forgotten (its close was lost). */
 #define H2_IDLE_NS (15 * 60 * 1000000000ULL)
@@ -108,7 +109,10 @@ static size_t drain(struct agent *ag)
 	    (ag->tls_fork || now - ag->tls_scan_ns >= 100000000ULL)) {
 		/* re-armed first: a fork during the scan sends its event */
 		ag->skel->bss->mm_fork_notify = 1;
+		/* attaching uprobes takes a while: the reader thread reads */
+		ring_reader__busy(ag->reader, true);
 		tls_capture__scan(ag->tls, now, ag->tls_fork);
+		ring_reader__busy(ag->reader, false);
 		ag->tls_scan_ns = now;
 		ag->tls_fork = false;
 	}
@@ -817,10 +821,11 @@ int agent__run(struct agent_opts *o)
 	 * What is already in the ring buffer still counts: the queue emptied
 	 * first, so the reader's last read finds room.
 	 */
-	while (drain(&ag))
+	for (int i = 0; i < EXIT_DRAINS && drain(&ag); i++)
 		;
 	ring_reader__stop(ag.reader);
-	while (drain(&ag))
+	/* BPF still runs: under load the ring never reads empty */
+	for (int i = 0; i < EXIT_DRAINS && drain(&ag); i++)
 		;
 	if (ag.otlp) {
 		self_metrics__refresh(ag.self);

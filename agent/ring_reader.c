@@ -81,9 +81,14 @@ static bool read_ring(struct ring_reader *rr)
 	return event_queue__publish(&rr->q);
 }
 
+/*
+ * Also while the loop works through a queue (it reads the ring only once
+ * the queue is empty): the ring is smaller, in records, than the queue.
+ */
 static bool loop_away(struct ring_reader *rr)
 {
 	return __atomic_load_n(&rr->busy, __ATOMIC_RELAXED) ||
+	       event_queue__queued_bytes(&rr->q) ||
 	       mono_ns() - __atomic_load_n(&rr->drained_ns, __ATOMIC_RELAXED) >=
 		       STALE_NS;
 }
@@ -207,7 +212,13 @@ size_t ring_reader__drain(struct ring_reader *rr,
 	/* what the thread queued goes first: the records keep their order */
 	n = event_queue__consume(&rr->q, DRAIN_CHUNKS, fn, ctx, &more);
 	if (!more) {
+		/* gap closes the reserve had no room for: before any record */
 		event_intake__retry(&rr->in);
+		if (event_queue__publish(&rr->q))
+			n += event_queue__consume(&rr->q, DRAIN_CHUNKS, fn, ctx,
+						  &more);
+	}
+	if (!more) {
 		if (rr->in.ngaps) {
 			/* a connection's gap close waits: through the queue */
 			read_ring(rr);
